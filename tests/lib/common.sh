@@ -1,0 +1,92 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Sourced by every tests/integration/*.sh.  Each test script prints one
+# "ok N - ..." / "not ok N - ..." line per assertion and ends with the
+# summary line "N passed, N failed".  It exits non-zero when anything failed.
+# Cleanup: register commands with `on_exit 'cmd'`; they run in reverse order
+# whatever happens (failure, signal, set -e).
+set -uo pipefail
+
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD=$TOP/build
+NSHASH=$BUILD/nshash
+export PATH=$BUILD:$PATH
+T_PASS=0
+T_FAIL=0
+T_N=0
+T_NAME=$(basename "$0" .sh)
+_on_exit=()
+
+on_exit() { _on_exit+=("$1"); }
+_run_exit() {
+	local i
+	for ((i = ${#_on_exit[@]} - 1; i >= 0; i--)); do eval "${_on_exit[$i]}" >/dev/null 2>&1 || true; done
+}
+_finish() {
+	local rc=$?
+	_run_exit
+	echo "$T_NAME: $T_PASS passed, $T_FAIL failed"
+	[ "$T_FAIL" -eq 0 ] && [ "$rc" -eq 0 ] && exit 0
+	[ "$T_FAIL" -eq 0 ] && echo "not ok - $T_NAME exited with status $rc before finishing"
+	exit 1
+}
+trap _finish EXIT
+trap 'exit 130' INT TERM
+
+pass() { T_N=$((T_N + 1)); T_PASS=$((T_PASS + 1)); echo "ok $T_N - $*"; }
+fail() { T_N=$((T_N + 1)); T_FAIL=$((T_FAIL + 1)); echo "not ok $T_N - $*"; }
+# A test that cannot run here: counted as failed (never a silent skip).
+cannot_run() { fail "CANNOT RUN: $*"; exit 1; }
+
+# assert_eq EXPECTED ACTUAL DESCRIPTION
+assert_eq() {
+	if [ "$1" == "$2" ]; then pass "$3"; else fail "$3 (expected '$1', got '$2')"; fi
+}
+# assert_contains HAYSTACK NEEDLE DESCRIPTION
+assert_contains() {
+	if [[ "$1" == *"$2"* ]]; then pass "$3"; else fail "$3 (no '$2' in: $1)"; fi
+}
+assert_not_contains() {
+	if [[ "$1" != *"$2"* ]]; then pass "$3"; else fail "$3 (unexpected '$2' in: $1)"; fi
+}
+# assert_rc EXPECTED-STATUS DESCRIPTION -- command...
+assert_rc() {
+	local want=$1 desc=$2
+	shift 3
+	"$@" >/dev/null 2>&1
+	local rc=$?
+	if [ "$rc" -eq "$want" ]; then pass "$desc"; else fail "$desc (exit $rc, expected $want)"; fi
+}
+
+require_root() { [ "$(id -u)" = 0 ] || cannot_run "needs root"; }
+require_kernel_knobs() {
+	[ -e /proc/sys/net/ipv4/tcp_child_ehash_entries ] && [ -e /proc/sys/net/ipv4/udp_child_hash_entries ] ||
+		cannot_run "kernel $(uname -r) lacks tcp_child_ehash_entries/udp_child_hash_entries (needs 6.2+)"
+}
+
+# Sizes of a netns as "TCP UDP" (raw *_hash_entries, negative = shared).
+netns_sizes_of_pid() {
+	nsenter -t "$1" -n sh -c 'echo "$(cat /proc/sys/net/ipv4/tcp_ehash_entries) $(cat /proc/sys/net/ipv4/udp_hash_entries)"'
+}
+host_knobs() { echo "$(cat /proc/sys/net/ipv4/tcp_child_ehash_entries) $(cat /proc/sys/net/ipv4/udp_child_hash_entries)"; }
+# Number of nsfs mounts under a directory (pins).
+count_pins_under() { awk -v d="$1" '$9 == "nsfs" && index($5, d) == 1 {n++} END {print n+0}' /proc/self/mountinfo; }
+
+# A private state dir for the library for this test; removed at exit with
+# every pin under it.
+make_state_dir() {
+	local d
+	d=$(mktemp -d /run/nshash-test.XXXXXX)
+	on_exit "cleanup_state_dir '$d'"
+	echo "$d"
+}
+cleanup_state_dir() {
+	local d=$1 m
+	awk -v d="$d" '$9 == "nsfs" && index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r | while read -r m; do umount -l "$m"; done
+	rm -rf "$d"
+}
+
+# Host sysctls must be as found: record now, compare at the end.
+HOST_KNOBS_AT_START=$(host_knobs 2>/dev/null || echo "")
+assert_host_untouched() {
+	assert_eq "$HOST_KNOBS_AT_START" "$(host_knobs)" "host *_child_* knobs unchanged ($HOST_KNOBS_AT_START)"
+}
