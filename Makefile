@@ -49,7 +49,7 @@ build:
 	@mkdir -p build build/cni build/tests build/bench
 
 lib/%.o: lib/%.c lib/nshash.h $(wildcard lib/*.h)
-	$(CC) $(CFLAGS) -fvisibility=hidden -c -o $@ $<
+	$(CC) $(CFLAGS) -c -o $@ $<
 
 $(LIB_A): $(LIB_OBJS) | build
 	rm -f $@ && ar rcs $@ $^

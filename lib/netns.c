@@ -1,0 +1,350 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Creating sized network namespaces without ever touching the host's knobs.
+ *
+ * The kernel sizes a new netns from the *_child_* knobs of the netns its
+ * creator is in.  A private parent with the knobs set is therefore enough:
+ * the template strategy keeps one such parent pinned per effective size pair
+ * (built once under the state lock, used without a lock afterwards), the
+ * nested strategy makes a throwaway parent each time. */
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#include "internal.h"
+
+/* Set the child knobs of the calling thread's (fresh) netns.  A new netns
+ * starts with both at 0, so only non-zero sizes are written. */
+static int set_child_knobs(struct nshash_sizes eff, struct nshash_error *err)
+{
+	const char *knob[2] = {NSH_TCP_CHILD, NSH_UDP_CHILD};
+	uint32_t val[2] = {eff.tcp, eff.udp};
+	for (int i = 0; i < 2; i++) {
+		if (!val[i])
+			continue;
+		int r = nsh_sysctl_write(knob[i], val[i]);
+		if (r == -ENOENT) {
+			struct nshash_probe p;
+			nshash_probe(&p, NULL);
+			return nshash_error_set(err, EOPNOTSUPP, "kernel %s has no net.ipv4.%s (needs Linux %s)",
+						p.release, knob[i], i ? "6.2" : "6.1");
+		}
+		if (r < 0)
+			return nshash_error_set(err, r, "set net.ipv4.%s=%u in the private parent: %s", knob[i], val[i],
+						strerror(-r));
+		long back;
+		r = nsh_sysctl_read(knob[i], &back);
+		if (r < 0 || back != (long)val[i])
+			return nshash_error_set(err, EIO, "net.ipv4.%s in the private parent reads %ld after writing %u",
+						knob[i], r < 0 ? -1L : back, val[i]);
+	}
+	return 0;
+}
+
+/* 1 when the calling thread's netns has exactly these child knobs. */
+static int child_knobs_are(struct nshash_sizes eff)
+{
+	long t = 0, u = 0;
+	int rt = nsh_sysctl_read(NSH_TCP_CHILD, &t), ru = nsh_sysctl_read(NSH_UDP_CHILD, &u);
+	if (rt < 0 && !(rt == -ENOENT && eff.tcp == 0))
+		return 0;
+	if (ru < 0 && !(ru == -ENOENT && eff.udp == 0))
+		return 0;
+	return (rt < 0 || t == (long)eff.tcp) && (ru < 0 || u == (long)eff.udp);
+}
+
+static int unshare_net(const char *what, struct nshash_error *err)
+{
+	if (unshare(CLONE_NEWNET) < 0) {
+		int e = errno;
+		return nshash_error_set(err, e, "unshare a network namespace (%s): %s%s", what, strerror(e),
+					e == EPERM ? " (needs CAP_SYS_ADMIN)" : "");
+	}
+	return 0;
+}
+
+/* From inside a parent whose knobs are set: make the child, verify it,
+ * bring lo up, return an fd to it.  The thread is left in the child. */
+static int spawn_child(const struct nshash_create_opts *opts, int *nsfd, struct nshash_netns_info *info,
+		       struct nshash_error *err)
+{
+	int r = unshare_net("the sized child", err);
+	if (r < 0)
+		return r;
+	r = nsh_read_info_here(info, false, err);
+	if (r < 0)
+		return r;
+	r = nshash_verify(info, opts->sizes, "new network namespace", err);
+	if (r < 0)
+		return r;
+	if (!opts->keep_lo_down) {
+		r = nsh_loopback_up(err);
+		if (r < 0)
+			return r;
+	}
+	return nsh_netns_open_current(nsfd, err);
+}
+
+static int validate_request(struct nshash_sizes s, struct nshash_error *err)
+{
+	uint32_t out;
+	int r = nshash_size_check(NSHASH_TCP, "tcp", s.tcp, &out, err);
+	return r < 0 ? r : nshash_size_check(NSHASH_UDP, "udp", s.udp, &out, err);
+}
+
+/* ------------------------------------------------------------ templates */
+
+struct template_ref {
+	char path[PATH_MAX];
+	char stamp[PATH_MAX];
+};
+
+static int template_paths(const char *state_dir, struct nshash_sizes eff, struct template_ref *t,
+			  struct nshash_error *err)
+{
+	char name[64];
+	nsh_template_name(eff, name, sizeof(name));
+	if ((size_t)snprintf(t->path, sizeof(t->path), "%s/templates/%s", state_dir, name) >= sizeof(t->path) ||
+	    (size_t)snprintf(t->stamp, sizeof(t->stamp), "%s/templates/%s.used", state_dir, name) >= sizeof(t->stamp))
+		return nshash_error_set(err, ENAMETOOLONG, "state dir %s: path too long", state_dir);
+	return 0;
+}
+
+static int template_open(const struct template_ref *t)
+{
+	int fd = open(t->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0 && !nsh_fd_is_netns(fd)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Under the state lock: (re)build the template for `eff` and pin it.  The
+ * knobs are set and read back before the pin exists, so a pin that exists
+ * always has them (a crash leaves at most an empty file, replaced here). */
+static int template_build(const char *state_dir, const struct template_ref *t, struct nshash_sizes eff, int home,
+			  struct nshash_error *err)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s/templates", state_dir);
+	int r = nsh_mkdir_p(dir, 0700, err);
+	if (r < 0)
+		return r;
+	r = nshash_pin_remove(t->path, err);
+	if (r < 0)
+		return nshash_error_prefix(err, "replace damaged template");
+	r = unshare_net("template parent", err);
+	if (r < 0)
+		return r;
+	cleanup_close int tfd = -1;
+	r = set_child_knobs(eff, err);
+	if (r == 0)
+		r = nsh_netns_open_current(&tfd, err);
+	int r2 = nsh_netns_return(home, err);
+	if (r2 < 0)
+		return r2;
+	if (r < 0)
+		return r;
+	r = nshash_pin_fd(tfd, t->path, err);
+	if (r < 0)
+		return nshash_error_prefix(err, "pin template");
+	int sfd = open(t->stamp, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (sfd >= 0)
+		close(sfd);
+	return 0;
+}
+
+/* Returns an fd on a template known (now) to be a netns; *locked_rebuild
+ * asks for a rebuild even if the pin looks fine (damaged knobs). */
+static int template_get(const char *state_dir, const struct template_ref *t, struct nshash_sizes eff, int home,
+			bool force_rebuild, int *tfd, struct nshash_error *err)
+{
+	if (!force_rebuild) {
+		*tfd = template_open(t);
+		if (*tfd >= 0)
+			return 0;
+	}
+	cleanup_close int lockfd = -1;
+	int r = nsh_lock_state(state_dir, &lockfd, err);
+	if (r < 0)
+		return r;
+	/* Someone else may have built it while we waited for the lock. */
+	*tfd = template_open(t);
+	if (*tfd >= 0 && force_rebuild) {
+		int ok = nsh_netns_enter(*tfd, t->path, err) == 0 && child_knobs_are(eff);
+		nsh_netns_return(home, err);
+		if (ok)
+			return 0;
+		close(*tfd);
+		*tfd = -1;
+	}
+	if (*tfd >= 0)
+		return 0;
+	r = template_build(state_dir, t, eff, home, err);
+	if (r < 0)
+		return r;
+	*tfd = template_open(t);
+	if (*tfd < 0)
+		return nshash_error_set(err, EIO, "template %s vanished right after it was built", t->path);
+	return 0;
+}
+
+static int new_from_template(const struct nshash_create_opts *opts, int home, int *nsfd,
+			     struct nshash_netns_info *info, struct nshash_error *err)
+{
+	const char *state_dir = nsh_state_dir(opts->state_dir);
+	struct nshash_sizes eff = nshash_sizes_effective(opts->sizes);
+	struct template_ref t;
+	int r = template_paths(state_dir, eff, &t, err);
+	if (r < 0)
+		return r;
+	for (int attempt = 0; attempt < 2; attempt++) {
+		cleanup_close int tfd = -1;
+		r = template_get(state_dir, &t, eff, home, attempt > 0, &tfd, err);
+		if (r < 0)
+			return r;
+		r = nsh_netns_enter(tfd, t.path, err);
+		if (r < 0)
+			return r;
+		if (!child_knobs_are(eff)) {
+			/* Someone changed the template's knobs: rebuild it. */
+			r = nsh_netns_return(home, err);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		r = spawn_child(opts, nsfd, info, err);
+		int r2 = nsh_netns_return(home, err);
+		if (r2 < 0) {
+			if (r == 0)
+				close(*nsfd);
+			return r2;
+		}
+		if (r < 0)
+			return r;
+		utimensat(AT_FDCWD, t.stamp, NULL, 0);
+		return 0;
+	}
+	return nshash_error_set(err, EIO, "template %s: knobs keep changing under us (another program writes them?)",
+				t.path);
+}
+
+static int new_nested(const struct nshash_create_opts *opts, int home, int *nsfd, struct nshash_netns_info *info,
+		      struct nshash_error *err)
+{
+	struct nshash_sizes eff = nshash_sizes_effective(opts->sizes);
+	int r = unshare_net("throwaway parent", err);
+	if (r < 0)
+		return r;
+	r = set_child_knobs(eff, err);
+	if (r == 0)
+		r = spawn_child(opts, nsfd, info, err);
+	int r2 = nsh_netns_return(home, err);
+	if (r2 < 0) {
+		if (r == 0)
+			close(*nsfd);
+		return r2;
+	}
+	return r;
+}
+
+int nshash_netns_new(const struct nshash_create_opts *opts, int *nsfd, struct nshash_netns_info *info,
+		     struct nshash_error *err)
+{
+	struct nshash_netns_info scratch;
+	if (!info)
+		info = &scratch;
+	*nsfd = -1;
+	int r = validate_request(opts->sizes, err);
+	if (r < 0)
+		return r;
+	cleanup_close int home = -1;
+	r = nsh_netns_open_current(&home, err);
+	if (r < 0)
+		return r;
+	if (opts->strategy == NSHASH_STRATEGY_NESTED)
+		r = new_nested(opts, home, nsfd, info, err);
+	else
+		r = new_from_template(opts, home, nsfd, info, err);
+	if (r < 0)
+		return r;
+	struct stat st;
+	if (fstat(*nsfd, &st) == 0)
+		info->inode = st.st_ino;
+	return 0;
+}
+
+static bool in_netns_run_dir(const char *path)
+{
+	size_t n = strlen(NSHASH_NETNS_RUN_DIR);
+	return strncmp(path, NSHASH_NETNS_RUN_DIR "/", n + 1) == 0 && !strchr(path + n + 1, '/');
+}
+
+int nshash_netns_create(const struct nshash_create_opts *opts, const char *pin_path, struct nshash_netns_info *info,
+			struct nshash_error *err)
+{
+	if (!pin_path || pin_path[0] != '/')
+		return nshash_error_set(err, EINVAL, "create netns: pin path \"%s\" is not absolute",
+					pin_path ? pin_path : "");
+	int r;
+	if (in_netns_run_dir(pin_path)) {
+		r = nshash_pin_dir_prepare(NSHASH_NETNS_RUN_DIR, err);
+		if (r < 0)
+			return nshash_error_prefix(err, "create netns %s", pin_path);
+	}
+	/* Claim the name first (fail fast on a duplicate); the bind comes last. */
+	int pfd = open(pin_path, O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
+	if (pfd < 0) {
+		if (errno == EEXIST)
+			return nshash_error_set(err, EEXIST, "create netns %s: already exists", pin_path);
+		return nshash_error_set(err, errno, "create netns %s: %s", pin_path, strerror(errno));
+	}
+	close(pfd);
+	cleanup_close int nsfd = -1;
+	r = nshash_netns_new(opts, &nsfd, info, err);
+	if (r < 0) {
+		unlink(pin_path);
+		return nshash_error_prefix(err, "create netns %s", pin_path);
+	}
+	char src[64];
+	snprintf(src, sizeof(src), "/proc/self/fd/%d", nsfd);
+	if (mount(src, pin_path, "none", MS_BIND, NULL) < 0) {
+		int e = errno;
+		unlink(pin_path);
+		return nshash_error_set(err, e, "create netns %s: bind mount: %s", pin_path, strerror(e));
+	}
+	return 0;
+}
+
+int nshash_netns_replace(const struct nshash_create_opts *opts, const char *pin_path, struct nshash_netns_info *info,
+			 struct nshash_error *err)
+{
+	cleanup_close int oldfd = open(pin_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (oldfd < 0)
+		return nshash_error_set(err, errno, "replace netns %s: %s", pin_path, strerror(errno));
+	if (!nsh_fd_is_netns(oldfd))
+		return nshash_error_set(err, EINVAL, "replace netns %s: not a bind-mounted network namespace pin",
+					pin_path);
+	cleanup_close int nsfd = -1;
+	int r = nshash_netns_new(opts, &nsfd, info, err);
+	if (r < 0)
+		return nshash_error_prefix(err, "replace netns %s", pin_path);
+	if (umount2(pin_path, MNT_DETACH) < 0)
+		return nshash_error_set(err, errno, "replace netns %s: unmount the old pin: %s (not a mount point?)",
+					pin_path, strerror(errno));
+	char src[64];
+	snprintf(src, sizeof(src), "/proc/self/fd/%d", nsfd);
+	if (mount(src, pin_path, "none", MS_BIND, NULL) < 0) {
+		int e = errno;
+		snprintf(src, sizeof(src), "/proc/self/fd/%d", oldfd);
+		const char *restored = mount(src, pin_path, "none", MS_BIND, NULL) == 0 ? "old netns bound back"
+											 : "old netns could NOT be bound back";
+		return nshash_error_set(err, e, "replace netns %s: bind the new netns: %s (%s)", pin_path, strerror(e),
+					restored);
+	}
+	return 0;
+}

@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Pins: bind mounts of a netns on a file, compatible with `ip netns`. */
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#include "internal.h"
+
+int nshash_name_check(const char *what, const char *name, struct nshash_error *err)
+{
+	if (!name || !*name)
+		return nshash_error_set(err, EINVAL, "%s: empty name", what);
+	size_t len = strnlen(name, NAME_MAX + 1);
+	if (len > NAME_MAX)
+		return nshash_error_set(err, ENAMETOOLONG, "%s \"%.32s...\": longer than %d characters", what, name,
+					NAME_MAX);
+	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return nshash_error_set(err, EINVAL, "%s \"%s\": not a valid name", what, name);
+	for (const char *p = name; *p; p++) {
+		unsigned char c = (unsigned char)*p;
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+		      c == '_' || c == '-'))
+			return nshash_error_set(err, EINVAL,
+						"%s \"%.64s\": character %s0x%02x not allowed (use A-Z a-z 0-9 . _ -)",
+						what, name, c == '/' ? "'/' " : "", c);
+	}
+	return 0;
+}
+
+static int path_check(const char *path, struct nshash_error *err)
+{
+	size_t len = strnlen(path, PATH_MAX);
+	if (len >= PATH_MAX)
+		return nshash_error_set(err, ENAMETOOLONG, "path \"%.32s...\": longer than %d bytes", path, PATH_MAX - 1);
+	if (path[0] != '/')
+		return nshash_error_set(err, EINVAL, "path \"%s\": not absolute", path);
+	if (len > 1 && path[len - 1] == '/')
+		return nshash_error_set(err, EINVAL, "path \"%s\": ends with '/' (a pin is a file)", path);
+	for (const char *p = path; *p; p++) {
+		if (p[0] == '/' && p[1] == '/')
+			return nshash_error_set(err, EINVAL, "path \"%s\": contains \"//\"", path);
+		if (p[0] == '/' && p[1] == '.' && (p[2] == '/' || p[2] == '\0' || (p[2] == '.' && (p[3] == '/' || p[3] == '\0'))))
+			return nshash_error_set(err, EINVAL, "path \"%s\": contains a \".\" or \"..\" component", path);
+		if ((unsigned char)*p < 0x20)
+			return nshash_error_set(err, EINVAL, "path \"%s\": contains a control character", path);
+	}
+	if (len == 1)
+		return nshash_error_set(err, EINVAL, "path \"/\": not a pin file");
+	return 0;
+}
+
+int nshash_pin_resolve(const char *arg, char *out, size_t outlen, struct nshash_error *err)
+{
+	int r;
+	if (!arg || !*arg)
+		return nshash_error_set(err, EINVAL, "netns name or path: empty");
+	if (arg[0] == '/') {
+		r = path_check(arg, err);
+		if (r < 0)
+			return r;
+		if (strlen(arg) >= outlen)
+			return nshash_error_set(err, ENAMETOOLONG, "path \"%s\": too long", arg);
+		strcpy(out, arg);
+		return 0;
+	}
+	r = nshash_name_check("netns name", arg, err);
+	if (r < 0)
+		return r;
+	if ((size_t)snprintf(out, outlen, NSHASH_NETNS_RUN_DIR "/%s", arg) >= outlen)
+		return nshash_error_set(err, ENAMETOOLONG, "netns name \"%s\": too long", arg);
+	return 0;
+}
+
+int nshash_pin_dir_prepare(const char *dir, struct nshash_error *err)
+{
+	int r = nsh_mkdir_p(dir, 0755, err);
+	if (r < 0)
+		return r;
+	/* Already a mount point: just (re)assert shared propagation. */
+	if (mount("", dir, "none", MS_SHARED | MS_REC, NULL) == 0)
+		return 0;
+	if (errno != EINVAL)
+		return nshash_error_set(err, errno, "make %s a shared mount: %s", dir, strerror(errno));
+	cleanup_close int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return nshash_error_set(err, errno, "open %s: %s", dir, strerror(errno));
+	if (flock(dfd, LOCK_EX) < 0)
+		return nshash_error_set(err, errno, "lock %s: %s", dir, strerror(errno));
+	/* Someone may have done it while we waited. */
+	if (mount("", dir, "none", MS_SHARED | MS_REC, NULL) == 0)
+		return 0;
+	if (mount(dir, dir, "none", MS_BIND | MS_REC, NULL) < 0)
+		return nshash_error_set(err, errno, "bind %s onto itself: %s", dir, strerror(errno));
+	if (mount("", dir, "none", MS_SHARED | MS_REC, NULL) < 0)
+		return nshash_error_set(err, errno, "make %s a shared mount: %s", dir, strerror(errno));
+	return 0;
+}
+
+int nshash_pin_fd(int nsfd, const char *path, struct nshash_error *err)
+{
+	int fd = open(path, O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
+	if (fd < 0) {
+		if (errno == EEXIST)
+			return nshash_error_set(err, EEXIST, "pin %s: already exists", path);
+		return nshash_error_set(err, errno, "create pin %s: %s", path, strerror(errno));
+	}
+	close(fd);
+	char src[64];
+	snprintf(src, sizeof(src), "/proc/self/fd/%d", nsfd);
+	if (mount(src, path, "none", MS_BIND, NULL) < 0) {
+		int e = errno;
+		unlink(path);
+		return nshash_error_set(err, e, "bind network namespace onto %s: %s", path, strerror(e));
+	}
+	return 0;
+}
+
+int nshash_pin_is_netns(const char *path, struct nshash_error *err)
+{
+	cleanup_close int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT || errno == ELOOP || errno == ENOTDIR)
+			return 0;
+		return nshash_error_set(err, errno, "open %s: %s", path, strerror(errno));
+	}
+	return nsh_fd_is_netns(fd) ? 1 : 0;
+}
+
+int nshash_pin_remove(const char *path, struct nshash_error *err)
+{
+	struct stat st;
+	if (lstat(path, &st) < 0) {
+		if (errno == ENOENT)
+			return 0;
+		return nshash_error_set(err, errno, "remove pin %s: %s", path, strerror(errno));
+	}
+	if (!S_ISREG(st.st_mode))
+		return nshash_error_set(err, EINVAL, "remove pin %s: not a pin (a %s)", path,
+					S_ISDIR(st.st_mode) ? "directory" : S_ISLNK(st.st_mode) ? "symlink" : "special file");
+	/* A regular file on its own is a stale pin (its mount is gone); anything
+	 * mounted on it must be a netns, never some other bind mount. */
+	int is_ns = nshash_pin_is_netns(path, err);
+	if (is_ns < 0)
+		return nshash_error_prefix(err, "remove pin %s", path);
+	if (is_ns) {
+		/* MNT_DETACH: a runtime holding the pin open would make a plain
+		 * umount fail with EBUSY.  Stacked pins are all removed. */
+		while (umount2(path, MNT_DETACH) == 0)
+			;
+		if (errno != EINVAL && errno != ENOENT)
+			return nshash_error_set(err, errno, "unmount pin %s: %s", path, strerror(errno));
+	} else {
+		struct stat parent;
+		char dir[PATH_MAX];
+		snprintf(dir, sizeof(dir), "%s", path);
+		char *slash = strrchr(dir, '/');
+		if (slash)
+			*(slash == dir ? slash + 1 : slash) = '\0';
+		if (stat(dir, &parent) == 0 && parent.st_dev != st.st_dev)
+			return nshash_error_set(err, EINVAL, "remove pin %s: something other than a network namespace is mounted there", path);
+	}
+	if (unlink(path) < 0 && errno != ENOENT)
+		return nshash_error_set(err, errno, "remove pin %s: %s", path, strerror(errno));
+	return 0;
+}

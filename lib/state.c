@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The state dir: lock, templates, container pins; listing and gc. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "internal.h"
+
+const char *nsh_state_dir(const char *dir) { return dir && *dir ? dir : NSHASH_DEFAULT_STATE_DIR; }
+
+int nsh_mkdir_p(const char *path, mode_t mode, struct nshash_error *err)
+{
+	char buf[PATH_MAX];
+	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+		return nshash_error_set(err, ENAMETOOLONG, "mkdir %s: path too long", path);
+	for (char *p = buf + 1;; p++) {
+		if (*p == '/' || *p == '\0') {
+			char c = *p;
+			*p = '\0';
+			if (mkdir(buf, mode) < 0 && errno != EEXIST)
+				return nshash_error_set(err, errno, "mkdir %s: %s", buf, strerror(errno));
+			if (c == '\0')
+				break;
+			*p = c;
+		}
+	}
+	struct stat st;
+	if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+		return nshash_error_set(err, ENOTDIR, "%s: not a directory", path);
+	return 0;
+}
+
+int nsh_lock_state(const char *state_dir, int *lockfd, struct nshash_error *err)
+{
+	char path[PATH_MAX];
+	int r = nsh_mkdir_p(state_dir, 0700, err);
+	if (r < 0)
+		return r;
+	snprintf(path, sizeof(path), "%s/lock", state_dir);
+	*lockfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (*lockfd < 0)
+		return nshash_error_set(err, errno, "open lock %s: %s", path, strerror(errno));
+	if (flock(*lockfd, LOCK_EX) < 0) {
+		int e = errno;
+		close(*lockfd);
+		*lockfd = -1;
+		return nshash_error_set(err, e, "lock %s: %s", path, strerror(e));
+	}
+	return 0;
+}
+
+void nsh_template_name(struct nshash_sizes eff, char *buf, size_t len) { snprintf(buf, len, "tcp%u-udp%u", eff.tcp, eff.udp); }
+
+/* "tcpT-udpU" → sizes; false for anything else. */
+static bool template_name_parse(const char *name, struct nshash_sizes *eff)
+{
+	unsigned t, u;
+	int n = 0;
+	if (sscanf(name, "tcp%u-udp%u%n", &t, &u, &n) != 2 || name[n] != '\0')
+		return false;
+	char canon[64];
+	*eff = (struct nshash_sizes){t, u};
+	nsh_template_name(*eff, canon, sizeof(canon));
+	return strcmp(canon, name) == 0;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t a = strlen(s), b = strlen(suffix);
+	return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+struct entry_list {
+	struct nshash_entry *v;
+	size_t n, cap;
+};
+
+static int scan_dir(const char *dir, enum nshash_entry_kind kind, struct entry_list *l, struct nshash_error *err)
+{
+	DIR *d = opendir(dir);
+	if (!d) {
+		if (errno == ENOENT)
+			return 0;
+		return nshash_error_set(err, errno, "list %s: %s", dir, strerror(errno));
+	}
+	struct dirent *de;
+	int r = 0;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.' || strcmp(de->d_name, "lock") == 0 || ends_with(de->d_name, ".used"))
+			continue;
+		if (de->d_type == DT_DIR)
+			continue;
+		if (l->n == l->cap) {
+			size_t cap = l->cap ? l->cap * 2 : 16;
+			struct nshash_entry *v = realloc(l->v, cap * sizeof(*v));
+			if (!v) {
+				r = nshash_error_set(err, ENOMEM, "list %s: out of memory", dir);
+				break;
+			}
+			l->v = v;
+			l->cap = cap;
+		}
+		struct nshash_entry *e = &l->v[l->n];
+		memset(e, 0, sizeof(*e));
+		if ((size_t)snprintf(e->path, sizeof(e->path), "%s/%s", dir, de->d_name) >= sizeof(e->path))
+			continue;
+		snprintf(e->name, sizeof(e->name), "%s", de->d_name);
+		e->kind = kind;
+		e->pinned = nshash_pin_is_netns(e->path, NULL) == 1;
+		if (e->pinned && nshash_inspect_path(e->path, &e->info, NULL) < 0)
+			e->pinned = false;
+		if (kind == NSHASH_ENTRY_TEMPLATE) {
+			struct nshash_sizes eff;
+			e->damaged = !e->pinned || !template_name_parse(e->name, &eff) || e->info.tcp_child != (long)eff.tcp ||
+				     (e->info.udp_child >= 0 && e->info.udp_child != (long)eff.udp);
+			char stamp[PATH_MAX + 8];
+			struct stat st;
+			snprintf(stamp, sizeof(stamp), "%s.used", e->path);
+			if (stat(stamp, &st) == 0)
+				e->last_used = st.st_mtime;
+		}
+		l->n++;
+	}
+	closedir(d);
+	return r;
+}
+
+int nshash_list(const char *state_dir, struct nshash_entry **out, size_t *count, struct nshash_error *err)
+{
+	state_dir = nsh_state_dir(state_dir);
+	struct entry_list l = {0};
+	char dir[PATH_MAX];
+	int r = scan_dir(NSHASH_NETNS_RUN_DIR, NSHASH_ENTRY_NETNS, &l, err);
+	snprintf(dir, sizeof(dir), "%s/templates", state_dir);
+	if (r == 0)
+		r = scan_dir(dir, NSHASH_ENTRY_TEMPLATE, &l, err);
+	snprintf(dir, sizeof(dir), "%s/pins", state_dir);
+	if (r == 0)
+		r = scan_dir(dir, NSHASH_ENTRY_CONTAINER, &l, err);
+	if (r < 0) {
+		free(l.v);
+		return r;
+	}
+	*out = l.v;
+	*count = l.n;
+	return 0;
+}
+
+static int64_t file_age(const char *path, time_t now)
+{
+	struct stat st;
+	if (lstat(path, &st) < 0)
+		return -1;
+	return (int64_t)(now - st.st_mtime);
+}
+
+int nshash_gc(const struct nshash_gc_opts *opts, struct nshash_gc_report *rep, struct nshash_error *err)
+{
+	const char *state_dir = nsh_state_dir(opts->state_dir);
+	memset(rep, 0, sizeof(*rep));
+	struct stat st;
+	if (stat(state_dir, &st) < 0 && errno == ENOENT) {
+		/* Nothing of ours exists; still look at /run/netns. */
+	}
+	cleanup_close int lockfd = -1;
+	int r = 0;
+	if (stat(state_dir, &st) == 0) {
+		r = nsh_lock_state(state_dir, &lockfd, err);
+		if (r < 0)
+			return r;
+	}
+	cleanup_free struct nshash_entry *v = NULL;
+	size_t n = 0;
+	r = nshash_list(state_dir, &v, &n, err);
+	if (r < 0)
+		return r;
+	time_t now = time(NULL);
+	for (size_t i = 0; i < n; i++) {
+		struct nshash_entry *e = &v[i];
+		bool remove = false, stale = false;
+		if (!e->pinned) {
+			/* An unmounted pin file: a creator died between claiming the
+			 * name and binding, or an old mount vanished.  Leave young
+			 * ones alone: a creator may be working on them right now. */
+			int64_t age = file_age(e->path, now);
+			stale = age >= opts->stale_min_age;
+			remove = stale;
+		} else if (e->kind == NSHASH_ENTRY_TEMPLATE) {
+			remove = e->damaged ||
+				 (opts->template_max_idle >= 0 && now - e->last_used > opts->template_max_idle);
+		}
+		if (!remove) {
+			rep->kept++;
+			continue;
+		}
+		if (!opts->dry_run) {
+			r = nshash_pin_remove(e->path, err);
+			if (r < 0)
+				return nshash_error_prefix(err, "gc");
+			if (e->kind == NSHASH_ENTRY_TEMPLATE) {
+				char stamp[PATH_MAX + 8];
+				snprintf(stamp, sizeof(stamp), "%s.used", e->path);
+				unlink(stamp);
+			}
+		}
+		if (stale)
+			rep->stale_removed++;
+		else
+			rep->templates_removed++;
+	}
+	return 0;
+}

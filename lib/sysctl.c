@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* net.ipv4 sysctls of the calling thread's network namespace.  An fd on
+ * /proc/sys/net stays bound to the netns it was opened in, so these open
+ * the file on every call, after any setns/unshare. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+int nsh_sysctl_read(const char *name, long *value)
+{
+	char path[128], buf[64];
+	snprintf(path, sizeof(path), NSH_SYSCTL_DIR "%s", name);
+	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	char *end;
+	errno = 0;
+	long v = strtol(buf, &end, 10);
+	if (errno || end == buf || (*end && *end != '\n'))
+		return -EIO;
+	*value = v;
+	return 0;
+}
+
+int nsh_sysctl_write(const char *name, long value)
+{
+	char path[128], buf[32];
+	snprintf(path, sizeof(path), NSH_SYSCTL_DIR "%s", name);
+	cleanup_close int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int len = snprintf(buf, sizeof(buf), "%ld\n", value);
+	ssize_t n = write(fd, buf, (size_t)len);
+	if (n < 0)
+		return -errno;
+	if (n != len)
+		return -EIO;
+	return 0;
+}
