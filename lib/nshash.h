@@ -25,6 +25,7 @@
 #ifndef NSHASH_H
 #define NSHASH_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -337,6 +338,13 @@ int nshash_oci_cleanup(const struct nshash_policy *policy, const char *pin_name,
  * repeat across containerd namespaces): "ID-HASH8". */
 int nshash_oci_wrapper_pin_name(const char *id, const char *root, char *out, size_t outlen,
 				struct nshash_error *err);
+
+/* Read all of fd (at most max bytes) into a NUL-terminated malloc'd buffer. */
+int nshash_read_fd(int fd, const char *what, size_t max, char **out, size_t *out_len,
+		   struct nshash_error *err);
+/* Append an error to a runtime log (--log FILE [--log-format json|text]) the
+ * way runc does, so containerd shows it in "OCI runtime create failed". */
+void nshash_runtime_log_error(const char *log_path, const char *log_format, const char *msg);
 
 /* Runtime wrapper argv (runc conventions). */
 struct nshash_runtime_args {
