@@ -470,7 +470,9 @@ int main(int argc, char **argv)
 			optind++;
 			continue;
 		}
-		opt = getopt_long(argc, argv, "+h", long_opts, NULL);
+		int li = -1;
+		const char *word = argv[optind];
+		opt = getopt_long(argc, argv, "+h", long_opts, &li);
 		if (opt == -1)
 			break;
 		switch (opt) {
@@ -481,15 +483,15 @@ int main(int argc, char **argv)
 			puts("nshash " NSHASH_VERSION);
 			return EXIT_OK;
 		case '?':
-			return fail(EXIT_USAGE, "unknown option \"%s\" (see --help)", argv[optind - 1]);
-		case ':':
-			return fail(EXIT_USAGE, "option \"%s\" needs a value", argv[optind - 1]);
+			if (optopt || strchr(word, '='))
+				return fail(EXIT_USAGE, "option \"%s\" needs a value or takes none", word);
+			return fail(EXIT_USAGE, "unknown option \"%s\" (see --help)", word);
 		}
 		if (opt != OPT_STATE_DIR) {
 			if (!cmd)
-				return fail(EXIT_USAGE, "option \"%s\" must follow a command", argv[optind - 1]);
+				return fail(EXIT_USAGE, "option \"%s\" must follow a command", word);
 			if (!(cmd->allowed & BIT(opt)))
-				return fail(EXIT_USAGE, "%s does not take \"%s\"", cmd->name, argv[optind - 1]);
+				return fail(EXIT_USAGE, "%s does not take \"--%s\"", cmd->name, long_opts[li].name);
 		}
 		int r = 0;
 		switch (opt) {
