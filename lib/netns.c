@@ -95,6 +95,27 @@ static int validate_request(struct nshash_sizes s, struct nshash_error *err)
 	return r < 0 ? r : nshash_size_check(NSHASH_UDP, "udp", s.udp, &out, err);
 }
 
+/* The knobs of every requested protocol must exist in the caller's own
+ * netns, before any parent is made: a kernel without them is refused up
+ * front, and so is a caller whose /proc/sys/net/ipv4 hides them (a fresh
+ * netns would see the real ones there and quietly succeed).  access() is a
+ * couple of microseconds; nshash_probe() is not needed on the hot path. */
+static int require_knobs(struct nshash_sizes s, struct nshash_error *err)
+{
+	if ((!s.tcp || access(NSH_SYSCTL_DIR NSH_TCP_CHILD, F_OK) == 0) &&
+	    (!s.udp || access(NSH_SYSCTL_DIR NSH_UDP_CHILD, F_OK) == 0))
+		return 0;
+	struct nshash_probe p;
+	int r = nshash_probe(&p, err);
+	if (r < 0)
+		return r;
+	r = nshash_probe_require(&p, s, err);
+	if (r < 0)
+		return r;
+	/* The knob came back between the two looks: report it rather than race. */
+	return nshash_error_set(err, EAGAIN, "net.ipv4.*_child_* knobs appeared while being probed; retry");
+}
+
 /* ------------------------------------------------------------ templates */
 
 struct template_ref {
@@ -260,6 +281,9 @@ int nshash_netns_new(const struct nshash_create_opts *opts, int *nsfd, struct ns
 		info = &scratch;
 	*nsfd = -1;
 	int r = validate_request(opts->sizes, err);
+	if (r < 0)
+		return r;
+	r = require_knobs(opts->sizes, err);
 	if (r < 0)
 		return r;
 	cleanup_close int home = -1;
