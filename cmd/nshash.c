@@ -295,12 +295,12 @@ static int cmd_list(struct cli *c, int argc, char **argv)
 		}
 		print_json(a);
 	} else {
-		printf("%-10s %-10s %-10s %s\n", "KIND", "TCP", "UDP", "PATH");
+		printf("%-10s %-12s %-12s %s\n", "KIND", "TCP", "UDP", "PATH");
 		for (size_t i = 0; i < n; i++) {
 			char t[24], u[24];
 			size_cell(&v[i], false, t, sizeof(t));
 			size_cell(&v[i], true, u, sizeof(u));
-			printf("%-10s %-10s %-10s %s%s%s\n", kind_name(v[i].kind), t, u, v[i].path,
+			printf("%-10s %-12s %-12s %s%s%s\n", kind_name(v[i].kind), t, u, v[i].path,
 			       v[i].pinned ? "" : " (not mounted: stale)", v[i].damaged && v[i].pinned ? " (damaged)" : "");
 		}
 	}

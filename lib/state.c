@@ -192,7 +192,7 @@ int nshash_gc(const struct nshash_gc_opts *opts, struct nshash_gc_report *rep, s
 			remove = stale;
 		} else if (e->kind == NSHASH_ENTRY_TEMPLATE) {
 			remove = e->damaged ||
-				 (opts->template_max_idle >= 0 && now - e->last_used > opts->template_max_idle);
+				 (opts->template_max_idle >= 0 && now - e->last_used >= opts->template_max_idle);
 		}
 		if (!remove) {
 			rep->kept++;

@@ -24,6 +24,7 @@ _run_exit() {
 _finish() {
 	local rc=$?
 	_run_exit
+	_cleanup_state_dirs
 	echo "$T_NAME: $T_PASS passed, $T_FAIL failed"
 	[ "$T_FAIL" -eq 0 ] && [ "$rc" -eq 0 ] && exit 0
 	[ "$T_FAIL" -eq 0 ] && echo "not ok - $T_NAME exited with status $rc before finishing"
@@ -72,12 +73,14 @@ host_knobs() { echo "$(cat /proc/sys/net/ipv4/tcp_child_ehash_entries) $(cat /pr
 count_pins_under() { awk -v d="$1" '$9 == "nsfs" && index($5, d) == 1 {n++} END {print n+0}' /proc/self/mountinfo; }
 
 # A private state dir for the library for this test; removed at exit with
-# every pin under it.
+# every pin under it.  Usable as STATE=$(make_state_dir): the cleanup is keyed
+# on the test's pid ($$ is the same in a subshell), not registered there.
 make_state_dir() {
+	mktemp -d "/run/nshash-test-$$-XXXXXX"
+}
+_cleanup_state_dirs() {
 	local d
-	d=$(mktemp -d /run/nshash-test.XXXXXX)
-	on_exit "cleanup_state_dir '$d'"
-	echo "$d"
+	for d in /run/nshash-test-$$-*; do [ -d "$d" ] && cleanup_state_dir "$d"; done
 }
 cleanup_state_dir() {
 	local d=$1 m
