@@ -800,8 +800,16 @@ static int cmd_check(struct run *r)
 	if (r->ops->inspect(r->env->netns, &info, &e) < 0)
 		return nshash_cni_error_set(&r->err, NSHASH_CNI_E_IO, NULL, "%s", e.msg);
 	if (nshash_verify(&info, req, r->env->netns, &e) < 0) {
-		int code = e.errnum == NSHASH_E_FALLBACK ? NSHASH_CNI_E_FALLBACK : NSHASH_CNI_E_MISMATCH;
-		return soft_failure(r, code, "CHECK %s", e.msg) < 0 ? -1 : 0;
+		/* Not "allocation failed?": at CHECK a shared table may as well
+		 * mean the netns was never sized. */
+		char want[96], have[96];
+		sizes_text(nshash_sizes_effective(req), want, sizeof(want));
+		snprintf(have, sizeof(have), "tcp %s%ld, udp %s%ld", info.tcp_entries < 0 ? "shared " : "",
+			 labs(info.tcp_entries), info.udp_entries < 0 ? "shared " : "", labs(info.udp_entries));
+		return soft_failure(r, NSHASH_CNI_E_MISMATCH, "CHECK %s: requested %s, the netns has %s",
+				    r->env->netns, want, have) < 0
+			       ? -1
+			       : 0;
 	}
 	return 0;
 }

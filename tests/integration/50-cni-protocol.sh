@@ -1,0 +1,202 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# The CNI protocol, run the way a runtime runs the plugin (env + stdin):
+# every command x every supported version, exact outputs and error codes,
+# prevResult pass-through, DEL idempotency, bad input leaving nothing behind.
+. "$(dirname "$0")/../lib/common.sh"
+. "$(dirname "$0")/../lib/cni.sh"
+require_root
+require_kernel_knobs
+command -v jq >/dev/null || cannot_run "jq missing"
+
+D=$(make_state_dir)
+MOUNTS_BEFORE=$(count_pins_under "$D")
+n=0
+new_pin() { n=$((n + 1)); P=$D/ns$n; cni_pin_netns "$P"; } # sets P
+conf() { # VERSION [extra json members]
+	echo "{\"cniVersion\":\"$1\",\"name\":\"net1\",\"type\":\"nshash\"${2:+,$2}}"
+}
+# A prevResult in the shape of each result version.
+prev_result() {
+	case $1 in
+	0.3.0 | 0.3.1) echo '{"cniVersion":"'"$1"'","interfaces":[{"name":"cni0","mac":"0a:58:0a:58:00:01"}],"ips":[{"version":"4","address":"10.88.0.5/16","gateway":"10.88.0.1"}],"routes":[{"dst":"0.0.0.0/0"}],"dns":{}}' ;;
+	0.4.0) echo '{"cniVersion":"0.4.0","interfaces":[{"name":"cni0","mac":"0a:58:0a:58:00:01"}],"ips":[{"version":"4","address":"10.88.0.5/16","gateway":"10.88.0.1"}],"dns":{"nameservers":["10.88.0.1"]}}' ;;
+	*) echo '{"cniVersion":"'"$1"'","interfaces":[{"name":"cni0","mac":"0a:58:0a:58:00:01"},{"name":"veth1","mac":"aa:bb:cc:dd:ee:ff"}],"ips":[{"address":"10.88.0.5/16","gateway":"10.88.0.1"}],"routes":[{"dst":"0.0.0.0/0","gw":"10.88.0.1","mtu":1500}],"dns":{"nameservers":["10.88.0.1"],"search":["a.b/c"]},"x-unknown":{"kept":[1,2.50,null,true]}}' ;;
+	esac
+}
+
+for V in $CNI_VERSIONS; do
+	# VERSION
+	cni_call VERSION "" "{\"cniVersion\":\"$V\"}"
+	assert_eq '{"cniVersion":"1.1.0","supportedVersions":["0.3.0","0.3.1","0.4.0","1.0.0","1.1.0"]}' "$CNI_OUT" "$V VERSION lists every supported version"
+
+	# ADD with nothing requested: pass through, first plugin → minimal result
+	new_pin
+	cni_call ADD "$P" "$(conf "$V")"
+	assert_eq "0 {\"cniVersion\":\"$V\"}" "$CNI_RC $CNI_OUT" "$V ADD without sizes, first in chain: minimal result"
+	assert_eq "-" "$(netns_sizes_at "$P" | awk '{print ($1 < 0 && $2 < 0) ? "-" : $0}')" "$V ADD without sizes leaves the netns shared"
+
+	# ADD with prevResult and nothing requested: prevResult byte-equivalent
+	PR=$(prev_result "$V")
+	cni_call ADD "$P" "$(conf "$V" "\"prevResult\":$PR")"
+	assert_eq "$PR" "$CNI_OUT" "$V ADD passes prevResult through unchanged (same bytes, same order)"
+
+	# CHECK before ADD (the netns is shared)
+	C=$(conf "$V" '"tcp":4096,"udp":1000')
+	cni_call CHECK "$P" "$C"
+	if [ "$V" = 0.3.0 ] || [ "$V" = 0.3.1 ]; then
+		assert_cni_error 1 "CHECK needs cniVersion 0.4.0 or later; the network config says $V" "$V CHECK refused"
+	else
+		assert_cni_error 104 "requested tcp 4096, udp 1024, the netns has tcp shared" "$V CHECK before ADD names requested and actual sizes"
+	fi
+
+	# ADD with sizes on an empty pin: replaced, exact sizes, prevResult out
+	INO=$(netns_inode_at "$P")
+	cni_call ADD "$P" "$(conf "$V" "\"tcp\":4096,\"udp\":1000,\"prevResult\":$PR")"
+	assert_eq "0 $PR" "$CNI_RC $CNI_OUT" "$V ADD with sizes outputs prevResult"
+	assert_eq "4096 1024" "$(netns_sizes_at "$P")" "$V ADD sized the netns (4096 / 1000→1024)"
+	[ "$(netns_inode_at "$P")" != "$INO" ] && pass "$V ADD replaced the netns at the same path" || fail "$V netns not replaced"
+	assert_contains "$CNI_ERR" "replaced $P by a netns with tcp 4096, udp 1024" "$V ADD logs what it did on stderr"
+
+	# CHECK after ADD
+	cni_call CHECK "$P" "$C"
+	if [ "$V" = 0.3.0 ] || [ "$V" = 0.3.1 ]; then
+		assert_cni_error 1 "CHECK needs cniVersion 0.4.0" "$V CHECK refused after ADD"
+	else
+		assert_cni_ok_silent "$V CHECK after ADD: ok, no output"
+		cni_call CHECK "$P" "$(conf "$V" '"tcp":8192,"udp":1024')"
+		assert_cni_error 104 "requested tcp 8192, udp 1024, the netns has tcp 4096, udp 1024" "$V CHECK with other sizes names both"
+	fi
+
+	# ADD again (already sized): pass through, no replacement
+	INO=$(netns_inode_at "$P")
+	cni_call ADD "$P" "$C"
+	assert_eq "0 {\"cniVersion\":\"$V\"} $INO" "$CNI_RC $CNI_OUT $(netns_inode_at "$P")" "$V ADD on an already sized netns passes through"
+
+	# DEL: always succeeds, silent; repeated, without netns, netns gone
+	cni_call DEL "$P" "$(conf "$V" "\"tcp\":4096,\"prevResult\":$PR")"
+	assert_cni_ok_silent "$V DEL"
+	cni_call DEL "$P" "$C"
+	assert_cni_ok_silent "$V DEL repeated"
+	cni_call DEL "" "$C"
+	assert_cni_ok_silent "$V DEL without CNI_NETNS"
+	cni_call DEL "$D/gone" "$C"
+	assert_cni_ok_silent "$V DEL with a netns that no longer exists"
+	assert_eq "4096 1024" "$(netns_sizes_at "$P")" "$V DEL leaves the runtime's netns alone"
+
+	# STATUS and GC (1.1.0 only)
+	cni_call STATUS "" "$C"
+	if [ "$V" = 1.1.0 ]; then assert_cni_ok_silent "$V STATUS ready"; else assert_cni_error 1 "STATUS needs cniVersion 1.1.0 or later" "$V STATUS refused"; fi
+	cni_call GC "" "$(conf "$V" '"tcp":4096,"cni.dev/valid-attachments":[{"containerID":"x","ifname":"eth0"}]')"
+	if [ "$V" = 1.1.0 ]; then assert_cni_ok_silent "$V GC succeeds (no per-attachment state)"; else assert_cni_error 1 "GC needs cniVersion 1.1.0 or later" "$V GC refused"; fi
+
+	# Errors carry the config's version
+	cni_call ADD "$P" "$(conf "$V" '"tcp":"4096"')"
+	assert_eq "$V" "$(cni_field .cniVersion)" "$V error object stamped with the config's version"
+done
+
+V=1.0.0
+# ---- pod annotations through runtimeConfig
+ann() { echo "\"runtimeConfig\":{\"io.kubernetes.cri.pod-annotations\":{$1}}"; }
+new_pin
+cni_call ADD "$P" "$(conf $V "\"tcp\":4096,\"maxTcp\":65536,\"maxUdp\":4096,$(ann '"io.nshash.tcp":"16384","io.nshash.udp":"2000","other":"x"')")"
+assert_eq "0 16384 2048" "$CNI_RC $(netns_sizes_at "$P")" "annotations override the defaults within the caps"
+new_pin
+cni_call ADD "$P" "$(conf $V "\"tcp\":4096,\"maxTcp\":65536,$(ann '"io.nshash.tcp":"131072"')")"
+assert_cni_error 102 "tcp size 131072 (effective 131072) is above the allowed maximum 65536 (maxTcp)" "annotation over maxTcp refused"
+assert_eq "shared" "$(netns_sizes_at "$P" | awk '$1 < 0 && $2 < 0 {print "shared"}')" "refused annotation leaves the netns shared"
+cni_call ADD "$P" "$(conf $V "\"tcp\":4096,$(ann '"io.nshash.tcp":"8192"')")"
+assert_cni_error 102 "above the allowed maximum 4096 (maxTcp)" "without maxTcp the network default is the cap"
+cni_call ADD "$P" "$(conf $V "\"tcp\":4096,\"maxTcp\":65536,$(ann '"io.nshash.tcp":"0x100"')")"
+assert_cni_error 102 'pod annotation io.nshash.tcp: "0x100" is not a decimal number' "hex annotation refused"
+cni_call ADD "$P" "$(conf $V "\"maxUdp\":4096,$(ann '"io.nshash.udp":4096')")"
+assert_cni_error 102 'pod annotation "io.nshash.udp": 4096 is an integer; expected a string' "non-string annotation refused"
+cni_call ADD "$P" "$(conf $V "\"tcp\":4096,\"maxTcp\":65536,$(ann '"io.nshash.tcp":"0"')")"
+assert_eq "0 shared" "$CNI_RC $(netns_sizes_at "$P" | awk '$1 < 0 && $2 < 0 {print "shared"}')" "annotation 0 keeps that protocol shared (pass through)"
+cni_call DEL "$P" "$(conf $V "\"tcp\":4096,$(ann '"io.nshash.tcp":"999999999"')")"
+assert_cni_ok_silent "DEL ignores annotations (even refused ones)"
+
+# ---- bad input: code + message, nothing left
+new_pin
+INO=$(netns_inode_at "$P")
+bad() { # CODE FRAGMENT DESCRIPTION CONFIG [env...]
+	local code=$1 frag=$2 desc=$3 c=$4
+	shift 4
+	cni_call ADD "$P" "$c" "$@"
+	assert_cni_error "$code" "$frag" "$desc"
+}
+bad 6 "unexpected end of input" "truncated JSON" '{"cniVersion":"1.0.0","name":"n","tcp":40'
+bad 6 "unexpected data after the JSON object" "trailing junk" '{"cniVersion":"1.0.0"} x'
+bad 6 "expected a JSON object" "a JSON array" '[1,2]'
+bad 6 "no network config on stdin" "empty stdin" ''
+bad 1 "network config has no cniVersion" "missing cniVersion" '{"name":"n","tcp":4096}'
+bad 1 'cniVersion "0.2.0" is not supported; nshash supports 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0' "unsupported version" '{"cniVersion":"0.2.0","tcp":4096}'
+bad 7 'network config key "tcp": "4096" is a string; expected a JSON integer 0..16777216' 'tcp as a string ("4096")' "$(conf $V '"tcp":"4096"')"
+bad 7 'network config key "tcp": 18446744073709551615 is out of range (tcp sizes are 0..16777216' "huge tcp (json-c saturates it)" "$(conf $V '"tcp":99999999999999999999')"
+bad 7 'network config key "tcp": 16777217 is out of range' "tcp one above the kernel max" "$(conf $V '"tcp":16777217')"
+bad 7 'network config key "udp": -1 is out of range' "negative udp" "$(conf $V '"udp":-1')"
+bad 7 'network config key "udp": 65537 is out of range' "udp above 65536" "$(conf $V '"udp":65537')"
+bad 7 '"tcp": 4096.0 is a fractional number' "fractional tcp" "$(conf $V '"tcp":4096.0')"
+bad 7 '"maxTcp": true is a boolean' "boolean maxTcp" "$(conf $V '"maxTcp":true')"
+bad 7 'tcp size 8192 (effective 8192) is above the allowed maximum 4096 (maxTcp)' "default above the cap" "$(conf $V '"tcp":8192,"maxTcp":4096')"
+bad 7 '"onFailure": "maybe" is not fail or warn' "bad onFailure" "$(conf $V '"tcp":4096,"onFailure":"maybe"')"
+bad 7 '"strategy": "fast" is not template or nested' "bad strategy" "$(conf $V '"tcp":4096,"strategy":"fast"')"
+bad 7 '"stateDir": "run/x" is not a clean absolute path' "relative stateDir" "$(conf $V '"tcp":4096,"stateDir":"run/x"')"
+bad 7 '"prevResult" is an array' "prevResult not an object" "$(conf $V '"tcp":4096,"prevResult":[]')"
+bad 4 "CNI_CONTAINERID" "empty CNI_CONTAINERID" "$(conf $V '"tcp":4096')" CNI_CONTAINERID=
+bad 4 "CNI_IFNAME" "missing CNI_IFNAME" "$(conf $V '"tcp":4096')" CNI_IFNAME=
+bad 4 'CNI_COMMAND="FROB" is not a CNI command' "unknown command" "$(conf $V)" CNI_COMMAND=FROB
+bad 4 'CNI_NETNS="netns/x" is not an absolute path' "relative CNI_NETNS" "$(conf $V '"tcp":4096')" CNI_NETNS=netns/x
+echo plain >"$D/file"
+mkdir "$D/dir"
+ln -s "$P" "$D/link"
+bad 4 "CNI_NETNS=$D/missing is not a network namespace: no such file" "missing CNI_NETNS" "$(conf $V '"tcp":4096')" CNI_NETNS="$D/missing"
+bad 4 "CNI_NETNS=$D/file is not a network namespace: a regular file with nothing mounted on it" "CNI_NETNS a regular file" "$(conf $V '"tcp":4096')" CNI_NETNS="$D/file"
+bad 4 "CNI_NETNS=$D/dir is not a network namespace: a directory" "CNI_NETNS a directory" "$(conf $V '"tcp":4096')" CNI_NETNS="$D/dir"
+bad 100 "it is a symbolic link (to $P), not the runtime's pin" "CNI_NETNS a symlink to a pin" "$(conf $V '"tcp":4096')" CNI_NETNS="$D/link"
+assert_eq "$INO plain" "$(netns_inode_at "$P") $(cat "$D/file")" "bad input left the netns and the file untouched"
+assert_eq "$n" "$(count_pins_under "$D")" "bad input left no extra mount (one per test pin)"
+
+# CNI_ARGS keys nshash does not know are ignored (cni_call always passes some)
+cni_call ADD "$P" "$(conf $V '"tcp":2048')" CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAME=x;NOEQUALS;A=b=c"
+assert_eq "0 2048" "$CNI_RC $(netns_sizes_at "$P" | cut -d' ' -f1)" "unknown and odd CNI_ARGS keys ignored"
+
+# ---- the netns cannot be resized
+new_pin
+cni_call ADD "$P" "$(conf $V "\"tcp\":4096,\"prevResult\":{\"cniVersion\":\"$V\",\"interfaces\":[{\"name\":\"cni0\"},{\"name\":\"eth0\",\"sandbox\":\"$P\"}]}")"
+assert_cni_error 100 "prevResult already has container interfaces (eth0), so nshash is not the first plugin; place nshash first" "not first in the chain (prevResult)"
+nsenter --net="$P" ip link add v7a type veth peer name v7b
+cni_call ADD "$P" "$(conf $V '"tcp":4096')"
+assert_cni_error 100 "it already has interfaces besides lo (v7b, v7a); place nshash first" "interfaces already in the netns"
+cni_call ADD "$P" "$(conf $V '"tcp":4096,"onFailure":"warn"')"
+assert_eq "0 {\"cniVersion\":\"$V\"}" "$CNI_RC $CNI_OUT" "onFailure warn: ADD passes through"
+assert_contains "$CNI_ERR" "warning (onFailure warn, code 100)" "onFailure warn: the warning is logged on stderr"
+cni_call CHECK "$P" "$(conf $V '"tcp":4096')"
+assert_cni_error 104 "requested tcp 4096, udp shared, the netns has tcp shared" "CHECK after a warned ADD under fail reports the mismatch"
+cni_call CHECK "$P" "$(conf $V '"tcp":4096,"onFailure":"warn"')"
+assert_eq "0" "$CNI_RC" "CHECK under warn: mismatch is a warning"
+
+new_pin
+nsenter --net="$P" sleep 60 &
+SLEEPER=$!
+on_exit "kill $SLEEPER"
+for _ in 1 2 3 4 5 6 7 8 9 10; do [ "$(stat -L -c %i /proc/$SLEEPER/ns/net)" = "$(netns_inode_at "$P")" ] && break; sleep 0.1; done
+cni_call ADD "$P" "$(conf $V '"tcp":4096')"
+assert_cni_error 100 "process $SLEEPER (sleep) already lives in it" "a process inside the netns"
+cni_call ADD "/proc/$SLEEPER/ns/net" "$(conf $V '"tcp":4096')"
+assert_cni_error 100 "it is a process's netns, created by the runtime with the container already inside" "/proc/PID/ns/net cannot be resized"
+assert_contains "$(cni_field .msg)" "use the nshash OCI hook or runtime wrapper" "the error says what to do instead"
+kill "$SLEEPER"
+wait "$SLEEPER" 2>/dev/null
+
+# ---- STATUS when the plugin lacks privileges
+cni_call STATUS "" "$(conf 1.1.0 '"tcp":4096')"
+assert_cni_ok_silent "STATUS as root: ready"
+if command -v capsh >/dev/null; then
+	CNI_OUT=$(printf '%s' "$(conf 1.1.0 '"tcp":4096')" | CNI_COMMAND=STATUS capsh --drop=cap_sys_admin -- -c "$CNI_PLUGIN" 2>/dev/null)
+	CNI_RC=$?
+	assert_cni_error 50 "missing CAP_SYS_ADMIN" "STATUS without CAP_SYS_ADMIN: not ready (50)"
+fi
+
+# ---- everything this test made is gone after the pins go; host untouched
+assert_host_untouched
