@@ -44,6 +44,9 @@ int nsh_netns_return(int home, struct nshash_error *err);
 int nsh_read_info_here(struct nshash_netns_info *info, bool full, struct nshash_error *err);
 int nsh_fd_is_netns(int fd);
 
+/* pin.c: bind-mount the netns behind nsfd onto an existing file; -errno. */
+int nsh_bind_fd(int nsfd, const char *path);
+
 /* link.c */
 int nsh_loopback_up(struct nshash_error *err);
 

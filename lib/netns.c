@@ -334,12 +334,10 @@ int nshash_netns_create(const struct nshash_create_opts *opts, const char *pin_p
 		unlink(pin_path);
 		return nshash_error_prefix(err, "create netns %s", pin_path);
 	}
-	char src[64];
-	snprintf(src, sizeof(src), "/proc/self/fd/%d", nsfd);
-	if (mount(src, pin_path, "none", MS_BIND, NULL) < 0) {
-		int e = errno;
+	r = nsh_bind_fd(nsfd, pin_path);
+	if (r < 0) {
 		unlink(pin_path);
-		return nshash_error_set(err, e, "create netns %s: bind mount: %s", pin_path, strerror(e));
+		return nshash_error_set(err, r, "create netns %s: bind mount: %s", pin_path, strerror(-r));
 	}
 	return 0;
 }
@@ -360,15 +358,12 @@ int nshash_netns_replace(const struct nshash_create_opts *opts, const char *pin_
 	if (umount2(pin_path, MNT_DETACH) < 0)
 		return nshash_error_set(err, errno, "replace netns %s: unmount the old pin: %s (not a mount point?)",
 					pin_path, strerror(errno));
-	char src[64];
-	snprintf(src, sizeof(src), "/proc/self/fd/%d", nsfd);
-	if (mount(src, pin_path, "none", MS_BIND, NULL) < 0) {
-		int e = errno;
-		snprintf(src, sizeof(src), "/proc/self/fd/%d", oldfd);
-		const char *restored = mount(src, pin_path, "none", MS_BIND, NULL) == 0 ? "old netns bound back"
-											 : "old netns could NOT be bound back";
-		return nshash_error_set(err, e, "replace netns %s: bind the new netns: %s (%s)", pin_path, strerror(e),
-					restored);
+	r = nsh_bind_fd(nsfd, pin_path);
+	if (r < 0) {
+		const char *restored = nsh_bind_fd(oldfd, pin_path) == 0 ? "old netns bound back"
+									 : "old netns could NOT be bound back";
+		return nshash_error_set(err, r, "replace netns %s: bind the new netns: %s (%s)", pin_path,
+					strerror(-r), restored);
 	}
 	return 0;
 }

@@ -100,6 +100,13 @@ int nshash_pin_dir_prepare(const char *dir, struct nshash_error *err)
 	return 0;
 }
 
+int nsh_bind_fd(int nsfd, const char *path)
+{
+	char src[64];
+	snprintf(src, sizeof(src), "/proc/self/fd/%d", nsfd);
+	return mount(src, path, "none", MS_BIND, NULL) < 0 ? -errno : 0;
+}
+
 int nshash_pin_fd(int nsfd, const char *path, struct nshash_error *err)
 {
 	int fd = open(path, O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
@@ -109,12 +116,10 @@ int nshash_pin_fd(int nsfd, const char *path, struct nshash_error *err)
 		return nshash_error_set(err, errno, "create pin %s: %s", path, strerror(errno));
 	}
 	close(fd);
-	char src[64];
-	snprintf(src, sizeof(src), "/proc/self/fd/%d", nsfd);
-	if (mount(src, path, "none", MS_BIND, NULL) < 0) {
-		int e = errno;
+	int r = nsh_bind_fd(nsfd, path);
+	if (r < 0) {
 		unlink(path);
-		return nshash_error_set(err, e, "bind network namespace onto %s: %s", path, strerror(e));
+		return nshash_error_set(err, r, "bind network namespace onto %s: %s", path, strerror(-r));
 	}
 	return 0;
 }
