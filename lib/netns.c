@@ -290,6 +290,21 @@ int nshash_netns_new(const struct nshash_create_opts *opts, int *nsfd, struct ns
 	r = nsh_netns_open_current(&home, err);
 	if (r < 0)
 		return r;
+	/* Prove we may come back before leaving: setns needs CAP_SYS_ADMIN over
+	 * the user namespace owning the caller's netns, which a process in
+	 * `unshare -Ur` (without -n) lacks for the host's netns. */
+	if (setns(home, CLONE_NEWNET) < 0) {
+		int e = errno;
+		struct nshash_probe p;
+		if (e == EPERM && nshash_probe(&p, NULL) == 0 && !p.cap_sys_admin)
+			return nshash_error_set(err, e, "enter network namespaces: %s (needs CAP_SYS_ADMIN and "
+						"CAP_NET_ADMIN; run as root)", strerror(e));
+		return nshash_error_set(err, e,
+					"cannot re-enter the caller's own network namespace: %s (it belongs to a user "
+					"namespace where the caller lacks CAP_SYS_ADMIN; inside a user namespace, also "
+					"unshare the network namespace, e.g. unshare -Urn)",
+					strerror(e));
+	}
 	if (opts->strategy == NSHASH_STRATEGY_NESTED)
 		r = new_nested(opts, home, nsfd, info, err);
 	else
