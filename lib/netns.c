@@ -88,6 +88,18 @@ static int spawn_child(const struct nshash_create_opts *opts, int *nsfd, struct 
 	return nsh_netns_open_current(nsfd, err);
 }
 
+/* Return the thread home after spawn_child() gave `r`.  Failing to return
+ * outranks any earlier result; the child's fd is then dropped. */
+static int leave_child(int home, int r, int *nsfd, struct nshash_error *err)
+{
+	int r2 = nsh_netns_return(home, err);
+	if (r2 < 0 && r == 0) {
+		close(*nsfd);
+		*nsfd = -1;
+	}
+	return r2 < 0 ? r2 : r;
+}
+
 static int validate_request(struct nshash_sizes s, struct nshash_error *err)
 {
 	uint32_t out;
@@ -238,13 +250,7 @@ static int new_from_template(const struct nshash_create_opts *opts, int home, in
 				return r;
 			continue;
 		}
-		r = spawn_child(opts, nsfd, info, err);
-		int r2 = nsh_netns_return(home, err);
-		if (r2 < 0) {
-			if (r == 0)
-				close(*nsfd);
-			return r2;
-		}
+		r = leave_child(home, spawn_child(opts, nsfd, info, err), nsfd, err);
 		if (r < 0)
 			return r;
 		utimensat(AT_FDCWD, t.stamp, NULL, 0);
@@ -264,13 +270,7 @@ static int new_nested(const struct nshash_create_opts *opts, int home, int *nsfd
 	r = set_child_knobs(eff, err);
 	if (r == 0)
 		r = spawn_child(opts, nsfd, info, err);
-	int r2 = nsh_netns_return(home, err);
-	if (r2 < 0) {
-		if (r == 0)
-			close(*nsfd);
-		return r2;
-	}
-	return r;
+	return leave_child(home, r, nsfd, err);
 }
 
 int nshash_netns_new(const struct nshash_create_opts *opts, int *nsfd, struct nshash_netns_info *info,
