@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# The kernel's silent fallback: a netns whose table cannot be allocated gets
+# the shared table and the creator is told nothing.  Provoke it with a
+# cgroup-v1 memory cgroup of 32M with the OOM killer off (the table is
+# vmalloc charged to the creator's cgroup): a 16Mi-entry TCP table (128 MiB)
+# cannot fit.  nshash must say "kernel gave the shared table (...)
+# (allocation failed?)", exit 1 and pin nothing — for a template built in
+# the cgroup, a template that already exists, and the nested strategy.
+source "$(dirname "$0")/../lib/common.sh"
+require_root
+require_kernel_knobs
+MEMROOT=/sys/fs/cgroup/memory
+[ -e "$MEMROOT/memory.oom_control" ] || cannot_run "no cgroup-v1 memory controller at $MEMROOT"
+command -v jq >/dev/null || cannot_run "jq needed"
+
+P=nshash-t15-$$
+BIG=16777216
+GLOBAL_TCP=$(cat /proc/sys/net/ipv4/tcp_ehash_entries)
+GLOBAL_TCP=${GLOBAL_TCP#-}
+STATE_CTL=$(make_state_dir) # the control, outside the cgroup
+STATE=$(make_state_dir)     # everything built inside the cgroup
+cleanup_pins() {
+	local f
+	for f in /run/netns/$P-*; do
+		[ -e "$f" ] || continue
+		umount -l "$f" 2>/dev/null
+		rm -f "$f"
+	done
+}
+on_exit cleanup_pins
+
+# The cgroup: a child of our own memory cgroup, so nothing escapes a limit
+# we are under.
+parent_rel=$(awk -F: '$2 == "memory" {print $3}' /proc/self/cgroup)
+PARENT=$MEMROOT${parent_rel%/}
+CG=$PARENT/$P
+remove_cgroup() {
+	local p
+	[ -d "$CG" ] || return 0
+	for p in $(cat "$CG/cgroup.procs" 2>/dev/null); do echo "$p" >"$PARENT/cgroup.procs"; done
+	rmdir "$CG"
+}
+on_exit remove_cgroup
+mkdir "$CG" || cannot_run "cannot create memory cgroup $CG"
+echo 32M >"$CG/memory.limit_in_bytes" || cannot_run "cannot limit $CG to 32M"
+echo 1 >"$CG/memory.oom_control" || cannot_run "cannot turn the OOM killer off in $CG"
+assert_eq "oom_kill_disable 1" "$(head -1 "$CG/memory.oom_control")" "cgroup $CG: 32M, OOM killer off"
+
+# Control: without the cgroup the same request is served, so what follows
+# is the cgroup's doing, not the machine's.
+out=$(nshash --state-dir "$STATE_CTL" create --tcp $BIG --json "$P-control" 2>&1)
+assert_eq "0 $BIG true" "$? $(jq -r '"\(.tcp.entries) \(.tcp.own)"' <<<"$out" 2>/dev/null)" \
+	"control: --tcp $BIG outside the cgroup gets its own $BIG-entry table"
+nshash delete "$P-control"
+
+dmesg_fallbacks() { dmesg 2>/dev/null | grep -c "Failed to allocate TCP ehash (entries: $BIG) for a netns" || true; }
+dmesg_ok=false
+dmesg >/dev/null 2>&1 && dmesg_ok=true
+
+# in_cgroup_create LABEL nshash-create-args... (the last one is the name)
+in_cgroup_create() {
+	local label=$1 name=${*: -1} rc err fail_before fb_before
+	shift
+	fail_before=$(cat "$CG/memory.failcnt")
+	fb_before=$(dmesg_fallbacks)
+	err=$(timeout 60 sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' _ "$CG" \
+		nshash --state-dir "$STATE" create "$@" 2>&1 >/dev/null)
+	rc=$?
+	case $rc in
+	1)
+		pass "$label: exit 1"
+		assert_eq "nshash: create netns /run/netns/$name: new network namespace: tcp size $BIG requested (effective $BIG), kernel gave the shared table ($GLOBAL_TCP) (allocation failed?)" \
+			"$err" "$label: the exact fallback error"
+		assert_contains "$err" "kernel gave the shared table ($GLOBAL_TCP) (allocation failed?)" \
+			"$label: names the kernel's fallback"
+		;;
+	137)
+		fail "$label: the kernel killed the creator (SIGKILL) instead of falling back to the shared table — the fallback could not be provoked (oom_control: $(tr '\n' ' ' <"$CG/memory.oom_control"))"
+		;;
+	124)
+		fail "$label: the creator hung for 60 s (waiting on the cgroup's OOM?) and was killed by timeout"
+		;;
+	*)
+		fail "$label: exit $rc (expected 1): $err"
+		;;
+	esac
+	[ "$(cat "$CG/memory.failcnt")" -gt "$fail_before" ] && pass "$label: the cgroup's limit was hit (memory.failcnt rose)" ||
+		fail "$label: memory.failcnt did not rise: the limit was not what refused the table"
+	if $dmesg_ok; then
+		[ "$(dmesg_fallbacks)" -gt "$fb_before" ] && pass "$label: the kernel logged 'Failed to allocate TCP ehash (entries: $BIG)'" ||
+			fail "$label: no new 'Failed to allocate TCP ehash (entries: $BIG)' in dmesg"
+	fi
+	assert_eq "" "$(ls /run/netns/"$name" 2>/dev/null)" "$label: no pin file left"
+	assert_eq 0 "$(count_pins_under "/run/netns/$name")" "$label: nothing pinned"
+	assert_eq "" "$(cat "$CG/cgroup.procs")" "$label: the creator is gone from the cgroup"
+}
+
+$dmesg_ok || echo "# dmesg is not readable here: the kernel's own fallback line is not checked"
+in_cgroup_create "template, built in the cgroup" --tcp $BIG "$P-a"
+assert_eq "$BIG 0" "$(nshash --state-dir "$STATE" list --json |
+	jq -r ".[] | select(.kind == \"template\" and .name == \"tcp$BIG-udp0\" and .damaged == false) | \"\(.tcp.child) \(.udp.child)\"")" \
+	"the template itself (a parent with no tables of its own) was built and is sound"
+in_cgroup_create "template, already there" --tcp $BIG "$P-b"
+in_cgroup_create "template, tcp and udp" --tcp $BIG --udp 65536 "$P-c"
+in_cgroup_create "nested" --strategy nested --tcp $BIG "$P-d"
+
+# The cgroup goes; the template it built serves the size outside it.
+remove_cgroup
+assert_eq "" "$([ -d "$CG" ] && echo "still there")" "cgroup $CG removed"
+out=$(nshash --state-dir "$STATE" create --tcp $BIG --json "$P-after" 2>&1)
+assert_eq "0 $BIG true" "$? $(jq -r '"\(.tcp.entries) \(.tcp.own)"' <<<"$out" 2>/dev/null)" \
+	"outside the cgroup the same template gives a real $BIG-entry table"
+nshash delete "$P-after"
+assert_eq "" "$(ls -d /run/netns/$P-* 2>/dev/null)" "no pin file of this test left"
+assert_host_untouched
