@@ -438,16 +438,13 @@ static const struct command commands[] = {
 	{"check", cmd_check, BIT(OPT_JSON)},
 };
 
-int main(int argc, char **argv)
+static int run(int argc, char **argv, char **pos)
 {
 	struct cli c = {.max_idle = 3600, .stale_age = 60};
 	c.state_dir = getenv("NSHASH_STATE_DIR");
 	const struct command *cmd = NULL;
 	struct nshash_error err = {0};
 	int opt, npos = 0;
-	char **pos = calloc((size_t)argc + 1, sizeof(char *));
-	if (!pos)
-		return fail(EXIT_FAIL, "out of memory");
 	opterr = 0;
 	/* The command is the first non-option word; options may come before or
 	 * after it and among its arguments; "--" ends options. */
@@ -538,7 +535,16 @@ int main(int argc, char **argv)
 		fputs(usage_text, stderr);
 		return EXIT_USAGE;
 	}
-	int rc = cmd->run(&c, npos, pos);
+	return cmd->run(&c, npos, pos);
+}
+
+int main(int argc, char **argv)
+{
+	/* The command's positional arguments, collected from among options. */
+	char **pos = calloc((size_t)argc + 1, sizeof(char *));
+	if (!pos)
+		return fail(EXIT_FAIL, "out of memory");
+	int rc = run(argc, argv, pos);
 	free(pos);
 	return rc;
 }

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# make install into a DESTDIR; a program builds against the installed header
+# and shared library; the CLI runs clean under valgrind (no leak, no error).
+source "$(dirname "$0")/../lib/common.sh"
+require_root
+
+D=$(mktemp -d /tmp/nshash-t09.XXXXXX)
+on_exit "rm -rf $D"
+make -C "$TOP" install DESTDIR="$D" PREFIX=/usr >"$D/install.log" 2>&1
+assert_eq 0 $? "make install DESTDIR=... PREFIX=/usr"
+for f in usr/bin/nshash usr/include/nshash.h usr/lib/libnshash.a usr/lib/libnshash.so.0 usr/lib/libnshash.so usr/share/man/man8/nshash.8; do
+	[ -e "$D/$f" ] && pass "installed $f" || fail "installed $f"
+done
+exported=$(nm -D --defined-only "$D/usr/lib/libnshash.so.0" | awk '$2 != "A" {print $3}' | grep -vc '^nshash_')
+assert_eq 0 "$exported" "the shared library exports only nshash_* symbols"
+cat >"$D/use.c" <<'C'
+#include <nshash.h>
+#include <stdio.h>
+int main(void)
+{
+	struct nshash_error err;
+	uint32_t v;
+	if (nshash_size_parse(NSHASH_UDP, "udp", "1000", &v, &err) < 0)
+		return 1;
+	printf("%u\n", nshash_size_effective(NSHASH_UDP, v));
+	return nshash_size_parse(NSHASH_TCP, "tcp", "0x10", &v, &err) == -EINVAL ? 0 : 1;
+}
+C
+cc -o "$D/use" "$D/use.c" -I"$D/usr/include" -L"$D/usr/lib" -lnshash 2>"$D/cc.log"
+assert_eq 0 $? "a program compiles and links against the installed header and libnshash.so"
+assert_eq 1024 "$(LD_LIBRARY_PATH=$D/usr/lib "$D/use")" "and runs against it"
+
+command -v valgrind >/dev/null || cannot_run "valgrind missing"
+STATE=$(make_state_dir)
+export NSHASH_STATE_DIR=$STATE
+name=nshash-t09-$$
+on_exit "$NSHASH delete $name"
+vg() { valgrind -q --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect --error-exitcode=99 "$NSHASH" "$@" >/dev/null 2>"$D/vg.log"; }
+for args in "create --tcp 4096 --udp 1024 --json $name" "show --json $name" "list --json" "list" "check --json" "gc --dry-run --json" "create --tcp 0x1 bad" "delete $name" "delete $name"; do
+	# shellcheck disable=SC2086
+	vg $args
+	rc=$?
+	[ $rc -ne 99 ] && pass "valgrind clean: nshash $args" || fail "valgrind: nshash $args: $(head -20 "$D/vg.log")"
+done
+assert_host_untouched
