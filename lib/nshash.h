@@ -339,6 +339,12 @@ int nshash_oci_cleanup(const struct nshash_policy *policy, const char *pin_name,
 int nshash_oci_wrapper_pin_name(const char *id, const char *root, char *out, size_t outlen,
 				struct nshash_error *err);
 
+/* Container pins (STATE_DIR/pins/NAME) still mounted but whose netns no
+ * process uses any more, older than min_age seconds: what a hook or wrapper
+ * killed between pinning and handing over the config leaves.  Removed
+ * unless dry_run; *removed counts them. */
+int nshash_oci_gc_orphans(const char *state_dir, int64_t min_age, bool dry_run, size_t *removed,
+			  struct nshash_error *err);
 /* Read all of fd (at most max bytes) into a NUL-terminated malloc'd buffer. */
 int nshash_read_fd(int fd, const char *what, size_t max, char **out, size_t *out_len,
 		   struct nshash_error *err);

@@ -585,6 +585,20 @@ int nshash_oci_state_parse(const char *json, size_t len, struct nshash_oci_state
 	} else {
 		r = 0;
 	}
+	if (r == 0 && !state->request.pin[0] && state->bundle[0]) {
+		/* podman hands hooks its own copy of the annotations, not the
+		 * config the precreate hook returned: the pin is in the bundle. */
+		char path[4200], *text;
+		size_t tlen;
+		struct nshash_oci_request breq;
+		struct nshash_error ignored;
+		snprintf(path, sizeof(path), "%s/config.json", state->bundle);
+		if (nshash_read_file(path, CONFIG_MAX_BYTES, &text, &tlen, &ignored) == 0) {
+			if (nshash_oci_request_parse(text, tlen, &breq, &ignored) == 0)
+				memcpy(state->request.pin, breq.pin, sizeof(breq.pin));
+			free(text);
+		}
+	}
 out:
 	json_object_put(doc);
 	return r;
@@ -795,4 +809,71 @@ void nshash_runtime_log_error(const char *log_path, const char *log_format, cons
 		dprintf(fd, "time=\"%s\" level=error msg=\"%s\"\n", ts, msg);
 	}
 	close(fd);
+}
+
+/* ------------------------------------------------------------ orphans */
+
+#include <dirent.h>
+
+static bool netns_in_use(dev_t dev, ino_t ino)
+{
+	DIR *proc = opendir("/proc");
+	struct dirent *de;
+	bool used = false;
+
+	if (!proc)
+		return true; /* cannot tell: keep */
+	while (!used && (de = readdir(proc))) {
+		char path[300];
+		struct stat st;
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/ns/net", de->d_name);
+		if (stat(path, &st) == 0 && st.st_ino == ino && st.st_dev == dev)
+			used = true;
+	}
+	closedir(proc);
+	return used;
+}
+
+int nshash_oci_gc_orphans(const char *state_dir, int64_t min_age, bool dry_run, size_t *removed,
+			  struct nshash_error *err)
+{
+	char dir[4096];
+	DIR *d;
+	struct dirent *de;
+	time_t now = time(NULL);
+	int r = 0;
+
+	*removed = 0;
+	snprintf(dir, sizeof(dir), "%s/pins", state_dir ? state_dir : NSHASH_DEFAULT_STATE_DIR);
+	d = opendir(dir);
+	if (!d) {
+		if (errno == ENOENT)
+			return 0;
+		return nshash_error_set(err, errno, "gc %s: %s", dir, strerror(errno));
+	}
+	while ((de = readdir(d))) {
+		char path[4400];
+		struct stat st, lst;
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		/* lstat sees the pin file's own mtime only when nothing is mounted;
+		 * the bind mount shows the nsfs inode, whose identity we need. */
+		if (nshash_pin_is_netns(path, err) != 1 || stat(path, &st) < 0 || lstat(path, &lst) < 0)
+			continue;
+		if (min_age > 0 && now - st.st_ctime < min_age)
+			continue;
+		if (netns_in_use(st.st_dev, st.st_ino))
+			continue;
+		if (!dry_run) {
+			r = nshash_pin_remove(path, err);
+			if (r < 0)
+				break;
+		}
+		(*removed)++;
+	}
+	closedir(d);
+	return r;
 }

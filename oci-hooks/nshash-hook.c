@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* nshash-hook STAGE [--policy FILE]: the OCI hook of nshash(8).
+ *   precreate              config on stdin, (sized) config on stdout
+ *   createRuntime|prestart state on stdin: verify the container's netns
+ *   poststop               state on stdin: remove the container's pin
+ *   state                  verify, or poststop when the state is "stopped"
+ *                          or has no pid (one hooks.d file for both stages)
+ * All logic lives in libnshash (lib/oci.c); this is argv, I/O and exit codes. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nshash.h"
+
+#define STDIN_MAX (16 * 1024 * 1024)
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: nshash-hook precreate|createRuntime|prestart|poststop|state [--policy FILE]\n");
+	return 2;
+}
+
+static int write_all(int fd, const char *p, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int precreate(const struct nshash_policy *policy, const char *in, size_t len)
+{
+	struct nshash_oci_opts opts = { .mode = NSHASH_OCI_PRECREATE, .policy = policy };
+	struct nshash_oci_result res;
+	struct nshash_error err = { 0 };
+	char *out;
+	size_t out_len;
+
+	if (nshash_oci_transform(in, len, &opts, &out, &out_len, &res, &err) < 0) {
+		nshash_log(NSHASH_LOG_ERROR, NULL, "%s", err.msg);
+		return 1;
+	}
+	if (write_all(STDOUT_FILENO, out, out_len) < 0) {
+		nshash_log(NSHASH_LOG_ERROR, NULL, "write config to stdout: %s", strerror(errno));
+		if (res.action == NSHASH_OCI_SIZED && nshash_pin_remove(res.pin_path, &err) < 0)
+			nshash_log(NSHASH_LOG_ERROR, NULL, "%s", err.msg);
+		free(out);
+		return 1;
+	}
+	free(out);
+	switch (res.action) {
+	case NSHASH_OCI_SIZED:
+		nshash_log(NSHASH_LOG_INFO, NULL,
+			   "sized netns pinned at %s: requested tcp=%u udp=%u, effective tcp=%ld udp=%ld",
+			   res.pin_path, res.request.sizes.tcp, res.request.sizes.udp, res.info.tcp_entries,
+			   res.info.udp_entries);
+		break;
+	case NSHASH_OCI_WARNED:
+		nshash_log(NSHASH_LOG_WARN, NULL,
+			   "requested tcp=%u udp=%u, effective: shared global tables (onFailure warn): %s",
+			   res.request.sizes.tcp, res.request.sizes.udp, res.warning);
+		break;
+	case NSHASH_OCI_ALREADY:
+		nshash_log(NSHASH_LOG_INFO, NULL, "config already uses pin %s", res.pin_path);
+		break;
+	case NSHASH_OCI_UNTOUCHED:
+		break;
+	}
+	return 0;
+}
+
+static int verify(const struct nshash_policy *policy, const struct nshash_oci_state *st)
+{
+	struct nshash_netns_info info;
+	struct nshash_error err = { 0 };
+	bool warned;
+
+	if (!st->request.present)
+		return 0;
+	if (nshash_oci_verify(st, policy, &info, &warned, &err) < 0) {
+		nshash_log(NSHASH_LOG_ERROR, st->id, "%s", err.msg);
+		return 1;
+	}
+	if (warned)
+		nshash_log(NSHASH_LOG_WARN, st->id, "%s (onFailure warn: container runs anyway)", err.msg);
+	else
+		nshash_log(NSHASH_LOG_INFO, st->id,
+			   "verified pid %d: requested tcp=%u udp=%u, effective tcp=%ld udp=%ld",
+			   (int)st->pid, st->request.sizes.tcp, st->request.sizes.udp, info.tcp_entries,
+			   info.udp_entries);
+	return 0;
+}
+
+static int poststop(const struct nshash_policy *policy, const struct nshash_oci_state *st)
+{
+	struct nshash_error err = { 0 };
+
+	if (!st->request.pin[0])
+		return 0;
+	if (nshash_oci_cleanup(policy, st->request.pin, &err) < 0) {
+		nshash_log(NSHASH_LOG_ERROR, st->id, "%s", err.msg);
+		return 1;
+	}
+	nshash_log(NSHASH_LOG_INFO, st->id, "removed pin %s/pins/%s", policy->state_dir,
+		   st->request.pin);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *stage, *policy_path = getenv("NSHASH_POLICY");
+	struct nshash_policy policy;
+	struct nshash_oci_state st;
+	struct nshash_error err = { 0 };
+	char program[64], *in;
+	size_t len;
+	int rc;
+
+	if (argc < 2)
+		return usage();
+	stage = argv[1];
+	for (int i = 2; i < argc; i++) {
+		if (!strcmp(argv[i], "--policy") && i + 1 < argc)
+			policy_path = argv[++i];
+		else if (!strncmp(argv[i], "--policy=", 9))
+			policy_path = argv[i] + 9;
+		else
+			return usage();
+	}
+	snprintf(program, sizeof(program), "nshash-hook[%.32s]", stage);
+	nshash_log_setup(program, NULL);
+	if (strcmp(stage, "precreate") && strcmp(stage, "createRuntime") &&
+	    strcmp(stage, "prestart") && strcmp(stage, "poststop") && strcmp(stage, "state")) {
+		nshash_log(NSHASH_LOG_ERROR, NULL, "unknown stage \"%s\"", stage);
+		return usage();
+	}
+	if (nshash_policy_load(policy_path, &policy, &err) < 0) {
+		nshash_log(NSHASH_LOG_ERROR, NULL, "%s", err.msg);
+		return 1;
+	}
+	nshash_log_setup(program, &policy);
+	if (nshash_read_fd(STDIN_FILENO, "stdin", STDIN_MAX, &in, &len, &err) < 0) {
+		nshash_log(NSHASH_LOG_ERROR, NULL, "%s", err.msg);
+		return 1;
+	}
+	if (!strcmp(stage, "precreate")) {
+		rc = precreate(&policy, in, len);
+	} else if (nshash_oci_state_parse(in, len, &st, &err) < 0) {
+		nshash_log(NSHASH_LOG_ERROR, NULL, "%s", err.msg);
+		rc = 1;
+	} else if (!strcmp(stage, "poststop") ||
+		   (!strcmp(stage, "state") && (st.pid == 0 || !strcmp(st.status, "stopped")))) {
+		rc = poststop(&policy, &st);
+	} else {
+		rc = verify(&policy, &st);
+	}
+	free(in);
+	return rc;
+}

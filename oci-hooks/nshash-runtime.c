@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* nshash-runtime: an OCI runtime wrapper called exactly like runc.  On
+ * create/run it sizes the container's netns from its io.nshash.*
+ * annotations (same transform as the precreate hook, plus verify and cleanup
+ * hooks), then execs the real runtime with the argv untouched.  On delete it
+ * also removes the container's pin.  Everything else is a pure exec.
+ * Policy file: $NSHASH_POLICY, else /etc/nshash/nshash.json. */
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "nshash.h"
+
+static const char *log_path, *log_format;
+
+static void die(const char *id, const char *msg)
+{
+	char line[1200];
+	nshash_log(NSHASH_LOG_ERROR, id, "%s", msg);
+	snprintf(line, sizeof(line), "nshash-runtime: %s", msg);
+	nshash_runtime_log_error(log_path, log_format, line);
+	exit(1);
+}
+
+/* --log / --log-format from the global options, for runc-style error logs. */
+static void find_log(int argc, char **argv, int stop)
+{
+	for (int i = 1; i < stop && i < argc; i++) {
+		const char *a = argv[i] + (argv[i][0] == '-' && argv[i][1] == '-');
+		if (!strcmp(a, "-log") && i + 1 < stop)
+			log_path = argv[i + 1];
+		else if (!strncmp(a, "-log=", 5))
+			log_path = a + 5;
+		else if (!strcmp(a, "-log-format") && i + 1 < stop)
+			log_format = argv[i + 1];
+		else if (!strncmp(a, "-log-format=", 12))
+			log_format = a + 12;
+	}
+}
+
+/* Run the real runtime and return its exit status (128+N for a signal). */
+static int run_runtime(const char *runtime, char **argv, bool quiet)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		die(NULL, "fork failed");
+	if (pid == 0) {
+		if (quiet) {
+			freopen("/dev/null", "w", stdout);
+			freopen("/dev/null", "w", stderr);
+		}
+		execv(runtime, argv);
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return 127;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* After a failed delete: does the runtime still know the container?  (A
+ * create that never happened, e.g. the wrapper was killed, leaves a pin that
+ * the engine's "delete --force" must still clean.) */
+static bool container_exists(const char *runtime, int argc, char **argv,
+			     const struct nshash_runtime_args *args)
+{
+	char *sargv[argc + 3];
+	int n = 0;
+
+	sargv[n++] = (char *)runtime;
+	for (int i = 1; i < args->subcommand_index; i++)
+		sargv[n++] = argv[i];
+	sargv[n++] = "state";
+	sargv[n++] = (char *)args->id;
+	sargv[n] = NULL;
+	return run_runtime(runtime, sargv, true) == 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *policy_path = getenv("NSHASH_POLICY");
+	struct nshash_policy policy;
+	struct nshash_runtime_args args;
+	struct nshash_error err = { 0 };
+	char self[PATH_MAX], runtime[PATH_MAX], hook[PATH_MAX + 16], pin[300];
+	ssize_t n;
+
+	nshash_log_setup("nshash-runtime", NULL);
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n < 0)
+		die(NULL, "readlink /proc/self/exe failed");
+	self[n] = '\0';
+	if (nshash_runtime_args_parse(argc, argv, &args, &err) < 0)
+		die(NULL, err.msg);
+	find_log(argc, argv, args.subcommand_index < 0 ? argc : args.subcommand_index);
+	if (nshash_policy_load(policy_path, &policy, &err) < 0)
+		die(args.id, err.msg);
+	nshash_log_setup("nshash-runtime", &policy);
+	if (nshash_runtime_find(&policy, self, runtime, sizeof(runtime), &err) < 0)
+		die(args.id, err.msg);
+	argv[0] = runtime;
+
+	if (args.subcommand && (!strcmp(args.subcommand, "create") || !strcmp(args.subcommand, "run"))) {
+		struct nshash_oci_result res;
+		struct nshash_oci_opts opts = {
+			.mode = NSHASH_OCI_WRAPPER,
+			.policy = &policy,
+			.pin_name = pin,
+			.hook_path = hook,
+			.policy_path = policy_path,
+		};
+		if (!args.id)
+			die(NULL, "create: no container id in the arguments");
+		if (nshash_oci_wrapper_pin_name(args.id, args.root, pin, sizeof(pin), &err) < 0)
+			die(args.id, err.msg);
+		if (policy.hook_path[0]) {
+			snprintf(hook, sizeof(hook), "%s", policy.hook_path);
+		} else {
+			char dir[PATH_MAX];
+			snprintf(dir, sizeof(dir), "%s", self);
+			snprintf(hook, sizeof(hook), "%s/nshash-hook", dirname(dir));
+		}
+		if (nshash_oci_bundle_transform(args.bundle ? args.bundle : ".", &opts, &res, &err) < 0)
+			die(args.id, err.msg);
+		if (res.action == NSHASH_OCI_SIZED)
+			nshash_log(NSHASH_LOG_INFO, args.id,
+				   "sized netns pinned at %s: requested tcp=%u udp=%u, effective tcp=%ld udp=%ld",
+				   res.pin_path, res.request.sizes.tcp, res.request.sizes.udp,
+				   res.info.tcp_entries, res.info.udp_entries);
+		else if (res.action == NSHASH_OCI_WARNED)
+			nshash_log(NSHASH_LOG_WARN, args.id,
+				   "requested tcp=%u udp=%u, effective: shared global tables (onFailure warn): %s",
+				   res.request.sizes.tcp, res.request.sizes.udp, res.warning);
+	} else if (args.subcommand && !strcmp(args.subcommand, "delete") && args.id) {
+		/* Run the delete, then drop the pin: cleanup must not depend on
+		 * poststop alone, and must not happen if the delete failed. */
+		int status = run_runtime(runtime, argv, false);
+		if (status == 0 || !container_exists(runtime, argc, argv, &args)) {
+			if (nshash_oci_wrapper_pin_name(args.id, args.root, pin, sizeof(pin), &err) < 0 ||
+			    nshash_oci_cleanup(&policy, pin, &err) < 0)
+				nshash_log(NSHASH_LOG_WARN, args.id, "%s", err.msg);
+			return 0;
+		}
+		return status;
+	}
+	execv(runtime, argv);
+	nshash_error_set(&err, errno, "exec %.900s: %s", runtime, strerror(errno));
+	die(args.id, err.msg);
+	return 1;
+}

@@ -1,0 +1,196 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Container engines for the integration tests, each with private config and
+# state so that no test touches the machine's own configuration
+# (/etc/containers, /etc/cni, containerd's config).  Source after common.sh.
+# Every helper registers its cleanup with on_exit.  See
+# /work/shared/docs/runtimes.md for why each workaround exists.
+#
+#   engines_busybox_rootfs DIR            busybox-static rootfs in DIR
+#   engines_runc_bundle DIR ARGS...        DIR/rootfs + DIR/config.json (runc spec) running ARGS
+#   engines_crun ARGS...                  crun with the hybrid-cgroup workaround
+#   engines_crun_ns CMD ARGS...           any command (e.g. nshash-runtime) in that namespace
+#   engines_podman_setup DIR [LINES]      private containers.conf/storage.conf, image localhost/nshash-busybox
+#   engines_hooks_dir DIR POLICY [STAGES] the shipped hooks.d files pointing at build/ and POLICY
+#   engines_containerd_start DIR [ENV..]  private containerd; exports CONTAINERD_ADDRESS
+#   engines_iptables_snapshot             remember chains/ip_forward; restored at exit
+#   engines_policy FILE JSON              write a policy file
+
+ENGINES_BUSYBOX=${ENGINES_BUSYBOX:-$(command -v busybox || echo /bin/busybox)}
+
+engines_busybox_rootfs() {
+	local d=$1 c
+	mkdir -p "$d"/{bin,etc,proc,sys,dev,tmp,run,root}
+	cp "$ENGINES_BUSYBOX" "$d/bin/busybox"
+	for c in $("$d/bin/busybox" --list); do
+		[ "$c" = busybox ] || ln -sf busybox "$d/bin/$c"
+	done
+	echo 'root:x:0:0:root:/root:/bin/sh' >"$d/etc/passwd"
+	echo 'root:x:0:' >"$d/etc/group"
+	echo 'nobody:x:65534:65534:nobody:/:/bin/false' >>"$d/etc/passwd"
+}
+
+# engines_runc_bundle DIR ARGS...: a bundle whose process runs ARGS, with
+# the network namespace entry runc spec writes (no path).  Annotations are
+# added by the caller with engines_bundle_annotate.
+engines_runc_bundle() {
+	local d=$1
+	shift
+	mkdir -p "$d"
+	[ -d "$d/rootfs/bin" ] || engines_busybox_rootfs "$d/rootfs"
+	(cd "$d" && rm -f config.json && runc spec) || return 1
+	jq --args '.process.terminal = false | .process.args = $ARGS.positional | .root.readonly = false' \
+		"$@" <"$d/config.json" >"$d/config.json.new" && mv "$d/config.json.new" "$d/config.json"
+}
+# engines_bundle_annotate DIR KEY=VALUE...
+engines_bundle_annotate() {
+	local d=$1 kv
+	shift
+	for kv in "$@"; do
+		jq --arg k "${kv%%=*}" --arg v "${kv#*=}" '.annotations[$k] = $v' <"$d/config.json" >"$d/config.json.new" &&
+			mv "$d/config.json.new" "$d/config.json"
+	done
+}
+
+# crun refuses hybrid cgroups here: run it where the cgroup2 mount is gone
+# (a private mount namespace, so the host is not affected).
+engines_crun_ns() {
+	unshare -m --propagation slave sh -c 'umount /sys/fs/cgroup/unified 2>/dev/null; exec "$@"' sh "$@"
+}
+engines_crun() { engines_crun_ns crun "$@"; }
+
+engines_policy() { printf '%s\n' "$2" >"$1"; }
+
+# ---------------------------------------------------------------- podman
+
+engines_podman_image_imported=
+engines_podman_setup() {
+	local d=$1 extra=${2:-}
+	mkdir -p "$d"/{storage,run,tmp,networks}
+	cat >"$d/containers.conf" <<-EOF
+		[containers]
+		default_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]
+		[engine]
+		runtime = "runc"
+		cgroup_manager = "cgroupfs"
+		events_logger = "file"
+		tmp_dir = "$d/tmp"
+	EOF
+	if [ -n "$extra" ]; then printf '%s\n' "$extra" >>"$d/containers.conf"; fi
+	if [[ "$extra" != *"[network]"* ]]; then
+		printf '[network]\nnetwork_config_dir = "%s/networks"\n' "$d" >>"$d/containers.conf"
+	fi
+	cat >"$d/storage.conf" <<-EOF
+		[storage]
+		driver = "overlay"
+		runroot = "$d/run"
+		graphroot = "$d/storage"
+	EOF
+	export CONTAINERS_CONF=$d/containers.conf CONTAINERS_STORAGE_CONF=$d/storage.conf
+	on_exit "engines_podman_cleanup '$d'"
+	engines_busybox_rootfs "$d/rootfs"
+	tar -C "$d/rootfs" -c . | podman import -q - localhost/nshash-busybox >/dev/null ||
+		{ echo "# podman import failed" >&2; return 1; }
+}
+engines_podman_cleanup() {
+	local d=$1 m
+	podman rm -a -f -t 0 >/dev/null 2>&1
+	podman pod rm -a -f >/dev/null 2>&1
+	awk -v d="$d" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r | while read -r m; do umount -l "$m"; done
+	rm -rf "$d"
+}
+
+# engines_hooks_dir DIR POLICY: the shipped hooks.d files, pointed at
+# build/nshash-hook and a private policy.
+engines_hooks_dir() {
+	local d=$1 policy=$2 f
+	mkdir -p "$d"
+	for f in "$TOP"/oci-hooks/hooks.d/*.json; do
+		jq --arg p "$BUILD/nshash-hook" --arg pol "$policy" \
+			'.hook.path = $p | .hook.args = .hook.args + ["--policy", $pol]' "$f" >"$d/$(basename "$f")"
+	done
+}
+
+# ---------------------------------------------------------------- containerd
+
+# engines_containerd_start DIR [VAR=VALUE...]: a private containerd (root,
+# state, sockets under DIR; CRI off) with extra environment for it and its
+# shims (e.g. NSHASH_POLICY=...).  Exports CONTAINERD_ADDRESS for ctr.
+engines_containerd_start() {
+	local d=$1 i
+	shift
+	mkdir -p "$d"/{root,state}
+	cat >"$d/config.toml" <<-EOF
+		version = 2
+		root = "$d/root"
+		state = "$d/state"
+		disabled_plugins = ["io.containerd.grpc.v1.cri"]
+		[grpc]
+		  address = "$d/containerd.sock"
+		[ttrpc]
+		  address = "$d/containerd.sock.ttrpc"
+		[debug]
+		  address = "$d/debug.sock"
+	EOF
+	env "$@" containerd --config "$d/config.toml" >"$d/containerd.log" 2>&1 &
+	ENGINES_CONTAINERD_PID=$!
+	export CONTAINERD_ADDRESS=$d/containerd.sock
+	on_exit "engines_containerd_stop '$d' $ENGINES_CONTAINERD_PID"
+	for i in $(seq 100); do
+		ctr version >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	echo "# containerd did not start: $(tail -5 "$d/containerd.log")" >&2
+	return 1
+}
+engines_containerd_stop() {
+	local d=$1 pid=$2 c p m
+	for c in $(ctr -n default task ls -q 2>/dev/null); do ctr -n default task kill -s KILL "$c"; done
+	sleep 0.3
+	for c in $(ctr -n default task ls -q 2>/dev/null); do ctr -n default task rm -f "$c"; done
+	for c in $(ctr -n default containers ls -q 2>/dev/null); do ctr -n default containers rm "$c"; done
+	kill "$pid" 2>/dev/null
+	# the shims this containerd started (found by its private address)
+	for p in /proc/[0-9]*; do
+		grep -qF -- "$d/containerd.sock" "$p/cmdline" 2>/dev/null && kill -9 "${p#/proc/}" 2>/dev/null
+	done
+	wait "$pid" 2>/dev/null
+	awk -v d="$d" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r | while read -r m; do umount -l "$m"; done
+	rm -rf "$d"
+}
+
+# ---------------------------------------------------------------- host network state
+
+# Remember iptables chains, ip_forward and links now; at exit remove chains and
+# links that appeared and restore ip_forward (the bridge plugin, netavark).
+engines_iptables_snapshot() {
+	local t
+	ENGINES_IPFWD=$(cat /proc/sys/net/ipv4/ip_forward)
+	for t in filter nat mangle; do
+		eval "ENGINES_CHAINS_$t=\"\$(iptables -t $t -S 2>/dev/null | awk '\$1 == \"-N\" {print \$2}' | sort)\""
+	done
+	ENGINES_LINKS=$(ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | sort)
+	on_exit "engines_iptables_restore"
+}
+engines_iptables_restore() {
+	local t c rule new l
+	for t in filter nat mangle; do
+		eval "local before=\$ENGINES_CHAINS_$t"
+		new=$(comm -13 <(printf '%s\n' "$before") <(iptables -t $t -S 2>/dev/null | awk '$1 == "-N" {print $2}' | sort))
+		[ -n "$new" ] || continue
+		# drop every rule that jumps to a new chain, then the chains
+		for c in $new; do
+			iptables -t $t -S 2>/dev/null | grep -E -- "-j $c( |\$)" | sed 's/^-A/-D/' | while read -r rule; do
+				eval "iptables -t $t $rule"
+			done
+		done
+		for c in $new; do iptables -t $t -F "$c" 2>/dev/null; done
+		for c in $new; do iptables -t $t -X "$c" 2>/dev/null; done
+	done
+	for l in $(comm -13 <(printf '%s\n' "$ENGINES_LINKS") <(ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | sort)); do
+		ip link del "$l" 2>/dev/null
+	done
+	echo "$ENGINES_IPFWD" >/proc/sys/net/ipv4/ip_forward
+}
+
+# Pins of a state dir that are still mounted (nsfs) under DIR/pins.
+engines_pins_left() { count_pins_under "$1/pins/"; }
