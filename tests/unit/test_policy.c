@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* Policy file parsing: defaults, every key, and errors that name the key or line. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "nshash.h"
+
+static int parse(const char *text, struct nshash_policy *p, struct nshash_error *err)
+{
+	return nshash_policy_parse(text, strlen(text), "/etc/nshash/nshash.json", p, err);
+}
+
+#define assert_error(text, fragment)                                                               \
+	do {                                                                                       \
+		struct nshash_policy p_;                                                           \
+		struct nshash_error e_ = { 0 };                                                    \
+		assert_true(parse(text, &p_, &e_) < 0);                                            \
+		if (!strstr(e_.msg, fragment))                                                     \
+			fail_msg("error \"%s\" lacks \"%s\"", e_.msg, fragment);                   \
+	} while (0)
+
+static void test_defaults(void **state)
+{
+	(void)state;
+	struct nshash_policy p;
+	nshash_policy_defaults(&p);
+	assert_int_equal(p.max.tcp, 262144);
+	assert_int_equal(p.max.udp, 16384);
+	assert_int_equal(p.on_failure, NSHASH_ON_FAILURE_FAIL);
+	assert_string_equal(p.state_dir, "/run/nshash");
+	assert_string_equal(p.runtime, "");
+	assert_string_equal(p.log_file, "");
+	assert_false(p.syslog);
+	/* the documented promise: one container cannot take more than a few MiB */
+	uint64_t bytes = nshash_table_bytes(NSHASH_TCP, p.max.tcp) + nshash_table_bytes(NSHASH_UDP, p.max.udp);
+	assert_true(bytes <= 4u * 1024 * 1024);
+}
+
+static void test_all_keys(void **state)
+{
+	(void)state;
+	struct nshash_policy p;
+	struct nshash_error e = { 0 };
+	const char *text = "{\n \"maxTcp\": 4096, \"maxUdp\": 1024, \"onFailure\": \"warn\",\n"
+			   " \"strategy\": \"nested\", \"stateDir\": \"/run/x\", \"runtime\": \"crun\",\n"
+			   " \"hookPath\": \"/opt/nshash-hook\", \"logFile\": \"/var/log/nshash.log\",\n"
+			   " \"syslog\": true, \"_note\": \"admin comment\" }\n";
+	assert_int_equal(parse(text, &p, &e), 0);
+	assert_int_equal(p.max.tcp, 4096);
+	assert_int_equal(p.max.udp, 1024);
+	assert_int_equal(p.on_failure, NSHASH_ON_FAILURE_WARN);
+	assert_int_equal(p.strategy, NSHASH_STRATEGY_NESTED);
+	assert_string_equal(p.state_dir, "/run/x");
+	assert_string_equal(p.runtime, "crun");
+	assert_string_equal(p.hook_path, "/opt/nshash-hook");
+	assert_string_equal(p.log_file, "/var/log/nshash.log");
+	assert_true(p.syslog);
+	assert_string_equal(p.source, "/etc/nshash/nshash.json");
+	assert_int_equal(parse("{}", &p, &e), 0);
+	assert_int_equal(p.max.tcp, 262144);
+	assert_int_equal(parse("{\"maxTcp\": 0}", &p, &e), 0);
+	assert_int_equal(p.max.tcp, 0);
+}
+
+static void test_errors(void **state)
+{
+	(void)state;
+	assert_error("{\n  \"maxTcp\": 4096,\n  \"maxUdp\": ,\n}", "/etc/nshash/nshash.json: malformed JSON at line 3 column");
+	assert_error("{\"maxTcp\": 4096", "malformed JSON at line 1 column 16: unexpected end of input");
+	assert_error("", "malformed JSON: empty input");
+	assert_error("{} {}", "trailing data after the document");
+	assert_error("[]", "expected a JSON object at the top level");
+	assert_error("{\"maxTCP\": 4096}", "unknown key \"maxTCP\"");
+	assert_error("{\"maxTcp\": \"4096\"}", "key \"maxTcp\": expected an integer (0..16777216)");
+	assert_error("{\"maxTcp\": 4096.5}", "key \"maxTcp\": expected an integer");
+	assert_error("{\"maxTcp\": -1}", "maxTcp");
+	assert_error("{\"maxTcp\": 16777217}", "maxTcp");
+	assert_error("{\"maxUdp\": 65537}", "maxUdp");
+	assert_error("{\"onFailure\": \"ignore\"}", "key \"onFailure\": expected \"fail\" or \"warn\", got \"ignore\"");
+	assert_error("{\"stateDir\": \"run/x\"}", "key \"stateDir\": \"run/x\" is not an absolute path");
+	assert_error("{\"stateDir\": \"/run/../etc\"}", "key \"stateDir\": \"/run/../etc\" contains \"..\"");
+	assert_error("{\"stateDir\": 5}", "key \"stateDir\": expected a string");
+	assert_error("{\"runtime\": \"bin/runc\"}", "key \"runtime\": \"bin/runc\" must be a name or an absolute path");
+	assert_error("{\"syslog\": \"yes\"}", "key \"syslog\": expected true or false");
+	assert_error("{\"strategy\": \"fast\"}", "key \"strategy\"");
+}
+
+static void test_load(void **state)
+{
+	(void)state;
+	struct nshash_policy p;
+	struct nshash_error e = { 0 };
+	char dir[] = "/tmp/nshash-policy-XXXXXX", path[64];
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/nshash.json", dir);
+	/* missing file: documented defaults */
+	assert_int_equal(nshash_policy_load(path, &p, &e), 0);
+	assert_int_equal(p.max.tcp, 262144);
+	assert_non_null(strstr(p.source, "absent"));
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("{\"maxUdp\": 2048}\n", f);
+	fclose(f);
+	assert_int_equal(nshash_policy_load(path, &p, &e), 0);
+	assert_int_equal(p.max.udp, 2048);
+	assert_string_equal(p.source, path);
+	f = fopen(path, "w");
+	fputs("{\"maxUdp\": 2048,,}\n", f);
+	fclose(f);
+	assert_true(nshash_policy_load(path, &p, &e) < 0);
+	assert_non_null(strstr(e.msg, path));
+	assert_non_null(strstr(e.msg, "line 1 column"));
+	assert_true(nshash_policy_load("relative.json", &p, &e) < 0);
+	assert_non_null(strstr(e.msg, "not an absolute path"));
+	unlink(path);
+	rmdir(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_all_keys),
+		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_load),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
