@@ -781,8 +781,9 @@ static int cmd_add(struct run *r)
 				 e.msg);
 		return s < 0 ? -1 : add_result(r);
 	}
-	logf_(r, "replaced %s by a netns with tcp %ld, udp %ld%s", netns, info.tcp_entries, info.udp_entries,
-	      from_ann ? " (pod annotations)" : "");
+	char have[96];
+	sizes_text(nshash_info_sizes(&info), have, sizeof(have));
+	logf_(r, "replaced %s by a netns with %s%s", netns, have, from_ann ? " (pod annotations)" : "");
 	return add_result(r);
 }
 

@@ -54,22 +54,104 @@ cni_save_ip_forward() {
 	v=$(cat /proc/sys/net/ipv4/ip_forward)
 	on_exit "echo $v > /proc/sys/net/ipv4/ip_forward"
 }
-# Remove every iptables rule/chain whose comment or name mentions TAG
-# (bridge's rules carry 'name: "NET" id: "ID"' comments).
+# cni_iptables_guard TAG: at exit remove what the bridge and portmap
+# plugins left for networks/containers whose rule comments mention TAG:
+# their CNI-* chains, the rules jumping to them, and the shared
+# CNI-HOSTPORT-* chains when they did not exist before.
+cni_iptables_guard() {
+	local before
+	before=$(iptables -t nat -S 2>/dev/null | awk '$1 == "-N" {print $2}' | tr '\n' ' ')
+	on_exit "cni_iptables_cleanup '$1' '$before'"
+}
 cni_iptables_cleanup() {
-	local tag=$1 t chain rule
-	for t in nat filter; do
-		iptables -t "$t" -S 2>/dev/null | grep -F -- "$tag" | grep '^-A' | while read -r rule; do
-			# shellcheck disable=SC2086
-			eval "iptables -t $t ${rule/-A/-D}" 2>/dev/null
-		done
-	done
+	local tag=$1 before=$2 t chain rule mine=()
 	for t in nat filter; do
 		for chain in $(iptables -t "$t" -S 2>/dev/null | awk '$1 == "-N" {print $2}'); do
-			if iptables -t "$t" -S "$chain" 2>/dev/null | grep -qF -- "$tag"; then
-				iptables -t "$t" -F "$chain" 2>/dev/null
-				iptables -t "$t" -X "$chain" 2>/dev/null
-			fi
+			iptables -t "$t" -S "$chain" 2>/dev/null | grep -qF -- "$tag" && mine+=("$t:$chain")
+		done
+		# rules carrying the tag anywhere (jumps into our chains have it too)
+		iptables -t "$t" -S 2>/dev/null | grep '^-A' | grep -F -- "$tag" | while read -r rule; do
+			eval "iptables -t $t ${rule/-A/-D}"
 		done
 	done
+	for chain in "${mine[@]}"; do
+		t=${chain%%:*} chain=${chain#*:}
+		iptables -t "$t" -S 2>/dev/null | grep '^-A' | grep -E -- "-j $chain( |\$)" | while read -r rule; do
+			eval "iptables -t $t ${rule/-A/-D}"
+		done
+		iptables -t "$t" -F "$chain"
+		iptables -t "$t" -X "$chain"
+	done
+	for chain in CNI-HOSTPORT-DNAT CNI-HOSTPORT-SETMARK CNI-HOSTPORT-MASQ; do
+		[[ " $before " == *" $chain "* ]] && continue
+		iptables -t nat -S "$chain" >/dev/null 2>&1 || continue
+		iptables -t nat -S | grep '^-A' | grep -E -- "-j $chain( |\$)" | while read -r rule; do
+			eval "iptables -t nat ${rule/-A/-D}"
+		done
+		iptables -t nat -F "$chain"
+		iptables -t nat -X "$chain"
+	done
+}
+# Everything the bridge plugin leaves in iptables that mentions TAG.
+cni_iptables_count() {
+	{ iptables -t nat -S; iptables -S; } 2>/dev/null | grep -cF -- "$1"
+}
+
+# cni_chain COMMAND CONFLIST-FILE NETNS CONTAINERID [CAPABILITY-ARGS-JSON]
+# Runs a conflist the way libcni does: ADD and CHECK in order, DEL in
+# reverse, each plugin with cniVersion + name from the list, the previous
+# result as prevResult (DEL/CHECK: the cached ADD result), and runtimeConfig
+# filled for the capabilities the entry declares (then stripped).  Plugins
+# are found in $CNI_BIN_DIRS (default: our build and /usr/lib/cni).
+# Sets CNI_OUT / CNI_ERR / CNI_RC; the ADD result is cached in
+# $CNI_CACHE_DIR/NETWORK-CONTAINERID.
+cni_chain() {
+	local cmd=$1 list=$2 netns=$3 id=$4 caps=${5:-'{}'}
+	local i plug type bin conf prev="" errf out rc del_rc=0 dirs confs=() types=()
+	dirs=${CNI_BIN_DIRS:-$BUILD/cni /usr/lib/cni}
+	# one jq for the whole list: "TYPE<TAB>CONF" per plugin (jq is slow here)
+	mapfile -t confs < <(jq -r --argjson caps "$caps" '. as $l | .plugins[]
+		| . + {cniVersion: $l.cniVersion, name: $l.name}
+		| (if (.capabilities // {}) | length > 0 then
+			.runtimeConfig = ([.capabilities | to_entries[] | select(.value) | .key
+				| select($caps[.] != null) | {(.): $caps[.]}] | add // {})
+		   else . end)
+		| del(.capabilities) | "\(.type)\t\(tojson)"' "$list")
+	local name count=${#confs[@]}
+	name=$(jq -r .name "$list")
+	local cache=${CNI_CACHE_DIR:?}/$name-$id
+	[ "$cmd" != ADD ] && [ -s "$cache" ] && prev=$(cat "$cache")
+	errf=$(mktemp)
+	CNI_OUT=""
+	for ((i = 0; i < count; i++)); do
+		plug=${confs[$i]}
+		[ "$cmd" = DEL ] && plug=${confs[$((count - 1 - i))]}
+		type=${plug%%$'\t'*}
+		conf=${plug#*$'\t'}
+		[ -n "$prev" ] && conf="${conf%\}},\"prevResult\":$prev}"
+		bin=""
+		for d in $dirs; do [ -x "$d/$type" ] && bin=$d/$type && break; done
+		[ -n "$bin" ] || { CNI_RC=1 CNI_OUT="no plugin $type"; rm -f "$errf"; return; }
+		out=$(printf '%s' "$conf" | env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin CNI_COMMAND="$cmd" \
+			CNI_CONTAINERID="$id" CNI_NETNS="$netns" CNI_IFNAME=eth0 CNI_PATH="${dirs// /:}" \
+			CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=$id" "$bin" 2>>"$errf")
+		rc=$?
+		if [ $rc -ne 0 ]; then
+			# DEL goes on with the other plugins so a test sees every error
+			[ "$cmd" = DEL ] && del_rc=$rc && CNI_OUT+=$out && continue
+			CNI_RC=$rc
+			CNI_OUT=$out
+			CNI_ERR=$(cat "$errf")
+			rm -f "$errf"
+			return
+		fi
+		[ "$cmd" = ADD ] && prev=$out
+	done
+	CNI_RC=$del_rc
+	CNI_ERR=$(cat "$errf")
+	rm -f "$errf"
+	case $cmd in
+	ADD) CNI_OUT=$prev && printf '%s' "$prev" >"$cache" ;;
+	DEL) rm -f "$cache" ;;
+	esac
 }
