@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -43,11 +44,28 @@ static void find_log(int argc, char **argv, int stop)
 	}
 }
 
-/* Run the real runtime and return its exit status (128+N for a signal). */
+static volatile pid_t child_pid;
+
+static void forward_signal(int sig)
+{
+	if (child_pid > 0)
+		kill(child_pid, sig);
+}
+
+/* Run the real runtime and return its exit status (128+N for a signal);
+ * signals a terminal or an engine sends us go to it. */
 static int run_runtime(const char *runtime, char **argv, bool quiet)
 {
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
+	struct sigaction sa = { .sa_handler = forward_signal, .sa_flags = SA_RESTART };
 	int status;
 	pid_t pid = fork();
+
+	if (pid > 0) {
+		child_pid = pid;
+		for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+			sigaction(sigs[i], &sa, NULL);
+	}
 
 	if (pid < 0)
 		die(NULL, "fork failed");
@@ -138,6 +156,15 @@ int main(int argc, char **argv)
 			nshash_log(NSHASH_LOG_WARN, args.id,
 				   "requested tcp=%u udp=%u, effective: shared global tables (onFailure warn): %s",
 				   res.request.sizes.tcp, res.request.sizes.udp, res.warning);
+		if (!strcmp(args.subcommand, "run") && res.action == NSHASH_OCI_SIZED) {
+			/* runc run can fail before the container exists (bad rootfs):
+			 * then no poststop runs.  Stay around to clean up. */
+			int status = run_runtime(runtime, argv, false);
+			if (!container_exists(runtime, argc, argv, &args) &&
+			    nshash_oci_cleanup(&policy, pin, &err) < 0)
+				nshash_log(NSHASH_LOG_WARN, args.id, "%s", err.msg);
+			return status;
+		}
 	} else if (args.subcommand && !strcmp(args.subcommand, "delete") && args.id) {
 		/* Run the delete, then drop the pin: cleanup must not depend on
 		 * poststop alone, and must not happen if the delete failed. */

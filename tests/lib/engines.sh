@@ -38,8 +38,9 @@ engines_runc_bundle() {
 	mkdir -p "$d"
 	[ -d "$d/rootfs/bin" ] || engines_busybox_rootfs "$d/rootfs"
 	(cd "$d" && rm -f config.json && runc spec) || return 1
-	jq --args '.process.terminal = false | .process.args = $ARGS.positional | .root.readonly = false' \
-		"$@" <"$d/config.json" >"$d/config.json.new" && mv "$d/config.json.new" "$d/config.json"
+	jq --argjson a "$(for a in "$@"; do jq -n --arg a "$a" '$a'; done | jq -s .)" \
+		'.process.terminal = false | .process.args = $a | .root.readonly = false' \
+		<"$d/config.json" >"$d/config.json.new" && mv "$d/config.json.new" "$d/config.json"
 }
 # engines_bundle_annotate DIR KEY=VALUE...
 engines_bundle_annotate() {
