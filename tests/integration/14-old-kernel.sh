@@ -19,6 +19,7 @@
 #          (no UDP file in any netns; the TCP stand-ins are never used: every
 #          case here is refused before)
 source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/hard.sh"
 require_root
 require_kernel_knobs
 command -v python3 >/dev/null || cannot_run "python3 needed to mount a symlink (open_tree)"
@@ -29,15 +30,7 @@ P=nshash-t14-$$
 STATE=$(make_state_dir)
 WORK=$(mktemp -d /tmp/nshash-t14.XXXXXX)
 on_exit "rm -rf '$WORK'"
-cleanup_pins() {
-	local f
-	for f in /run/netns/$P-*; do
-		[ -e "$f" ] || continue
-		umount -l "$f" 2>/dev/null
-		rm -f "$f"
-	done
-}
-on_exit cleanup_pins
+on_exit "remove_run_netns_prefix $P-"
 
 # Mount a (dangling) symlink over a file: mount(2) refuses a symlink source,
 # the new mount API does not (the kernel only checks dir vs non-dir).

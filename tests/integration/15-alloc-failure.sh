@@ -8,6 +8,7 @@
 # (allocation failed?)", exit 1 and pin nothing — for a template built in
 # the cgroup, a template that already exists, and the nested strategy.
 source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/hard.sh"
 require_root
 require_kernel_knobs
 MEMROOT=/sys/fs/cgroup/memory
@@ -16,19 +17,9 @@ command -v jq >/dev/null || cannot_run "jq needed"
 
 P=nshash-t15-$$
 BIG=16777216
-GLOBAL_TCP=$(cat /proc/sys/net/ipv4/tcp_ehash_entries)
-GLOBAL_TCP=${GLOBAL_TCP#-}
 STATE_CTL=$(make_state_dir) # the control, outside the cgroup
 STATE=$(make_state_dir)     # everything built inside the cgroup
-cleanup_pins() {
-	local f
-	for f in /run/netns/$P-*; do
-		[ -e "$f" ] || continue
-		umount -l "$f" 2>/dev/null
-		rm -f "$f"
-	done
-}
-on_exit cleanup_pins
+on_exit "remove_run_netns_prefix $P-"
 
 # The cgroup: a child of our own memory cgroup, so nothing escapes a limit
 # we are under.
