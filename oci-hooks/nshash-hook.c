@@ -7,9 +7,11 @@
  *                          or has no pid (one hooks.d file for both stages)
  * All logic lives in libnshash (lib/oci.c); this is argv, I/O and exit codes. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "nshash.h"
@@ -36,6 +38,33 @@ static int write_all(int fd, const char *p, size_t len)
 	return 0;
 }
 
+/* podman 4 drops a precreate hook's stderr and reports only "exit status
+ * 1": say it also on podman's own stderr, where the user looks. */
+static void tell_podman(const char *msg)
+{
+	char path[64], comm[32] = "";
+	struct stat ours, theirs;
+	pid_t ppid = getppid();
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)ppid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, comm, sizeof(comm) - 1);
+	close(fd);
+	if (n <= 0 || strncmp(comm, "podman", 6) != 0)
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/fd/2", (int)ppid);
+	fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return;
+	if (fstat(fd, &theirs) == 0 && (fstat(STDERR_FILENO, &ours) < 0 || ours.st_ino != theirs.st_ino ||
+					ours.st_dev != theirs.st_dev))
+		dprintf(fd, "Error: nshash-hook: %s\n", msg);
+	close(fd);
+}
+
 static int precreate(const struct nshash_policy *policy, const char *in, size_t len)
 {
 	struct nshash_oci_opts opts = { .mode = NSHASH_OCI_PRECREATE, .policy = policy };
@@ -46,6 +75,7 @@ static int precreate(const struct nshash_policy *policy, const char *in, size_t 
 
 	if (nshash_oci_transform(in, len, &opts, &out, &out_len, &res, &err) < 0) {
 		nshash_log(NSHASH_LOG_ERROR, NULL, "%s", err.msg);
+		tell_podman(err.msg);
 		return 1;
 	}
 	if (write_all(STDOUT_FILENO, out, out_len) < 0) {

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# podman with the shipped hooks.d files (hooks_dir in a private
+# containers.conf): --network none gets the sizes, restart sizes again, rm
+# leaves nothing; the verify hook refuses a container whose netns is not
+# what was asked; bridge networking is refused (or warned about) with the
+# alternatives named; typos in io.nshash.* keys are refused.
+source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/engines.sh"
+require_root
+require_kernel_knobs
+
+D=$(mktemp -d /tmp/nshash-31.XXXXXX)
+on_exit "rm -rf '$D'"
+S=$(make_state_dir)
+on_exit "umount -l '$S/pins'"
+engines_iptables_snapshot
+P=$D/policy.json
+engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/nshash.log\"}"
+engines_hooks_dir "$D/hooks" "$P"
+engines_podman_setup "$D/podman" "hooks_dir = [\"$D/hooks\"]" || cannot_run "podman setup failed"
+IMG=localhost/nshash-busybox
+SHOW='echo $(cat /proc/sys/net/ipv4/tcp_ehash_entries) $(cat /proc/sys/net/ipv4/udp_hash_entries) $(ip -o link show lo | grep -c "[<,]UP[,>]")'
+GLOBAL="-$(cat /proc/sys/net/ipv4/tcp_ehash_entries) -$(cat /proc/sys/net/ipv4/udp_hash_entries)"
+pins_gone() { # wait for podman's asynchronous cleanup (poststop)
+	for _ in $(seq 50); do [ -z "$(ls "$S/pins" 2>/dev/null)" ] && return 0; sleep 0.1; done
+	return 1
+}
+
+# --- --network none: sized
+out=$(podman run --rm --network none --annotation io.nshash.tcp=4096 --annotation io.nshash.udp=1024 $IMG sh -c "$SHOW" 2>"$D/err")
+assert_eq "4096 1024 1" "$out" "podman --network none: tcp=4096 udp=1024 inside, lo up"
+pins_gone && pass "pin removed after --rm" || fail "pin left after --rm: $(ls "$S/pins")"
+assert_contains "$(cat "$D/nshash.log")" "requested tcp=4096 udp=1024, effective tcp=4096 udp=1024" "precreate logged requested and effective sizes"
+assert_contains "$(cat "$D/nshash.log")" "nshash-hook[state]" "verify hook ran"
+assert_contains "$(cat "$D/nshash.log")" "removed pin $S/pins/oci-" "poststop removed the pin"
+
+out=$(podman run --rm --network none $IMG sh -c "$SHOW")
+assert_eq "$GLOBAL 1" "$out" "no annotations: global tables"
+
+# --- restart sizes again; rm leaves nothing
+podman run -d --name c31 --network none --annotation io.nshash.tcp=2048 --annotation io.nshash.udp=512 $IMG sleep 300 >/dev/null
+assert_eq "2048 512 1" "$(podman exec c31 sh -c "$SHOW")" "detached container sized"
+pin1=$(ls "$S/pins")
+assert_eq 1 "$(engines_pins_left "$S")" "one pin while running"
+podman restart -t 0 c31 >/dev/null
+assert_eq "2048 512 1" "$(podman exec c31 sh -c "$SHOW")" "podman restart: sized again"
+for _ in $(seq 50); do [ "$(ls "$S/pins" | wc -l)" = 1 ] && break; sleep 0.1; done
+assert_eq 1 "$(ls "$S/pins" | wc -l)" "one pin after restart (the old one removed)"
+assert_not_contains "$(ls "$S/pins")" "$pin1" "restart made a new pin"
+podman stop -t 0 c31 >/dev/null
+podman start c31 >/dev/null
+assert_eq "2048 512 1" "$(podman exec c31 sh -c "$SHOW")" "podman stop + start: sized again"
+podman rm -f -t 0 c31 >/dev/null
+pins_gone && pass "podman rm: nothing left in the state dir's pins" || fail "pins left after rm: $(ls "$S/pins")"
+assert_eq 0 "$(engines_pins_left "$S")" "no pin mounted after rm"
+
+# --- typo in a key, bad value, above the cap: refused, nothing left
+out=$(podman run --rm --network none --annotation io.nshash.tpc=4096 $IMG true 2>&1)
+assert_contains "$out" 'unknown annotation "io.nshash.tpc" (known: io.nshash.tcp, io.nshash.udp)' "typo in the key refused"
+out=$(podman run --rm --network none --annotation io.nshash.tcp=4k $IMG true 2>&1)
+assert_contains "$out" 'io.nshash.tcp' "non-numeric value refused"
+out=$(podman run --rm --network none --annotation io.nshash.tcp=4194304 $IMG true 2>&1)
+assert_contains "$out" "policy $P" "above the cap refused, naming the policy"
+assert_eq "" "$(ls "$S/pins")" "refusals left no pin"
+assert_eq "" "$(podman ps -aq)" "refusals left no container"
+
+# --- the verify hook refuses a container whose netns is not what was asked:
+# only the verify/cleanup file installed, so nothing sizes the netns
+mkdir -p "$D/hooks-verify-only"
+cp "$D/hooks/nshash.json" "$D/hooks-verify-only/"
+sed -i "s|hooks_dir = \\[\"$D/hooks\"\\]|hooks_dir = [\"$D/hooks-verify-only\"]|" "$CONTAINERS_CONF"
+out=$(podman run --rm --network none --annotation io.nshash.tcp=4096 $IMG true 2>&1)
+rc=$?
+[ $rc -ne 0 ] && pass "verify: container refused (exit $rc)" || fail "verify: container started"
+assert_contains "$out" "tcp size 4096 requested (effective 4096), kernel gave the shared table" "verify names requested and actual sizes"
+engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/nshash.log\", \"onFailure\": \"warn\"}"
+out=$(podman run --rm --network none --annotation io.nshash.tcp=4096 $IMG sh -c "$SHOW" 2>/dev/null)
+assert_eq "$GLOBAL 1" "$out" "onFailure warn: starts on the shared tables"
+assert_contains "$(tail -3 "$D/nshash.log")" "warning: " "onFailure warn: the mismatch is logged as a warning"
+sed -i "s|hooks_dir = \\[\"$D/hooks-verify-only\"\\]|hooks_dir = [\"$D/hooks\"]|" "$CONTAINERS_CONF"
+
+# --- bridge networking: podman created (and configured) the netns already
+engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/nshash.log\"}"
+out=$(podman run --rm --annotation io.nshash.tcp=4096 $IMG true 2>&1)
+rc=$?
+[ $rc -ne 0 ] && pass "bridge: refused (exit $rc)" || fail "bridge: container started"
+assert_contains "$out" "network namespace /run/netns/netns-" "bridge: names podman's netns"
+assert_contains "$out" "cannot be resized after creation" "bridge: says why"
+assert_contains "$out" "--network none" "bridge: names --network none"
+assert_contains "$out" "nshash CNI plugin" "bridge: names the CNI plugin"
+assert_contains "$out" "nshash create NAME --tcp T --udp U" "bridge: names nshash create + --network ns:"
+engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/nshash.log\", \"onFailure\": \"warn\"}"
+out=$(podman run --rm --annotation io.nshash.tcp=4096 $IMG sh -c 'cat /proc/sys/net/ipv4/tcp_ehash_entries; ip -o addr show eth0 | grep -c "inet "' 2>/dev/null)
+assert_eq "${GLOBAL%% *}
+1" "$out" "bridge + onFailure warn: starts with eth0, on the shared table"
+assert_contains "$(tail -3 "$D/nshash.log")" "warning: requested tcp=4096 udp=0, effective: shared global tables (onFailure warn)" "bridge + warn: logged"
+pins_gone && pass "bridge: no pin made" || fail "bridge: pin left"
+
+# --- --network ns: with nshash create (one of the named alternatives)
+on_exit "nshash delete nshash-t31"
+nshash --state-dir "$S" create --tcp 8192 --udp 256 nshash-t31 >/dev/null
+out=$(podman run --rm --network ns:/run/netns/nshash-t31 $IMG sh -c "$SHOW")
+assert_eq "8192 256 1" "$out" "the named alternative works: --network ns: with nshash create"
+nshash delete nshash-t31 >/dev/null 2>&1
+assert_host_untouched
