@@ -1,0 +1,538 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The CNI plugin's decisions, with the system operations replaced by mocks:
+ * env and config validation, versions, the size request, and what ADD,
+ * CHECK, DEL, STATUS, GC and VERSION answer in each situation. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "nshash.h"
+
+/* ------------------------------------------------------------------ mocks */
+
+static struct {
+	enum nshash_cni_netns_kind kind;
+	const char *detail;
+	long tcp, udp; /* raw entries of the netns at CNI_NETNS */
+	struct nshash_cni_occupancy occ;
+	bool tcp_knob, udp_knob, caps;
+	int replace_errnum; /* 0 = replace succeeds with the requested sizes */
+	long replace_tcp, replace_udp; /* what the replacement netns has (0 = as requested) */
+	int n_classify, n_inspect, n_occupancy, n_probe, n_replace;
+	struct nshash_create_opts replace_opts;
+} m;
+
+static void mock_reset(void)
+{
+	memset(&m, 0, sizeof(m));
+	m.kind = NSHASH_CNI_NETNS_PIN;
+	m.tcp = -262144;
+	m.udp = -16384;
+	m.tcp_knob = m.udp_knob = m.caps = true;
+}
+
+static int mock_classify(const char *path, enum nshash_cni_netns_kind *kind, char *detail, size_t len,
+			 struct nshash_error *err)
+{
+	(void)path;
+	(void)err;
+	m.n_classify++;
+	*kind = m.kind;
+	snprintf(detail, len, "%s", m.detail ? m.detail : "");
+	return 0;
+}
+
+static int mock_inspect(const char *path, struct nshash_netns_info *info, struct nshash_error *err)
+{
+	(void)path;
+	(void)err;
+	m.n_inspect++;
+	memset(info, 0, sizeof(*info));
+	info->tcp_entries = m.tcp;
+	info->udp_entries = m.udp;
+	return 0;
+}
+
+static int mock_occupancy(const char *path, struct nshash_cni_occupancy *occ, struct nshash_error *err)
+{
+	(void)path;
+	(void)err;
+	m.n_occupancy++;
+	*occ = m.occ;
+	return 0;
+}
+
+static int mock_probe(struct nshash_probe *p, struct nshash_error *err)
+{
+	(void)err;
+	m.n_probe++;
+	memset(p, 0, sizeof(*p));
+	snprintf(p->release, sizeof(p->release), "6.0.9");
+	p->has_tcp_knob = m.tcp_knob;
+	p->has_udp_knob = m.udp_knob;
+	p->cap_sys_admin = p->cap_net_admin = m.caps;
+	return 0;
+}
+
+static int mock_replace(const struct nshash_create_opts *opts, const char *pin, struct nshash_netns_info *info,
+			struct nshash_error *err)
+{
+	m.n_replace++;
+	m.replace_opts = *opts;
+	if (m.replace_errnum)
+		return nshash_error_set(err, m.replace_errnum, "create netns for %s: mock failure", pin);
+	struct nshash_sizes eff = nshash_sizes_effective(opts->sizes);
+	memset(info, 0, sizeof(*info));
+	info->tcp_entries = m.replace_tcp ? m.replace_tcp : (eff.tcp ? (long)eff.tcp : -262144);
+	info->udp_entries = m.replace_udp ? m.replace_udp : (eff.udp ? (long)eff.udp : -16384);
+	return 0;
+}
+
+static const struct nshash_cni_ops mock_ops = {
+	.classify = mock_classify,
+	.inspect = mock_inspect,
+	.occupancy = mock_occupancy,
+	.probe = mock_probe,
+	.replace = mock_replace,
+};
+
+/* ---------------------------------------------------------------- helpers */
+
+static struct nshash_cni_output out;
+
+static void run(const char *command, const char *config)
+{
+	struct nshash_cni_env env = {
+		.command = command,
+		.containerid = "c1",
+		.netns = "/run/netns/cni-1",
+		.ifname = "eth0",
+		.args = "IgnoreUnknown=1;K8S_POD_NAME=p",
+		.path = "/opt/cni/bin",
+	};
+	nshash_cni_output_free(&out);
+	nshash_cni_run(&env, config, strlen(config), &mock_ops, &out);
+}
+
+static void expect_error(int code, const char *fragment)
+{
+	char want[32];
+	snprintf(want, sizeof(want), "\"code\":%d,", code);
+	if (out.status != 1 || !out.stdout_text || !strstr(out.stdout_text, want) || !strstr(out.stdout_text, fragment))
+		fail_msg("want code %d with \"%s\", got status %d: %s", code, fragment, out.status,
+			 out.stdout_text ? out.stdout_text : "(nothing)");
+}
+
+static void expect_output(const char *want)
+{
+	if (out.status != 0 || !out.stdout_text || strcmp(out.stdout_text, want) != 0)
+		fail_msg("want status 0 and %s, got status %d: %s (log: %s)", want, out.status,
+			 out.stdout_text ? out.stdout_text : "(nothing)", out.log);
+}
+
+static void expect_silent_success(void)
+{
+	if (out.status != 0 || out.stdout_text)
+		fail_msg("want silent success, got status %d: %s", out.status, out.stdout_text);
+}
+
+#define CONF(ver, extra) "{\"cniVersion\":\"" ver "\",\"name\":\"net\",\"type\":\"nshash\"" extra "}"
+
+/* ------------------------------------------------------------------ tests */
+
+static void test_versions(void **state)
+{
+	(void)state;
+	const char *ok[] = {"0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"};
+	for (size_t i = 0; i < 5; i++)
+		assert_true(nshash_cni_version_supported(ok[i]));
+	const char *bad[] = {"0.1.0", "0.2.0", "1.0", "1.1.0 ", "v1.0.0", "1.2.0", "", NULL};
+	for (size_t i = 0; i < 8; i++)
+		assert_false(nshash_cni_version_supported(bad[i]));
+	assert_true(nshash_cni_version_cmp("0.3.1", "0.4.0") < 0);
+	assert_true(nshash_cni_version_cmp("1.0.0", "0.4.0") > 0);
+	assert_true(nshash_cni_version_cmp("0.10.0", "0.4.0") > 0);
+	assert_int_equal(nshash_cni_version_cmp("1.1.0", "1.1.0"), 0);
+	assert_true(nshash_cni_version_cmp("junk", "0.3.0") < 0);
+}
+
+static void test_env(void **state)
+{
+	(void)state;
+	struct nshash_cni_env env = {0};
+	struct nshash_cni_error err;
+	enum nshash_cni_command cmd;
+	assert_int_equal(nshash_cni_env_check(&env, &cmd, &err), -1);
+	assert_int_equal(err.code, 4);
+	assert_non_null(strstr(err.msg, "CNI_COMMAND"));
+
+	env.command = "VERSION";
+	assert_int_equal(nshash_cni_env_check(&env, &cmd, &err), 0);
+	assert_int_equal(cmd, NSHASH_CNI_VERSION);
+	env.command = "GC";
+	assert_int_equal(nshash_cni_env_check(&env, &cmd, &err), 0);
+	env.command = "STATUS";
+	assert_int_equal(nshash_cni_env_check(&env, &cmd, &err), 0);
+
+	env.command = "ADD";
+	assert_int_equal(nshash_cni_env_check(&env, &cmd, &err), -1);
+	assert_string_equal(err.msg, "required environment variables missing or empty for ADD: CNI_CONTAINERID, "
+				     "CNI_NETNS, CNI_IFNAME");
+	env.containerid = "";
+	env.ifname = "eth0";
+	env.netns = "/run/netns/x";
+	assert_int_equal(nshash_cni_env_check(&env, &cmd, &err), -1);
+	assert_string_equal(err.msg, "required environment variable missing or empty for ADD: CNI_CONTAINERID");
+
+	env.command = "DEL"; /* DEL does not need the netns */
+	env.containerid = "c";
+	env.netns = NULL;
+	assert_int_equal(nshash_cni_env_check(&env, &cmd, &err), 0);
+	assert_int_equal(cmd, NSHASH_CNI_DEL);
+
+	env.command = "CHECK";
+	env.netns = "proc/1/ns/net";
+	assert_int_equal(nshash_cni_env_check(&env, &cmd, &err), -1);
+	assert_non_null(strstr(err.msg, "is not an absolute path"));
+
+	env.command = "add"; /* commands are case-sensitive */
+	assert_int_equal(nshash_cni_env_check(&env, &cmd, &err), -1);
+	assert_non_null(strstr(err.msg, "CNI_COMMAND=\"add\" is not a CNI command"));
+}
+
+static void test_config(void **state)
+{
+	(void)state;
+	struct nshash_cni_config cfg;
+	struct nshash_cni_error err;
+	const char *c = CONF("1.0.0", ",\"tcp\":3000,\"udp\":100,\"onFailure\":\"warn\",\"future\":{\"x\":1}");
+	assert_int_equal(nshash_cni_config_parse(c, strlen(c), &cfg, &err), 0);
+	assert_string_equal(cfg.cni_version, "1.0.0");
+	assert_string_equal(cfg.name, "net");
+	assert_true(cfg.has_tcp && cfg.has_udp);
+	assert_int_equal(cfg.sizes.tcp, 3000);
+	assert_int_equal(cfg.sizes.udp, 100);
+	assert_int_equal(cfg.max.tcp, 4096); /* no maxTcp: the default, rounded */
+	assert_int_equal(cfg.max.udp, 128);
+	assert_int_equal(cfg.on_failure, NSHASH_ON_FAILURE_WARN);
+	assert_int_equal(cfg.strategy, NSHASH_STRATEGY_NESTED);
+	nshash_cni_config_free(&cfg);
+
+	struct {
+		const char *conf;
+		int code;
+		const char *fragment;
+	} bad[] = {
+		{"{\"cniVersion\":\"1.0.0\"", 6, "truncated JSON"},
+		{"", 6, "no network config on stdin"},
+		{"\"x\"", 6, "stdin holds a string"},
+		{"{}", 1, "network config has no cniVersion"},
+		{"{\"cniVersion\":1}", 7, "\"cniVersion\": 1 is an integer; expected a string"},
+		{CONF("0.2.0", ""), 1, "cniVersion \"0.2.0\" is not supported"},
+		{CONF("1.0.0", ",\"tcp\":\"4096\""), 7, "\"tcp\": \"4096\" is a string; expected a JSON integer"},
+		{CONF("1.0.0", ",\"udp\":65537"), 7, "\"udp\": 65537 is out of range (udp sizes are 0..65536"},
+		{CONF("1.0.0", ",\"tcp\":9223372036854775807"), 7, "is out of range"},
+		{CONF("1.0.0", ",\"tcp\":null"), 7, "\"tcp\": null is null"},
+		{CONF("1.0.0", ",\"tcp\":8192,\"maxTcp\":4096"), 7, "above the allowed maximum 4096 (maxTcp)"},
+		{CONF("1.0.0", ",\"onFailure\":\"Fail\""), 7, "\"onFailure\": \"Fail\" is not fail or warn"},
+		{CONF("1.0.0", ",\"onFailure\":true"), 7, "\"onFailure\": true is a boolean; expected a string"},
+		{CONF("1.0.0", ",\"stateDir\":\"/run/../etc\""), 7, "is not a clean absolute path"},
+		{CONF("1.0.0", ",\"runtimeConfig\":[]"), 7, "\"runtimeConfig\" is an array"},
+		{CONF("1.0.0", ",\"runtimeConfig\":{\"io.kubernetes.cri.pod-annotations\":\"x\"}"), 7,
+		 "expected an object of strings"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int r = nshash_cni_config_parse(bad[i].conf, strlen(bad[i].conf), &cfg, &err);
+		nshash_cni_config_free(&cfg);
+		if (r != -1 || err.code != bad[i].code || !strstr(err.msg, bad[i].fragment))
+			fail_msg("%s: want %d \"%s\", got %d %d \"%s\"", bad[i].conf, bad[i].code, bad[i].fragment, r,
+				 err.code, err.msg);
+	}
+}
+
+static void request_of(const char *conf, int want_rc, uint32_t tcp, uint32_t udp, bool from_ann,
+		       const char *fragment)
+{
+	struct nshash_cni_config cfg;
+	struct nshash_cni_error err = {0};
+	struct nshash_sizes req = {0, 0};
+	bool ann = false;
+	if (nshash_cni_config_parse(conf, strlen(conf), &cfg, &err) != 0)
+		fail_msg("%s: %s", conf, err.msg);
+	int r = nshash_cni_request(&cfg, &req, &ann, &err);
+	nshash_cni_config_free(&cfg);
+	if (r != want_rc)
+		fail_msg("%s: rc %d (%s)", conf, r, err.msg);
+	if (r == 0) {
+		assert_int_equal(req.tcp, tcp);
+		assert_int_equal(req.udp, udp);
+		assert_int_equal(ann, from_ann);
+	} else {
+		assert_int_equal(err.code, NSHASH_CNI_E_REFUSED);
+		if (!strstr(err.msg, fragment))
+			fail_msg("\"%s\" lacks \"%s\"", err.msg, fragment);
+	}
+}
+
+#define ANN(x) ",\"runtimeConfig\":{\"io.kubernetes.cri.pod-annotations\":{" x "}}"
+
+static void test_request(void **state)
+{
+	(void)state;
+	request_of(CONF("1.0.0", ",\"tcp\":4096"), 0, 4096, 0, false, NULL);
+	request_of(CONF("1.0.0", ""), 0, 0, 0, false, NULL);
+	request_of(CONF("1.0.0", ",\"tcp\":4096,\"udp\":512,\"maxTcp\":65536" ANN("\"io.nshash.tcp\":\"65536\"")), 0,
+		   65536, 512, true, NULL);
+	request_of(CONF("1.0.0", ",\"tcp\":4096,\"maxTcp\":65536" ANN("\"io.nshash.tcp\":\"0\"")), 0, 0, 0, true,
+		   NULL);
+	request_of(CONF("1.0.0", ",\"tcp\":4096,\"maxTcp\":65536" ANN("\"io.nshash.tcp\":\"65537\"")), -1, 0, 0,
+		   false, "tcp size 65537 (effective 131072) is above the allowed maximum 65536 (maxTcp)");
+	request_of(CONF("1.0.0", ",\"tcp\":3000" ANN("\"io.nshash.tcp\":\"4096\"")), 0, 4096, 0, true, NULL);
+	request_of(CONF("1.0.0", ",\"tcp\":3000" ANN("\"io.nshash.tcp\":\"4097\"")), -1, 0, 0, false,
+		   "above the allowed maximum 4096 (maxTcp)");
+	request_of(CONF("1.0.0", "" ANN("\"io.nshash.udp\":\"128\"")), -1, 0, 0, false,
+		   "above the allowed maximum 0 (maxUdp)");
+	request_of(CONF("1.0.0", ",\"maxUdp\":4096" ANN("\"io.nshash.udp\":\" 128\"")), -1, 0, 0, false,
+		   "pod annotation io.nshash.udp: \" 128\" is not a decimal number");
+	request_of(CONF("1.0.0", ",\"maxUdp\":4096" ANN("\"io.nshash.udp\":[1]")), -1, 0, 0, false,
+		   "pod annotation \"io.nshash.udp\": [1] is an array; expected a string");
+	/* other annotations and a null annotation map are ignored */
+	request_of(CONF("1.0.0", ",\"udp\":256" ANN("\"io.nshash.other\":\"x\",\"app\":\"y\"")), 0, 0, 256, false,
+		   NULL);
+	request_of(CONF("1.0.0", ",\"udp\":256,\"runtimeConfig\":{\"io.kubernetes.cri.pod-annotations\":null}"), 0,
+		   0, 256, false, NULL);
+}
+
+static void test_add_nothing_requested(void **state)
+{
+	(void)state;
+	mock_reset();
+	run("ADD", CONF("0.3.1", ""));
+	expect_output("{\"cniVersion\":\"0.3.1\"}");
+	assert_int_equal(m.n_classify + m.n_inspect + m.n_replace, 0); /* netns never looked at */
+	run("ADD", CONF("1.1.0", ",\"prevResult\":{\"cniVersion\":\"1.0.0\",\"ips\":[{\"address\":\"10.0.0.2/24\"}]}"));
+	expect_output("{\"cniVersion\":\"1.1.0\",\"ips\":[{\"address\":\"10.0.0.2/24\"}]}");
+}
+
+static void test_add_replaces_empty_pin(void **state)
+{
+	(void)state;
+	mock_reset();
+	run("ADD", CONF("1.0.0", ",\"tcp\":3000,\"udp\":100,\"strategy\":\"template\",\"stateDir\":\"/run/x\""));
+	expect_output("{\"cniVersion\":\"1.0.0\"}");
+	assert_int_equal(m.n_replace, 1);
+	assert_int_equal(m.replace_opts.sizes.tcp, 3000);
+	assert_int_equal(m.replace_opts.sizes.udp, 100);
+	assert_int_equal(m.replace_opts.strategy, NSHASH_STRATEGY_TEMPLATE);
+	assert_string_equal(m.replace_opts.state_dir, "/run/x");
+	assert_false(m.replace_opts.keep_lo_down);
+	assert_non_null(strstr(out.log, "replaced /run/netns/cni-1 by a netns with tcp 4096, udp 128"));
+}
+
+static void test_add_already_sized(void **state)
+{
+	(void)state;
+	mock_reset();
+	m.tcp = 4096;
+	m.udp = 128;
+	run("ADD", CONF("1.0.0", ",\"tcp\":3000,\"udp\":100"));
+	expect_output("{\"cniVersion\":\"1.0.0\"}");
+	assert_int_equal(m.n_replace, 0);
+	assert_int_equal(m.n_occupancy, 0);
+}
+
+static void test_add_not_resizable(void **state)
+{
+	(void)state;
+	struct {
+		enum nshash_cni_netns_kind kind;
+		const char *detail;
+		unsigned links;
+		pid_t pid;
+		const char *extra;
+		const char *fragment;
+	} cases[] = {
+		{NSHASH_CNI_NETNS_PROC, "net:[4026532]", 0, 0, "",
+		 "it is a process's netns, created by the runtime with the container already inside"},
+		{NSHASH_CNI_NETNS_LINK, "/run/netns/real", 0, 0, "", "it is a symbolic link (to /run/netns/real)"},
+		{NSHASH_CNI_NETNS_PIN, NULL, 1, 0, "", "it already has interfaces besides lo (eth0); place nshash first"},
+		{NSHASH_CNI_NETNS_PIN, NULL, 0, 4242, "", "process 4242 (pause) already lives in it"},
+		{NSHASH_CNI_NETNS_PIN, NULL, 0, 0,
+		 ",\"prevResult\":{\"cniVersion\":\"1.0.0\",\"interfaces\":[{\"name\":\"br0\"},{\"name\":\"eth0\","
+		 "\"sandbox\":\"/run/netns/cni-1\"}]}",
+		 "prevResult already has container interfaces (eth0), so nshash is not the first plugin"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		for (int warn = 0; warn < 2; warn++) {
+			mock_reset();
+			m.kind = cases[i].kind;
+			m.detail = cases[i].detail;
+			m.occ.links = cases[i].links;
+			if (cases[i].links)
+				snprintf(m.occ.link_names, sizeof(m.occ.link_names), "eth0");
+			m.occ.pid = cases[i].pid;
+			snprintf(m.occ.comm, sizeof(m.occ.comm), "pause");
+			char conf[1024];
+			snprintf(conf, sizeof(conf),
+				 "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"tcp\":4096,\"onFailure\":\"%s\"%s}",
+				 warn ? "warn" : "fail", cases[i].extra);
+			run("ADD", conf);
+			if (!warn) {
+				expect_error(100, cases[i].fragment);
+			} else {
+				assert_int_equal(out.status, 0);
+				assert_non_null(out.stdout_text);
+				assert_non_null(strstr(out.log, "warning (onFailure warn, code 100)"));
+				assert_non_null(strstr(out.log, cases[i].fragment));
+			}
+			assert_int_equal(m.n_replace, 0);
+		}
+	}
+}
+
+static void test_add_bad_netns(void **state)
+{
+	(void)state;
+	mock_reset();
+	m.kind = NSHASH_CNI_NETNS_MISSING;
+	m.detail = "no such file";
+	run("ADD", CONF("1.0.0", ",\"tcp\":4096,\"onFailure\":\"warn\""));
+	/* a netns that is not one is an env error even under warn */
+	expect_error(4, "CNI_NETNS=/run/netns/cni-1 is not a network namespace: no such file");
+	m.kind = NSHASH_CNI_NETNS_NOT_NETNS;
+	m.detail = "a directory";
+	run("ADD", CONF("1.0.0", ",\"tcp\":4096"));
+	expect_error(4, "is not a network namespace: a directory");
+	assert_int_equal(m.n_replace, 0);
+}
+
+static void test_add_kernel(void **state)
+{
+	(void)state;
+	mock_reset();
+	m.udp_knob = false;
+	run("ADD", CONF("1.0.0", ",\"udp\":1024"));
+	expect_error(103, "kernel 6.0.9 has no net.ipv4.udp_child_hash_entries (needs Linux 6.2)");
+	run("ADD", CONF("1.0.0", ",\"tcp\":1024")); /* tcp only: fine on 6.1 */
+	expect_output("{\"cniVersion\":\"1.0.0\"}");
+
+	mock_reset();
+	m.caps = false;
+	run("ADD", CONF("1.0.0", ",\"tcp\":1024"));
+	expect_error(103, "missing CAP_SYS_ADMIN");
+
+	mock_reset();
+	m.replace_errnum = NSHASH_E_FALLBACK;
+	run("ADD", CONF("1.0.0", ",\"tcp\":16777216"));
+	expect_error(101, "mock failure");
+	run("ADD", CONF("1.0.0", ",\"tcp\":16777216,\"onFailure\":\"warn\""));
+	expect_output("{\"cniVersion\":\"1.0.0\"}");
+	assert_non_null(strstr(out.log, "warning (onFailure warn, code 101)"));
+
+	mock_reset();
+	m.replace_errnum = EPERM;
+	run("ADD", CONF("1.0.0", ",\"tcp\":4096"));
+	expect_error(103, "create netns for /run/netns/cni-1: mock failure");
+
+	mock_reset();
+	m.replace_tcp = -262144; /* replaced, but the kernel fell back */
+	run("ADD", CONF("1.0.0", ",\"tcp\":4096"));
+	expect_error(101, "kernel gave the shared table (262144) (allocation failed?)");
+}
+
+static void test_check(void **state)
+{
+	(void)state;
+	mock_reset();
+	run("CHECK", CONF("0.3.1", ",\"tcp\":4096"));
+	expect_error(1, "CHECK needs cniVersion 0.4.0 or later; the network config says 0.3.1");
+	run("CHECK", CONF("0.4.0", ",\"tcp\":4096,\"udp\":128"));
+	expect_error(104, "CHECK /run/netns/cni-1: requested tcp 4096, udp 128, the netns has tcp shared 262144, "
+			  "udp shared 16384");
+	m.tcp = 4096;
+	m.udp = 128;
+	run("CHECK", CONF("1.0.0", ",\"tcp\":4000,\"udp\":1"));
+	expect_silent_success();
+	run("CHECK", CONF("1.0.0", ",\"tcp\":8192,\"udp\":1,\"onFailure\":\"warn\""));
+	expect_silent_success();
+	assert_non_null(strstr(out.log, "code 104"));
+	assert_int_equal(m.n_replace, 0);
+}
+
+static void test_del_gc_status_version(void **state)
+{
+	(void)state;
+	mock_reset();
+	run("DEL", CONF("0.3.0", ",\"tcp\":4096" ANN("\"io.nshash.tcp\":\"junk\"")));
+	expect_silent_success();
+	run("GC", CONF("1.1.0", ",\"cni.dev/valid-attachments\":[]"));
+	expect_silent_success();
+	run("GC", CONF("1.0.0", ""));
+	expect_error(1, "GC needs cniVersion 1.1.0 or later");
+	assert_int_equal(m.n_classify + m.n_inspect + m.n_replace + m.n_occupancy, 0);
+
+	run("STATUS", CONF("1.1.0", ",\"tcp\":4096"));
+	expect_silent_success();
+	m.tcp_knob = false;
+	run("STATUS", CONF("1.1.0", ",\"maxTcp\":4096"));
+	expect_error(50, "nshash cannot size netns here: kernel 6.0.9 has no net.ipv4.tcp_child_ehash_entries");
+	run("STATUS", CONF("1.1.0", ",\"udp\":4096")); /* this network never asks for tcp */
+	expect_silent_success();
+
+	run("VERSION", "{\"cniVersion\":\"0.3.0\"}");
+	expect_output("{\"cniVersion\":\"1.1.0\",\"supportedVersions\":[\"0.3.0\",\"0.3.1\",\"0.4.0\",\"1.0.0\","
+		      "\"1.1.0\"]}");
+	run("VERSION", "");
+	expect_output("{\"cniVersion\":\"1.1.0\",\"supportedVersions\":[\"0.3.0\",\"0.3.1\",\"0.4.0\",\"1.0.0\","
+		      "\"1.1.0\"]}");
+}
+
+static void test_error_json(void **state)
+{
+	(void)state;
+	struct nshash_cni_error err;
+	assert_int_equal(nshash_cni_error_set(&err, 7, NULL, "key \"%s\": bad \"v\"", "tcp"), -1);
+	char *j = nshash_cni_error_json("0.4.0", &err);
+	assert_string_equal(j, "{\"cniVersion\":\"0.4.0\",\"code\":7,\"msg\":\"key \\\"tcp\\\": bad \\\"v\\\"\"}");
+	free(j);
+	nshash_cni_error_set(&err, 1, "0.3.0, 0.3.1", "unsupported");
+	j = nshash_cni_error_json(NULL, &err);
+	assert_string_equal(j, "{\"cniVersion\":\"1.1.0\",\"code\":1,\"msg\":\"unsupported\",\"details\":\"0.3.0, "
+			       "0.3.1\"}");
+	free(j);
+	/* an env error answers in the config's version when stdin has one */
+	struct nshash_cni_env env = {.command = "ADD"};
+	const char *c = CONF("0.4.0", "");
+	nshash_cni_output_free(&out);
+	nshash_cni_run(&env, c, strlen(c), &mock_ops, &out);
+	expect_error(4, "CNI_CONTAINERID, CNI_NETNS, CNI_IFNAME");
+	assert_non_null(strstr(out.stdout_text, "\"cniVersion\":\"0.4.0\""));
+	nshash_cni_output_free(&out);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_versions),
+		cmocka_unit_test(test_env),
+		cmocka_unit_test(test_config),
+		cmocka_unit_test(test_request),
+		cmocka_unit_test(test_add_nothing_requested),
+		cmocka_unit_test(test_add_replaces_empty_pin),
+		cmocka_unit_test(test_add_already_sized),
+		cmocka_unit_test(test_add_not_resizable),
+		cmocka_unit_test(test_add_bad_netns),
+		cmocka_unit_test(test_add_kernel),
+		cmocka_unit_test(test_check),
+		cmocka_unit_test(test_del_gc_status_version),
+		cmocka_unit_test(test_error_json),
+	};
+	return cmocka_run_group_tests_name("cni", tests, NULL, NULL);
+}
