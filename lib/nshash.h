@@ -351,6 +351,11 @@ int nshash_read_fd(int fd, const char *what, size_t max, char **out, size_t *out
 /* Append an error to a runtime log (--log FILE [--log-format json|text]) the
  * way runc does, so containerd shows it in "OCI runtime create failed". */
 void nshash_runtime_log_error(const char *log_path, const char *log_format, const char *msg);
+/* For the wrapper: on create, the runtime's stderr is the container's
+ * stderr, so only messages up to `max` go there; all of them also go to the
+ * runtime log (NULL = none) in runc's format. */
+void nshash_log_wrapper_mode(enum nshash_log_level max, const char *log_path,
+			     const char *log_format);
 
 /* Runtime wrapper argv (runc conventions). */
 struct nshash_runtime_args {

@@ -28,7 +28,18 @@ static struct {
 	char program[64];
 	char log_file[1024];
 	bool syslog;
-} log_cfg = { .program = "nshash" };
+	enum nshash_log_level stderr_max;
+	const char *runtime_log, *runtime_log_format;
+} log_cfg = { .program = "nshash", .stderr_max = NSHASH_LOG_INFO };
+
+static void runtime_log(const char *path, const char *format, const char *level, const char *msg);
+
+void nshash_log_wrapper_mode(enum nshash_log_level max, const char *log_path, const char *log_format)
+{
+	log_cfg.stderr_max = max;
+	log_cfg.runtime_log = log_path;
+	log_cfg.runtime_log_format = log_format;
+}
 
 void nshash_log_setup(const char *program, const struct nshash_policy *policy)
 {
@@ -56,8 +67,14 @@ void nshash_log(enum nshash_log_level level, const char *id, const char *fmt, ..
 	if (level > NSHASH_LOG_INFO)
 		level = NSHASH_LOG_INFO;
 	/* stderr: podman and runc keep it; stdout is protocol */
-	fprintf(stderr, "%s: %s: %s%s%s\n", log_cfg.program, names[level], id ? id : "",
-		id ? ": " : "", msg);
+	if (level <= log_cfg.stderr_max)
+		fprintf(stderr, "%s: %s: %s%s%s\n", log_cfg.program, names[level], id ? id : "",
+			id ? ": " : "", msg);
+	if (log_cfg.runtime_log) {
+		char line[2400];
+		snprintf(line, sizeof(line), "%s: %s%s%s", log_cfg.program, id ? id : "", id ? ": " : "", msg);
+		runtime_log(log_cfg.runtime_log, log_cfg.runtime_log_format, names[level], line);
+	}
 	if (log_cfg.log_file[0]) {
 		int fd = open(log_cfg.log_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
 			      0640);
@@ -785,6 +802,11 @@ int nshash_runtime_find(const struct nshash_policy *policy, const char *self, ch
 
 void nshash_runtime_log_error(const char *log_path, const char *log_format, const char *msg)
 {
+	runtime_log(log_path, log_format, "error", msg);
+}
+
+static void runtime_log(const char *log_path, const char *log_format, const char *level, const char *msg)
+{
 	char ts[64];
 	time_t now = time(NULL);
 	struct tm tm;
@@ -799,14 +821,14 @@ void nshash_runtime_log_error(const char *log_path, const char *log_format, cons
 	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	if (log_format && !strcmp(log_format, "json")) {
 		struct json_object *o = json_object_new_object();
-		json_object_object_add(o, "level", json_object_new_string("error"));
+		json_object_object_add(o, "level", json_object_new_string(level));
 		json_object_object_add(o, "msg", json_object_new_string(msg));
 		json_object_object_add(o, "time", json_object_new_string(ts));
 		dprintf(fd, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
 								       JSON_C_TO_STRING_NOSLASHESCAPE));
 		json_object_put(o);
 	} else {
-		dprintf(fd, "time=\"%s\" level=error msg=\"%s\"\n", ts, msg);
+		dprintf(fd, "time=\"%s\" level=%s msg=\"%s\"\n", ts, level, msg);
 	}
 	close(fd);
 }

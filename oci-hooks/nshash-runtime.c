@@ -21,10 +21,7 @@ static const char *log_path, *log_format;
 
 static void die(const char *id, const char *msg)
 {
-	char line[1200];
 	nshash_log(NSHASH_LOG_ERROR, id, "%s", msg);
-	snprintf(line, sizeof(line), "nshash-runtime: %s", msg);
-	nshash_runtime_log_error(log_path, log_format, line);
 	exit(1);
 }
 
@@ -118,6 +115,7 @@ int main(int argc, char **argv)
 	if (nshash_runtime_args_parse(argc, argv, &args, &err) < 0)
 		die(NULL, err.msg);
 	find_log(argc, argv, args.subcommand_index < 0 ? argc : args.subcommand_index);
+	nshash_log_wrapper_mode(NSHASH_LOG_ERROR, log_path, log_format);
 	if (nshash_policy_load(policy_path, &policy, &err) < 0)
 		die(args.id, err.msg);
 	nshash_log_setup("nshash-runtime", &policy);
