@@ -147,6 +147,9 @@ bad 4 "CNI_CONTAINERID" "empty CNI_CONTAINERID" "$(conf $V '"tcp":4096')" CNI_CO
 bad 4 "CNI_IFNAME" "missing CNI_IFNAME" "$(conf $V '"tcp":4096')" CNI_IFNAME=
 bad 4 'CNI_COMMAND="FROB" is not a CNI command' "unknown command" "$(conf $V)" CNI_COMMAND=FROB
 bad 4 'CNI_NETNS="netns/x" is not an absolute path' "relative CNI_NETNS" "$(conf $V '"tcp":4096')" CNI_NETNS=netns/x
+CNI_OUT=$(head -c 17000000 /dev/zero | tr '\0' ' ' | CNI_COMMAND=ADD "$CNI_PLUGIN" 2>/dev/null)
+CNI_RC=$?
+assert_cni_error 5 "read the network config on stdin: larger than 16777216 bytes" "stdin over 16 MiB refused"
 echo plain >"$D/file"
 mkdir "$D/dir"
 ln -s "$P" "$D/link"
