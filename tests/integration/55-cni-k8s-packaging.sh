@@ -70,6 +70,20 @@ done <<<"$out"
 cni_call GC "" "$(jq -c '. + {cniVersion: "1.1.0", name: "k8s"} | del(.capabilities)' <<<"${ENTRY:-{\}}")"
 assert_cni_ok_silent "the shipped entry is a valid nshash config"
 
+# ---- the docs cover every config key the plugin reads and every code it returns
+KEYS=$(grep -oE 'config_(size|string)\(root, "[A-Za-z]+"' "$TOP/lib/cni.c" | grep -oE '"[A-Za-z]+"' | tr -d '"' | grep -v '^name$' | sort -u | tr '\n' ' ')
+CODES=$(grep -oE 'NSHASH_CNI_E_[A-Z_]+ = [0-9]+' "$TOP/lib/nshash.h" | awk '{print $3}' | tr '\n' ' ')
+missing=""
+for k in $KEYS; do
+	grep -q "^| \`$k\` |" "$TOP/docs/cni.md" || missing+=" cni.md:$k"
+	grep -q "^\.B $k\$" "$TOP/docs/man/nshash-cni.8" || missing+=" man:$k"
+done
+for c in $CODES; do
+	grep -q "^| $c |" "$TOP/docs/cni.md" || missing+=" cni.md:code$c"
+	grep -A0 -q "^\.B $c\$" "$TOP/docs/man/nshash-cni.8" || missing+=" man:code$c"
+done
+assert_eq "" "$missing" "docs/cni.md and nshash-cni(8) document every key ($KEYS) and code ($CODES)"
+
 # ---- install-cni.sh on a fake node
 D=$(make_state_dir)
 node() { # fresh node dirs
