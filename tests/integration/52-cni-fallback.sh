@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# The kernel's silent fallback, for real: the plugin runs in a memory cgroup
+# too small for a 16Mi TCP table (OOM killer off, as kernel.md reproduced),
+# the kernel gives the shared table, and the plugin reports code 101 under
+# fail — leaving the runtime's netns as it was — or passes through with a
+# warning under warn.
+. "$(dirname "$0")/../lib/common.sh"
+. "$(dirname "$0")/../lib/cni.sh"
+require_root
+require_kernel_knobs
+MEMCG=/sys/fs/cgroup/memory
+[ -w "$MEMCG/cgroup.procs" ] || cannot_run "no cgroup-v1 memory controller at $MEMCG"
+
+D=$(make_state_dir)
+CG=$MEMCG/nshash-test52-$$
+mkdir "$CG" || cannot_run "cannot create $CG"
+on_exit "rmdir '$CG'"
+echo 32M >"$CG/memory.limit_in_bytes"
+echo 1 >"$CG/memory.oom_control"
+
+# cni_call inside the cgroup
+cni_call_limited() { # ONFAILURE
+	local errf
+	errf=$(mktemp)
+	CNI_OUT=$(printf '{"cniVersion":"1.0.0","name":"n","type":"nshash","tcp":16777216,"onFailure":"%s"}' "$1" |
+		timeout 30 sh -c 'echo $$ >"$1/cgroup.procs" && exec env CNI_COMMAND=ADD CNI_CONTAINERID=c52 CNI_NETNS="$2" CNI_IFNAME=eth0 "$3"' \
+			sh "$CG" "$D/pin" "$CNI_PLUGIN" 2>"$errf")
+	CNI_RC=$?
+	CNI_ERR=$(cat "$errf")
+	rm -f "$errf"
+}
+cni_pin_netns "$D/pin"
+INO=$(netns_inode_at "$D/pin")
+BEFORE=$(netns_sizes_at "$D/pin")
+
+cni_call_limited fail
+assert_cni_error 101 "tcp size 16777216 requested (effective 16777216), kernel gave the shared table" "fallback under fail: code 101 naming the sizes"
+assert_eq "$INO $BEFORE" "$(netns_inode_at "$D/pin") $(netns_sizes_at "$D/pin")" "fallback under fail: the runtime's netns is left as it was"
+assert_eq "1" "$(count_pins_under "$D")" "fallback under fail: no extra mount"
+
+cni_call_limited warn
+assert_eq '0 {"cniVersion":"1.0.0"}' "$CNI_RC $CNI_OUT" "fallback under warn: ADD passes through"
+assert_contains "$CNI_ERR" "warning (onFailure warn, code 101)" "fallback under warn: the warning is logged"
+assert_eq "$INO" "$(netns_inode_at "$D/pin")" "fallback under warn: the pod keeps the runtime's (shared) netns"
+assert_host_untouched
