@@ -156,9 +156,21 @@ static int template_open(const struct template_ref *t)
 	return fd;
 }
 
+/* Mark a template used now (gc's idle age), creating the stamp if needed. */
+static void template_touch(const struct template_ref *t)
+{
+	if (utimensat(AT_FDCWD, t->stamp, NULL, 0) == 0 || errno != ENOENT)
+		return;
+	int sfd = open(t->stamp, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (sfd >= 0)
+		close(sfd);
+}
+
 /* Under the state lock: (re)build the template for `eff` and pin it.  The
  * knobs are set and read back before the pin exists, so a pin that exists
- * always has them (a crash leaves at most an empty file, replaced here). */
+ * always has them (a crash leaves at most an empty file, replaced here).
+ * The stamp is fresh before the pin exists: a template with no stamp, or
+ * with a stamp left from an earlier one, looks idle for ages to gc. */
 static int template_build(const char *state_dir, const struct template_ref *t, struct nshash_sizes eff, int home,
 			  struct nshash_error *err)
 {
@@ -182,12 +194,10 @@ static int template_build(const char *state_dir, const struct template_ref *t, s
 		return r2;
 	if (r < 0)
 		return r;
+	template_touch(t);
 	r = nshash_pin_fd(tfd, t->path, err);
 	if (r < 0)
 		return nshash_error_prefix(err, "pin template");
-	int sfd = open(t->stamp, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-	if (sfd >= 0)
-		close(sfd);
 	return 0;
 }
 
@@ -253,7 +263,7 @@ static int new_from_template(const struct nshash_create_opts *opts, int home, in
 		r = leave_child(home, spawn_child(opts, nsfd, info, err), nsfd, err);
 		if (r < 0)
 			return r;
-		utimensat(AT_FDCWD, t.stamp, NULL, 0);
+		template_touch(&t);
 		return 0;
 	}
 	return nshash_error_set(err, EIO, "template %s: knobs keep changing under us (another program writes them?)",
