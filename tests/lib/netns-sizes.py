@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # For each netns pin path on stdin, print "PATH TCP UDP": the raw
 # tcp_ehash_entries and udp_hash_entries that netns reads (negative = the
-# shared global table), or "PATH error: WHY".  One process setns()-ing into
+# shared global table), or "PATH error: WHY".  Other net.ipv4 names given as
+# arguments are read instead (e.g. tcp_child_ehash_entries
+# udp_child_hash_entries for templates).  One process setns()-ing into
 # each in turn: hundreds of pins are checked in well under a second, and
 # without nshash's own code.  Single-threaded, so setns is safe.
 import ctypes
@@ -20,6 +22,7 @@ def read_knob(name):
 
 
 def main():
+    knobs = sys.argv[1:] or ["tcp_ehash_entries", "udp_hash_entries"]
     home = os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
     out = []
     for line in sys.stdin:
@@ -36,7 +39,7 @@ def main():
                 out.append("%s error: setns: %s" % (path, os.strerror(ctypes.get_errno())))
                 continue
             try:
-                out.append("%s %s %s" % (path, read_knob("tcp_ehash_entries"), read_knob("udp_hash_entries")))
+                out.append(" ".join([path] + [read_knob(k) for k in knobs]))
             except OSError as e:
                 out.append("%s error: %s" % (path, e.strerror))
         finally:
