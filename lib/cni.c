@@ -22,7 +22,7 @@
 #include "nshash.h"
 
 #define POD_ANNOTATIONS "io.kubernetes.cri.pod-annotations"
-#define JSON_OUT_FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
+#define JSON_OUT_FLAGS	(JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
 
 const char *const nshash_cni_versions[] = {"0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0", NULL};
 #define CNI_LATEST "1.1.0"
@@ -105,8 +105,8 @@ static const struct {
 	const char *name;
 	enum nshash_cni_command command;
 } commands[] = {
-	{"ADD", NSHASH_CNI_ADD},       {"DEL", NSHASH_CNI_DEL}, {"CHECK", NSHASH_CNI_CHECK},
-	{"STATUS", NSHASH_CNI_STATUS}, {"GC", NSHASH_CNI_GC},   {"VERSION", NSHASH_CNI_VERSION},
+    {"ADD", NSHASH_CNI_ADD},	   {"DEL", NSHASH_CNI_DEL}, {"CHECK", NSHASH_CNI_CHECK},
+    {"STATUS", NSHASH_CNI_STATUS}, {"GC", NSHASH_CNI_GC},   {"VERSION", NSHASH_CNI_VERSION},
 };
 
 static void append(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -132,9 +132,9 @@ int nshash_cni_env_check(const struct nshash_cni_env *env, enum nshash_cni_comma
 		if (strcmp(env->command, commands[i].name) == 0)
 			break;
 	if (i == sizeof(commands) / sizeof(commands[0]))
-		return nshash_cni_error_set(err, NSHASH_CNI_E_ENV, NULL,
-					    "CNI_COMMAND=\"%.64s\" is not a CNI command (ADD, DEL, CHECK, STATUS, GC, VERSION)",
-					    env->command);
+		return nshash_cni_error_set(
+		    err, NSHASH_CNI_E_ENV, NULL,
+		    "CNI_COMMAND=\"%.64s\" is not a CNI command (ADD, DEL, CHECK, STATUS, GC, VERSION)", env->command);
 	*command = commands[i].command;
 
 	/* The spec: ADD and CHECK need the container, netns and interface;
@@ -153,8 +153,8 @@ int nshash_cni_env_check(const struct nshash_cni_env *env, enum nshash_cni_comma
 					    "required environment variable%s missing or empty for %s: %s",
 					    strchr(missing, ',') ? "s" : "", env->command, missing);
 	if (need_netns && env->netns[0] != '/')
-		return nshash_cni_error_set(err, NSHASH_CNI_E_ENV, NULL,
-					    "CNI_NETNS=\"%.256s\" is not an absolute path", env->netns);
+		return nshash_cni_error_set(err, NSHASH_CNI_E_ENV, NULL, "CNI_NETNS=\"%.256s\" is not an absolute path",
+					    env->netns);
 	return 0;
 }
 
@@ -163,13 +163,20 @@ int nshash_cni_env_check(const struct nshash_cni_env *env, enum nshash_cni_comma
 static const char *json_type_word(json_object *v)
 {
 	switch (json_object_get_type(v)) {
-	case json_type_null: return "null";
-	case json_type_boolean: return "a boolean";
-	case json_type_double: return "a fractional number";
-	case json_type_int: return "an integer";
-	case json_type_object: return "an object";
-	case json_type_array: return "an array";
-	case json_type_string: return "a string";
+	case json_type_null:
+		return "null";
+	case json_type_boolean:
+		return "a boolean";
+	case json_type_double:
+		return "a fractional number";
+	case json_type_int:
+		return "an integer";
+	case json_type_object:
+		return "an object";
+	case json_type_array:
+		return "an array";
+	case json_type_string:
+		return "a string";
 	}
 	return "?";
 }
@@ -224,8 +231,8 @@ static int string_member(json_object *obj, const char *key, const char *what, in
 	if (!json_object_is_type(v, json_type_string)) {
 		char shown[96];
 		json_shown(v, shown, sizeof(shown));
-		return nshash_cni_error_set(err, code, NULL, "%s \"%s\": %s is %s; expected a string", what, key,
-					    shown, json_type_word(v));
+		return nshash_cni_error_set(err, code, NULL, "%s \"%s\": %s is %s; expected a string", what, key, shown,
+					    json_type_word(v));
 	}
 	*out = json_object_get_string(v);
 	return 0;
@@ -267,9 +274,8 @@ static int decode(const char *text, size_t len, json_object **out, struct nshash
 						    "decode network config: unexpected end of input after %zu bytes "
 						    "(truncated JSON)",
 						    len);
-		return nshash_cni_error_set(err, NSHASH_CNI_E_DECODE, NULL,
-					    "decode network config: %s at byte %zu", json_tokener_error_desc(jerr),
-					    end);
+		return nshash_cni_error_set(err, NSHASH_CNI_E_DECODE, NULL, "decode network config: %s at byte %zu",
+					    json_tokener_error_desc(jerr), end);
 	}
 	while (end < len && isspace((unsigned char)text[end]))
 		end++;
@@ -297,8 +303,7 @@ static int version_list(char *buf, size_t len)
 	return 0;
 }
 
-int nshash_cni_config_parse(const char *text, size_t len, struct nshash_cni_config *cfg,
-			    struct nshash_cni_error *err)
+int nshash_cni_config_parse(const char *text, size_t len, struct nshash_cni_config *cfg, struct nshash_cni_error *err)
 {
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->on_failure = NSHASH_ON_FAILURE_FAIL;
@@ -580,11 +585,11 @@ int nshash_cni_occupancy(const char *path, struct nshash_cni_occupancy *occ, str
 }
 
 const struct nshash_cni_ops nshash_cni_system_ops = {
-	.classify = nshash_cni_classify,
-	.inspect = nshash_inspect_path,
-	.occupancy = nshash_cni_occupancy,
-	.probe = nshash_probe,
-	.replace = nshash_netns_replace,
+    .classify = nshash_cni_classify,
+    .inspect = nshash_inspect_path,
+    .occupancy = nshash_cni_occupancy,
+    .probe = nshash_probe,
+    .replace = nshash_netns_replace,
 };
 
 /* ------------------------------------------------------------- commands */
@@ -616,7 +621,8 @@ static void logf_(struct run *r, const char *fmt, ...)
 static int add_result(struct run *r)
 {
 	json_object *prev = NULL, *res;
-	if (json_object_object_get_ex(r->cfg.json, "prevResult", &prev) && json_object_is_type(prev, json_type_object)) {
+	if (json_object_object_get_ex(r->cfg.json, "prevResult", &prev) &&
+	    json_object_is_type(prev, json_type_object)) {
 		res = json_object_get(prev);
 	} else {
 		res = json_object_new_object();
@@ -692,8 +698,8 @@ static int netns_kind_checked(struct run *r, enum nshash_cni_netns_kind *kind, c
 
 /* The request of ADD / CHECK, and what CNI_NETNS is when something is
  * requested.  Returns 1 when nothing is requested, 0, or -1 (r->err). */
-static int request_and_netns(struct run *r, struct nshash_sizes *req, bool *from_ann,
-			     enum nshash_cni_netns_kind *kind, char *detail, size_t dlen)
+static int request_and_netns(struct run *r, struct nshash_sizes *req, bool *from_ann, enum nshash_cni_netns_kind *kind,
+			     char *detail, size_t dlen)
 {
 	if (nshash_cni_request(&r->cfg, req, from_ann, &r->err) < 0)
 		return -1;
@@ -726,12 +732,13 @@ static int cmd_add(struct run *r)
 	char names[256];
 	struct nshash_cni_occupancy occ;
 	if (kind == NSHASH_CNI_NETNS_PROC)
-		s = soft_failure(r, NSHASH_CNI_E_NOT_RESIZABLE,
-				 "cannot size the netns %s (%s): it is a process's netns, created by the runtime "
-				 "with the container already inside, and table sizes are fixed when a netns is created; "
-				 "nshash works only with runtimes that pin the netns before ADD (containerd CRI, CRI-O, "
-				 "podman); here use the nshash OCI hook or runtime wrapper instead",
-				 netns, want);
+		s = soft_failure(
+		    r, NSHASH_CNI_E_NOT_RESIZABLE,
+		    "cannot size the netns %s (%s): it is a process's netns, created by the runtime "
+		    "with the container already inside, and table sizes are fixed when a netns is created; "
+		    "nshash works only with runtimes that pin the netns before ADD (containerd CRI, CRI-O, "
+		    "podman); here use the nshash OCI hook or runtime wrapper instead",
+		    netns, want);
 	else if (kind == NSHASH_CNI_NETNS_LINK)
 		s = soft_failure(r, NSHASH_CNI_E_NOT_RESIZABLE,
 				 "cannot size the netns %s (%s): it is a symbolic link (to %s), not the runtime's pin; "
@@ -765,11 +772,11 @@ static int cmd_add(struct run *r)
 	}
 
 	struct nshash_create_opts opts = {
-		.sizes = req,
-		.strategy = r->cfg.strategy,
-		.state_dir = r->cfg.state_dir[0] ? r->cfg.state_dir : NULL,
-		/* lo up: some runtimes raise it before ADD and never again */
-		.keep_lo_down = false,
+	    .sizes = req,
+	    .strategy = r->cfg.strategy,
+	    .state_dir = r->cfg.state_dir[0] ? r->cfg.state_dir : NULL,
+	    /* lo up: some runtimes raise it before ADD and never again */
+	    .keep_lo_down = false,
 	};
 	if (r->ops->replace(&opts, netns, &info, &e) < 0) {
 		int code = e.errnum == NSHASH_E_FALLBACK ? NSHASH_CNI_E_FALLBACK : NSHASH_CNI_E_CREATE;
@@ -807,10 +814,10 @@ static int cmd_check(struct run *r)
 		sizes_text(nshash_sizes_effective(req), want, sizeof(want));
 		snprintf(have, sizeof(have), "tcp %s%ld, udp %s%ld", info.tcp_entries < 0 ? "shared " : "",
 			 labs(info.tcp_entries), info.udp_entries < 0 ? "shared " : "", labs(info.udp_entries));
-		return soft_failure(r, NSHASH_CNI_E_MISMATCH, "CHECK %s: requested %s, the netns has %s",
-				    r->env->netns, want, have) < 0
-			       ? -1
-			       : 0;
+		return soft_failure(r, NSHASH_CNI_E_MISMATCH, "CHECK %s: requested %s, the netns has %s", r->env->netns,
+				    want, have) < 0
+			   ? -1
+			   : 0;
 	}
 	return 0;
 }
@@ -875,8 +882,8 @@ static void peek_version(const char *input, size_t len, char *out, size_t outlen
 	json_object_put(root);
 }
 
-void nshash_cni_run(const struct nshash_cni_env *env, const char *input, size_t len,
-		    const struct nshash_cni_ops *ops, struct nshash_cni_output *out)
+void nshash_cni_run(const struct nshash_cni_env *env, const char *input, size_t len, const struct nshash_cni_ops *ops,
+		    struct nshash_cni_output *out)
 {
 	memset(out, 0, sizeof(*out));
 	struct run r = {.env = env, .ops = ops ? ops : &nshash_cni_system_ops, .out = out};
@@ -891,14 +898,21 @@ void nshash_cni_run(const struct nshash_cni_env *env, const char *input, size_t 
 		rc = version_allows(&r);
 	if (rc == 0) {
 		switch (r.command) {
-		case NSHASH_CNI_ADD: rc = cmd_add(&r); break;
-		case NSHASH_CNI_CHECK: rc = cmd_check(&r); break;
-		case NSHASH_CNI_STATUS: rc = cmd_status(&r); break;
+		case NSHASH_CNI_ADD:
+			rc = cmd_add(&r);
+			break;
+		case NSHASH_CNI_CHECK:
+			rc = cmd_check(&r);
+			break;
+		case NSHASH_CNI_STATUS:
+			rc = cmd_status(&r);
+			break;
 		/* DEL: the netns belongs to the runtime, and nshash keeps no
 		 * per-attachment state: nothing to release.  GC likewise. */
 		case NSHASH_CNI_DEL:
 		case NSHASH_CNI_GC:
-		case NSHASH_CNI_VERSION: break;
+		case NSHASH_CNI_VERSION:
+			break;
 		}
 	}
 done:
@@ -907,8 +921,7 @@ done:
 		free(out->stdout_text);
 		if (!r.cfg.cni_version[0])
 			peek_version(input, len, r.cfg.cni_version, sizeof(r.cfg.cni_version));
-		out->stdout_text =
-			nshash_cni_error_json(r.cfg.cni_version[0] ? r.cfg.cni_version : CNI_LATEST, &r.err);
+		out->stdout_text = nshash_cni_error_json(r.cfg.cni_version[0] ? r.cfg.cni_version : CNI_LATEST, &r.err);
 		logf_(&r, "error %d: %s", r.err.code, r.err.msg);
 	}
 	nshash_cni_config_free(&r.cfg);

@@ -23,7 +23,7 @@ static struct {
 	long tcp, udp; /* raw entries of the netns at CNI_NETNS */
 	struct nshash_cni_occupancy occ;
 	bool tcp_knob, udp_knob, caps;
-	int replace_errnum; /* 0 = replace succeeds with the requested sizes */
+	int replace_errnum;	       /* 0 = replace succeeds with the requested sizes */
 	long replace_tcp, replace_udp; /* what the replacement netns has (0 = as requested) */
 	int n_classify, n_inspect, n_occupancy, n_probe, n_replace;
 	struct nshash_create_opts replace_opts;
@@ -96,11 +96,11 @@ static int mock_replace(const struct nshash_create_opts *opts, const char *pin, 
 }
 
 static const struct nshash_cni_ops mock_ops = {
-	.classify = mock_classify,
-	.inspect = mock_inspect,
-	.occupancy = mock_occupancy,
-	.probe = mock_probe,
-	.replace = mock_replace,
+    .classify = mock_classify,
+    .inspect = mock_inspect,
+    .occupancy = mock_occupancy,
+    .probe = mock_probe,
+    .replace = mock_replace,
 };
 
 /* ---------------------------------------------------------------- helpers */
@@ -110,12 +110,12 @@ static struct nshash_cni_output out;
 static void run(const char *command, const char *config)
 {
 	struct nshash_cni_env env = {
-		.command = command,
-		.containerid = "c1",
-		.netns = "/run/netns/cni-1",
-		.ifname = "eth0",
-		.args = "IgnoreUnknown=1;K8S_POD_NAME=p",
-		.path = "/opt/cni/bin",
+	    .command = command,
+	    .containerid = "c1",
+	    .netns = "/run/netns/cni-1",
+	    .ifname = "eth0",
+	    .args = "IgnoreUnknown=1;K8S_POD_NAME=p",
+	    .path = "/opt/cni/bin",
 	};
 	nshash_cni_output_free(&out);
 	nshash_cni_run(&env, config, strlen(config), &mock_ops, &out);
@@ -230,23 +230,23 @@ static void test_config(void **state)
 		int code;
 		const char *fragment;
 	} bad[] = {
-		{"{\"cniVersion\":\"1.0.0\"", 6, "truncated JSON"},
-		{"", 6, "no network config on stdin"},
-		{"\"x\"", 6, "stdin holds a string"},
-		{"{}", 1, "network config has no cniVersion"},
-		{"{\"cniVersion\":1}", 7, "\"cniVersion\": 1 is an integer; expected a string"},
-		{CONF("0.2.0", ""), 1, "cniVersion \"0.2.0\" is not supported"},
-		{CONF("1.0.0", ",\"tcp\":\"4096\""), 7, "\"tcp\": \"4096\" is a string; expected a JSON integer"},
-		{CONF("1.0.0", ",\"udp\":65537"), 7, "\"udp\": 65537 is out of range (udp sizes are 0..65536"},
-		{CONF("1.0.0", ",\"tcp\":9223372036854775807"), 7, "is out of range"},
-		{CONF("1.0.0", ",\"tcp\":null"), 7, "\"tcp\": null is null"},
-		{CONF("1.0.0", ",\"tcp\":8192,\"maxTcp\":4096"), 7, "above the allowed maximum 4096 (maxTcp)"},
-		{CONF("1.0.0", ",\"onFailure\":\"Fail\""), 7, "\"onFailure\": \"Fail\" is not fail or warn"},
-		{CONF("1.0.0", ",\"onFailure\":true"), 7, "\"onFailure\": true is a boolean; expected a string"},
-		{CONF("1.0.0", ",\"stateDir\":\"/run/../etc\""), 7, "is not a clean absolute path"},
-		{CONF("1.0.0", ",\"runtimeConfig\":[]"), 7, "\"runtimeConfig\" is an array"},
-		{CONF("1.0.0", ",\"runtimeConfig\":{\"io.kubernetes.cri.pod-annotations\":\"x\"}"), 7,
-		 "expected an object of strings"},
+	    {"{\"cniVersion\":\"1.0.0\"", 6, "truncated JSON"},
+	    {"", 6, "no network config on stdin"},
+	    {"\"x\"", 6, "stdin holds a string"},
+	    {"{}", 1, "network config has no cniVersion"},
+	    {"{\"cniVersion\":1}", 7, "\"cniVersion\": 1 is an integer; expected a string"},
+	    {CONF("0.2.0", ""), 1, "cniVersion \"0.2.0\" is not supported"},
+	    {CONF("1.0.0", ",\"tcp\":\"4096\""), 7, "\"tcp\": \"4096\" is a string; expected a JSON integer"},
+	    {CONF("1.0.0", ",\"udp\":65537"), 7, "\"udp\": 65537 is out of range (udp sizes are 0..65536"},
+	    {CONF("1.0.0", ",\"tcp\":9223372036854775807"), 7, "is out of range"},
+	    {CONF("1.0.0", ",\"tcp\":null"), 7, "\"tcp\": null is null"},
+	    {CONF("1.0.0", ",\"tcp\":8192,\"maxTcp\":4096"), 7, "above the allowed maximum 4096 (maxTcp)"},
+	    {CONF("1.0.0", ",\"onFailure\":\"Fail\""), 7, "\"onFailure\": \"Fail\" is not fail or warn"},
+	    {CONF("1.0.0", ",\"onFailure\":true"), 7, "\"onFailure\": true is a boolean; expected a string"},
+	    {CONF("1.0.0", ",\"stateDir\":\"/run/../etc\""), 7, "is not a clean absolute path"},
+	    {CONF("1.0.0", ",\"runtimeConfig\":[]"), 7, "\"runtimeConfig\" is an array"},
+	    {CONF("1.0.0", ",\"runtimeConfig\":{\"io.kubernetes.cri.pod-annotations\":\"x\"}"), 7,
+	     "expected an object of strings"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		int r = nshash_cni_config_parse(bad[i].conf, strlen(bad[i].conf), &cfg, &err);
@@ -257,8 +257,7 @@ static void test_config(void **state)
 	}
 }
 
-static void request_of(const char *conf, int want_rc, uint32_t tcp, uint32_t udp, bool from_ann,
-		       const char *fragment)
+static void request_of(const char *conf, int want_rc, uint32_t tcp, uint32_t udp, bool from_ann, const char *fragment)
 {
 	struct nshash_cni_config cfg;
 	struct nshash_cni_error err = {0};
@@ -290,10 +289,9 @@ static void test_request(void **state)
 	request_of(CONF("1.0.0", ""), 0, 0, 0, false, NULL);
 	request_of(CONF("1.0.0", ",\"tcp\":4096,\"udp\":512,\"maxTcp\":65536" ANN("\"io.nshash.tcp\":\"65536\"")), 0,
 		   65536, 512, true, NULL);
-	request_of(CONF("1.0.0", ",\"tcp\":4096,\"maxTcp\":65536" ANN("\"io.nshash.tcp\":\"0\"")), 0, 0, 0, true,
-		   NULL);
-	request_of(CONF("1.0.0", ",\"tcp\":4096,\"maxTcp\":65536" ANN("\"io.nshash.tcp\":\"65537\"")), -1, 0, 0,
-		   false, "tcp size 65537 (effective 131072) is above the allowed maximum 65536 (maxTcp)");
+	request_of(CONF("1.0.0", ",\"tcp\":4096,\"maxTcp\":65536" ANN("\"io.nshash.tcp\":\"0\"")), 0, 0, 0, true, NULL);
+	request_of(CONF("1.0.0", ",\"tcp\":4096,\"maxTcp\":65536" ANN("\"io.nshash.tcp\":\"65537\"")), -1, 0, 0, false,
+		   "tcp size 65537 (effective 131072) is above the allowed maximum 65536 (maxTcp)");
 	request_of(CONF("1.0.0", ",\"tcp\":3000" ANN("\"io.nshash.tcp\":\"4096\"")), 0, 4096, 0, true, NULL);
 	request_of(CONF("1.0.0", ",\"tcp\":3000" ANN("\"io.nshash.tcp\":\"4097\"")), -1, 0, 0, false,
 		   "above the allowed maximum 4096 (maxTcp)");
@@ -306,8 +304,8 @@ static void test_request(void **state)
 	/* other annotations and a null annotation map are ignored */
 	request_of(CONF("1.0.0", ",\"udp\":256" ANN("\"io.nshash.other\":\"x\",\"app\":\"y\"")), 0, 0, 256, false,
 		   NULL);
-	request_of(CONF("1.0.0", ",\"udp\":256,\"runtimeConfig\":{\"io.kubernetes.cri.pod-annotations\":null}"), 0,
-		   0, 256, false, NULL);
+	request_of(CONF("1.0.0", ",\"udp\":256,\"runtimeConfig\":{\"io.kubernetes.cri.pod-annotations\":null}"), 0, 0,
+		   256, false, NULL);
 }
 
 static void test_add_nothing_requested(void **state)
@@ -359,15 +357,15 @@ static void test_add_not_resizable(void **state)
 		const char *extra;
 		const char *fragment;
 	} cases[] = {
-		{NSHASH_CNI_NETNS_PROC, "net:[4026532]", 0, 0, "",
-		 "it is a process's netns, created by the runtime with the container already inside"},
-		{NSHASH_CNI_NETNS_LINK, "/run/netns/real", 0, 0, "", "it is a symbolic link (to /run/netns/real)"},
-		{NSHASH_CNI_NETNS_PIN, NULL, 1, 0, "", "it already has interfaces besides lo (eth0); place nshash first"},
-		{NSHASH_CNI_NETNS_PIN, NULL, 0, 4242, "", "process 4242 (pause) already lives in it"},
-		{NSHASH_CNI_NETNS_PIN, NULL, 0, 0,
-		 ",\"prevResult\":{\"cniVersion\":\"1.0.0\",\"interfaces\":[{\"name\":\"br0\"},{\"name\":\"eth0\","
-		 "\"sandbox\":\"/run/netns/cni-1\"}]}",
-		 "prevResult already has container interfaces (eth0), so nshash is not the first plugin"},
+	    {NSHASH_CNI_NETNS_PROC, "net:[4026532]", 0, 0, "",
+	     "it is a process's netns, created by the runtime with the container already inside"},
+	    {NSHASH_CNI_NETNS_LINK, "/run/netns/real", 0, 0, "", "it is a symbolic link (to /run/netns/real)"},
+	    {NSHASH_CNI_NETNS_PIN, NULL, 1, 0, "", "it already has interfaces besides lo (eth0); place nshash first"},
+	    {NSHASH_CNI_NETNS_PIN, NULL, 0, 4242, "", "process 4242 (pause) already lives in it"},
+	    {NSHASH_CNI_NETNS_PIN, NULL, 0, 0,
+	     ",\"prevResult\":{\"cniVersion\":\"1.0.0\",\"interfaces\":[{\"name\":\"br0\"},{\"name\":\"eth0\","
+	     "\"sandbox\":\"/run/netns/cni-1\"}]}",
+	     "prevResult already has container interfaces (eth0), so nshash is not the first plugin"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		for (int warn = 0; warn < 2; warn++) {
@@ -520,19 +518,19 @@ static void test_error_json(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_versions),
-		cmocka_unit_test(test_env),
-		cmocka_unit_test(test_config),
-		cmocka_unit_test(test_request),
-		cmocka_unit_test(test_add_nothing_requested),
-		cmocka_unit_test(test_add_replaces_empty_pin),
-		cmocka_unit_test(test_add_already_sized),
-		cmocka_unit_test(test_add_not_resizable),
-		cmocka_unit_test(test_add_bad_netns),
-		cmocka_unit_test(test_add_kernel),
-		cmocka_unit_test(test_check),
-		cmocka_unit_test(test_del_gc_status_version),
-		cmocka_unit_test(test_error_json),
+	    cmocka_unit_test(test_versions),
+	    cmocka_unit_test(test_env),
+	    cmocka_unit_test(test_config),
+	    cmocka_unit_test(test_request),
+	    cmocka_unit_test(test_add_nothing_requested),
+	    cmocka_unit_test(test_add_replaces_empty_pin),
+	    cmocka_unit_test(test_add_already_sized),
+	    cmocka_unit_test(test_add_not_resizable),
+	    cmocka_unit_test(test_add_bad_netns),
+	    cmocka_unit_test(test_add_kernel),
+	    cmocka_unit_test(test_check),
+	    cmocka_unit_test(test_del_gc_status_version),
+	    cmocka_unit_test(test_error_json),
 	};
 	return cmocka_run_group_tests_name("cni", tests, NULL, NULL);
 }
