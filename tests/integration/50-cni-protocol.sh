@@ -96,6 +96,13 @@ for V in $CNI_VERSIONS; do
 done
 
 V=1.0.0
+# ---- strategy template: sized through a template pinned under stateDir
+new_pin
+cni_call ADD "$P" "$(conf $V "\"tcp\":2048,\"udp\":256,\"strategy\":\"template\",\"stateDir\":\"$D/state\"")"
+assert_eq "0 2048 256" "$CNI_RC $(netns_sizes_at "$P")" "strategy template: exact sizes"
+assert_eq "1" "$(count_pins_under "$D/state/templates/")" "strategy template: one template pinned under stateDir"
+n=$((n + 1)) # the template is one more nsfs mount under $D
+
 # ---- pod annotations through runtimeConfig
 ann() { echo "\"runtimeConfig\":{\"io.kubernetes.cri.pod-annotations\":{$1}}"; }
 new_pin
