@@ -69,6 +69,10 @@ while read -r line; do
 done <<<"$out"
 cni_call GC "" "$(jq -c '. + {cniVersion: "1.1.0", name: "k8s"} | del(.capabilities)' <<<"${ENTRY:-{\}}")"
 assert_cni_ok_silent "the shipped entry is a valid nshash config"
+EX=$K/10-nshash-bridge.conflist
+assert_eq "nshash" "$(jq -r '.plugins[0].type' "$EX")" "the example conflist puts nshash first"
+assert_eq "$(jq -c . "$K/nshash-entry.json")" "$(jq -c '.plugins[0]' "$EX")" "the example's entry is the shipped entry"
+assert_eq '["nshash","bridge","portmap","loopback"]' "$(jq -c '[.plugins[].type]' "$EX")" "the example chains the tested plugins"
 
 # ---- the docs cover every config key the plugin reads and every code it returns
 KEYS=$(grep -oE 'config_(size|string)\(root, "[A-Za-z]+"' "$TOP/lib/cni.c" | grep -oE '"[A-Za-z]+"' | tr -d '"' | grep -v '^name$' | sort -u | tr '\n' ' ')
