@@ -202,11 +202,19 @@ wait "$SLEEPER" 2>/dev/null
 # ---- STATUS when the plugin lacks privileges
 cni_call STATUS "" "$(conf 1.1.0 '"tcp":4096')"
 assert_cni_ok_silent "STATUS as root: ready"
-if command -v capsh >/dev/null; then
-	CNI_OUT=$(printf '%s' "$(conf 1.1.0 '"tcp":4096')" | CNI_COMMAND=STATUS capsh --drop=cap_sys_admin -- -c "$CNI_PLUGIN" 2>/dev/null)
+for cap in sys_admin net_admin; do
+	CNI_OUT=$(printf '%s' "$(conf 1.1.0 '"tcp":4096')" | CNI_COMMAND=STATUS setpriv --bounding-set=-$cap "$CNI_PLUGIN" 2>/dev/null)
 	CNI_RC=$?
-	assert_cni_error 50 "missing CAP_SYS_ADMIN" "STATUS without CAP_SYS_ADMIN: not ready (50)"
-fi
+	assert_cni_error 50 "missing CAP_${cap^^}" "STATUS without CAP_${cap^^}: not ready (50)"
+done
+# and ADD without it: code 103, the netns untouched
+new_pin
+INO=$(netns_inode_at "$P")
+CNI_OUT=$(printf '%s' "$(conf 1.0.0 '"tcp":4096')" | CNI_COMMAND=ADD CNI_CONTAINERID=c CNI_NETNS="$P" CNI_IFNAME=eth0 \
+	setpriv --bounding-set=-net_admin "$CNI_PLUGIN" 2>/dev/null)
+CNI_RC=$?
+assert_cni_error 103 "missing CAP_NET_ADMIN" "ADD without CAP_NET_ADMIN: code 103"
+assert_eq "$INO" "$(netns_inode_at "$P")" "ADD without CAP_NET_ADMIN left the netns alone"
 
 # ---- everything this test made is gone after the pins go; host untouched
 assert_host_untouched
