@@ -13,13 +13,7 @@ command -v jq >/dev/null || cannot_run "jq missing"
 command -v busybox >/dev/null || cannot_run "busybox (for ping) missing"
 
 D=$(make_state_dir)
-NET=nshash-test51
-BR=nshbr51
-SUBNET=10.251.0
-ip route | grep -q "^$SUBNET" && cannot_run "$SUBNET.0/24 already routed here"
-cni_save_ip_forward
-cni_iptables_guard "$NET"
-on_exit "ip link del $BR"
+cni_test_network 51
 export CNI_CACHE_DIR=$D/cache
 mkdir -p "$CNI_CACHE_DIR"
 LIST=$D/$NET.conflist

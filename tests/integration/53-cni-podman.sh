@@ -12,12 +12,8 @@ command -v podman >/dev/null || cannot_run "podman missing"
 for p in bridge host-local portmap loopback; do [ -x /usr/lib/cni/$p ] || cannot_run "/usr/lib/cni/$p missing"; done
 
 D=$(make_state_dir)
-NET=nshash-test53
-BR=nshbr53
-SUBNET=10.253.0
-ip route | grep -q "^$SUBNET" && cannot_run "$SUBNET.0/24 already routed here"
 engines_iptables_snapshot
-cni_iptables_guard "$NET"
+cni_test_network 53
 mkdir -p "$D/net"
 cat >"$D/net/$NET.conflist" <<JSON
 {"cniVersion": "0.4.0", "name": "$NET", "plugins": [

@@ -14,12 +14,8 @@ require_kernel_knobs
 command -v containerd >/dev/null && command -v ctr >/dev/null || cannot_run "containerd/ctr missing"
 
 D=$(make_state_dir)
-NET=nshash-test54
-BR=nshbr54
-SUBNET=10.254.0
-ip route | grep -q "^$SUBNET" && cannot_run "$SUBNET.0/24 already routed here"
 engines_iptables_snapshot
-cni_iptables_guard "$NET"
+cni_test_network 54
 engines_busybox_rootfs "$D/rootfs"
 engines_containerd_start "$D/containerd" || cannot_run "containerd did not start"
 

@@ -155,3 +155,17 @@ cni_chain() {
 	DEL) rm -f "$cache" ;;
 	esac
 }
+
+# cni_test_network NN: names for test NN's bridge network — NET
+# (nshash-testNN), BR (nshbrNN), SUBNET (10.2NN.0, NN <= 55) — refusing a
+# subnet the host already routes; at exit the bridge goes, the plugins'
+# iptables rules go and ip_forward is restored.
+cni_test_network() {
+	NET=nshash-test$1
+	BR=nshbr$1
+	SUBNET=10.2$1.0
+	ip route | grep -q "^$SUBNET\." && cannot_run "$SUBNET.0/24 already routed here"
+	cni_save_ip_forward
+	cni_iptables_guard "$NET"
+	on_exit "ip link del $BR"
+}
