@@ -97,9 +97,8 @@ inst() { # [install|uninstall]
 	CNI_BIN_DIR=$D/node/bin CNI_NET_DIR=$D/node/net NSHASH_BINARY=$CNI_PLUGIN NSHASH_ENTRY=$K/nshash-entry.json \
 		WATCH_SECONDS=0 "$K/install-cni.sh" "${1:-install}" 2>"$D/inst.err"
 }
-BR=nshbr55
-NET=nshash-test55
-BRIDGE_CONF='{"cniVersion":"1.0.0","name":"'$NET'","plugins":[{"type":"bridge","bridge":"'$BR'","isGateway":true,"ipam":{"type":"host-local","ranges":[[{"subnet":"10.255.0.0/24"}]],"dataDir":"'$D'/ipam"}},{"type":"portmap","capabilities":{"portMappings":true}}]}'
+cni_test_network 55
+BRIDGE_CONF='{"cniVersion":"1.0.0","name":"'$NET'","plugins":[{"type":"bridge","bridge":"'$BR'","isGateway":true,"ipam":{"type":"host-local","ranges":[[{"subnet":"'$SUBNET'.0/24"}]],"dataDir":"'$D'/ipam"}},{"type":"portmap","capabilities":{"portMappings":true}}]}'
 types() { jq -c '[.plugins[].type]' "$1"; }
 
 node
@@ -121,13 +120,10 @@ assert_eq "" "$(ls "$D/node/net" | grep -v -e '^10-bridge.conflist$' -e '^10-bri
 # ---- the written conflist works: chain ADD with a pod annotation
 export CNI_CACHE_DIR=$D/cache
 mkdir -p "$CNI_CACHE_DIR"
-cni_save_ip_forward
-cni_iptables_guard "$NET"
-on_exit "ip link del $BR"
 cni_pin_netns "$D/pod"
 cni_chain ADD "$D/node/net/10-bridge.conflist" "$D/pod" pod '{"io.kubernetes.cri.pod-annotations":{"io.nshash.tcp":"16384"}}'
 assert_eq "0 16384 1024" "$CNI_RC $(netns_sizes_at "$D/pod")" "ADD through the installed conflist: annotation size (tcp) and default (udp)"
-assert_contains "$(nsenter --net="$D/pod" ip -4 -o addr show dev eth0)" "10.255.0." "and eth0 from the bridge"
+assert_contains "$(nsenter --net="$D/pod" ip -4 -o addr show dev eth0)" "$SUBNET." "and eth0 from the bridge"
 cni_chain DEL "$D/node/net/10-bridge.conflist" "$D/pod" pod
 assert_eq 0 "$CNI_RC" "DEL through the installed conflist"
 
