@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -590,6 +591,7 @@ const struct nshash_cni_ops nshash_cni_system_ops = {
     .occupancy = nshash_cni_occupancy,
     .probe = nshash_probe,
     .replace = nshash_netns_replace,
+    .process_grace_ms = 3000,
 };
 
 /* ------------------------------------------------------------- commands */
@@ -708,6 +710,26 @@ static int request_and_netns(struct run *r, struct nshash_sizes *req, bool *from
 	return netns_kind_checked(r, kind, detail, dlen);
 }
 
+/* Occupancy of the netns, giving a process found inside up to
+ * ops->process_grace_ms to leave (a plugin of a parallel network). */
+static int occupancy_settled(struct run *r, const char *netns, struct nshash_cni_occupancy *occ, struct nshash_error *e)
+{
+	const unsigned step_ms = 10;
+	unsigned waited = 0;
+	for (;;) {
+		if (r->ops->occupancy(netns, occ, e) < 0)
+			return -1;
+		if (!occ->pid || occ->links || waited >= r->ops->process_grace_ms)
+			break;
+		struct timespec ts = {0, step_ms * 1000000L};
+		nanosleep(&ts, NULL);
+		waited += step_ms;
+	}
+	if (waited && !occ->pid)
+		logf_(r, "waited %u ms for a process to leave %s", waited, netns);
+	return 0;
+}
+
 static int cmd_add(struct run *r)
 {
 	struct nshash_sizes req;
@@ -749,7 +771,7 @@ static int cmd_add(struct run *r)
 				 "cannot size the netns %s (%s): prevResult already has container interfaces (%s), "
 				 "so nshash is not the first plugin; place nshash first in the conflist's plugins list",
 				 netns, want, names);
-	else if (r->ops->occupancy(netns, &occ, &e) < 0)
+	else if (occupancy_settled(r, netns, &occ, &e) < 0)
 		return nshash_cni_error_set(&r->err, NSHASH_CNI_E_IO, NULL, "cannot size the netns %s: %s", netns,
 					    e.msg);
 	else if (occ.links)
@@ -758,10 +780,11 @@ static int cmd_add(struct run *r)
 				 "nshash first in the conflist's plugins list so it runs before any interface exists",
 				 netns, want, occ.link_names);
 	else if (occ.pid)
-		s = soft_failure(r, NSHASH_CNI_E_NOT_RESIZABLE,
-				 "cannot size the netns %s (%s): process %d (%s) already lives in it; a netns can be "
-				 "replaced only before anything joins it",
-				 netns, want, (int)occ.pid, occ.comm);
+		s = soft_failure(
+		    r, NSHASH_CNI_E_NOT_RESIZABLE,
+		    "cannot size the netns %s (%s): process %d (%s) already lives in it (still after %u ms); "
+		    "a netns can be replaced only before anything joins it",
+		    netns, want, (int)occ.pid, occ.comm, r->ops->process_grace_ms);
 	if (s != 0)
 		return s < 0 ? -1 : add_result(r);
 

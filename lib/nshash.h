@@ -480,6 +480,10 @@ struct nshash_cni_ops {
 	int (*probe)(struct nshash_probe *probe, struct nshash_error *err);
 	int (*replace)(const struct nshash_create_opts *opts, const char *pin_path,
 		       struct nshash_netns_info *info, struct nshash_error *err);
+	/* How long ADD waits for a process found in the netns to leave before
+	 * refusing: containerd's CRI runs the loopback network's plugin in
+	 * parallel with the pod network, and it enters the netns for a few ms. */
+	unsigned process_grace_ms;
 };
 extern const struct nshash_cni_ops nshash_cni_system_ops;
 int nshash_cni_classify(const char *path, enum nshash_cni_netns_kind *kind, char *detail,

@@ -157,15 +157,87 @@ cni_chain() {
 }
 
 # cni_test_network NN: names for test NN's bridge network — NET
-# (nshash-testNN), BR (nshbrNN), SUBNET (10.2NN.0, NN <= 55) — refusing a
+# (nshash-testNN), BR (nshbrNN), SUBNET (10.(194+NN).0, NN <= 61) — refusing a
 # subnet the host already routes; at exit the bridge goes, the plugins'
 # iptables rules go and ip_forward is restored.
 cni_test_network() {
 	NET=nshash-test$1
 	BR=nshbr$1
-	SUBNET=10.2$1.0
+	SUBNET=10.$((194 + $1)).0
 	ip route | grep -q "^$SUBNET\." && cannot_run "$SUBNET.0/24 already routed here"
 	cni_save_ip_forward
 	cni_iptables_guard "$NET"
 	on_exit "ip link del $BR"
+}
+
+# cni_oci_image DIR NAME CMD...: an OCI image archive DIR/image.tar of a
+# busybox rootfs whose command is CMD, named NAME (for ctr images import).
+cni_oci_image() {
+	local d=$1 name=$2 l c m
+	shift 2
+	mkdir -p "$d/layout/blobs/sha256"
+	engines_busybox_rootfs "$d/rootfs"
+	tar -C "$d/rootfs" -cf "$d/layer.tar" .
+	l=$(sha256sum <"$d/layer.tar" | cut -d' ' -f1)
+	mv "$d/layer.tar" "$d/layout/blobs/sha256/$l"
+	jq -cn --arg l "$l" --argjson cmd "$(printf '%s\n' "$@" | jq -R . | jq -cs .)" \
+		'{architecture: "amd64", os: "linux", config: {Cmd: $cmd}, rootfs: {type: "layers", diff_ids: ["sha256:" + $l]}}' >"$d/cfg"
+	c=$(sha256sum <"$d/cfg" | cut -d' ' -f1)
+	jq -cn --arg c "$c" --argjson cs "$(stat -c %s "$d/cfg")" --arg l "$l" --argjson ls "$(stat -c %s "$d/layout/blobs/sha256/$l")" \
+		'{schemaVersion: 2, mediaType: "application/vnd.oci.image.manifest.v1+json",
+		  config: {mediaType: "application/vnd.oci.image.config.v1+json", digest: ("sha256:" + $c), size: $cs},
+		  layers: [{mediaType: "application/vnd.oci.image.layer.v1.tar", digest: ("sha256:" + $l), size: $ls}]}' >"$d/man"
+	m=$(sha256sum <"$d/man" | cut -d' ' -f1)
+	mv "$d/cfg" "$d/layout/blobs/sha256/$c"
+	jq -cn --arg m "$m" --argjson ms "$(stat -c %s "$d/man")" --arg n "$name" \
+		'{schemaVersion: 2, manifests: [{mediaType: "application/vnd.oci.image.manifest.v1+json", digest: ("sha256:" + $m), size: $ms,
+		  annotations: {"io.containerd.image.name": $n, "org.opencontainers.image.ref.name": "latest"}}]}' >"$d/layout/index.json"
+	mv "$d/man" "$d/layout/blobs/sha256/$m"
+	echo '{"imageLayoutVersion":"1.0.0"}' >"$d/layout/oci-layout"
+	tar -C "$d/layout" -cf "$d/image.tar" .
+}
+
+# cni_containerd_cri_start DIR: a private containerd WITH the CRI plugin,
+# its CNI config in DIR/net.d and plugins in DIR/cni-bin (the machine's
+# /etc/cni/net.d and /opt/cni/bin are not read), netns pins under its own
+# state dir, sandbox image localhost/nshash-pause:latest (imported here).
+# Exports CRI_SOCK (and CONTAINERD_ADDRESS for ctr -n k8s.io).
+cni_containerd_cri_start() {
+	local d=$1 i
+	mkdir -p "$d"/{root,state,net.d,cni-bin,image}
+	cat >"$d/config.toml" <<-EOF
+		version = 2
+		root = "$d/root"
+		state = "$d/state"
+		[grpc]
+		  address = "$d/containerd.sock"
+		[ttrpc]
+		  address = "$d/containerd.sock.ttrpc"
+		[debug]
+		  address = "$d/debug.sock"
+		[plugins."io.containerd.grpc.v1.cri"]
+		  sandbox_image = "localhost/nshash-pause:latest"
+		  netns_mounts_under_state_dir = true
+		  # no CAP_SYS_RESOURCE on these machines: the sandbox's -998 would fail
+		  restrict_oom_score_adj = true
+		  [plugins."io.containerd.grpc.v1.cri".containerd]
+		    default_runtime_name = "runc"
+		    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+		      runtime_type = "io.containerd.runc.v2"
+		  [plugins."io.containerd.grpc.v1.cri".cni]
+		    bin_dir = "$d/cni-bin"
+		    conf_dir = "$d/net.d"
+		    max_conf_num = 1
+	EOF
+	containerd --config "$d/config.toml" >"$d/containerd.log" 2>&1 &
+	CNI_CONTAINERD_PID=$!
+	export CONTAINERD_ADDRESS=$d/containerd.sock CRI_SOCK=$d/containerd.sock
+	on_exit "engines_containerd_stop '$d' $CNI_CONTAINERD_PID"
+	for i in $(seq 100); do
+		ctr version >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	ctr version >/dev/null 2>&1 || { echo "# containerd did not start: $(tail -5 "$d/containerd.log")" >&2; return 1; }
+	cni_oci_image "$d/image" localhost/nshash-pause:latest /bin/sleep 1000000 &&
+		ctr -n k8s.io images import "$d/image/image.tar" >/dev/null
 }

@@ -25,6 +25,7 @@ static struct {
 	bool tcp_knob, udp_knob, caps;
 	int replace_errnum;	       /* 0 = replace succeeds with the requested sizes */
 	long replace_tcp, replace_udp; /* what the replacement netns has (0 = as requested) */
+	int pid_calls;		       /* occupancy reports occ.pid only on its first pid_calls calls (-1: always) */
 	int n_classify, n_inspect, n_occupancy, n_probe, n_replace;
 	struct nshash_create_opts replace_opts;
 } m;
@@ -36,6 +37,7 @@ static void mock_reset(void)
 	m.tcp = -262144;
 	m.udp = -16384;
 	m.tcp_knob = m.udp_knob = m.caps = true;
+	m.pid_calls = -1;
 }
 
 static int mock_classify(const char *path, enum nshash_cni_netns_kind *kind, char *detail, size_t len,
@@ -66,6 +68,8 @@ static int mock_occupancy(const char *path, struct nshash_cni_occupancy *occ, st
 	(void)err;
 	m.n_occupancy++;
 	*occ = m.occ;
+	if (m.pid_calls >= 0 && m.n_occupancy > m.pid_calls)
+		occ->pid = 0;
 	return 0;
 }
 
@@ -395,6 +399,33 @@ static void test_add_not_resizable(void **state)
 	}
 }
 
+static void test_add_waits_for_a_passing_process(void **state)
+{
+	(void)state;
+	struct nshash_cni_ops ops = mock_ops;
+	ops.process_grace_ms = 100;
+	struct nshash_cni_env env = {.command = "ADD", .containerid = "c", .netns = "/run/netns/p", .ifname = "eth0"};
+	const char *c = CONF("1.0.0", ",\"tcp\":4096");
+
+	mock_reset(); /* a parallel plugin (containerd's loopback) leaves after 2 looks */
+	m.occ.pid = 77;
+	m.pid_calls = 2;
+	nshash_cni_output_free(&out);
+	nshash_cni_run(&env, c, strlen(c), &ops, &out);
+	expect_output("{\"cniVersion\":\"1.0.0\"}");
+	assert_int_equal(m.n_replace, 1);
+	assert_non_null(strstr(out.log, "waited 20 ms for a process to leave /run/netns/p"));
+
+	mock_reset(); /* one that stays: refused after the grace time */
+	m.occ.pid = 77;
+	snprintf(m.occ.comm, sizeof(m.occ.comm), "sleep");
+	nshash_cni_output_free(&out);
+	nshash_cni_run(&env, c, strlen(c), &ops, &out);
+	expect_error(100, "process 77 (sleep) already lives in it (still after 100 ms)");
+	assert_int_equal(m.n_occupancy, 11);
+	assert_int_equal(m.n_replace, 0);
+}
+
 static void test_add_bad_netns(void **state)
 {
 	(void)state;
@@ -526,6 +557,7 @@ int main(void)
 	    cmocka_unit_test(test_add_replaces_empty_pin),
 	    cmocka_unit_test(test_add_already_sized),
 	    cmocka_unit_test(test_add_not_resizable),
+	    cmocka_unit_test(test_add_waits_for_a_passing_process),
 	    cmocka_unit_test(test_add_bad_netns),
 	    cmocka_unit_test(test_add_kernel),
 	    cmocka_unit_test(test_check),
