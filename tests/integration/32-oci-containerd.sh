@@ -23,18 +23,18 @@ W=$BUILD/nshash-runtime
 SHOW='echo $(cat /proc/sys/net/ipv4/tcp_ehash_entries) $(cat /proc/sys/net/ipv4/udp_hash_entries) $(ip -o link show lo | grep -c "[<,]UP[,>]")'
 GLOBAL="$(cat /proc/sys/net/ipv4/tcp_ehash_entries) $(cat /proc/sys/net/ipv4/udp_hash_entries)"
 
-out=$(timeout 60 ctr run --rm --runc-binary "$W" --annotation io.nshash.tcp=4096 --annotation io.nshash.udp=1024 \
+out=$(timeout 60 ctr run --rm --runc-binary "$W" --runc-root "$D/runc-root" --annotation io.nshash.tcp=4096 --annotation io.nshash.udp=1024 \
 	--env PATH=/bin --rootfs "$D/rootfs" k1 /bin/sh -c "$SHOW" 2>&1)
 assert_eq "4096 1024 1" "$out" "ctr run --runc-binary nshash-runtime: tcp=4096 udp=1024 inside, lo up"
 assert_contains "$(cat "$D/nshash.log")" "k1: sized netns pinned" "the wrapper logged the container id"
 assert_contains "$(cat "$D/nshash.log")" "k1: verified pid" "the verify hook ran"
 assert_eq 0 "$(engines_pins_left "$S")" "no pin after ctr run --rm"
 
-out=$(timeout 60 ctr run --rm --runc-binary "$W" --env PATH=/bin --rootfs "$D/rootfs" k2 /bin/sh -c "$SHOW" 2>&1)
+out=$(timeout 60 ctr run --rm --runc-binary "$W" --runc-root "$D/runc-root" --env PATH=/bin --rootfs "$D/rootfs" k2 /bin/sh -c "$SHOW" 2>&1)
 assert_eq "-${GLOBAL% *} -${GLOBAL#* } 1" "$out" "no annotations: global tables"
 
 # detached, then kill / delete: the wrapper's delete removes the pin
-timeout 60 ctr run -d --runc-binary "$W" --annotation io.nshash.tcp=65536 --annotation io.nshash.udp=8192 \
+timeout 60 ctr run -d --runc-binary "$W" --runc-root "$D/runc-root" --annotation io.nshash.tcp=65536 --annotation io.nshash.udp=8192 \
 	--rootfs "$D/rootfs" k3 /bin/sleep 300 >/dev/null 2>&1
 pid=$(ctr task ls | awk '$1 == "k3" {print $2}')
 assert_eq "65536 8192" "$(netns_sizes_of_pid "$pid")" "detached task: tcp=65536 udp=8192"
@@ -47,7 +47,7 @@ assert_eq 0 "$(engines_pins_left "$S")" "task rm: pin removed"
 assert_eq "" "$(ls "$S/pins")" "task rm: no pin file"
 
 # bad annotation: containerd reports our reason (runc-style log.json)
-out=$(timeout 60 ctr run --rm --runc-binary "$W" --annotation io.nshash.tcp=-5 --rootfs "$D/rootfs" k4 /bin/true 2>&1)
+out=$(timeout 60 ctr run --rm --runc-binary "$W" --runc-root "$D/runc-root" --annotation io.nshash.tcp=-5 --rootfs "$D/rootfs" k4 /bin/true 2>&1)
 rc=$?
 [ $rc -ne 0 ] && pass "bad annotation: ctr run fails (exit $rc)" || fail "bad annotation: started"
 assert_contains "$out" "nshash-runtime: " "containerd's error carries the wrapper's message"
@@ -75,7 +75,7 @@ out=$(unshare -m --propagation private bash -c '
 	cp "$1" /etc/cni/net.d/
 	shift
 	exec timeout 60 ctr run --rm --cni "$@"' sh "$D/$NET.conflist" \
-	--runc-binary "$W" --annotation io.nshash.tcp=8192 --annotation io.nshash.udp=2048 --env PATH=/bin --rootfs "$D/rootfs" k5 \
+	--runc-binary "$W" --runc-root "$D/runc-root" --annotation io.nshash.tcp=8192 --annotation io.nshash.udp=2048 --env PATH=/bin --rootfs "$D/rootfs" k5 \
 	/bin/sh -c "$SHOW; ip -4 -o addr show dev eth0 | grep -c 'inet $SUBNET'; ping -c1 -W2 $SUBNET.1 >/dev/null && echo ping-ok" 2>&1)
 assert_contains "$out" "8192 2048 1" "ctr run --cni via the wrapper: tcp=8192 udp=2048 inside"
 assert_contains "$out" "

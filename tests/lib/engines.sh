@@ -134,6 +134,7 @@ engines_containerd_start() {
 	EOF
 	env "$@" containerd --config "$d/config.toml" >"$d/containerd.log" 2>&1 &
 	ENGINES_CONTAINERD_PID=$!
+	disown "$ENGINES_CONTAINERD_PID" # a bare `wait` in the test must not wait for it
 	export CONTAINERD_ADDRESS=$d/containerd.sock
 	on_exit "engines_containerd_stop '$d' $ENGINES_CONTAINERD_PID"
 	for i in $(seq 100); do
@@ -154,7 +155,7 @@ engines_containerd_stop() {
 	for p in /proc/[0-9]*; do
 		grep -qF -- "$d/containerd.sock" "$p/cmdline" 2>/dev/null && kill -9 "${p#/proc/}" 2>/dev/null
 	done
-	wait "$pid" 2>/dev/null
+	for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 	awk -v d="$d" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r | while read -r m; do umount -l "$m"; done
 	rm -rf "$d"
 }
