@@ -116,11 +116,11 @@ static int verify(const struct nshash_policy *policy, const struct nshash_oci_st
 	if (!st->request.present)
 		return 0;
 	if (nshash_oci_verify(st, policy, &info, &warned, &err) < 0) {
-		nshash_log(NSHASH_LOG_ERROR, st->id, "%s", err.msg);
+		nshash_log(NSHASH_LOG_ERROR, NULL, "%s", err.msg); /* names the container */
 		return 1;
 	}
 	if (warned)
-		nshash_log(NSHASH_LOG_WARN, st->id, "%s (onFailure warn: container runs anyway)", err.msg);
+		nshash_log(NSHASH_LOG_WARN, NULL, "%s (onFailure warn: container runs anyway)", err.msg);
 	else
 		nshash_log(NSHASH_LOG_INFO, st->id,
 			   "verified pid %d: requested tcp=%u udp=%u, effective tcp=%ld udp=%ld",

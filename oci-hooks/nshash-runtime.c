@@ -135,7 +135,7 @@ int main(int argc, char **argv)
 		if (!args.id)
 			die(NULL, "create: no container id in the arguments");
 		if (nshash_oci_wrapper_pin_name(args.id, args.root, pin, sizeof(pin), &err) < 0)
-			die(args.id, err.msg);
+			die(NULL, err.msg); /* names the bad id */
 		if (policy.hook_path[0]) {
 			snprintf(hook, sizeof(hook), "%s", policy.hook_path);
 		} else {
