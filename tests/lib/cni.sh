@@ -170,6 +170,7 @@ cni_test_network() {
 	on_exit "ip link del $BR"
 }
 
+# (The two helpers below need tests/lib/engines.sh sourced too.)
 # cni_oci_image DIR NAME CMD...: an OCI image archive DIR/image.tar of a
 # busybox rootfs whose command is CMD, named NAME (for ctr images import).
 cni_oci_image() {
