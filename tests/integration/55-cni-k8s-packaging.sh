@@ -157,6 +157,20 @@ CNI_BIN_DIR=$D/node/bin CNI_NET_DIR=$D/node/net NSHASH_BINARY=/bin/true NSHASH_E
 rc=$?
 assert_eq "1 $(jq -c . <<<"$BRIDGE_CONF")" "$rc $(jq -c . "$D/node/net/10-bridge.conflist")" "a binary that is not the plugin is refused before any change"
 
+# ---- watch mode (the DaemonSet's): a primary CNI rewriting its file gets nshash put back first
+node
+echo "$BRIDGE_CONF" >"$D/node/net/10-bridge.conflist"
+CNI_BIN_DIR=$D/node/bin CNI_NET_DIR=$D/node/net NSHASH_BINARY=$CNI_PLUGIN NSHASH_ENTRY=$K/nshash-entry.json \
+	WATCH_SECONDS=1 "$K/install-cni.sh" install 2>"$D/watch.err" &
+WATCHER=$!
+on_exit "kill $WATCHER"
+for _ in $(seq 30); do [ "$(jq -r '.plugins[0].type' "$D/node/net/10-bridge.conflist")" = nshash ] && break; sleep 0.1; done
+echo "$BRIDGE_CONF" >"$D/node/net/10-bridge.conflist.tmp" && mv "$D/node/net/10-bridge.conflist.tmp" "$D/node/net/10-bridge.conflist"
+for _ in $(seq 30); do [ "$(jq -r '.plugins[0].type' "$D/node/net/10-bridge.conflist")" = nshash ] && break; sleep 0.1; done
+assert_eq '["nshash","bridge","portmap"]' "$(types "$D/node/net/10-bridge.conflist")" "watch mode: nshash put back first after the primary CNI rewrote its file"
+kill "$WATCHER"
+wait "$WATCHER" 2>/dev/null
+
 # ---- uninstall
 inst && inst uninstall
 assert_eq "0 [\"bridge\",\"portmap\"]" "$? $(types "$D/node/net/10-bridge.conflist")" "uninstall removes nshash from the conflist"
