@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# Crash: creators killed with SIGKILL at random moments — both strategies,
+# Crash: 300 creators killed with SIGKILL at random moments — both strategies,
 # existing templates, templates being built for the first time, damaged
 # templates being rebuilt — must leave no pin that claims a size it does
 # not have, no held lock, no changed host sysctl.  Unmounted pin files are
 # allowed only as stale files that `nshash gc --stale-age 0` removes; after
 # all that the next creates and `nshash gc` succeed.
-# NSHASH_SEED=N replays a run; NSHASH_CRASH_ITERATIONS (default 400).
+# NSHASH_SEED=N replays a run; NSHASH_CRASH_ITERATIONS (default 300).
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/hard.sh"
 require_root
@@ -14,7 +14,7 @@ require_kernel_knobs
 command -v jq >/dev/null || cannot_run "jq needed"
 command -v flock >/dev/null || cannot_run "flock(1) needed"
 
-ITERATIONS=${NSHASH_CRASH_ITERATIONS:-400}
+ITERATIONS=${NSHASH_CRASH_ITERATIONS:-300}
 SEED=${NSHASH_SEED:-$((RANDOM * 32768 + RANDOM))}
 RANDOM=$SEED
 echo "# seed $SEED (NSHASH_SEED=$SEED replays the same choices)"
@@ -88,7 +88,7 @@ for ((i = 0; i < ITERATIONS; i++)); do
 	if [ $rc = 0 ]; then
 		max_delay_us=$((max_delay_us * 19 / 20))
 		[ $max_delay_us -lt 2000 ] && max_delay_us=2000
-	elif [ $rc = 137 ] && [ $max_delay_us -lt 200000 ]; then
+	elif [ $rc = 137 ] && [ $max_delay_us -lt 100000 ]; then
 		max_delay_us=$((max_delay_us * 21 / 20))
 	fi
 	[ $max_delay_us -gt $max_seen_us ] && max_seen_us=$max_delay_us
