@@ -296,12 +296,11 @@ static int decode(const char *text, size_t len, json_object **out, struct nshash
 	return 0;
 }
 
-static int version_list(char *buf, size_t len)
+static void version_list(char *buf, size_t len)
 {
 	buf[0] = '\0';
 	for (int i = 0; nshash_cni_versions[i]; i++)
 		append(buf, len, "%s%s", i ? ", " : "", nshash_cni_versions[i]);
-	return 0;
 }
 
 int nshash_cni_config_parse(const char *text, size_t len, struct nshash_cni_config *cfg, struct nshash_cni_error *err)
@@ -370,15 +369,11 @@ int nshash_cni_config_parse(const char *text, size_t len, struct nshash_cni_conf
 
 	if (config_string(root, "stateDir", &s, err) < 0)
 		return -1;
-	if (s) {
-		if (s[0] != '/' || strlen(s) >= sizeof(cfg->state_dir) || strstr(s, "/../") ||
-		    (strlen(s) >= 3 && strcmp(s + strlen(s) - 3, "/..") == 0))
-			return nshash_cni_error_set(err, NSHASH_CNI_E_CONFIG, NULL,
-						    "network config key \"stateDir\": \"%.256s\" is not a clean "
-						    "absolute path",
-						    s);
-		snprintf(cfg->state_dir, sizeof(cfg->state_dir), "%s", s);
-	}
+	/* the library's path rules (no "..", no "//", bounded); a bare name
+	 * would mean /run/netns/NAME there, so insist on the leading '/' */
+	if (s && (s[0] != '/' || nshash_pin_resolve(s, cfg->state_dir, sizeof(cfg->state_dir), &e) < 0))
+		return nshash_cni_error_set(err, NSHASH_CNI_E_CONFIG, NULL,
+					    "network config key \"stateDir\": \"%.256s\" is not a clean absolute path", s);
 
 	if (json_object_object_get_ex(root, "prevResult", &v) && !json_object_is_type(v, json_type_object))
 		return nshash_cni_error_set(err, NSHASH_CNI_E_CONFIG, NULL,
