@@ -373,7 +373,8 @@ int nshash_cni_config_parse(const char *text, size_t len, struct nshash_cni_conf
 	 * would mean /run/netns/NAME there, so insist on the leading '/' */
 	if (s && (s[0] != '/' || nshash_pin_resolve(s, cfg->state_dir, sizeof(cfg->state_dir), &e) < 0))
 		return nshash_cni_error_set(err, NSHASH_CNI_E_CONFIG, NULL,
-					    "network config key \"stateDir\": \"%.256s\" is not a clean absolute path", s);
+					    "network config key \"stateDir\": \"%.256s\" is not a clean absolute path",
+					    s);
 
 	if (json_object_object_get_ex(root, "prevResult", &v) && !json_object_is_type(v, json_type_object))
 		return nshash_cni_error_set(err, NSHASH_CNI_E_CONFIG, NULL,
@@ -806,8 +807,16 @@ static int cmd_add(struct run *r)
 				 e.msg);
 		return s < 0 ? -1 : add_result(r);
 	}
+	/* What the next plugins and the runtime will open is the path, not
+	 * the netns the library made: look again through the path. */
+	struct nshash_netns_info seen;
+	if (r->ops->inspect(netns, &seen, &e) < 0 || nshash_verify(&seen, req, netns, &e) < 0) {
+		s = soft_failure(r, NSHASH_CNI_E_CREATE, "after replacing the netns, %s does not show it: %s", netns,
+				 e.msg);
+		return s < 0 ? -1 : add_result(r);
+	}
 	char have[96];
-	sizes_text(nshash_info_sizes(&info), have, sizeof(have));
+	sizes_text(nshash_info_sizes(&seen), have, sizeof(have));
 	logf_(r, "replaced %s by a netns with %s%s", netns, have, from_ann ? " (pod annotations)" : "");
 	return add_result(r);
 }

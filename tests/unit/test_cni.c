@@ -25,6 +25,7 @@ static struct {
 	bool tcp_knob, udp_knob, caps;
 	int replace_errnum;	       /* 0 = replace succeeds with the requested sizes */
 	long replace_tcp, replace_udp; /* what the replacement netns has (0 = as requested) */
+	bool replace_invisible;	       /* the path still shows the old netns afterwards */
 	int pid_calls;		       /* occupancy reports occ.pid only on its first pid_calls calls (-1: always) */
 	int n_classify, n_inspect, n_occupancy, n_probe, n_replace;
 	struct nshash_create_opts replace_opts;
@@ -96,6 +97,10 @@ static int mock_replace(const struct nshash_create_opts *opts, const char *pin, 
 	memset(info, 0, sizeof(*info));
 	info->tcp_entries = m.replace_tcp ? m.replace_tcp : (eff.tcp ? (long)eff.tcp : -262144);
 	info->udp_entries = m.replace_udp ? m.replace_udp : (eff.udp ? (long)eff.udp : -16384);
+	if (!m.replace_invisible) { /* the path now shows the new netns */
+		m.tcp = info->tcp_entries;
+		m.udp = info->udp_entries;
+	}
 	return 0;
 }
 
@@ -469,6 +474,13 @@ static void test_add_kernel(void **state)
 	m.replace_errnum = EPERM;
 	run("ADD", CONF("1.0.0", ",\"tcp\":4096"));
 	expect_error(103, "create netns for /run/netns/cni-1: mock failure");
+
+	mock_reset();
+	m.replace_invisible = true; /* bound, but the path does not show it */
+	run("ADD", CONF("1.0.0", ",\"tcp\":4096"));
+	expect_error(103,
+		     "after replacing the netns, /run/netns/cni-1 does not show it: /run/netns/cni-1: tcp size 4096 "
+		     "requested (effective 4096), kernel gave the shared table");
 
 	mock_reset();
 	m.replace_tcp = -262144; /* replaced, but the kernel fell back */
