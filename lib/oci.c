@@ -362,13 +362,20 @@ int nshash_oci_transform(const char *config, size_t len, const struct nshash_oci
 					     NSHASH_ANNOTATION_PIN, res->request.pin);
 			goto out;
 		}
-		if (nshash_pin_is_netns(res->pin_path, err) == 1) {
+		/* A pin of the precreate hook ("oci-*", podman with nshash-runtime
+		 * as its runtime) or of this very container is used as is; the
+		 * pin of another container (a bundle reused under a new id) is
+		 * not shared: size afresh. */
+		bool mine = opts->mode == NSHASH_OCI_PRECREATE || !opts->pin_name ||
+			    !strcmp(res->request.pin, opts->pin_name) ||
+			    !strncmp(res->request.pin, "oci-", 4);
+		if (mine && nshash_pin_is_netns(res->pin_path, err) == 1) {
 			res->action = NSHASH_OCI_ALREADY;
 			r = dup_out(config, len, out, out_len, err);
 			goto out;
 		}
 		/* Our own earlier transform whose pin is gone (a bundle run
-		 * again): size it afresh. */
+		 * again) or another container's: size it afresh. */
 		path = NULL;
 		res->pin_path[0] = '\0';
 	}

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# nshash-hook and nshash-runtime killed with SIGKILL at random points: the
+# host knobs never move, the engine's usual `delete --force` cleans what the
+# wrapper made, and `nshash gc` removes the pins a crash left without a
+# container (one such orphan is made deterministically: the hook is killed
+# while blocked writing its output).
+source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/engines.sh"
+require_root
+require_kernel_knobs
+
+ROUNDS=${NSHASH_CRASH_ROUNDS:-25}
+D=$(mktemp -d /tmp/nshash-35.XXXXXX)
+on_exit "rm -rf '$D'"
+S=$(make_state_dir)
+on_exit "umount -l '$S/pins' 2>/dev/null"
+P=$D/policy.json
+engines_policy "$P" "{\"stateDir\": \"$S\"}"
+ROOT=$D/runc-root
+on_exit "for c in \$(runc --root '$ROOT' list -q 2>/dev/null); do runc --root '$ROOT' delete -f \$c; done"
+H=$BUILD/nshash-hook
+cfg='{"ociVersion": "1.0.2", "annotations": {"io.nshash.tcp": "4096", "io.nshash.udp": "1024"}, "linux": {"namespaces": [{"type": "network"}]}}'
+rand_delay() { printf '0.%03d' $((RANDOM % $1)); }
+
+# ---- a deterministic orphan: pinned, then killed before podman got the config
+big=$(head -c 200000 /dev/zero | tr '\0' x)
+mkfifo "$D/fifo"
+exec 7<>"$D/fifo" # keep it open for writing so the hook's open never fails; nobody reads
+printf '{"ociVersion": "1.0.2", "annotations": {"io.nshash.tcp": "4096", "x": "%s"}, "linux": {"namespaces": [{"type": "network"}]}}' "$big" >"$D/big.json"
+"$H" precreate --policy "$P" <"$D/big.json" >"$D/fifo" 2>/dev/null &
+hp=$!
+for _ in $(seq 100); do [ "$(count_pins_under "$S/pins/")" = 1 ] && break; sleep 0.05; done
+assert_eq 1 "$(count_pins_under "$S/pins/")" "hook blocked writing its output holds a pin"
+kill -9 $hp
+wait $hp 2>/dev/null
+exec 7>&-
+assert_eq 1 "$(count_pins_under "$S/pins/")" "killed hook left an orphan pin (no container)"
+
+# ---- random kills of the hook
+for i in $(seq "$ROUNDS"); do
+	printf '%s' "$cfg" | "$H" precreate --policy "$P" >/dev/null 2>&1 &
+	p=$!
+	sleep "$(rand_delay 30)"
+	kill -9 $p 2>/dev/null
+	wait $p 2>/dev/null
+done
+assert_host_untouched
+
+# ---- random kills of the wrapper (it may already be runc when the kill lands)
+engines_busybox_rootfs "$D/rootfs"
+engines_runc_bundle "$D/b" /bin/sleep 300
+engines_bundle_annotate "$D/b" io.nshash.tcp=8192 io.nshash.udp=512
+jq --arg r "$D/rootfs" '.root.path = $r' "$D/b/config.json" >"$D/x" && mv "$D/x" "$D/b/config.json"
+for i in $(seq "$ROUNDS"); do
+	mkdir -p "$D/b$i" && cp "$D/b/config.json" "$D/b$i/"
+	NSHASH_POLICY=$P nshash-runtime --root "$ROOT" create --bundle "$D/b$i" crash$i >>"$D/wrapper.out" 2>&1 </dev/null &
+	p=$!
+	sleep "$(rand_delay 250)"
+	kill -9 $p 2>/dev/null
+	wait $p 2>/dev/null
+done
+assert_host_untouched
+cat "$D/wrapper.out" | sort | uniq -c | head -5 | sed "s/^/# /"
+echo "# after the kills: $(count_pins_under "$S/pins/") pins mounted, $(ls "$S/pins" | grep -c "^crash") wrapper pin files, $(runc --root "$ROOT" list -q 2>/dev/null | wc -l) runc containers"
+# what an engine does after a failed create: delete --force
+for i in $(seq "$ROUNDS"); do
+	NSHASH_POLICY=$P nshash-runtime --root "$ROOT" delete --force crash$i >/dev/null 2>&1
+done
+assert_eq "" "$(runc --root "$ROOT" list -q 2>/dev/null)" "delete --force removed every container"
+assert_eq 0 "$(ls "$S/pins" | grep -c '^crash')" "delete --force removed every wrapper pin"
+
+# ---- gc removes what no container uses (the hook's orphans)
+# pins younger than --stale-age are left alone (a creator may be at work)
+nshash --state-dir "$S" gc --stale-age 3600 >/dev/null 2>&1
+assert_contains "$(ls "$S/pins")" "oci-" "gc --stale-age 3600 keeps young orphans"
+sleep 1
+nshash --state-dir "$S" gc --stale-age 1 >"$D/gc.out" 2>&1
+assert_eq 0 "$?" "nshash gc succeeds"
+assert_eq "" "$(ls "$S/pins")" "nshash gc removed every pin without a container"
+assert_eq 0 "$(count_pins_under "$S/pins/")" "no pin mounted"
+# a pin in use is kept: a running container's
+NSHASH_POLICY=$P nshash-runtime --root "$ROOT" run -d --bundle "$D/b" alive >/dev/null 2>&1 </dev/null
+sleep 1.2
+nshash --state-dir "$S" gc --stale-age 1 >/dev/null 2>&1
+assert_eq 1 "$(count_pins_under "$S/pins/")" "gc keeps the pin of a running container"
+NSHASH_POLICY=$P nshash-runtime --root "$ROOT" delete --force alive >/dev/null 2>&1
+assert_eq 0 "$(count_pins_under "$S/pins/")" "delete --force removed it"
+assert_host_untouched
