@@ -25,6 +25,7 @@ STATE=$(make_state_dir)
 PINDIR=$(make_state_dir) # private pins; removed with every mount under it
 WORK=$(mktemp -d /tmp/nshash-t12.XXXXXX)
 on_exit "rm -rf '$WORK'"
+use_nshash_snapshot "$WORK"
 on_exit "remove_run_netns_prefix $P-"
 stop_helpers() { touch "$WORK/creators-done"; wait; }
 on_exit stop_helpers

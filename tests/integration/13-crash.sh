@@ -24,6 +24,7 @@ PINS=$STATE/pins
 mkdir "$PINS"
 WORK=$(mktemp -d /tmp/nshash-t13.XXXXXX)
 on_exit "rm -rf '$WORK'"
+use_nshash_snapshot "$WORK"
 fifo_sleep_init "$WORK"
 P=nshash-t13-$$
 on_exit "remove_run_netns_prefix $P-"

@@ -46,3 +46,10 @@ fifo_sleep_init() {
 	mkfifo "$1/sleep.fifo" && exec 9<>"$1/sleep.fifo"
 }
 fifo_sleep() { read -r -t "$1" -u 9 _ || true; }
+# Long tests run a copy of build/nshash taken at their start: a rebuild of
+# the tree meanwhile (exit 126, "text file busy") must not fail a creator.
+use_nshash_snapshot() {
+	mkdir -p "$1/bin" && cp "$NSHASH" "$1/bin/nshash" || cannot_run "cannot copy $NSHASH"
+	NSHASH=$1/bin/nshash
+	export PATH="$1/bin:$PATH"
+}
