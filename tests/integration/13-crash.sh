@@ -157,7 +157,7 @@ before_gc="$(mounted_pins "$PINS" | grep -c .) $(mounted_pins "$STATE/templates"
 # gc in a private mount namespace over an empty /run/netns: --stale-age 0
 # would otherwise race any other `ip netns add` on this host between its
 # file and its mount.
-gc_json=$(unshare -m --propagation private sh -c 'mount -t tmpfs nshash-t13 /run/netns && exec "$@"' _ \
+gc_json=$(unshare -m --propagation private sh -c 'mkdir -p /run/netns && mount -t tmpfs nshash-t13 /run/netns && exec "$@"' _ \
 	nshash --state-dir "$STATE" gc --stale-age 0 --json)
 assert_eq "0 $nleft" "$? $(jq .stale_removed <<<"$gc_json")" "gc --stale-age 0 exits 0 and removes exactly the $nleft stale files"
 assert_eq "" "$(unmounted)" "no unmounted pin file left after gc"
