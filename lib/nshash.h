@@ -365,6 +365,7 @@ struct nshash_runtime_args {
 	const char *bundle;     /* --bundle/-b value or NULL (= cwd) */
 	const char *id;         /* container id or NULL */
 	bool force;             /* delete --force / -f */
+	bool detach;            /* run --detach / -d */
 };
 int nshash_runtime_args_parse(int argc, char *const argv[], struct nshash_runtime_args *args,
 			      struct nshash_error *err);

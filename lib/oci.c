@@ -743,6 +743,8 @@ int nshash_runtime_args_parse(int argc, char *const argv[], struct nshash_runtim
 					a->bundle = v;
 			} else if (!strcmp(arg, "-f") || !strcmp(arg, "--force") || !strcmp(arg, "-force")) {
 				a->force = true;
+			} else if (!strcmp(arg, "-d") || !strcmp(arg, "--detach") || !strcmp(arg, "-detach")) {
+				a->detach = true;
 			}
 			continue;
 		}

@@ -158,7 +158,8 @@ int main(int argc, char **argv)
 			/* runc run can fail before the container exists (bad rootfs):
 			 * then no poststop runs.  Stay around to clean up. */
 			int status = run_runtime(runtime, argv, false);
-			if (!container_exists(runtime, argc, argv, &args) &&
+			/* a foreground run has deleted its container by now */
+			if ((!args.detach || !container_exists(runtime, argc, argv, &args)) &&
 			    nshash_oci_cleanup(&policy, pin, &err) < 0)
 				nshash_log(NSHASH_LOG_WARN, args.id, "%s", err.msg);
 			return status;

@@ -282,6 +282,7 @@ static void test_args(void **state)
 	assert_string_equal(a.subcommand, "run");
 	assert_string_equal(a.bundle, "/x");
 	assert_string_equal(a.id, "id2");
+	assert_true(a.detach);
 	char *v3[] = { "w", "create", "-b", "/y", "id3", NULL };
 	assert_int_equal(nshash_runtime_args_parse(5, v3, &a, &err), 0);
 	assert_string_equal(a.bundle, "/y");
