@@ -78,14 +78,14 @@ sampler() {
 
 sampler &
 plain_loop &
-start=$(date +%s.%N)
+start=$EPOCHREALTIME
 pids=()
 for ((w = 0; w < WORKERS; w++)); do
 	creator $w &
 	pids+=($!)
 done
 wait "${pids[@]}"
-elapsed=$(echo "$(date +%s.%N) - $start" | bc)
+elapsed=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.1f", b - a}')
 # Keep the plain loop going a moment after the last creator, then stop.
 touch "$WORK/creators-done"
 wait
