@@ -96,8 +96,6 @@ for ((i = 0; i < ITERATIONS; i++)); do
 	[ "$(</proc/sys/net/ipv4/tcp_child_ehash_entries) $(</proc/sys/net/ipv4/udp_child_hash_entries)" = "0 0" ] ||
 		host_bad=$((host_bad + 1))
 	lock_free || lock_held=$((lock_held + 1))
-	# A damaged template nobody repaired in this round stays damaged on
-	# purpose only until the next create for it; note it for the end.
 done
 echo "# kill delays were uniform in 0..D µs, D between 2000 and $max_seen_us (ending at $max_delay_us)"
 echo "# $ITERATIONS creators: $killed killed (of them $first_build_kills during a create that had to build its template first — $mid_build_kills of those before the template was bound — and $rebuild_kills while a damaged one was rebuilt), $completed finished first"
