@@ -20,6 +20,23 @@ engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/nshash.log\"}"
 engines_hooks_dir "$D/hooks" "$P"
 engines_podman_setup "$D/podman" "hooks_dir = [\"$D/hooks\"]" || cannot_run "podman setup failed"
 
+pid_podman() { podman inspect -f '{{.State.Pid}}' "$1" 2>/dev/null; }
+pid_ctr() { ctr task ls | awk -v c="$1" '$1 == c {print $2}'; }
+# check_all ENGINE PREFIX PID-FUNCTION: every container PREFIX0.. runs with
+# exactly its pair, and has its own pin
+check_all() {
+	local engine=$1 prefix=$2 pidof=$3 i pid got bad=0 started=0
+	for i in $(seq 0 $((N - 1))); do
+		pid=$($pidof "$prefix$i")
+		[ -n "$pid" ] && [ "$pid" != 0 ] && started=$((started + 1)) || { echo "# $prefix$i: $(cat "$D/$prefix$i.out")"; continue; }
+		got=$(netns_sizes_of_pid "$pid")
+		[ "$got" = "${PAIRS[$((i % 4))]}" ] || { bad=$((bad + 1)); echo "# $prefix$i: want ${PAIRS[$((i % 4))]}, got $got"; }
+	done
+	assert_eq "$N" "$started" "$engine: $N containers started in parallel"
+	assert_eq 0 "$bad" "$engine: each container has exactly its own sizes (4 pairs)"
+	assert_eq "$N" "$(ls "$S/pins" | sort -u | wc -l)" "$engine: $N distinct pins"
+}
+
 # ---- podman
 jobs=()
 for i in $(seq 0 $((N - 1))); do
@@ -29,16 +46,7 @@ for i in $(seq 0 $((N - 1))); do
 	jobs+=($!)
 done
 wait "${jobs[@]}"
-bad=0 started=0
-for i in $(seq 0 $((N - 1))); do
-	pid=$(podman inspect -f '{{.State.Pid}}' p$i 2>/dev/null)
-	[ -n "$pid" ] && [ "$pid" != 0 ] && started=$((started + 1)) || { echo "# p$i: $(cat "$D/p$i.out")"; continue; }
-	got=$(netns_sizes_of_pid "$pid")
-	[ "$got" = "${PAIRS[$((i % 4))]}" ] || { bad=$((bad + 1)); echo "# p$i: want ${PAIRS[$((i % 4))]}, got $got"; }
-done
-assert_eq "$N" "$started" "podman: $N containers started in parallel"
-assert_eq 0 "$bad" "podman: each container has exactly its own sizes (4 pairs)"
-assert_eq "$N" "$(ls "$S/pins" | sort -u | wc -l)" "podman: $N distinct pins"
+check_all podman p pid_podman
 assert_host_untouched
 jobs=()
 for i in $(seq 0 $((N - 1))); do
@@ -62,16 +70,7 @@ for i in $(seq 0 $((N - 1))); do
 	jobs+=($!)
 done
 wait "${jobs[@]}"
-bad=0 started=0
-for i in $(seq 0 $((N - 1))); do
-	pid=$(ctr task ls | awk -v c=k$i '$1 == c {print $2}')
-	[ -n "$pid" ] && [ "$pid" != 0 ] && started=$((started + 1)) || { echo "# k$i: $(cat "$D/k$i.out")"; continue; }
-	got=$(netns_sizes_of_pid "$pid")
-	[ "$got" = "${PAIRS[$((i % 4))]}" ] || { bad=$((bad + 1)); echo "# k$i: want ${PAIRS[$((i % 4))]}, got $got"; }
-done
-assert_eq "$N" "$started" "containerd: $N tasks started in parallel"
-assert_eq 0 "$bad" "containerd: each task has exactly its own sizes (4 pairs)"
-assert_eq "$N" "$(ls "$S/pins" | sort -u | wc -l)" "containerd: $N distinct pins"
+check_all containerd k pid_ctr
 jobs=()
 for i in $(seq 0 $((N - 1))); do
 	(ctr task kill -s KILL k$i && sleep 0.5 && ctr task rm -f k$i && ctr containers rm k$i) >/dev/null 2>&1 &

@@ -21,7 +21,17 @@ ROOT=$D/runc-root
 on_exit "for c in \$(runc --root '$ROOT' list -q 2>/dev/null); do runc --root '$ROOT' delete -f \$c; done"
 H=$BUILD/nshash-hook
 cfg='{"ociVersion": "1.0.2", "annotations": {"io.nshash.tcp": "4096", "io.nshash.udp": "1024"}, "linux": {"namespaces": [{"type": "network"}]}}'
-rand_delay() { printf '0.%03d' $((RANDOM % $1)); }
+# kill_within MS INPUT CMD...: start CMD reading INPUT, SIGKILL it after
+# 0..MS-1 milliseconds
+kill_within() {
+	local ms=$1 in=$2 p
+	shift 2
+	"$@" <"$in" &
+	p=$!
+	sleep "$(printf '0.%03d' $((RANDOM % ms)))"
+	kill -9 $p 2>/dev/null
+	wait $p 2>/dev/null
+}
 
 # ---- a deterministic orphan: pinned, then killed before podman got the config
 big=$(head -c 200000 /dev/zero | tr '\0' x)
@@ -38,12 +48,9 @@ exec 7>&-
 assert_eq 1 "$(count_pins_under "$S/pins/")" "killed hook left an orphan pin (no container)"
 
 # ---- random kills of the hook
+printf '%s' "$cfg" >"$D/cfg.json"
 for i in $(seq "$ROUNDS"); do
-	printf '%s' "$cfg" | "$H" precreate --policy "$P" >/dev/null 2>&1 &
-	p=$!
-	sleep "$(rand_delay 30)"
-	kill -9 $p 2>/dev/null
-	wait $p 2>/dev/null
+	kill_within 30 "$D/cfg.json" "$H" precreate --policy "$P" >/dev/null 2>&1
 done
 assert_host_untouched
 
@@ -54,15 +61,11 @@ engines_bundle_annotate "$D/b" io.nshash.tcp=8192 io.nshash.udp=512
 jq --arg r "$D/rootfs" '.root.path = $r' "$D/b/config.json" >"$D/x" && mv "$D/x" "$D/b/config.json"
 for i in $(seq "$ROUNDS"); do
 	mkdir -p "$D/b$i" && cp "$D/b/config.json" "$D/b$i/"
-	NSHASH_POLICY=$P nshash-runtime --root "$ROOT" create --bundle "$D/b$i" crash$i >>"$D/wrapper.out" 2>&1 </dev/null &
-	p=$!
-	sleep "$(rand_delay 250)"
-	kill -9 $p 2>/dev/null
-	wait $p 2>/dev/null
+	NSHASH_POLICY=$P kill_within 250 /dev/null nshash-runtime --root "$ROOT" create --bundle "$D/b$i" crash$i >>"$D/wrapper.out" 2>&1
 done
 assert_host_untouched
 cat "$D/wrapper.out" | sort | uniq -c | head -5 | sed "s/^/# /"
-echo "# after the kills: $(count_pins_under "$S/pins/") pins mounted, $(ls "$S/pins" | grep -c "^crash") wrapper pin files, $(runc --root "$ROOT" list -q 2>/dev/null | wc -l) runc containers"
+echo "# after the kills: $(count_pins_under "$S/pins/") pins mounted, $(ls "$S/pins" | grep -c "^oci-") hook pins, $(ls "$S/pins" | grep -c "^crash") wrapper pins, $(runc --root "$ROOT" list -q 2>/dev/null | wc -l) runc containers"
 # what an engine does after a failed create: delete --force
 for i in $(seq "$ROUNDS"); do
 	NSHASH_POLICY=$P nshash-runtime --root "$ROOT" delete --force crash$i >/dev/null 2>&1
@@ -77,7 +80,7 @@ assert_contains "$(ls "$S/pins")" "oci-" "gc --stale-age 3600 keeps young orphan
 sleep 1
 nshash --state-dir "$S" gc --stale-age 1 >"$D/gc.out" 2>&1
 assert_eq 0 "$?" "nshash gc succeeds"
-assert_eq "" "$(ls "$S/pins")" "nshash gc removed every pin without a container"
+assert_eq "" "$(ls "$S/pins")" "nshash gc removed every pin without a container (needs nshash_gc to call nshash_oci_gc_orphans)"
 assert_eq 0 "$(count_pins_under "$S/pins/")" "no pin mounted"
 # a pin in use is kept: a running container's
 NSHASH_POLICY=$P nshash-runtime --root "$ROOT" run -d --bundle "$D/b" alive >/dev/null 2>&1 </dev/null
