@@ -10,6 +10,7 @@ MANDIR ?= $(PREFIX)/share/man
 LIBEXECDIR ?= $(PREFIX)/libexec/nshash
 CNIBINDIR ?= /usr/lib/cni
 HOOKSDIR ?= $(PREFIX)/share/containers/oci/hooks.d
+PODMANHOOKSDIR ?= $(PREFIX)/share/nshash/podman-hooks.d
 DESTDIR ?=
 
 CC ?= cc
@@ -97,6 +98,11 @@ install: all
 	install -m 0755 build/nshash $(DESTDIR)$(BINDIR)/nshash
 	$(if $(wildcard build/nshash-hook),install -m 0755 build/nshash-hook $(DESTDIR)$(BINDIR)/nshash-hook)
 	$(if $(wildcard build/nshash-runtime),install -m 0755 build/nshash-runtime $(DESTDIR)$(BINDIR)/nshash-runtime)
+	# oci-hooks(5) files; precreate in a dir of its own, for podman's hooks_dir only (CRI-O
+	# rejects the stage and would then drop every hook in a shared dir)
+	$(if $(wildcard oci-hooks/hooks.d/nshash.json),install -d $(DESTDIR)$(HOOKSDIR) $(DESTDIR)$(PODMANHOOKSDIR) && \
+		sed 's|/usr/local/bin/nshash-hook|$(BINDIR)/nshash-hook|' oci-hooks/hooks.d/nshash.json >$(DESTDIR)$(HOOKSDIR)/nshash.json && \
+		sed 's|/usr/local/bin/nshash-hook|$(BINDIR)/nshash-hook|' oci-hooks/hooks.d/nshash-precreate.json >$(DESTDIR)$(PODMANHOOKSDIR)/nshash-precreate.json)
 	$(if $(wildcard build/cni/nshash),install -d $(DESTDIR)$(CNIBINDIR) && install -m 0755 build/cni/nshash $(DESTDIR)$(CNIBINDIR)/nshash)
 	install -m 0644 $(LIB_A) $(DESTDIR)$(LIBDIR)/libnshash.a
 	install -m 0755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
