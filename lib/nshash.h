@@ -301,6 +301,7 @@ struct nshash_oci_result {
 	struct nshash_netns_info info; /* SIZED: what the new netns has */
 	char pin_path[4096];           /* SIZED/ALREADY */
 	char warning[1024];            /* WARNED: why */
+	char hostname[256];            /* the config's hostname (podman: the short id), for logs */
 };
 /* The one config transform shared by the hook and the wrapper.  On success
  * *out is a malloc'd config (a copy of the input when nothing changed) and,

@@ -317,6 +317,11 @@ int nshash_oci_transform(const char *config, size_t len, const struct nshash_oci
 				     json_type_to_name(json_object_get_type(doc)));
 		goto out;
 	}
+	{
+		struct json_object *h;
+		if (json_object_object_get_ex(doc, "hostname", &h) && json_object_is_type(h, json_type_string))
+			snprintf(res->hostname, sizeof(res->hostname), "%s", json_object_get_string(h));
+	}
 	json_object_object_get_ex(doc, "annotations", &ann);
 	r = request_from_annotations(ann, &res->request, err);
 	if (r < 0)

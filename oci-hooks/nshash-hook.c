@@ -73,13 +73,18 @@ static int precreate(const struct nshash_policy *policy, const char *in, size_t 
 	char *out;
 	size_t out_len;
 
-	if (nshash_oci_transform(in, len, &opts, &out, &out_len, &res, &err) < 0) {
-		nshash_log(NSHASH_LOG_ERROR, NULL, "%s", err.msg);
+	char who[300];
+	int r = nshash_oci_transform(in, len, &opts, &out, &out_len, &res, &err);
+
+	/* no container id before the runtime runs: name it by its hostname */
+	snprintf(who, sizeof(who), "hostname %s", res.hostname[0] ? res.hostname : "(none)");
+	if (r < 0) {
+		nshash_log(NSHASH_LOG_ERROR, who, "%s", err.msg);
 		tell_podman(err.msg);
 		return 1;
 	}
 	if (write_all(STDOUT_FILENO, out, out_len) < 0) {
-		nshash_log(NSHASH_LOG_ERROR, NULL, "write config to stdout: %s", strerror(errno));
+		nshash_log(NSHASH_LOG_ERROR, who, "write config to stdout: %s", strerror(errno));
 		if (res.action == NSHASH_OCI_SIZED && nshash_pin_remove(res.pin_path, &err) < 0)
 			nshash_log(NSHASH_LOG_ERROR, NULL, "%s", err.msg);
 		free(out);
@@ -88,18 +93,18 @@ static int precreate(const struct nshash_policy *policy, const char *in, size_t 
 	free(out);
 	switch (res.action) {
 	case NSHASH_OCI_SIZED:
-		nshash_log(NSHASH_LOG_INFO, NULL,
+		nshash_log(NSHASH_LOG_INFO, who,
 			   "sized netns pinned at %s: requested tcp=%u udp=%u, effective tcp=%ld udp=%ld",
 			   res.pin_path, res.request.sizes.tcp, res.request.sizes.udp, res.info.tcp_entries,
 			   res.info.udp_entries);
 		break;
 	case NSHASH_OCI_WARNED:
-		nshash_log(NSHASH_LOG_WARN, NULL,
+		nshash_log(NSHASH_LOG_WARN, who,
 			   "requested tcp=%u udp=%u, effective: shared global tables (onFailure warn): %s",
 			   res.request.sizes.tcp, res.request.sizes.udp, res.warning);
 		break;
 	case NSHASH_OCI_ALREADY:
-		nshash_log(NSHASH_LOG_INFO, NULL, "config already uses pin %s", res.pin_path);
+		nshash_log(NSHASH_LOG_INFO, who, "config already uses pin %s", res.pin_path);
 		break;
 	case NSHASH_OCI_UNTOUCHED:
 		break;

@@ -32,6 +32,7 @@ out=$(podman run --rm --network none --annotation io.nshash.tcp=4096 --annotatio
 assert_eq "4096 1024 1" "$out" "podman --network none: tcp=4096 udp=1024 inside, lo up"
 pins_gone && pass "pin removed after --rm" || fail "pin left after --rm: $(ls "$S/pins")"
 assert_contains "$(cat "$D/nshash.log")" "requested tcp=4096 udp=1024, effective tcp=4096 udp=1024" "precreate logged requested and effective sizes"
+assert_contains "$(grep precreate "$D/nshash.log")" "info: hostname " "precreate names the container by its hostname"
 assert_contains "$(cat "$D/nshash.log")" "nshash-hook[state]" "verify hook ran"
 assert_contains "$(cat "$D/nshash.log")" "removed pin $S/pins/oci-" "poststop removed the pin"
 
@@ -94,7 +95,7 @@ engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/nshash.log\", \"on
 out=$(podman run --rm --annotation io.nshash.tcp=4096 $IMG sh -c 'cat /proc/sys/net/ipv4/tcp_ehash_entries; ip -o addr show eth0 | grep -c "inet "' 2>/dev/null)
 assert_eq "${GLOBAL%% *}
 1" "$out" "bridge + onFailure warn: starts with eth0, on the shared table"
-assert_contains "$(tail -3 "$D/nshash.log")" "warning: requested tcp=4096 udp=0, effective: shared global tables (onFailure warn)" "bridge + warn: logged"
+assert_contains "$(tail -3 "$D/nshash.log")" "requested tcp=4096 udp=0, effective: shared global tables (onFailure warn)" "bridge + warn: logged"
 pins_gone && pass "bridge: no pin made" || fail "bridge: pin left"
 
 # --- --network ns: with nshash create (one of the named alternatives)
