@@ -18,7 +18,10 @@ engines_iptables_snapshot
 P=$D/policy.json
 engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/nshash.log\"}"
 engines_hooks_dir "$D/hooks" "$P"
-engines_podman_setup "$D/podman" "hooks_dir = [\"$D/hooks\"]" || cannot_run "podman setup failed"
+# conmon_env_vars: how the policy reaches nshash-runtime when podman runs it
+engines_podman_setup "$D/podman" "hooks_dir = [\"$D/hooks\"]
+conmon_env_vars = [\"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\", \"NSHASH_POLICY=$P\"]" ||
+	cannot_run "podman setup failed"
 IMG=localhost/nshash-busybox
 SHOW='echo $(cat /proc/sys/net/ipv4/tcp_ehash_entries) $(cat /proc/sys/net/ipv4/udp_hash_entries) $(ip -o link show lo | grep -c "[<,]UP[,>]")'
 GLOBAL="-$(cat /proc/sys/net/ipv4/tcp_ehash_entries) -$(cat /proc/sys/net/ipv4/udp_hash_entries)"
@@ -97,6 +100,22 @@ assert_eq "${GLOBAL%% *}
 1" "$out" "bridge + onFailure warn: starts with eth0, on the shared table"
 assert_contains "$(tail -3 "$D/nshash.log")" "requested tcp=4096 udp=0, effective: shared global tables (onFailure warn)" "bridge + warn: logged"
 pins_gone && pass "bridge: no pin made" || fail "bridge: pin left"
+
+# --- nshash-runtime as podman's runtime: alone, and behind the hooks
+engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/nshash.log\"}"
+mkdir -p "$D/no-hooks"
+sed -i "s|hooks_dir = \\[\"$D/hooks\"\\]|hooks_dir = [\"$D/no-hooks\"]|" "$CONTAINERS_CONF"
+: >"$D/nshash.log"
+out=$(podman --runtime "$BUILD/nshash-runtime" run --rm --network none --annotation io.nshash.tcp=1024 --annotation io.nshash.udp=256 $IMG sh -c "$SHOW" 2>&1)
+assert_eq "1024 256 1" "$out" "podman --runtime nshash-runtime (no hooks): sized by the wrapper"
+assert_contains "$(cat "$D/nshash.log")" "nshash-runtime" "the wrapper did it"
+pins_gone && pass "wrapper under podman: pin removed" || fail "wrapper under podman: pin left: $(ls "$S/pins")"
+sed -i "s|hooks_dir = \\[\"$D/no-hooks\"\\]|hooks_dir = [\"$D/hooks\"]|" "$CONTAINERS_CONF"
+: >"$D/nshash.log"
+out=$(podman --runtime "$BUILD/nshash-runtime" run --rm --network none --annotation io.nshash.tcp=1024 --annotation io.nshash.udp=256 $IMG sh -c "$SHOW" 2>&1)
+assert_eq "1024 256 1" "$out" "hooks and wrapper together: sized"
+assert_eq 1 "$(grep -c 'sized netns pinned' "$D/nshash.log")" "hooks and wrapper together: sized once (the wrapper kept the hook's pin)"
+pins_gone && pass "hooks and wrapper together: pin removed" || fail "pin left: $(ls "$S/pins")"
 
 # --- --network ns: with nshash create (one of the named alternatives)
 on_exit "nshash delete nshash-t31"
