@@ -30,7 +30,7 @@ static struct {
 	bool syslog;
 	enum nshash_log_level stderr_max;
 	const char *runtime_log, *runtime_log_format;
-} log_cfg = { .program = "nshash", .stderr_max = NSHASH_LOG_INFO };
+} log_cfg = {.program = "nshash", .stderr_max = NSHASH_LOG_INFO};
 
 static void runtime_log(const char *path, const char *format, const char *level, const char *msg);
 
@@ -56,8 +56,8 @@ void nshash_log_setup(const char *program, const struct nshash_policy *policy)
 
 void nshash_log(enum nshash_log_level level, const char *id, const char *fmt, ...)
 {
-	static const char *const names[] = { "error", "warning", "info" };
-	static const int prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO };
+	static const char *const names[] = {"error", "warning", "info"};
+	static const int prio[] = {LOG_ERR, LOG_WARNING, LOG_INFO};
 	char msg[2048];
 	va_list ap;
 
@@ -68,25 +68,22 @@ void nshash_log(enum nshash_log_level level, const char *id, const char *fmt, ..
 		level = NSHASH_LOG_INFO;
 	/* stderr: podman and runc keep it; stdout is protocol */
 	if (level <= log_cfg.stderr_max)
-		fprintf(stderr, "%s: %s: %s%s%s\n", log_cfg.program, names[level], id ? id : "",
-			id ? ": " : "", msg);
+		fprintf(stderr, "%s: %s: %s%s%s\n", log_cfg.program, names[level], id ? id : "", id ? ": " : "", msg);
 	if (log_cfg.runtime_log) {
 		char line[2400];
 		snprintf(line, sizeof(line), "%s: %s%s%s", log_cfg.program, id ? id : "", id ? ": " : "", msg);
 		runtime_log(log_cfg.runtime_log, log_cfg.runtime_log_format, names[level], line);
 	}
 	if (log_cfg.log_file[0]) {
-		int fd = open(log_cfg.log_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
-			      0640);
+		int fd = open(log_cfg.log_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
 		if (fd >= 0) {
 			char line[2400], ts[64];
 			time_t now = time(NULL);
 			struct tm tm;
 			gmtime_r(&now, &tm);
 			strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
-			int n = snprintf(line, sizeof(line), "%s %s[%d] %s: %s%s%s\n", ts,
-					 log_cfg.program, (int)getpid(), names[level], id ? id : "",
-					 id ? ": " : "", msg);
+			int n = snprintf(line, sizeof(line), "%s %s[%d] %s: %s%s%s\n", ts, log_cfg.program,
+					 (int)getpid(), names[level], id ? id : "", id ? ": " : "", msg);
 			if (n > 0 && write(fd, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) < 0) {
 				/* logging never fails the caller */
 			}
@@ -99,8 +96,7 @@ void nshash_log(enum nshash_log_level level, const char *id, const char *fmt, ..
 
 /* ------------------------------------------------------------ annotations */
 
-static int request_from_annotations(struct json_object *ann, struct nshash_oci_request *req,
-				    struct nshash_error *err)
+static int request_from_annotations(struct json_object *ann, struct nshash_oci_request *req, struct nshash_error *err)
 {
 	memset(req, 0, sizeof(*req));
 	if (!ann || json_object_is_type(ann, json_type_null))
@@ -117,16 +113,14 @@ static int request_from_annotations(struct json_object *ann, struct nshash_oci_r
 			continue;
 		if (strcmp(key, NSHASH_ANNOTATION_TCP) && strcmp(key, NSHASH_ANNOTATION_UDP) &&
 		    strcmp(key, NSHASH_ANNOTATION_PIN))
-			return nshash_error_set(err, EINVAL,
-						"unknown annotation \"%.200s\" (known: %s, %s)", key,
+			return nshash_error_set(err, EINVAL, "unknown annotation \"%.200s\" (known: %s, %s)", key,
 						NSHASH_ANNOTATION_TCP, NSHASH_ANNOTATION_UDP);
 		if (!json_object_is_type(val, json_type_string))
-			return nshash_error_set(err, EINVAL, "annotation %s: expected a string, got %s",
-						key, json_type_to_name(json_object_get_type(val)));
+			return nshash_error_set(err, EINVAL, "annotation %s: expected a string, got %s", key,
+						json_type_to_name(json_object_get_type(val)));
 		s = json_object_get_string(val);
 		if ((size_t)json_object_get_string_len(val) != strlen(s))
-			return nshash_error_set(err, EINVAL, "annotation %s: value contains a NUL byte",
-						key);
+			return nshash_error_set(err, EINVAL, "annotation %s: value contains a NUL byte", key);
 		if (!strcmp(key, NSHASH_ANNOTATION_PIN)) {
 			r = nshash_name_check(NSHASH_ANNOTATION_PIN, s, err);
 			if (r < 0)
@@ -135,8 +129,7 @@ static int request_from_annotations(struct json_object *ann, struct nshash_oci_r
 			continue;
 		}
 		enum nshash_proto proto = strcmp(key, NSHASH_ANNOTATION_TCP) ? NSHASH_UDP : NSHASH_TCP;
-		r = nshash_size_parse(proto, key, s, proto == NSHASH_TCP ? &req->sizes.tcp : &req->sizes.udp,
-				      err);
+		r = nshash_size_parse(proto, key, s, proto == NSHASH_TCP ? &req->sizes.tcp : &req->sizes.udp, err);
 		if (r < 0)
 			return r;
 		req->present = true;
@@ -144,8 +137,7 @@ static int request_from_annotations(struct json_object *ann, struct nshash_oci_r
 	return 0;
 }
 
-int nshash_oci_request_parse(const char *json, size_t len, struct nshash_oci_request *req,
-			     struct nshash_error *err)
+int nshash_oci_request_parse(const char *json, size_t len, struct nshash_oci_request *req, struct nshash_error *err)
 {
 	struct json_object *doc, *ann = NULL;
 	int r = nshash_json_parse_text(json, len, "config", &doc, err);
@@ -164,20 +156,18 @@ int nshash_oci_request_parse(const char *json, size_t len, struct nshash_oci_req
 
 /* ------------------------------------------------------------ pins */
 
-int nshash_oci_pin_path(const struct nshash_policy *policy, const char *name, char *out,
-			size_t outlen, struct nshash_error *err)
+int nshash_oci_pin_path(const struct nshash_policy *policy, const char *name, char *out, size_t outlen,
+			struct nshash_error *err)
 {
 	int r = nshash_name_check("pin name", name, err);
 	if (r < 0)
 		return r;
 	if ((size_t)snprintf(out, outlen, "%s/pins/%s", policy->state_dir, name) >= outlen)
-		return nshash_error_set(err, ENAMETOOLONG, "pin %s/pins/%s: path too long",
-					policy->state_dir, name);
+		return nshash_error_set(err, ENAMETOOLONG, "pin %s/pins/%s: path too long", policy->state_dir, name);
 	return 0;
 }
 
-int nshash_oci_cleanup(const struct nshash_policy *policy, const char *pin_name,
-		       struct nshash_error *err)
+int nshash_oci_cleanup(const struct nshash_policy *policy, const char *pin_name, struct nshash_error *err)
 {
 	char path[4096];
 	int r = nshash_oci_pin_path(policy, pin_name, path, sizeof(path), err);
@@ -186,8 +176,7 @@ int nshash_oci_cleanup(const struct nshash_policy *policy, const char *pin_name,
 	return nshash_pin_remove(path, err);
 }
 
-int nshash_oci_wrapper_pin_name(const char *id, const char *root, char *out, size_t outlen,
-				struct nshash_error *err)
+int nshash_oci_wrapper_pin_name(const char *id, const char *root, char *out, size_t outlen, struct nshash_error *err)
 {
 	uint32_t h = 2166136261u; /* FNV-1a: a short stable tag for the runtime root */
 	int r = nshash_name_check("container id", id ? id : "", err);
@@ -197,8 +186,7 @@ int nshash_oci_wrapper_pin_name(const char *id, const char *root, char *out, siz
 	for (const char *p = root ? root : ""; *p; p++)
 		h = (h ^ (uint8_t)*p) * 16777619u;
 	if (strlen(id) > 200)
-		return nshash_error_set(err, ENAMETOOLONG,
-					"container id \"%.40s...\": longer than 200 bytes", id);
+		return nshash_error_set(err, ENAMETOOLONG, "container id \"%.40s...\": longer than 200 bytes", id);
 	if ((size_t)snprintf(out, outlen, "%s-%08x", id, h) >= outlen)
 		return nshash_error_set(err, ENAMETOOLONG, "container id %s: pin name too long", id);
 	return 0;
@@ -210,8 +198,7 @@ static int random_pin_name(char *out, size_t outlen, struct nshash_error *err)
 	if (getrandom(b, sizeof(b), 0) != sizeof(b))
 		return nshash_error_set(err, errno ? errno : EIO, "pin name: getrandom: %s",
 					strerror(errno ? errno : EIO));
-	snprintf(out, outlen, "oci-%02x%02x%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3], b[4],
-		 b[5], b[6], b[7]);
+	snprintf(out, outlen, "oci-%02x%02x%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]);
 	return 0;
 }
 
@@ -221,17 +208,13 @@ static struct json_object *network_entry(struct json_object *doc)
 {
 	struct json_object *linux_, *nss;
 
-	if (!json_object_object_get_ex(doc, "linux", &linux_) ||
-	    !json_object_is_type(linux_, json_type_object) ||
-	    !json_object_object_get_ex(linux_, "namespaces", &nss) ||
-	    !json_object_is_type(nss, json_type_array))
+	if (!json_object_object_get_ex(doc, "linux", &linux_) || !json_object_is_type(linux_, json_type_object) ||
+	    !json_object_object_get_ex(linux_, "namespaces", &nss) || !json_object_is_type(nss, json_type_array))
 		return NULL;
 	for (size_t i = 0; i < json_object_array_length(nss); i++) {
 		struct json_object *e = json_object_array_get_idx(nss, i), *type;
-		if (json_object_is_type(e, json_type_object) &&
-		    json_object_object_get_ex(e, "type", &type) &&
-		    json_object_is_type(type, json_type_string) &&
-		    !strcmp(json_object_get_string(type), "network"))
+		if (json_object_is_type(e, json_type_object) && json_object_object_get_ex(e, "type", &type) &&
+		    json_object_is_type(type, json_type_string) && !strcmp(json_object_get_string(type), "network"))
 			return e;
 	}
 	return NULL;
@@ -258,8 +241,7 @@ static int add_hook(struct json_object *doc, const char *stage, const struct nsh
 	for (size_t i = json_object_array_length(list); i-- > 0;) {
 		struct json_object *p, *e = json_object_array_get_idx(list, i);
 		if (json_object_is_type(e, json_type_object) && json_object_object_get_ex(e, "path", &p) &&
-		    json_object_is_type(p, json_type_string) &&
-		    !strcmp(json_object_get_string(p), opts->hook_path))
+		    json_object_is_type(p, json_type_string) && !strcmp(json_object_get_string(p), opts->hook_path))
 			json_object_array_del_idx(list, i, 1);
 	}
 	hook = json_object_new_object();
@@ -276,8 +258,7 @@ static int add_hook(struct json_object *doc, const char *stage, const struct nsh
 	return 0;
 }
 
-static int dup_out(const char *text, size_t len, char **out, size_t *out_len,
-		   struct nshash_error *err)
+static int dup_out(const char *text, size_t len, char **out, size_t *out_len, struct nshash_error *err)
 {
 	*out = malloc(len + 1);
 	if (!*out)
@@ -288,16 +269,15 @@ static int dup_out(const char *text, size_t len, char **out, size_t *out_len,
 	return 0;
 }
 
-#define PATH_EXISTS_HINT                                                                           \
-	"it was created (and maybe configured) by the engine before nshash runs, and a netns's "  \
-	"tables cannot be resized after creation. Instead: use --network none (and set up the "  \
-	"network yourself), or the nshash CNI plugin placed first in the network's plugin chain, " \
-	"or create a sized netns with `nshash create NAME --tcp T --udp U` and run with "         \
+#define PATH_EXISTS_HINT                                                                                               \
+	"it was created (and maybe configured) by the engine before nshash runs, and a netns's "                       \
+	"tables cannot be resized after creation. Instead: use --network none (and set up the "                        \
+	"network yourself), or the nshash CNI plugin placed first in the network's plugin chain, "                     \
+	"or create a sized netns with `nshash create NAME --tcp T --udp U` and run with "                              \
 	"--network ns:/run/netns/NAME"
 
-int nshash_oci_transform(const char *config, size_t len, const struct nshash_oci_opts *opts,
-			 char **out, size_t *out_len, struct nshash_oci_result *res,
-			 struct nshash_error *err)
+int nshash_oci_transform(const char *config, size_t len, const struct nshash_oci_opts *opts, char **out,
+			 size_t *out_len, struct nshash_oci_result *res, struct nshash_error *err)
 {
 	const struct nshash_policy *policy = opts->policy;
 	struct json_object *doc = NULL, *ann = NULL, *entry, *path_obj;
@@ -330,8 +310,7 @@ int nshash_oci_transform(const char *config, size_t len, const struct nshash_oci
 		if (res->request.pin[0]) {
 			r = nshash_error_set(err, EINVAL,
 					     "annotation %s is set by nshash itself and cannot be given without %s/%s",
-					     NSHASH_ANNOTATION_PIN, NSHASH_ANNOTATION_TCP,
-					     NSHASH_ANNOTATION_UDP);
+					     NSHASH_ANNOTATION_PIN, NSHASH_ANNOTATION_TCP, NSHASH_ANNOTATION_UDP);
 			goto out;
 		}
 		res->action = NSHASH_OCI_UNTOUCHED;
@@ -346,24 +325,25 @@ int nshash_oci_transform(const char *config, size_t len, const struct nshash_oci
 	entry = network_entry(doc);
 	if (!entry) {
 		r = nshash_error_set(err, EINVAL,
-				     "config has no network namespace entry (host network?): %s/%s need the container to have its own network namespace",
+				     "config has no network namespace entry (host network?): %s/%s need the container "
+				     "to have its own network namespace",
 				     NSHASH_ANNOTATION_TCP, NSHASH_ANNOTATION_UDP);
 		goto out;
 	}
-	if (json_object_object_get_ex(entry, "path", &path_obj) &&
-	    json_object_is_type(path_obj, json_type_string) && json_object_get_string_len(path_obj) > 0)
+	if (json_object_object_get_ex(entry, "path", &path_obj) && json_object_is_type(path_obj, json_type_string) &&
+	    json_object_get_string_len(path_obj) > 0)
 		path = json_object_get_string(path_obj);
 
 	if (res->request.pin[0]) {
 		/* Already transformed (e.g. podman's hook, then nshash-runtime
 		 * as its runtime, or a retried create): accept only our own pin. */
-		r = nshash_oci_pin_path(policy, res->request.pin, res->pin_path, sizeof(res->pin_path),
-					err);
+		r = nshash_oci_pin_path(policy, res->request.pin, res->pin_path, sizeof(res->pin_path), err);
 		if (r < 0)
 			goto out;
 		if (!path || strcmp(path, res->pin_path) != 0) {
 			r = nshash_error_set(err, EINVAL,
-					     "annotation %s=%s is set by nshash itself; it does not match this config's network namespace path",
+					     "annotation %s=%s is set by nshash itself; it does not match this "
+					     "config's network namespace path",
 					     NSHASH_ANNOTATION_PIN, res->request.pin);
 			goto out;
 		}
@@ -372,8 +352,7 @@ int nshash_oci_transform(const char *config, size_t len, const struct nshash_oci
 		 * pin of another container (a bundle reused under a new id) is
 		 * not shared: size afresh. */
 		bool mine = opts->mode == NSHASH_OCI_PRECREATE || !opts->pin_name ||
-			    !strcmp(res->request.pin, opts->pin_name) ||
-			    !strncmp(res->request.pin, "oci-", 4);
+			    !strcmp(res->request.pin, opts->pin_name) || !strncmp(res->request.pin, "oci-", 4);
 		if (mine && nshash_pin_is_netns(res->pin_path, err) == 1) {
 			res->action = NSHASH_OCI_ALREADY;
 			r = dup_out(config, len, out, out_len, err);
@@ -385,21 +364,22 @@ int nshash_oci_transform(const char *config, size_t len, const struct nshash_oci
 		res->pin_path[0] = '\0';
 	}
 	if (path) {
-		snprintf(res->warning, sizeof(res->warning),
-			 "network namespace %.300s already exists: %s", path, PATH_EXISTS_HINT);
+		snprintf(res->warning, sizeof(res->warning), "network namespace %.300s already exists: %s", path,
+			 PATH_EXISTS_HINT);
 		if (policy->on_failure == NSHASH_ON_FAILURE_WARN) {
 			res->action = NSHASH_OCI_WARNED;
 			r = dup_out(config, len, out, out_len, err);
 		} else {
-			r = nshash_error_set(err, EEXIST, "cannot size %s=%u %s=%u: %s",
-					     NSHASH_ANNOTATION_TCP, res->request.sizes.tcp,
-					     NSHASH_ANNOTATION_UDP, res->request.sizes.udp, res->warning);
+			r = nshash_error_set(err, EEXIST, "cannot size %s=%u %s=%u: %s", NSHASH_ANNOTATION_TCP,
+					     res->request.sizes.tcp, NSHASH_ANNOTATION_UDP, res->request.sizes.udp,
+					     res->warning);
 		}
 		goto out;
 	}
 	if (opts->mode == NSHASH_OCI_WRAPPER && (!opts->hook_path || access(opts->hook_path, X_OK))) {
 		r = nshash_error_set(err, ENOENT,
-				     "verify hook %s: not an executable (install nshash-hook next to nshash-runtime or set hookPath in the policy)",
+				     "verify hook %s: not an executable (install nshash-hook next to nshash-runtime or "
+				     "set hookPath in the policy)",
 				     opts->hook_path ? opts->hook_path : "(none)");
 		goto out;
 	}
@@ -418,9 +398,9 @@ int nshash_oci_transform(const char *config, size_t len, const struct nshash_oci
 	}
 	if (r == 0) {
 		struct nshash_create_opts copts = {
-			.sizes = res->request.sizes,
-			.strategy = policy->strategy,
-			.state_dir = policy->state_dir,
+		    .sizes = res->request.sizes,
+		    .strategy = policy->strategy,
+		    .state_dir = policy->state_dir,
 		};
 		r = nshash_netns_create(&copts, res->pin_path, &res->info, err);
 	}
@@ -449,8 +429,8 @@ int nshash_oci_transform(const char *config, size_t len, const struct nshash_oci
 	}
 	{
 		size_t n;
-		const char *s = json_object_to_json_string_length(
-			doc, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
+		const char *s =
+		    json_object_to_json_string_length(doc, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
 		if (!s) {
 			r = nshash_error_set(err, ENOMEM, "config: cannot serialize");
 			goto out;
@@ -472,8 +452,7 @@ out:
 	return r;
 }
 
-static int write_atomic(const char *path, const char *data, size_t len, mode_t mode,
-			struct nshash_error *err)
+static int write_atomic(const char *path, const char *data, size_t len, mode_t mode, struct nshash_error *err)
 {
 	char tmp[4096];
 	int fd, e;
@@ -482,8 +461,7 @@ static int write_atomic(const char *path, const char *data, size_t len, mode_t m
 		return nshash_error_set(err, ENAMETOOLONG, "write %s: path too long", path);
 	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0)
-		return nshash_error_set(err, errno, "write %s: create temporary file: %s", path,
-					strerror(errno));
+		return nshash_error_set(err, errno, "write %s: create temporary file: %s", path, strerror(errno));
 	if (fchmod(fd, mode & 07777) < 0)
 		goto fail;
 	for (size_t off = 0; off < len;) {
@@ -512,8 +490,8 @@ fail:
 	return nshash_error_set(err, e, "write %s: %s", path, strerror(e));
 }
 
-int nshash_oci_bundle_transform(const char *bundle, const struct nshash_oci_opts *opts,
-				struct nshash_oci_result *res, struct nshash_error *err)
+int nshash_oci_bundle_transform(const char *bundle, const struct nshash_oci_opts *opts, struct nshash_oci_result *res,
+				struct nshash_error *err)
 {
 	char path[4096], *text = NULL, *out = NULL;
 	size_t len, out_len;
@@ -554,8 +532,7 @@ out:
 
 /* ------------------------------------------------------------ state */
 
-int nshash_oci_state_parse(const char *json, size_t len, struct nshash_oci_state *state,
-			   struct nshash_error *err)
+int nshash_oci_state_parse(const char *json, size_t len, struct nshash_oci_state *state, struct nshash_error *err)
 {
 	struct json_object *doc, *v, *ann = NULL;
 	int r;
@@ -584,8 +561,8 @@ int nshash_oci_state_parse(const char *json, size_t len, struct nshash_oci_state
 	if (json_object_object_get_ex(doc, "pid", &v) && !json_object_is_type(v, json_type_null)) {
 		int64_t pid = json_object_get_int64(v);
 		if (!json_object_is_type(v, json_type_int) || pid < 0 || pid > INT32_MAX) {
-			nshash_error_set(err, EINVAL, "state of %s: \"pid\" is not a process id: %s",
-					 state->id, json_object_to_json_string(v));
+			nshash_error_set(err, EINVAL, "state of %s: \"pid\" is not a process id: %s", state->id,
+					 json_object_to_json_string(v));
 			goto out;
 		}
 		state->pid = (pid_t)pid;
@@ -645,7 +622,8 @@ int nshash_oci_verify(const struct nshash_oci_state *state, const struct nshash_
 		return 0;
 	if (state->pid <= 0)
 		return nshash_error_set(err, EINVAL,
-					"state of %s has no pid: cannot verify its network namespace (is this hook installed for createRuntime/prestart?)",
+					"state of %s has no pid: cannot verify its network namespace (is this hook "
+					"installed for createRuntime/prestart?)",
 					state->id);
 	r = nshash_inspect_pid(state->pid, info, err);
 	if (r < 0) {
@@ -692,14 +670,12 @@ static bool opt_in(const char *arg, const char *const *names, const char **inlin
 	return false;
 }
 
-int nshash_runtime_args_parse(int argc, char *const argv[], struct nshash_runtime_args *a,
-			      struct nshash_error *err)
+int nshash_runtime_args_parse(int argc, char *const argv[], struct nshash_runtime_args *a, struct nshash_error *err)
 {
-	static const char *const global_val[] = { "root", "log", "log-format", "criu", "rootless",
-						  "cgroup-manager", NULL };
-	static const char *const create_val[] = { "bundle", "b", "console-socket", "pid-file",
-						  "preserve-fds", "pidfd-socket", "config", "f",
-						  NULL };
+	static const char *const global_val[] = {"root",	   "log", "log-format", "criu", "rootless",
+						 "cgroup-manager", NULL};
+	static const char *const create_val[] = {
+	    "bundle", "b", "console-socket", "pid-file", "preserve-fds", "pidfd-socket", "config", "f", NULL};
 	const char *v;
 	int i;
 
@@ -719,7 +695,7 @@ int nshash_runtime_args_parse(int argc, char *const argv[], struct nshash_runtim
 					return nshash_error_set(err, EINVAL, "option %s needs a value", arg);
 				v = argv[++i];
 			}
-			if (opt_is(arg, "root", &(const char *){ NULL }))
+			if (opt_is(arg, "root", &(const char *){NULL}))
 				a->root = v;
 		}
 	}
@@ -770,14 +746,13 @@ static bool same_file(const char *a, const char *b)
 static bool find_in_path(const char *name, const char *self, char *out, size_t outlen)
 {
 	static const char fallback[] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-	const char *paths[2] = { getenv("PATH"), fallback };
+	const char *paths[2] = {getenv("PATH"), fallback};
 
 	for (int k = 0; k < 2; k++) {
 		const char *p = paths[k];
 		while (p && *p) {
 			const char *end = strchrnul(p, ':');
-			if (end > p &&
-			    (size_t)snprintf(out, outlen, "%.*s/%s", (int)(end - p), p, name) < outlen &&
+			if (end > p && (size_t)snprintf(out, outlen, "%.*s/%s", (int)(end - p), p, name) < outlen &&
 			    access(out, X_OK) == 0 && !same_file(out, self))
 				return true;
 			p = *end ? end + 1 : end;
@@ -786,32 +761,32 @@ static bool find_in_path(const char *name, const char *self, char *out, size_t o
 	return false;
 }
 
-int nshash_runtime_find(const struct nshash_policy *policy, const char *self, char *out,
-			size_t outlen, struct nshash_error *err)
+int nshash_runtime_find(const struct nshash_policy *policy, const char *self, char *out, size_t outlen,
+			struct nshash_error *err)
 {
 	const char *want = policy->runtime;
 
 	if (want[0] == '/') {
 		if (access(want, X_OK) < 0)
-			return nshash_error_set(err, errno, "runtime %s (policy %s): %s", want,
-						policy->source, strerror(errno));
+			return nshash_error_set(err, errno, "runtime %s (policy %s): %s", want, policy->source,
+						strerror(errno));
 		if (same_file(want, self))
-			return nshash_error_set(err, ELOOP, "runtime %s (policy %s) is nshash-runtime itself",
-						want, policy->source);
+			return nshash_error_set(err, ELOOP, "runtime %s (policy %s) is nshash-runtime itself", want,
+						policy->source);
 		snprintf(out, outlen, "%s", want);
 		return 0;
 	}
 	if (want[0]) {
 		if (find_in_path(want, self, out, outlen))
 			return 0;
-		return nshash_error_set(err, ENOENT, "runtime \"%s\" (policy %s): not found in PATH",
-					want, policy->source);
+		return nshash_error_set(err, ENOENT, "runtime \"%s\" (policy %s): not found in PATH", want,
+					policy->source);
 	}
 	if (find_in_path("runc", self, out, outlen) || find_in_path("crun", self, out, outlen))
 		return 0;
-	return nshash_error_set(err, ENOENT,
-				"no OCI runtime found: neither runc nor crun is in PATH; set \"runtime\" in the policy (%s)",
-				policy->source);
+	return nshash_error_set(
+	    err, ENOENT, "no OCI runtime found: neither runc nor crun is in PATH; set \"runtime\" in the policy (%s)",
+	    policy->source);
 }
 
 void nshash_runtime_log_error(const char *log_path, const char *log_format, const char *msg)
@@ -838,8 +813,8 @@ static void runtime_log(const char *log_path, const char *log_format, const char
 		json_object_object_add(o, "level", json_object_new_string(level));
 		json_object_object_add(o, "msg", json_object_new_string(msg));
 		json_object_object_add(o, "time", json_object_new_string(ts));
-		dprintf(fd, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
-								       JSON_C_TO_STRING_NOSLASHESCAPE));
+		dprintf(fd, "%s\n",
+			json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 		json_object_put(o);
 	} else {
 		dprintf(fd, "time=\"%s\" level=%s msg=\"%s\"\n", ts, level, msg);

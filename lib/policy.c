@@ -43,8 +43,7 @@ bool nshash_path_has_dotdot(const char *path)
 }
 
 /* 1-based line and column of byte `offset` in `text`. */
-void nshash_text_position(const char *text, size_t len, size_t offset, unsigned *line,
-			  unsigned *col)
+void nshash_text_position(const char *text, size_t len, size_t offset, unsigned *line, unsigned *col)
 {
 	*line = 1;
 	*col = 1;
@@ -58,8 +57,8 @@ void nshash_text_position(const char *text, size_t len, size_t offset, unsigned 
 	}
 }
 
-int nshash_json_parse_text(const char *text, size_t len, const char *source,
-			   struct json_object **out, struct nshash_error *err)
+int nshash_json_parse_text(const char *text, size_t len, const char *source, struct json_object **out,
+			   struct nshash_error *err)
 {
 	struct json_tokener *tok;
 	struct json_object *obj;
@@ -83,14 +82,13 @@ int nshash_json_parse_text(const char *text, size_t len, const char *source,
 		if (len == 0 || strspn(text, " \t\r\n") == len)
 			return nshash_error_set(err, EINVAL, "%s: malformed JSON: empty input", source);
 		nshash_text_position(text, len, len, &line, &col);
-		return nshash_error_set(err, EINVAL,
-					"%s: malformed JSON at line %u column %u: unexpected end of input",
+		return nshash_error_set(err, EINVAL, "%s: malformed JSON at line %u column %u: unexpected end of input",
 					source, line, col);
 	}
 	if (!obj || jerr != json_tokener_success) {
 		nshash_text_position(text, len, end, &line, &col);
-		nshash_error_set(err, EINVAL, "%s: malformed JSON at line %u column %u: %s", source,
-				 line, col, json_tokener_error_desc(jerr));
+		nshash_error_set(err, EINVAL, "%s: malformed JSON at line %u column %u: %s", source, line, col,
+				 json_tokener_error_desc(jerr));
 		json_object_put(obj);
 		json_tokener_free(tok);
 		return -EINVAL;
@@ -107,8 +105,7 @@ int nshash_json_parse_text(const char *text, size_t len, const char *source,
 	return 0;
 }
 
-int nshash_read_file(const char *path, size_t max, char **out, size_t *out_len,
-		     struct nshash_error *err)
+int nshash_read_file(const char *path, size_t max, char **out, size_t *out_len, struct nshash_error *err)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -118,8 +115,7 @@ int nshash_read_file(const char *path, size_t max, char **out, size_t *out_len,
 	return r;
 }
 
-int nshash_read_fd(int fd, const char *what, size_t max, char **out, size_t *out_len,
-		   struct nshash_error *err)
+int nshash_read_fd(int fd, const char *what, size_t max, char **out, size_t *out_len, struct nshash_error *err)
 {
 	size_t cap = 4096, len = 0;
 	char *buf = malloc(cap + 1);
@@ -130,8 +126,7 @@ int nshash_read_fd(int fd, const char *what, size_t max, char **out, size_t *out
 		if (len == cap) {
 			if (cap >= max) {
 				free(buf);
-				return nshash_error_set(err, EFBIG, "read %s: larger than %zu bytes", what,
-							max);
+				return nshash_error_set(err, EFBIG, "read %s: larger than %zu bytes", what, max);
 			}
 			cap *= 2;
 			char *nbuf = realloc(buf, cap + 1);
@@ -159,8 +154,8 @@ int nshash_read_fd(int fd, const char *what, size_t max, char **out, size_t *out
 	return 0;
 }
 
-static int policy_string(struct json_object *val, const char *source, const char *key,
-			 bool absolute, char *dst, size_t dstlen, struct nshash_error *err)
+static int policy_string(struct json_object *val, const char *source, const char *key, bool absolute, char *dst,
+			 size_t dstlen, struct nshash_error *err)
 {
 	const char *s;
 
@@ -170,32 +165,30 @@ static int policy_string(struct json_object *val, const char *source, const char
 	if ((size_t)json_object_get_string_len(val) != strlen(s))
 		return nshash_error_set(err, EINVAL, "%s: key \"%s\": contains a NUL byte", source, key);
 	if (strlen(s) >= dstlen)
-		return nshash_error_set(err, ENAMETOOLONG, "%s: key \"%s\": longer than %zu bytes",
-					source, key, dstlen - 1);
+		return nshash_error_set(err, ENAMETOOLONG, "%s: key \"%s\": longer than %zu bytes", source, key,
+					dstlen - 1);
 	if (absolute && s[0] != '/')
-		return nshash_error_set(err, EINVAL, "%s: key \"%s\": \"%s\" is not an absolute path",
-					source, key, s);
+		return nshash_error_set(err, EINVAL, "%s: key \"%s\": \"%s\" is not an absolute path", source, key, s);
 	if (absolute && nshash_path_has_dotdot(s))
-		return nshash_error_set(err, EINVAL, "%s: key \"%s\": \"%s\" contains \"..\"", source,
-					key, s);
+		return nshash_error_set(err, EINVAL, "%s: key \"%s\": \"%s\" contains \"..\"", source, key, s);
 	snprintf(dst, dstlen, "%s", s);
 	return 0;
 }
 
-static int policy_size(struct json_object *val, const char *source, const char *key,
-		       enum nshash_proto proto, uint32_t *dst, struct nshash_error *err)
+static int policy_size(struct json_object *val, const char *source, const char *key, enum nshash_proto proto,
+		       uint32_t *dst, struct nshash_error *err)
 {
 	if (!json_object_is_type(val, json_type_int))
-		return nshash_error_set(err, EINVAL, "%s: key \"%s\": expected an integer (0..%u)",
-					source, key, nshash_proto_max(proto));
+		return nshash_error_set(err, EINVAL, "%s: key \"%s\": expected an integer (0..%u)", source, key,
+					nshash_proto_max(proto));
 	int r = nshash_size_check(proto, key, json_object_get_int64(val), dst, err);
 	if (r < 0)
 		nshash_error_prefix(err, "%s", source);
 	return r;
 }
 
-int nshash_policy_parse(const char *text, size_t len, const char *source,
-			struct nshash_policy *policy, struct nshash_error *err)
+int nshash_policy_parse(const char *text, size_t len, const char *source, struct nshash_policy *policy,
+			struct nshash_error *err)
 {
 	struct json_object *root;
 	struct nshash_policy p;
@@ -208,8 +201,7 @@ int nshash_policy_parse(const char *text, size_t len, const char *source,
 		return r;
 	if (!json_object_is_type(root, json_type_object)) {
 		json_object_put(root);
-		return nshash_error_set(err, EINVAL, "%s: expected a JSON object at the top level",
-					source);
+		return nshash_error_set(err, EINVAL, "%s: expected a JSON object at the top level", source);
 	}
 	r = 0;
 	json_object_object_foreach(root, key, val)
@@ -219,9 +211,7 @@ int nshash_policy_parse(const char *text, size_t len, const char *source,
 		} else if (!strcmp(key, "maxUdp")) {
 			r = policy_size(val, source, key, NSHASH_UDP, &p.max.udp, err);
 		} else if (!strcmp(key, "onFailure")) {
-			const char *s = json_object_is_type(val, json_type_string) ?
-						json_object_get_string(val) :
-						NULL;
+			const char *s = json_object_is_type(val, json_type_string) ? json_object_get_string(val) : NULL;
 			if (s && !strcmp(s, "fail"))
 				p.on_failure = NSHASH_ON_FAILURE_FAIL;
 			else if (s && !strcmp(s, "warn"))
@@ -232,8 +222,7 @@ int nshash_policy_parse(const char *text, size_t len, const char *source,
 						     source, json_object_to_json_string(val));
 		} else if (!strcmp(key, "strategy")) {
 			if (!json_object_is_type(val, json_type_string)) {
-				r = nshash_error_set(err, EINVAL,
-						     "%s: key \"strategy\": expected a string", source);
+				r = nshash_error_set(err, EINVAL, "%s: key \"strategy\": expected a string", source);
 			} else {
 				r = nshash_strategy_parse(json_object_get_string(val), &p.strategy, err);
 				if (r < 0)
@@ -253,15 +242,15 @@ int nshash_policy_parse(const char *text, size_t len, const char *source,
 			r = policy_string(val, source, key, true, p.log_file, sizeof(p.log_file), err);
 		} else if (!strcmp(key, "syslog")) {
 			if (!json_object_is_type(val, json_type_boolean))
-				r = nshash_error_set(err, EINVAL, "%s: key \"syslog\": expected true or false",
-						     source);
+				r = nshash_error_set(err, EINVAL, "%s: key \"syslog\": expected true or false", source);
 			else
 				p.syslog = json_object_get_boolean(val);
 		} else if (key[0] == '_' || !strcmp(key, "comment")) {
 			/* room for the admin's own notes */
 		} else {
 			r = nshash_error_set(err, EINVAL,
-					     "%s: unknown key \"%s\" (known: maxTcp, maxUdp, onFailure, strategy, stateDir, runtime, hookPath, logFile, syslog)",
+					     "%s: unknown key \"%s\" (known: maxTcp, maxUdp, onFailure, strategy, "
+					     "stateDir, runtime, hookPath, logFile, syslog)",
 					     source, key);
 		}
 		if (r < 0)

@@ -59,17 +59,17 @@ static void tell_podman(const char *msg)
 	fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
 		return;
-	if (fstat(fd, &theirs) == 0 && (fstat(STDERR_FILENO, &ours) < 0 || ours.st_ino != theirs.st_ino ||
-					ours.st_dev != theirs.st_dev))
+	if (fstat(fd, &theirs) == 0 &&
+	    (fstat(STDERR_FILENO, &ours) < 0 || ours.st_ino != theirs.st_ino || ours.st_dev != theirs.st_dev))
 		dprintf(fd, "Error: nshash-hook: %s\n", msg);
 	close(fd);
 }
 
 static int precreate(const struct nshash_policy *policy, const char *in, size_t len)
 {
-	struct nshash_oci_opts opts = { .mode = NSHASH_OCI_PRECREATE, .policy = policy };
+	struct nshash_oci_opts opts = {.mode = NSHASH_OCI_PRECREATE, .policy = policy};
 	struct nshash_oci_result res;
-	struct nshash_error err = { 0 };
+	struct nshash_error err = {0};
 	char *out;
 	size_t out_len;
 
@@ -94,9 +94,8 @@ static int precreate(const struct nshash_policy *policy, const char *in, size_t 
 	switch (res.action) {
 	case NSHASH_OCI_SIZED:
 		nshash_log(NSHASH_LOG_INFO, who,
-			   "sized netns pinned at %s: requested tcp=%u udp=%u, effective tcp=%ld udp=%ld",
-			   res.pin_path, res.request.sizes.tcp, res.request.sizes.udp, res.info.tcp_entries,
-			   res.info.udp_entries);
+			   "sized netns pinned at %s: requested tcp=%u udp=%u, effective tcp=%ld udp=%ld", res.pin_path,
+			   res.request.sizes.tcp, res.request.sizes.udp, res.info.tcp_entries, res.info.udp_entries);
 		break;
 	case NSHASH_OCI_WARNED:
 		nshash_log(NSHASH_LOG_WARN, who,
@@ -115,7 +114,7 @@ static int precreate(const struct nshash_policy *policy, const char *in, size_t 
 static int verify(const struct nshash_policy *policy, const struct nshash_oci_state *st)
 {
 	struct nshash_netns_info info;
-	struct nshash_error err = { 0 };
+	struct nshash_error err = {0};
 	bool warned;
 
 	if (!st->request.present)
@@ -128,15 +127,14 @@ static int verify(const struct nshash_policy *policy, const struct nshash_oci_st
 		nshash_log(NSHASH_LOG_WARN, NULL, "%s (onFailure warn: container runs anyway)", err.msg);
 	else
 		nshash_log(NSHASH_LOG_INFO, st->id,
-			   "verified pid %d: requested tcp=%u udp=%u, effective tcp=%ld udp=%ld",
-			   (int)st->pid, st->request.sizes.tcp, st->request.sizes.udp, info.tcp_entries,
-			   info.udp_entries);
+			   "verified pid %d: requested tcp=%u udp=%u, effective tcp=%ld udp=%ld", (int)st->pid,
+			   st->request.sizes.tcp, st->request.sizes.udp, info.tcp_entries, info.udp_entries);
 	return 0;
 }
 
 static int poststop(const struct nshash_policy *policy, const struct nshash_oci_state *st)
 {
-	struct nshash_error err = { 0 };
+	struct nshash_error err = {0};
 
 	if (!st->request.pin[0])
 		return 0;
@@ -144,8 +142,7 @@ static int poststop(const struct nshash_policy *policy, const struct nshash_oci_
 		nshash_log(NSHASH_LOG_ERROR, st->id, "%s", err.msg);
 		return 1;
 	}
-	nshash_log(NSHASH_LOG_INFO, st->id, "removed pin %s/pins/%s", policy->state_dir,
-		   st->request.pin);
+	nshash_log(NSHASH_LOG_INFO, st->id, "removed pin %s/pins/%s", policy->state_dir, st->request.pin);
 	return 0;
 }
 
@@ -154,7 +151,7 @@ int main(int argc, char **argv)
 	const char *stage, *policy_path = getenv("NSHASH_POLICY");
 	struct nshash_policy policy;
 	struct nshash_oci_state st;
-	struct nshash_error err = { 0 };
+	struct nshash_error err = {0};
 	char program[64], *in;
 	size_t len;
 	int rc;
@@ -172,8 +169,8 @@ int main(int argc, char **argv)
 	}
 	snprintf(program, sizeof(program), "nshash-hook[%.32s]", stage);
 	nshash_log_setup(program, NULL);
-	if (strcmp(stage, "precreate") && strcmp(stage, "createRuntime") &&
-	    strcmp(stage, "prestart") && strcmp(stage, "poststop") && strcmp(stage, "state")) {
+	if (strcmp(stage, "precreate") && strcmp(stage, "createRuntime") && strcmp(stage, "prestart") &&
+	    strcmp(stage, "poststop") && strcmp(stage, "state")) {
 		nshash_log(NSHASH_LOG_ERROR, NULL, "unknown stage \"%s\"", stage);
 		return usage();
 	}

@@ -53,8 +53,8 @@ static void forward_signal(int sig)
  * signals a terminal or an engine sends us go to it. */
 static int run_runtime(const char *runtime, char **argv, bool quiet)
 {
-	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
-	struct sigaction sa = { .sa_handler = forward_signal, .sa_flags = SA_RESTART };
+	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
+	struct sigaction sa = {.sa_handler = forward_signal, .sa_flags = SA_RESTART};
 	int status;
 	pid_t pid = fork();
 
@@ -83,8 +83,7 @@ static int run_runtime(const char *runtime, char **argv, bool quiet)
 /* After a failed delete: does the runtime still know the container?  (A
  * create that never happened, e.g. the wrapper was killed, leaves a pin that
  * the engine's "delete --force" must still clean.) */
-static bool container_exists(const char *runtime, int argc, char **argv,
-			     const struct nshash_runtime_args *args)
+static bool container_exists(const char *runtime, int argc, char **argv, const struct nshash_runtime_args *args)
 {
 	char *sargv[argc + 3];
 	int n = 0;
@@ -103,7 +102,7 @@ int main(int argc, char **argv)
 	const char *policy_path = getenv("NSHASH_POLICY");
 	struct nshash_policy policy;
 	struct nshash_runtime_args args;
-	struct nshash_error err = { 0 };
+	struct nshash_error err = {0};
 	char self[PATH_MAX], runtime[PATH_MAX], hook[PATH_MAX + 16], pin[300];
 	ssize_t n;
 
@@ -126,11 +125,11 @@ int main(int argc, char **argv)
 	if (args.subcommand && (!strcmp(args.subcommand, "create") || !strcmp(args.subcommand, "run"))) {
 		struct nshash_oci_result res;
 		struct nshash_oci_opts opts = {
-			.mode = NSHASH_OCI_WRAPPER,
-			.policy = &policy,
-			.pin_name = pin,
-			.hook_path = hook,
-			.policy_path = policy_path,
+		    .mode = NSHASH_OCI_WRAPPER,
+		    .policy = &policy,
+		    .pin_name = pin,
+		    .hook_path = hook,
+		    .policy_path = policy_path,
 		};
 		if (!args.id)
 			die(NULL, "create: no container id in the arguments");
@@ -148,8 +147,8 @@ int main(int argc, char **argv)
 		if (res.action == NSHASH_OCI_SIZED)
 			nshash_log(NSHASH_LOG_INFO, args.id,
 				   "sized netns pinned at %s: requested tcp=%u udp=%u, effective tcp=%ld udp=%ld",
-				   res.pin_path, res.request.sizes.tcp, res.request.sizes.udp,
-				   res.info.tcp_entries, res.info.udp_entries);
+				   res.pin_path, res.request.sizes.tcp, res.request.sizes.udp, res.info.tcp_entries,
+				   res.info.udp_entries);
 		else if (res.action == NSHASH_OCI_WARNED)
 			nshash_log(NSHASH_LOG_WARN, args.id,
 				   "requested tcp=%u udp=%u, effective: shared global tables (onFailure warn): %s",

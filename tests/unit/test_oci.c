@@ -27,14 +27,13 @@ static int setup(void **state)
 	return 0;
 }
 
-#define CONFIG_WITH(ann, ns)                                                                       \
-	"{\"ociVersion\": \"1.0.2\", \"x-unknown\": {\"keep\": [1, 2.50, \"a/b\"]}, "              \
+#define CONFIG_WITH(ann, ns)                                                                                           \
+	"{\"ociVersion\": \"1.0.2\", \"x-unknown\": {\"keep\": [1, 2.50, \"a/b\"]}, "                                  \
 	"\"annotations\": {" ann "}, \"linux\": {\"namespaces\": [" ns "]}}"
 
-static int transform(const char *config, char **out, struct nshash_oci_result *res,
-		     struct nshash_error *err)
+static int transform(const char *config, char **out, struct nshash_oci_result *res, struct nshash_error *err)
 {
-	struct nshash_oci_opts opts = { .mode = NSHASH_OCI_PRECREATE, .policy = &policy };
+	struct nshash_oci_opts opts = {.mode = NSHASH_OCI_PRECREATE, .policy = &policy};
 	size_t len;
 	return nshash_oci_transform(config, strlen(config), &opts, out, &len, res, err);
 }
@@ -43,7 +42,7 @@ static void expect_refused(const char *config, const char *fragment)
 {
 	char *out = (char *)"untouched";
 	struct nshash_oci_result res;
-	struct nshash_error err = { 0 };
+	struct nshash_error err = {0};
 	int r = transform(config, &out, &res, &err);
 	if (r >= 0)
 		fail_msg("accepted: %s", config);
@@ -56,14 +55,14 @@ static void test_passthrough(void **state)
 {
 	(void)state;
 	const char *configs[] = {
-		CONFIG_WITH("\"org.example\": \"1\"", "{\"type\": \"network\"}"),
-		"{ \"ociVersion\" : \"1.0.2\",\n  \"weird\":   1e400 }\n",
-		CONFIG_WITH("\"io.nshash.tcp\": \"0\", \"io.nshash.udp\": \"0\"", ""),
+	    CONFIG_WITH("\"org.example\": \"1\"", "{\"type\": \"network\"}"),
+	    "{ \"ociVersion\" : \"1.0.2\",\n  \"weird\":   1e400 }\n",
+	    CONFIG_WITH("\"io.nshash.tcp\": \"0\", \"io.nshash.udp\": \"0\"", ""),
 	};
 	for (size_t i = 0; i < sizeof(configs) / sizeof(configs[0]); i++) {
 		char *out;
 		struct nshash_oci_result res;
-		struct nshash_error err = { 0 };
+		struct nshash_error err = {0};
 		assert_int_equal(transform(configs[i], &out, &res, &err), 0);
 		assert_int_equal(res.action, NSHASH_OCI_UNTOUCHED);
 		assert_string_equal(out, configs[i]); /* byte for byte */
@@ -76,10 +75,10 @@ static void test_bad_annotations(void **state)
 	(void)state;
 	const char *net = "{\"type\": \"network\"}";
 	char buf[4096];
-#define REFUSE(ann, frag)                                                                          \
-	do {                                                                                       \
-		snprintf(buf, sizeof(buf), CONFIG_WITH("%s", "%s"), ann, net);                     \
-		expect_refused(buf, frag);                                                         \
+#define REFUSE(ann, frag)                                                                                              \
+	do {                                                                                                           \
+		snprintf(buf, sizeof(buf), CONFIG_WITH("%s", "%s"), ann, net);                                         \
+		expect_refused(buf, frag);                                                                             \
 	} while (0)
 	REFUSE("\"io.nshash.tcp\": \"abc\"", "io.nshash.tcp");
 	REFUSE("\"io.nshash.tcp\": \"-1\"", "io.nshash.tcp");
@@ -89,7 +88,8 @@ static void test_bad_annotations(void **state)
 	REFUSE("\"io.nshash.udp\": \"256 512\"", "io.nshash.udp");
 	REFUSE("\"io.nshash.udp\": \"\"", "io.nshash.udp");
 	REFUSE("\"io.nshash.tcp\": 4096", "annotation io.nshash.tcp: expected a string, got int");
-	REFUSE("\"io.nshash.tpc\": \"4096\"", "unknown annotation \"io.nshash.tpc\" (known: io.nshash.tcp, io.nshash.udp)");
+	REFUSE("\"io.nshash.tpc\": \"4096\"",
+	       "unknown annotation \"io.nshash.tpc\" (known: io.nshash.tcp, io.nshash.udp)");
 	REFUSE("\"io.nshash.tcp\": \"4\\u0000096\"", "annotation io.nshash.tcp: value contains a NUL byte");
 	/* above the default cap (262144 / 16384) */
 	REFUSE("\"io.nshash.tcp\": \"1048576\"", "policy defaults");
@@ -125,7 +125,7 @@ static void test_network_entry(void **state)
 	(void)state;
 	char *out;
 	struct nshash_oci_result res;
-	struct nshash_error err = { 0 };
+	struct nshash_error err = {0};
 	const char *ann = "\"io.nshash.tcp\": \"4096\", \"io.nshash.udp\": \"1024\"";
 	char buf[2048];
 
@@ -155,7 +155,7 @@ static void test_request_parse(void **state)
 {
 	(void)state;
 	struct nshash_oci_request req;
-	struct nshash_error err = { 0 };
+	struct nshash_error err = {0};
 	const char *c = "{\"annotations\": {\"io.nshash.tcp\": \"3000\", \"other\": \"x\"}}";
 	assert_int_equal(nshash_oci_request_parse(c, strlen(c), &req, &err), 0);
 	assert_true(req.present);
@@ -170,11 +170,12 @@ static void test_state(void **state)
 {
 	(void)state;
 	struct nshash_oci_state st;
-	struct nshash_error err = { 0 };
+	struct nshash_error err = {0};
 	struct nshash_netns_info info;
 	bool warned;
-	const char *s = "{\"ociVersion\":\"1.0.2\",\"id\":\"c1\",\"status\":\"creating\",\"pid\":42,"
-			"\"bundle\":\"/nonexistent\",\"annotations\":{\"io.nshash.tcp\":\"4096\",\"io.nshash.pin\":\"p1\"}}";
+	const char *s =
+	    "{\"ociVersion\":\"1.0.2\",\"id\":\"c1\",\"status\":\"creating\",\"pid\":42,"
+	    "\"bundle\":\"/nonexistent\",\"annotations\":{\"io.nshash.tcp\":\"4096\",\"io.nshash.pin\":\"p1\"}}";
 	assert_int_equal(nshash_oci_state_parse(s, strlen(s), &st, &err), 0);
 	assert_string_equal(st.id, "c1");
 	assert_int_equal(st.pid, 42);
@@ -213,7 +214,7 @@ static void test_state_bundle(void **state)
 	(void)state;
 	char dir[] = "/tmp/nshash-oci-XXXXXX", path[128], s[256];
 	struct nshash_oci_state st;
-	struct nshash_error err = { 0 };
+	struct nshash_error err = {0};
 
 	assert_non_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/config.json", dir);
@@ -221,8 +222,10 @@ static void test_state_bundle(void **state)
 	fputs("{\"annotations\":{\"io.nshash.udp\":\"1024\",\"io.nshash.pin\":\"oci-1\"}}", f);
 	fclose(f);
 	/* podman's poststop state: its own annotations, no pid, no pin */
-	snprintf(s, sizeof(s), "{\"id\":\"c1\",\"status\":\"stopped\",\"bundle\":\"%s\","
-		 "\"annotations\":{\"io.nshash.udp\":\"1024\"}}", dir);
+	snprintf(s, sizeof(s),
+		 "{\"id\":\"c1\",\"status\":\"stopped\",\"bundle\":\"%s\","
+		 "\"annotations\":{\"io.nshash.udp\":\"1024\"}}",
+		 dir);
 	assert_int_equal(nshash_oci_state_parse(s, strlen(s), &st, &err), 0);
 	assert_string_equal(st.request.pin, "oci-1");
 	/* no annotations at all: the bundle's */
@@ -236,10 +239,10 @@ static void test_state_bundle(void **state)
 static void test_bundle_errors(void **state)
 {
 	(void)state;
-	struct nshash_oci_opts opts = { .mode = NSHASH_OCI_WRAPPER, .policy = &policy, .pin_name = "c1-0",
-					.hook_path = "/bin/true" };
+	struct nshash_oci_opts opts = {
+	    .mode = NSHASH_OCI_WRAPPER, .policy = &policy, .pin_name = "c1-0", .hook_path = "/bin/true"};
 	struct nshash_oci_result res;
-	struct nshash_error err = { 0 };
+	struct nshash_error err = {0};
 	char dir[] = "/tmp/nshash-oci-XXXXXX", path[128];
 
 	assert_true(nshash_oci_bundle_transform("/nonexistent/bundle", &opts, &res, &err) < 0);
@@ -266,50 +269,53 @@ static void test_args(void **state)
 {
 	(void)state;
 	struct nshash_runtime_args a;
-	struct nshash_error err = { 0 };
-	char *v1[] = { "w", "--root", "/run/containerd/runc/default", "--log", "/b/log.json", "--log-format",
-		       "json", "create", "--bundle", "/b", "--pid-file", "/b/init.pid", "id1", NULL };
+	struct nshash_error err = {0};
+	char *v1[] = {"w",     "--root",      "/run/containerd/runc/default",
+		      "--log", "/b/log.json", "--log-format",
+		      "json",  "create",      "--bundle",
+		      "/b",    "--pid-file",  "/b/init.pid",
+		      "id1",   NULL};
 	assert_int_equal(nshash_runtime_args_parse(13, v1, &a, &err), 0);
 	assert_string_equal(a.subcommand, "create");
 	assert_int_equal(a.subcommand_index, 7);
 	assert_string_equal(a.root, "/run/containerd/runc/default");
 	assert_string_equal(a.bundle, "/b");
 	assert_string_equal(a.id, "id1");
-	char *v2[] = { "w", "--root=/r", "--systemd-cgroup", "run", "-d", "--bundle=/x", "--console-socket",
-		       "/s", "id2", NULL };
+	char *v2[] = {"w",   "--root=/r", "--systemd-cgroup", "run", "-d", "--bundle=/x", "--console-socket", "/s",
+		      "id2", NULL};
 	assert_int_equal(nshash_runtime_args_parse(9, v2, &a, &err), 0);
 	assert_string_equal(a.root, "/r");
 	assert_string_equal(a.subcommand, "run");
 	assert_string_equal(a.bundle, "/x");
 	assert_string_equal(a.id, "id2");
 	assert_true(a.detach);
-	char *v3[] = { "w", "create", "-b", "/y", "id3", NULL };
+	char *v3[] = {"w", "create", "-b", "/y", "id3", NULL};
 	assert_int_equal(nshash_runtime_args_parse(5, v3, &a, &err), 0);
 	assert_string_equal(a.bundle, "/y");
 	assert_null(a.root);
-	char *v4[] = { "w", "-root", "/z", "create", "-bundle", "/q", "id4", NULL };
+	char *v4[] = {"w", "-root", "/z", "create", "-bundle", "/q", "id4", NULL};
 	assert_int_equal(nshash_runtime_args_parse(7, v4, &a, &err), 0);
 	assert_string_equal(a.root, "/z");
 	assert_string_equal(a.bundle, "/q");
 	assert_string_equal(a.id, "id4");
-	char *v5[] = { "w", "create", "id5", NULL }; /* bundle = cwd */
+	char *v5[] = {"w", "create", "id5", NULL}; /* bundle = cwd */
 	assert_int_equal(nshash_runtime_args_parse(3, v5, &a, &err), 0);
 	assert_null(a.bundle);
 	assert_string_equal(a.id, "id5");
-	char *v6[] = { "w", "delete", "--force", "id6", NULL };
+	char *v6[] = {"w", "delete", "--force", "id6", NULL};
 	assert_int_equal(nshash_runtime_args_parse(4, v6, &a, &err), 0);
 	assert_true(a.force);
 	assert_string_equal(a.id, "id6");
-	char *v7[] = { "w", "--version", NULL };
+	char *v7[] = {"w", "--version", NULL};
 	assert_int_equal(nshash_runtime_args_parse(2, v7, &a, &err), 0);
 	assert_null(a.subcommand);
-	char *v8[] = { "w", "create", "--bundle", NULL };
+	char *v8[] = {"w", "create", "--bundle", NULL};
 	assert_true(nshash_runtime_args_parse(3, v8, &a, &err) < 0);
 	assert_string_equal(err.msg, "create: option --bundle needs a value");
-	char *v9[] = { "w", "--root", NULL };
+	char *v9[] = {"w", "--root", NULL};
 	assert_true(nshash_runtime_args_parse(2, v9, &a, &err) < 0);
 	assert_string_equal(err.msg, "option --root needs a value");
-	char *v10[] = { "w", "state", "--bundle", "id", NULL }; /* not create: --bundle is not taken */
+	char *v10[] = {"w", "state", "--bundle", "id", NULL}; /* not create: --bundle is not taken */
 	assert_int_equal(nshash_runtime_args_parse(4, v10, &a, &err), 0);
 	assert_null(a.bundle);
 }
@@ -318,11 +324,13 @@ static void test_pin_names(void **state)
 {
 	(void)state;
 	char name[300], path[4096], longid[300];
-	struct nshash_error err = { 0 };
+	struct nshash_error err = {0};
 
-	assert_int_equal(nshash_oci_wrapper_pin_name("c1", "/run/containerd/runc/default", name, sizeof(name), &err), 0);
+	assert_int_equal(nshash_oci_wrapper_pin_name("c1", "/run/containerd/runc/default", name, sizeof(name), &err),
+			 0);
 	char other[300];
-	assert_int_equal(nshash_oci_wrapper_pin_name("c1", "/run/containerd/runc/k8s.io", other, sizeof(other), &err), 0);
+	assert_int_equal(nshash_oci_wrapper_pin_name("c1", "/run/containerd/runc/k8s.io", other, sizeof(other), &err),
+			 0);
 	assert_string_not_equal(name, other); /* same id in two namespaces */
 	assert_int_equal(strncmp(name, "c1-", 3), 0);
 	assert_int_equal(strlen(name), 3 + 8);
@@ -347,7 +355,7 @@ static void test_runtime_find(void **state)
 {
 	(void)state;
 	struct nshash_policy p = policy;
-	struct nshash_error err = { 0 };
+	struct nshash_error err = {0};
 	char out[4096];
 
 	snprintf(p.runtime, sizeof(p.runtime), "/nonexistent/runc");
@@ -368,12 +376,12 @@ static void test_runtime_find(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_passthrough),   cmocka_unit_test(test_bad_annotations),
-		cmocka_unit_test(test_cap_message),   cmocka_unit_test(test_network_entry),
-		cmocka_unit_test(test_request_parse), cmocka_unit_test(test_state),
-		cmocka_unit_test(test_state_bundle),  cmocka_unit_test(test_bundle_errors),
-		cmocka_unit_test(test_args),          cmocka_unit_test(test_pin_names),
-		cmocka_unit_test(test_runtime_find),
+	    cmocka_unit_test(test_passthrough),	  cmocka_unit_test(test_bad_annotations),
+	    cmocka_unit_test(test_cap_message),	  cmocka_unit_test(test_network_entry),
+	    cmocka_unit_test(test_request_parse), cmocka_unit_test(test_state),
+	    cmocka_unit_test(test_state_bundle),  cmocka_unit_test(test_bundle_errors),
+	    cmocka_unit_test(test_args),	  cmocka_unit_test(test_pin_names),
+	    cmocka_unit_test(test_runtime_find),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -18,13 +18,13 @@ static int parse(const char *text, struct nshash_policy *p, struct nshash_error 
 	return nshash_policy_parse(text, strlen(text), "/etc/nshash/nshash.json", p, err);
 }
 
-#define assert_error(text, fragment)                                                               \
-	do {                                                                                       \
-		struct nshash_policy p_;                                                           \
-		struct nshash_error e_ = { 0 };                                                    \
-		assert_true(parse(text, &p_, &e_) < 0);                                            \
-		if (!strstr(e_.msg, fragment))                                                     \
-			fail_msg("error \"%s\" lacks \"%s\"", e_.msg, fragment);                   \
+#define assert_error(text, fragment)                                                                                   \
+	do {                                                                                                           \
+		struct nshash_policy p_;                                                                               \
+		struct nshash_error e_ = {0};                                                                          \
+		assert_true(parse(text, &p_, &e_) < 0);                                                                \
+		if (!strstr(e_.msg, fragment))                                                                         \
+			fail_msg("error \"%s\" lacks \"%s\"", e_.msg, fragment);                                       \
 	} while (0)
 
 static void test_defaults(void **state)
@@ -48,7 +48,7 @@ static void test_all_keys(void **state)
 {
 	(void)state;
 	struct nshash_policy p;
-	struct nshash_error e = { 0 };
+	struct nshash_error e = {0};
 	const char *text = "{\n \"maxTcp\": 4096, \"maxUdp\": 1024, \"onFailure\": \"warn\",\n"
 			   " \"strategy\": \"nested\", \"stateDir\": \"/run/x\", \"runtime\": \"crun\",\n"
 			   " \"hookPath\": \"/opt/nshash-hook\", \"logFile\": \"/var/log/nshash.log\",\n"
@@ -73,7 +73,8 @@ static void test_all_keys(void **state)
 static void test_errors(void **state)
 {
 	(void)state;
-	assert_error("{\n  \"maxTcp\": 4096,\n  \"maxUdp\": ,\n}", "/etc/nshash/nshash.json: malformed JSON at line 3 column");
+	assert_error("{\n  \"maxTcp\": 4096,\n  \"maxUdp\": ,\n}",
+		     "/etc/nshash/nshash.json: malformed JSON at line 3 column");
 	assert_error("{\"maxTcp\": 4096", "malformed JSON at line 1 column 16: unexpected end of input");
 	assert_error("", "malformed JSON: empty input");
 	assert_error("{} {}", "trailing data after the document");
@@ -97,7 +98,7 @@ static void test_load(void **state)
 {
 	(void)state;
 	struct nshash_policy p;
-	struct nshash_error e = { 0 };
+	struct nshash_error e = {0};
 	char dir[] = "/tmp/nshash-policy-XXXXXX", path[64];
 
 	assert_non_null(mkdtemp(dir));
@@ -128,10 +129,10 @@ static void test_load(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_defaults),
-		cmocka_unit_test(test_all_keys),
-		cmocka_unit_test(test_errors),
-		cmocka_unit_test(test_load),
+	    cmocka_unit_test(test_defaults),
+	    cmocka_unit_test(test_all_keys),
+	    cmocka_unit_test(test_errors),
+	    cmocka_unit_test(test_load),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
