@@ -151,10 +151,15 @@ int nshash_list(const char *state_dir, struct nshash_entry **out, size_t *count,
 	return 0;
 }
 
-static int64_t file_age(const char *path, time_t now)
+/* Age of an unmounted pin file, or -1 if `path` is not one: only an empty
+ * regular file is what a creator claims before binding.  /run/netns also
+ * holds what others put there — symlinks to /proc/PID/ns/net are a common
+ * way to show a container's netns to `ip netns` — and gc must leave those
+ * alone rather than fail on them. */
+static int64_t stale_pin_age(const char *path, time_t now)
 {
 	struct stat st;
-	if (lstat(path, &st) < 0)
+	if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size != 0)
 		return -1;
 	return (int64_t)(now - st.st_mtime);
 }
@@ -187,8 +192,8 @@ int nshash_gc(const struct nshash_gc_opts *opts, struct nshash_gc_report *rep, s
 			/* An unmounted pin file: a creator died between claiming the
 			 * name and binding, or an old mount vanished.  Leave young
 			 * ones alone: a creator may be working on them right now. */
-			int64_t age = file_age(e->path, now);
-			stale = age >= opts->stale_min_age;
+			int64_t age = stale_pin_age(e->path, now);
+			stale = age >= 0 && age >= opts->stale_min_age;
 			remove = stale;
 		} else if (e->kind == NSHASH_ENTRY_TEMPLATE) {
 			remove = e->damaged ||
@@ -200,6 +205,11 @@ int nshash_gc(const struct nshash_gc_opts *opts, struct nshash_gc_report *rep, s
 		}
 		if (!opts->dry_run) {
 			r = nshash_pin_remove(e->path, err);
+			if (r == -EINVAL && stale) {
+				/* Not ours after all (something else is mounted there). */
+				rep->kept++;
+				continue;
+			}
 			if (r < 0)
 				return nshash_error_prefix(err, "gc");
 			if (e->kind == NSHASH_ENTRY_TEMPLATE) {
