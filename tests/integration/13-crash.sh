@@ -59,7 +59,7 @@ for ((i = 0; i < ITERATIONS; i++)); do
 	# Now and then someone damages a pool template: the next create for it
 	# rebuilds it under the lock, and may be killed doing so.
 	if $from_pool && [ "$strategy" = template ] && ((i % 10 == 7)) && [ -e "$STATE/templates/$tname" ]; then
-		nsenter --net="$STATE/templates/$tname" sh -c 'echo 7 >/proc/sys/net/ipv4/tcp_child_ehash_entries' &&
+		nsenter --net="$STATE/templates/$tname" sh -c 'echo 7 >/proc/sys/net/ipv4/tcp_child_ehash_entries' 2>/dev/null &&
 			rebuild=true
 	fi
 	pin=$PINS/c$i
@@ -154,10 +154,17 @@ assert_eq "" "$(for f in $left; do [ -s "$f" ] && echo "$f"; done)" "every lefto
 before_gc="$(mounted_pins "$PINS" | grep -c .) $(mounted_pins "$STATE/templates" | grep -c .)"
 # gc in a private mount namespace over an empty /run/netns: --stale-age 0
 # would otherwise race any other `ip netns add` on this host between its
-# file and its mount.
-gc_json=$(unshare -m --propagation private sh -c 'mkdir -p /run/netns && mount -t tmpfs nshash-t13 /run/netns && exec "$@"' _ \
+# file and its mount.  What others keep there is put in that /run/netns
+# too: a symlink to a netns (a common way to show a container's netns to
+# `ip netns`) and a file with data; gc must leave both and not fail.
+gc_json=$(unshare -m --propagation private sh -c 'mkdir -p /run/netns && mount -t tmpfs nshash-t13 /run/netns &&
+	ln -s /proc/1/ns/net /run/netns/foreign-link && echo data >/run/netns/foreign-file &&
+	touch -h -d "-2 hours" /run/netns/foreign-link /run/netns/foreign-file && w=$1 && shift &&
+	"$@"; rc=$?; ls /run/netns >"$w/foreign-left"; exit $rc' _ "$WORK" \
 	nshash --state-dir "$STATE" gc --stale-age 0 --json)
 assert_eq "0 $nleft" "$? $(jq .stale_removed <<<"$gc_json")" "gc --stale-age 0 exits 0 and removes exactly the $nleft stale files"
+assert_eq "foreign-file foreign-link" "$(tr '\n' ' ' <"$WORK/foreign-left" | sed 's/ $//')" \
+	"gc leaves a symlink and a non-empty file in /run/netns alone"
 assert_eq "" "$(unmounted)" "no unmounted pin file left after gc"
 assert_eq "$before_gc" "$(mounted_pins "$PINS" | grep -c .) $(mounted_pins "$STATE/templates" | grep -c .)" \
 	"gc removed no sound pin or template (pins, templates: $before_gc)"
