@@ -12,6 +12,7 @@ require_kernel_knobs
 
 D=$(mktemp -d /tmp/nshash-31.XXXXXX)
 on_exit "rm -rf '$D'"
+engines_private_build "$D"
 S=$(make_state_dir)
 on_exit "umount -l '$S/pins'"
 engines_iptables_snapshot

@@ -12,6 +12,7 @@ require_kernel_knobs
 
 D=$(mktemp -d /tmp/nshash-32.XXXXXX)
 on_exit "rm -rf '$D'"
+engines_private_build "$D"
 S=$(make_state_dir)
 on_exit "umount -l '$S/pins'"
 P=$D/policy.json

@@ -10,6 +10,7 @@ require_kernel_knobs
 
 D=$(mktemp -d /tmp/nshash-34.XXXXXX)
 on_exit "rm -rf '$D'"
+engines_private_build "$D"
 S=$(make_state_dir)
 on_exit "umount -l '$S/pins' 2>/dev/null"
 P=$D/policy.json

@@ -13,6 +13,7 @@ require_kernel_knobs
 ROUNDS=${NSHASH_CRASH_ROUNDS:-25}
 D=$(mktemp -d /tmp/nshash-35.XXXXXX)
 on_exit "rm -rf '$D'"
+engines_private_build "$D"
 S=$(make_state_dir)
 on_exit "umount -l '$S/pins' 2>/dev/null"
 P=$D/policy.json

@@ -17,6 +17,20 @@
 
 ENGINES_BUSYBOX=${ENGINES_BUSYBOX:-$(command -v busybox || echo /bin/busybox)}
 
+# engines_private_build DIR: run this test on copies of the binaries, so
+# that a `make` elsewhere rewriting build/ cannot make an exec fail
+# mid-test; BUILD and PATH point at the copies.
+engines_private_build() {
+	local d=$1/bin f
+	mkdir -p "$d"
+	for f in nshash nshash-hook nshash-runtime; do
+		[ -x "$BUILD/$f" ] && cp "$BUILD/$f" "$d/$f"
+	done
+	BUILD=$d
+	NSHASH=$d/nshash
+	export PATH=$d:$PATH
+}
+
 engines_busybox_rootfs() {
 	local d=$1 c
 	mkdir -p "$d"/{bin,etc,proc,sys,dev,tmp,run,root}
