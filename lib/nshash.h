@@ -292,7 +292,7 @@ struct nshash_oci_opts {
 enum nshash_oci_action {
 	NSHASH_OCI_UNTOUCHED = 0, /* no nshash annotations: output = input */
 	NSHASH_OCI_SIZED,         /* sized netns created, pinned, path rewritten */
-	NSHASH_OCI_ALREADY,       /* config already carries our pin: unchanged */
+	NSHASH_OCI_ALREADY,       /* its netns is our pin, or already has the sizes: unchanged */
 	NSHASH_OCI_WARNED,        /* could not size; policy warn: config unchanged */
 };
 struct nshash_oci_result {

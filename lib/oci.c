@@ -354,6 +354,9 @@ int nshash_oci_transform(const char *config, size_t len, const struct nshash_oci
 		bool mine = opts->mode == NSHASH_OCI_PRECREATE || !opts->pin_name ||
 			    !strcmp(res->request.pin, opts->pin_name) || !strncmp(res->request.pin, "oci-", 4);
 		if (mine && nshash_pin_is_netns(res->pin_path, err) == 1) {
+			struct nshash_error ierr;
+			if (nshash_inspect_path(res->pin_path, &res->info, &ierr) < 0)
+				memset(&res->info, 0, sizeof(res->info));
 			res->action = NSHASH_OCI_ALREADY;
 			r = dup_out(config, len, out, out_len, err);
 			goto out;
@@ -364,6 +367,19 @@ int nshash_oci_transform(const char *config, size_t len, const struct nshash_oci
 		res->pin_path[0] = '\0';
 	}
 	if (path) {
+		/* Sized before us (`nshash create` + --network ns:, the nshash
+		 * CNI plugin first in the chain): nothing to do if it has what
+		 * was asked for. */
+		struct nshash_error ierr;
+		struct nshash_netns_info info;
+		if (nshash_inspect_path(path, &info, &ierr) == 0 &&
+		    nshash_verify(&info, res->request.sizes, path, &ierr) == 0) {
+			res->info = info;
+			snprintf(res->pin_path, sizeof(res->pin_path), "%s", path);
+			res->action = NSHASH_OCI_ALREADY;
+			r = dup_out(config, len, out, out_len, err);
+			goto out;
+		}
 		snprintf(res->warning, sizeof(res->warning), "network namespace %.300s already exists: %s", path,
 			 PATH_EXISTS_HINT);
 		if (policy->on_failure == NSHASH_ON_FAILURE_WARN) {
@@ -632,6 +648,12 @@ int nshash_oci_verify(const struct nshash_oci_state *state, const struct nshash_
 	}
 	snprintf(what, sizeof(what), "container %s", state->id);
 	r = nshash_verify(info, state->request.sizes, what, err);
+	if (r == -NSHASH_E_FALLBACK && nshash_info_sizes(info).tcp == 0 && nshash_info_sizes(info).udp == 0) {
+		char tmp[sizeof(err->msg)];
+		snprintf(tmp, sizeof(tmp), "%.800s; or nothing sized it (no nshash precreate hook or nshash-runtime?)",
+			 err->msg);
+		memcpy(err->msg, tmp, sizeof(tmp));
+	}
 	if (r < 0 && policy->on_failure == NSHASH_ON_FAILURE_WARN &&
 	    (r == -NSHASH_E_MISMATCH || r == -NSHASH_E_FALLBACK)) {
 		*warned = true;

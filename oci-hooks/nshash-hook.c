@@ -103,7 +103,10 @@ static int precreate(const struct nshash_policy *policy, const char *in, size_t 
 			   res.request.sizes.tcp, res.request.sizes.udp, res.warning);
 		break;
 	case NSHASH_OCI_ALREADY:
-		nshash_log(NSHASH_LOG_INFO, who, "config already uses pin %s", res.pin_path);
+		nshash_log(NSHASH_LOG_INFO, who,
+			   "netns %s is already sized: requested tcp=%u udp=%u, effective tcp=%ld udp=%ld",
+			   res.pin_path, res.request.sizes.tcp, res.request.sizes.udp, res.info.tcp_entries,
+			   res.info.udp_entries);
 		break;
 	case NSHASH_OCI_UNTOUCHED:
 		break;

@@ -149,6 +149,11 @@ int main(int argc, char **argv)
 				   "sized netns pinned at %s: requested tcp=%u udp=%u, effective tcp=%ld udp=%ld",
 				   res.pin_path, res.request.sizes.tcp, res.request.sizes.udp, res.info.tcp_entries,
 				   res.info.udp_entries);
+		else if (res.action == NSHASH_OCI_ALREADY)
+			nshash_log(NSHASH_LOG_INFO, args.id,
+				   "netns %s is already sized: requested tcp=%u udp=%u, effective tcp=%ld udp=%ld",
+				   res.pin_path, res.request.sizes.tcp, res.request.sizes.udp, res.info.tcp_entries,
+				   res.info.udp_entries);
 		else if (res.action == NSHASH_OCI_WARNED)
 			nshash_log(NSHASH_LOG_WARN, args.id,
 				   "requested tcp=%u udp=%u, effective: shared global tables (onFailure warn): %s",

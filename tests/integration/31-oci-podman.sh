@@ -79,6 +79,7 @@ out=$(podman run --rm --network none --annotation io.nshash.tcp=4096 $IMG true 2
 rc=$?
 [ $rc -ne 0 ] && pass "verify: container refused (exit $rc)" || fail "verify: container started"
 assert_contains "$out" "tcp size 4096 requested (effective 4096), kernel gave the shared table" "verify names requested and actual sizes"
+assert_contains "$out" "or nothing sized it (no nshash precreate hook or nshash-runtime?)" "verify names the likelier cause too"
 engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/nshash.log\", \"onFailure\": \"warn\"}"
 out=$(podman run --rm --network none --annotation io.nshash.tcp=4096 $IMG sh -c "$SHOW" 2>/dev/null)
 assert_eq "$GLOBAL 1" "$out" "onFailure warn: starts on the shared tables"
@@ -123,5 +124,12 @@ on_exit "nshash delete nshash-t31"
 nshash --state-dir "$S" create --tcp 8192 --udp 256 nshash-t31 >/dev/null
 out=$(podman run --rm --network ns:/run/netns/nshash-t31 $IMG sh -c "$SHOW")
 assert_eq "8192 256 1" "$out" "the named alternative works: --network ns: with nshash create"
+: >"$D/nshash.log"
+out=$(podman run --rm --network ns:/run/netns/nshash-t31 --annotation io.nshash.tcp=8192 --annotation io.nshash.udp=200 $IMG sh -c "$SHOW" 2>&1)
+assert_eq "8192 256 1" "$out" "--network ns: of an already sized netns with matching annotations: accepted"
+assert_contains "$(cat "$D/nshash.log")" "netns /run/netns/nshash-t31 is already sized: requested tcp=8192 udp=200, effective tcp=8192 udp=256" "logged as already sized"
+assert_eq "" "$(ls "$S/pins")" "no pin of ours for it"
+out=$(podman run --rm --network ns:/run/netns/nshash-t31 --annotation io.nshash.tcp=4096 $IMG true 2>&1)
+assert_contains "$out" "network namespace /run/netns/nshash-t31 already exists" "--network ns: with other sizes: refused"
 nshash delete nshash-t31 >/dev/null 2>&1
 assert_host_untouched
