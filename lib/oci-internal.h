@@ -9,11 +9,11 @@ struct json_object;
 
 /* Parse one JSON document; errors give "SOURCE: malformed JSON at line L
  * column C: why". */
-int nshash_json_parse_text(const char *text, size_t len, const char *source, struct json_object **out,
-			   struct nshash_error *err);
-int nshash_read_file(const char *path, size_t max, char **out, size_t *out_len, struct nshash_error *err);
-void nshash_text_position(const char *text, size_t len, size_t offset, unsigned *line, unsigned *col);
+int nsh_json_parse_text(const char *text, size_t len, const char *source, struct json_object **out,
+			struct nshash_error *err);
+int nsh_read_file(const char *path, size_t max, char **out, size_t *out_len, struct nshash_error *err);
+void nsh_text_position(const char *text, size_t len, size_t offset, unsigned *line, unsigned *col);
 /* true when a path has a ".." component */
-bool nshash_path_has_dotdot(const char *path);
+bool nsh_path_has_dotdot(const char *path);
 
 #endif

@@ -140,7 +140,7 @@ static int request_from_annotations(struct json_object *ann, struct nshash_oci_r
 int nshash_oci_request_parse(const char *json, size_t len, struct nshash_oci_request *req, struct nshash_error *err)
 {
 	struct json_object *doc, *ann = NULL;
-	int r = nshash_json_parse_text(json, len, "config", &doc, err);
+	int r = nsh_json_parse_text(json, len, "config", &doc, err);
 
 	if (r < 0)
 		return r;
@@ -289,7 +289,7 @@ int nshash_oci_transform(const char *config, size_t len, const struct nshash_oci
 	memset(res, 0, sizeof(*res));
 	*out = NULL;
 	*out_len = 0;
-	r = nshash_json_parse_text(config, len, "config", &doc, err);
+	r = nsh_json_parse_text(config, len, "config", &doc, err);
 	if (r < 0)
 		return r;
 	if (!json_object_is_type(doc, json_type_object)) {
@@ -521,7 +521,7 @@ int nshash_oci_bundle_transform(const char *bundle, const struct nshash_oci_opts
 		return nshash_error_set(err, errno, "bundle %s: %s", bundle, strerror(errno));
 	if (!S_ISDIR(st.st_mode))
 		return nshash_error_set(err, ENOTDIR, "bundle %s: not a directory", bundle);
-	r = nshash_read_file(path, CONFIG_MAX_BYTES, &text, &len, err);
+	r = nsh_read_file(path, CONFIG_MAX_BYTES, &text, &len, err);
 	if (r < 0)
 		return nshash_error_prefix(err, "bundle %s", bundle), r;
 	if (fstatat(AT_FDCWD, path, &st, 0) < 0) {
@@ -554,7 +554,7 @@ int nshash_oci_state_parse(const char *json, size_t len, struct nshash_oci_state
 	int r;
 
 	memset(state, 0, sizeof(*state));
-	r = nshash_json_parse_text(json, len, "state", &doc, err);
+	r = nsh_json_parse_text(json, len, "state", &doc, err);
 	if (r < 0)
 		return r;
 	r = -EINVAL;
@@ -597,7 +597,7 @@ int nshash_oci_state_parse(const char *json, size_t len, struct nshash_oci_state
 		char path[4200], *text;
 		size_t tlen;
 		snprintf(path, sizeof(path), "%s/config.json", state->bundle);
-		r = nshash_read_file(path, CONFIG_MAX_BYTES, &text, &tlen, err);
+		r = nsh_read_file(path, CONFIG_MAX_BYTES, &text, &tlen, err);
 		if (r == 0) {
 			r = nshash_oci_request_parse(text, tlen, &state->request, err);
 			free(text);
@@ -615,7 +615,7 @@ int nshash_oci_state_parse(const char *json, size_t len, struct nshash_oci_state
 		struct nshash_oci_request breq;
 		struct nshash_error ignored;
 		snprintf(path, sizeof(path), "%s/config.json", state->bundle);
-		if (nshash_read_file(path, CONFIG_MAX_BYTES, &text, &tlen, &ignored) == 0) {
+		if (nsh_read_file(path, CONFIG_MAX_BYTES, &text, &tlen, &ignored) == 0) {
 			if (nshash_oci_request_parse(text, tlen, &breq, &ignored) == 0)
 				memcpy(state->request.pin, breq.pin, sizeof(breq.pin));
 			free(text);

@@ -34,7 +34,7 @@ const char *nshash_on_failure_name(enum nshash_on_failure on_failure)
 	return on_failure == NSHASH_ON_FAILURE_WARN ? "warn" : "fail";
 }
 
-bool nshash_path_has_dotdot(const char *path)
+bool nsh_path_has_dotdot(const char *path)
 {
 	for (const char *p = path; (p = strstr(p, "..")); p += 2)
 		if ((p == path || p[-1] == '/') && (p[2] == '\0' || p[2] == '/'))
@@ -43,7 +43,7 @@ bool nshash_path_has_dotdot(const char *path)
 }
 
 /* 1-based line and column of byte `offset` in `text`. */
-void nshash_text_position(const char *text, size_t len, size_t offset, unsigned *line, unsigned *col)
+void nsh_text_position(const char *text, size_t len, size_t offset, unsigned *line, unsigned *col)
 {
 	*line = 1;
 	*col = 1;
@@ -57,8 +57,8 @@ void nshash_text_position(const char *text, size_t len, size_t offset, unsigned 
 	}
 }
 
-int nshash_json_parse_text(const char *text, size_t len, const char *source, struct json_object **out,
-			   struct nshash_error *err)
+int nsh_json_parse_text(const char *text, size_t len, const char *source, struct json_object **out,
+			struct nshash_error *err)
 {
 	struct json_tokener *tok;
 	struct json_object *obj;
@@ -81,12 +81,12 @@ int nshash_json_parse_text(const char *text, size_t len, const char *source, str
 		json_tokener_free(tok);
 		if (len == 0 || strspn(text, " \t\r\n") == len)
 			return nshash_error_set(err, EINVAL, "%s: malformed JSON: empty input", source);
-		nshash_text_position(text, len, len, &line, &col);
+		nsh_text_position(text, len, len, &line, &col);
 		return nshash_error_set(err, EINVAL, "%s: malformed JSON at line %u column %u: unexpected end of input",
 					source, line, col);
 	}
 	if (!obj || jerr != json_tokener_success) {
-		nshash_text_position(text, len, end, &line, &col);
+		nsh_text_position(text, len, end, &line, &col);
 		nshash_error_set(err, EINVAL, "%s: malformed JSON at line %u column %u: %s", source, line, col,
 				 json_tokener_error_desc(jerr));
 		json_object_put(obj);
@@ -95,7 +95,7 @@ int nshash_json_parse_text(const char *text, size_t len, const char *source, str
 	}
 	json_tokener_free(tok);
 	if (strspn(text + end, " \t\r\n") != len - end) {
-		nshash_text_position(text, len, end, &line, &col);
+		nsh_text_position(text, len, end, &line, &col);
 		json_object_put(obj);
 		return nshash_error_set(err, EINVAL,
 					"%s: malformed JSON at line %u column %u: trailing data after the document",
@@ -105,7 +105,7 @@ int nshash_json_parse_text(const char *text, size_t len, const char *source, str
 	return 0;
 }
 
-int nshash_read_file(const char *path, size_t max, char **out, size_t *out_len, struct nshash_error *err)
+int nsh_read_file(const char *path, size_t max, char **out, size_t *out_len, struct nshash_error *err)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -169,7 +169,7 @@ static int policy_string(struct json_object *val, const char *source, const char
 					dstlen - 1);
 	if (absolute && s[0] != '/')
 		return nshash_error_set(err, EINVAL, "%s: key \"%s\": \"%s\" is not an absolute path", source, key, s);
-	if (absolute && nshash_path_has_dotdot(s))
+	if (absolute && nsh_path_has_dotdot(s))
 		return nshash_error_set(err, EINVAL, "%s: key \"%s\": \"%s\" contains \"..\"", source, key, s);
 	snprintf(dst, dstlen, "%s", s);
 	return 0;
@@ -196,7 +196,7 @@ int nshash_policy_parse(const char *text, size_t len, const char *source, struct
 
 	nshash_policy_defaults(&p);
 	snprintf(p.source, sizeof(p.source), "%s", source);
-	r = nshash_json_parse_text(text, len, source, &root, err);
+	r = nsh_json_parse_text(text, len, source, &root, err);
 	if (r < 0)
 		return r;
 	if (!json_object_is_type(root, json_type_object)) {
@@ -273,7 +273,7 @@ int nshash_policy_load(const char *path, struct nshash_policy *policy, struct ns
 		path = NSHASH_DEFAULT_POLICY_PATH;
 	if (path[0] != '/')
 		return nshash_error_set(err, EINVAL, "policy file \"%s\": not an absolute path", path);
-	r = nshash_read_file(path, POLICY_MAX_BYTES, &text, &len, err);
+	r = nsh_read_file(path, POLICY_MAX_BYTES, &text, &len, err);
 	if (r == -ENOENT) {
 		nshash_policy_defaults(policy);
 		snprintf(policy->source, sizeof(policy->source), "defaults (%s absent)", path);
