@@ -5,15 +5,19 @@
 # Every helper registers its cleanup with on_exit.  See
 # /work/shared/docs/runtimes.md for why each workaround exists.
 #
+#   engines_private_build DIR             run on copies of build/ binaries (BUILD, PATH)
 #   engines_busybox_rootfs DIR            busybox-static rootfs in DIR
 #   engines_runc_bundle DIR ARGS...        DIR/rootfs + DIR/config.json (runc spec) running ARGS
+#   engines_bundle_annotate DIR K=V...    add annotations to DIR/config.json
 #   engines_crun ARGS...                  crun with the hybrid-cgroup workaround
 #   engines_crun_ns CMD ARGS...           any command (e.g. nshash-runtime) in that namespace
-#   engines_podman_setup DIR [LINES]      private containers.conf/storage.conf, image localhost/nshash-busybox
+#   engines_podman_setup DIR [LINES]      private containers.conf/storage.conf, image localhost/nshash-busybox;
+#                                         LINES go at the end of containers.conf, after [engine]
 #   engines_hooks_dir DIR POLICY [STAGES] the shipped hooks.d files pointing at build/ and POLICY
 #   engines_containerd_start DIR [ENV..]  private containerd; exports CONTAINERD_ADDRESS
-#   engines_iptables_snapshot             remember chains/ip_forward; restored at exit
+#   engines_iptables_snapshot             remember chains, links, ip_forward; restored at exit
 #   engines_policy FILE JSON              write a policy file
+#   engines_pins_left STATE_DIR           nsfs mounts under STATE_DIR/pins
 
 ENGINES_BUSYBOX=${ENGINES_BUSYBOX:-$(command -v busybox || echo /bin/busybox)}
 
