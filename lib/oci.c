@@ -335,15 +335,16 @@ int nshash_oci_transform(const char *config, size_t len, const struct nshash_oci
 		path = json_object_get_string(path_obj);
 
 	if (res->request.pin[0]) {
-		/* Already transformed (e.g. podman's hook, then nshash-runtime
-		 * as its runtime, or a retried create): accept only our own pin. */
+		/* Already transformed (podman's hook, then nshash-runtime as its
+		 * runtime, or a retried create): accept only our own pin.  podman
+		 * hands precreate the spec from its database, which never holds
+		 * our pin: there it can only come from the user. */
 		r = nshash_oci_pin_path(policy, res->request.pin, res->pin_path, sizeof(res->pin_path), err);
 		if (r < 0)
 			goto out;
-		if (!path || strcmp(path, res->pin_path) != 0) {
+		if (opts->mode == NSHASH_OCI_PRECREATE || !path || strcmp(path, res->pin_path) != 0) {
 			r = nshash_error_set(err, EINVAL,
-					     "annotation %s=%s is set by nshash itself; it does not match this "
-					     "config's network namespace path",
+					     "annotation %s=%s is set by nshash itself and cannot be given",
 					     NSHASH_ANNOTATION_PIN, res->request.pin);
 			goto out;
 		}
@@ -351,8 +352,8 @@ int nshash_oci_transform(const char *config, size_t len, const struct nshash_oci
 		 * as its runtime) or of this very container is used as is; the
 		 * pin of another container (a bundle reused under a new id) is
 		 * not shared: size afresh. */
-		bool mine = opts->mode == NSHASH_OCI_PRECREATE || !opts->pin_name ||
-			    !strcmp(res->request.pin, opts->pin_name) || !strncmp(res->request.pin, "oci-", 4);
+		bool mine = !opts->pin_name || !strcmp(res->request.pin, opts->pin_name) ||
+			    !strncmp(res->request.pin, "oci-", 4);
 		if (mine && nshash_pin_is_netns(res->pin_path, err) == 1) {
 			struct nshash_error ierr;
 			if (nshash_inspect_path(res->pin_path, &res->info, &ierr) < 0)

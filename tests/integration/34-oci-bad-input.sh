@@ -76,8 +76,10 @@ expect_hook "pin annotation with NUL" 'annotation io.nshash.pin: value contains 
 long=$(printf 'a%.0s' $(seq 300))
 expect_hook "pin annotation very long" "io.nshash.pin \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...\": longer than 255 characters" \
 	precreate "$(cfg "\"io.nshash.tcp\": \"4096\", \"io.nshash.pin\": \"$long\"")"
-expect_hook "pin annotation naming another pin" "annotation io.nshash.pin=victim is set by nshash itself; it does not match this config's network namespace path" \
+expect_hook "pin annotation naming another pin" "annotation io.nshash.pin=victim is set by nshash itself and cannot be given" \
 	precreate "$(cfg '"io.nshash.tcp": "4096", "io.nshash.pin": "victim"')"
+expect_hook "pin annotation with the matching path (joining another container's pin)" "annotation io.nshash.pin=victim is set by nshash itself and cannot be given" \
+	precreate "{\"annotations\": {\"io.nshash.tcp\": \"4096\", \"io.nshash.pin\": \"victim\"}, \"linux\": {\"namespaces\": [{\"type\": \"network\", \"path\": \"$S/pins/victim\"}]}}"
 
 # ---- verify and poststop (state on stdin)
 expect_hook "verify: state without pid" 'state of c1 has no pid: cannot verify its network namespace (is this hook installed for createRuntime/prestart?)' \
