@@ -310,6 +310,9 @@ struct nshash_oci_result {
 int nshash_oci_transform(const char *config, size_t len, const struct nshash_oci_opts *opts,
 			 char **out, size_t *out_len, struct nshash_oci_result *result,
 			 struct nshash_error *err);
+/* One log line for what a transform did (nothing for UNTOUCHED): requested
+ * and effective sizes, the pin or the warning. */
+void nshash_oci_log_result(const char *who, const struct nshash_oci_result *result);
 /* The same on BUNDLE/config.json, rewritten atomically (temp file + rename,
  * same mode) only when changed. */
 int nshash_oci_bundle_transform(const char *bundle, const struct nshash_oci_opts *opts,

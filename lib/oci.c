@@ -469,6 +469,31 @@ out:
 	return r;
 }
 
+void nshash_oci_log_result(const char *who, const struct nshash_oci_result *res)
+{
+	const struct nshash_sizes *rq = &res->request.sizes;
+
+	switch (res->action) {
+	case NSHASH_OCI_SIZED:
+		nshash_log(NSHASH_LOG_INFO, who,
+			   "sized netns pinned at %s: requested tcp=%u udp=%u, effective tcp=%ld udp=%ld",
+			   res->pin_path, rq->tcp, rq->udp, res->info.tcp_entries, res->info.udp_entries);
+		break;
+	case NSHASH_OCI_ALREADY:
+		nshash_log(NSHASH_LOG_INFO, who,
+			   "netns %s is already sized: requested tcp=%u udp=%u, effective tcp=%ld udp=%ld",
+			   res->pin_path, rq->tcp, rq->udp, res->info.tcp_entries, res->info.udp_entries);
+		break;
+	case NSHASH_OCI_WARNED:
+		nshash_log(NSHASH_LOG_WARN, who,
+			   "requested tcp=%u udp=%u, effective: shared global tables (onFailure warn): %s", rq->tcp,
+			   rq->udp, res->warning);
+		break;
+	case NSHASH_OCI_UNTOUCHED:
+		break;
+	}
+}
+
 static int write_atomic(const char *path, const char *data, size_t len, mode_t mode, struct nshash_error *err)
 {
 	char tmp[4096];
@@ -549,6 +574,22 @@ out:
 
 /* ------------------------------------------------------------ state */
 
+/* The request in BUNDLE/config.json's annotations. */
+static int bundle_request(const char *bundle, struct nshash_oci_request *req, struct nshash_error *err)
+{
+	char path[4200], *text;
+	size_t len;
+	int r;
+
+	snprintf(path, sizeof(path), "%s/config.json", bundle);
+	r = nsh_read_file(path, CONFIG_MAX_BYTES, &text, &len, err);
+	if (r < 0)
+		return r;
+	r = nshash_oci_request_parse(text, len, req, err);
+	free(text);
+	return r;
+}
+
 int nshash_oci_state_parse(const char *json, size_t len, struct nshash_oci_state *state, struct nshash_error *err)
 {
 	struct json_object *doc, *v, *ann = NULL;
@@ -595,14 +636,7 @@ int nshash_oci_state_parse(const char *json, size_t len, struct nshash_oci_state
 			nshash_error_prefix(err, "state of %s", state->id);
 	} else if (state->bundle[0]) {
 		/* older runtimes leave annotations out of the state */
-		char path[4200], *text;
-		size_t tlen;
-		snprintf(path, sizeof(path), "%s/config.json", state->bundle);
-		r = nsh_read_file(path, CONFIG_MAX_BYTES, &text, &tlen, err);
-		if (r == 0) {
-			r = nshash_oci_request_parse(text, tlen, &state->request, err);
-			free(text);
-		}
+		r = bundle_request(state->bundle, &state->request, err);
 		if (r < 0)
 			nshash_error_prefix(err, "state of %s: bundle", state->id);
 	} else {
@@ -611,16 +645,10 @@ int nshash_oci_state_parse(const char *json, size_t len, struct nshash_oci_state
 	if (r == 0 && !state->request.pin[0] && state->bundle[0]) {
 		/* podman hands hooks its own copy of the annotations, not the
 		 * config the precreate hook returned: the pin is in the bundle. */
-		char path[4200], *text;
-		size_t tlen;
 		struct nshash_oci_request breq;
 		struct nshash_error ignored;
-		snprintf(path, sizeof(path), "%s/config.json", state->bundle);
-		if (nsh_read_file(path, CONFIG_MAX_BYTES, &text, &tlen, &ignored) == 0) {
-			if (nshash_oci_request_parse(text, tlen, &breq, &ignored) == 0)
-				memcpy(state->request.pin, breq.pin, sizeof(breq.pin));
-			free(text);
-		}
+		if (bundle_request(state->bundle, &breq, &ignored) == 0)
+			memcpy(state->request.pin, breq.pin, sizeof(breq.pin));
 	}
 out:
 	json_object_put(doc);

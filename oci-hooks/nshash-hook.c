@@ -91,26 +91,7 @@ static int precreate(const struct nshash_policy *policy, const char *in, size_t 
 		return 1;
 	}
 	free(out);
-	switch (res.action) {
-	case NSHASH_OCI_SIZED:
-		nshash_log(NSHASH_LOG_INFO, who,
-			   "sized netns pinned at %s: requested tcp=%u udp=%u, effective tcp=%ld udp=%ld", res.pin_path,
-			   res.request.sizes.tcp, res.request.sizes.udp, res.info.tcp_entries, res.info.udp_entries);
-		break;
-	case NSHASH_OCI_WARNED:
-		nshash_log(NSHASH_LOG_WARN, who,
-			   "requested tcp=%u udp=%u, effective: shared global tables (onFailure warn): %s",
-			   res.request.sizes.tcp, res.request.sizes.udp, res.warning);
-		break;
-	case NSHASH_OCI_ALREADY:
-		nshash_log(NSHASH_LOG_INFO, who,
-			   "netns %s is already sized: requested tcp=%u udp=%u, effective tcp=%ld udp=%ld",
-			   res.pin_path, res.request.sizes.tcp, res.request.sizes.udp, res.info.tcp_entries,
-			   res.info.udp_entries);
-		break;
-	case NSHASH_OCI_UNTOUCHED:
-		break;
-	}
+	nshash_oci_log_result(who, &res);
 	return 0;
 }
 

@@ -144,20 +144,7 @@ int main(int argc, char **argv)
 		}
 		if (nshash_oci_bundle_transform(args.bundle ? args.bundle : ".", &opts, &res, &err) < 0)
 			die(args.id, err.msg);
-		if (res.action == NSHASH_OCI_SIZED)
-			nshash_log(NSHASH_LOG_INFO, args.id,
-				   "sized netns pinned at %s: requested tcp=%u udp=%u, effective tcp=%ld udp=%ld",
-				   res.pin_path, res.request.sizes.tcp, res.request.sizes.udp, res.info.tcp_entries,
-				   res.info.udp_entries);
-		else if (res.action == NSHASH_OCI_ALREADY)
-			nshash_log(NSHASH_LOG_INFO, args.id,
-				   "netns %s is already sized: requested tcp=%u udp=%u, effective tcp=%ld udp=%ld",
-				   res.pin_path, res.request.sizes.tcp, res.request.sizes.udp, res.info.tcp_entries,
-				   res.info.udp_entries);
-		else if (res.action == NSHASH_OCI_WARNED)
-			nshash_log(NSHASH_LOG_WARN, args.id,
-				   "requested tcp=%u udp=%u, effective: shared global tables (onFailure warn): %s",
-				   res.request.sizes.tcp, res.request.sizes.udp, res.warning);
+		nshash_oci_log_result(args.id, &res);
 		if (!strcmp(args.subcommand, "run") && res.action == NSHASH_OCI_SIZED) {
 			/* runc run can fail before the container exists (bad rootfs):
 			 * then no poststop runs.  Stay around to clean up. */
