@@ -10,12 +10,7 @@ source "$(dirname "$0")/../lib/engines.sh"
 require_root
 require_kernel_knobs
 
-D=$(mktemp -d /tmp/nshash-30.XXXXXX)
-on_exit "${KEEP:+: }rm -rf '$D'"
-engines_private_build "$D"
-S=$(make_state_dir)
-on_exit "umount -l '$S/pins'"
-P=$D/policy.json
+engines_oci_setup
 engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/nshash.log\"}"
 ROOT=$D/runc-root
 on_exit "for c in \$(runc --root '$ROOT' list -q 2>/dev/null); do runc --root '$ROOT' delete -f \$c; done"

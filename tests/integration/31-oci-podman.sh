@@ -10,13 +10,8 @@ source "$(dirname "$0")/../lib/engines.sh"
 require_root
 require_kernel_knobs
 
-D=$(mktemp -d /tmp/nshash-31.XXXXXX)
-on_exit "rm -rf '$D'"
-engines_private_build "$D"
-S=$(make_state_dir)
-on_exit "umount -l '$S/pins'"
+engines_oci_setup
 engines_iptables_snapshot
-P=$D/policy.json
 engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/nshash.log\"}"
 engines_hooks_dir "$D/hooks" "$P"
 # conmon_env_vars: how the policy reaches nshash-runtime when podman runs it

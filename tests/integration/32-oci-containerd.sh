@@ -10,12 +10,7 @@ source "$(dirname "$0")/../lib/engines.sh"
 require_root
 require_kernel_knobs
 
-D=$(mktemp -d /tmp/nshash-32.XXXXXX)
-on_exit "rm -rf '$D'"
-engines_private_build "$D"
-S=$(make_state_dir)
-on_exit "umount -l '$S/pins'"
-P=$D/policy.json
+engines_oci_setup
 engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/nshash.log\"}"
 engines_iptables_snapshot
 engines_busybox_rootfs "$D/rootfs"

@@ -11,12 +11,7 @@ require_kernel_knobs
 
 N=${NSHASH_CONCURRENCY:-20}
 PAIRS=("1024 128" "4096 1024" "16384 2048" "65536 4096")
-D=$(mktemp -d /tmp/nshash-33.XXXXXX)
-on_exit "rm -rf '$D'"
-engines_private_build "$D"
-S=$(make_state_dir)
-on_exit "umount -l '$S/pins'"
-P=$D/policy.json
+engines_oci_setup
 engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/nshash.log\"}"
 engines_hooks_dir "$D/hooks" "$P"
 engines_podman_setup "$D/podman" "hooks_dir = [\"$D/hooks\"]" || cannot_run "podman setup failed"

@@ -8,12 +8,7 @@ source "$(dirname "$0")/../lib/engines.sh"
 require_root
 require_kernel_knobs
 
-D=$(mktemp -d /tmp/nshash-34.XXXXXX)
-on_exit "rm -rf '$D'"
-engines_private_build "$D"
-S=$(make_state_dir)
-on_exit "umount -l '$S/pins' 2>/dev/null"
-P=$D/policy.json
+engines_oci_setup
 engines_policy "$P" "{\"stateDir\": \"$S\"}"
 H=$BUILD/nshash-hook
 state_listing() { (cd "$S" && find . | sort | tr '\n' ' '); echo "mounts=$(count_pins_under "$S/")"; }

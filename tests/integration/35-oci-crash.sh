@@ -11,12 +11,7 @@ require_root
 require_kernel_knobs
 
 ROUNDS=${NSHASH_CRASH_ROUNDS:-25}
-D=$(mktemp -d /tmp/nshash-35.XXXXXX)
-on_exit "rm -rf '$D'"
-engines_private_build "$D"
-S=$(make_state_dir)
-on_exit "umount -l '$S/pins' 2>/dev/null"
-P=$D/policy.json
+engines_oci_setup
 engines_policy "$P" "{\"stateDir\": \"$S\"}"
 ROOT=$D/runc-root
 on_exit "for c in \$(runc --root '$ROOT' list -q 2>/dev/null); do runc --root '$ROOT' delete -f \$c; done"

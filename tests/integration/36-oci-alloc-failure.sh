@@ -12,11 +12,7 @@ require_kernel_knobs
 MEMROOT=/sys/fs/cgroup/memory
 [ -e "$MEMROOT/memory.oom_control" ] || cannot_run "no cgroup-v1 memory controller at $MEMROOT"
 
-D=$(mktemp -d /tmp/nshash-36.XXXXXX)
-on_exit "rm -rf '$D'"
-engines_private_build "$D"
-S=$(make_state_dir)
-on_exit "umount -l '$S/pins' 2>/dev/null"
+engines_oci_setup
 BIG=16777216
 parent_rel=$(awk -F: '$2 == "memory" {print $3}' /proc/self/cgroup)
 PARENT=$MEMROOT${parent_rel%/}

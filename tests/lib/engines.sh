@@ -5,6 +5,7 @@
 # Every helper registers its cleanup with on_exit.  See
 # /work/shared/docs/runtimes.md for why each workaround exists.
 #
+#   engines_oci_setup                     D (temp dir), S (state dir), P (policy path), private binaries
 #   engines_private_build DIR             run on copies of build/ binaries (BUILD, PATH)
 #   engines_busybox_rootfs DIR            busybox-static rootfs in DIR
 #   engines_runc_bundle DIR ARGS...        DIR/rootfs + DIR/config.json (runc spec) running ARGS
@@ -20,6 +21,18 @@
 #   engines_pins_left STATE_DIR           nsfs mounts under STATE_DIR/pins
 
 ENGINES_BUSYBOX=${ENGINES_BUSYBOX:-$(command -v busybox || echo /bin/busybox)}
+
+# engines_oci_setup: what every OCI test starts with.  D = a private temp dir
+# (removed at exit), the binaries copied there, S = a private state dir
+# (its pins dir unmounted at exit), P = $D/policy.json (not written).
+engines_oci_setup() {
+	D=$(mktemp -d "/tmp/nshash-$T_NAME.XXXXXX")
+	on_exit "${KEEP:+: }rm -rf '$D'"
+	engines_private_build "$D"
+	S=$(make_state_dir)
+	on_exit "umount -l '$S/pins' 2>/dev/null"
+	P=$D/policy.json
+}
 
 # engines_private_build DIR: run this test on copies of the binaries, so
 # that a `make` elsewhere rewriting build/ cannot make an exec fail
