@@ -33,8 +33,8 @@ static const char usage_text[] =
 	"                 unmount and remove pins (succeeds if already gone)\n"
 	"  gc [--max-idle SECONDS] [--stale-age SECONDS] [--dry-run]\n"
 	"                 remove damaged templates, templates unused for --max-idle\n"
-	"                 (default 3600) and pin files a crash left unmounted (older\n"
-	"                 than --stale-age, default 60)\n"
+	"                 (default 3600), pin files a crash left unmounted and container\n"
+	"                 pins no process uses (older than --stale-age, default 60)\n"
 	"  check          can this host work? kernel knobs, privileges, state dir\n"
 	"\n"
 	"Options:\n"
@@ -342,12 +342,14 @@ static int cmd_gc(struct cli *c, int argc, char **argv)
 		json_object *j = json_object_new_object();
 		json_object_object_add(j, "templates_removed", json_object_new_int64((int64_t)rep.templates_removed));
 		json_object_object_add(j, "stale_removed", json_object_new_int64((int64_t)rep.stale_removed));
+		json_object_object_add(j, "orphans_removed", json_object_new_int64((int64_t)rep.orphans_removed));
 		json_object_object_add(j, "kept", json_object_new_int64((int64_t)rep.kept));
 		json_object_object_add(j, "dry_run", json_object_new_boolean(c->dry_run));
 		print_json(j);
 	} else {
-		printf("%s%zu template(s), %zu stale pin file(s); kept %zu\n", c->dry_run ? "would remove " : "removed ",
-		       rep.templates_removed, rep.stale_removed, rep.kept);
+		printf("%s%zu template(s), %zu stale pin file(s), %zu orphaned container pin(s); kept %zu\n",
+		       c->dry_run ? "would remove " : "removed ", rep.templates_removed, rep.stale_removed,
+		       rep.orphans_removed, rep.kept);
 	}
 	return EXIT_OK;
 }

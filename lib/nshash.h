@@ -213,12 +213,14 @@ int nshash_list(const char *state_dir, struct nshash_entry **out, size_t *count,
 struct nshash_gc_opts {
 	const char *state_dir;
 	int64_t template_max_idle; /* seconds; templates unused longer are removed; <0 never */
-	int64_t stale_min_age;     /* seconds; unmounted pin files older than this go */
+	int64_t stale_min_age;     /* seconds; unmounted pin files, and container pins
+				    * no process uses, older than this go */
 	bool dry_run;
 };
 struct nshash_gc_report {
 	size_t templates_removed;
-	size_t stale_removed;
+	size_t stale_removed;   /* unmounted pin files a creator left */
+	size_t orphans_removed; /* container pins no process uses (a crashed hook or wrapper) */
 	size_t kept;
 };
 int nshash_gc(const struct nshash_gc_opts *opts, struct nshash_gc_report *report,

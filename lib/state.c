@@ -223,5 +223,11 @@ int nshash_gc(const struct nshash_gc_opts *opts, struct nshash_gc_report *rep, s
 		else
 			rep->templates_removed++;
 	}
+	/* Container pins whose hook or wrapper died before handing them on. */
+	r = nshash_oci_gc_orphans(state_dir, opts->stale_min_age, opts->dry_run, &rep->orphans_removed, err);
+	if (r < 0)
+		return nshash_error_prefix(err, "gc");
+	if (rep->kept >= rep->orphans_removed)
+		rep->kept -= rep->orphans_removed;
 	return 0;
 }

@@ -84,7 +84,8 @@ _cleanup_state_dirs() {
 }
 cleanup_state_dir() {
 	local d=$1 m
-	awk -v d="$d" '$9 == "nsfs" && index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r | while read -r m; do umount -l "$m"; done
+	# Every mount under it: pins (nsfs) and the shared bind mounts of pin dirs.
+	awk -v d="$d" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r | while read -r m; do umount -l "$m"; done
 	rm -rf "$d"
 }
 
