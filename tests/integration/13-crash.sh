@@ -20,8 +20,10 @@ RANDOM=$SEED
 echo "# seed $SEED (NSHASH_SEED=$SEED replays the same choices)"
 POOL=(4096:4096 100:1000 65536:128) # pairs whose templates exist after a while
 STATE=$(make_state_dir)
-PINS=$STATE/pins
-mkdir "$PINS"
+# The pins live outside the state dir: its pins/ is the container pins' dir,
+# whose unused pins `nshash gc` removes as orphans.
+PINS=$(mktemp -d /run/nshash-t13-pins.XXXXXX)
+on_exit "cleanup_state_dir '$PINS'"
 WORK=$(mktemp -d /tmp/nshash-t13.XXXXXX)
 on_exit "rm -rf '$WORK'"
 use_nshash_snapshot "$WORK"
@@ -146,21 +148,21 @@ unmounted() { # files under pins/ and templates/ that are not mounted pins
 left=$(unmounted)
 nleft=$(grep -c . <<<"$left")
 echo "# $nleft unmounted pin files left by killed creators ($(grep -c "^$STATE/templates/" <<<"$left") of them template names)"
-stray=$(find "$STATE" -mindepth 1 \( -path "$PINS" -o -path "$PINS/*" -o -path "$STATE/templates" -o -path "$STATE/templates/*" -o -path "$STATE/lock" \) -prune -o -print)
-assert_eq "" "$stray" "nothing outside pins/, templates/ and the lock"
+stray=$(find "$STATE" -mindepth 1 \( -path "$STATE/templates" -o -path "$STATE/templates/*" -o -path "$STATE/lock" \) -prune -o -print)
+assert_eq "" "$stray" "nothing in the state dir but templates/ and the lock"
 assert_eq "" "$(grep -v -e "^$PINS/c[0-9]*\$" -e "^$STATE/templates/tcp[0-9]*-udp[0-9]*\$" <<<"$left")" \
 	"every leftover file is a pin or template name a creator was claiming"
 assert_eq "" "$(for f in $left; do [ -s "$f" ] && echo "$f"; done)" "every leftover file is empty (a claimed name, never data)"
 before_gc="$(mounted_pins "$PINS" | grep -c .) $(mounted_pins "$STATE/templates" | grep -c .)"
-# gc in a private mount namespace over an empty /run/netns: --stale-age 0
-# would otherwise race any other `ip netns add` on this host between its
-# file and its mount.  What others keep there is put in that /run/netns
-# too: a symlink to a netns (a common way to show a container's netns to
-# `ip netns`) and a file with data; gc must leave both and not fail.
-gc_json=$(unshare -m --propagation private sh -c 'mkdir -p /run/netns && mount -t tmpfs nshash-t13 /run/netns &&
+# gc in a private mount namespace where /run/netns is the test's pin dir:
+# --stale-age 0 would otherwise race any other `ip netns add` on this host
+# between its file and its mount.  What others keep in /run/netns is put
+# there too: a symlink to a netns (a common way to show a container's netns
+# to `ip netns`) and a file with data; gc must leave both and not fail.
+gc_json=$(unshare -m --propagation private sh -c 'mkdir -p /run/netns && mount --rbind "$2" /run/netns &&
 	ln -s /proc/1/ns/net /run/netns/foreign-link && echo data >/run/netns/foreign-file &&
-	touch -h -d "-2 hours" /run/netns/foreign-link /run/netns/foreign-file && w=$1 && shift &&
-	"$@"; rc=$?; ls /run/netns >"$w/foreign-left"; exit $rc' _ "$WORK" \
+	touch -h -d "-2 hours" /run/netns/foreign-link /run/netns/foreign-file && w=$1 && shift 2 &&
+	"$@"; rc=$?; ls /run/netns | grep foreign- >"$w/foreign-left"; rm -f /run/netns/foreign-*; exit $rc' _ "$WORK" "$PINS" \
 	nshash --state-dir "$STATE" gc --stale-age 0 --json)
 assert_eq "0 $nleft" "$? $(jq .stale_removed <<<"$gc_json")" "gc --stale-age 0 exits 0 and removes exactly the $nleft stale files"
 assert_eq "foreign-file foreign-link" "$(tr '\n' ' ' <"$WORK/foreign-left" | sed 's/ $//')" \

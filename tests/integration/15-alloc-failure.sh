@@ -11,8 +11,6 @@ source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/hard.sh"
 require_root
 require_kernel_knobs
-MEMROOT=/sys/fs/cgroup/memory
-[ -e "$MEMROOT/memory.oom_control" ] || cannot_run "no cgroup-v1 memory controller at $MEMROOT"
 command -v jq >/dev/null || cannot_run "jq needed"
 
 P=nshash-t15-$$
@@ -21,21 +19,8 @@ STATE_CTL=$(make_state_dir) # the control, outside the cgroup
 STATE=$(make_state_dir)     # everything built inside the cgroup
 on_exit "remove_run_netns_prefix $P-"
 
-# The cgroup: a child of our own memory cgroup, so nothing escapes a limit
-# we are under.
-parent_rel=$(awk -F: '$2 == "memory" {print $3}' /proc/self/cgroup)
-PARENT=$MEMROOT${parent_rel%/}
-CG=$PARENT/$P
-remove_cgroup() {
-	local p
-	[ -d "$CG" ] || return 0
-	for p in $(cat "$CG/cgroup.procs" 2>/dev/null); do echo "$p" >"$PARENT/cgroup.procs"; done
-	rmdir "$CG"
-}
-on_exit remove_cgroup
-mkdir "$CG" || cannot_run "cannot create memory cgroup $CG"
-echo 32M >"$CG/memory.limit_in_bytes" || cannot_run "cannot limit $CG to 32M"
-echo 1 >"$CG/memory.oom_control" || cannot_run "cannot turn the OOM killer off in $CG"
+make_memcg "$P" 32M
+CG=$MEMCG
 assert_eq "oom_kill_disable 1" "$(head -1 "$CG/memory.oom_control")" "cgroup $CG: 32M, OOM killer off"
 
 # Control: without the cgroup the same request is served, so what follows
@@ -62,8 +47,7 @@ in_cgroup_create() {
 	shift
 	fail_before=$(cat "$CG/memory.failcnt")
 	since=$(dmesg_last_ts)
-	err=$(timeout 60 sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' _ "$CG" \
-		nshash --state-dir "$STATE" create "$@" 2>&1 >/dev/null)
+	err=$(in_memcg nshash --state-dir "$STATE" create "$@" 2>&1 >/dev/null)
 	rc=$?
 	case $rc in
 	1)
@@ -104,7 +88,7 @@ in_cgroup_create "template, tcp and udp" --tcp $BIG --udp 65536 "$P-c"
 in_cgroup_create "nested" --strategy nested --tcp $BIG "$P-d"
 
 # The cgroup goes; the template it built serves the size outside it.
-remove_cgroup
+remove_memcg
 assert_eq "" "$([ -d "$CG" ] && echo "still there")" "cgroup $CG removed"
 out=$(nshash --state-dir "$STATE" create --tcp $BIG --json "$P-after" 2>&1)
 assert_eq "0 $BIG true" "$? $(jq -r '"\(.tcp.entries) \(.tcp.own)"' <<<"$out" 2>/dev/null)" \

@@ -9,25 +9,10 @@ source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/engines.sh"
 require_root
 require_kernel_knobs
-MEMROOT=/sys/fs/cgroup/memory
-[ -e "$MEMROOT/memory.oom_control" ] || cannot_run "no cgroup-v1 memory controller at $MEMROOT"
 
 engines_oci_setup
 BIG=16777216
-parent_rel=$(awk -F: '$2 == "memory" {print $3}' /proc/self/cgroup)
-PARENT=$MEMROOT${parent_rel%/}
-CG=$PARENT/nshash-t36-$$
-remove_cgroup() {
-	local p
-	[ -d "$CG" ] || return 0
-	for p in $(cat "$CG/cgroup.procs" 2>/dev/null); do echo "$p" >"$PARENT/cgroup.procs"; done
-	rmdir "$CG"
-}
-on_exit remove_cgroup
-mkdir "$CG" || cannot_run "cannot create memory cgroup $CG"
-echo 32M >"$CG/memory.limit_in_bytes" || cannot_run "cannot limit $CG to 32M"
-echo 1 >"$CG/memory.oom_control" || cannot_run "cannot turn the OOM killer off in $CG"
-in_cgroup() { timeout 60 sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' _ "$CG" "$@"; }
+make_memcg "nshash-t36-$$" 32M
 policy() { engines_policy "$D/policy.json" "{\"stateDir\": \"$S\", \"maxTcp\": $BIG, \"onFailure\": \"$1\"}"; }
 cfg="{\"ociVersion\": \"1.0.2\", \"annotations\": {\"io.nshash.tcp\": \"$BIG\"}, \"linux\": {\"namespaces\": [{\"type\": \"network\"}]}}"
 printf '%s' "$cfg" >"$D/cfg.json"
@@ -40,7 +25,7 @@ assert_eq "$BIG" "$(nsenter --net="$pin" cat /proc/sys/net/ipv4/tcp_ehash_entrie
 nshash delete "$pin" >/dev/null
 
 # onFailure fail
-in_cgroup nshash-hook precreate --policy "$D/policy.json" <"$D/cfg.json" >"$D/out" 2>"$D/err"
+in_memcg nshash-hook precreate --policy "$D/policy.json" <"$D/cfg.json" >"$D/out" 2>"$D/err"
 assert_eq 1 $? "fail: the hook exits 1"
 assert_contains "$(cat "$D/err")" "tcp size $BIG requested (effective $BIG), kernel gave the shared table" "fail: the fallback is named"
 assert_contains "$(cat "$D/err")" "(allocation failed?)" "fail: with its likely cause"
@@ -49,7 +34,7 @@ assert_eq "" "$(ls "$S/pins")" "fail: no pin"
 
 # onFailure warn
 policy warn
-in_cgroup nshash-hook precreate --policy "$D/policy.json" <"$D/cfg.json" >"$D/out" 2>"$D/err"
+in_memcg nshash-hook precreate --policy "$D/policy.json" <"$D/cfg.json" >"$D/out" 2>"$D/err"
 assert_eq 0 $? "warn: the hook exits 0"
 assert_eq "$cfg" "$(cat "$D/out")" "warn: the config passes through byte for byte (runtime makes a shared netns)"
 assert_contains "$(cat "$D/err")" "warning: hostname (none): requested tcp=$BIG udp=0, effective: shared global tables (onFailure warn)" "warn: the warning says so"
@@ -60,7 +45,7 @@ policy fail
 engines_runc_bundle "$D/b" /bin/true
 engines_bundle_annotate "$D/b" io.nshash.tcp=$BIG
 sum=$(sha256sum <"$D/b/config.json")
-out=$(NSHASH_POLICY=$D/policy.json in_cgroup nshash-runtime --root "$D/runc-root" create --bundle "$D/b" t36 2>&1 </dev/null)
+out=$(NSHASH_POLICY=$D/policy.json in_memcg nshash-runtime --root "$D/runc-root" create --bundle "$D/b" t36 2>&1 </dev/null)
 assert_eq 1 $? "wrapper, fail: exit 1"
 assert_contains "$out" "kernel gave the shared table" "wrapper, fail: the fallback is named"
 assert_eq "$sum" "$(sha256sum <"$D/b/config.json")" "wrapper, fail: config.json unchanged"

@@ -9,23 +9,15 @@
 . "$(dirname "$0")/../lib/cni.sh"
 require_root
 require_kernel_knobs
-MEMCG=/sys/fs/cgroup/memory
-[ -w "$MEMCG/cgroup.procs" ] || cannot_run "no cgroup-v1 memory controller at $MEMCG"
-
 D=$(make_state_dir)
-CG=$MEMCG/nshash-test52-$$
-mkdir "$CG" || cannot_run "cannot create $CG"
-on_exit "rmdir '$CG'"
-echo 32M >"$CG/memory.limit_in_bytes"
-echo 1 >"$CG/memory.oom_control"
+make_memcg "nshash-test52-$$" 32M
 
 # cni_call inside the cgroup
 cni_call_limited() { # ONFAILURE
 	local errf
 	errf=$(mktemp)
 	CNI_OUT=$(printf '{"cniVersion":"1.0.0","name":"n","type":"nshash","tcp":16777216,"onFailure":"%s"}' "$1" |
-		timeout 30 sh -c 'echo $$ >"$1/cgroup.procs" && exec env CNI_COMMAND=ADD CNI_CONTAINERID=c52 CNI_NETNS="$2" CNI_IFNAME=eth0 "$3"' \
-			sh "$CG" "$D/pin" "$CNI_PLUGIN" 2>"$errf")
+		in_memcg env CNI_COMMAND=ADD CNI_CONTAINERID=c52 CNI_NETNS="$D/pin" CNI_IFNAME=eth0 "$CNI_PLUGIN" 2>"$errf")
 	CNI_RC=$?
 	CNI_ERR=$(cat "$errf")
 	rm -f "$errf"

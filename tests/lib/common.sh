@@ -94,3 +94,26 @@ HOST_KNOBS_AT_START=$(host_knobs 2>/dev/null || echo "")
 assert_host_untouched() {
 	assert_eq "$HOST_KNOBS_AT_START" "$(host_knobs)" "host *_child_* knobs unchanged ($HOST_KNOBS_AT_START)"
 }
+
+# A cgroup-v1 memory cgroup limited to LIMIT with the OOM killer off (the
+# kernel's allocation fallback, kernel.md), a child of our own memory cgroup
+# so nothing escapes a limit we are under.  Sets MEMCG; removed at exit with
+# any process still in it moved back out.  `in_memcg CMD...` runs CMD in it.
+make_memcg() { # NAME LIMIT
+	local root=/sys/fs/cgroup/memory rel
+	[ -e "$root/memory.oom_control" ] || cannot_run "no cgroup-v1 memory controller at $root"
+	rel=$(awk -F: '$2 == "memory" {print $3}' /proc/self/cgroup)
+	MEMCG_PARENT=$root${rel%/}
+	MEMCG=$MEMCG_PARENT/$1
+	mkdir "$MEMCG" || cannot_run "cannot create memory cgroup $MEMCG"
+	on_exit remove_memcg
+	echo "$2" >"$MEMCG/memory.limit_in_bytes" || cannot_run "cannot limit $MEMCG to $2"
+	echo 1 >"$MEMCG/memory.oom_control" || cannot_run "cannot turn the OOM killer off in $MEMCG"
+}
+remove_memcg() {
+	local p
+	[ -d "${MEMCG:-}" ] || return 0
+	for p in $(cat "$MEMCG/cgroup.procs" 2>/dev/null); do echo "$p" >"$MEMCG_PARENT/cgroup.procs"; done
+	rmdir "$MEMCG"
+}
+in_memcg() { timeout 60 sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' _ "$MEMCG" "$@"; }
