@@ -204,41 +204,26 @@ cni_oci_image() {
 # state dir, sandbox image localhost/nshash-pause:latest (imported here).
 # Exports CRI_SOCK (and CONTAINERD_ADDRESS for ctr -n k8s.io).
 cni_containerd_cri_start() {
-	local d=$1 i
-	mkdir -p "$d"/{root,state,net.d,cni-bin,image}
-	cat >"$d/config.toml" <<-EOF
-		version = 2
-		root = "$d/root"
-		state = "$d/state"
-		[grpc]
-		  address = "$d/containerd.sock"
-		[ttrpc]
-		  address = "$d/containerd.sock.ttrpc"
-		[debug]
-		  address = "$d/debug.sock"
-		[plugins."io.containerd.grpc.v1.cri"]
-		  sandbox_image = "localhost/nshash-pause:latest"
-		  netns_mounts_under_state_dir = true
-		  # no CAP_SYS_RESOURCE on these machines: the sandbox's -998 would fail
-		  restrict_oom_score_adj = true
-		  [plugins."io.containerd.grpc.v1.cri".containerd]
-		    default_runtime_name = "runc"
-		    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-		      runtime_type = "io.containerd.runc.v2"
-		  [plugins."io.containerd.grpc.v1.cri".cni]
-		    bin_dir = "$d/cni-bin"
-		    conf_dir = "$d/net.d"
-		    max_conf_num = 1
-	EOF
-	containerd --config "$d/config.toml" >"$d/containerd.log" 2>&1 &
-	CNI_CONTAINERD_PID=$!
-	export CONTAINERD_ADDRESS=$d/containerd.sock CRI_SOCK=$d/containerd.sock
-	on_exit "engines_containerd_stop '$d' $CNI_CONTAINERD_PID"
-	for i in $(seq 100); do
-		ctr version >/dev/null 2>&1 && break
-		sleep 0.1
-	done
-	ctr version >/dev/null 2>&1 || { echo "# containerd did not start: $(tail -5 "$d/containerd.log")" >&2; return 1; }
+	local d=$1
+	mkdir -p "$d"/{net.d,cni-bin,image}
+	engines_containerd_start "$d" --cri "$(
+		cat <<-EOF
+			[plugins."io.containerd.grpc.v1.cri"]
+			  sandbox_image = "localhost/nshash-pause:latest"
+			  netns_mounts_under_state_dir = true
+			  # no CAP_SYS_RESOURCE on these machines: the sandbox's -998 would fail
+			  restrict_oom_score_adj = true
+			  [plugins."io.containerd.grpc.v1.cri".containerd]
+			    default_runtime_name = "runc"
+			    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+			      runtime_type = "io.containerd.runc.v2"
+			  [plugins."io.containerd.grpc.v1.cri".cni]
+			    bin_dir = "$d/cni-bin"
+			    conf_dir = "$d/net.d"
+			    max_conf_num = 1
+		EOF
+	)" || return 1
+	export CRI_SOCK=$d/containerd.sock
 	cni_oci_image "$d/image" localhost/nshash-pause:latest /bin/sleep 1000000 &&
 		ctr -n k8s.io images import "$d/image/image.tar" >/dev/null
 }

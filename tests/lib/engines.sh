@@ -144,25 +144,25 @@ engines_hooks_dir() {
 
 # ---------------------------------------------------------------- containerd
 
-# engines_containerd_start DIR [VAR=VALUE...]: a private containerd (root,
-# state, sockets under DIR; CRI off) with extra environment for it and its
-# shims (e.g. NSHASH_POLICY=...).  Exports CONTAINERD_ADDRESS for ctr.
+# engines_containerd_start DIR [--cri TOML] [VAR=VALUE...]: a private
+# containerd (root, state, sockets under DIR) with extra environment for it
+# and its shims (e.g. NSHASH_POLICY=...).  CRI is off unless --cri gives its
+# plugin configuration.  Exports CONTAINERD_ADDRESS for ctr.
 engines_containerd_start() {
-	local d=$1 i
+	local d=$1 i cri=""
 	shift
+	if [ "${1:-}" = --cri ]; then
+		cri=$2
+		shift 2
+	fi
 	mkdir -p "$d"/{root,state}
-	cat >"$d/config.toml" <<-EOF
-		version = 2
-		root = "$d/root"
-		state = "$d/state"
-		disabled_plugins = ["io.containerd.grpc.v1.cri"]
-		[grpc]
-		  address = "$d/containerd.sock"
-		[ttrpc]
-		  address = "$d/containerd.sock.ttrpc"
-		[debug]
-		  address = "$d/debug.sock"
-	EOF
+	{
+		printf 'version = 2\nroot = "%s"\nstate = "%s"\n' "$d/root" "$d/state"
+		[ -n "$cri" ] || echo 'disabled_plugins = ["io.containerd.grpc.v1.cri"]'
+		printf '[grpc]\n  address = "%s"\n[ttrpc]\n  address = "%s"\n[debug]\n  address = "%s"\n' \
+			"$d/containerd.sock" "$d/containerd.sock.ttrpc" "$d/debug.sock"
+		printf '%s\n' "$cri"
+	} >"$d/config.toml"
 	env "$@" containerd --config "$d/config.toml" >"$d/containerd.log" 2>&1 &
 	ENGINES_CONTAINERD_PID=$!
 	disown "$ENGINES_CONTAINERD_PID" # a bare `wait` in the test must not wait for it
