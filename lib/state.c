@@ -169,11 +169,10 @@ int nshash_gc(const struct nshash_gc_opts *opts, struct nshash_gc_report *rep, s
 	const char *state_dir = nsh_state_dir(opts->state_dir);
 	memset(rep, 0, sizeof(*rep));
 	struct stat st;
-	if (stat(state_dir, &st) < 0 && errno == ENOENT) {
-		/* Nothing of ours exists; still look at /run/netns. */
-	}
 	cleanup_close int lockfd = -1;
 	int r = 0;
+	/* Without a state dir there is nothing of ours to lock; /run/netns is
+	 * still looked at. */
 	if (stat(state_dir, &st) == 0) {
 		r = nsh_lock_state(state_dir, &lockfd, err);
 		if (r < 0)
@@ -199,17 +198,12 @@ int nshash_gc(const struct nshash_gc_opts *opts, struct nshash_gc_report *rep, s
 			remove = e->damaged ||
 				 (opts->template_max_idle >= 0 && now - e->last_used >= opts->template_max_idle);
 		}
-		if (!remove) {
-			rep->kept++;
+		if (!remove)
 			continue;
-		}
 		if (!opts->dry_run) {
 			r = nshash_pin_remove(e->path, err);
-			if (r == -EINVAL && stale) {
-				/* Not ours after all (something else is mounted there). */
-				rep->kept++;
-				continue;
-			}
+			if (r == -EINVAL && stale)
+				continue; /* not ours after all (something else is mounted there) */
 			if (r < 0)
 				return nshash_error_prefix(err, "gc");
 			if (e->kind == NSHASH_ENTRY_TEMPLATE) {
@@ -227,7 +221,6 @@ int nshash_gc(const struct nshash_gc_opts *opts, struct nshash_gc_report *rep, s
 	r = nshash_oci_gc_orphans(state_dir, opts->stale_min_age, opts->dry_run, &rep->orphans_removed, err);
 	if (r < 0)
 		return nshash_error_prefix(err, "gc");
-	if (rep->kept >= rep->orphans_removed)
-		rep->kept -= rep->orphans_removed;
+	rep->kept = n - rep->templates_removed - rep->stale_removed - rep->orphans_removed;
 	return 0;
 }

@@ -15,7 +15,7 @@
 #   engines_podman_setup DIR [LINES]      private containers.conf/storage.conf, image localhost/nshash-busybox;
 #                                         LINES go at the end of containers.conf, after [engine]
 #   engines_hooks_dir DIR POLICY          the shipped hooks.d files pointing at build/ and POLICY
-#   engines_containerd_start DIR [ENV..]  private containerd; exports CONTAINERD_ADDRESS
+#   engines_containerd_start DIR [--cri TOML] [ENV..]  private containerd; exports CONTAINERD_ADDRESS
 #   engines_iptables_snapshot             remember chains, links, ip_forward; restored at exit
 #   engines_policy FILE JSON              write a policy file
 #   engines_pins_left STATE_DIR           nsfs mounts under STATE_DIR/pins
