@@ -47,6 +47,9 @@ int nsh_fd_is_netns(int fd);
 /* pin.c: bind-mount the netns behind nsfd onto an existing file; -errno. */
 int nsh_bind_fd(int nsfd, const char *path);
 
+/* probe.c: "kernel R has no net.ipv4.X (needs Linux V)", EOPNOTSUPP. */
+int nsh_knob_missing(enum nshash_proto proto, const char *release, struct nshash_error *err);
+
 /* link.c */
 int nsh_loopback_up(struct nshash_error *err);
 

@@ -29,8 +29,7 @@ static int set_child_knobs(struct nshash_sizes eff, struct nshash_error *err)
 		if (r == -ENOENT) {
 			struct nshash_probe p;
 			nshash_probe(&p, NULL);
-			return nshash_error_set(err, EOPNOTSUPP, "kernel %s has no net.ipv4.%s (needs Linux %s)",
-						p.release, knob[i], i ? "6.2" : "6.1");
+			return nsh_knob_missing(i ? NSHASH_UDP : NSHASH_TCP, p.release, err);
 		}
 		if (r < 0)
 			return nshash_error_set(err, r, "set net.ipv4.%s=%u in the private parent: %s", knob[i], val[i],

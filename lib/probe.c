@@ -40,14 +40,18 @@ int nshash_probe(struct nshash_probe *p, struct nshash_error *err)
 	return 0;
 }
 
+int nsh_knob_missing(enum nshash_proto proto, const char *release, struct nshash_error *err)
+{
+	return nshash_error_set(err, EOPNOTSUPP, "kernel %s has no net.ipv4.%s (needs Linux %s)", release,
+				proto == NSHASH_TCP ? NSH_TCP_CHILD : NSH_UDP_CHILD, proto == NSHASH_TCP ? "6.1" : "6.2");
+}
+
 int nshash_probe_require(const struct nshash_probe *p, struct nshash_sizes req, struct nshash_error *err)
 {
 	if (req.tcp && !p->has_tcp_knob)
-		return nshash_error_set(err, EOPNOTSUPP,
-					"kernel %s has no net.ipv4." NSH_TCP_CHILD " (needs Linux 6.1)", p->release);
+		return nsh_knob_missing(NSHASH_TCP, p->release, err);
 	if (req.udp && !p->has_udp_knob)
-		return nshash_error_set(err, EOPNOTSUPP,
-					"kernel %s has no net.ipv4." NSH_UDP_CHILD " (needs Linux 6.2)", p->release);
+		return nsh_knob_missing(NSHASH_UDP, p->release, err);
 	if (!p->cap_sys_admin)
 		return nshash_error_set(err, EPERM,
 					"missing CAP_SYS_ADMIN (needed to create, enter and pin network namespaces)");
