@@ -209,8 +209,9 @@ static int template_build(const char *state_dir, const struct template_ref *t, s
 	return 0;
 }
 
-/* Returns an fd on a template known (now) to be a netns; *locked_rebuild
- * asks for a rebuild even if the pin looks fine (damaged knobs). */
+/* Returns an fd on a template known (now) to be a netns; force_rebuild
+ * asks for a rebuild even if the pin looks fine (its knobs were found
+ * damaged), unless another creator rebuilt it while we waited for the lock. */
 static int template_get(const char *state_dir, const struct template_ref *t, struct nshash_sizes eff, int home,
 			bool force_rebuild, int *tfd, struct nshash_error *err)
 {
@@ -226,8 +227,13 @@ static int template_get(const char *state_dir, const struct template_ref *t, str
 	/* Someone else may have built it while we waited for the lock. */
 	*tfd = template_open(t);
 	if (*tfd >= 0 && force_rebuild) {
-		int ok = nsh_netns_enter(*tfd, t->path, err) == 0 && child_knobs_are(eff);
-		nsh_netns_return(home, err);
+		bool ok = nsh_netns_enter(*tfd, t->path, err) == 0 && child_knobs_are(eff);
+		r = nsh_netns_return(home, err);
+		if (r < 0) {
+			close(*tfd);
+			*tfd = -1;
+			return r;
+		}
 		if (ok)
 			return 0;
 		close(*tfd);
