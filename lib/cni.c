@@ -551,23 +551,12 @@ int nshash_cni_occupancy(const char *path, struct nshash_cni_occupancy *occ, str
 	}
 	if_freenameindex(ifs);
 
-	DIR *d = opendir("/proc");
-	if (!d)
-		return nshash_error_set(err, errno, "open /proc: %s", strerror(errno));
-	struct dirent *de;
-	pid_t self = getpid();
-	while ((de = readdir(d))) {
-		if (!isdigit((unsigned char)de->d_name[0]))
-			continue;
-		pid_t pid = (pid_t)atoi(de->d_name);
-		if (pid == self)
-			continue;
-		char p[64];
-		struct stat st;
-		snprintf(p, sizeof(p), "/proc/%d/ns/net", (int)pid);
-		if (stat(p, &st) < 0 || st.st_ino != ns.st_ino || st.st_dev != ns.st_dev)
-			continue;
+	pid_t pid = nsh_netns_user(ns.st_dev, ns.st_ino);
+	if (pid < 0)
+		return nshash_error_set(err, -pid, "look for processes in %s: /proc: %s", path, strerror(-pid));
+	if (pid > 0) {
 		occ->pid = pid;
+		char p[64];
 		snprintf(p, sizeof(p), "/proc/%d/comm", (int)pid);
 		FILE *f = fopen(p, "re");
 		if (f) {
@@ -575,9 +564,7 @@ int nshash_cni_occupancy(const char *path, struct nshash_cni_occupancy *occ, str
 				occ->comm[strcspn(occ->comm, "\n")] = '\0';
 			fclose(f);
 		}
-		break;
 	}
-	closedir(d);
 	return 0;
 }
 

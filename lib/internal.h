@@ -43,6 +43,9 @@ int nsh_netns_return(int home, struct nshash_error *err);
  * derived limits (slower in a fresh netns). */
 int nsh_read_info_here(struct nshash_netns_info *info, bool full, struct nshash_error *err);
 int nsh_fd_is_netns(int fd);
+/* A process (not this one) whose netns is the nsfs inode dev:ino; 0 if none,
+ * -errno if /proc cannot be read. */
+pid_t nsh_netns_user(dev_t dev, ino_t ino);
 
 /* pin.c: bind-mount the netns behind nsfd onto an existing file; -errno. */
 int nsh_bind_fd(int nsfd, const char *path);

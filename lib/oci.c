@@ -4,6 +4,7 @@
  * pin it, point the config's network namespace entry at it), OCI state
  * parsing, verification, cleanup, runc-style argv parsing and logging. */
 #include "nshash.h"
+#include "internal.h"
 #include "oci-internal.h"
 
 #include <errno.h>
@@ -877,27 +878,6 @@ static void runtime_log(const char *log_path, const char *log_format, const char
 
 #include <dirent.h>
 
-static bool netns_in_use(dev_t dev, ino_t ino)
-{
-	DIR *proc = opendir("/proc");
-	struct dirent *de;
-	bool used = false;
-
-	if (!proc)
-		return true; /* cannot tell: keep */
-	while (!used && (de = readdir(proc))) {
-		char path[300];
-		struct stat st;
-		if (de->d_name[0] < '1' || de->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/ns/net", de->d_name);
-		if (stat(path, &st) == 0 && st.st_ino == ino && st.st_dev == dev)
-			used = true;
-	}
-	closedir(proc);
-	return used;
-}
-
 int nshash_oci_gc_orphans(const char *state_dir, int64_t min_age, bool dry_run, size_t *removed,
 			  struct nshash_error *err)
 {
@@ -927,8 +907,8 @@ int nshash_oci_gc_orphans(const char *state_dir, int64_t min_age, bool dry_run, 
 			continue;
 		if (min_age > 0 && now - st.st_ctime < min_age)
 			continue;
-		if (netns_in_use(st.st_dev, st.st_ino))
-			continue;
+		if (nsh_netns_user(st.st_dev, st.st_ino) != 0)
+			continue; /* used, or cannot tell: keep */
 		if (!dry_run) {
 			r = nshash_pin_remove(path, err);
 			if (r < 0)
