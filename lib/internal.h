@@ -47,6 +47,8 @@ int nsh_fd_is_netns(int fd);
  * -errno if /proc cannot be read. */
 pid_t nsh_netns_user(dev_t dev, ino_t ino);
 
+/* pin.c: create PATH empty with O_EXCL ("WHAT PATH: already exists"). */
+int nsh_pin_claim(const char *path, const char *what, struct nshash_error *err);
 /* pin.c: bind-mount the netns behind nsfd onto an existing file; -errno. */
 int nsh_bind_fd(int nsfd, const char *path);
 

@@ -367,13 +367,9 @@ int nshash_netns_create(const struct nshash_create_opts *opts, const char *pin_p
 			return nshash_error_prefix(err, "create netns %s", pin_path);
 	}
 	/* Claim the name first (fail fast on a duplicate); the bind comes last. */
-	int pfd = open(pin_path, O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
-	if (pfd < 0) {
-		if (errno == EEXIST)
-			return nshash_error_set(err, EEXIST, "create netns %s: already exists", pin_path);
-		return nshash_error_set(err, errno, "create netns %s: %s", pin_path, strerror(errno));
-	}
-	close(pfd);
+	r = nsh_pin_claim(pin_path, "create netns", err);
+	if (r < 0)
+		return r;
 	cleanup_close int nsfd = -1;
 	r = nshash_netns_new(opts, &nsfd, info, err);
 	if (r < 0) {

@@ -107,16 +107,24 @@ int nsh_bind_fd(int nsfd, const char *path)
 	return mount(src, path, "none", MS_BIND, NULL) < 0 ? -errno : 0;
 }
 
-int nshash_pin_fd(int nsfd, const char *path, struct nshash_error *err)
+int nsh_pin_claim(const char *path, const char *what, struct nshash_error *err)
 {
 	int fd = open(path, O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
 	if (fd < 0) {
 		if (errno == EEXIST)
-			return nshash_error_set(err, EEXIST, "pin %s: already exists", path);
-		return nshash_error_set(err, errno, "create pin %s: %s", path, strerror(errno));
+			return nshash_error_set(err, EEXIST, "%s %s: already exists", what, path);
+		return nshash_error_set(err, errno, "%s %s: %s", what, path, strerror(errno));
 	}
 	close(fd);
-	int r = nsh_bind_fd(nsfd, path);
+	return 0;
+}
+
+int nshash_pin_fd(int nsfd, const char *path, struct nshash_error *err)
+{
+	int r = nsh_pin_claim(path, "create pin", err);
+	if (r < 0)
+		return r;
+	r = nsh_bind_fd(nsfd, path);
 	if (r < 0) {
 		unlink(path);
 		return nshash_error_set(err, r, "bind network namespace onto %s: %s", path, strerror(-r));
