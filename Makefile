@@ -8,24 +8,34 @@ LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 MANDIR ?= $(PREFIX)/share/man
 LIBEXECDIR ?= $(PREFIX)/libexec/nshash
-CNIBINDIR ?= /usr/lib/cni
+# The CNI plugin follows PREFIX like everything else; runtimes look in
+# /usr/lib/cni (Debian), /opt/cni/bin (upstream): set CNIBINDIR to one of those
+# (make install CNIBINDIR=/usr/lib/cni) or add $(PREFIX)/lib/cni to their plugin dirs.
+CNIBINDIR ?= $(PREFIX)/lib/cni
 HOOKSDIR ?= $(PREFIX)/share/containers/oci/hooks.d
-PODMANHOOKSDIR ?= $(PREFIX)/share/nshash/podman-hooks.d
+NSHASHDATADIR ?= $(PREFIX)/share/nshash
+PODMANHOOKSDIR ?= $(NSHASHDATADIR)/podman-hooks.d
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSCONFDIR ?= /etc
 DESTDIR ?=
 
 CC ?= cc
 PKGS := json-c libnl-3.0 libnl-route-3.0 libcap
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# Asked when first used (a compile), not when make starts: on a fresh machine
+# the -dev packages arrive in the deps step, after make has read this file.
+lazy_pkg = $(eval $(1) := $$(shell pkg-config $(2) $$(PKGS) 2>/dev/null))$($(1))
+PKG_CFLAGS = $(call lazy_pkg,PKG_CFLAGS,--cflags)
+PKG_LIBS = $(call lazy_pkg,PKG_LIBS,--libs)
+PKG_STATIC_LIBS = $(call lazy_pkg,PKG_STATIC_LIBS,--libs --static)
 CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 -Wall -Wextra -Werror -fPIC -D_GNU_SOURCE -Ilib $(PKG_CFLAGS)
-LDLIBS := $(PKG_LIBS)
+LDLIBS = $(PKG_LIBS)
 # Binaries carry json-c, libnl and libcap statically (libc stays shared): each
 # hook, wrapper and plugin call is a fresh exec, and skipping the dynamic
 # loading of three libraries saves ~1.2 ms per exec here (runc runs two hooks
 # per container start).  It also frees them from the library path of the
 # almost empty environment hooks run in.
-BIN_LDLIBS := -Wl,-Bstatic $(shell pkg-config --libs --static $(PKGS) 2>/dev/null) -Wl,-Bdynamic
+BIN_LDLIBS = -Wl,-Bstatic $(PKG_STATIC_LIBS) -Wl,-Bdynamic
 
 SOVERSION := 0
 LIB_SRCS := $(sort $(wildcard lib/*.c))
@@ -42,20 +52,70 @@ UNIT_BINS := $(patsubst tests/unit/%.c,build/tests/%,$(UNIT_SRCS))
 BENCH_SRCS := $(sort $(wildcard bench/*.c))
 BENCH_BINS := $(patsubst bench/%.c,build/bench/%,$(BENCH_SRCS))
 
-.PHONY: all deps deps-test check unit integration demo bench install clean format
+.PHONY: all deps deps-test deps-deb deps-rpm check unit integration demo bench install uninstall \
+	deb rpm clean format pkgconfig-check
 
 all: $(LIB_A) $(LIB_SO) $(BINS)
 
-# Installs the build and test dependencies with apt when any is missing.
+# Installs what is missing with apt (as root; one line per step, apt's output
+# in build/deps.log).  `deps` is the build's, `deps-test` adds what the demo
+# and the tests run, `deps-deb`/`deps-rpm` what packaging needs.
 deps:
 	@tools/ensure-deps build
 deps-test:
 	@tools/ensure-deps test
+deps-deb:
+	@tools/ensure-deps deb
+deps-rpm:
+	@tools/ensure-deps rpm
+
+# These goals install their dependencies first and then build in a second
+# make, which reads this file (and asks pkg-config) with the packages in place:
+# the first `make demo` on a bare machine works.
+DEPS_test := check unit integration demo bench
+DEPS_deb := deb
+DEPS_rpm := rpm
+ifndef NSHASH_DEPS_DONE
+$(DEPS_test): deps-test
+$(DEPS_deb): deps-deb
+$(DEPS_rpm): deps-rpm
+$(DEPS_test) $(DEPS_deb) $(DEPS_rpm):
+	@$(MAKE) --no-print-directory NSHASH_DEPS_DONE=1 $@
+else
+unit: all $(UNIT_BINS)
+	@NSHASH_TESTS=none tests/run-all $(UNIT_BINS)
+
+integration: all
+	@tests/run-all
+
+# The README's test command.  Root, a real kernel (6.2+), real engines.
+check: all $(UNIT_BINS)
+	@tests/run-all $(UNIT_BINS)
+
+demo: all
+	@tools/demo
+
+bench: all $(BENCH_BINS)
+	@bench/run
+
+# Debian packages (packaging/debian) in build/deb/, checked with lintian.
+deb:
+	@tools/make-deb
+
+# RPM (packaging/rpm/nshash.spec) in build/rpm/.
+rpm:
+	@tools/make-rpm
+endif
+
+# Without the -dev packages a compile would fail on a missing header: say what to do.
+pkgconfig-check:
+	@pkg-config --exists $(PKGS) 2>/dev/null || { echo "nshash: missing build dependencies (pkg-config: $(PKGS)):" \
+		"run 'make deps' as root (installs them with apt), or 'make demo' / 'make check', which do it first" >&2; exit 1; }
 
 build:
 	@mkdir -p build build/cni build/tests build/bench
 
-lib/%.o: lib/%.c lib/nshash.h $(wildcard lib/*.h)
+lib/%.o: lib/%.c lib/nshash.h $(wildcard lib/*.h) | pkgconfig-check
 	$(CC) $(CFLAGS) -c -o $@ $<
 
 $(LIB_A): $(LIB_OBJS) | build
@@ -83,39 +143,57 @@ build/tests/%: tests/unit/%.c $(LIB_A) | build
 build/bench/%: bench/%.c $(LIB_A) | build
 	$(CC) $(CFLAGS) -o $@ $< $(LIB_A) $(LDLIBS) -lm
 
-unit: deps-test all $(UNIT_BINS)
-	@tests/run-unit $(UNIT_BINS)
-
-integration: deps-test all
-	@tests/run-integration
-
-# The README's test command.  Root, a real kernel (6.2+), real engines.
-check: deps-test all $(UNIT_BINS)
-	@tests/run-all $(UNIT_BINS)
-
-demo: deps-test all
-	@tools/demo
-
-bench: deps-test all $(BENCH_BINS)
-	@bench/run
+# Everything `make install` puts down, relative to DESTDIR (uninstall removes it).
+INSTALLED = $(BINDIR)/nshash $(BINDIR)/nshash-hook $(BINDIR)/nshash-runtime $(CNIBINDIR)/nshash \
+	$(HOOKSDIR)/nshash.json $(PODMANHOOKSDIR)/nshash-precreate.json \
+	$(NSHASHDATADIR)/containers.conf.d/50-nshash-hooks.conf \
+	$(SYSTEMDUNITDIR)/nshash-gc.service $(SYSTEMDUNITDIR)/nshash-gc.timer \
+	$(LIBDIR)/libnshash.a $(LIBDIR)/libnshash.so.$(SOVERSION) $(LIBDIR)/libnshash.so $(INCLUDEDIR)/nshash.h \
+	$(foreach m,$(wildcard docs/man/*.[1-8]),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
+# podman reads these hooks dirs by default; setting hooks_dir replaces them.
+PODMAN_DEFAULT_HOOKS := /usr/share/containers/oci/hooks.d /etc/containers/oci/hooks.d
+PODMAN_HOOKS_DIRS = $(PODMAN_DEFAULT_HOOKS) $(filter-out $(PODMAN_DEFAULT_HOOKS),$(HOOKSDIR)) $(PODMANHOOKSDIR)
+comma := ,
+empty :=
+space := $(empty) $(empty)
 
 install: all
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man3
-	install -m 0755 build/nshash $(DESTDIR)$(BINDIR)/nshash
-	$(if $(wildcard build/nshash-hook),install -m 0755 build/nshash-hook $(DESTDIR)$(BINDIR)/nshash-hook)
-	$(if $(wildcard build/nshash-runtime),install -m 0755 build/nshash-runtime $(DESTDIR)$(BINDIR)/nshash-runtime)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(CNIBINDIR) \
+		$(DESTDIR)$(HOOKSDIR) $(DESTDIR)$(PODMANHOOKSDIR) $(DESTDIR)$(NSHASHDATADIR)/containers.conf.d \
+		$(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSCONFDIR)/nshash
+	install -m 0755 build/nshash build/nshash-hook build/nshash-runtime $(DESTDIR)$(BINDIR)/
+	install -m 0755 build/cni/nshash $(DESTDIR)$(CNIBINDIR)/nshash
 	# oci-hooks(5) files; precreate in a dir of its own, for podman's hooks_dir only (CRI-O
 	# rejects the stage and would then drop every hook in a shared dir)
-	$(if $(wildcard oci-hooks/hooks.d/nshash.json),install -d $(DESTDIR)$(HOOKSDIR) $(DESTDIR)$(PODMANHOOKSDIR) && \
-		sed 's|/usr/local/bin/nshash-hook|$(BINDIR)/nshash-hook|' oci-hooks/hooks.d/nshash.json >$(DESTDIR)$(HOOKSDIR)/nshash.json && \
-		sed 's|/usr/local/bin/nshash-hook|$(BINDIR)/nshash-hook|' oci-hooks/hooks.d/nshash-precreate.json >$(DESTDIR)$(PODMANHOOKSDIR)/nshash-precreate.json)
-	$(if $(wildcard build/cni/nshash),install -d $(DESTDIR)$(CNIBINDIR) && install -m 0755 build/cni/nshash $(DESTDIR)$(CNIBINDIR)/nshash)
+	sed 's|/usr/local/bin/nshash-hook|$(BINDIR)/nshash-hook|' oci-hooks/hooks.d/nshash.json >$(DESTDIR)$(HOOKSDIR)/nshash.json
+	sed 's|/usr/local/bin/nshash-hook|$(BINDIR)/nshash-hook|' oci-hooks/hooks.d/nshash-precreate.json \
+		>$(DESTDIR)$(PODMANHOOKSDIR)/nshash-precreate.json
+	sed -e 's|^hooks_dir = .*|hooks_dir = [$(subst $(space),$(comma) ,$(patsubst %,"%",$(strip $(PODMAN_HOOKS_DIRS))))]|' \
+		-e 's|/usr/share/nshash/|$(NSHASHDATADIR)/|' packaging/containers/50-nshash-hooks.conf \
+		>$(DESTDIR)$(NSHASHDATADIR)/containers.conf.d/50-nshash-hooks.conf
+	for u in nshash-gc.service nshash-gc.timer; do \
+		sed 's|/usr/bin/nshash|$(BINDIR)/nshash|' packaging/systemd/$$u >$(DESTDIR)$(SYSTEMDUNITDIR)/$$u; done
+	chmod 0644 $(DESTDIR)$(HOOKSDIR)/nshash.json $(DESTDIR)$(PODMANHOOKSDIR)/nshash-precreate.json \
+		$(DESTDIR)$(NSHASHDATADIR)/containers.conf.d/50-nshash-hooks.conf $(DESTDIR)$(SYSTEMDUNITDIR)/nshash-gc.*
+	# the policy: never overwrite one that is there
+	[ -e $(DESTDIR)$(SYSCONFDIR)/nshash/nshash.json ] || \
+		install -m 0644 packaging/etc/nshash.json $(DESTDIR)$(SYSCONFDIR)/nshash/nshash.json
 	install -m 0644 $(LIB_A) $(DESTDIR)$(LIBDIR)/libnshash.a
-	install -m 0755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
+	install -m 0644 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
 	ln -sf libnshash.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libnshash.so
 	install -m 0644 lib/nshash.h $(DESTDIR)$(INCLUDEDIR)/nshash.h
 	for m in $(wildcard docs/man/*.[1-8]); do \
 		s=$${m##*.}; install -d $(DESTDIR)$(MANDIR)/man$$s; install -m 0644 $$m $(DESTDIR)$(MANDIR)/man$$s/; done
+	$(if $(DESTDIR),,ldconfig)
+
+# Removes what install put down; the policy only when it is still the shipped one.
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	cmp -s packaging/etc/nshash.json $(DESTDIR)$(SYSCONFDIR)/nshash/nshash.json && \
+		rm -f $(DESTDIR)$(SYSCONFDIR)/nshash/nshash.json || true
+	-rmdir $(DESTDIR)$(SYSCONFDIR)/nshash $(DESTDIR)$(PODMANHOOKSDIR) $(DESTDIR)$(NSHASHDATADIR)/containers.conf.d \
+		$(DESTDIR)$(NSHASHDATADIR) 2>/dev/null
+	$(if $(DESTDIR),,ldconfig)
 
 format:
 	clang-format -i lib/*.[ch] cmd/*.c $(wildcard oci-hooks/*.c cni/*.c tests/unit/*.c bench/*.c)
