@@ -1,0 +1,90 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# A fresh Debian 12 for tests: `debootstrap --variant=minbase bookworm`, as a
+# new user's machine would be (root, no sudo, no git, no make).  Source after
+# common.sh.
+#
+#   chroot_base                   pristine base tarball (built once, cached) -> $CHROOT_BASE
+#   chroot_new DIR                a fresh root at DIR from that tarball; removed at exit
+#   chroot_run DIR CMD            run the shell command CMD as root in DIR, with /proc,
+#                                 /sys (cgroups included), /dev and a tmpfs /run mounted
+#                                 in a private mount namespace: they vanish with it, and
+#                                 every process left in DIR is killed at exit
+#
+# Cache (NSHASH_TEST_CACHE, default /var/cache/nshash-tests): the base tarball
+# and apt's downloaded .debs, shared by every chroot, so a warm run downloads
+# only the package lists.  Mirror: NSHASH_DEBIAN_MIRROR (default deb.debian.org).
+
+CHROOT_CACHE=${NSHASH_TEST_CACHE:-/var/cache/nshash-tests}
+CHROOT_MIRROR=${NSHASH_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+CHROOT_BASE=$CHROOT_CACHE/bookworm-minbase.tar.gz
+
+# chroot_base: make sure the pristine tarball exists; cannot_run (a failure,
+# with debootstrap's reason) when Debian's archive is out of reach.
+chroot_base() {
+	[ -s "$CHROOT_BASE" ] && return 0
+	command -v debootstrap >/dev/null || cannot_run "debootstrap is not installed (apt-get install debootstrap)"
+	mkdir -p "$CHROOT_CACHE"
+	local d log
+	d=$(mktemp -d "$CHROOT_CACHE/base.XXXXXX")
+	log=$d.log
+	echo "# building the base: debootstrap --variant=minbase bookworm ($CHROOT_MIRROR)"
+	if ! debootstrap --variant=minbase bookworm "$d" "$CHROOT_MIRROR" >"$log" 2>&1; then
+		local why
+		why=$(grep -E '^E:|^W:' "$log" | tail -3 | tr '\n' ' ')
+		rm -rf "$d" "$log"
+		cannot_run "debootstrap cannot build a Debian 12 base from $CHROOT_MIRROR: ${why:-see debootstrap's output}"
+	fi
+	rm -f "$d"/var/cache/apt/archives/*.deb
+	# What a fresh Debian 12 installation lists: updates and security too.
+	cat >"$d/etc/apt/sources.list" <<-EOF
+		deb $CHROOT_MIRROR bookworm main
+		deb $CHROOT_MIRROR bookworm-updates main
+		deb ${CHROOT_MIRROR%/debian}/debian-security bookworm-security main
+	EOF
+	tar -C "$d" -czf "$CHROOT_BASE.tmp" . && mv "$CHROOT_BASE.tmp" "$CHROOT_BASE"
+	rm -rf "$d" "$log"
+}
+
+chroot_new() {
+	local r=$1
+	mkdir -p "$r"
+	on_exit "chroot_remove '$r'"
+	tar -C "$r" -xzf "$CHROOT_BASE" || cannot_run "cannot unpack $CHROOT_BASE into $r"
+	cp /etc/resolv.conf "$r/etc/resolv.conf"
+	mkdir -p "$CHROOT_CACHE/apt-archives/partial"
+}
+
+# Kill what still runs in the root (a daemon a test left), then remove it.
+# The mounts live in chroot_run's private mount namespace and go with it; any
+# that show up here anyway are unmounted.
+chroot_remove() {
+	local r=$1 p m i
+	for i in 1 2 3; do
+		local left=()
+		for p in /proc/[0-9]*; do
+			[ "$(readlink "$p/root" 2>/dev/null)" = "$r" ] && left+=("${p#/proc/}")
+		done
+		[ ${#left[@]} -eq 0 ] && break
+		kill -9 "${left[@]}" 2>/dev/null
+		sleep 1
+	done
+	awk -v d="$r/" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r | while read -r m; do umount -l "$m"; done
+	rm -rf --one-file-system "$r"
+}
+
+chroot_run() {
+	local r=$1 cmd=$2
+	unshare -m --propagation private bash -c '
+		set -e
+		r=$1
+		mount -t proc proc "$r/proc"
+		mount --rbind /sys "$r/sys"
+		mount --rbind /dev "$r/dev"
+		mount -t tmpfs -o mode=0755 tmpfs "$r/run"
+		mkdir -p "$r/run/lock"
+		mount --bind "$2" "$r/var/cache/apt/archives"
+		shift 2
+		exec chroot "$r" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
+			PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin /bin/bash -c "$1"
+	' _ "$r" "$CHROOT_CACHE/apt-archives" "$cmd"
+}
