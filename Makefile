@@ -116,32 +116,32 @@ build:
 	@mkdir -p build build/cni build/tests build/bench
 
 lib/%.o: lib/%.c lib/nshash.h $(wildcard lib/*.h) | pkgconfig-check
-	$(CC) $(CFLAGS) -c -o $@ $<
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 $(LIB_A): $(LIB_OBJS) | build
 	rm -f $@ && ar rcs $@ $^
 
 $(LIB_SO): $(LIB_OBJS) lib/libnshash.map | build
-	$(CC) -shared -Wl,-soname,libnshash.so.$(SOVERSION) -Wl,--version-script=lib/libnshash.map \
+	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,libnshash.so.$(SOVERSION) -Wl,--version-script=lib/libnshash.map \
 		-o $@ $(LIB_OBJS) $(LDLIBS)
 	ln -sf libnshash.so.$(SOVERSION) build/libnshash.so
 
 # Binaries link the static library: a hook or plugin must run with an
 # almost empty environment and no library path.
 build/nshash: cmd/nshash.c $(LIB_A) | build
-	$(CC) $(CFLAGS) -o $@ $< $(LIB_A) $(BIN_LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(BIN_LDLIBS)
 build/nshash-hook: oci-hooks/nshash-hook.c $(LIB_A) | build
-	$(CC) $(CFLAGS) -o $@ $< $(LIB_A) $(BIN_LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(BIN_LDLIBS)
 build/nshash-runtime: oci-hooks/nshash-runtime.c $(LIB_A) | build
-	$(CC) $(CFLAGS) -o $@ $< $(LIB_A) $(BIN_LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(BIN_LDLIBS)
 build/cni/nshash: cni/nshash-cni.c $(LIB_A) | build
-	$(CC) $(CFLAGS) -o $@ $< $(LIB_A) $(BIN_LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(BIN_LDLIBS)
 
 build/tests/%: tests/unit/%.c $(LIB_A) | build
-	$(CC) $(CFLAGS) -o $@ $< $(LIB_A) $(LDLIBS) -lcmocka
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(LDLIBS) -lcmocka
 
 build/bench/%: bench/%.c $(LIB_A) | build
-	$(CC) $(CFLAGS) -o $@ $< $(LIB_A) $(LDLIBS) -lm
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(LDLIBS) -lm
 
 # Everything `make install` puts down, relative to DESTDIR (uninstall removes it).
 INSTALLED = $(BINDIR)/nshash $(BINDIR)/nshash-hook $(BINDIR)/nshash-runtime $(CNIBINDIR)/nshash \

@@ -32,7 +32,7 @@ chroot_base() {
 		local why
 		why=$(grep -E '^E:|^W:' "$log" | tail -3 | tr '\n' ' ')
 		rm -rf "$d" "$log"
-		cannot_run "debootstrap cannot build a Debian 12 base from $CHROOT_MIRROR: ${why:-see debootstrap's output}"
+		cannot_run "debootstrap cannot build a Debian 12 base from $CHROOT_MIRROR: ${why:-no reason given}"
 	fi
 	rm -f "$d"/var/cache/apt/archives/*.deb
 	# What a fresh Debian 12 installation lists: updates and security too.
