@@ -28,7 +28,8 @@ PKG_CFLAGS = $(call lazy_pkg,PKG_CFLAGS,--cflags)
 PKG_LIBS = $(call lazy_pkg,PKG_LIBS,--libs)
 PKG_STATIC_LIBS = $(call lazy_pkg,PKG_STATIC_LIBS,--libs --static)
 CFLAGS ?= -O2 -g
-CFLAGS += -std=gnu11 -Wall -Wextra -Werror -fPIC -D_GNU_SOURCE -Ilib $(PKG_CFLAGS)
+# What the build needs whatever CFLAGS a packager passes (make CFLAGS=... replaces CFLAGS).
+ALL_CFLAGS = -std=gnu11 -Wall -Wextra -Werror -fPIC -D_GNU_SOURCE -Ilib $(PKG_CFLAGS) $(CFLAGS)
 LDLIBS = $(PKG_LIBS)
 # Binaries carry json-c, libnl and libcap statically (libc stays shared): each
 # hook, wrapper and plugin call is a fresh exec, and skipping the dynamic
@@ -116,32 +117,32 @@ build:
 	@mkdir -p build build/cni build/tests build/bench
 
 lib/%.o: lib/%.c lib/nshash.h $(wildcard lib/*.h) | pkgconfig-check
-	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -c -o $@ $<
 
 $(LIB_A): $(LIB_OBJS) | build
 	rm -f $@ && ar rcs $@ $^
 
 $(LIB_SO): $(LIB_OBJS) lib/libnshash.map | build
-	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,libnshash.so.$(SOVERSION) -Wl,--version-script=lib/libnshash.map \
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -shared -Wl,-soname,libnshash.so.$(SOVERSION) -Wl,--version-script=lib/libnshash.map \
 		-o $@ $(LIB_OBJS) $(LDLIBS)
 	ln -sf libnshash.so.$(SOVERSION) build/libnshash.so
 
 # Binaries link the static library: a hook or plugin must run with an
 # almost empty environment and no library path.
 build/nshash: cmd/nshash.c $(LIB_A) | build
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(BIN_LDLIBS)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(BIN_LDLIBS)
 build/nshash-hook: oci-hooks/nshash-hook.c $(LIB_A) | build
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(BIN_LDLIBS)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(BIN_LDLIBS)
 build/nshash-runtime: oci-hooks/nshash-runtime.c $(LIB_A) | build
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(BIN_LDLIBS)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(BIN_LDLIBS)
 build/cni/nshash: cni/nshash-cni.c $(LIB_A) | build
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(BIN_LDLIBS)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(BIN_LDLIBS)
 
 build/tests/%: tests/unit/%.c $(LIB_A) | build
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(LDLIBS) -lcmocka
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(LDLIBS) -lcmocka
 
 build/bench/%: bench/%.c $(LIB_A) | build
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(LDLIBS) -lm
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(LDLIBS) -lm
 
 # Everything `make install` puts down, relative to DESTDIR (uninstall removes it).
 INSTALLED = $(BINDIR)/nshash $(BINDIR)/nshash-hook $(BINDIR)/nshash-runtime $(CNIBINDIR)/nshash \
