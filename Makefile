@@ -54,7 +54,7 @@ BENCH_SRCS := $(sort $(wildcard bench/*.c))
 BENCH_BINS := $(patsubst bench/%.c,build/bench/%,$(BENCH_SRCS))
 
 .PHONY: all deps deps-test deps-deb deps-rpm check unit integration demo bench install uninstall \
-	deb rpm clean format pkgconfig-check
+	deb rpm clean format pkgconfig-check builddirs
 
 all: $(LIB_A) $(LIB_SO) $(BINS)
 
@@ -113,35 +113,37 @@ pkgconfig-check:
 	@pkg-config --exists $(PKGS) 2>/dev/null || { echo "nshash: missing build dependencies (pkg-config: $(PKGS)):" \
 		"run 'make deps' as root (installs them with apt), or 'make demo' / 'make check', which do it first" >&2; exit 1; }
 
-build:
+# Always run (phony, order-only: never a reason to rebuild): build/ may exist
+# already without its subdirectories (build/deps.log is written first).
+builddirs:
 	@mkdir -p build build/cni build/tests build/bench
 
 lib/%.o: lib/%.c lib/nshash.h $(wildcard lib/*.h) | pkgconfig-check
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -c -o $@ $<
 
-$(LIB_A): $(LIB_OBJS) | build
+$(LIB_A): $(LIB_OBJS) | builddirs
 	rm -f $@ && ar rcs $@ $^
 
-$(LIB_SO): $(LIB_OBJS) lib/libnshash.map | build
+$(LIB_SO): $(LIB_OBJS) lib/libnshash.map | builddirs
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -shared -Wl,-soname,libnshash.so.$(SOVERSION) -Wl,--version-script=lib/libnshash.map \
 		-o $@ $(LIB_OBJS) $(LDLIBS)
 	ln -sf libnshash.so.$(SOVERSION) build/libnshash.so
 
 # Binaries link the static library: a hook or plugin must run with an
 # almost empty environment and no library path.
-build/nshash: cmd/nshash.c $(LIB_A) | build
+build/nshash: cmd/nshash.c $(LIB_A) | builddirs
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(BIN_LDLIBS)
-build/nshash-hook: oci-hooks/nshash-hook.c $(LIB_A) | build
+build/nshash-hook: oci-hooks/nshash-hook.c $(LIB_A) | builddirs
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(BIN_LDLIBS)
-build/nshash-runtime: oci-hooks/nshash-runtime.c $(LIB_A) | build
+build/nshash-runtime: oci-hooks/nshash-runtime.c $(LIB_A) | builddirs
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(BIN_LDLIBS)
-build/cni/nshash: cni/nshash-cni.c $(LIB_A) | build
+build/cni/nshash: cni/nshash-cni.c $(LIB_A) | builddirs
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(BIN_LDLIBS)
 
-build/tests/%: tests/unit/%.c $(LIB_A) | build
+build/tests/%: tests/unit/%.c $(LIB_A) | builddirs
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(LDLIBS) -lcmocka
 
-build/bench/%: bench/%.c $(LIB_A) | build
+build/bench/%: bench/%.c $(LIB_A) | builddirs
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(LDLIBS) -lm
 
 # Everything `make install` puts down, relative to DESTDIR (uninstall removes it).

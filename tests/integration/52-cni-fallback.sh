@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # The kernel's silent fallback, for real: the plugin runs in a memory cgroup
-# too small for a 16Mi TCP table (OOM killer off, as kernel.md reproduced),
+# too small for a 16Mi TCP table (OOM killer off, as docs/kernel.md describes),
 # the kernel gives the shared table, and the plugin reports code 101 under
 # fail — leaving the runtime's netns as it was — or passes through with a
 # warning under warn.

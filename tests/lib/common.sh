@@ -96,7 +96,7 @@ assert_host_untouched() {
 }
 
 # A cgroup-v1 memory cgroup limited to LIMIT with the OOM killer off (the
-# kernel's allocation fallback, kernel.md), a child of our own memory cgroup
+# kernel's allocation fallback, docs/kernel.md), a child of our own memory cgroup
 # so nothing escapes a limit we are under.  Sets MEMCG; removed at exit with
 # any process still in it moved back out.  `in_memcg CMD...` runs CMD in it.
 make_memcg() { # NAME LIMIT

@@ -3,7 +3,7 @@
 # state so that no test touches the machine's own configuration
 # (/etc/containers, /etc/cni, containerd's config).  Source after common.sh.
 # Every helper registers its cleanup with on_exit.  See
-# /work/shared/docs/runtimes.md for why each workaround exists.
+# docs/runtimes.md ("Running the engines in tests") for why each workaround exists.
 #
 #   engines_oci_setup                     D (temp dir), S (state dir), P (policy path), private binaries
 #   engines_private_build DIR             run on copies of build/ binaries (BUILD, PATH)
