@@ -75,7 +75,7 @@ assert_eq 12 "$ntempl" "one template per effective size pair (12 pairs)"
 assert_eq "4096 1024" "$(nshash list --json | jq -r '.[] | select(.name == "tcp4096-udp0") | "\(.tcp.child) \(.kind)"' | sed 's/template/1024/')" "template tcp4096-udp0 gives tcp 4096"
 
 # bad input: exact error, exit 2, nothing left
-before_files=$(ls /run/netns | sort | md5sum)
+before_files=$(ls /run/netns | grep "^$P" | sort | md5sum)
 before_mounts=$(($(count_pins_under /run/netns/$P) + $(count_pins_under "$STATE")))
 check_bad() { # expected-rc fragment args...
 	local want=$1 frag=$2
@@ -102,7 +102,7 @@ check_bad 2 'unknown option "--bogus"' create --bogus x
 check_bad 2 'show does not take "--tcp"' show --tcp 4 x
 check_bad 2 "inspect /run/netns/$P-missing: No such file or directory" show $P-missing
 check_bad 1 "No such file or directory" create --tcp 8 /nonexistent-dir/x
-assert_eq "$before_files" "$(ls /run/netns | sort | md5sum)" "bad input left no file in /run/netns"
+assert_eq "$before_files" "$(ls /run/netns | grep "^$P" | sort | md5sum)" "bad input left no file in /run/netns"
 assert_eq "$before_mounts" "$(($(count_pins_under /run/netns/$P) + $(count_pins_under "$STATE")))" "bad input left no mount"
 assert_eq 1 "$(ip netns exec $P-template-1 cat /proc/sys/net/ipv4/tcp_ehash_entries)" "the existing pin was not touched by the duplicate create"
 
