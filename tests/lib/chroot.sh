@@ -51,6 +51,8 @@ chroot_new() {
 	on_exit "chroot_remove '$r'"
 	tar -C "$r" -xzf "$CHROOT_BASE" || cannot_run "cannot unpack $CHROOT_BASE into $r"
 	cp /etc/resolv.conf "$r/etc/resolv.conf"
+	# dpkg without fsync: a throwaway root, several times faster to install into.
+	echo force-unsafe-io >"$r/etc/dpkg/dpkg.cfg.d/nshash-tests-unsafe-io"
 	mkdir -p "$CHROOT_CACHE/apt-archives/partial"
 }
 
@@ -77,6 +79,8 @@ chroot_run() {
 	unshare -m --propagation private bash -c '
 		set -e
 		r=$1
+		# The root a machine has is a mount point (ip netns exec remounts it).
+		mount --bind "$r" "$r"
 		mount -t proc proc "$r/proc"
 		mount --rbind /sys "$r/sys"
 		mount --rbind /dev "$r/dev"
