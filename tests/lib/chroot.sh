@@ -5,7 +5,7 @@
 #
 #   chroot_base                   pristine base tarball (built once, cached) -> $CHROOT_BASE
 #   chroot_new DIR                a fresh root at DIR from that tarball; removed at exit
-#   chroot_run DIR CMD            run the shell command CMD as root in DIR, with /proc,
+#   chroot_run DIR CMD            run the shell command CMD as root with DIR as / (pivot_root), with /proc,
 #                                 /sys (cgroups included), /dev and a tmpfs /run mounted
 #                                 in a private mount namespace: they vanish with it, and
 #                                 every process left in DIR is killed at exit
@@ -41,6 +41,7 @@ chroot_base() {
 		deb $CHROOT_MIRROR bookworm-updates main
 		deb ${CHROOT_MIRROR%/debian}/debian-security bookworm-security main
 	EOF
+	chmod 0755 "$d"
 	tar -C "$d" -czf "$CHROOT_BASE.tmp" . && mv "$CHROOT_BASE.tmp" "$CHROOT_BASE"
 	rm -rf "$d" "$log"
 }
@@ -50,6 +51,7 @@ chroot_new() {
 	mkdir -p "$r"
 	on_exit "chroot_remove '$r'"
 	tar -C "$r" -xzf "$CHROOT_BASE" || cannot_run "cannot unpack $CHROOT_BASE into $r"
+	chmod 0755 "$r" # a root every user can enter (mktemp -d made it 0700)
 	cp /etc/resolv.conf "$r/etc/resolv.conf"
 	# dpkg without fsync: a throwaway root, several times faster to install into.
 	echo force-unsafe-io >"$r/etc/dpkg/dpkg.cfg.d/nshash-tests-unsafe-io"
@@ -88,7 +90,13 @@ chroot_run() {
 		mkdir -p "$r/run/lock"
 		mount --bind "$2" "$r/var/cache/apt/archives"
 		shift 2
-		exec chroot "$r" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
+		# pivot_root rather than chroot: the kernel refuses user namespaces
+		# (unshare -U) to a chrooted process, a real machine does not.
+		cd "$r"
+		pivot_root . .
+		umount -l .
+		cd /
+		exec /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
 			PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin /bin/bash -c "$1"
 	' _ "$r" "$CHROOT_CACHE/apt-archives" "$cmd"
 }
