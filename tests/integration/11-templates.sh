@@ -59,10 +59,14 @@ assert_contains "$out" "unshare -Urn" "the message says what works instead"
 out=$(unshare -Urmn --propagation private sh -c "mount -t tmpfs none /mnt && $NSHASH create --strategy nested --tcp 1000 --udp 100 --json /mnt/x && nsenter --net=/mnt/x cat /proc/sys/net/ipv4/tcp_ehash_entries" 2>&1)
 assert_contains "$out" '"entries":1024' "nested strategy inside unshare -Urm: tcp 1024"
 assert_eq "1024" "$(tail -1 <<<"$out")" "nested netns read back 1024 inside the user namespace"
-nobody_out=$(setpriv --reuid=65534 --regid=65534 --clear-groups unshare -Urmn --propagation private sh -c "mount -t tmpfs none /mnt && $NSHASH create --strategy nested --udp 4096 /mnt/y >/dev/null && nsenter --net=/mnt/y cat /proc/sys/net/ipv4/udp_hash_entries" 2>&1)
+# uid 65534 runs a copy anyone can reach (the checkout may be under /root, 0700).
+U=$(mktemp -d /tmp/nshash-t11-bin.XXXXXX)
+on_exit "rm -rf $U"
+chmod 0755 "$U" && cp "$NSHASH" "$U/nshash" && chmod 0755 "$U/nshash"
+nobody_out=$(setpriv --reuid=65534 --regid=65534 --clear-groups unshare -Urmn --propagation private sh -c "mount -t tmpfs none /mnt && $U/nshash create --strategy nested --udp 4096 /mnt/y >/dev/null && nsenter --net=/mnt/y cat /proc/sys/net/ipv4/udp_hash_entries" 2>&1)
 assert_eq "4096" "$nobody_out" "uid 65534 can size its own netns with the nested strategy"
 # Without privileges, a clear error.
-out=$(setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$NSHASH" create --strategy nested --tcp 8 /tmp/nshash-t11-nope 2>&1)
+out=$(setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$U/nshash" create --strategy nested --tcp 8 /tmp/nshash-t11-nope 2>&1)
 rc=$?
 assert_eq 1 "$rc" "unprivileged create exits 1"
 assert_contains "$out" "needs CAP_SYS_ADMIN" "unprivileged create says what is missing"
