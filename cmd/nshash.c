@@ -304,7 +304,7 @@ static int cmd_list(struct cli *c, int argc, char **argv)
 			       v[i].pinned ? "" : " (not mounted: stale)", v[i].damaged && v[i].pinned ? " (damaged)" : "");
 		}
 	}
-	free(v);
+	nshash_list_free(v, n);
 	return EXIT_OK;
 }
 

@@ -13,15 +13,15 @@
 
 #include <cmocka.h>
 
-#include "nshash.h"
+#include "cni.h"
 
 /* ------------------------------------------------------------------ mocks */
 
 static struct {
-	enum nshash_cni_netns_kind kind;
+	enum nshash_path_kind kind;
 	const char *detail;
 	long tcp, udp; /* raw entries of the netns at CNI_NETNS */
-	struct nshash_cni_occupancy occ;
+	struct nshash_occupancy occ;
 	bool tcp_knob, udp_knob, caps;
 	int replace_errnum;	       /* 0 = replace succeeds with the requested sizes */
 	long replace_tcp, replace_udp; /* what the replacement netns has (0 = as requested) */
@@ -34,14 +34,14 @@ static struct {
 static void mock_reset(void)
 {
 	memset(&m, 0, sizeof(m));
-	m.kind = NSHASH_CNI_NETNS_PIN;
+	m.kind = NSHASH_PATH_PIN;
 	m.tcp = -262144;
 	m.udp = -16384;
 	m.tcp_knob = m.udp_knob = m.caps = true;
 	m.pid_calls = -1;
 }
 
-static int mock_classify(const char *path, enum nshash_cni_netns_kind *kind, char *detail, size_t len,
+static int mock_classify(const char *path, enum nshash_path_kind *kind, char *detail, size_t len,
 			 struct nshash_error *err)
 {
 	(void)path;
@@ -63,7 +63,7 @@ static int mock_inspect(const char *path, struct nshash_netns_info *info, struct
 	return 0;
 }
 
-static int mock_occupancy(const char *path, struct nshash_cni_occupancy *occ, struct nshash_error *err)
+static int mock_occupancy(const char *path, struct nshash_occupancy *occ, struct nshash_error *err)
 {
 	(void)path;
 	(void)err;
@@ -359,19 +359,19 @@ static void test_add_not_resizable(void **state)
 {
 	(void)state;
 	struct {
-		enum nshash_cni_netns_kind kind;
+		enum nshash_path_kind kind;
 		const char *detail;
 		unsigned links;
 		pid_t pid;
 		const char *extra;
 		const char *fragment;
 	} cases[] = {
-	    {NSHASH_CNI_NETNS_PROC, "net:[4026532]", 0, 0, "",
+	    {NSHASH_PATH_PROC, "net:[4026532]", 0, 0, "",
 	     "it is a process's netns, created by the runtime with the container already inside"},
-	    {NSHASH_CNI_NETNS_LINK, "/run/netns/real", 0, 0, "", "it is a symbolic link (to /run/netns/real)"},
-	    {NSHASH_CNI_NETNS_PIN, NULL, 1, 0, "", "it already has interfaces besides lo (eth0); place nshash first"},
-	    {NSHASH_CNI_NETNS_PIN, NULL, 0, 4242, "", "process 4242 (pause) already lives in it"},
-	    {NSHASH_CNI_NETNS_PIN, NULL, 0, 0,
+	    {NSHASH_PATH_LINK, "/run/netns/real", 0, 0, "", "it is a symbolic link (to /run/netns/real)"},
+	    {NSHASH_PATH_PIN, NULL, 1, 0, "", "it already has interfaces besides lo (eth0); place nshash first"},
+	    {NSHASH_PATH_PIN, NULL, 0, 4242, "", "process 4242 (pause) already lives in it"},
+	    {NSHASH_PATH_PIN, NULL, 0, 0,
 	     ",\"prevResult\":{\"cniVersion\":\"1.0.0\",\"interfaces\":[{\"name\":\"br0\"},{\"name\":\"eth0\","
 	     "\"sandbox\":\"/run/netns/cni-1\"}]}",
 	     "prevResult already has container interfaces (eth0), so nshash is not the first plugin"},
@@ -435,12 +435,12 @@ static void test_add_bad_netns(void **state)
 {
 	(void)state;
 	mock_reset();
-	m.kind = NSHASH_CNI_NETNS_MISSING;
+	m.kind = NSHASH_PATH_MISSING;
 	m.detail = "no such file";
 	run("ADD", CONF("1.0.0", ",\"tcp\":4096,\"onFailure\":\"warn\""));
 	/* a netns that is not one is an env error even under warn */
 	expect_error(4, "CNI_NETNS=/run/netns/cni-1 is not a network namespace: no such file");
-	m.kind = NSHASH_CNI_NETNS_NOT_NETNS;
+	m.kind = NSHASH_PATH_NOT_NETNS;
 	m.detail = "a directory";
 	run("ADD", CONF("1.0.0", ",\"tcp\":4096"));
 	expect_error(4, "is not a network namespace: a directory");

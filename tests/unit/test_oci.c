@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "nshash.h"
+#include "oci.h"
 
 static struct nshash_policy policy;
 

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "nshash.h"
+#include "common.h"
 
 static int parse(const char *text, struct nshash_policy *p, struct nshash_error *err)
 {

@@ -1,19 +1,14 @@
-// SPDX-License-Identifier: LGPL-2.1-or-later
-/* The admin policy file (nshash.json(5)) read by nshash-hook and
- * nshash-runtime: caps on what annotations may ask for, what to do when
- * sizing fails, where state lives, which runtime to exec, where to log. */
-#include "nshash.h"
-#include "oci-internal.h"
-
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The admin policy file (nshash.json(5)) read by nshash-hook and nshash-runtime:
+ * caps on what annotations may ask for, what to do when sizing fails, where
+ * state lives, which runtime to exec, where to log. */
 #include <errno.h>
-#include <fcntl.h>
 #include <json-c/json.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
+
+#include "common.h"
 
 /* A policy file is a few hundred bytes; refuse anything absurd. */
 #define POLICY_MAX_BYTES (64 * 1024)
@@ -32,126 +27,6 @@ void nshash_policy_defaults(struct nshash_policy *policy)
 const char *nshash_on_failure_name(enum nshash_on_failure on_failure)
 {
 	return on_failure == NSHASH_ON_FAILURE_WARN ? "warn" : "fail";
-}
-
-bool nsh_path_has_dotdot(const char *path)
-{
-	for (const char *p = path; (p = strstr(p, "..")); p += 2)
-		if ((p == path || p[-1] == '/') && (p[2] == '\0' || p[2] == '/'))
-			return true;
-	return false;
-}
-
-/* 1-based line and column of byte `offset` in `text`. */
-void nsh_text_position(const char *text, size_t len, size_t offset, unsigned *line, unsigned *col)
-{
-	*line = 1;
-	*col = 1;
-	for (size_t i = 0; i < offset && i < len; i++) {
-		if (text[i] == '\n') {
-			(*line)++;
-			*col = 1;
-		} else {
-			(*col)++;
-		}
-	}
-}
-
-int nsh_json_parse_text(const char *text, size_t len, const char *source, struct json_object **out,
-			struct nshash_error *err)
-{
-	struct json_tokener *tok;
-	struct json_object *obj;
-	enum json_tokener_error jerr;
-	size_t end;
-	unsigned line, col;
-
-	*out = NULL;
-	if (len > INT_MAX)
-		return nshash_error_set(err, EFBIG, "%s: %zu bytes is too large", source, len);
-	if (memchr(text, '\0', len))
-		return nshash_error_set(err, EINVAL, "%s: malformed JSON: contains a NUL byte", source);
-	tok = json_tokener_new();
-	if (!tok)
-		return nshash_error_set(err, ENOMEM, "%s: cannot allocate a JSON parser", source);
-	obj = json_tokener_parse_ex(tok, text, (int)len);
-	jerr = json_tokener_get_error(tok);
-	end = json_tokener_get_parse_end(tok);
-	if (!obj && jerr == json_tokener_continue) {
-		json_tokener_free(tok);
-		if (len == 0 || strspn(text, " \t\r\n") == len)
-			return nshash_error_set(err, EINVAL, "%s: malformed JSON: empty input", source);
-		nsh_text_position(text, len, len, &line, &col);
-		return nshash_error_set(err, EINVAL, "%s: malformed JSON at line %u column %u: unexpected end of input",
-					source, line, col);
-	}
-	if (!obj || jerr != json_tokener_success) {
-		nsh_text_position(text, len, end, &line, &col);
-		nshash_error_set(err, EINVAL, "%s: malformed JSON at line %u column %u: %s", source, line, col,
-				 json_tokener_error_desc(jerr));
-		json_object_put(obj);
-		json_tokener_free(tok);
-		return -EINVAL;
-	}
-	json_tokener_free(tok);
-	if (strspn(text + end, " \t\r\n") != len - end) {
-		nsh_text_position(text, len, end, &line, &col);
-		json_object_put(obj);
-		return nshash_error_set(err, EINVAL,
-					"%s: malformed JSON at line %u column %u: trailing data after the document",
-					source, line, col);
-	}
-	*out = obj;
-	return 0;
-}
-
-int nsh_read_file(const char *path, size_t max, char **out, size_t *out_len, struct nshash_error *err)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return nshash_error_set(err, errno, "read %s: %s", path, strerror(errno));
-	int r = nshash_read_fd(fd, path, max, out, out_len, err);
-	close(fd);
-	return r;
-}
-
-int nshash_read_fd(int fd, const char *what, size_t max, char **out, size_t *out_len, struct nshash_error *err)
-{
-	size_t cap = 4096, len = 0;
-	char *buf = malloc(cap + 1);
-
-	if (!buf)
-		return nshash_error_set(err, ENOMEM, "read %s: out of memory", what);
-	for (;;) {
-		if (len == cap) {
-			if (cap >= max) {
-				free(buf);
-				return nshash_error_set(err, EFBIG, "read %s: larger than %zu bytes", what, max);
-			}
-			cap *= 2;
-			char *nbuf = realloc(buf, cap + 1);
-			if (!nbuf) {
-				free(buf);
-				return nshash_error_set(err, ENOMEM, "read %s: out of memory", what);
-			}
-			buf = nbuf;
-		}
-		ssize_t n = read(fd, buf + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int e = errno;
-			free(buf);
-			return nshash_error_set(err, e, "read %s: %s", what, strerror(e));
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	buf[len] = '\0';
-	*out = buf;
-	*out_len = len;
-	return 0;
 }
 
 static int policy_string(struct json_object *val, const char *source, const char *key, bool absolute, char *dst,

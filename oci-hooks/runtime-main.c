@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "nshash.h"
+#include "oci.h"
 
 static const char *log_path, *log_format;
 
