@@ -41,16 +41,19 @@ bool nshash_cni_version_supported(const char *version);
 /* Compare two "MAJOR.MINOR.PATCH" strings; unparsable sorts lowest. */
 int nshash_cni_version_cmp(const char *a, const char *b);
 
-struct nshash_cni_error {
-	int code; /* enum nshash_cni_code; 0 = none */
-	char msg[1024];
-	char details[1024];
+/* A CNI failure: the spec's code next to the engine's error type, whose
+ * message is the error object's "msg" and errnum what functions return
+ * (0 / -errno, as everywhere in nshash). */
+struct nshash_cni_failure {
+	int code;	   /* enum nshash_cni_code; 0 = none */
+	char details[128]; /* the error object's "details", "" = none */
+	struct nshash_error err;
 };
-/* Fill `err` and return -1. */
-int nshash_cni_error_set(struct nshash_cni_error *err, int code, const char *details, const char *fmt, ...)
+/* Fill `fail` and return -errno (the errno that goes with `code`). */
+int nshash_cni_fail(struct nshash_cni_failure *fail, int code, const char *details, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* The spec's error object as malloc'd JSON text (NULL on ENOMEM). */
-char *nshash_cni_error_json(const char *cni_version, const struct nshash_cni_error *err);
+char *nshash_cni_error_json(const char *cni_version, const struct nshash_cni_failure *fail);
 
 enum nshash_cni_command {
 	NSHASH_CNI_ADD,
@@ -71,7 +74,7 @@ struct nshash_cni_env {
 void nshash_cni_env_from_environ(struct nshash_cni_env *env);
 /* Check the variables `command` needs; code 4 naming every bad one. */
 int nshash_cni_env_check(const struct nshash_cni_env *env, enum nshash_cni_command *command,
-			 struct nshash_cni_error *err);
+			 struct nshash_cni_failure *err);
 
 /* The plugin's entry of the network config, as nshash reads it. */
 struct nshash_cni_config {
@@ -88,14 +91,15 @@ struct nshash_cni_config {
 /* Decode and validate stdin: code 6 when it is not exactly one JSON object,
  * 1 for a missing/unsupported cniVersion, 7 naming a bad key and value.
  * Free with nshash_cni_config_free() whatever it returns. */
-int nshash_cni_config_parse(const char *text, size_t len, struct nshash_cni_config *cfg, struct nshash_cni_error *err);
+int nshash_cni_config_parse(const char *text, size_t len, struct nshash_cni_config *cfg,
+			    struct nshash_cni_failure *err);
 void nshash_cni_config_free(struct nshash_cni_config *cfg);
 /* The sizes this attachment asks for: the network defaults overridden per
  * protocol by the pod annotations io.nshash.tcp / io.nshash.udp from
  * runtimeConfig["io.kubernetes.cri.pod-annotations"], refused (code 102)
  * when invalid or above maxTcp / maxUdp.  *from_annotation tells which. */
 int nshash_cni_request(const struct nshash_cni_config *cfg, struct nshash_sizes *req, bool *from_annotation,
-		       struct nshash_cni_error *err);
+		       struct nshash_cni_failure *err);
 
 /* The system operations the decisions rest on.  nshash_cni_run() uses the
  * real ones when `ops` is NULL; unit tests replace them. */
@@ -136,16 +140,16 @@ struct run {
 	const struct nshash_cni_ops *ops;
 	struct nshash_cni_config cfg;
 	struct nshash_cni_output *out;
-	struct nshash_cni_error err;
+	struct nshash_cni_failure err;
 };
 
 /* config.c: stdin as one JSON object (code 6 otherwise). */
-int nsh_cni_decode(const char *text, size_t len, struct json_object **out, struct nshash_cni_error *err);
+int nsh_cni_decode(const char *text, size_t len, struct json_object **out, struct nshash_cni_failure *err);
 /* result.c: a line for stderr, "nshash[COMMAND ID]: message". */
 void nsh_cni_log(struct run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* result.c: ADD's result (prevResult, or the minimal one) on stdout. */
 int nsh_cni_add_result(struct run *r);
-/* The commands: 0, or -1 with r->err set. */
+/* The commands: 0, or -errno with r->err set. */
 int nsh_cni_cmd_add(struct run *r);
 int nsh_cni_cmd_check(struct run *r);
 int nsh_cni_cmd_status(struct run *r);

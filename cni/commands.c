@@ -61,7 +61,7 @@ static int soft_failure(struct run *r, int code, const char *fmt, ...)
 		nsh_cni_log(r, "warning (onFailure warn, code %d): %s; continuing on the shared tables", code, msg);
 		return 1;
 	}
-	return nshash_cni_error_set(&r->err, code, NULL, "%s", msg);
+	return nshash_cni_fail(&r->err, code, NULL, "%s", msg);
 }
 
 static int netns_kind_checked(struct run *r, enum nshash_path_kind *kind, char *detail, size_t dlen)
@@ -69,20 +69,20 @@ static int netns_kind_checked(struct run *r, enum nshash_path_kind *kind, char *
 	struct nshash_error e;
 	const char *netns = r->env->netns;
 	if (r->ops->classify(netns, kind, detail, dlen, &e) < 0)
-		return nshash_cni_error_set(&r->err, NSHASH_CNI_E_ENV, NULL, "CNI_NETNS=%s: %s", netns, e.msg);
+		return nshash_cni_fail(&r->err, NSHASH_CNI_E_ENV, NULL, "CNI_NETNS=%s: %s", netns, e.msg);
 	if (*kind == NSHASH_PATH_MISSING || *kind == NSHASH_PATH_NOT_NETNS)
-		return nshash_cni_error_set(&r->err, NSHASH_CNI_E_ENV, NULL,
-					    "CNI_NETNS=%s is not a network namespace: %s", netns, detail);
+		return nshash_cni_fail(&r->err, NSHASH_CNI_E_ENV, NULL, "CNI_NETNS=%s is not a network namespace: %s",
+				       netns, detail);
 	return 0;
 }
 
 /* The request of ADD / CHECK, and what CNI_NETNS is when something is
- * requested.  Returns 1 when nothing is requested, 0, or -1 (r->err). */
+ * requested.  Returns 1 when nothing is requested, 0, or -errno (r->err). */
 static int request_and_netns(struct run *r, struct nshash_sizes *req, bool *from_ann, enum nshash_path_kind *kind,
 			     char *detail, size_t dlen)
 {
 	if (nshash_cni_request(&r->cfg, req, from_ann, &r->err) < 0)
-		return -1;
+		return -r->err.err.errnum;
 	if (req->tcp == 0 && req->udp == 0)
 		return 1;
 	return netns_kind_checked(r, kind, detail, dlen);
@@ -96,7 +96,7 @@ static int occupancy_settled(struct run *r, const char *netns, struct nshash_occ
 	unsigned waited = 0;
 	for (;;) {
 		if (r->ops->occupancy(netns, occ, e) < 0)
-			return -1;
+			return -r->err.err.errnum;
 		if (!occ->pid || occ->links || waited >= r->ops->process_grace_ms)
 			break;
 		struct timespec ts = {0, step_ms * 1000000L};
@@ -116,14 +116,14 @@ int nsh_cni_cmd_add(struct run *r)
 	enum nshash_path_kind kind;
 	int s = request_and_netns(r, &req, &from_ann, &kind, detail, sizeof(detail));
 	if (s != 0)
-		return s < 0 ? -1 : nsh_cni_add_result(r);
+		return s < 0 ? s : nsh_cni_add_result(r);
 
 	const char *netns = r->env->netns;
 	sizes_text(req, want, sizeof(want));
 	struct nshash_error e;
 	struct nshash_netns_info info;
 	if (r->ops->inspect(netns, &info, &e) < 0)
-		return nshash_cni_error_set(&r->err, NSHASH_CNI_E_IO, NULL, "%s", e.msg);
+		return nshash_cni_fail(&r->err, NSHASH_CNI_E_IO, NULL, "%s", e.msg);
 	if (nshash_verify(&info, req, netns, &e) == 0) {
 		nsh_cni_log(r, "%s already has %s", netns, want);
 		return nsh_cni_add_result(r);
@@ -150,8 +150,7 @@ int nsh_cni_cmd_add(struct run *r)
 				 "so nshash is not the first plugin; place nshash first in the conflist's plugins list",
 				 netns, want, names);
 	else if (occupancy_settled(r, netns, &occ, &e) < 0)
-		return nshash_cni_error_set(&r->err, NSHASH_CNI_E_IO, NULL, "cannot size the netns %s: %s", netns,
-					    e.msg);
+		return nshash_cni_fail(&r->err, NSHASH_CNI_E_IO, NULL, "cannot size the netns %s: %s", netns, e.msg);
 	else if (occ.links)
 		s = soft_failure(r, NSHASH_CNI_E_NOT_RESIZABLE,
 				 "cannot size the netns %s (%s): it already has interfaces besides lo (%s); place "
@@ -164,12 +163,12 @@ int nsh_cni_cmd_add(struct run *r)
 		    "a netns can be replaced only before anything joins it",
 		    netns, want, (int)occ.pid, occ.comm, r->ops->process_grace_ms);
 	if (s != 0)
-		return s < 0 ? -1 : nsh_cni_add_result(r);
+		return s < 0 ? s : nsh_cni_add_result(r);
 
 	struct nshash_probe probe;
 	if (r->ops->probe(&probe, &e) < 0 || nshash_probe_require(&probe, req, &e) < 0) {
 		s = soft_failure(r, NSHASH_CNI_E_CREATE, "cannot size the netns %s (%s): %s", netns, want, e.msg);
-		return s < 0 ? -1 : nsh_cni_add_result(r);
+		return s < 0 ? s : nsh_cni_add_result(r);
 	}
 
 	struct nshash_create_opts opts = {
@@ -182,12 +181,12 @@ int nsh_cni_cmd_add(struct run *r)
 	if (r->ops->replace(&opts, netns, &info, &e) < 0) {
 		int code = e.errnum == NSHASH_E_FALLBACK ? NSHASH_CNI_E_FALLBACK : NSHASH_CNI_E_CREATE;
 		s = soft_failure(r, code, "%s", e.msg);
-		return s < 0 ? -1 : nsh_cni_add_result(r);
+		return s < 0 ? s : nsh_cni_add_result(r);
 	}
 	if (nshash_verify(&info, req, netns, &e) < 0) {
 		s = soft_failure(r, e.errnum == NSHASH_E_FALLBACK ? NSHASH_CNI_E_FALLBACK : NSHASH_CNI_E_CREATE, "%s",
 				 e.msg);
-		return s < 0 ? -1 : nsh_cni_add_result(r);
+		return s < 0 ? s : nsh_cni_add_result(r);
 	}
 	/* What the next plugins and the runtime will open is the path, not
 	 * the netns the library made: look again through the path. */
@@ -195,7 +194,7 @@ int nsh_cni_cmd_add(struct run *r)
 	if (r->ops->inspect(netns, &seen, &e) < 0 || nshash_verify(&seen, req, netns, &e) < 0) {
 		s = soft_failure(r, NSHASH_CNI_E_CREATE, "after replacing the netns, %s does not show it: %s", netns,
 				 e.msg);
-		return s < 0 ? -1 : nsh_cni_add_result(r);
+		return s < 0 ? s : nsh_cni_add_result(r);
 	}
 	char have[96];
 	sizes_text(nshash_info_sizes(&seen), have, sizeof(have));
@@ -211,11 +210,11 @@ int nsh_cni_cmd_check(struct run *r)
 	char detail[600];
 	int s = request_and_netns(r, &req, &from_ann, &kind, detail, sizeof(detail));
 	if (s != 0)
-		return s < 0 ? -1 : 0;
+		return s < 0 ? s : 0;
 	struct nshash_error e;
 	struct nshash_netns_info info;
 	if (r->ops->inspect(r->env->netns, &info, &e) < 0)
-		return nshash_cni_error_set(&r->err, NSHASH_CNI_E_IO, NULL, "%s", e.msg);
+		return nshash_cni_fail(&r->err, NSHASH_CNI_E_IO, NULL, "%s", e.msg);
 	if (nshash_verify(&info, req, r->env->netns, &e) < 0) {
 		/* Not "allocation failed?": at CHECK a shared table may as well
 		 * mean the netns was never sized. */
@@ -223,10 +222,9 @@ int nsh_cni_cmd_check(struct run *r)
 		sizes_text(nshash_sizes_effective(req), want, sizeof(want));
 		snprintf(have, sizeof(have), "tcp %s%ld, udp %s%ld", info.tcp_entries < 0 ? "shared " : "",
 			 labs(info.tcp_entries), info.udp_entries < 0 ? "shared " : "", labs(info.udp_entries));
-		return soft_failure(r, NSHASH_CNI_E_MISMATCH, "CHECK %s: requested %s, the netns has %s", r->env->netns,
-				    want, have) < 0
-			   ? -1
-			   : 0;
+		s = soft_failure(r, NSHASH_CNI_E_MISMATCH, "CHECK %s: requested %s, the netns has %s", r->env->netns,
+				 want, have);
+		return s < 0 ? s : 0;
 	}
 	return 0;
 }
@@ -240,7 +238,7 @@ int nsh_cni_cmd_status(struct run *r)
 	struct nshash_probe probe;
 	struct nshash_error e;
 	if (r->ops->probe(&probe, &e) < 0 || nshash_probe_require(&probe, may, &e) < 0)
-		return nshash_cni_error_set(&r->err, NSHASH_CNI_E_NOT_READY, NULL, "nshash cannot size netns here: %s",
-					    e.msg);
+		return nshash_cni_fail(&r->err, NSHASH_CNI_E_NOT_READY, NULL, "nshash cannot size netns here: %s",
+				       e.msg);
 	return 0;
 }

@@ -42,7 +42,7 @@ static void json_shown(json_object *v, char *buf, size_t len)
 }
 
 static int config_size(json_object *root, const char *key, enum nshash_proto proto, bool *given, uint32_t *out,
-		       struct nshash_cni_error *err)
+		       struct nshash_cni_failure *err)
 {
 	json_object *v;
 	*given = false;
@@ -52,19 +52,19 @@ static int config_size(json_object *root, const char *key, enum nshash_proto pro
 	char shown[96];
 	json_shown(v, shown, sizeof(shown));
 	if (!json_object_is_type(v, json_type_int))
-		return nshash_cni_error_set(err, NSHASH_CNI_E_CONFIG, NULL,
-					    "network config key \"%s\": %s is %s; expected a JSON integer "
-					    "0..%u (write %s: 4096, not \"4096\")",
-					    key, shown, json_type_word(v), nshash_proto_max(proto), key);
+		return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
+				       "network config key \"%s\": %s is %s; expected a JSON integer "
+				       "0..%u (write %s: 4096, not \"4096\")",
+				       key, shown, json_type_word(v), nshash_proto_max(proto), key);
 	/* json-c saturates integers beyond int64 (and keeps uint64 ones as
 	 * such): anything that large is out of range anyway. */
 	int64_t n = json_object_get_int64(v);
 	struct nshash_error e;
 	if (n == INT64_MAX || nshash_size_check(proto, key, n, out, &e) < 0)
-		return nshash_cni_error_set(err, NSHASH_CNI_E_CONFIG, NULL,
-					    "network config key \"%s\": %s is out of range (%s sizes are 0..%u, "
-					    "0 = shared table)",
-					    key, shown, nshash_proto_name(proto), nshash_proto_max(proto));
+		return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
+				       "network config key \"%s\": %s is out of range (%s sizes are 0..%u, "
+				       "0 = shared table)",
+				       key, shown, nshash_proto_name(proto), nshash_proto_max(proto));
 	*given = true;
 	return 0;
 }
@@ -72,7 +72,7 @@ static int config_size(json_object *root, const char *key, enum nshash_proto pro
 /* A string member of `obj`; *out NULL when absent.  `what` and `code` say
  * whose value it is in the error ("network config key", 7). */
 static int string_member(json_object *obj, const char *key, const char *what, int code, const char **out,
-			 struct nshash_cni_error *err)
+			 struct nshash_cni_failure *err)
 {
 	json_object *v;
 	*out = NULL;
@@ -81,14 +81,14 @@ static int string_member(json_object *obj, const char *key, const char *what, in
 	if (!json_object_is_type(v, json_type_string)) {
 		char shown[96];
 		json_shown(v, shown, sizeof(shown));
-		return nshash_cni_error_set(err, code, NULL, "%s \"%s\": %s is %s; expected a string", what, key, shown,
-					    json_type_word(v));
+		return nshash_cni_fail(err, code, NULL, "%s \"%s\": %s is %s; expected a string", what, key, shown,
+				       json_type_word(v));
 	}
 	*out = json_object_get_string(v);
 	return 0;
 }
 
-static int config_string(json_object *root, const char *key, const char **out, struct nshash_cni_error *err)
+static int config_string(json_object *root, const char *key, const char **out, struct nshash_cni_failure *err)
 {
 	return string_member(root, key, "network config key", NSHASH_CNI_E_CONFIG, out, err);
 }
@@ -100,18 +100,17 @@ void nshash_cni_config_free(struct nshash_cni_config *cfg)
 	cfg->json = NULL;
 }
 
-int nsh_cni_decode(const char *text, size_t len, json_object **out, struct nshash_cni_error *err)
+int nsh_cni_decode(const char *text, size_t len, json_object **out, struct nshash_cni_failure *err)
 {
 	*out = NULL;
 	if (len == 0)
-		return nshash_cni_error_set(err, NSHASH_CNI_E_DECODE, NULL,
-					    "no network config on stdin (expected a JSON object)");
+		return nshash_cni_fail(err, NSHASH_CNI_E_DECODE, NULL,
+				       "no network config on stdin (expected a JSON object)");
 	if (memchr(text, '\0', len))
-		return nshash_cni_error_set(err, NSHASH_CNI_E_DECODE, NULL,
-					    "network config on stdin contains a NUL byte");
+		return nshash_cni_fail(err, NSHASH_CNI_E_DECODE, NULL, "network config on stdin contains a NUL byte");
 	json_tokener *tok = json_tokener_new();
 	if (!tok)
-		return nshash_cni_error_set(err, NSHASH_CNI_E_IO, NULL, "decode network config: out of memory");
+		return nshash_cni_fail(err, NSHASH_CNI_E_IO, NULL, "decode network config: out of memory");
 	json_object *root = json_tokener_parse_ex(tok, text, (int)len);
 	enum json_tokener_error jerr = json_tokener_get_error(tok);
 	size_t end = json_tokener_get_parse_end(tok);
@@ -120,26 +119,25 @@ int nsh_cni_decode(const char *text, size_t len, json_object **out, struct nshas
 		if (root)
 			json_object_put(root);
 		if (jerr == json_tokener_continue)
-			return nshash_cni_error_set(err, NSHASH_CNI_E_DECODE, NULL,
-						    "decode network config: unexpected end of input after %zu bytes "
-						    "(truncated JSON)",
-						    len);
-		return nshash_cni_error_set(err, NSHASH_CNI_E_DECODE, NULL, "decode network config: %s at byte %zu",
-					    json_tokener_error_desc(jerr), end);
+			return nshash_cni_fail(err, NSHASH_CNI_E_DECODE, NULL,
+					       "decode network config: unexpected end of input after %zu bytes "
+					       "(truncated JSON)",
+					       len);
+		return nshash_cni_fail(err, NSHASH_CNI_E_DECODE, NULL, "decode network config: %s at byte %zu",
+				       json_tokener_error_desc(jerr), end);
 	}
 	while (end < len && isspace((unsigned char)text[end]))
 		end++;
 	if (end < len) {
 		json_object_put(root);
-		return nshash_cni_error_set(err, NSHASH_CNI_E_DECODE, NULL,
-					    "decode network config: unexpected data after the JSON object at byte %zu",
-					    end);
+		return nshash_cni_fail(err, NSHASH_CNI_E_DECODE, NULL,
+				       "decode network config: unexpected data after the JSON object at byte %zu", end);
 	}
 	if (!json_object_is_type(root, json_type_object)) {
 		const char *w = json_type_word(root);
 		json_object_put(root);
-		return nshash_cni_error_set(err, NSHASH_CNI_E_DECODE, NULL,
-					    "decode network config: stdin holds %s, expected a JSON object", w);
+		return nshash_cni_fail(err, NSHASH_CNI_E_DECODE, NULL,
+				       "decode network config: stdin holds %s, expected a JSON object", w);
 	}
 	*out = root;
 	return 0;
@@ -152,95 +150,94 @@ static void version_list(char *buf, size_t len)
 		nsh_append(buf, len, "%s%s", i ? ", " : "", nshash_cni_versions[i]);
 }
 
-int nshash_cni_config_parse(const char *text, size_t len, struct nshash_cni_config *cfg, struct nshash_cni_error *err)
+int nshash_cni_config_parse(const char *text, size_t len, struct nshash_cni_config *cfg, struct nshash_cni_failure *err)
 {
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->on_failure = NSHASH_ON_FAILURE_FAIL;
 	cfg->strategy = NSHASH_STRATEGY_NESTED;
 	json_object *root;
 	if (nsh_cni_decode(text, len, &root, err) < 0)
-		return -1;
+		return -err->err.errnum;
 	cfg->json = root;
 
 	char supported[64];
 	version_list(supported, sizeof(supported));
 	json_object *v;
 	if (!json_object_object_get_ex(root, "cniVersion", &v))
-		return nshash_cni_error_set(err, NSHASH_CNI_E_VERSION, supported,
-					    "network config has no cniVersion; nshash supports %s", supported);
+		return nshash_cni_fail(err, NSHASH_CNI_E_VERSION, supported,
+				       "network config has no cniVersion; nshash supports %s", supported);
 	if (!json_object_is_type(v, json_type_string)) {
 		char shown[64];
 		json_shown(v, shown, sizeof(shown));
-		return nshash_cni_error_set(err, NSHASH_CNI_E_CONFIG, NULL,
-					    "network config key \"cniVersion\": %s is %s; expected a string", shown,
-					    json_type_word(v));
+		return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
+				       "network config key \"cniVersion\": %s is %s; expected a string", shown,
+				       json_type_word(v));
 	}
 	snprintf(cfg->cni_version, sizeof(cfg->cni_version), "%s", json_object_get_string(v));
 	if (!nshash_cni_version_supported(json_object_get_string(v)))
-		return nshash_cni_error_set(err, NSHASH_CNI_E_VERSION, supported,
-					    "cniVersion \"%.64s\" is not supported; nshash supports %s",
-					    json_object_get_string(v), supported);
+		return nshash_cni_fail(err, NSHASH_CNI_E_VERSION, supported,
+				       "cniVersion \"%.64s\" is not supported; nshash supports %s",
+				       json_object_get_string(v), supported);
 
 	const char *s;
 	if (config_string(root, "name", &s, err) < 0)
-		return -1;
+		return -err->err.errnum;
 	snprintf(cfg->name, sizeof(cfg->name), "%s", s ? s : "");
 
 	bool given;
 	if (config_size(root, "tcp", NSHASH_TCP, &cfg->has_tcp, &cfg->sizes.tcp, err) < 0 ||
 	    config_size(root, "udp", NSHASH_UDP, &cfg->has_udp, &cfg->sizes.udp, err) < 0 ||
 	    config_size(root, "maxTcp", NSHASH_TCP, &given, &cfg->max.tcp, err) < 0)
-		return -1;
+		return -err->err.errnum;
 	if (!given) /* pods may ask up to the network default, as rounded by the kernel */
 		cfg->max.tcp = nshash_size_effective(NSHASH_TCP, cfg->sizes.tcp);
 	if (config_size(root, "maxUdp", NSHASH_UDP, &given, &cfg->max.udp, err) < 0)
-		return -1;
+		return -err->err.errnum;
 	if (!given)
 		cfg->max.udp = nshash_size_effective(NSHASH_UDP, cfg->sizes.udp);
 	struct nshash_error e;
 	if (nshash_sizes_cap(cfg->sizes, cfg->max, "network config", &e) < 0)
-		return nshash_cni_error_set(err, NSHASH_CNI_E_CONFIG, NULL,
-					    "%s: the network default must not exceed the cap", e.msg);
+		return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
+				       "%s: the network default must not exceed the cap", e.msg);
 
 	if (config_string(root, "onFailure", &s, err) < 0)
-		return -1;
+		return -err->err.errnum;
 	if (s && strcmp(s, "warn") == 0)
 		cfg->on_failure = NSHASH_ON_FAILURE_WARN;
 	else if (s && strcmp(s, "fail") != 0)
-		return nshash_cni_error_set(err, NSHASH_CNI_E_CONFIG, NULL,
-					    "network config key \"onFailure\": \"%.64s\" is not fail or warn", s);
+		return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
+				       "network config key \"onFailure\": \"%.64s\" is not fail or warn", s);
 
 	if (config_string(root, "strategy", &s, err) < 0)
-		return -1;
+		return -err->err.errnum;
 	if (s && nshash_strategy_parse(s, &cfg->strategy, &e) < 0)
-		return nshash_cni_error_set(err, NSHASH_CNI_E_CONFIG, NULL,
-					    "network config key \"strategy\": \"%.64s\" is not template or nested", s);
+		return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
+				       "network config key \"strategy\": \"%.64s\" is not template or nested", s);
 
 	if (config_string(root, "stateDir", &s, err) < 0)
-		return -1;
+		return -err->err.errnum;
 	/* the library's path rules (no "..", no "//", bounded); a bare name
 	 * would mean /run/netns/NAME there, so insist on the leading '/' */
 	if (s && (s[0] != '/' || nshash_pin_resolve(s, cfg->state_dir, sizeof(cfg->state_dir), &e) < 0))
-		return nshash_cni_error_set(err, NSHASH_CNI_E_CONFIG, NULL,
-					    "network config key \"stateDir\": \"%.256s\" is not a clean absolute path",
-					    s);
+		return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
+				       "network config key \"stateDir\": \"%.256s\" is not a clean absolute path", s);
 
 	if (json_object_object_get_ex(root, "prevResult", &v) && !json_object_is_type(v, json_type_object))
-		return nshash_cni_error_set(err, NSHASH_CNI_E_CONFIG, NULL,
-					    "network config key \"prevResult\" is %s; expected an object",
-					    json_type_word(v));
+		return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
+				       "network config key \"prevResult\" is %s; expected an object",
+				       json_type_word(v));
 	json_object *rc;
 	if (json_object_object_get_ex(root, "runtimeConfig", &rc)) {
 		if (!json_object_is_type(rc, json_type_object))
-			return nshash_cni_error_set(err, NSHASH_CNI_E_CONFIG, NULL,
-						    "network config key \"runtimeConfig\" is %s; expected an object",
-						    json_type_word(rc));
+			return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
+					       "network config key \"runtimeConfig\" is %s; expected an object",
+					       json_type_word(rc));
 		if (json_object_object_get_ex(rc, POD_ANNOTATIONS, &v) && !json_object_is_type(v, json_type_object) &&
 		    !json_object_is_type(v, json_type_null))
-			return nshash_cni_error_set(err, NSHASH_CNI_E_CONFIG, NULL,
-						    "network config key \"runtimeConfig\": \"" POD_ANNOTATIONS
-						    "\" is %s; expected an object of strings",
-						    json_type_word(v));
+			return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
+					       "network config key \"runtimeConfig\": \"" POD_ANNOTATIONS
+					       "\" is %s; expected an object of strings",
+					       json_type_word(v));
 	}
 	return 0;
 }
@@ -248,23 +245,23 @@ int nshash_cni_config_parse(const char *text, size_t len, struct nshash_cni_conf
 /* -------------------------------------------------------------- request */
 
 static int annotation_size(json_object *ann, const char *key, enum nshash_proto proto, bool *given, uint32_t *out,
-			   struct nshash_cni_error *err)
+			   struct nshash_cni_failure *err)
 {
 	const char *text;
 	*given = false;
 	if (string_member(ann, key, "pod annotation", NSHASH_CNI_E_REFUSED, &text, err) < 0)
-		return -1;
+		return -err->err.errnum;
 	if (!text)
 		return 0;
 	struct nshash_error e;
 	if (nshash_size_parse(proto, key, text, out, &e) < 0)
-		return nshash_cni_error_set(err, NSHASH_CNI_E_REFUSED, NULL, "pod annotation %s", e.msg);
+		return nshash_cni_fail(err, NSHASH_CNI_E_REFUSED, NULL, "pod annotation %s", e.msg);
 	*given = true;
 	return 0;
 }
 
 int nshash_cni_request(const struct nshash_cni_config *cfg, struct nshash_sizes *req, bool *from_annotation,
-		       struct nshash_cni_error *err)
+		       struct nshash_cni_failure *err)
 {
 	*req = cfg->sizes;
 	*from_annotation = false;
@@ -276,7 +273,7 @@ int nshash_cni_request(const struct nshash_cni_config *cfg, struct nshash_sizes 
 	struct nshash_sizes asked = {0, 0};
 	if (annotation_size(ann, NSHASH_ANNOTATION_TCP, NSHASH_TCP, &tcp_given, &asked.tcp, err) < 0 ||
 	    annotation_size(ann, NSHASH_ANNOTATION_UDP, NSHASH_UDP, &udp_given, &asked.udp, err) < 0)
-		return -1;
+		return -err->err.errnum;
 	if (tcp_given)
 		req->tcp = asked.tcp;
 	if (udp_given)
@@ -284,8 +281,8 @@ int nshash_cni_request(const struct nshash_cni_config *cfg, struct nshash_sizes 
 	*from_annotation = tcp_given || udp_given;
 	struct nshash_error e;
 	if (*from_annotation && nshash_sizes_cap(*req, cfg->max, "pod annotations", &e) < 0)
-		return nshash_cni_error_set(err, NSHASH_CNI_E_REFUSED, NULL,
-					    "%s in network \"%s\" (raise maxTcp/maxUdp in the conflist to allow it)",
-					    e.msg, cfg->name);
+		return nshash_cni_fail(err, NSHASH_CNI_E_REFUSED, NULL,
+				       "%s in network \"%s\" (raise maxTcp/maxUdp in the conflist to allow it)", e.msg,
+				       cfg->name);
 	return 0;
 }

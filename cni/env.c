@@ -24,17 +24,17 @@ static const struct {
 };
 
 int nshash_cni_env_check(const struct nshash_cni_env *env, enum nshash_cni_command *command,
-			 struct nshash_cni_error *err)
+			 struct nshash_cni_failure *err)
 {
 	if (!env->command || !*env->command)
-		return nshash_cni_error_set(err, NSHASH_CNI_E_ENV, NULL,
-					    "required environment variable CNI_COMMAND is missing or empty");
+		return nshash_cni_fail(err, NSHASH_CNI_E_ENV, NULL,
+				       "required environment variable CNI_COMMAND is missing or empty");
 	size_t i;
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (strcmp(env->command, commands[i].name) == 0)
 			break;
 	if (i == sizeof(commands) / sizeof(commands[0]))
-		return nshash_cni_error_set(
+		return nshash_cni_fail(
 		    err, NSHASH_CNI_E_ENV, NULL,
 		    "CNI_COMMAND=\"%.64s\" is not a CNI command (ADD, DEL, CHECK, STATUS, GC, VERSION)", env->command);
 	*command = commands[i].command;
@@ -51,11 +51,11 @@ int nshash_cni_env_check(const struct nshash_cni_env *env, enum nshash_cni_comma
 	if (need_id && (!env->ifname || !*env->ifname))
 		nsh_append(missing, sizeof(missing), "%sCNI_IFNAME", *missing ? ", " : "");
 	if (*missing)
-		return nshash_cni_error_set(err, NSHASH_CNI_E_ENV, NULL,
-					    "required environment variable%s missing or empty for %s: %s",
-					    strchr(missing, ',') ? "s" : "", env->command, missing);
+		return nshash_cni_fail(err, NSHASH_CNI_E_ENV, NULL,
+				       "required environment variable%s missing or empty for %s: %s",
+				       strchr(missing, ',') ? "s" : "", env->command, missing);
 	if (need_netns && env->netns[0] != '/')
-		return nshash_cni_error_set(err, NSHASH_CNI_E_ENV, NULL, "CNI_NETNS=\"%.256s\" is not an absolute path",
-					    env->netns);
+		return nshash_cni_fail(err, NSHASH_CNI_E_ENV, NULL, "CNI_NETNS=\"%.256s\" is not an absolute path",
+				       env->netns);
 	return 0;
 }

@@ -19,8 +19,8 @@ int main(void)
 
 	nshash_cni_env_from_environ(&env);
 	if (nsh_read_fd(STDIN_FILENO, "the network config on stdin", MAX_INPUT, &input, &len, &err) < 0) {
-		struct nshash_cni_error cerr;
-		nshash_cni_error_set(&cerr, NSHASH_CNI_E_IO, NULL, "%s", err.msg);
+		struct nshash_cni_failure cerr;
+		nshash_cni_fail(&cerr, NSHASH_CNI_E_IO, NULL, "%s", err.msg);
 		char *json = nshash_cni_error_json(NULL, &cerr);
 		if (json)
 			printf("%s\n", json);

@@ -15,9 +15,9 @@ static int version_allows(struct run *r)
 	else if (r->command == NSHASH_CNI_STATUS || r->command == NSHASH_CNI_GC)
 		need = "1.1.0";
 	if (need && nshash_cni_version_cmp(r->cfg.cni_version, need) < 0)
-		return nshash_cni_error_set(&r->err, NSHASH_CNI_E_VERSION, NULL,
-					    "%s needs cniVersion %s or later; the network config says %s",
-					    r->env->command, need, r->cfg.cni_version);
+		return nshash_cni_fail(&r->err, NSHASH_CNI_E_VERSION, NULL,
+				       "%s needs cniVersion %s or later; the network config says %s", r->env->command,
+				       need, r->cfg.cni_version);
 	return 0;
 }
 
@@ -26,7 +26,7 @@ static int version_allows(struct run *r)
 static void peek_version(const char *input, size_t len, char *out, size_t outlen)
 {
 	json_object *root, *v;
-	struct nshash_cni_error ignored;
+	struct nshash_cni_failure ignored;
 	if (nsh_cni_decode(input, len, &root, &ignored) < 0)
 		return;
 	if (json_object_object_get_ex(root, "cniVersion", &v) && json_object_is_type(v, json_type_string) &&
@@ -75,7 +75,7 @@ done:
 		if (!r.cfg.cni_version[0])
 			peek_version(input, len, r.cfg.cni_version, sizeof(r.cfg.cni_version));
 		out->stdout_text = nshash_cni_error_json(r.cfg.cni_version[0] ? r.cfg.cni_version : CNI_LATEST, &r.err);
-		nsh_cni_log(&r, "error %d: %s", r.err.code, r.err.msg);
+		nsh_cni_log(&r, "error %d: %s", r.err.code, r.err.err.msg);
 	}
 	nshash_cni_config_free(&r.cfg);
 }

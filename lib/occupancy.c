@@ -102,14 +102,18 @@ int nshash_netns_occupancy(const char *path, struct nshash_occupancy *occ, struc
 		return nshash_error_set(err, errno, "stat %s: %s", path, strerror(errno));
 
 	cleanup_close int home = -1;
-	if (nsh_netns_open_current(&home, err) < 0 || nsh_netns_enter(fd, path, err) < 0)
-		return -1;
+	int r = nsh_netns_open_current(&home, err);
+	if (r == 0)
+		r = nsh_netns_enter(fd, path, err);
+	if (r < 0)
+		return r;
 	struct if_nameindex *ifs = if_nameindex();
 	int saved = errno;
-	if (nsh_netns_return(home, err) < 0) {
+	r = nsh_netns_return(home, err);
+	if (r < 0) {
 		if (ifs)
 			if_freenameindex(ifs);
-		return -1;
+		return r;
 	}
 	if (!ifs)
 		return nshash_error_set(err, saved, "list the interfaces of %s: %s", path, strerror(saved));
