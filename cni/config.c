@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The plugin's entry of the network config, and the size request it and
  * the pod annotations make. */
-#include <ctype.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <string.h>
@@ -34,6 +33,11 @@ static const char *json_type_word(json_object *v)
 /* The value as the user wrote it, for messages (shortened). */
 static void json_shown(json_object *v, char *buf, size_t len)
 {
+	if (json_object_is_type(v, json_type_string)) {
+		nshash_quote(json_object_get_string(v), buf, len);
+		return;
+	}
+	/* numbers, literals, or JSON text whose strings json-c escaped */
 	const char *s = json_object_to_json_string_ext(v, JSON_OUT_FLAGS);
 	if (strlen(s) + 1 > len && len > 4)
 		snprintf(buf, len, "%.*s...", (int)(len - 4), s);
@@ -102,36 +106,35 @@ void nshash_cni_config_free(struct nshash_cni_config *cfg)
 
 int nsh_cni_decode(const char *text, size_t len, json_object **out, struct nshash_cni_failure *err)
 {
+	struct nsh_json_fault f;
+	json_object *root;
+
 	*out = NULL;
 	if (len == 0)
 		return nshash_cni_fail(err, NSHASH_CNI_E_DECODE, NULL,
 				       "no network config on stdin (expected a JSON object)");
-	if (memchr(text, '\0', len))
-		return nshash_cni_fail(err, NSHASH_CNI_E_DECODE, NULL, "network config on stdin contains a NUL byte");
-	json_tokener *tok = json_tokener_new();
-	if (!tok)
-		return nshash_cni_fail(err, NSHASH_CNI_E_IO, NULL, "decode network config: out of memory");
-	json_object *root = json_tokener_parse_ex(tok, text, (int)len);
-	enum json_tokener_error jerr = json_tokener_get_error(tok);
-	size_t end = json_tokener_get_parse_end(tok);
-	json_tokener_free(tok);
-	if (!root || jerr != json_tokener_success) {
-		if (root)
-			json_object_put(root);
-		if (jerr == json_tokener_continue)
+	if (nsh_json_decode(text, len, &root, &f) < 0) {
+		switch (f.kind) {
+		case NSH_JSON_NUL:
+			return nshash_cni_fail(err, NSHASH_CNI_E_DECODE, NULL,
+					       "network config on stdin contains a NUL byte");
+		case NSH_JSON_NOMEM:
+			return nshash_cni_fail(err, NSHASH_CNI_E_IO, NULL, "decode network config: out of memory");
+		case NSH_JSON_EMPTY:
+		case NSH_JSON_TRUNCATED:
 			return nshash_cni_fail(err, NSHASH_CNI_E_DECODE, NULL,
 					       "decode network config: unexpected end of input after %zu bytes "
 					       "(truncated JSON)",
 					       len);
-		return nshash_cni_fail(err, NSHASH_CNI_E_DECODE, NULL, "decode network config: %s at byte %zu",
-				       json_tokener_error_desc(jerr), end);
-	}
-	while (end < len && isspace((unsigned char)text[end]))
-		end++;
-	if (end < len) {
-		json_object_put(root);
-		return nshash_cni_fail(err, NSHASH_CNI_E_DECODE, NULL,
-				       "decode network config: unexpected data after the JSON object at byte %zu", end);
+		case NSH_JSON_TRAILING:
+			return nshash_cni_fail(
+			    err, NSHASH_CNI_E_DECODE, NULL,
+			    "decode network config: unexpected data after the JSON object at byte %zu",
+			    f.offset + strspn(text + f.offset, " \t\r\n"));
+		default:
+			return nshash_cni_fail(err, NSHASH_CNI_E_DECODE, NULL, "decode network config: %s at byte %zu",
+					       f.why ? f.why : "too large", f.offset);
+		}
 	}
 	if (!json_object_is_type(root, json_type_object)) {
 		const char *w = json_type_word(root);

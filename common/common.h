@@ -67,7 +67,25 @@ typedef void (*nsh_log_sink)(void *ctx, const char *level, const char *line);
 void nsh_log_redirect(enum nshash_log_level stderr_max, nsh_log_sink sink, void *ctx);
 
 /* ------------------------------------------------------------ JSON */
-/* Decode one JSON document of untrusted text: nothing but white space after
+/* The one JSON decoder for untrusted text: one document, nothing but JSON
+ * white space after it, no NUL byte.  0, or -errno and *fault says what
+ * went wrong where; each front-end words its own message from it. */
+enum nsh_json_fault_kind {
+	NSH_JSON_TOO_LARGE = 1, /* more than INT_MAX bytes */
+	NSH_JSON_NUL,		/* a NUL byte */
+	NSH_JSON_NOMEM,		/* no memory for the parser */
+	NSH_JSON_EMPTY,		/* nothing but white space (or nothing) */
+	NSH_JSON_TRUNCATED,	/* ends inside the document */
+	NSH_JSON_SYNTAX,	/* not JSON at offset: why */
+	NSH_JSON_TRAILING,	/* something after the document (offset: its end) */
+};
+struct nsh_json_fault {
+	enum nsh_json_fault_kind kind;
+	size_t offset;	 /* byte where it went wrong */
+	const char *why; /* SYNTAX: json-c's description */
+};
+int nsh_json_decode(const char *text, size_t len, struct json_object **out, struct nsh_json_fault *fault);
+/* nsh_json_decode with the message: decode one JSON document of untrusted text: nothing but white space after
  * it, no NUL byte.  On failure *out is NULL and the error says where:
  * "SOURCE: malformed JSON at line L column C: why". */
 int nsh_json_parse_text(const char *text, size_t len, const char *source, struct json_object **out,

@@ -251,6 +251,10 @@ int nshash_gc(const struct nshash_gc_opts *opts, struct nshash_gc_report *report
 int nshash_error_set(struct nshash_error *err, int errnum, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Prefix an existing message: "ctx: old message". */
 int nshash_error_prefix(struct nshash_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Untrusted text as an error message may show it: in double quotes, bytes
+ * outside printable ASCII and '"' '\\' as \xNN, cut with "..." after 40
+ * bytes.  `len` >= 16; the one quoting helper of nshash. */
+void nshash_quote(const char *text, char *buf, size_t len);
 
 #ifdef __cplusplus
 }
