@@ -219,11 +219,10 @@ int nshash_cni_config_parse(const char *text, size_t len, struct nshash_cni_conf
 
 	if (config_string(root, "stateDir", &s, err) < 0)
 		return -err->err.errnum;
-	/* the library's path rules (no "..", no "//", bounded); a bare name
-	 * would mean /run/netns/NAME there, so insist on the leading '/' */
-	if (s && (s[0] != '/' || nshash_pin_resolve(s, cfg->state_dir, sizeof(cfg->state_dir), &e) < 0))
+	if (s && (nsh_path_unclean(s) || strlen(s) >= sizeof(cfg->state_dir)))
 		return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
 				       "network config key \"stateDir\": \"%.256s\" is not a clean absolute path", s);
+	snprintf(cfg->state_dir, sizeof(cfg->state_dir), "%s", s ? s : "");
 
 	if (json_object_object_get_ex(root, "prevResult", &v) && !json_object_is_type(v, json_type_object))
 		return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,

@@ -104,7 +104,9 @@ int nsh_read_file(const char *path, size_t max, char **out, size_t *out_len, str
 void nsh_append(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* ------------------------------------------------------------ paths */
-/* true when a path has a ".." component */
-bool nsh_path_has_dotdot(const char *path);
+/* NULL when `path` is a clean absolute path (no "..", "." or empty
+ * component, no control character, shorter than PATH_MAX), else why not
+ * ("is not an absolute path", "contains \"..\"", ...). */
+const char *nsh_path_unclean(const char *path);
 
 #endif

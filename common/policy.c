@@ -42,10 +42,12 @@ static int policy_string(struct json_object *val, const char *source, const char
 	if (strlen(s) >= dstlen)
 		return nshash_error_set(err, ENAMETOOLONG, "%s: key \"%s\": longer than %zu bytes", source, key,
 					dstlen - 1);
-	if (absolute && s[0] != '/')
-		return nshash_error_set(err, EINVAL, "%s: key \"%s\": \"%s\" is not an absolute path", source, key, s);
-	if (absolute && nsh_path_has_dotdot(s))
-		return nshash_error_set(err, EINVAL, "%s: key \"%s\": \"%s\" contains \"..\"", source, key, s);
+	const char *why = absolute ? nsh_path_unclean(s) : NULL;
+	if (why) {
+		char shown[128];
+		nshash_quote(s, shown, sizeof(shown));
+		return nshash_error_set(err, EINVAL, "%s: key \"%s\": %s %s", source, key, shown, why);
+	}
 	snprintf(dst, dstlen, "%s", s);
 	return 0;
 }
