@@ -86,7 +86,7 @@ struct nshash_cni_config {
 	enum nshash_on_failure on_failure;
 	enum nshash_strategy strategy; /* "strategy", default nested */
 	char state_dir[1024];	       /* "stateDir", "" = library default */
-	void *json;		       /* the whole document (json_object *) */
+	struct json_object *json;      /* the whole document */
 };
 /* Decode and validate stdin: code 6 when it is not exactly one JSON object,
  * 1 for a missing/unsupported cniVersion, 7 naming a bad key and value.

@@ -108,29 +108,16 @@ static int occupancy_settled(struct run *r, const char *netns, struct nshash_occ
 	return 0;
 }
 
-int nsh_cni_cmd_add(struct run *r)
+/* ADD, decide: can CNI_NETNS be replaced?  0 yes; 1 no, but onFailure
+ * warn lets the chain go on; -errno no. */
+static int add_refusal(struct run *r, const char *want, enum nshash_path_kind kind, const char *detail)
 {
-	struct nshash_sizes req;
-	bool from_ann;
-	char want[96], detail[600];
-	enum nshash_path_kind kind;
-	int s = request_and_netns(r, &req, &from_ann, &kind, detail, sizeof(detail));
-	if (s != 0)
-		return s < 0 ? s : nsh_cni_add_result(r);
-
 	const char *netns = r->env->netns;
-	sizes_text(req, want, sizeof(want));
 	struct nshash_error e;
-	struct nshash_netns_info info;
-	if (r->ops->inspect(netns, &info, &e) < 0)
-		return nshash_cni_fail(&r->err, NSHASH_CNI_E_IO, NULL, "%s", e.msg);
-	if (nshash_verify(&info, req, netns, &e) == 0) {
-		nsh_cni_log(r, "%s already has %s", netns, want);
-		return nsh_cni_add_result(r);
-	}
-
 	char names[256];
 	struct nshash_occupancy occ;
+	int s = 0;
+
 	if (kind == NSHASH_PATH_PROC)
 		s = soft_failure(
 		    r, NSHASH_CNI_E_NOT_RESIZABLE,
@@ -162,14 +149,20 @@ int nsh_cni_cmd_add(struct run *r)
 		    "cannot size the netns %s (%s): process %d (%s) already lives in it (still after %u ms); "
 		    "a netns can be replaced only before anything joins it",
 		    netns, want, (int)occ.pid, occ.comm, r->ops->process_grace_ms);
-	if (s != 0)
-		return s < 0 ? s : nsh_cni_add_result(r);
+	return s;
+}
 
+/* ADD, apply: replace CNI_NETNS by a sized netns and check it through the
+ * path.  0, 1 (failed, onFailure warn), or -errno. */
+static int add_replace(struct run *r, struct nshash_sizes req, const char *want, struct nshash_netns_info *seen)
+{
+	const char *netns = r->env->netns;
+	struct nshash_netns_info info;
+	struct nshash_error e;
 	struct nshash_probe probe;
-	if (r->ops->probe(&probe, &e) < 0 || nshash_probe_require(&probe, req, &e) < 0) {
-		s = soft_failure(r, NSHASH_CNI_E_CREATE, "cannot size the netns %s (%s): %s", netns, want, e.msg);
-		return s < 0 ? s : nsh_cni_add_result(r);
-	}
+
+	if (r->ops->probe(&probe, &e) < 0 || nshash_probe_require(&probe, req, &e) < 0)
+		return soft_failure(r, NSHASH_CNI_E_CREATE, "cannot size the netns %s (%s): %s", netns, want, e.msg);
 
 	struct nshash_create_opts opts = {
 	    .sizes = req,
@@ -180,22 +173,48 @@ int nsh_cni_cmd_add(struct run *r)
 	};
 	if (r->ops->replace(&opts, netns, &info, &e) < 0) {
 		int code = e.errnum == NSHASH_E_FALLBACK ? NSHASH_CNI_E_FALLBACK : NSHASH_CNI_E_CREATE;
-		s = soft_failure(r, code, "%s", e.msg);
-		return s < 0 ? s : nsh_cni_add_result(r);
+		return soft_failure(r, code, "%s", e.msg);
 	}
 	if (nshash_verify(&info, req, netns, &e) < 0) {
-		s = soft_failure(r, e.errnum == NSHASH_E_FALLBACK ? NSHASH_CNI_E_FALLBACK : NSHASH_CNI_E_CREATE, "%s",
-				 e.msg);
-		return s < 0 ? s : nsh_cni_add_result(r);
+		return soft_failure(r, e.errnum == NSHASH_E_FALLBACK ? NSHASH_CNI_E_FALLBACK : NSHASH_CNI_E_CREATE,
+				    "%s", e.msg);
 	}
 	/* What the next plugins and the runtime will open is the path, not
 	 * the netns the library made: look again through the path. */
-	struct nshash_netns_info seen;
-	if (r->ops->inspect(netns, &seen, &e) < 0 || nshash_verify(&seen, req, netns, &e) < 0) {
-		s = soft_failure(r, NSHASH_CNI_E_CREATE, "after replacing the netns, %s does not show it: %s", netns,
-				 e.msg);
-		return s < 0 ? s : nsh_cni_add_result(r);
+	if (r->ops->inspect(netns, seen, &e) < 0 || nshash_verify(seen, req, netns, &e) < 0) {
+		return soft_failure(r, NSHASH_CNI_E_CREATE, "after replacing the netns, %s does not show it: %s", netns,
+				    e.msg);
 	}
+	return 0;
+}
+
+int nsh_cni_cmd_add(struct run *r)
+{
+	struct nshash_sizes req;
+	bool from_ann;
+	char want[96], detail[600];
+	enum nshash_path_kind kind;
+	int s = request_and_netns(r, &req, &from_ann, &kind, detail, sizeof(detail));
+	if (s != 0)
+		return s < 0 ? s : nsh_cni_add_result(r);
+
+	const char *netns = r->env->netns;
+	sizes_text(req, want, sizeof(want));
+	struct nshash_error e;
+	struct nshash_netns_info info;
+	if (r->ops->inspect(netns, &info, &e) < 0)
+		return nshash_cni_fail(&r->err, NSHASH_CNI_E_IO, NULL, "%s", e.msg);
+	if (nshash_verify(&info, req, netns, &e) == 0) {
+		nsh_cni_log(r, "%s already has %s", netns, want);
+		return nsh_cni_add_result(r);
+	}
+
+	struct nshash_netns_info seen;
+	s = add_refusal(r, want, kind, detail);
+	if (s == 0)
+		s = add_replace(r, req, want, &seen);
+	if (s != 0)
+		return s < 0 ? s : nsh_cni_add_result(r);
 	char have[96];
 	sizes_text(nshash_info_sizes(&seen), have, sizeof(have));
 	nsh_cni_log(r, "replaced %s by a netns with %s%s", netns, have, from_ann ? " (pod annotations)" : "");

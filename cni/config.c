@@ -153,16 +153,9 @@ static void version_list(char *buf, size_t len)
 		nsh_append(buf, len, "%s%s", i ? ", " : "", nshash_cni_versions[i]);
 }
 
-int nshash_cni_config_parse(const char *text, size_t len, struct nshash_cni_config *cfg, struct nshash_cni_failure *err)
+/* cniVersion: present, a string, one nshash speaks. */
+static int config_version(json_object *root, struct nshash_cni_config *cfg, struct nshash_cni_failure *err)
 {
-	memset(cfg, 0, sizeof(*cfg));
-	cfg->on_failure = NSHASH_ON_FAILURE_FAIL;
-	cfg->strategy = NSHASH_STRATEGY_NESTED;
-	json_object *root;
-	if (nsh_cni_decode(text, len, &root, err) < 0)
-		return -err->err.errnum;
-	cfg->json = root;
-
 	char supported[64];
 	version_list(supported, sizeof(supported));
 	json_object *v;
@@ -182,11 +175,12 @@ int nshash_cni_config_parse(const char *text, size_t len, struct nshash_cni_conf
 				       "cniVersion \"%.64s\" is not supported; nshash supports %s",
 				       json_object_get_string(v), supported);
 
-	const char *s;
-	if (config_string(root, "name", &s, err) < 0)
-		return -err->err.errnum;
-	snprintf(cfg->name, sizeof(cfg->name), "%s", s ? s : "");
+	return 0;
+}
 
+/* tcp, udp (network defaults) and maxTcp, maxUdp (caps on pods). */
+static int config_sizes(json_object *root, struct nshash_cni_config *cfg, struct nshash_cni_failure *err)
+{
 	bool given;
 	if (config_size(root, "tcp", NSHASH_TCP, &cfg->has_tcp, &cfg->sizes.tcp, err) < 0 ||
 	    config_size(root, "udp", NSHASH_UDP, &cfg->has_udp, &cfg->sizes.udp, err) < 0 ||
@@ -202,6 +196,15 @@ int nshash_cni_config_parse(const char *text, size_t len, struct nshash_cni_conf
 	if (nshash_sizes_cap(cfg->sizes, cfg->max, "network config", &e) < 0)
 		return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
 				       "%s: the network default must not exceed the cap", e.msg);
+
+	return 0;
+}
+
+/* onFailure, strategy, stateDir. */
+static int config_choices(json_object *root, struct nshash_cni_config *cfg, struct nshash_cni_failure *err)
+{
+	struct nshash_error e;
+	const char *s;
 
 	if (config_string(root, "onFailure", &s, err) < 0)
 		return -err->err.errnum;
@@ -224,11 +227,18 @@ int nshash_cni_config_parse(const char *text, size_t len, struct nshash_cni_conf
 				       "network config key \"stateDir\": \"%.256s\" is not a clean absolute path", s);
 	snprintf(cfg->state_dir, sizeof(cfg->state_dir), "%s", s ? s : "");
 
+	return 0;
+}
+
+/* prevResult and runtimeConfig: objects when present. */
+static int config_objects(json_object *root, struct nshash_cni_failure *err)
+{
+	json_object *v, *rc;
+
 	if (json_object_object_get_ex(root, "prevResult", &v) && !json_object_is_type(v, json_type_object))
 		return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
 				       "network config key \"prevResult\" is %s; expected an object",
 				       json_type_word(v));
-	json_object *rc;
 	if (json_object_object_get_ex(root, "runtimeConfig", &rc)) {
 		if (!json_object_is_type(rc, json_type_object))
 			return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
@@ -242,6 +252,33 @@ int nshash_cni_config_parse(const char *text, size_t len, struct nshash_cni_conf
 					       json_type_word(v));
 	}
 	return 0;
+}
+
+int nshash_cni_config_parse(const char *text, size_t len, struct nshash_cni_config *cfg, struct nshash_cni_failure *err)
+{
+	json_object *root;
+	const char *name;
+	int r;
+
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->on_failure = NSHASH_ON_FAILURE_FAIL;
+	cfg->strategy = NSHASH_STRATEGY_NESTED;
+	r = nsh_cni_decode(text, len, &root, err);
+	if (r < 0)
+		return r;
+	cfg->json = root;
+	r = config_version(root, cfg, err);
+	if (r == 0)
+		r = config_string(root, "name", &name, err);
+	if (r < 0)
+		return r;
+	snprintf(cfg->name, sizeof(cfg->name), "%s", name ? name : "");
+	r = config_sizes(root, cfg, err);
+	if (r == 0)
+		r = config_choices(root, cfg, err);
+	if (r == 0)
+		r = config_objects(root, err);
+	return r;
 }
 
 /* -------------------------------------------------------------- request */

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: LGPL-2.1-or-later
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* nshash CNI plugin: stdin + CNI_* env in, result or error JSON on stdout,
  * diagnostics on stderr.  The logic is in cni/ and libnshash. */
 #include <stdio.h>

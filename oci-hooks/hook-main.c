@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: LGPL-2.1-or-later
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* nshash-hook STAGE [--policy FILE]: the OCI hook of nshash(8).
  *   precreate              config on stdin, (sized) config on stdout
  *   createRuntime|prestart state on stdin: verify the container's netns

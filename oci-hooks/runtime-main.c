@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: LGPL-2.1-or-later
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* nshash-runtime: an OCI runtime wrapper called exactly like runc.  On
  * create/run it sizes the container's netns from its io.nshash.*
  * annotations (same transform as the precreate hook, plus verify and cleanup

@@ -84,143 +84,160 @@ static int dup_out(const char *text, size_t len, char **out, size_t *out_len, st
 	"or create a sized netns with `nshash create NAME --tcp T --udp U` and run with "                              \
 	"--network ns:/run/netns/NAME"
 
-int nshash_oci_transform(const char *config, size_t len, const struct nshash_oci_opts *opts, char **out,
-			 size_t *out_len, struct nshash_oci_result *res, struct nshash_error *err)
-{
-	const struct nshash_policy *policy = opts->policy;
-	struct json_object *doc = NULL, *ann = NULL, *entry, *path_obj;
-	const char *path = NULL;
-	char name[256];
-	bool pinned = false;
-	int r;
+/* One transform in progress: what parse finds, decide and apply use. */
+struct transform {
+	const struct nshash_oci_opts *opts;
+	struct nshash_oci_result *res;
+	struct json_object *doc;   /* the config */
+	struct json_object *ann;   /* its annotations, NULL = none */
+	struct json_object *entry; /* its network namespace entry */
+	const char *path;	   /* that entry's path, NULL = none */
+	char name[256];		   /* the new pin's name */
+	bool pinned;		   /* a pin exists that a failure must remove */
+};
 
-	memset(res, 0, sizeof(*res));
-	*out = NULL;
-	*out_len = 0;
-	r = nsh_json_parse_text(config, len, "config", &doc, err);
+/* What decide and apply conclude. */
+enum { KEEP_CONFIG = 0, SIZE_NETNS = 1, CONFIG_CHANGED = 2 };
+
+/* Parse: the document, its hostname (for logs) and the request. */
+static int transform_parse(struct transform *t, const char *config, size_t len, struct nshash_error *err)
+{
+	struct json_object *h;
+	int r = nsh_json_parse_text(config, len, "config", &t->doc, err);
+
 	if (r < 0)
 		return r;
-	if (!json_object_is_type(doc, json_type_object)) {
-		r = nshash_error_set(err, EINVAL, "config: expected a JSON object, got %s",
-				     json_type_to_name(json_object_get_type(doc)));
-		goto out;
-	}
-	{
-		struct json_object *h;
-		if (json_object_object_get_ex(doc, "hostname", &h) && json_object_is_type(h, json_type_string))
-			snprintf(res->hostname, sizeof(res->hostname), "%s", json_object_get_string(h));
-	}
-	json_object_object_get_ex(doc, "annotations", &ann);
-	r = nsh_oci_request_from_annotations(ann, &res->request, err);
-	if (r < 0)
-		goto out;
-	if (!res->request.present || (res->request.sizes.tcp == 0 && res->request.sizes.udp == 0)) {
-		if (res->request.pin[0]) {
-			r = nshash_error_set(err, EINVAL,
-					     "annotation %s is set by nshash itself and cannot be given without %s/%s",
-					     NSHASH_ANNOTATION_PIN, NSHASH_ANNOTATION_TCP, NSHASH_ANNOTATION_UDP);
-			goto out;
-		}
-		res->action = NSHASH_OCI_UNTOUCHED;
-		r = dup_out(config, len, out, out_len, err);
-		goto out;
-	}
-	r = nshash_sizes_cap(res->request.sizes, policy->max, "annotations", err);
-	if (r < 0) {
-		nshash_error_prefix(err, "policy %s", policy->source);
-		goto out;
-	}
-	entry = network_entry(doc);
-	if (!entry) {
-		r = nshash_error_set(err, EINVAL,
-				     "config has no network namespace entry (host network?): %s/%s need the container "
-				     "to have its own network namespace",
-				     NSHASH_ANNOTATION_TCP, NSHASH_ANNOTATION_UDP);
-		goto out;
-	}
-	if (json_object_object_get_ex(entry, "path", &path_obj) && json_object_is_type(path_obj, json_type_string) &&
-	    json_object_get_string_len(path_obj) > 0)
-		path = json_object_get_string(path_obj);
+	if (!json_object_is_type(t->doc, json_type_object))
+		return nshash_error_set(err, EINVAL, "config: expected a JSON object, got %s",
+					json_type_to_name(json_object_get_type(t->doc)));
+	if (json_object_object_get_ex(t->doc, "hostname", &h) && json_object_is_type(h, json_type_string))
+		snprintf(t->res->hostname, sizeof(t->res->hostname), "%s", json_object_get_string(h));
+	json_object_object_get_ex(t->doc, "annotations", &t->ann);
+	return nsh_oci_request_from_annotations(t->ann, &t->res->request, err);
+}
 
-	if (res->request.pin[0]) {
-		/* Already transformed (podman's hook, then nshash-runtime as its
-		 * runtime, or a retried create): accept only our own pin.  podman
-		 * hands precreate the spec from its database, which never holds
-		 * our pin: there it can only come from the user. */
-		r = nshash_oci_pin_path(policy, res->request.pin, res->pin_path, sizeof(res->pin_path), err);
-		if (r < 0)
-			goto out;
-		if (opts->mode == NSHASH_OCI_PRECREATE || !path || strcmp(path, res->pin_path) != 0) {
-			r = nshash_error_set(err, EINVAL,
-					     "annotation %s=%s is set by nshash itself and cannot be given",
-					     NSHASH_ANNOTATION_PIN, res->request.pin);
-			goto out;
-		}
-		/* A pin of the precreate hook ("oci-*", podman with nshash-runtime
-		 * as its runtime) or of this very container is used as is; the
-		 * pin of another container (a bundle reused under a new id) is
-		 * not shared: size afresh. */
-		bool mine = !opts->pin_name || !strcmp(res->request.pin, opts->pin_name) ||
-			    !strncmp(res->request.pin, "oci-", 4);
-		if (mine && nshash_pin_is_netns(res->pin_path, err) == 1) {
-			struct nshash_error ierr;
-			if (nshash_inspect_path(res->pin_path, &res->info, &ierr) < 0)
-				memset(&res->info, 0, sizeof(res->info));
-			res->action = NSHASH_OCI_ALREADY;
-			r = dup_out(config, len, out, out_len, err);
-			goto out;
-		}
-		/* Our own earlier transform whose pin is gone (a bundle run
-		 * again) or another container's: size it afresh. */
-		path = NULL;
-		res->pin_path[0] = '\0';
-	}
-	if (path) {
-		/* Sized before us (`nshash create` + --network ns:, the nshash
-		 * CNI plugin first in the chain): nothing to do if it has what
-		 * was asked for. */
+/* Decide, for a config carrying io.nshash.pin: already transformed
+ * (podman's hook, then nshash-runtime as its runtime, or a retried
+ * create): accept only our own pin.  podman hands precreate the spec from
+ * its database, which never holds our pin: there it can only come from
+ * the user.  KEEP_CONFIG when the pin is ours and still there. */
+static int decide_given_pin(struct transform *t, struct nshash_error *err)
+{
+	struct nshash_oci_result *res = t->res;
+	const struct nshash_oci_opts *opts = t->opts;
+	int r = nshash_oci_pin_path(opts->policy, res->request.pin, res->pin_path, sizeof(res->pin_path), err);
+
+	if (r < 0)
+		return r;
+	if (opts->mode == NSHASH_OCI_PRECREATE || !t->path || strcmp(t->path, res->pin_path) != 0)
+		return nshash_error_set(err, EINVAL, "annotation %s=%s is set by nshash itself and cannot be given",
+					NSHASH_ANNOTATION_PIN, res->request.pin);
+	/* A pin of the precreate hook ("oci-*", podman with nshash-runtime
+	 * as its runtime) or of this very container is used as is; the
+	 * pin of another container (a bundle reused under a new id) is
+	 * not shared: size afresh. */
+	bool mine =
+	    !opts->pin_name || !strcmp(res->request.pin, opts->pin_name) || !strncmp(res->request.pin, "oci-", 4);
+	if (mine && nshash_pin_is_netns(res->pin_path, err) == 1) {
 		struct nshash_error ierr;
-		struct nshash_netns_info info;
-		if (nshash_inspect_path(path, &info, &ierr) == 0 &&
-		    nshash_verify(&info, res->request.sizes, path, &ierr) == 0) {
-			res->info = info;
-			snprintf(res->pin_path, sizeof(res->pin_path), "%s", path);
-			res->action = NSHASH_OCI_ALREADY;
-			r = dup_out(config, len, out, out_len, err);
-			goto out;
-		}
-		snprintf(res->warning, sizeof(res->warning), "network namespace %.300s already exists: %s", path,
-			 PATH_EXISTS_HINT);
-		if (policy->on_failure == NSHASH_ON_FAILURE_WARN) {
-			res->action = NSHASH_OCI_WARNED;
-			r = dup_out(config, len, out, out_len, err);
-		} else {
-			r = nshash_error_set(err, EEXIST, "cannot size %s=%u %s=%u: %s", NSHASH_ANNOTATION_TCP,
-					     res->request.sizes.tcp, NSHASH_ANNOTATION_UDP, res->request.sizes.udp,
-					     res->warning);
-		}
-		goto out;
+		if (nshash_inspect_path(res->pin_path, &res->info, &ierr) < 0)
+			memset(&res->info, 0, sizeof(res->info));
+		res->action = NSHASH_OCI_ALREADY;
+		return KEEP_CONFIG;
 	}
-	if (opts->mode == NSHASH_OCI_WRAPPER && (!opts->hook_path || access(opts->hook_path, X_OK))) {
-		r = nshash_error_set(err, ENOENT,
-				     "verify hook %s: not an executable (install nshash-hook next to nshash-runtime or "
-				     "set hookPath in the policy)",
-				     opts->hook_path ? opts->hook_path : "(none)");
-		goto out;
-	}
+	/* Our own earlier transform whose pin is gone (a bundle run
+	 * again) or another container's: size it afresh. */
+	t->path = NULL;
+	res->pin_path[0] = '\0';
+	return SIZE_NETNS;
+}
 
-	if (opts->pin_name)
-		snprintf(name, sizeof(name), "%s", opts->pin_name);
-	else if ((r = nsh_oci_random_pin_name(name, sizeof(name), err)) < 0)
-		goto out;
-	r = nshash_oci_pin_path(policy, name, res->pin_path, sizeof(res->pin_path), err);
-	if (r < 0)
-		goto out;
-	{
-		char dir[4096];
-		snprintf(dir, sizeof(dir), "%s/pins", policy->state_dir);
-		r = nshash_pin_dir_prepare(dir, err);
+/* Decide, for a config whose netns path exists already: sized before us
+ * (`nshash create` + --network ns:, the nshash CNI plugin first in the
+ * chain) is fine if it has what was asked for; anything else cannot be
+ * resized: an error, or a warning under onFailure warn. */
+static int decide_given_path(struct transform *t, struct nshash_error *err)
+{
+	struct nshash_oci_result *res = t->res;
+	struct nshash_error ierr;
+	struct nshash_netns_info info;
+
+	if (nshash_inspect_path(t->path, &info, &ierr) == 0 &&
+	    nshash_verify(&info, res->request.sizes, t->path, &ierr) == 0) {
+		res->info = info;
+		snprintf(res->pin_path, sizeof(res->pin_path), "%s", t->path);
+		res->action = NSHASH_OCI_ALREADY;
+		return KEEP_CONFIG;
 	}
+	snprintf(res->warning, sizeof(res->warning), "network namespace %.300s already exists: %s", t->path,
+		 PATH_EXISTS_HINT);
+	if (t->opts->policy->on_failure == NSHASH_ON_FAILURE_WARN) {
+		res->action = NSHASH_OCI_WARNED;
+		return KEEP_CONFIG;
+	}
+	return nshash_error_set(err, EEXIST, "cannot size %s=%u %s=%u: %s", NSHASH_ANNOTATION_TCP,
+				res->request.sizes.tcp, NSHASH_ANNOTATION_UDP, res->request.sizes.udp, res->warning);
+}
+
+/* Decide: KEEP_CONFIG (res->action says why), SIZE_NETNS, or an error. */
+static int transform_decide(struct transform *t, struct nshash_error *err)
+{
+	struct nshash_oci_result *res = t->res;
+	const struct nshash_oci_opts *opts = t->opts;
+	struct json_object *path_obj;
+	int r;
+
+	if (!res->request.present || (res->request.sizes.tcp == 0 && res->request.sizes.udp == 0)) {
+		if (res->request.pin[0])
+			return nshash_error_set(
+			    err, EINVAL, "annotation %s is set by nshash itself and cannot be given without %s/%s",
+			    NSHASH_ANNOTATION_PIN, NSHASH_ANNOTATION_TCP, NSHASH_ANNOTATION_UDP);
+		res->action = NSHASH_OCI_UNTOUCHED;
+		return KEEP_CONFIG;
+	}
+	r = nshash_sizes_cap(res->request.sizes, opts->policy->max, "annotations", err);
+	if (r < 0)
+		return nshash_error_prefix(err, "policy %s", opts->policy->source), r;
+	t->entry = network_entry(t->doc);
+	if (!t->entry)
+		return nshash_error_set(err, EINVAL,
+					"config has no network namespace entry (host network?): %s/%s need the "
+					"container to have its own network namespace",
+					NSHASH_ANNOTATION_TCP, NSHASH_ANNOTATION_UDP);
+	if (json_object_object_get_ex(t->entry, "path", &path_obj) && json_object_is_type(path_obj, json_type_string) &&
+	    json_object_get_string_len(path_obj) > 0)
+		t->path = json_object_get_string(path_obj);
+	if (res->request.pin[0] && (r = decide_given_pin(t, err)) != SIZE_NETNS)
+		return r;
+	if (t->path)
+		return decide_given_path(t, err);
+	if (opts->mode == NSHASH_OCI_WRAPPER && (!opts->hook_path || access(opts->hook_path, X_OK)))
+		return nshash_error_set(err, ENOENT,
+					"verify hook %s: not an executable (install nshash-hook next to nshash-runtime "
+					"or set hookPath in the policy)",
+					opts->hook_path ? opts->hook_path : "(none)");
+	return SIZE_NETNS;
+}
+
+/* Apply, first half: create the sized netns and pin it under
+ * STATE_DIR/pins.  KEEP_CONFIG when that failed under onFailure warn. */
+static int create_pinned(struct transform *t, struct nshash_error *err)
+{
+	const struct nshash_policy *policy = t->opts->policy;
+	struct nshash_oci_result *res = t->res;
+	char dir[4096];
+	int r = 0;
+
+	if (t->opts->pin_name)
+		snprintf(t->name, sizeof(t->name), "%s", t->opts->pin_name);
+	else
+		r = nsh_oci_random_pin_name(t->name, sizeof(t->name), err);
+	if (r == 0)
+		r = nshash_oci_pin_path(policy, t->name, res->pin_path, sizeof(res->pin_path), err);
+	if (r < 0)
+		return r;
+	snprintf(dir, sizeof(dir), "%s/pins", policy->state_dir);
+	r = nshash_pin_dir_prepare(dir, err);
 	if (r == 0) {
 		struct nshash_create_opts copts = {
 		    .sizes = res->request.sizes,
@@ -229,43 +246,76 @@ int nshash_oci_transform(const char *config, size_t len, const struct nshash_oci
 		};
 		r = nshash_netns_create(&copts, res->pin_path, &res->info, err);
 	}
-	if (r < 0) {
-		if (policy->on_failure == NSHASH_ON_FAILURE_WARN) {
-			snprintf(res->warning, sizeof(res->warning), "%s", err->msg);
-			res->pin_path[0] = '\0';
-			res->action = NSHASH_OCI_WARNED;
-			r = dup_out(config, len, out, out_len, err);
-		}
-		goto out;
+	if (r < 0 && policy->on_failure == NSHASH_ON_FAILURE_WARN) {
+		snprintf(res->warning, sizeof(res->warning), "%s", err->msg);
+		res->pin_path[0] = '\0';
+		res->action = NSHASH_OCI_WARNED;
+		return KEEP_CONFIG;
 	}
-	pinned = true;
-	json_object_object_add(entry, "path", json_object_new_string(res->pin_path));
-	if (!ann || !json_object_is_type(ann, json_type_object)) {
-		ann = json_object_new_object();
-		json_object_object_add(doc, "annotations", ann);
+	if (r < 0)
+		return r;
+	t->pinned = true;
+	return SIZE_NETNS;
+}
+
+/* Apply: create and pin, point the network entry at the pin, name it in
+ * the annotations, and (wrapper) add the verify and cleanup hooks.
+ * CONFIG_CHANGED, KEEP_CONFIG (warned) or an error. */
+static int transform_apply(struct transform *t, struct nshash_error *err)
+{
+	int r = create_pinned(t, err);
+
+	if (r != SIZE_NETNS)
+		return r;
+	json_object_object_add(t->entry, "path", json_object_new_string(t->res->pin_path));
+	if (!t->ann || !json_object_is_type(t->ann, json_type_object)) {
+		t->ann = json_object_new_object();
+		json_object_object_add(t->doc, "annotations", t->ann);
 	}
-	json_object_object_add(ann, NSHASH_ANNOTATION_PIN, json_object_new_string(name));
-	if (opts->mode == NSHASH_OCI_WRAPPER) {
-		r = add_hook(doc, "createRuntime", opts, err);
+	json_object_object_add(t->ann, NSHASH_ANNOTATION_PIN, json_object_new_string(t->name));
+	if (t->opts->mode == NSHASH_OCI_WRAPPER) {
+		r = add_hook(t->doc, "createRuntime", t->opts, err);
 		if (r == 0)
-			r = add_hook(doc, "poststop", opts, err);
+			r = add_hook(t->doc, "poststop", t->opts, err);
 		if (r < 0)
-			goto out;
+			return r;
 	}
-	{
-		size_t n;
-		const char *s =
-		    json_object_to_json_string_length(doc, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
-		if (!s) {
-			r = nshash_error_set(err, ENOMEM, "config: cannot serialize");
-			goto out;
-		}
-		r = dup_out(s, n, out, out_len, err);
-	}
+	return CONFIG_CHANGED;
+}
+
+static int serialize(struct json_object *doc, char **out, size_t *out_len, struct nshash_error *err)
+{
+	size_t n;
+	const char *s =
+	    json_object_to_json_string_length(doc, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
+
+	if (!s)
+		return nshash_error_set(err, ENOMEM, "config: cannot serialize");
+	return dup_out(s, n, out, out_len, err);
+}
+
+int nshash_oci_transform(const char *config, size_t len, const struct nshash_oci_opts *opts, char **out,
+			 size_t *out_len, struct nshash_oci_result *res, struct nshash_error *err)
+{
+	struct transform t = {.opts = opts, .res = res};
+	int r;
+
+	memset(res, 0, sizeof(*res));
+	*out = NULL;
+	*out_len = 0;
+	r = transform_parse(&t, config, len, err);
 	if (r == 0)
-		res->action = NSHASH_OCI_SIZED;
-out:
-	if (r < 0 && pinned) {
+		r = transform_decide(&t, err);
+	if (r == SIZE_NETNS)
+		r = transform_apply(&t, err);
+	if (r == KEEP_CONFIG) {
+		r = dup_out(config, len, out, out_len, err);
+	} else if (r == CONFIG_CHANGED) {
+		r = serialize(t.doc, out, out_len, err);
+		if (r == 0)
+			res->action = NSHASH_OCI_SIZED;
+	}
+	if (r < 0 && t.pinned) {
 		struct nshash_error e2;
 		nshash_pin_remove(res->pin_path, &e2);
 	}
@@ -273,7 +323,7 @@ out:
 		free(*out);
 		*out = NULL;
 	}
-	json_object_put(doc);
+	json_object_put(t.doc);
 	return r;
 }
 

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: LGPL-2.1-or-later
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Policy file parsing: defaults, every key, and errors that name the key or line. */
 #include <setjmp.h>
 #include <stdarg.h>
