@@ -22,6 +22,8 @@ PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 -Wall -Wextra -Werror -fPIC -D_GNU_SOURCE -Ilib $(PKG_CFLAGS)
 LDLIBS := $(PKG_LIBS)
+# libnshash itself needs no JSON: only libnl and libcap.
+LIB_LDLIBS := $(shell pkg-config --libs libnl-3.0 libnl-route-3.0 libcap 2>/dev/null)
 # Binaries carry json-c, libnl and libcap statically (libc stays shared): each
 # hook, wrapper and plugin call is a fresh exec, and skipping the dynamic
 # loading of three libraries saves ~1.2 ms per exec here (runc runs two hooks
@@ -82,7 +84,7 @@ $(COMMON_A): $(COMMON_OBJS) | build
 
 $(LIB_SO): $(LIB_OBJS) lib/libnshash.map | build
 	$(CC) -shared -Wl,-soname,libnshash.so.$(SOVERSION) -Wl,--version-script=lib/libnshash.map \
-		-o $@ $(LIB_OBJS) $(LDLIBS)
+		-o $@ $(LIB_OBJS) $(LIB_LDLIBS)
 	ln -sf libnshash.so.$(SOVERSION) build/libnshash.so
 
 # Binaries link their front-end's objects, the internal archive and the

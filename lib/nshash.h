@@ -42,9 +42,12 @@ extern "C" {
 #define NSHASH_DEFAULT_STATE_DIR "/run/nshash"
 #define NSHASH_NETNS_RUN_DIR	 "/run/netns"
 
+/* The one error type.  Passed by pointer to every function that can fail
+ * (NULL = the caller does not want the message); usable by value (a plain
+ * struct).  Its size is part of the ABI: msg stays 1024 bytes in NSHASH_0. */
 struct nshash_error {
 	int errnum;	/* positive errno, or 0 for none */
-	char msg[1024]; /* "what: to what: why" */
+	char msg[1024]; /* "what: to what: why", NUL-terminated, cut to fit */
 };
 
 /* ---------------------------------------------------------------- sizes */
@@ -58,7 +61,9 @@ struct nshash_sizes {
 	uint32_t udp;
 };
 
-const char *nshash_proto_name(enum nshash_proto proto); /* "tcp" / "udp" */
+/* "tcp" / "udp". */
+const char *nshash_proto_name(enum nshash_proto proto);
+/* The largest size the kernel takes: NSHASH_TCP_MAX / NSHASH_UDP_MAX. */
 uint32_t nshash_proto_max(enum nshash_proto proto);
 
 /* Parse a decimal size.  Accepts only [0-9]+ in range 0..max; refuses
@@ -95,6 +100,8 @@ struct nshash_probe {
 	bool cap_net_admin;
 };
 
+/* What this kernel and this caller can do (fills every field; unknown
+ * values as documented above).  0, or -errno when uname fails. */
 int nshash_probe(struct nshash_probe *probe, struct nshash_error *err);
 /* Fail with "kernel 5.15 has no net.ipv4.tcp_child_ehash_entries (needs
  * Linux 6.1)" when a requested protocol is unsupported, and name the missing
@@ -117,8 +124,13 @@ struct nshash_netns_info {
 
 /* The effective sizes of `info` as a pair (shared or unknown = 0). */
 struct nshash_sizes nshash_info_sizes(const struct nshash_netns_info *info);
+/* The tables of the netns behind `nsfd` (entered with setns by the calling
+ * thread only, and left again).  0 or -errno; EINVAL when nsfd is not a
+ * network namespace. */
 int nshash_inspect_fd(int nsfd, struct nshash_netns_info *info, struct nshash_error *err);
+/* The same for a pin or /proc/PID/ns/net path (opened O_CLOEXEC). */
 int nshash_inspect_path(const char *path, struct nshash_netns_info *info, struct nshash_error *err);
+/* The same for the netns of process `pid`. */
 int nshash_inspect_pid(pid_t pid, struct nshash_netns_info *info, struct nshash_error *err);
 /* Compare what a netns has with what was requested (requested, not
  * effective: it normalizes itself).  A protocol requested as 0 must be on
@@ -163,6 +175,7 @@ enum nshash_strategy {
 	NSHASH_STRATEGY_TEMPLATE = 0, /* pinned private parent per size pair */
 	NSHASH_STRATEGY_NESTED = 1,   /* throwaway parent per creation */
 };
+/* "template" / "nested"; anything else is EINVAL naming the text. */
 int nshash_strategy_parse(const char *text, enum nshash_strategy *out, struct nshash_error *err);
 
 struct nshash_create_opts {
@@ -247,7 +260,9 @@ int nshash_gc(const struct nshash_gc_opts *opts, struct nshash_gc_report *report
 
 /* ---------------------------------------------------------------- errors */
 
-/* Fill err (printf-style) and return -errnum.  Exposed for front-ends. */
+/* Fill err (printf-style; err may be NULL) and return -errnum (a negative
+ * or zero errnum is taken as its absolute value, 0 as EINVAL).  For
+ * callers that build their errors the library's way. */
 int nshash_error_set(struct nshash_error *err, int errnum, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Prefix an existing message: "ctx: old message". */
 int nshash_error_prefix(struct nshash_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -9,7 +9,7 @@ D=$(mktemp -d /tmp/nshash-t09.XXXXXX)
 on_exit "rm -rf $D"
 make -C "$TOP" install DESTDIR="$D" PREFIX=/usr >"$D/install.log" 2>&1
 assert_eq 0 $? "make install DESTDIR=... PREFIX=/usr"
-for f in usr/bin/nshash usr/include/nshash.h usr/lib/libnshash.a usr/lib/libnshash.so.0 usr/lib/libnshash.so usr/share/man/man8/nshash.8; do
+for f in usr/bin/nshash usr/include/nshash.h usr/lib/libnshash.a usr/lib/libnshash.so.0 usr/lib/libnshash.so usr/share/man/man8/nshash.8 usr/share/man/man3/libnshash.3; do
 	[ -e "$D/$f" ] && pass "installed $f" || fail "installed $f"
 done
 exported=$(nm -D --defined-only "$D/usr/lib/libnshash.so.0" | awk '$2 != "A" {print $3}' | grep -vc '^nshash_')
