@@ -64,6 +64,62 @@ static int policy_size(struct json_object *val, const char *source, const char *
 	return r;
 }
 
+/* One key of the policy file into p. */
+static int policy_key(struct nshash_policy *p, const char *key, struct json_object *val, const char *source,
+		      struct nshash_error *err)
+{
+	int r = 0;
+
+	if (!strcmp(key, "maxTcp")) {
+		r = policy_size(val, source, key, NSHASH_TCP, &p->max.tcp, err);
+	} else if (!strcmp(key, "maxUdp")) {
+		r = policy_size(val, source, key, NSHASH_UDP, &p->max.udp, err);
+	} else if (!strcmp(key, "onFailure")) {
+		const char *s = json_object_is_type(val, json_type_string) ? json_object_get_string(val) : NULL;
+		if (s && !strcmp(s, "fail"))
+			p->on_failure = NSHASH_ON_FAILURE_FAIL;
+		else if (s && !strcmp(s, "warn"))
+			p->on_failure = NSHASH_ON_FAILURE_WARN;
+		else
+			r = nshash_error_set(err, EINVAL,
+					     "%s: key \"onFailure\": expected \"fail\" or \"warn\", got %s", source,
+					     json_object_to_json_string(val));
+	} else if (!strcmp(key, "strategy")) {
+		if (!json_object_is_type(val, json_type_string)) {
+			r = nshash_error_set(err, EINVAL, "%s: key \"strategy\": expected a string", source);
+		} else {
+			r = nshash_strategy_parse(json_object_get_string(val), &p->strategy, err);
+			if (r < 0)
+				nshash_error_prefix(err, "%s: key \"strategy\"", source);
+		}
+	} else if (!strcmp(key, "stateDir")) {
+		r = policy_string(val, source, key, true, p->state_dir, sizeof(p->state_dir), err);
+	} else if (!strcmp(key, "runtime")) {
+		r = policy_string(val, source, key, false, p->runtime, sizeof(p->runtime), err);
+		if (r == 0 && strchr(p->runtime, '/') && p->runtime[0] != '/')
+			r = nshash_error_set(err, EINVAL,
+					     "%s: key \"runtime\": \"%s\" must be a name or an absolute path", source,
+					     p->runtime);
+	} else if (!strcmp(key, "hookPath")) {
+		r = policy_string(val, source, key, true, p->hook_path, sizeof(p->hook_path), err);
+	} else if (!strcmp(key, "logFile")) {
+		r = policy_string(val, source, key, true, p->log_file, sizeof(p->log_file), err);
+	} else if (!strcmp(key, "syslog")) {
+		if (!json_object_is_type(val, json_type_boolean))
+			r = nshash_error_set(err, EINVAL, "%s: key \"syslog\": expected true or false", source);
+		else
+			p->syslog = json_object_get_boolean(val);
+	} else if (key[0] == '_' || !strcmp(key, "comment")) {
+		/* room for the admin's own notes */
+	} else {
+		r = nshash_error_set(err, EINVAL,
+				     "%s: unknown key \"%s\" (known: maxTcp, maxUdp, onFailure, strategy, "
+				     "stateDir, runtime, hookPath, logFile, syslog)",
+				     source, key);
+	}
+	return r;
+}
+
 int nshash_policy_parse(const char *text, size_t len, const char *source, struct nshash_policy *policy,
 			struct nshash_error *err)
 {
@@ -83,53 +139,7 @@ int nshash_policy_parse(const char *text, size_t len, const char *source, struct
 	r = 0;
 	json_object_object_foreach(root, key, val)
 	{
-		if (!strcmp(key, "maxTcp")) {
-			r = policy_size(val, source, key, NSHASH_TCP, &p.max.tcp, err);
-		} else if (!strcmp(key, "maxUdp")) {
-			r = policy_size(val, source, key, NSHASH_UDP, &p.max.udp, err);
-		} else if (!strcmp(key, "onFailure")) {
-			const char *s = json_object_is_type(val, json_type_string) ? json_object_get_string(val) : NULL;
-			if (s && !strcmp(s, "fail"))
-				p.on_failure = NSHASH_ON_FAILURE_FAIL;
-			else if (s && !strcmp(s, "warn"))
-				p.on_failure = NSHASH_ON_FAILURE_WARN;
-			else
-				r = nshash_error_set(err, EINVAL,
-						     "%s: key \"onFailure\": expected \"fail\" or \"warn\", got %s",
-						     source, json_object_to_json_string(val));
-		} else if (!strcmp(key, "strategy")) {
-			if (!json_object_is_type(val, json_type_string)) {
-				r = nshash_error_set(err, EINVAL, "%s: key \"strategy\": expected a string", source);
-			} else {
-				r = nshash_strategy_parse(json_object_get_string(val), &p.strategy, err);
-				if (r < 0)
-					nshash_error_prefix(err, "%s: key \"strategy\"", source);
-			}
-		} else if (!strcmp(key, "stateDir")) {
-			r = policy_string(val, source, key, true, p.state_dir, sizeof(p.state_dir), err);
-		} else if (!strcmp(key, "runtime")) {
-			r = policy_string(val, source, key, false, p.runtime, sizeof(p.runtime), err);
-			if (r == 0 && strchr(p.runtime, '/') && p.runtime[0] != '/')
-				r = nshash_error_set(err, EINVAL,
-						     "%s: key \"runtime\": \"%s\" must be a name or an absolute path",
-						     source, p.runtime);
-		} else if (!strcmp(key, "hookPath")) {
-			r = policy_string(val, source, key, true, p.hook_path, sizeof(p.hook_path), err);
-		} else if (!strcmp(key, "logFile")) {
-			r = policy_string(val, source, key, true, p.log_file, sizeof(p.log_file), err);
-		} else if (!strcmp(key, "syslog")) {
-			if (!json_object_is_type(val, json_type_boolean))
-				r = nshash_error_set(err, EINVAL, "%s: key \"syslog\": expected true or false", source);
-			else
-				p.syslog = json_object_get_boolean(val);
-		} else if (key[0] == '_' || !strcmp(key, "comment")) {
-			/* room for the admin's own notes */
-		} else {
-			r = nshash_error_set(err, EINVAL,
-					     "%s: unknown key \"%s\" (known: maxTcp, maxUdp, onFailure, strategy, "
-					     "stateDir, runtime, hookPath, logFile, syslog)",
-					     source, key);
-		}
+		r = policy_key(&p, key, val, source, err);
 		if (r < 0)
 			break;
 	}
