@@ -14,6 +14,9 @@ for f in usr/bin/nshash usr/include/nshash.h usr/lib/libnshash.a usr/lib/libnsha
 done
 exported=$(nm -D --defined-only "$D/usr/lib/libnshash.so.0" | awk '$2 != "A" {print $3}' | grep -vc '^nshash_')
 assert_eq 0 "$exported" "the shared library exports only nshash_* symbols"
+want=$(grep -o 'nshash_[a-z_0-9]*(' "$D/usr/include/nshash.h" | tr -d '(' | sort -u | tr '\n' ' ')
+have=$(nm -D --defined-only "$D/usr/lib/libnshash.so.0" | awk '$2 != "A" {sub(/@.*/, "", $3); print $3}' | sort -u | tr '\n' ' ')
+assert_eq "$want" "$have" "the shared library exports exactly the functions nshash.h declares"
 cat >"$D/use.c" <<'C'
 #include <nshash.h>
 #include <stdio.h>
