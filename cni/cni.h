@@ -145,7 +145,10 @@ struct run {
 
 /* config.c: stdin as one JSON object (code 6 otherwise). */
 int nsh_cni_decode(const char *text, size_t len, struct json_object **out, struct nshash_cni_failure *err);
-/* result.c: a line for stderr, "nshash[COMMAND ID]: message". */
+/* result.c: point the one logger (common/log.c) at r->out->log, nothing
+ * on stderr, as "nshash[COMMAND ID]: message". */
+void nsh_cni_log_setup(struct run *r);
+/* result.c: a line for out->log through the logger. */
 void nsh_cni_log(struct run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* result.c: ADD's result (prevResult, or the minimal one) on stdout. */
 int nsh_cni_add_result(struct run *r);

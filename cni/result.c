@@ -55,16 +55,29 @@ char *nshash_cni_error_json(const char *cni_version, const struct nshash_cni_fai
 	return s;
 }
 
+static void log_sink(void *ctx, const char *level, const char *line)
+{
+	struct run *r = ctx;
+	(void)level;
+	nsh_append(r->out->log, sizeof(r->out->log), "%s\n", line);
+}
+
+void nsh_cni_log_setup(struct run *r)
+{
+	char program[320];
+	snprintf(program, sizeof(program), "nshash[%s %s]", r->env->command && *r->env->command ? r->env->command : "-",
+		 r->env->containerid && *r->env->containerid ? r->env->containerid : "-");
+	nshash_log_setup(program, NULL);
+	nsh_log_redirect(NSHASH_LOG_QUIET, log_sink, r);
+}
+
 void nsh_cni_log(struct run *r, const char *fmt, ...)
 {
-	char line[1200];
 	va_list ap;
+	(void)r;
 	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
+	nshash_vlog(NSHASH_LOG_INFO, NULL, fmt, ap);
 	va_end(ap);
-	nsh_append(r->out->log, sizeof(r->out->log), "nshash[%s %s]: %s\n",
-		   r->env->command && *r->env->command ? r->env->command : "-",
-		   r->env->containerid && *r->env->containerid ? r->env->containerid : "-", line);
 }
 
 /* Result of ADD: prevResult (unchanged) or the minimal result, stamped

@@ -40,6 +40,7 @@ void nshash_cni_run(const struct nshash_cni_env *env, const char *input, size_t 
 {
 	memset(out, 0, sizeof(*out));
 	struct run r = {.env = env, .ops = ops ? ops : &nshash_cni_system_ops, .out = out};
+	nsh_cni_log_setup(&r);
 	int rc = nshash_cni_env_check(env, &r.command, &r.err);
 	if (rc == 0 && r.command == NSHASH_CNI_VERSION) {
 		rc = nsh_cni_cmd_version(&r, input, len);
@@ -78,6 +79,7 @@ done:
 		nsh_cni_log(&r, "error %d: %s", r.err.code, r.err.err.msg);
 	}
 	nshash_cni_config_free(&r.cfg);
+	nsh_log_redirect(NSHASH_LOG_INFO, NULL, NULL); /* r is going away */
 }
 
 void nshash_cni_output_free(struct nshash_cni_output *out)

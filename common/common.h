@@ -5,6 +5,7 @@
 #ifndef NSHASH_COMMON_H
 #define NSHASH_COMMON_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -56,10 +57,16 @@ const char *nshash_on_failure_name(enum nshash_on_failure on_failure);
  * ("PROGRAM: level: ID: message"), and to the policy's logFile and syslog
  * when configured, and to a sink a front-end adds.  Never fails the caller.
  * Its state lives here, in the front-end, never in libnshash. */
-enum nshash_log_level { NSHASH_LOG_ERROR = 0, NSHASH_LOG_WARN = 1, NSHASH_LOG_INFO = 2 };
+enum nshash_log_level {
+	NSHASH_LOG_QUIET = -1, /* as nsh_log_redirect's stderr_max: nothing on stderr */
+	NSHASH_LOG_ERROR = 0,
+	NSHASH_LOG_WARN = 1,
+	NSHASH_LOG_INFO = 2,
+};
 void nshash_log_setup(const char *program, const struct nshash_policy *policy);
 void nshash_log(enum nshash_log_level level, const char *id, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+void nshash_vlog(enum nshash_log_level level, const char *id, const char *fmt, va_list ap);
 
 typedef void (*nsh_log_sink)(void *ctx, const char *level, const char *line);
 /* Messages above `stderr_max` skip stderr; every message also goes to

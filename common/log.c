@@ -12,7 +12,7 @@
 #include "common.h"
 
 static struct {
-	char program[64];
+	char program[320]; /* the CNI plugin puts command and container id here */
 	char log_file[1024];
 	bool syslog;
 	enum nshash_log_level stderr_max;
@@ -42,14 +42,22 @@ void nshash_log_setup(const char *program, const struct nshash_policy *policy)
 
 void nshash_log(enum nshash_log_level level, const char *id, const char *fmt, ...)
 {
-	static const char *const names[] = {"error", "warning", "info"};
-	static const int prio[] = {LOG_ERR, LOG_WARNING, LOG_INFO};
-	char msg[2048];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	nshash_vlog(level, id, fmt, ap);
 	va_end(ap);
+}
+
+void nshash_vlog(enum nshash_log_level level, const char *id, const char *fmt, va_list ap)
+{
+	static const char *const names[] = {"error", "warning", "info"};
+	static const int prio[] = {LOG_ERR, LOG_WARNING, LOG_INFO};
+	char msg[2048];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (level < NSHASH_LOG_ERROR)
+		level = NSHASH_LOG_ERROR;
 	if (level > NSHASH_LOG_INFO)
 		level = NSHASH_LOG_INFO;
 	/* stderr: podman and runc keep it; stdout is protocol */
