@@ -25,9 +25,39 @@ static int bundle_request(const char *bundle, struct nshash_oci_request *req, st
 	return r;
 }
 
+/* The request of a state: its annotations, else (older runtimes leave
+ * them out) its bundle's config's; the pin from the bundle when the state
+ * lacks it. */
+static int state_request(struct json_object *doc, struct nshash_oci_state *state, struct nshash_error *err)
+{
+	struct json_object *ann = NULL;
+	int r = 0;
+
+	json_object_object_get_ex(doc, "annotations", &ann);
+	if (ann && !json_object_is_type(ann, json_type_null)) {
+		r = nsh_oci_request_from_annotations(ann, &state->request, err);
+		if (r < 0)
+			nshash_error_prefix(err, "state of %s", state->id);
+	} else if (state->bundle[0]) {
+		/* older runtimes leave annotations out of the state */
+		r = bundle_request(state->bundle, &state->request, err);
+		if (r < 0)
+			nshash_error_prefix(err, "state of %s: bundle", state->id);
+	}
+	if (r == 0 && !state->request.pin[0] && state->bundle[0]) {
+		/* podman hands hooks its own copy of the annotations, not the
+		 * config the precreate hook returned: the pin is in the bundle. */
+		struct nshash_oci_request breq;
+		struct nshash_error ignored;
+		if (bundle_request(state->bundle, &breq, &ignored) == 0)
+			memcpy(state->request.pin, breq.pin, sizeof(breq.pin));
+	}
+	return r;
+}
+
 int nshash_oci_state_parse(const char *json, size_t len, struct nshash_oci_state *state, struct nshash_error *err)
 {
-	struct json_object *doc, *v, *ann = NULL;
+	struct json_object *doc, *v;
 	int r;
 
 	memset(state, 0, sizeof(*state));
@@ -64,27 +94,7 @@ int nshash_oci_state_parse(const char *json, size_t len, struct nshash_oci_state
 		snprintf(state->status, sizeof(state->status), "%s", json_object_get_string(v));
 	if (json_object_object_get_ex(doc, "bundle", &v) && json_object_is_type(v, json_type_string))
 		snprintf(state->bundle, sizeof(state->bundle), "%s", json_object_get_string(v));
-	json_object_object_get_ex(doc, "annotations", &ann);
-	if (ann && !json_object_is_type(ann, json_type_null)) {
-		r = nsh_oci_request_from_annotations(ann, &state->request, err);
-		if (r < 0)
-			nshash_error_prefix(err, "state of %s", state->id);
-	} else if (state->bundle[0]) {
-		/* older runtimes leave annotations out of the state */
-		r = bundle_request(state->bundle, &state->request, err);
-		if (r < 0)
-			nshash_error_prefix(err, "state of %s: bundle", state->id);
-	} else {
-		r = 0;
-	}
-	if (r == 0 && !state->request.pin[0] && state->bundle[0]) {
-		/* podman hands hooks its own copy of the annotations, not the
-		 * config the precreate hook returned: the pin is in the bundle. */
-		struct nshash_oci_request breq;
-		struct nshash_error ignored;
-		if (bundle_request(state->bundle, &breq, &ignored) == 0)
-			memcpy(state->request.pin, breq.pin, sizeof(breq.pin));
-	}
+	r = state_request(doc, state, err);
 out:
 	json_object_put(doc);
 	return r;
