@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "nshash.h"
@@ -18,7 +19,8 @@ enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 static const char *prog = "nshash";
 
 static const char usage_text[] =
-    "Usage: nshash [--state-dir DIR] COMMAND [OPTIONS] [ARGS]\n"
+    "Usage: nshash [-j|--json] [--state-dir DIR] COMMAND [OPTIONS] [ARGS]\n"
+    "       nshash help [COMMAND]    nshash COMMAND --help\n"
     "\n"
     "Give network namespaces their own TCP established-hash and UDP hash tables.\n"
     "\n"
@@ -27,26 +29,75 @@ static const char usage_text[] =
     "                 create a netns with its own tables, verify them, pin it at\n"
     "                 /run/netns/NAME (usable with `ip netns exec NAME`) or at PATH\n"
     "  show NAME|PATH | --pid PID\n"
-    "                 the netns's table sizes (own or shared), derived limits, memory\n"
+    "                 the netns's table sizes (own, shared or the host's global ones)\n"
     "  list           every pinned netns under /run/netns and the state dir\n"
     "  delete NAME|PATH...\n"
     "                 unmount and remove pins (succeeds if already gone)\n"
     "  gc [--max-idle SECONDS] [--stale-age SECONDS] [--dry-run]\n"
-    "                 remove damaged templates, templates unused for --max-idle\n"
-    "                 (default 3600), pin files a crash left unmounted and container\n"
-    "                 pins no process uses (older than --stale-age, default 60)\n"
-    "  check          can this host work? kernel knobs, privileges, state dir\n"
+    "                 remove damaged or idle templates and pins a crash left\n"
+    "  check          can this host work, and can you? kernel, privileges, state dir\n"
+    "  help [COMMAND] this text, or a command's\n"
     "\n"
     "Options:\n"
+    "  -j, --json     machine-readable output on stdout (before or after the command)\n"
+    "  --state-dir DIR  templates, lock and container pins (default " NSHASH_DEFAULT_STATE_DIR ",\n"
+    "                 or $NSHASH_STATE_DIR)\n"
+    "  -h, --help     this text, or after a command that command's;  --version  the version\n"
+    "\n"
+    "Exit status: 0 success, 1 failure (kernel, privileges, system, already exists),\n"
+    "2 bad usage or input.  Man page: nshash(8).\n";
+
+static const char create_usage[] =
+    "Usage: nshash create [--tcp N] [--udp N] [--strategy template|nested] [--keep-lo-down] [-j] NAME|PATH\n"
+    "\n"
+    "Create a network namespace with its own tables, read the sizes back from it, bring lo\n"
+    "up and pin it at /run/netns/NAME (`ip netns exec NAME` works) or at PATH.\n"
+    "\n"
     "  --tcp N        TCP established-hash entries, 1..16777216 (next power of two)\n"
     "  --udp N        UDP hash entries, 1..65536 (next power of two, at least 128)\n"
     "                 0 or absent: that protocol stays on the shared table\n"
-    "  --state-dir DIR  templates, lock and container pins (default " NSHASH_DEFAULT_STATE_DIR ",\n"
-    "                 or $NSHASH_STATE_DIR)\n"
-    "  --json         machine-readable output on stdout\n"
-    "  -h, --help     this text;  --version  the version\n"
+    "  --strategy S   template (default): a pinned private parent per size pair, in the\n"
+    "                 state dir; nested: a throwaway parent, no state (works without root\n"
+    "                 in `unshare -Urmn`, with PATH on a mount of your own)\n"
+    "  --keep-lo-down leave the loopback interface down\n"
     "\n"
-    "Exit status: 0 success, 1 failure (kernel, privileges, system), 2 bad usage or input.\n";
+    "Exit status: 0 created, 1 failure (also: NAME already exists, as `ip netns add`),\n"
+    "2 bad input.\n";
+
+static const char show_usage[] =
+    "Usage: nshash show [-j] NAME|PATH\n"
+    "       nshash show [-j] --pid PID\n"
+    "\n"
+    "The table sizes of a pinned netns or of a process's netns: own table (with its memory),\n"
+    "the shared global table, or (the host's own netns) the global table itself; the\n"
+    "limits the kernel derives; what children of the netns get.\n";
+
+static const char list_usage[] =
+    "Usage: nshash list [-j]\n"
+    "\n"
+    "Every pin under /run/netns and the state dir (templates, container pins), with sizes;\n"
+    "a template shows what its children get (child:N), unmounted pin files are marked stale.\n";
+
+static const char delete_usage[] =
+    "Usage: nshash delete NAME|PATH...\n"
+    "\n"
+    "Unmount and remove pins; succeeds when a pin is already gone.  Warns when a process\n"
+    "still uses the netns: the netns then lives on until that process exits.\n";
+
+static const char gc_usage[] = "Usage: nshash gc [--max-idle SECONDS] [--stale-age SECONDS] [--dry-run] [-j]\n"
+			       "\n"
+			       "Remove damaged templates, templates unused for --max-idle seconds (default 3600),\n"
+			       "pin files a crashed creator left unmounted and container pins no process uses\n"
+			       "(both older than --stale-age, default 60).  Prints each path removed and why;\n"
+			       "--dry-run prints what would go and removes nothing.  `kept` counts what nshash\n"
+			       "owns (templates, container pins) and left in place.\n";
+
+static const char check_usage[] = "Usage: nshash check [-j]\n"
+				  "\n"
+				  "Whether this host supports per-netns tables (kernel 6.1 TCP, 6.2 UDP), whether you\n"
+				  "have the privileges to use them (CAP_SYS_ADMIN, CAP_NET_ADMIN), and whether the\n"
+				  "state dir is writable.  Exit 0 when nshash works for you here, 1 otherwise (the\n"
+				  "reasons on stderr).\n";
 
 enum opt_id {
 	OPT_TCP = 1000,
@@ -60,6 +111,7 @@ enum opt_id {
 	OPT_STALE_AGE,
 	OPT_DRY_RUN,
 	OPT_VERSION,
+	OPT_HELP,
 };
 
 static const struct option long_opts[] = {
@@ -73,7 +125,7 @@ static const struct option long_opts[] = {
     {"max-idle", required_argument, NULL, OPT_MAX_IDLE},
     {"stale-age", required_argument, NULL, OPT_STALE_AGE},
     {"dry-run", no_argument, NULL, OPT_DRY_RUN},
-    {"help", no_argument, NULL, 'h'},
+    {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
 };
@@ -129,21 +181,43 @@ static int parse_pid(const char *text, pid_t *out)
 
 /* ------------------------------------------------------------- output */
 
+/* The host's own netns (init_net) holds the global tables themselves: its
+ * *_hash_entries read positive, but the table is not "own".  The kernel
+ * gives init_net a fixed nsfs inode number (PROC_NET_INIT_INO); pid 1's
+ * netns is the check where that cannot be told. */
+#define NET_INIT_INO 0xEFFFFFF9u
+static bool is_host_netns(const struct nshash_netns_info *i)
+{
+	struct stat st;
+	if (i->inode == NET_INIT_INO)
+		return true;
+	return i->inode && stat("/proc/1/ns/net", &st) == 0 && st.st_ino == i->inode;
+}
+
+/* "own", "shared", "global" (the host's netns) or "unsupported". */
+static const char *table_kind(long entries, bool host)
+{
+	return entries == 0 ? "unsupported" : entries < 0 ? "shared" : host ? "global" : "own";
+}
+
 static json_object *info_json(const struct nshash_netns_info *i)
 {
 	json_object *o = json_object_new_object();
 	long ent[2] = {i->tcp_entries, i->udp_entries};
+	bool host = is_host_netns(i);
 	for (int k = 0; k < 2; k++) {
 		json_object *p = json_object_new_object();
-		bool own = ent[k] > 0;
+		bool own = ent[k] > 0 && !host;
 		json_object_object_add(p, "supported", json_object_new_boolean(ent[k] != 0));
 		json_object_object_add(p, "own", json_object_new_boolean(own));
+		json_object_object_add(p, "table", json_object_new_string(table_kind(ent[k], host)));
 		json_object_object_add(p, "entries", json_object_new_int64(ent[k] < 0 ? -ent[k] : ent[k]));
 		json_object_object_add(
 		    p, "bytes", json_object_new_int64(own ? (int64_t)nshash_table_bytes(k, (uint32_t)ent[k]) : 0));
 		json_object_object_add(p, "child", json_object_new_int64(k ? i->udp_child : i->tcp_child));
 		json_object_object_add(o, k ? "udp" : "tcp", p);
 	}
+	json_object_object_add(o, "host", json_object_new_boolean(host));
 	json_object_object_add(o, "tcp_max_tw_buckets", json_object_new_int64(i->tcp_max_tw_buckets));
 	json_object_object_add(o, "tcp_max_syn_backlog", json_object_new_int64(i->tcp_max_syn_backlog));
 	json_object_object_add(o, "inode", json_object_new_int64((int64_t)i->inode));
@@ -164,13 +238,13 @@ static void human_bytes(uint64_t b, char *buf, size_t len)
 		snprintf(buf, len, "%llu KiB", (unsigned long long)(b >> 10));
 }
 
-static void table_text(const char *proto, long entries, char *buf, size_t len)
+static void table_text(enum nshash_proto proto, long entries, bool host, char *buf, size_t len)
 {
 	char mem[32];
 	if (entries > 0) {
-		human_bytes(nshash_table_bytes(strcmp(proto, "tcp") ? NSHASH_UDP : NSHASH_TCP, (uint32_t)entries), mem,
-			    sizeof(mem));
-		snprintf(buf, len, "own table, %ld entries (%s)", entries, mem);
+		human_bytes(nshash_table_bytes(proto, (uint32_t)entries), mem, sizeof(mem));
+		snprintf(buf, len, "%s, %ld entries (%s)",
+			 host ? "the global table itself (the host's netns)" : "own table", entries, mem);
 	} else if (entries < 0) {
 		snprintf(buf, len, "shared global table (%ld entries)", -entries);
 	} else {
@@ -181,16 +255,31 @@ static void table_text(const char *proto, long entries, char *buf, size_t len)
 static void print_info_text(const char *what, const struct nshash_netns_info *i)
 {
 	char t[128], u[128];
-	table_text("tcp", i->tcp_entries, t, sizeof(t));
-	table_text("udp", i->udp_entries, u, sizeof(u));
+	bool host = is_host_netns(i);
+	table_text(NSHASH_TCP, i->tcp_entries, host, t, sizeof(t));
+	table_text(NSHASH_UDP, i->udp_entries, host, u, sizeof(u));
 	printf("%s\n  tcp: %s\n  udp: %s\n", what, t, u);
 	if (i->tcp_max_tw_buckets >= 0)
 		printf("  tcp_max_tw_buckets: %ld\n  tcp_max_syn_backlog: %ld\n", i->tcp_max_tw_buckets,
 		       i->tcp_max_syn_backlog);
 	if (i->tcp_child >= 0 || i->udp_child >= 0)
 		printf("  children get: tcp %ld, udp %ld (0 = shared)\n", i->tcp_child, i->udp_child);
-	if (i->tcp_entries > 0 && i->tcp_max_tw_buckets >= 0 && i->tcp_max_tw_buckets < 1024)
+	if (i->tcp_entries > 0 && !host && i->tcp_max_tw_buckets >= 0 && i->tcp_max_tw_buckets < 1024)
 		printf("  note: this small table allows only %ld TIME_WAIT sockets\n", i->tcp_max_tw_buckets);
+}
+
+/* A refusal for lack of privileges says what to do, not only which
+ * syscall failed: run as root, or size a netns of your own without root. */
+static int fail_priv(int code, const struct nshash_error *err)
+{
+	struct nshash_probe p;
+	if ((err->errnum == EPERM || err->errnum == EACCES) && nshash_probe(&p, NULL) == 0 && !p.cap_sys_admin)
+		return fail(EXIT_FAIL,
+			    "needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN): run as root, or without root size a "
+			    "netns of your own: unshare -Urmn nshash create --strategy nested --tcp N PATH (PATH on "
+			    "a mount of that namespace, e.g. a tmpfs)  [what failed: %s]",
+			    err->msg);
+	return fail_err(code, err);
 }
 
 /* ------------------------------------------------------------- commands */
@@ -198,15 +287,16 @@ static void print_info_text(const char *what, const struct nshash_netns_info *i)
 static int cmd_create(struct cli *c, int argc, char **argv)
 {
 	if (argc != 1)
-		return fail(EXIT_USAGE, "create: expected one NAME or PATH (see --help)");
+		return fail(EXIT_USAGE, "create: expected one NAME or PATH (see nshash help create)");
 	char path[4096];
 	struct nshash_error err = {0};
 	if (nshash_pin_resolve(argv[0], path, sizeof(path), &err) < 0)
 		return fail_err(EXIT_USAGE, &err);
 	c->create.state_dir = c->state_dir;
 	struct nshash_netns_info info;
+	/* "already exists" is a failure (1), as `ip netns add` has it. */
 	if (nshash_netns_create(&c->create, path, &info, &err) < 0)
-		return fail_err(err.errnum == EEXIST ? EXIT_USAGE : EXIT_FAIL, &err);
+		return fail_priv(EXIT_FAIL, &err);
 	/* Read everything back from the pin itself: the user sees what is there. */
 	if (nshash_inspect_path(path, &info, &err) < 0)
 		return fail_err(EXIT_FAIL, &err);
@@ -300,18 +390,35 @@ static int cmd_list(struct cli *c, int argc, char **argv)
 		}
 		print_json(a);
 	} else {
-		printf("%-10s %-12s %-12s %s\n", "KIND", "TCP", "UDP", "PATH");
+		/* Wide enough for the largest cell, "child:16777216". */
+		printf("%-10s %-14s %-14s %s\n", "KIND", "TCP", "UDP", "PATH");
 		for (size_t i = 0; i < n; i++) {
 			char t[24], u[24];
 			size_cell(&v[i], false, t, sizeof(t));
 			size_cell(&v[i], true, u, sizeof(u));
-			printf("%-10s %-12s %-12s %s%s%s\n", kind_name(v[i].kind), t, u, v[i].path,
+			printf("%-10s %-14s %-14s %s%s%s\n", kind_name(v[i].kind), t, u, v[i].path,
 			       v[i].pinned ? "" : " (not mounted: stale)",
 			       v[i].damaged && v[i].pinned ? " (damaged)" : "");
 		}
 	}
 	nshash_list_free(v, n);
 	return EXIT_OK;
+}
+
+/* A netns outlives its pin while a process is in it: say so. */
+static void warn_if_used(const char *path)
+{
+	struct nshash_occupancy occ;
+	struct nshash_error err = {0};
+	enum nshash_path_kind kind;
+	char detail[256];
+	if (nshash_path_classify(path, &kind, detail, sizeof(detail), &err) < 0 || kind != NSHASH_PATH_PIN)
+		return;
+	if (nshash_netns_occupancy(path, &occ, &err) == 0 && occ.pid > 0)
+		fprintf(stderr,
+			"%s: warning: %s: process %d (%s) still uses this netns: removing the pin does not end it; "
+			"it lives on until that process exits\n",
+			prog, path, (int)occ.pid, occ.comm);
 }
 
 static int cmd_delete(struct cli *c, int argc, char **argv)
@@ -327,10 +434,29 @@ static int cmd_delete(struct cli *c, int argc, char **argv)
 			rc = fail_err(EXIT_USAGE, &err);
 			continue;
 		}
+		warn_if_used(path);
 		if (nshash_pin_remove(path, &err) < 0)
-			rc = fail_err(err.errnum == EINVAL ? EXIT_USAGE : EXIT_FAIL, &err);
+			rc = fail_priv(err.errnum == EINVAL ? EXIT_USAGE : EXIT_FAIL, &err);
 	}
 	return rc;
+}
+
+struct gc_seen {
+	bool json, dry_run;
+	json_object *paths;
+};
+
+static void gc_removed(const char *path, const char *why, void *ctx)
+{
+	struct gc_seen *g = ctx;
+	if (g->json) {
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "path", json_object_new_string(path));
+		json_object_object_add(o, "why", json_object_new_string(why));
+		json_object_array_add(g->paths, o);
+	} else {
+		printf("%s %s (%s)\n", g->dry_run ? "would remove" : "removed", path, why);
+	}
 }
 
 static int cmd_gc(struct cli *c, int argc, char **argv)
@@ -338,14 +464,19 @@ static int cmd_gc(struct cli *c, int argc, char **argv)
 	(void)argv;
 	if (argc != 0)
 		return fail(EXIT_USAGE, "gc: takes no arguments");
+	struct gc_seen seen = {.json = c->json, .dry_run = c->dry_run, .paths = json_object_new_array()};
 	struct nshash_gc_opts o = {.state_dir = c->state_dir,
 				   .template_max_idle = c->max_idle,
 				   .stale_min_age = c->stale_age,
-				   .dry_run = c->dry_run};
+				   .dry_run = c->dry_run,
+				   .removed = gc_removed,
+				   .ctx = &seen};
 	struct nshash_gc_report rep;
 	struct nshash_error err = {0};
-	if (nshash_gc(&o, &rep, &err) < 0)
-		return fail_err(EXIT_FAIL, &err);
+	if (nshash_gc(&o, &rep, &err) < 0) {
+		json_object_put(seen.paths);
+		return fail_priv(EXIT_FAIL, &err);
+	}
 	if (c->json) {
 		json_object *j = json_object_new_object();
 		json_object_object_add(j, "templates_removed", json_object_new_int64((int64_t)rep.templates_removed));
@@ -353,13 +484,22 @@ static int cmd_gc(struct cli *c, int argc, char **argv)
 		json_object_object_add(j, "orphans_removed", json_object_new_int64((int64_t)rep.orphans_removed));
 		json_object_object_add(j, "kept", json_object_new_int64((int64_t)rep.kept));
 		json_object_object_add(j, "dry_run", json_object_new_boolean(c->dry_run));
+		json_object_object_add(j, "paths", seen.paths);
 		print_json(j);
 	} else {
-		printf("%s%zu template(s), %zu stale pin file(s), %zu orphaned container pin(s); kept %zu\n",
-		       c->dry_run ? "would remove " : "removed ", rep.templates_removed, rep.stale_removed,
-		       rep.orphans_removed, rep.kept);
+		json_object_put(seen.paths);
+		printf(
+		    "%s%zu template(s), %zu stale pin file(s), %zu orphaned container pin(s); kept %zu of nshash's\n",
+		    c->dry_run ? "would remove " : "removed ", rep.templates_removed, rep.stale_removed,
+		    rep.orphans_removed, rep.kept);
 	}
 	return EXIT_OK;
+}
+
+/* A value the kernel reports, or JSON null / "unknown" where it does not. */
+static json_object *json_known(bool known, int64_t v)
+{
+	return known ? json_object_new_int64(v) : NULL;
 }
 
 static int cmd_check(struct cli *c, int argc, char **argv)
@@ -372,13 +512,23 @@ static int cmd_check(struct cli *c, int argc, char **argv)
 	if (nshash_probe(&p, &err) < 0)
 		return fail_err(EXIT_FAIL, &err);
 	const char *state_dir = c->state_dir ? c->state_dir : NSHASH_DEFAULT_STATE_DIR;
-	/* Problems: each makes the host unable to work. */
+	/* Two questions: can this host do it (kernel), and can you (privileges,
+	 * state dir)?  Each problem is one stderr line. */
 	char problems[4][1024];
-	int np = 0;
-	if (nshash_probe_require(&p, (struct nshash_sizes){1, 0}, &err) < 0)
+	int np = 0, host_problems;
+	struct nshash_probe host = p; /* the kernel alone: privileges are the next question */
+	host.cap_sys_admin = host.cap_net_admin = true;
+	if (nshash_probe_require(&host, (struct nshash_sizes){1, 0}, &err) < 0)
 		snprintf(problems[np++], sizeof(problems[0]), "%s", err.msg);
-	if (p.has_tcp_knob && nshash_probe_require(&p, (struct nshash_sizes){0, 1}, &err) < 0)
+	if (p.has_tcp_knob && nshash_probe_require(&host, (struct nshash_sizes){0, 1}, &err) < 0)
 		snprintf(problems[np++], sizeof(problems[0]), "%s", err.msg);
+	host_problems = np;
+	bool privileged = p.cap_sys_admin && p.cap_net_admin;
+	if (!privileged)
+		snprintf(problems[np++], sizeof(problems[0]),
+			 "you lack %s%s%s: run as root (or, without root, in `unshare -Urmn` with --strategy nested)",
+			 p.cap_sys_admin ? "" : "CAP_SYS_ADMIN", !p.cap_sys_admin && !p.cap_net_admin ? " and " : "",
+			 p.cap_net_admin ? "" : "CAP_NET_ADMIN");
 	/* Writable, or creatable: its nearest existing ancestor is writable. */
 	char probe_dir[4096];
 	snprintf(probe_dir, sizeof(probe_dir), "%s", state_dir);
@@ -392,20 +542,26 @@ static int cmd_check(struct cli *c, int argc, char **argv)
 		*slash = '\0';
 	}
 	if (!state_ok)
-		snprintf(problems[np++], sizeof(problems[0]), "state dir %s is not writable", state_dir);
+		snprintf(problems[np++], sizeof(problems[0]), "state dir %s is not writable%s", state_dir,
+			 privileged ? "" : " (run as root)");
+	bool host_ok = host_problems == 0;
+	bool tcp_known = p.has_tcp_knob && p.global_tcp > 0, udp_known = p.has_udp_knob && p.global_udp > 0;
 	bool host_set = p.caller_tcp_child > 0 || p.caller_udp_child > 0;
 	if (c->json) {
 		json_object *o = json_object_new_object();
 		json_object_object_add(o, "kernel", json_object_new_string(p.release));
 		json_object_object_add(o, "tcp_supported", json_object_new_boolean(p.has_tcp_knob));
 		json_object_object_add(o, "udp_supported", json_object_new_boolean(p.has_udp_knob));
-		json_object_object_add(o, "global_tcp_entries", json_object_new_int64(p.global_tcp));
-		json_object_object_add(o, "global_udp_entries", json_object_new_int64(p.global_udp));
-		json_object_object_add(o, "host_tcp_child", json_object_new_int64(p.caller_tcp_child));
-		json_object_object_add(o, "host_udp_child", json_object_new_int64(p.caller_udp_child));
+		json_object_object_add(o, "global_tcp_entries", json_known(tcp_known, p.global_tcp));
+		json_object_object_add(o, "global_udp_entries", json_known(udp_known, p.global_udp));
+		json_object_object_add(o, "host_tcp_child", json_known(p.caller_tcp_child >= 0, p.caller_tcp_child));
+		json_object_object_add(o, "host_udp_child", json_known(p.caller_udp_child >= 0, p.caller_udp_child));
 		json_object_object_add(o, "cap_sys_admin", json_object_new_boolean(p.cap_sys_admin));
 		json_object_object_add(o, "cap_net_admin", json_object_new_boolean(p.cap_net_admin));
 		json_object_object_add(o, "state_dir", json_object_new_string(state_dir));
+		json_object_object_add(o, "state_dir_writable", json_object_new_boolean(state_ok));
+		json_object_object_add(o, "host_supported", json_object_new_boolean(host_ok));
+		json_object_object_add(o, "privileged", json_object_new_boolean(privileged));
 		json_object *a = json_object_new_array();
 		for (int i = 0; i < np; i++)
 			json_object_array_add(a, json_object_new_string(problems[i]));
@@ -413,18 +569,36 @@ static int cmd_check(struct cli *c, int argc, char **argv)
 		json_object_object_add(o, "ok", json_object_new_boolean(np == 0));
 		print_json(o);
 	} else {
+		char t[48] = "unknown (kernel too old to report it)", u[48] = "unknown (kernel too old to report it)";
+		if (tcp_known)
+			snprintf(t, sizeof(t), "%ld entries", p.global_tcp);
+		if (udp_known)
+			snprintf(u, sizeof(u), "%ld entries", p.global_udp);
 		printf("kernel: %s\n", p.release);
 		printf("tcp per-netns tables (6.1+): %s\n", p.has_tcp_knob ? "yes" : "no");
 		printf("udp per-netns tables (6.2+): %s\n", p.has_udp_knob ? "yes" : "no");
-		printf("global tables: tcp %ld entries, udp %ld entries\n", p.global_tcp, p.global_udp);
-		printf("host child knobs: tcp %ld, udp %ld%s\n", p.caller_tcp_child, p.caller_udp_child,
-		       host_set
-			   ? " (set on the host: every netns created here gets own tables; nshash never sets these)"
-			   : "");
+		printf("global tables: tcp %s, udp %s\n", t, u);
+		if (p.caller_tcp_child >= 0 || p.caller_udp_child >= 0) {
+			printf("host child knobs:");
+			if (p.caller_tcp_child >= 0)
+				printf(" tcp %ld", p.caller_tcp_child);
+			if (p.caller_udp_child >= 0)
+				printf("%s udp %ld", p.caller_tcp_child >= 0 ? "," : "", p.caller_udp_child);
+			printf("%s\n", host_set ? " (set on the host: every netns created here gets own tables; "
+						  "nshash never sets these)"
+						: "");
+		}
 		printf("capabilities: CAP_SYS_ADMIN %s, CAP_NET_ADMIN %s\n", p.cap_sys_admin ? "yes" : "no",
 		       p.cap_net_admin ? "yes" : "no");
 		printf("state dir: %s (%s)\n", state_dir, state_ok ? "writable" : "NOT writable");
-		printf("%s\n", np ? "result: this host cannot use nshash" : "result: ok");
+		printf("this host: %s\n", host_ok ? "supports per-netns tables" : "cannot use nshash (kernel)");
+		printf("you: %s\n", privileged ? "have the privileges" : "lack the privileges: run as root");
+		if (!host_ok)
+			printf("result: this host cannot use nshash\n");
+		else if (np)
+			printf("result: this host supports nshash, but not as you run it now\n");
+		else
+			printf("result: ok\n");
 	}
 	for (int i = 0; i < np; i++)
 		fail(0, "%s", problems[i]);
@@ -436,18 +610,45 @@ static int cmd_check(struct cli *c, int argc, char **argv)
 struct command {
 	const char *name;
 	int (*run)(struct cli *, int, char **);
-	unsigned allowed; /* option ids (bit = id - OPT_TCP) this command takes */
+	unsigned allowed;  /* option ids (bit = id - OPT_TCP) this command takes */
+	const char *usage; /* nshash help NAME, nshash NAME --help */
 };
+
+static int cmd_help(struct cli *c, int argc, char **argv);
 
 #define BIT(o) (1u << ((o)-OPT_TCP))
 static const struct command commands[] = {
-    {"create", cmd_create, BIT(OPT_TCP) | BIT(OPT_UDP) | BIT(OPT_STRATEGY) | BIT(OPT_KEEP_LO_DOWN) | BIT(OPT_JSON)},
-    {"show", cmd_show, BIT(OPT_PID) | BIT(OPT_JSON)},
-    {"list", cmd_list, BIT(OPT_JSON)},
-    {"delete", cmd_delete, 0},
-    {"gc", cmd_gc, BIT(OPT_MAX_IDLE) | BIT(OPT_STALE_AGE) | BIT(OPT_DRY_RUN) | BIT(OPT_JSON)},
-    {"check", cmd_check, BIT(OPT_JSON)},
+    {"create", cmd_create, BIT(OPT_TCP) | BIT(OPT_UDP) | BIT(OPT_STRATEGY) | BIT(OPT_KEEP_LO_DOWN) | BIT(OPT_JSON),
+     create_usage},
+    {"show", cmd_show, BIT(OPT_PID) | BIT(OPT_JSON), show_usage},
+    {"list", cmd_list, BIT(OPT_JSON), list_usage},
+    {"delete", cmd_delete, 0, delete_usage},
+    {"gc", cmd_gc, BIT(OPT_MAX_IDLE) | BIT(OPT_STALE_AGE) | BIT(OPT_DRY_RUN) | BIT(OPT_JSON), gc_usage},
+    {"check", cmd_check, BIT(OPT_JSON), check_usage},
+    {"help", cmd_help, 0, usage_text},
 };
+
+static const struct command *find_command(const char *name)
+{
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (strcmp(name, commands[i].name) == 0)
+			return &commands[i];
+	return NULL;
+}
+
+/* nshash help [COMMAND] */
+static int cmd_help(struct cli *c, int argc, char **argv)
+{
+	(void)c;
+	if (argc > 1)
+		return fail(EXIT_USAGE, "help: expected at most one COMMAND");
+	const struct command *cmd = argc ? find_command(argv[0]) : NULL;
+	if (argc && !cmd)
+		return fail(EXIT_USAGE,
+			    "help: unknown command \"%s\" (commands: create, show, list, delete, gc, check)", argv[0]);
+	fputs(cmd ? cmd->usage : usage_text, stdout);
+	return EXIT_OK;
+}
 
 /* Parsing in progress: the command found so far and its positional
  * arguments, collected from among the options. */
@@ -509,27 +710,31 @@ static int take_word(struct parse *p, const char *word)
 		p->pos[p->npos++] = (char *)word;
 		return CONTINUE;
 	}
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (strcmp(word, commands[i].name) == 0)
-			p->cmd = &commands[i];
+	p->cmd = find_command(word);
 	if (!p->cmd)
-		return fail(EXIT_USAGE, "unknown command \"%s\" (see --help)", word);
+		return fail(EXIT_USAGE, "unknown command \"%s\" (see nshash help)", word);
 	return CONTINUE;
 }
 
-/* The next option: --help, --version, or one the command takes. */
+/* The next option: --help, --version, -j/--json (before the command, as
+ * `ip -j`, or after it), --state-dir, or one the command takes. */
 static int take_option(struct parse *p, struct cli *c, int argc, char **argv)
 {
 	int li = -1;
 	const char *word = argv[optind];
-	int opt = getopt_long(argc, argv, "+h", long_opts, &li);
+	int opt = getopt_long(argc, argv, "+hj", long_opts, &li);
 
 	switch (opt) {
 	case -1:
 		return STOP;
 	case 'h':
-		fputs(usage_text, stdout);
+	case OPT_HELP:
+		fputs(p->cmd ? p->cmd->usage : usage_text, stdout);
 		return EXIT_OK;
+	case 'j':
+		opt = OPT_JSON;
+		li = 4; /* "json" in long_opts */
+		break;
 	case OPT_VERSION:
 		puts("nshash " NSHASH_VERSION);
 		return EXIT_OK;
@@ -538,7 +743,7 @@ static int take_option(struct parse *p, struct cli *c, int argc, char **argv)
 			return fail(EXIT_USAGE, "option \"%s\" needs a value or takes none", word);
 		return fail(EXIT_USAGE, "unknown option \"%s\" (see --help)", word);
 	}
-	if (opt != OPT_STATE_DIR) {
+	if (opt != OPT_STATE_DIR && !(opt == OPT_JSON && !p->cmd)) {
 		if (!p->cmd)
 			return fail(EXIT_USAGE, "option \"%s\" must follow a command", word);
 		if (!(p->cmd->allowed & BIT(opt)))

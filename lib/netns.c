@@ -304,6 +304,16 @@ static int new_nested(const struct nshash_create_opts *opts, int home, int *nsfd
 	return leave_child(home, r, nsfd, err);
 }
 
+/* Both protocols on the shared tables, and the caller's knobs give children
+ * exactly that (the host's normally do): a plain child of the caller's own
+ * netns, verified like any other; no parent, no template for "0/0". */
+static int new_plain(const struct nshash_create_opts *opts, int home, int *nsfd, struct nshash_netns_info *info,
+		     struct nshash_error *err)
+{
+	int r = spawn_child(opts, nsfd, info, err);
+	return leave_child(home, r, nsfd, err);
+}
+
 int nshash_netns_new(const struct nshash_create_opts *opts, int *nsfd, struct nshash_netns_info *info,
 		     struct nshash_error *err)
 {
@@ -336,7 +346,10 @@ int nshash_netns_new(const struct nshash_create_opts *opts, int *nsfd, struct ns
 					"unshare the network namespace, e.g. unshare -Urn)",
 					strerror(e));
 	}
-	if (opts->strategy == NSHASH_STRATEGY_NESTED)
+	struct nshash_sizes eff = nshash_sizes_effective(opts->sizes);
+	if (!eff.tcp && !eff.udp && child_knobs_are(eff) == 1)
+		r = new_plain(opts, home, nsfd, info, err);
+	else if (opts->strategy == NSHASH_STRATEGY_NESTED)
 		r = new_nested(opts, home, nsfd, info, err);
 	else
 		r = new_from_template(opts, home, nsfd, info, err);

@@ -249,12 +249,17 @@ struct nshash_gc_opts {
 	int64_t stale_min_age;	   /* seconds; unmounted pin files, and container pins
 				    * no process uses, older than this go */
 	bool dry_run;
+	/* Called with each path removed (or, under dry_run, that would be) and
+	 * why: "damaged template", "idle template", "stale pin file",
+	 * "orphaned container pin".  NULL: not called. */
+	void (*removed)(const char *path, const char *why, void *ctx);
+	void *ctx;
 };
 struct nshash_gc_report {
 	size_t templates_removed;
 	size_t stale_removed;	/* unmounted pin files a creator left */
 	size_t orphans_removed; /* container pins no process uses (a crashed hook or wrapper) */
-	size_t kept;
+	size_t kept;		/* templates and container pins (the state dir's) left in place */
 };
 int nshash_gc(const struct nshash_gc_opts *opts, struct nshash_gc_report *report, struct nshash_error *err);
 

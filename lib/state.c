@@ -198,8 +198,12 @@ static int gc_entries(const struct nshash_gc_opts *opts, struct nshash_entry *v,
 			orphan = container_pin_orphaned(e->path, opts->stale_min_age, now);
 			remove = orphan;
 		}
-		if (!remove)
+		if (!remove) {
+			/* Only what nshash owns counts as kept: /run/netns holds anyone's. */
+			if (e->kind != NSHASH_ENTRY_NETNS)
+				rep->kept++;
 			continue;
+		}
 		if (!opts->dry_run) {
 			r = nshash_pin_remove(e->path, err);
 			if (r == -EINVAL && stale)
@@ -212,6 +216,12 @@ static int gc_entries(const struct nshash_gc_opts *opts, struct nshash_entry *v,
 				unlink(stamp);
 			}
 		}
+		const char *why = stale	       ? "stale pin file"
+				  : orphan     ? "orphaned container pin"
+				  : e->damaged ? "damaged template"
+					       : "idle template";
+		if (opts->removed)
+			opts->removed(e->path, why, opts->ctx);
 		if (stale)
 			rep->stale_removed++;
 		else if (orphan)
@@ -219,7 +229,6 @@ static int gc_entries(const struct nshash_gc_opts *opts, struct nshash_entry *v,
 		else
 			rep->templates_removed++;
 	}
-	rep->kept = n - rep->templates_removed - rep->stale_removed - rep->orphans_removed;
 	return 0;
 }
 

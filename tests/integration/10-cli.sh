@@ -64,14 +64,18 @@ out=$(nshash show --pid $spid --json)
 assert_eq "128 4096" "$(jq -r '"\(.tcp.entries) \(.udp.entries)"' <<<"$out")" "show --pid reads the process's netns"
 kill $spid; wait $spid 2>/dev/null
 out=$(nshash show --pid $$ --json)
-assert_eq "true $global_tcp true $global_udp" "$(jq -r '"\(.tcp.own) \(.tcp.entries) \(.udp.own) \(.udp.entries)"' <<<"$out")" "show --pid of a host process: the global tables themselves"
+assert_eq "false global $global_tcp false global $global_udp true" "$(jq -r '"\(.tcp.own) \(.tcp.table) \(.tcp.entries) \(.udp.own) \(.udp.table) \(.udp.entries) \(.host)"' <<<"$out")" "show --pid of a host process: the global tables themselves, not own ones"
+out=$(nshash show --pid $$)
+assert_contains "$out" "tcp: the global table itself (the host's netns), $global_tcp entries" "show of the host's netns says global table"
+assert_not_contains "$out" "own table" "and not own table"
 
 # list: pins and templates
 out=$(nshash list --json)
 assert_eq "$(ls /run/netns | grep -c "^$P")" "$(jq "[.[] | select(.name | startswith(\"$P\"))] | length" <<<"$out")" "list --json shows every pin"
 assert_eq "128 4096" "$(jq -r ".[] | select(.name == \"$P-template-6\") | \"\(.tcp.entries) \(.udp.entries)\"" <<<"$out")" "list reports each pin's sizes"
 ntempl=$(jq '[.[] | select(.kind == "template")] | length' <<<"$out")
-assert_eq 12 "$ntempl" "one template per effective size pair (12 pairs)"
+assert_eq 11 "$ntempl" "one template per effective size pair (11 pairs; 0/0 needs none)"
+assert_eq "" "$(ls "$STATE/templates" | grep '^tcp0-udp0')" "create --tcp 0 --udp 0 pinned no template"
 assert_eq "4096 1024" "$(nshash list --json | jq -r '.[] | select(.name == "tcp4096-udp0") | "\(.tcp.child) \(.kind)"' | sed 's/template/1024/')" "template tcp4096-udp0 gives tcp 4096"
 
 # bad input: exact error, exit 2, nothing left
@@ -95,7 +99,7 @@ check_bad 2 '--tcp: empty value' create --tcp "" $P-bad
 check_bad 2 'strategy "fast": expected template or nested' create --strategy fast $P-bad
 check_bad 2 'netns name "a/b": character' create --tcp 4 a/b
 check_bad 2 'contains a "." or ".." component' create --tcp 4 /run/netns/../x
-check_bad 2 "create netns /run/netns/$P-template-1: already exists" create --tcp 8 $P-template-1
+check_bad 1 "create netns /run/netns/$P-template-1: already exists" create --tcp 8 $P-template-1
 check_bad 2 'create: expected one NAME or PATH' create --tcp 8
 check_bad 2 'unknown command "frobnicate"' frobnicate
 check_bad 2 'unknown option "--bogus"' create --bogus x
@@ -128,13 +132,76 @@ touch "$STATE/plainfile"
 assert_rc 0 "delete of a stale (unmounted) pin file succeeds" -- nshash delete "$STATE/plainfile"
 assert_eq "" "$(ls "$STATE/plainfile" 2>/dev/null)" "the stale file is gone"
 
-# gc: templates idle longer than --max-idle go, with their pins
+# gc: templates idle longer than --max-idle go, with their pins; --dry-run
+# lists them first and removes nothing; kept counts only what nshash owns
+before=$(ls "$STATE/templates" | sort | md5sum)
+out=$(nshash gc --max-idle 0 --dry-run)
+assert_eq 11 "$(grep -c "^would remove $STATE/templates/tcp.*-udp.* (idle template)$" <<<"$out")" "gc --dry-run lists the 11 template paths it would remove"
+assert_contains "$out" "would remove 11 template(s)" "gc --dry-run sums them up"
+assert_eq "$before" "$(ls "$STATE/templates" | sort | md5sum)" "gc --dry-run removed nothing"
+out=$(nshash -j gc --max-idle 999999)
+assert_eq "0 11" "$(jq -r '"\(.templates_removed) \(.kept)"' <<<"$out")" "gc keeps the 11 templates (kept counts nshash's own, not /run/netns)"
 out=$(nshash gc --max-idle 0 --json)
-assert_eq 12 "$(jq .templates_removed <<<"$out")" "gc --max-idle 0 removes all 12 templates"
+assert_eq 11 "$(jq .templates_removed <<<"$out")" "gc --max-idle 0 removes all 11 templates"
+assert_eq 11 "$(jq '[.paths[] | select(.why == "idle template")] | length' <<<"$out")" "gc --json lists each removed path and why"
 assert_eq 0 "$(count_pins_under "$STATE")" "no pin left under the state dir"
 assert_eq 0 "$(ls "$STATE/templates" | wc -l)" "no template file or stamp left"
 
-# check
+# check: the host and the caller are two questions
 out=$(nshash check --json)
-assert_eq "true true true" "$(jq -r '"\(.ok) \(.tcp_supported) \(.udp_supported)"' <<<"$out")" "check --json: this host works"
+assert_eq "true true true true true" "$(jq -r '"\(.ok) \(.tcp_supported) \(.udp_supported) \(.host_supported) \(.privileged)"' <<<"$out")" "check --json: this host works, and root may"
+U=$(mktemp -d /tmp/nshash-t10-bin.XXXXXX)
+on_exit "rm -rf $U"
+chmod 0755 "$U" && cp "$NSHASH" "$U/nshash"
+asnobody() { setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$U/nshash" "$@"; }
+out=$(asnobody check 2>"$U/err")
+assert_eq 1 "$?" "check as an unprivileged user: exit 1"
+assert_contains "$out" "this host: supports per-netns tables" "check as a user: the host supports it"
+assert_contains "$out" "you: lack the privileges: run as root" "check as a user: you lack privileges"
+assert_contains "$out" "result: this host supports nshash, but not as you run it now" "check as a user: not 'this host cannot'"
+assert_contains "$(cat "$U/err")" "you lack CAP_SYS_ADMIN and CAP_NET_ADMIN: run as root" "check as a user: stderr says run as root"
+out=$(asnobody -j check 2>/dev/null)
+assert_eq "true false false" "$(jq -r '"\(.host_supported) \(.privileged) \(.ok)"' <<<"$out")" "check --json as a user: host_supported, not privileged"
+out=$(asnobody create --tcp 8 $P-nobody 2>&1)
+assert_eq 1 "$?" "create as a user: exit 1"
+assert_contains "$out" "nshash: needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN): run as root, or without root" "create as a user: says run as root first"
+assert_contains "$out" "unshare -Urmn nshash create --strategy nested" "create as a user: points at --strategy nested in unshare -Urmn"
+assert_eq "" "$(ls /run/netns | grep "^$P-nobody")" "create as a user left nothing"
+
+# help: global, per command, as a command
+assert_contains "$(nshash help)" "Usage: nshash [-j|--json] [--state-dir DIR] COMMAND" "nshash help: the global usage"
+for cmd in create show list delete gc check; do
+	out=$(nshash $cmd --help)
+	assert_eq 0 "$?" "nshash $cmd --help exits 0"
+	assert_contains "$out" "Usage: nshash $cmd" "nshash $cmd --help: that command's usage"
+	assert_eq "$out" "$(nshash help $cmd)" "nshash help $cmd = nshash $cmd --help"
+done
+assert_contains "$(nshash create -h)" "--strategy S" "create -h documents the options"
+check_bad 2 'help: unknown command "frob"' help frob
+
+# -j / --json before the command, as ip -j
+assert_eq "$(nshash list --json | jq -c 'map(.path) | sort')" "$(nshash -j list | jq -c 'map(.path) | sort')" "nshash -j list = nshash list --json"
+assert_eq "true" "$(nshash --json check | jq .ok)" "nshash --json check"
+assert_eq "true" "$(nshash check -j | jq .ok)" "nshash check -j"
+
+# list: the widest cells (child:16777216) keep the columns apart
+nshash create --tcp 16777216 --udp 65536 $P-wide >/dev/null
+out=$(nshash list)
+line=$(grep " $STATE/templates/tcp16777216-udp65536\$" <<<"$out")
+assert_eq "template   child:16777216 child:65536    $STATE/templates/tcp16777216-udp65536" "$line" "list: a 16777216 template's row, columns apart"
+line=$(grep " /run/netns/$P-wide\$" <<<"$out")
+assert_eq "netns      16777216       65536          /run/netns/$P-wide" "$line" "list: a 16777216 netns's row"
+
+# delete warns when a process still uses the netns, and still removes the pin
+ip netns exec $P-wide sleep 30 &
+spid=$!
+on_exit "kill $spid"
+sleep 0.3
+out=$(nshash delete $P-wide 2>&1)
+assert_eq 0 "$?" "delete of a netns in use: exit 0"
+assert_contains "$out" "warning: /run/netns/$P-wide: process $spid (sleep) still uses this netns" "delete warns about the process still inside"
+assert_eq "" "$(ls /run/netns | grep "^$P-wide")" "the pin is gone anyway"
+kill $spid; wait $spid 2>/dev/null
+out=$(nshash create --tcp 8 $P-quiet >/dev/null && nshash delete $P-quiet 2>&1)
+assert_eq "" "$out" "delete of an unused netns: no warning"
 assert_host_untouched
