@@ -13,6 +13,8 @@
 
 static struct {
 	char program[320]; /* the CNI plugin puts command and container id here */
+	char ident[64];	   /* syslog identifier: program up to '[' ("nshash-hook") */
+	char tag[64];	   /* what was in brackets ("precreate"), leads each syslog line */
 	char log_file[1024];
 	bool syslog;
 	enum nshash_log_level stderr_max;
@@ -30,13 +32,21 @@ void nsh_log_redirect(enum nshash_log_level stderr_max, nsh_log_sink sink, void 
 void nshash_log_setup(const char *program, const struct nshash_policy *policy)
 {
 	snprintf(log_cfg.program, sizeof(log_cfg.program), "%s", program ? program : "nshash");
+	/* "nshash-hook[precreate]": identifier nshash-hook (journalctl -t
+	 * nshash-hook), lines "precreate: ..." */
+	size_t n = strcspn(log_cfg.program, "[");
+	snprintf(log_cfg.ident, sizeof(log_cfg.ident), "%.*s", (int)n, log_cfg.program);
+	snprintf(log_cfg.tag, sizeof(log_cfg.tag), "%s", log_cfg.program[n] ? log_cfg.program + n + 1 : "");
+	log_cfg.tag[strcspn(log_cfg.tag, "]")] = '\0';
 	log_cfg.log_file[0] = '\0';
+	if (log_cfg.syslog)
+		closelog();
 	log_cfg.syslog = false;
 	if (policy) {
 		snprintf(log_cfg.log_file, sizeof(log_cfg.log_file), "%s", policy->log_file);
 		log_cfg.syslog = policy->syslog;
 		if (log_cfg.syslog)
-			openlog(log_cfg.program, LOG_PID, LOG_DAEMON);
+			openlog(log_cfg.ident, LOG_PID | LOG_NDELAY, LOG_DAEMON);
 	}
 }
 
@@ -85,5 +95,6 @@ void nshash_vlog(enum nshash_log_level level, const char *id, const char *fmt, v
 		}
 	}
 	if (log_cfg.syslog)
-		syslog(prio[level], "%s%s%s", id ? id : "", id ? ": " : "", msg);
+		syslog(prio[level], "%s%s%s%s%s", log_cfg.tag, log_cfg.tag[0] ? ": " : "", id ? id : "", id ? ": " : "",
+		       msg);
 }

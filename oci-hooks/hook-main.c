@@ -152,7 +152,8 @@ int main(int argc, char **argv)
 			return usage();
 	}
 	snprintf(program, sizeof(program), "nshash-hook[%.32s]", stage);
-	nshash_log_setup(program, NULL);
+	nshash_policy_defaults(&policy); /* syslog too, before the policy is read */
+	nshash_log_setup(program, &policy);
 	if (strcmp(stage, "precreate") && strcmp(stage, "createRuntime") && strcmp(stage, "prestart") &&
 	    strcmp(stage, "poststop") && strcmp(stage, "state")) {
 		nshash_log(NSHASH_LOG_ERROR, NULL, "unknown stage \"%s\"", stage);

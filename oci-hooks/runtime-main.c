@@ -164,6 +164,30 @@ static int wrap_delete(int argc, char **argv, const char *runtime, const struct 
 	return 0;
 }
 
+/* `nshash-runtime --version` (or -v, --help, -h) before any command: say
+ * who we are first, then the real runtime answers.  Engines that parse the
+ * runtime's version (docker's "runc version X" line) still find theirs. */
+static void say_who(int argc, char **argv, const struct nshash_runtime_args *args, const char *runtime)
+{
+	int end = args->subcommand_index < 0 ? argc : args->subcommand_index;
+	for (int i = 1; i < end; i++) {
+		bool version = !strcmp(argv[i], "--version") || !strcmp(argv[i], "-v");
+		bool help = !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h");
+		if (version)
+			printf("nshash-runtime version %s (nshash's wrapper, sizes network namespaces; runtime: %s)\n",
+			       NSHASH_VERSION, runtime);
+		else if (help)
+			printf("nshash-runtime %s: called like runc; sizes the network namespace of containers with "
+			       "io.nshash.tcp/io.nshash.udp annotations, then runs %s (man nshash-runtime).  %s's own "
+			       "help follows.\n\n",
+			       NSHASH_VERSION, runtime, runtime);
+		if (version || help) {
+			fflush(stdout);
+			return;
+		}
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const char *policy_path = getenv("NSHASH_POLICY");
@@ -174,7 +198,8 @@ int main(int argc, char **argv)
 	ssize_t n;
 	int status = -1;
 
-	nshash_log_setup("nshash-runtime", NULL);
+	nshash_policy_defaults(&policy); /* syslog too, before the policy is read */
+	nshash_log_setup("nshash-runtime", &policy);
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (n < 0)
 		die(NULL, "readlink /proc/self/exe failed");
@@ -189,6 +214,7 @@ int main(int argc, char **argv)
 	if (nshash_runtime_find(&policy, self, runtime, sizeof(runtime), &err) < 0)
 		die(args.id, err.msg);
 	argv[0] = runtime;
+	say_who(argc, argv, &args, runtime);
 
 	if (args.subcommand && (!strcmp(args.subcommand, "create") || !strcmp(args.subcommand, "run")))
 		status = wrap_create(argc, argv, runtime, self, policy_path, &policy, &args);

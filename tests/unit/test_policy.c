@@ -38,7 +38,7 @@ static void test_defaults(void **state)
 	assert_string_equal(p.state_dir, "/run/nshash");
 	assert_string_equal(p.runtime, "");
 	assert_string_equal(p.log_file, "");
-	assert_false(p.syslog);
+	assert_true(p.syslog); /* hook refusals reach syslog/journald by default */
 	/* the documented promise: one container cannot take more than a few MiB */
 	uint64_t bytes = nshash_table_bytes(NSHASH_TCP, p.max.tcp) + nshash_table_bytes(NSHASH_UDP, p.max.udp);
 	assert_true(bytes <= 4u * 1024 * 1024);
@@ -52,7 +52,7 @@ static void test_all_keys(void **state)
 	const char *text = "{\n \"maxTcp\": 4096, \"maxUdp\": 1024, \"onFailure\": \"warn\",\n"
 			   " \"strategy\": \"nested\", \"stateDir\": \"/run/x\", \"runtime\": \"crun\",\n"
 			   " \"hookPath\": \"/opt/nshash-hook\", \"logFile\": \"/var/log/nshash.log\",\n"
-			   " \"syslog\": true, \"_note\": \"admin comment\" }\n";
+			   " \"syslog\": false, \"_note\": \"admin comment\" }\n";
 	assert_int_equal(parse(text, &p, &e), 0);
 	assert_int_equal(p.max.tcp, 4096);
 	assert_int_equal(p.max.udp, 1024);
@@ -62,7 +62,7 @@ static void test_all_keys(void **state)
 	assert_string_equal(p.runtime, "crun");
 	assert_string_equal(p.hook_path, "/opt/nshash-hook");
 	assert_string_equal(p.log_file, "/var/log/nshash.log");
-	assert_true(p.syslog);
+	assert_false(p.syslog);
 	assert_string_equal(p.source, "/etc/nshash/nshash.json");
 	assert_int_equal(parse("{}", &p, &e), 0);
 	assert_int_equal(p.max.tcp, 262144);
