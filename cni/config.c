@@ -55,11 +55,16 @@ static int config_size(json_object *root, const char *key, enum nshash_proto pro
 		return 0;
 	char shown[96];
 	json_shown(v, shown, sizeof(shown));
-	if (!json_object_is_type(v, json_type_int))
+	if (!json_object_is_type(v, json_type_int)) {
+		/* "tcp": "8192" -> say: write "tcp": 8192 (the user's own number) */
+		const char *text = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
+		bool digits = text[0] && strspn(text, "0123456789") == strlen(text) && strlen(text) <= 10;
 		return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
 				       "network config key \"%s\": %s is %s; expected a JSON integer "
-				       "0..%u (write %s: 4096, not \"4096\")",
-				       key, shown, json_type_word(v), nshash_proto_max(proto), key);
+				       "0..%u (write \"%s\": %s, not \"%s\")",
+				       key, shown, json_type_word(v), nshash_proto_max(proto), key, digits ? text : "4096",
+				       digits ? text : "4096");
+	}
 	/* json-c saturates integers beyond int64 (and keeps uint64 ones as
 	 * such): anything that large is out of range anyway. */
 	int64_t n = json_object_get_int64(v);

@@ -18,6 +18,17 @@ int main(void)
 	size_t len = 0;
 
 	nshash_cni_env_from_environ(&env);
+	/* Run by hand (no CNI_COMMAND): say what this is, as the reference
+	 * plugins do, instead of a protocol error. */
+	if (!env.command || !env.command[0]) {
+		fprintf(stderr, "CNI nshash plugin version %s (own TCP/UDP hash tables per pod netns; man nshash-cni)\n",
+			NSHASH_VERSION);
+		fprintf(stderr, "CNI protocol versions supported:");
+		for (int i = 0; nshash_cni_versions[i]; i++)
+			fprintf(stderr, "%s %s", i ? "," : "", nshash_cni_versions[i]);
+		fputc('\n', stderr);
+		return 0;
+	}
 	if (nsh_read_fd(STDIN_FILENO, "the network config on stdin", MAX_INPUT, &input, &len, &err) < 0) {
 		struct nshash_cni_failure cerr;
 		nshash_cni_fail(&cerr, NSHASH_CNI_E_IO, NULL, "%s", err.msg);

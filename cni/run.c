@@ -48,6 +48,13 @@ void nshash_cni_run(const struct nshash_cni_env *env, const char *input, size_t 
 	}
 	if (rc == 0)
 		rc = nshash_cni_config_parse(input, len, &r.cfg, &r.err);
+	/* The spec's DEL rule: release what can be released, never fail for a
+	 * config ADD would have refused (nshash keeps nothing per attachment). */
+	if (rc < 0 && r.command == NSHASH_CNI_DEL && r.err.code == NSHASH_CNI_E_CONFIG) {
+		nsh_cni_log(&r, "DEL succeeds despite a network config ADD would refuse: %s", r.err.err.msg);
+		rc = 0;
+		goto done;
+	}
 	if (rc == 0)
 		rc = version_allows(&r);
 	if (rc == 0) {

@@ -216,5 +216,22 @@ CNI_RC=$?
 assert_cni_error 103 "missing CAP_NET_ADMIN" "ADD without CAP_NET_ADMIN: code 103"
 assert_eq "$INO" "$(netns_inode_at "$P")" "ADD without CAP_NET_ADMIN left the netns alone"
 
+# ---- a user's value echoed back as written; DEL of a config ADD refuses; run by hand
+cni_call ADD "$P" "$(conf $V '"tcp":"8192"')"
+assert_cni_error 7 'network config key "tcp": "8192" is a string; expected a JSON integer 0..16777216 (write "tcp": 8192, not "8192")' "ADD with \"tcp\": \"8192\": the error echoes the user's 8192"
+cni_call ADD "$P" "$(conf $V '"udp":"lots"')"
+assert_cni_error 7 '"lots" is a string' "ADD with \"udp\": \"lots\": the error shows \"lots\""
+for bad in '"tcp":"8192"' '"tcp":8192,"maxTcp":4096' '"udp":70000' '"tcp":-1'; do
+	cni_call DEL "$P" "$(conf $V "$bad")"
+	assert_cni_ok_silent "DEL succeeds on a config ADD refuses ($bad)"
+	assert_contains "$CNI_ERR" "DEL succeeds despite a network config ADD would refuse" "DEL ($bad) says so on stderr"
+done
+out=$(env -i PATH=/usr/bin:/bin "$CNI_PLUGIN" </dev/null 2>&1 >/dev/null)
+rc=$?
+assert_eq 0 "$rc" "the plugin run by hand (no CNI_COMMAND) exits 0, like the reference plugins"
+assert_contains "$out" "CNI nshash plugin version $(sed -n 's/.*NSHASH_VERSION[[:space:]]*"\(.*\)"/\1/p' "$TOP/lib/nshash.h")" "it names itself and its version"
+assert_contains "$out" "CNI protocol versions supported: ${CNI_VERSIONS// /, }" "and the CNI versions it speaks"
+assert_eq "" "$(env -i "$CNI_PLUGIN" </dev/null 2>/dev/null)" "nothing on stdout"
+
 # ---- everything this test made is gone after the pins go; host untouched
 assert_host_untouched
