@@ -43,7 +43,8 @@ nshash create --tcp 128 --udp 128 "$D/e" >/dev/null
 nsenter --net="$STATE/templates/tcp128-udp128" sh -c 'echo 0 > /proc/sys/net/ipv4/udp_child_hash_entries'
 out=$(nshash gc --json)
 # (Only counts of what this test made: /run/netns may hold anyone's netns.)
-assert_eq "1 0" "$(jq -r '"\(.templates_removed) \(.orphans_removed)"' <<<"$out")" "gc removes the damaged template only"
+assert_eq "1 0 1" "$(jq -r '"\(.templates_removed) \(.orphans_removed) \(.kept)"' <<<"$out")" "gc removes the damaged template only; kept: the one healthy template (not others' netns)"
+assert_eq "$STATE/templates/tcp128-udp128 damaged template" "$(jq -r '.paths[] | "\(.path) \(.why)"' <<<"$out")" "gc names the damaged template's path and why"
 assert_eq "true false" "$(nshash list --json | jq -r ".[] | select(.path == \"$T\") | \"\(.pinned) \(.damaged)\"")" "gc kept the healthy template"
 assert_eq "" "$(ls "$STATE/templates/tcp128-udp128" 2>/dev/null)" "damaged template file gone"
 assert_eq "4096 1024" "$(sizes_of "$D/a")" "existing netns keep their tables after gc"

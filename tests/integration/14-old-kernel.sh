@@ -124,9 +124,13 @@ for mode in ipv4 net; do
 	assert_eq "nshash: $TCP_MSG" "$ERR" "[$mode] check: exactly the kernel error on stderr"
 	assert_contains "$OUT" "tcp per-netns tables (6.1+): no" "[$mode] check: says no TCP tables"
 	assert_contains "$OUT" "result: this host cannot use nshash" "[$mode] check: says the host cannot work"
+	assert_contains "$OUT" "global tables: tcp unknown (kernel too old to report it), udp unknown (kernel too old to report it)" "[$mode] check: what the kernel does not report is unknown"
+	assert_eq "" "$(grep -E ' 0 entries|-1|host child knobs' <<<"$OUT")" "[$mode] check: no placeholder values (0 entries, -1)"
 	hidden "$mode" nshash --state-dir "$STATE" check --json
 	assert_eq "1 false false false" "$RC $(jq -r '"\(.tcp_supported) \(.udp_supported) \(.ok)"' <<<"$OUT")" \
 		"[$mode] check --json: exit 1, tcp/udp unsupported, not ok"
+	assert_eq "null null null null false" "$(jq -r '"\(.global_tcp_entries) \(.global_udp_entries) \(.host_tcp_child) \(.host_udp_child) \(.host_supported)"' <<<"$OUT")" \
+		"[$mode] check --json: unknown values are null, the host unsupported"
 	assert_eq "[\"$TCP_MSG\"]" "$(jq -c .problems <<<"$OUT")" "[$mode] check --json: the one problem, exact"
 
 	expect_refused "$mode" "create --tcp 4096" "$TCP_MSG" create --tcp 4096 "$P-a"
