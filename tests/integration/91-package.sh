@@ -73,6 +73,9 @@ podman run --rm --network none --annotation io.nshash.tcp=4096 --annotation io.n
 	sh -c "echo sized \$(cat /proc/sys/net/ipv4/tcp_ehash_entries) \$(cat /proc/sys/net/ipv4/udp_hash_entries)" 2>&1
 sleep 1
 echo "pins left: $(ls /run/nshash/pins 2>/dev/null | wc -l)"
+echo "== who"
+nshash-runtime --version | head -1
+/usr/lib/cni/nshash </dev/null 2>&1 | head -1
 echo "== dev"
 printf "#include <nshash.h>\n#include <stdio.h>\nint main(void){printf(\"%%u\\\\n\", nshash_size_effective(NSHASH_UDP, 1000));return 0;}\n" >/tmp/u.c
 apt-get -o Dpkg::Use-Pty=0 install -y gcc libc6-dev >>/root/apt.log 2>&1 && gcc -o /tmp/u /tmp/u.c -lnshash && /tmp/u
@@ -90,6 +93,8 @@ assert_eq 4096 "$(sed -n '/^== create/{n;p}' <<<"$out")" "nshash create from the
 assert_contains "$out" "sized 4096 1024" "podman with the one linked drop-in: a --network none container sized 4096/1024"
 assert_contains "$out" "pins left: 0" "and its pin removed after --rm"
 assert_eq 1024 "$(sed -n '/^== dev/{n;p}' <<<"$out")" "a program builds and runs against libnshash-dev"
+assert_contains "$(sed -n '/^== who/{n;p}' <<<"$out")" "nshash-runtime version " "the installed nshash-runtime names itself"
+assert_contains "$(sed -n '/^== who/{n;n;p}' <<<"$out")" "CNI nshash plugin version " "the installed CNI plugin, run by hand, names itself"
 assert_contains "$(sed -n '/^== purge/,$p' <<<"$out")" "ls: cannot access '/etc/nshash'" "purge removes /etc/nshash"
 echo "# took $((SECONDS - start)) s"
 assert_host_untouched
