@@ -54,7 +54,7 @@ echo "conffiles: $(cat /var/lib/dpkg/info/nshash.conffiles)"
 grep -h "\"path\"" /usr/share/containers/oci/hooks.d/nshash.json /usr/share/nshash/podman-hooks.d/nshash-precreate.json
 echo "== create"; nshash create --tcp 4096 --udp 1024 pkg-test >/dev/null && ip netns exec pkg-test cat /proc/sys/net/ipv4/tcp_ehash_entries; nshash delete pkg-test
 echo "== podman"
-apt-get -o Dpkg::Use-Pty=0 install -y podman >>/root/apt.log 2>&1 || { tail -20 /root/apt.log; exit 1; }
+apt-get -o Dpkg::Use-Pty=0 install -y podman runc >>/root/apt.log 2>&1 || { tail -20 /root/apt.log; exit 1; }
 mkdir -p /etc/containers/containers.conf.d
 ln -s /usr/share/nshash/containers.conf.d/50-nshash-hooks.conf /etc/containers/containers.conf.d/
 # What this VM needs of any podman (docs/runtimes.md), not nshash set-up.
@@ -70,7 +70,7 @@ cd /root/rootfs && for c in $(bin/busybox --list); do [ "$c" = busybox ] || ln -
 mkdir -p etc proc sys dev tmp && echo "root:x:0:0:root:/root:/bin/sh" >etc/passwd && echo "root:x:0:" >etc/group
 tar -c . | podman import - localhost/bb >/dev/null
 podman run --rm --network none --annotation io.nshash.tcp=4096 --annotation io.nshash.udp=1024 localhost/bb \
-	sh -c "echo sized \$(cat /proc/sys/net/ipv4/tcp_ehash_entries) \$(cat /proc/sys/net/ipv4/udp_hash_entries)" 2>&1
+	sh -c "echo sized \$(cat /proc/sys/net/ipv4/tcp_ehash_entries) \$(cat /proc/sys/net/ipv4/udp_hash_entries)" 2>&1 || true
 sleep 1
 echo "pins left: $(ls /run/nshash/pins 2>/dev/null | wc -l)"
 echo "== who"
