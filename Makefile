@@ -14,7 +14,7 @@ PODMANHOOKSDIR ?= $(PREFIX)/share/nshash/podman-hooks.d
 DESTDIR ?=
 
 CC ?= cc
-PKGS := json-c libnl-3.0 libnl-route-3.0 libcap
+PKGS := json-c libnl-3.0 libnl-route-3.0 libnl-idiag-3.0 libcap
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CFLAGS ?= -O2 -g
@@ -68,8 +68,8 @@ $(LIB_SO): $(LIB_OBJS) lib/libnshash.map | build
 
 # Binaries link the static library: a hook or plugin must run with an
 # almost empty environment and no library path.
-build/nshash: cmd/nshash.c $(LIB_A) | build
-	$(CC) $(CFLAGS) -o $@ $< $(LIB_A) $(BIN_LDLIBS)
+build/nshash: cmd/nshash.c cmd/stats.c cmd/stats.h $(LIB_A) | build
+	$(CC) $(CFLAGS) -Icmd -o $@ $(filter %.c,$^) $(LIB_A) $(BIN_LDLIBS)
 build/nshash-hook: oci-hooks/nshash-hook.c $(LIB_A) | build
 	$(CC) $(CFLAGS) -o $@ $< $(LIB_A) $(BIN_LDLIBS)
 build/nshash-runtime: oci-hooks/nshash-runtime.c $(LIB_A) | build

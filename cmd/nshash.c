@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "nshash.h"
+#include "stats.h"
 
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
@@ -29,6 +30,9 @@ static const char usage_text[] =
 	"  show NAME|PATH | --pid PID\n"
 	"                 the netns's table sizes (own or shared), derived limits, memory\n"
 	"  list           every pinned netns under /run/netns and the state dir\n"
+	"  stats [-j|--json] [--prometheus] [NAME|PATH|pid:PID...]\n"
+	"                 every netns (pins, then processes): tables, sockets, load,\n"
+	"                 recommended size; the shared tables' totals\n"
 	"  delete NAME|PATH...\n"
 	"                 unmount and remove pins (succeeds if already gone)\n"
 	"  gc [--max-idle SECONDS] [--stale-age SECONDS] [--dry-run]\n"
@@ -43,7 +47,8 @@ static const char usage_text[] =
 	"                 0 or absent: that protocol stays on the shared table\n"
 	"  --state-dir DIR  templates, lock and container pins (default " NSHASH_DEFAULT_STATE_DIR ",\n"
 	"                 or $NSHASH_STATE_DIR)\n"
-	"  --json         machine-readable output on stdout\n"
+	"  -j, --json     machine-readable output on stdout\n"
+	"  --prometheus   stats: the Prometheus text format (node_exporter textfile)\n"
 	"  -h, --help     this text;  --version  the version\n"
 	"\n"
 	"Exit status: 0 success, 1 failure (kernel, privileges, system), 2 bad usage or input.\n";
@@ -60,6 +65,7 @@ enum opt_id {
 	OPT_STALE_AGE,
 	OPT_DRY_RUN,
 	OPT_VERSION,
+	OPT_PROMETHEUS,
 };
 
 static const struct option long_opts[] = {
@@ -75,6 +81,7 @@ static const struct option long_opts[] = {
 	{"dry-run", no_argument, NULL, OPT_DRY_RUN},
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, OPT_VERSION},
+	{"prometheus", no_argument, NULL, OPT_PROMETHEUS},
 	{NULL, 0, NULL, 0},
 };
 
@@ -82,7 +89,7 @@ struct cli {
 	const char *cmd;
 	struct nshash_create_opts create;
 	const char *state_dir;
-	bool json, dry_run;
+	bool json, dry_run, prometheus;
 	pid_t pid;
 	int64_t max_idle, stale_age;
 	unsigned seen; /* bit per option id, to refuse options a command does not take */
@@ -238,12 +245,17 @@ static int cmd_show(struct cli *c, int argc, char **argv)
 		if (nshash_inspect_path(path, &info, &err) < 0)
 			return fail_err(err.errnum == ENOENT || err.errnum == EINVAL ? EXIT_USAGE : EXIT_FAIL, &err);
 	}
+	struct nshash_sockets socks;
+	if (nshash_sockets_path(path, &socks, &err) < 0)
+		return fail_err(EXIT_FAIL, &err);
 	if (c->json) {
 		json_object *o = info_json(&info);
 		json_object_object_add(o, "path", json_object_new_string(path));
+		stats_sockets_json(o, &socks);
 		print_json(o);
 	} else {
 		print_info_text(path, &info);
+		stats_sockets_text(&socks, &info);
 	}
 	return EXIT_OK;
 }
@@ -422,6 +434,14 @@ static int cmd_check(struct cli *c, int argc, char **argv)
 	return np ? EXIT_FAIL : EXIT_OK;
 }
 
+static int cmd_stats(struct cli *c, int argc, char **argv)
+{
+	if (c->json && c->prometheus)
+		return fail(EXIT_USAGE, "stats: give --json or --prometheus, not both");
+	return stats_command(c->state_dir, c->prometheus ? STATS_PROMETHEUS : c->json ? STATS_JSON : STATS_TEXT, argc,
+			     argv);
+}
+
 /* ------------------------------------------------------------- main */
 
 struct command {
@@ -438,6 +458,7 @@ static const struct command commands[] = {
 	{"delete", cmd_delete, 0},
 	{"gc", cmd_gc, BIT(OPT_MAX_IDLE) | BIT(OPT_STALE_AGE) | BIT(OPT_DRY_RUN) | BIT(OPT_JSON)},
 	{"check", cmd_check, BIT(OPT_JSON)},
+	{"stats", cmd_stats, BIT(OPT_JSON) | BIT(OPT_PROMETHEUS)},
 };
 
 static int run(int argc, char **argv, char **pos)
@@ -471,9 +492,14 @@ static int run(int argc, char **argv, char **pos)
 		}
 		int li = -1;
 		const char *word = argv[optind];
-		opt = getopt_long(argc, argv, "+h", long_opts, &li);
+		opt = getopt_long(argc, argv, "+hj", long_opts, &li);
 		if (opt == -1)
 			break;
+		if (opt == 'j') { /* -j: --json */
+			opt = OPT_JSON;
+			for (li = 0; long_opts[li].val != OPT_JSON; li++)
+				;
+		}
 		switch (opt) {
 		case 'h':
 			fputs(usage_text, stdout);
@@ -528,6 +554,9 @@ static int run(int argc, char **argv, char **pos)
 			break;
 		case OPT_DRY_RUN:
 			c.dry_run = true;
+			break;
+		case OPT_PROMETHEUS:
+			c.prometheus = true;
 			break;
 		}
 		if (r < 0)

@@ -46,6 +46,10 @@ int nsh_fd_is_netns(int fd);
 /* A process (not this one) whose netns is the nsfs inode dev:ino; 0 if none,
  * -errno if /proc cannot be read. */
 pid_t nsh_netns_user(dev_t dev, ino_t ino);
+/* Call fn for each process with the stat of its /proc/PID/ns/net, in pid
+ * order, until fn returns non-zero (returned); -errno if /proc cannot be read. */
+struct stat;
+int nsh_proc_netns_each(int (*fn)(pid_t pid, const struct stat *ns, void *arg), void *arg);
 
 /* pin.c: create PATH empty with O_EXCL ("WHAT PATH: already exists"). */
 int nsh_pin_claim(const char *path, const char *what, struct nshash_error *err);

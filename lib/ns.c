@@ -164,23 +164,45 @@ int nshash_verify(const struct nshash_netns_info *info, struct nshash_sizes requ
 	return 0;
 }
 
-pid_t nsh_netns_user(dev_t dev, ino_t ino)
+int nsh_proc_netns_each(int (*fn)(pid_t pid, const struct stat *ns, void *arg), void *arg)
 {
 	DIR *proc = opendir("/proc");
 	if (!proc)
 		return -errno;
-	pid_t self = getpid(), found = 0;
 	struct dirent *de;
-	while (!found && (de = readdir(proc))) {
+	int r = 0;
+	while (r == 0 && (de = readdir(proc))) {
 		if (!isdigit((unsigned char)de->d_name[0]))
 			continue;
 		pid_t pid = (pid_t)atoi(de->d_name);
 		char path[64];
 		struct stat st;
 		snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
-		if (pid != self && stat(path, &st) == 0 && st.st_ino == ino && st.st_dev == dev)
-			found = pid;
+		if (stat(path, &st) == 0) /* else gone, or not ours to see */
+			r = fn(pid, &st, arg);
 	}
 	closedir(proc);
-	return found;
+	return r;
+}
+
+struct netns_user {
+	dev_t dev;
+	ino_t ino;
+	pid_t self, found;
+};
+
+static int match_user(pid_t pid, const struct stat *ns, void *arg)
+{
+	struct netns_user *u = arg;
+	if (pid == u->self || ns->st_ino != u->ino || ns->st_dev != u->dev)
+		return 0;
+	u->found = pid;
+	return 1;
+}
+
+pid_t nsh_netns_user(dev_t dev, ino_t ino)
+{
+	struct netns_user u = {.dev = dev, .ino = ino, .self = getpid()};
+	int r = nsh_proc_netns_each(match_user, &u);
+	return r < 0 ? r : u.found;
 }
