@@ -42,7 +42,7 @@ UNIT_BINS := $(patsubst tests/unit/%.c,build/tests/%,$(UNIT_SRCS))
 BENCH_SRCS := $(sort $(wildcard bench/*.c))
 BENCH_BINS := $(patsubst bench/%.c,build/bench/%,$(BENCH_SRCS))
 
-.PHONY: all deps deps-test check unit integration demo bench install clean format
+.PHONY: all deps deps-test check unit integration demo bench value install clean format
 
 all: $(LIB_A) $(LIB_SO) $(BINS)
 
@@ -98,6 +98,11 @@ demo: deps-test all
 
 bench: deps-test all $(BENCH_BINS)
 	@bench/run
+
+# The case for nshash on this machine: build/value/value.{csv,png} (bench/value).
+value: all build/bench/value
+	@tools/ensure-deps bench
+	@bench/value
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man3
