@@ -44,9 +44,9 @@ int nsh_netns_return(int home, struct nshash_error *err)
 	return 0;
 }
 
-static void read_or(const char *name, long *out, long fallback)
+static void read_or(int dirfd, const char *name, long *out, long fallback)
 {
-	if (nsh_sysctl_read(name, out) < 0)
+	if (nsh_sysctl_read_at(dirfd, name, out) < 0)
 		*out = fallback;
 }
 
@@ -54,17 +54,20 @@ int nsh_read_info_here(struct nshash_netns_info *info, bool full, struct nshash_
 {
 	struct nshash_netns_info i = {.tcp_child = -1, .udp_child = -1, .tcp_max_tw_buckets = -1,
 				      .tcp_max_syn_backlog = -1};
-	int r = nsh_sysctl_read(NSH_TCP_ENTRIES, &i.tcp_entries);
+	cleanup_close int dir = nsh_sysctl_dir_open();
+	if (dir < 0)
+		return nshash_error_set(err, -dir, "open " NSH_SYSCTL_DIR ": %s", strerror(-dir));
+	int r = nsh_sysctl_read_at(dir, NSH_TCP_ENTRIES, &i.tcp_entries);
 	if (r < 0 && r != -ENOENT)
 		return nshash_error_set(err, r, "read net.ipv4." NSH_TCP_ENTRIES ": %s", strerror(-r));
-	r = nsh_sysctl_read(NSH_UDP_ENTRIES, &i.udp_entries);
+	r = nsh_sysctl_read_at(dir, NSH_UDP_ENTRIES, &i.udp_entries);
 	if (r < 0 && r != -ENOENT)
 		return nshash_error_set(err, r, "read net.ipv4." NSH_UDP_ENTRIES ": %s", strerror(-r));
 	if (full) {
-		read_or(NSH_TCP_CHILD, &i.tcp_child, -1);
-		read_or(NSH_UDP_CHILD, &i.udp_child, -1);
-		read_or("tcp_max_tw_buckets", &i.tcp_max_tw_buckets, -1);
-		read_or("tcp_max_syn_backlog", &i.tcp_max_syn_backlog, -1);
+		read_or(dir, NSH_TCP_CHILD, &i.tcp_child, -1);
+		read_or(dir, NSH_UDP_CHILD, &i.udp_child, -1);
+		read_or(dir, "tcp_max_tw_buckets", &i.tcp_max_tw_buckets, -1);
+		read_or(dir, "tcp_max_syn_backlog", &i.tcp_max_syn_backlog, -1);
 		struct stat st;
 		if (stat("/proc/thread-self/ns/net", &st) == 0)
 			i.inode = st.st_ino;

@@ -400,14 +400,43 @@ static int scan_processes(struct scan *s, bool add, struct nshash_error *err)
 	return r < 0 ? nshash_error_set(err, -r, "stats: read /proc: %s", strerror(-r)) : 0;
 }
 
+/* Pins in one directory: regular files with a netns mounted on them
+ * (anything else there — stale pin files, the lock, symlinks, devices — is
+ * left unopened or skipped). */
+static int scan_pin_dir(struct scan *s, const char *dir, enum nshash_entry_kind kind, struct nshash_error *err)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return errno == ENOENT ? 0 : nshash_error_set(err, errno, "stats: list %s: %s", dir, strerror(errno));
+	struct dirent *de;
+	int r = 0;
+	while (r == 0 && (de = readdir(d))) {
+		char path[PATH_MAX];
+		struct stat st;
+		if (de->d_name[0] == '.' ||
+		    (size_t)snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= sizeof(path))
+			continue;
+		if (de->d_type != DT_REG && (de->d_type != DT_UNKNOWN || lstat(path, &st) < 0 || !S_ISREG(st.st_mode)))
+			continue;
+		r = add_netns(s, path, true, kind, 0, err);
+	}
+	closedir(d);
+	return r;
+}
+
+/* The pins nshash_list() reports: /run/netns, then the state dir's
+ * templates and container pins. */
 static int scan_pins(struct scan *s, const char *state_dir, struct nshash_error *err)
 {
-	cleanup_free struct nshash_entry *pins = NULL;
-	size_t npins = 0;
-	int r = nshash_list(state_dir, &pins, &npins, err);
-	for (size_t i = 0; r == 0 && i < npins; i++)
-		if (pins[i].pinned)
-			r = add_netns(s, pins[i].path, true, pins[i].kind, 0, err);
+	char dir[PATH_MAX];
+	state_dir = nsh_state_dir(state_dir);
+	int r = scan_pin_dir(s, NSHASH_NETNS_RUN_DIR, NSHASH_ENTRY_NETNS, err);
+	snprintf(dir, sizeof(dir), "%s/templates", state_dir);
+	if (r == 0)
+		r = scan_pin_dir(s, dir, NSHASH_ENTRY_TEMPLATE, err);
+	snprintf(dir, sizeof(dir), "%s/pins", state_dir);
+	if (r == 0)
+		r = scan_pin_dir(s, dir, NSHASH_ENTRY_CONTAINER, err);
 	return r;
 }
 
