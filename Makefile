@@ -98,6 +98,7 @@ demo: deps-test all
 
 bench: deps-test all $(BENCH_BINS)
 	@bench/run
+	@bench/stats-scan
 
 # The case for nshash on this machine: build/value/value.{csv,png} (bench/value).
 value: all build/bench/value
