@@ -16,16 +16,19 @@
  *
  * Workloads (one thread; loopback delivers within the sending call, so a
  * slice measures the whole path, send and receive lookups included):
- *   udp flood    packets/s: bursts of 32 datagrams to one socket, drained
- *   udp rr       round trips/s: request and reply between two sockets
+ *   udp flood    packets/s: bursts of 32 datagrams, each to the next of
+ *                1024 server sockets, drained
+ *   udp rr       round trips/s: request to the next server socket, reply
  *   udp bind     binds/s: socket, bind to port 0, close
- *   tcp segments segments/s: one-byte writes on 16 established connections
+ *   tcp segments segments/s: one-byte writes, two on each of 1024
+ *                established connections in turn
  *   tcp rr       round trips/s over the same connections
  *   tcp connect  connections/s: connect, accept, close with RST
  * Traffic stays on 127.0.0.1 inside these netns.  The noise is held by
  * worker processes of up to RLIMIT_NOFILE sockets each (raised to its hard
  * limit, in this process only). */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -43,7 +46,8 @@
 #include <unistd.h>
 
 #define ROUNDS_MAX	1001
-#define TCP_CONNS	16
+#define VICTIM_SOCKETS	1024
+#define VICTIM_CONNS	1024
 #define NOISE_LISTENERS 128
 #define UDP_NOISE_PORTS 50000
 #define UDP_NOISE_PORT0 10000
@@ -157,31 +161,33 @@ static void tcp_pair(int listener, uint16_t port, int *cli, int *srv, int linger
 
 /* ------------------------------------------------------------- victims */
 
+/* A victim serves many flows, as a real service does: its lookups land in
+ * many different chains, so the noise in them is not all in the CPU's
+ * caches (a workload on one socket walks one chain, always warm). */
 struct victim {
-	int flood_rx, flood_tx;
-	struct sockaddr_in flood_to;
-	int rr_srv, rr_cli;
-	struct sockaddr_in rr_srv_addr, rr_cli_addr;
+	int udp[VICTIM_SOCKETS]; /* servers: flood and request/response targets */
+	struct sockaddr_in udp_addr[VICTIM_SOCKETS];
+	int client;
+	struct sockaddr_in client_addr;
 	int listener;
 	uint16_t listen_port;
-	int cli[TCP_CONNS], srv[TCP_CONNS];
+	int cli[VICTIM_CONNS], srv[VICTIM_CONNS];
+	unsigned next; /* round robin over the sockets, kept between slices */
 };
 static struct victim victims[2];
 
 static void victim_setup(struct victim *v, int nsfd)
 {
 	enter(nsfd);
-	v->flood_rx = udp_bound(INADDR_LOOPBACK, 0);
-	set_int(v->flood_rx, SOL_SOCKET, SO_RCVBUF, 4 << 20);
-	v->flood_tx = udp_bound(INADDR_LOOPBACK, 0);
-	v->flood_to = addr(INADDR_LOOPBACK, port_of(v->flood_rx));
-	v->rr_srv = udp_bound(INADDR_LOOPBACK, 0);
-	v->rr_cli = udp_bound(INADDR_LOOPBACK, 0);
-	v->rr_srv_addr = addr(INADDR_LOOPBACK, port_of(v->rr_srv));
-	v->rr_cli_addr = addr(INADDR_LOOPBACK, port_of(v->rr_cli));
-	v->listener = tcp_listener(0, 64);
+	for (int i = 0; i < VICTIM_SOCKETS; i++) {
+		v->udp[i] = udp_bound(INADDR_LOOPBACK, 0);
+		v->udp_addr[i] = addr(INADDR_LOOPBACK, port_of(v->udp[i]));
+	}
+	v->client = udp_bound(INADDR_LOOPBACK, 0);
+	v->client_addr = addr(INADDR_LOOPBACK, port_of(v->client));
+	v->listener = tcp_listener(0, 128);
 	v->listen_port = port_of(v->listener);
-	for (int i = 0; i < TCP_CONNS; i++) {
+	for (int i = 0; i < VICTIM_CONNS; i++) {
 		tcp_pair(v->listener, v->listen_port, &v->cli[i], &v->srv[i], 0, NULL);
 		set_int(v->cli[i], IPPROTO_TCP, TCP_NODELAY, 1);
 		set_int(v->srv[i], IPPROTO_TCP, TCP_NODELAY, 1);
@@ -189,27 +195,27 @@ static void victim_setup(struct victim *v, int nsfd)
 	enter(home_fd);
 }
 
-/* Each workload runs until `end` and returns operations done. */
+/* Each workload runs until `end` (this thread's CPU time) and returns
+ * operations done. */
 static long w_udp_flood(struct victim *v, double end)
 {
-	char payload[64] = {0}, rbuf[32][64];
-	struct iovec siov = {payload, sizeof(payload)}, riov[32];
-	struct mmsghdr smsg[32], rmsg[32];
-	for (int i = 0; i < 32; i++) {
-		smsg[i] = (struct mmsghdr){.msg_hdr = {.msg_name = &v->flood_to,
-						       .msg_namelen = sizeof(v->flood_to),
-						       .msg_iov = &siov,
-						       .msg_iovlen = 1}};
-		riov[i] = (struct iovec){rbuf[i], sizeof(rbuf[i])};
-		rmsg[i] = (struct mmsghdr){.msg_hdr = {.msg_iov = &riov[i], .msg_iovlen = 1}};
-	}
+	char payload[64] = {0}, rbuf[64];
+	struct iovec siov = {payload, sizeof(payload)};
+	struct mmsghdr smsg[32];
 	long got = 0;
 	while (cpu_now() < end) {
-		if (sendmmsg(v->flood_tx, smsg, 32, 0) < 0)
+		unsigned first = v->next;
+		for (int i = 0; i < 32; i++) {
+			struct sockaddr_in *to = &v->udp_addr[(first + (unsigned)i) % VICTIM_SOCKETS];
+			smsg[i] = (struct mmsghdr){
+			    .msg_hdr = {.msg_name = to, .msg_namelen = sizeof(*to), .msg_iov = &siov, .msg_iovlen = 1}};
+		}
+		v->next = (first + 32) % VICTIM_SOCKETS;
+		if (sendmmsg(v->client, smsg, 32, 0) != 32)
 			die("sendmmsg");
-		int n;
-		while ((n = recvmmsg(v->flood_rx, rmsg, 32, MSG_DONTWAIT, NULL)) > 0)
-			got += n;
+		for (int i = 0; i < 32; i++)
+			if (recv(v->udp[(first + (unsigned)i) % VICTIM_SOCKETS], rbuf, sizeof(rbuf), MSG_DONTWAIT) > 0)
+				got++;
 	}
 	return got;
 }
@@ -220,12 +226,14 @@ static long w_udp_rr(struct victim *v, double end)
 	long n = 0;
 	while (cpu_now() < end) {
 		for (int i = 0; i < 16; i++) {
-			if (sendto(v->rr_cli, buf, 32, 0, (struct sockaddr *)&v->rr_srv_addr, sizeof(v->rr_srv_addr)) <
+			unsigned k = v->next;
+			v->next = (k + 1) % VICTIM_SOCKETS;
+			if (sendto(v->client, buf, 32, 0, (struct sockaddr *)&v->udp_addr[k], sizeof(v->udp_addr[k])) <
 				0 ||
-			    recv(v->rr_srv, buf, sizeof(buf), 0) < 0 ||
-			    sendto(v->rr_srv, buf, 32, 0, (struct sockaddr *)&v->rr_cli_addr, sizeof(v->rr_cli_addr)) <
+			    recv(v->udp[k], buf, sizeof(buf), 0) < 0 ||
+			    sendto(v->udp[k], buf, 32, 0, (struct sockaddr *)&v->client_addr, sizeof(v->client_addr)) <
 				0 ||
-			    recv(v->rr_cli, buf, sizeof(buf), 0) < 0)
+			    recv(v->client, buf, sizeof(buf), 0) < 0)
 				die("udp rr");
 		}
 		n += 16;
@@ -250,34 +258,38 @@ static long w_tcp_rr(struct victim *v, double end)
 	char b = 'x';
 	long n = 0;
 	while (cpu_now() < end) {
-		for (int i = 0; i < TCP_CONNS; i++)
-			if (write(v->cli[i], &b, 1) != 1 || read(v->srv[i], &b, 1) != 1 ||
-			    write(v->srv[i], &b, 1) != 1 || read(v->cli[i], &b, 1) != 1)
+		for (int i = 0; i < 16; i++) {
+			unsigned k = v->next;
+			v->next = (k + 1) % VICTIM_CONNS;
+			if (write(v->cli[k], &b, 1) != 1 || read(v->srv[k], &b, 1) != 1 ||
+			    write(v->srv[k], &b, 1) != 1 || read(v->cli[k], &b, 1) != 1)
 				die("tcp rr");
-		n += TCP_CONNS;
+		}
+		n += 16;
 	}
 	return n;
 }
 
-/* One-byte segments (TCP_NODELAY) on every connection, drained in turn:
+/* One-byte segments (TCP_NODELAY), two per connection in turn, drained:
  * one established-hash lookup per segment at the receiver. */
 static long w_tcp_segments(struct victim *v, double end)
 {
 	char b[64] = {0};
 	long n = 0;
 	while (cpu_now() < end) {
-		for (int i = 0; i < TCP_CONNS; i++) {
-			for (int j = 0; j < 8; j++)
-				if (write(v->cli[i], b, 1) != 1)
-					die("tcp segments");
-			for (int got = 0; got < 8;) {
-				ssize_t r = read(v->srv[i], b, sizeof(b));
+		for (int i = 0; i < 16; i++) {
+			unsigned k = v->next;
+			v->next = (k + 1) % VICTIM_CONNS;
+			if (write(v->cli[k], b, 1) != 1 || write(v->cli[k], b, 1) != 1)
+				die("tcp segments");
+			for (int got = 0; got < 2;) {
+				ssize_t r = read(v->srv[k], b, sizeof(b));
 				if (r <= 0)
 					die("tcp segments");
 				got += (int)r;
 			}
 		}
-		n += TCP_CONNS * 8;
+		n += 32;
 	}
 	return n;
 }
@@ -452,6 +464,18 @@ static long global_buckets(const char *knob)
 	return -v;
 }
 
+static long count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	long n = 0;
+	if (!d)
+		die("/proc/self/fd");
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
 static int parse_list(const char *env, const char *dflt, long *out, int max)
 {
 	const char *s = getenv(env);
@@ -505,19 +529,22 @@ int main(int argc, char **argv)
 	rl.rlim_cur = rl.rlim_max;
 	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
 		die("setrlimit");
-	per_worker = ((long)rl.rlim_cur - 512) & ~1L; /* inherited fds: victims, listeners */
-	if (per_worker > 65536)
-		per_worker = 65536;
-	if (per_worker < 1024) {
-		fprintf(stderr, "value: RLIMIT_NOFILE %ld is too small\n", (long)rl.rlim_cur);
-		return 1;
-	}
+	long limit = (long)rl.rlim_cur;
 	FILE *csv = fopen(argv[4], "w");
 	if (!csv)
 		die(argv[4]);
 	fprintf(csv, "proto,metric,noise_sockets,shared,own\n");
 	for (int k = 0; k < 2; k++)
 		victim_setup(&victims[k], victim_fd[k]);
+	/* Workers inherit this process's fds (victims, then the noise
+	 * listeners): the rest of the limit is theirs. */
+	per_worker = (limit - count_fds() - NOISE_LISTENERS - 64) & ~1L;
+	if (per_worker > 65536)
+		per_worker = 65536;
+	if (per_worker < 1024) {
+		fprintf(stderr, "value: RLIMIT_NOFILE %ld is too small\n", limit);
+		return 1;
+	}
 	printf("%-4s %-14s %13s %6s %14s %14s %7s\n", "", "metric", "noise_sockets", "chain", "shared", "own",
 	       "own/sh");
 	for (int p = 0; p < 2; p++) {
