@@ -59,6 +59,15 @@ start_sockets "$WORK/shared.out" ip netns exec "$P-shared" python3 "$WORK/socket
 # A netns no pin holds: named by its process.
 start_sockets "$WORK/pid.out" unshare -n sh -c 'ip link set lo up && exec python3 "$0" 300 0 0 0' "$WORK/sockets.py"
 upid=${pids[-1]}
+# ... in a cgroup named the way podman names a container's: the id is read from it.
+cid=$(head -c 32 /dev/urandom | sha256sum | cut -c1-64)
+pids_root=/sys/fs/cgroup/pids$(awk -F: '$2 == "pids" {print $3}' /proc/self/cgroup)
+CG=${pids_root%/}/nshash-t16-$$/libpod-$cid.scope
+if mkdir -p "$CG" && echo "$upid" >"$CG/cgroup.procs"; then
+	on_exit "echo $upid >${pids_root%/}/cgroup.procs; rmdir $CG ${CG%/*}"
+else
+	fail "cannot put the helper in a pids cgroup $CG"
+fi
 
 # ---- JSON, selected netns
 out=$(nshash stats --json "$P-own" "$P-shared")
@@ -83,6 +92,7 @@ out=$(nshash stats -j "pid:$upid")
 assert_eq "pid:$upid process python3 300 -$global_udp 512" \
 	"$(jq -r '.netns[0] | "\(.id) \(.kind) \(.command) \(.udp.sockets) \(.udp.entries) \(.udp.recommended)"' <<<"$out")" \
 	"pid:PID: named by pid and command; 300 UDP sockets → recommended 512"
+assert_eq "$cid podman" "$(jq -r '.netns[0] | "\(.container) \(.engine)"' <<<"$out")" "container id and engine from the cgroup (libpod-ID.scope)"
 full=$(nshash stats --json)
 assert_eq 0 $? "full scan exits 0"
 assert_eq "300" "$(jq -r --arg id "pid:$upid" '.netns[] | select(.id == $id) | .udp.sockets' <<<"$full")" "full scan finds the unpinned netns by its process"
