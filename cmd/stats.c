@@ -321,7 +321,7 @@ int stats_command(const char *state_dir, enum stats_format format, int argc, cha
 	}
 	struct nshash_error err = {0};
 	struct nshash_policy policy;
-	if (nshash_policy_load(NULL, &policy, &err) < 0) {
+	if (nshash_policy_load(getenv("NSHASH_POLICY"), &policy, &err) < 0) {
 		fprintf(stderr, "nshash: stats: %s (recommendations ignore the policy's caps)\n", err.msg);
 		nshash_policy_defaults(&policy);
 		policy.max = (struct nshash_sizes){NSHASH_TCP_MAX, NSHASH_UDP_MAX};

@@ -93,6 +93,12 @@ assert_eq "pid:$upid process python3 300 -$global_udp 512" \
 	"$(jq -r '.netns[0] | "\(.id) \(.kind) \(.command) \(.udp.sockets) \(.udp.entries) \(.udp.recommended)"' <<<"$out")" \
 	"pid:PID: named by pid and command; 300 UDP sockets → recommended 512"
 assert_eq "$cid podman" "$(jq -r '.netns[0] | "\(.container) \(.engine)"' <<<"$out")" "container id and engine from the cgroup (libpod-ID.scope)"
+# The policy's caps (NSHASH_POLICY, as for the hook and the wrapper) bound the recommendation.
+echo '{"maxUdp": 256}' >"$WORK/policy.json"
+assert_eq "256" "$(NSHASH_POLICY=$WORK/policy.json nshash stats -j "pid:$upid" | jq .netns[0].udp.recommended)" "policy maxUdp 256 caps the recommendation"
+echo '{"maxUdp": ' >"$WORK/bad.json"
+err=$(NSHASH_POLICY=$WORK/bad.json nshash stats -j "pid:$upid" 2>&1 >/dev/null)
+assert_contains "$err" "recommendations ignore the policy's caps" "a broken policy file is reported, not fatal"
 full=$(nshash stats --json)
 assert_eq 0 $? "full scan exits 0"
 assert_eq "300" "$(jq -r --arg id "pid:$upid" '.netns[] | select(.id == $id) | .udp.sockets' <<<"$full")" "full scan finds the unpinned netns by its process"
