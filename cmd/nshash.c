@@ -447,8 +447,11 @@ static int cmd_stats(struct cli *c, int argc, char **argv)
 {
 	if (c->json && c->prometheus)
 		return fail(EXIT_USAGE, "stats: give --json or --prometheus, not both");
-	return stats_command(c->state_dir, c->prometheus ? STATS_PROMETHEUS : c->json ? STATS_JSON : STATS_TEXT, argc,
-			     argv);
+	return stats_command(c->state_dir,
+			     c->prometheus ? STATS_PROMETHEUS
+			     : c->json	   ? STATS_JSON
+					   : STATS_TEXT,
+			     argc, argv);
 }
 
 /* ------------------------------------------------------------- main */

@@ -52,8 +52,8 @@ static void read_or(int dirfd, const char *name, long *out, long fallback)
 
 int nsh_read_info_here(struct nshash_netns_info *info, bool full, struct nshash_error *err)
 {
-	struct nshash_netns_info i = {.tcp_child = -1, .udp_child = -1, .tcp_max_tw_buckets = -1,
-				      .tcp_max_syn_backlog = -1};
+	struct nshash_netns_info i = {
+	    .tcp_child = -1, .udp_child = -1, .tcp_max_tw_buckets = -1, .tcp_max_syn_backlog = -1};
 	cleanup_close int dir = nsh_sysctl_dir_open();
 	if (dir < 0)
 		return nshash_error_set(err, -dir, "open " NSH_SYSCTL_DIR ": %s", strerror(-dir));
