@@ -22,7 +22,7 @@ SYSCONFDIR ?= /etc
 DESTDIR ?=
 
 CC ?= cc
-PKGS := json-c libnl-3.0 libnl-route-3.0 libcap
+PKGS := json-c libnl-3.0 libnl-route-3.0 libnl-idiag-3.0 libcap
 # Asked when first used (a compile), not when make starts: on a fresh machine
 # the -dev packages arrive in the deps step, after make has read this file.
 lazy_pkg = $(eval $(1) := $$(shell pkg-config $(2) 2>/dev/null))$($(1))
@@ -34,7 +34,7 @@ CFLAGS ?= -O2 -g
 ALL_CFLAGS = -std=gnu11 -Wall -Wextra -Werror -fPIC -D_GNU_SOURCE -Ilib $(PKG_CFLAGS) $(CFLAGS)
 LDLIBS = $(PKG_LIBS)
 # libnshash itself needs no JSON: only libnl and libcap.
-LIB_LDLIBS = $(call lazy_pkg,LIB_LDLIBS,--libs libnl-3.0 libnl-route-3.0 libcap)
+LIB_LDLIBS = $(call lazy_pkg,LIB_LDLIBS,--libs libnl-3.0 libnl-route-3.0 libnl-idiag-3.0 libcap)
 # Binaries carry json-c, libnl and libcap statically (libc stays shared): each
 # hook, wrapper and plugin call is a fresh exec, and skipping the dynamic
 # loading of three libraries saves ~1.2 ms per exec here (runc runs two hooks
@@ -62,7 +62,7 @@ UNIT_BINS := $(patsubst tests/unit/%.c,build/tests/%,$(UNIT_SRCS))
 BENCH_SRCS := $(sort $(wildcard bench/*.c))
 BENCH_BINS := $(patsubst bench/%.c,build/bench/%,$(BENCH_SRCS))
 
-.PHONY: all deps deps-test deps-deb deps-rpm check unit integration demo bench install uninstall \
+.PHONY: all deps deps-test deps-deb deps-rpm check unit integration demo bench value install uninstall \
 	deb rpm clean format pkgconfig-check builddirs
 
 all: $(LIB_A) $(LIB_SO) $(BINS)
@@ -82,7 +82,7 @@ deps-rpm:
 # These goals install their dependencies first and then build in a second
 # make, which reads this file (and asks pkg-config) with the packages in place:
 # the first `make demo` on a bare machine works.
-DEPS_test := check unit integration demo bench
+DEPS_test := check unit integration demo bench value
 DEPS_deb := deb
 DEPS_rpm := rpm
 ifndef NSHASH_DEPS_DONE
@@ -107,6 +107,11 @@ demo: all
 
 bench: all $(BENCH_BINS)
 	@bench/run
+	@bench/stats-scan
+
+# The case for nshash on this machine: build/value/value.{csv,png} (bench/value).
+value: all build/bench/value
+	@bench/value
 
 # Debian packages (packaging/debian) in build/deb/, checked with lintian.
 deb:

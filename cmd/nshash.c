@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "nshash.h"
+#include "stats.h"
 
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
@@ -31,6 +32,9 @@ static const char usage_text[] =
     "  show NAME|PATH | --pid PID\n"
     "                 the netns's table sizes (own, shared or the host's global ones)\n"
     "  list           every pinned netns under /run/netns and the state dir\n"
+    "  stats [-j|--json] [--prometheus] [NAME|PATH|pid:PID...]\n"
+    "                 every netns (pins, then processes): tables, sockets, load,\n"
+    "                 recommended size; the shared tables' totals\n"
     "  delete NAME|PATH...\n"
     "                 unmount and remove pins (succeeds if already gone)\n"
     "  gc [--max-idle SECONDS] [--stale-age SECONDS] [--dry-run]\n"
@@ -99,6 +103,15 @@ static const char check_usage[] = "Usage: nshash check [-j]\n"
 				  "state dir is writable.  Exit 0 when nshash works for you here, 1 otherwise (the\n"
 				  "reasons on stderr).\n";
 
+static const char stats_usage[] =
+    "Usage: nshash stats [-j|--json] [--prometheus] [NAME|PATH|pid:PID...]\n"
+    "\n"
+    "Every network namespace of the host (pins under /run/netns and the state dir, then\n"
+    "each distinct netns of a running process), or only those named: its TCP and UDP\n"
+    "tables (own, shared or global), the sockets in them, the load (sockets per bucket)\n"
+    "and a recommended size; then the shared tables' totals and top contributors.\n"
+    "  --prometheus   the Prometheus text format (node_exporter's textfile collector)\n";
+
 enum opt_id {
 	OPT_TCP = 1000,
 	OPT_UDP,
@@ -112,6 +125,7 @@ enum opt_id {
 	OPT_DRY_RUN,
 	OPT_VERSION,
 	OPT_HELP,
+	OPT_PROMETHEUS,
 };
 
 static const struct option long_opts[] = {
@@ -127,6 +141,7 @@ static const struct option long_opts[] = {
     {"dry-run", no_argument, NULL, OPT_DRY_RUN},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
+    {"prometheus", no_argument, NULL, OPT_PROMETHEUS},
     {NULL, 0, NULL, 0},
 };
 
@@ -134,7 +149,7 @@ struct cli {
 	const char *cmd;
 	struct nshash_create_opts create;
 	const char *state_dir;
-	bool json, dry_run;
+	bool json, dry_run, prometheus;
 	pid_t pid;
 	int64_t max_idle, stale_age;
 	unsigned seen; /* bit per option id, to refuse options a command does not take */
@@ -333,12 +348,17 @@ static int cmd_show(struct cli *c, int argc, char **argv)
 		if (nshash_inspect_path(path, &info, &err) < 0)
 			return fail_err(err.errnum == ENOENT || err.errnum == EINVAL ? EXIT_USAGE : EXIT_FAIL, &err);
 	}
+	struct nshash_sockets socks;
+	if (nshash_sockets_path(path, &socks, &err) < 0)
+		return fail_err(EXIT_FAIL, &err);
 	if (c->json) {
 		json_object *o = info_json(&info);
 		json_object_object_add(o, "path", json_object_new_string(path));
+		stats_sockets_json(o, &socks);
 		print_json(o);
 	} else {
 		print_info_text(path, &info);
+		stats_sockets_text(&socks, &info);
 	}
 	return EXIT_OK;
 }
@@ -605,6 +625,17 @@ static int cmd_check(struct cli *c, int argc, char **argv)
 	return np ? EXIT_FAIL : EXIT_OK;
 }
 
+static int cmd_stats(struct cli *c, int argc, char **argv)
+{
+	if (c->json && c->prometheus)
+		return fail(EXIT_USAGE, "stats: give --json or --prometheus, not both");
+	return stats_command(c->state_dir,
+			     c->prometheus ? STATS_PROMETHEUS
+			     : c->json	   ? STATS_JSON
+					   : STATS_TEXT,
+			     argc, argv);
+}
+
 /* ------------------------------------------------------------- main */
 
 struct command {
@@ -625,6 +656,7 @@ static const struct command commands[] = {
     {"delete", cmd_delete, 0, delete_usage},
     {"gc", cmd_gc, BIT(OPT_MAX_IDLE) | BIT(OPT_STALE_AGE) | BIT(OPT_DRY_RUN) | BIT(OPT_JSON), gc_usage},
     {"check", cmd_check, BIT(OPT_JSON), check_usage},
+    {"stats", cmd_stats, BIT(OPT_JSON) | BIT(OPT_PROMETHEUS), stats_usage},
     {"help", cmd_help, 0, usage_text},
 };
 
@@ -698,6 +730,9 @@ static int apply_option(struct cli *c, int opt)
 		return parse_seconds("--stale-age", optarg, &c->stale_age) ? EXIT_USAGE : CONTINUE;
 	case OPT_DRY_RUN:
 		c->dry_run = true;
+		break;
+	case OPT_PROMETHEUS:
+		c->prometheus = true;
 		break;
 	}
 	return r < 0 ? fail_err(EXIT_USAGE, &err) : CONTINUE;

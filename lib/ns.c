@@ -44,27 +44,30 @@ int nsh_netns_return(int home, struct nshash_error *err)
 	return 0;
 }
 
-static void read_or(const char *name, long *out, long fallback)
+static void read_or(int dirfd, const char *name, long *out, long fallback)
 {
-	if (nsh_sysctl_read(name, out) < 0)
+	if (nsh_sysctl_read_at(dirfd, name, out) < 0)
 		*out = fallback;
 }
 
 int nsh_read_info_here(struct nshash_netns_info *info, bool full, struct nshash_error *err)
 {
-	struct nshash_netns_info i = {.tcp_child = -1, .udp_child = -1, .tcp_max_tw_buckets = -1,
-				      .tcp_max_syn_backlog = -1};
-	int r = nsh_sysctl_read(NSH_TCP_ENTRIES, &i.tcp_entries);
+	struct nshash_netns_info i = {
+	    .tcp_child = -1, .udp_child = -1, .tcp_max_tw_buckets = -1, .tcp_max_syn_backlog = -1};
+	cleanup_close int dir = nsh_sysctl_dir_open();
+	if (dir < 0)
+		return nshash_error_set(err, -dir, "open " NSH_SYSCTL_DIR ": %s", strerror(-dir));
+	int r = nsh_sysctl_read_at(dir, NSH_TCP_ENTRIES, &i.tcp_entries);
 	if (r < 0 && r != -ENOENT)
 		return nshash_error_set(err, r, "read net.ipv4." NSH_TCP_ENTRIES ": %s", strerror(-r));
-	r = nsh_sysctl_read(NSH_UDP_ENTRIES, &i.udp_entries);
+	r = nsh_sysctl_read_at(dir, NSH_UDP_ENTRIES, &i.udp_entries);
 	if (r < 0 && r != -ENOENT)
 		return nshash_error_set(err, r, "read net.ipv4." NSH_UDP_ENTRIES ": %s", strerror(-r));
 	if (full) {
-		read_or(NSH_TCP_CHILD, &i.tcp_child, -1);
-		read_or(NSH_UDP_CHILD, &i.udp_child, -1);
-		read_or("tcp_max_tw_buckets", &i.tcp_max_tw_buckets, -1);
-		read_or("tcp_max_syn_backlog", &i.tcp_max_syn_backlog, -1);
+		read_or(dir, NSH_TCP_CHILD, &i.tcp_child, -1);
+		read_or(dir, NSH_UDP_CHILD, &i.udp_child, -1);
+		read_or(dir, "tcp_max_tw_buckets", &i.tcp_max_tw_buckets, -1);
+		read_or(dir, "tcp_max_syn_backlog", &i.tcp_max_syn_backlog, -1);
 		struct stat st;
 		if (stat("/proc/thread-self/ns/net", &st) == 0)
 			i.inode = st.st_ino;
@@ -164,23 +167,45 @@ int nshash_verify(const struct nshash_netns_info *info, struct nshash_sizes requ
 	return 0;
 }
 
-pid_t nsh_netns_user(dev_t dev, ino_t ino)
+int nsh_proc_netns_each(int (*fn)(pid_t pid, const struct stat *ns, void *arg), void *arg)
 {
 	DIR *proc = opendir("/proc");
 	if (!proc)
 		return -errno;
-	pid_t self = getpid(), found = 0;
 	struct dirent *de;
-	while (!found && (de = readdir(proc))) {
+	int r = 0;
+	while (r == 0 && (de = readdir(proc))) {
 		if (!isdigit((unsigned char)de->d_name[0]))
 			continue;
 		pid_t pid = (pid_t)atoi(de->d_name);
 		char path[64];
 		struct stat st;
 		snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
-		if (pid != self && stat(path, &st) == 0 && st.st_ino == ino && st.st_dev == dev)
-			found = pid;
+		if (stat(path, &st) == 0) /* else gone, or not ours to see */
+			r = fn(pid, &st, arg);
 	}
 	closedir(proc);
-	return found;
+	return r;
+}
+
+struct netns_user {
+	dev_t dev;
+	ino_t ino;
+	pid_t self, found;
+};
+
+static int match_user(pid_t pid, const struct stat *ns, void *arg)
+{
+	struct netns_user *u = arg;
+	if (pid == u->self || ns->st_ino != u->ino || ns->st_dev != u->dev)
+		return 0;
+	u->found = pid;
+	return 1;
+}
+
+pid_t nsh_netns_user(dev_t dev, ino_t ino)
+{
+	struct netns_user u = {.dev = dev, .ino = ino, .self = getpid()};
+	int r = nsh_proc_netns_each(match_user, &u);
+	return r < 0 ? r : u.found;
 }

@@ -276,6 +276,76 @@ int nshash_error_prefix(struct nshash_error *err, const char *fmt, ...) __attrib
  * bytes.  `len` >= 16; the one quoting helper of nshash. */
 void nshash_quote(const char *text, char *buf, size_t len);
 
+/* ---------------------------------------------------------------- stats */
+/* What lives in each netns's tables, read from per-netns counters (never a
+ * dump of its sockets): cheap whatever the number of sockets.
+ *
+ * TCP: the established hash (ehash, the table nshash sizes) holds every TCP
+ * socket that has a 4-tuple: connecting, established, closing and
+ * TIME_WAIT, v4 and v6 alike (v6 shares the table).  Listeners live in the
+ * listening hash (global, never per netns) and bound-only sockets in the
+ * bind hash: neither counts.  From sockstat/sockstat6 inside the netns:
+ *   tcp = inuse(TCP) + inuse(TCP6) - listeners + tw
+ * where the listeners are counted with an inet_diag dump of LISTEN sockets
+ * only (skipped when inuse is 0).  Embryonic SYN_RECV requests (also in the
+ * ehash, short-lived) are not counted.
+ * UDP: every bound UDP socket, v4 and v6 (one table): inuse(UDP) + inuse(UDP6). */
+struct nshash_sockets {
+	long tcp;	 /* sockets in the TCP established hash, TIME_WAIT included */
+	long tcp_tw;	 /* of which TIME_WAIT */
+	long tcp_listen; /* listeners (not in tcp); -1 unknown (then tcp includes them) */
+	long udp;	 /* bound UDP sockets */
+};
+/* Socket counts of the netns behind nsfd / at path (a pin or
+ * /proc/PID/ns/net); the calling thread enters it and comes back. */
+int nshash_sockets_fd(int nsfd, struct nshash_sockets *sockets, struct nshash_error *err);
+int nshash_sockets_path(const char *path, struct nshash_sockets *sockets, struct nshash_error *err);
+
+/* One network namespace of the host as `nshash stats` shows it. */
+struct nshash_stats_netns {
+	char name[4096];	       /* its pin path, else "pid:PID" */
+	bool pinned;		       /* name is a pin path */
+	enum nshash_entry_kind kind;   /* pinned: which directory */
+	bool host;		       /* the initial netns (kthreadd's): it owns the global tables */
+	pid_t pid;		       /* the lowest pid inside, 0 none */
+	char command[32];	       /* that process's comm, non-printables as '?' */
+	char container[80];	       /* container id its cgroup names, "" unknown */
+	char engine[16];	       /* "podman", "docker", "containerd", "cri-o", "" */
+	uint64_t dev, inode;	       /* nsfs identity */
+	struct nshash_netns_info info; /* tcp_entries, udp_entries (fast fields only) */
+	struct nshash_sockets sockets;
+};
+struct nshash_stats_opts {
+	const char *state_dir;	 /* NULL = NSHASH_DEFAULT_STATE_DIR */
+	const char *const *only; /* NULL: every netns (pins under /run/netns and the state
+				  * dir, then each distinct netns of a running process);
+				  * else only these pin paths or /proc/PID/ns/net paths */
+	size_t nonly;
+};
+/* Read every netns; *out is malloc'd.  A netns that vanishes during the scan
+ * is left out; one that cannot be read is an error. */
+int nshash_stats_scan(const struct nshash_stats_opts *opts, struct nshash_stats_netns **out, size_t *count,
+		      struct nshash_error *err);
+/* True when the netns's table of `proto` is the global one (shared, or the host's). */
+bool nshash_stats_global(const struct nshash_stats_netns *ns, enum nshash_proto proto);
+/* Recommended size: the next power of two at or above its sockets (TCP: at
+ * least twice its TIME_WAIT sockets, as tcp_max_tw_buckets = entries / 2),
+ * at least 128 (the kernel's UDP minimum; TCP's TIME_WAIT room), at most the
+ * kernel's maximum. */
+uint32_t nshash_stats_recommend(enum nshash_proto proto, const struct nshash_sockets *sockets);
+#define NSHASH_STATS_TOP 5
+/* The global table of one protocol over the scanned netns. */
+struct nshash_stats_shared {
+	long buckets;		      /* its size (0 unknown: no netns uses it) */
+	size_t netns;		      /* netns using it, the host included */
+	long sockets;		      /* their sockets */
+	double chain;		      /* average chain length: sockets / buckets */
+	size_t top[NSHASH_STATS_TOP]; /* indexes of the largest contributors, largest first */
+	size_t ntop;
+};
+void nshash_stats_shared(const struct nshash_stats_netns *v, size_t n, enum nshash_proto proto,
+			 struct nshash_stats_shared *out);
+
 #ifdef __cplusplus
 }
 #endif

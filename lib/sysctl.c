@@ -10,9 +10,21 @@
 
 int nsh_sysctl_read(const char *name, long *value)
 {
-	char path[128], buf[64];
+	char path[128];
 	snprintf(path, sizeof(path), NSH_SYSCTL_DIR "%s", name);
-	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
+	return nsh_sysctl_read_at(AT_FDCWD, path, value);
+}
+
+int nsh_sysctl_dir_open(void)
+{
+	int fd = open(NSH_SYSCTL_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+int nsh_sysctl_read_at(int dirfd, const char *name, long *value)
+{
+	char buf[64];
+	cleanup_close int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	ssize_t n = read(fd, buf, sizeof(buf) - 1);

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* `nshash stats`, and the socket counts `nshash show` prints. */
+#ifndef NSHASH_CMD_STATS_H
+#define NSHASH_CMD_STATS_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+
+#include "nshash.h"
+
+enum stats_format { STATS_TEXT = 0, STATS_JSON, STATS_PROMETHEUS };
+
+/* nshash stats [NETNS...]: returns the exit status. */
+int stats_command(const char *state_dir, enum stats_format format, int argc, char **argv);
+
+/* For show: add "sockets" (and TIME_WAIT, listeners) to the "tcp"/"udp"
+ * objects of `o`, or print them as text lines. */
+void stats_sockets_json(json_object *o, const struct nshash_sockets *s);
+void stats_sockets_text(const struct nshash_sockets *s, const struct nshash_netns_info *info);
+
+#endif
