@@ -23,24 +23,31 @@ static const char usage_text[] =
 	"Give network namespaces their own TCP established-hash and UDP hash tables.\n"
 	"\n"
 	"Commands:\n"
-	"  create [--tcp N] [--udp N] [--strategy template|nested] [--keep-lo-down] NAME|PATH\n"
+	"  create [--tcp N] [--udp N] [--strategy template|nested] [--keep-lo-down]\n"
+	"         [--max-table-bytes BYTES] NAME|PATH\n"
 	"                 create a netns with its own tables, verify them, pin it at\n"
 	"                 /run/netns/NAME (usable with `ip netns exec NAME`) or at PATH\n"
 	"  show NAME|PATH | --pid PID\n"
 	"                 the netns's table sizes (own or shared), derived limits, memory\n"
-	"  list           every pinned netns under /run/netns and the state dir\n"
+	"  list [--max-table-bytes BYTES]\n"
+	"                 every pinned netns under /run/netns and the state dir, and the\n"
+	"                 table memory of the netns nshash sized (of the budget, if given)\n"
 	"  delete NAME|PATH...\n"
 	"                 unmount and remove pins (succeeds if already gone)\n"
 	"  gc [--max-idle SECONDS] [--stale-age SECONDS] [--dry-run]\n"
 	"                 remove damaged templates, templates unused for --max-idle\n"
 	"                 (default 3600), pin files a crash left unmounted and container\n"
-	"                 pins no process uses (older than --stale-age, default 60)\n"
+	"                 pins no process uses (older than --stale-age, default 60); drop\n"
+	"                 table-ledger records of netns that are gone\n"
 	"  check          can this host work? kernel knobs, privileges, state dir\n"
 	"\n"
 	"Options:\n"
 	"  --tcp N        TCP established-hash entries, 1..16777216 (next power of two)\n"
 	"  --udp N        UDP hash entries, 1..65536 (next power of two, at least 128)\n"
 	"                 0 or absent: that protocol stays on the shared table\n"
+	"  --max-table-bytes BYTES  node-wide table memory budget (maxTableBytes): refuse\n"
+	"                 a creation that would take the table bytes (TCP 8, UDP 64 per\n"
+	"                 entry) of all live netns nshash sized past BYTES\n"
 	"  --state-dir DIR  templates, lock and container pins (default " NSHASH_DEFAULT_STATE_DIR ",\n"
 	"                 or $NSHASH_STATE_DIR)\n"
 	"  --json         machine-readable output on stdout\n"
@@ -60,6 +67,7 @@ enum opt_id {
 	OPT_STALE_AGE,
 	OPT_DRY_RUN,
 	OPT_VERSION,
+	OPT_MAX_TABLE_BYTES,
 };
 
 static const struct option long_opts[] = {
@@ -75,6 +83,7 @@ static const struct option long_opts[] = {
 	{"dry-run", no_argument, NULL, OPT_DRY_RUN},
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, OPT_VERSION},
+	{"max-table-bytes", required_argument, NULL, OPT_MAX_TABLE_BYTES},
 	{NULL, 0, NULL, 0},
 };
 
@@ -109,6 +118,17 @@ static int parse_seconds(const char *opt, const char *text, int64_t *out)
 	long long v = strtoll(text, &end, 10);
 	if (errno || end == text || *end || v < 0 || text[0] == '-' || text[0] == '+' || text[0] == ' ')
 		return fail(EXIT_USAGE, "%s \"%s\": expected a number of seconds", opt, text);
+	*out = v;
+	return 0;
+}
+
+static int parse_bytes(const char *opt, const char *text, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(text, &end, 10);
+	if (errno || end == text || *end || text[0] < '0' || text[0] > '9')
+		return fail(EXIT_USAGE, "%s \"%s\": expected a number of bytes (plain decimal)", opt, text);
 	*out = v;
 	return 0;
 }
@@ -186,6 +206,33 @@ static void print_info_text(const char *what, const struct nshash_netns_info *i)
 		printf("  children get: tcp %ld, udp %ld (0 = shared)\n", i->tcp_child, i->udp_child);
 	if (i->tcp_entries > 0 && i->tcp_max_tw_buckets >= 0 && i->tcp_max_tw_buckets < 1024)
 		printf("  note: this small table allows only %ld TIME_WAIT sockets\n", i->tcp_max_tw_buckets);
+}
+
+static void print_usage_text(const struct nshash_table_usage *u, uint64_t max)
+{
+	char mem[32], of[96] = "";
+	human_bytes(u->bytes, mem, sizeof(mem));
+	if (max)
+		snprintf(of, sizeof(of), " of maxTableBytes %llu", (unsigned long long)max);
+	printf("table memory: %llu bytes (%s)%s in %zu netns sized by nshash", (unsigned long long)u->bytes, mem, of,
+	       u->netns);
+	if (u->pending)
+		printf(", %zu being created", u->pending);
+	if (u->unverified)
+		printf(", %zu unpinned (counted while a process may hold them; gc checks)", u->unverified);
+	putchar('\n');
+}
+
+static void usage_json(json_object *o, const struct nshash_table_usage *u, uint64_t max)
+{
+	json_object *j = json_object_new_object();
+	json_object_object_add(j, "bytes", json_object_new_int64((int64_t)u->bytes));
+	json_object_object_add(j, "netns", json_object_new_int64((int64_t)u->netns));
+	json_object_object_add(j, "pending", json_object_new_int64((int64_t)u->pending));
+	json_object_object_add(j, "unverified", json_object_new_int64((int64_t)u->unverified));
+	if (max)
+		json_object_object_add(j, "max_table_bytes", json_object_new_int64((int64_t)max));
+	json_object_object_add(o, "table_memory", j);
 }
 
 /* ------------------------------------------------------------- commands */
@@ -303,6 +350,14 @@ static int cmd_list(struct cli *c, int argc, char **argv)
 			printf("%-10s %-12s %-12s %s%s%s\n", kind_name(v[i].kind), t, u, v[i].path,
 			       v[i].pinned ? "" : " (not mounted: stale)", v[i].damaged && v[i].pinned ? " (damaged)" : "");
 		}
+		struct nshash_table_usage usage;
+		/* Without the right to the state dir (not root), no footer. */
+		if (nshash_table_usage(c->state_dir, false, &usage, &err) == 0)
+			print_usage_text(&usage, c->create.max_table_bytes);
+		else if (err.errnum != EACCES && err.errnum != EPERM) {
+			free(v);
+			return fail_err(EXIT_FAIL, &err);
+		}
 	}
 	free(v);
 	return EXIT_OK;
@@ -344,12 +399,15 @@ static int cmd_gc(struct cli *c, int argc, char **argv)
 		json_object_object_add(j, "stale_removed", json_object_new_int64((int64_t)rep.stale_removed));
 		json_object_object_add(j, "orphans_removed", json_object_new_int64((int64_t)rep.orphans_removed));
 		json_object_object_add(j, "kept", json_object_new_int64((int64_t)rep.kept));
+		json_object_object_add(j, "ledger_dropped", json_object_new_int64((int64_t)rep.ledger_dropped));
 		json_object_object_add(j, "dry_run", json_object_new_boolean(c->dry_run));
+		usage_json(j, &rep.usage, c->create.max_table_bytes);
 		print_json(j);
 	} else {
 		printf("%s%zu template(s), %zu stale pin file(s), %zu orphaned container pin(s); kept %zu\n",
 		       c->dry_run ? "would remove " : "removed ", rep.templates_removed, rep.stale_removed,
 		       rep.orphans_removed, rep.kept);
+		print_usage_text(&rep.usage, c->create.max_table_bytes);
 	}
 	return EXIT_OK;
 }
@@ -432,11 +490,12 @@ struct command {
 
 #define BIT(o) (1u << ((o)-OPT_TCP))
 static const struct command commands[] = {
-	{"create", cmd_create, BIT(OPT_TCP) | BIT(OPT_UDP) | BIT(OPT_STRATEGY) | BIT(OPT_KEEP_LO_DOWN) | BIT(OPT_JSON)},
+	{"create", cmd_create,
+	 BIT(OPT_TCP) | BIT(OPT_UDP) | BIT(OPT_STRATEGY) | BIT(OPT_KEEP_LO_DOWN) | BIT(OPT_JSON) | BIT(OPT_MAX_TABLE_BYTES)},
 	{"show", cmd_show, BIT(OPT_PID) | BIT(OPT_JSON)},
-	{"list", cmd_list, BIT(OPT_JSON)},
+	{"list", cmd_list, BIT(OPT_JSON) | BIT(OPT_MAX_TABLE_BYTES)},
 	{"delete", cmd_delete, 0},
-	{"gc", cmd_gc, BIT(OPT_MAX_IDLE) | BIT(OPT_STALE_AGE) | BIT(OPT_DRY_RUN) | BIT(OPT_JSON)},
+	{"gc", cmd_gc, BIT(OPT_MAX_IDLE) | BIT(OPT_STALE_AGE) | BIT(OPT_DRY_RUN) | BIT(OPT_JSON) | BIT(OPT_MAX_TABLE_BYTES)},
 	{"check", cmd_check, BIT(OPT_JSON)},
 };
 
@@ -528,6 +587,10 @@ static int run(int argc, char **argv, char **pos)
 			break;
 		case OPT_DRY_RUN:
 			c.dry_run = true;
+			break;
+		case OPT_MAX_TABLE_BYTES:
+			if (parse_bytes("--max-table-bytes", optarg, &c.create.max_table_bytes))
+				return EXIT_USAGE;
 			break;
 		}
 		if (r < 0)

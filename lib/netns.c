@@ -304,17 +304,11 @@ static int new_nested(const struct nshash_create_opts *opts, int home, int *nsfd
 	return leave_child(home, r, nsfd, err);
 }
 
-int nshash_netns_new(const struct nshash_create_opts *opts, int *nsfd, struct nshash_netns_info *info,
-		     struct nshash_error *err)
+/* The netns itself: validated request, parent, child, verification. */
+static int netns_make(const struct nshash_create_opts *opts, int *nsfd, struct nshash_netns_info *info,
+		      struct nshash_error *err)
 {
-	struct nshash_netns_info scratch;
-	if (!info)
-		info = &scratch;
-	*nsfd = -1;
-	int r = validate_request(opts->sizes, err);
-	if (r < 0)
-		return r;
-	r = require_knobs(opts->sizes, err);
+	int r = require_knobs(opts->sizes, err);
 	if (r < 0)
 		return r;
 	cleanup_close int home = -1;
@@ -348,6 +342,48 @@ int nshash_netns_new(const struct nshash_create_opts *opts, int *nsfd, struct ns
 	return 0;
 }
 
+/* A netns made and recorded in the table ledger (see ledger.c): under a
+ * budget the bytes are reserved first (refused when they would pass it),
+ * and the netns is committed with the pin it is going to get before it is
+ * pinned.  The caller cancels the ticket if the pin then fails. */
+static int netns_new_recorded(const struct nshash_create_opts *opts, const char *pin, int *nsfd,
+			      struct nshash_netns_info *info, struct nsh_ticket *ticket, struct nshash_error *err)
+{
+	struct nshash_netns_info scratch;
+	if (!info)
+		info = &scratch;
+	*nsfd = -1;
+	memset(ticket, 0, sizeof(*ticket));
+	int r = validate_request(opts->sizes, err);
+	if (r < 0)
+		return r;
+	const char *state_dir = nsh_state_dir(opts->state_dir);
+	struct nshash_sizes eff = nshash_sizes_effective(opts->sizes);
+	if (opts->max_table_bytes) {
+		r = nsh_ledger_reserve(state_dir, eff, opts->max_table_bytes, pin, ticket, err);
+		if (r < 0)
+			return r;
+	}
+	r = netns_make(opts, nsfd, info, err);
+	if (r == 0)
+		r = nsh_ledger_commit(state_dir, ticket, eff, info->inode, pin, opts->max_table_bytes != 0, err);
+	if (r < 0) {
+		nsh_ledger_cancel(state_dir, ticket);
+		if (*nsfd >= 0) {
+			close(*nsfd);
+			*nsfd = -1;
+		}
+	}
+	return r;
+}
+
+int nshash_netns_new(const struct nshash_create_opts *opts, int *nsfd, struct nshash_netns_info *info,
+		     struct nshash_error *err)
+{
+	struct nsh_ticket ticket;
+	return netns_new_recorded(opts, NULL, nsfd, info, &ticket, err);
+}
+
 static bool in_netns_run_dir(const char *path)
 {
 	size_t n = strlen(NSHASH_NETNS_RUN_DIR);
@@ -371,13 +407,15 @@ int nshash_netns_create(const struct nshash_create_opts *opts, const char *pin_p
 	if (r < 0)
 		return r;
 	cleanup_close int nsfd = -1;
-	r = nshash_netns_new(opts, &nsfd, info, err);
+	struct nsh_ticket ticket;
+	r = netns_new_recorded(opts, pin_path, &nsfd, info, &ticket, err);
 	if (r < 0) {
 		unlink(pin_path);
 		return nshash_error_prefix(err, "create netns %s", pin_path);
 	}
 	r = nsh_bind_fd(nsfd, pin_path);
 	if (r < 0) {
+		nsh_ledger_cancel(nsh_state_dir(opts->state_dir), &ticket);
 		unlink(pin_path);
 		return nshash_error_set(err, r, "create netns %s: bind mount: %s", pin_path, strerror(-r));
 	}
@@ -394,14 +432,19 @@ int nshash_netns_replace(const struct nshash_create_opts *opts, const char *pin_
 		return nshash_error_set(err, EINVAL, "replace netns %s: not a bind-mounted network namespace pin",
 					pin_path);
 	cleanup_close int nsfd = -1;
-	int r = nshash_netns_new(opts, &nsfd, info, err);
+	struct nsh_ticket ticket;
+	int r = netns_new_recorded(opts, pin_path, &nsfd, info, &ticket, err);
 	if (r < 0)
 		return nshash_error_prefix(err, "replace netns %s", pin_path);
-	if (umount2(pin_path, MNT_DETACH) < 0)
-		return nshash_error_set(err, errno, "replace netns %s: unmount the old pin: %s (not a mount point?)",
-					pin_path, strerror(errno));
+	if (umount2(pin_path, MNT_DETACH) < 0) {
+		int e = errno;
+		nsh_ledger_cancel(nsh_state_dir(opts->state_dir), &ticket);
+		return nshash_error_set(err, e, "replace netns %s: unmount the old pin: %s (not a mount point?)",
+					pin_path, strerror(e));
+	}
 	r = nsh_bind_fd(nsfd, pin_path);
 	if (r < 0) {
+		nsh_ledger_cancel(nsh_state_dir(opts->state_dir), &ticket);
 		const char *restored = nsh_bind_fd(oldfd, pin_path) == 0 ? "old netns bound back"
 									 : "old netns could NOT be bound back";
 		return nshash_error_set(err, r, "replace netns %s: bind the new netns: %s (%s)", pin_path,

@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Entering and leaving network namespaces with the calling thread only, and
  * reading what a netns has. */
-#include <ctype.h>
-#include <dirent.h>
 #include <fcntl.h>
 #include <linux/nsfs.h>
 #include <sched.h>
@@ -162,25 +160,4 @@ int nshash_verify(const struct nshash_netns_info *info, struct nshash_sizes requ
 					nshash_proto_name(proto), asked, want, got);
 	}
 	return 0;
-}
-
-pid_t nsh_netns_user(dev_t dev, ino_t ino)
-{
-	DIR *proc = opendir("/proc");
-	if (!proc)
-		return -errno;
-	pid_t self = getpid(), found = 0;
-	struct dirent *de;
-	while (!found && (de = readdir(proc))) {
-		if (!isdigit((unsigned char)de->d_name[0]))
-			continue;
-		pid_t pid = (pid_t)atoi(de->d_name);
-		char path[64];
-		struct stat st;
-		snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
-		if (pid != self && stat(path, &st) == 0 && st.st_ino == ino && st.st_dev == dev)
-			found = pid;
-	}
-	closedir(proc);
-	return found;
 }

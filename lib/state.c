@@ -217,10 +217,21 @@ int nshash_gc(const struct nshash_gc_opts *opts, struct nshash_gc_report *rep, s
 		else
 			rep->templates_removed++;
 	}
-	/* Container pins whose hook or wrapper died before handing them on. */
-	r = nshash_oci_gc_orphans(state_dir, opts->stale_min_age, opts->dry_run, &rep->orphans_removed, err);
+	/* Container pins whose hook or wrapper died before handing them on,
+	 * and the table ledger (nshash_reclaim, now, whatever the interval).
+	 * It takes the state lock itself, for moments only. */
+	if (lockfd >= 0) {
+		close(lockfd);
+		lockfd = -1;
+	}
+	struct nshash_reclaim_opts ro = {.state_dir = state_dir, .min_age = opts->stale_min_age, .dry_run = opts->dry_run};
+	struct nshash_reclaim_report rr;
+	r = nshash_reclaim(&ro, &rr, err);
 	if (r < 0)
 		return nshash_error_prefix(err, "gc");
+	rep->orphans_removed = rr.orphans_removed;
+	rep->ledger_dropped = rr.ledger_dropped;
+	rep->usage = rr.usage;
 	rep->kept = n - rep->templates_removed - rep->stale_removed - rep->orphans_removed;
 	return 0;
 }
