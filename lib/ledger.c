@@ -34,7 +34,6 @@
 #include "internal.h"
 
 #define LEDGER_MAX   (64u << 20) /* refuse to read a larger ledger */
-#define LEDGER_GRACE 10		 /* seconds a fresh record is never dropped */
 #define LEDGER_SLACK 64		 /* dead lines tolerated before a rewrite */
 
 uint64_t nshash_sizes_bytes(struct nshash_sizes eff)
@@ -369,9 +368,9 @@ static void usage_of(const struct nsh_ledger *l, bool verify, struct nshash_tabl
 	}
 }
 
-/* Records whose pin no longer holds them and that are older than the
- * grace: candidates for a scan.  Returns how many; *items is malloc'd. */
-static int collect_unverified(struct nsh_ledger *l, time_t now, struct nsh_scan_item **items, size_t **index)
+/* Records whose pin no longer holds them: candidates for a scan.  Returns
+ * how many; *items is malloc'd. */
+static int collect_unverified(struct nsh_ledger *l, struct nsh_scan_item **items, size_t **index)
 {
 	size_t n = 0;
 	*items = NULL;
@@ -381,7 +380,7 @@ static int collect_unverified(struct nsh_ledger *l, time_t now, struct nsh_scan_
 		r->checked = false;
 		if (r->drop || r->kind != 'N')
 			continue;
-		if (pinned_at(r) || now - r->time < LEDGER_GRACE) {
+		if (pinned_at(r)) {
 			r->checked = true;
 			continue;
 		}
@@ -415,7 +414,7 @@ static int reconcile_locked(struct nsh_ledger *l, size_t *dropped, struct nshash
 {
 	cleanup_free struct nsh_scan_item *items = NULL;
 	cleanup_free size_t *index = NULL;
-	int n = collect_unverified(l, time(NULL), &items, &index);
+	int n = collect_unverified(l, &items, &index);
 	if (n < 0)
 		return nshash_error_set(err, -n, "reconcile the table ledger: %s", strerror(-n));
 	int r = n ? nsh_netns_scan(items, (size_t)n, false) : 0;
@@ -424,7 +423,10 @@ static int reconcile_locked(struct nsh_ledger *l, size_t *dropped, struct nshash
 	for (int k = 0; k < n; k++) {
 		struct nsh_record *rec = &l->v[index[k]];
 		rec->checked = true;
-		if (!items[k].held) {
+		/* Not held during the scan, and still not pinned after it: a
+		 * creator binds its pin before it closes its fd, so a netns that
+		 * moved from the fd to the pin while the scan ran shows here. */
+		if (!items[k].held && !pinned_at(rec)) {
 			rec->drop = true;
 			(*dropped)++;
 		}

@@ -33,6 +33,7 @@ struct scan {
 	int procfd;
 	unsigned flags; /* union of the items' wants */
 	pid_t self;
+	dev_t nsfs_dev; /* the device of every namespace inode */
 	uint64_t *mntns; /* mount namespaces whose mount table was read */
 	size_t nmntns, capmntns;
 };
@@ -105,7 +106,11 @@ static void scan_links(struct scan *s, pid_t pid, unsigned source)
 		if (!isdigit((unsigned char)de->d_name[0]))
 			continue;
 		if (source == NSH_SCAN_FDS) {
-			check_link(s, dfd, de->d_name, source, pid);
+			/* An fd opened through a pin reads as the pin's path, not
+			 * "net:[INO]": stat what it points to. */
+			struct stat st;
+			if (fstatat(dfd, de->d_name, &st, 0) == 0 && st.st_dev == s->nsfs_dev)
+				hit(s, st.st_ino, source, pid);
 			continue;
 		}
 		pid_t tid = (pid_t)atoi(de->d_name);
@@ -213,10 +218,10 @@ int nsh_netns_scan(struct nsh_scan_item *items, size_t n, bool skip_self)
 	for (size_t i = 0; i < n; i++) {
 		items[i].held = 0;
 		items[i].pid = 0;
-		s.flags |= items[i].want;
-		/* A thread is what "a process inside" means for every item. */
+		/* Any thread includes the leader. */
 		if (items[i].want & NSH_SCAN_THREADS)
 			items[i].want |= NSH_SCAN_LEADERS;
+		s.flags |= items[i].want;
 	}
 	if (n == 0)
 		return 0;
@@ -227,6 +232,10 @@ int nsh_netns_scan(struct nsh_scan_item *items, size_t n, bool skip_self)
 		order[i] = (struct slot){items[i].ino, i};
 	qsort(order, n, sizeof(*order), cmp_slot);
 	s.order = order;
+	struct stat st;
+	if (stat("/proc/thread-self/ns/net", &st) < 0)
+		return -errno;
+	s.nsfs_dev = st.st_dev;
 	s.procfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (s.procfd < 0)
 		return -errno;
