@@ -470,12 +470,15 @@ static const char *pin_field(const char *pin)
 static void budget_message(struct nshash_error *err, uint64_t max, const struct nshash_table_usage *u,
 			   struct nshash_sizes eff, uint64_t bytes)
 {
+	char pending[64] = "";
+	if (u->pending)
+		snprintf(pending, sizeof(pending), " (%zu of them being created)", u->pending);
 	nshash_error_set(err, NSHASH_E_BUDGET,
 			 "table memory budget: maxTableBytes %llu would be passed: %llu bytes in use by %zu network "
 			 "namespace(s)%s, this request (tcp %u, udp %u) needs %llu bytes; free some or raise "
 			 "maxTableBytes",
-			 (unsigned long long)max, (unsigned long long)u->bytes, u->netns,
-			 u->pending ? " (some being created)" : "", eff.tcp, eff.udp, (unsigned long long)bytes);
+			 (unsigned long long)max, (unsigned long long)u->bytes, u->netns, pending, eff.tcp, eff.udp,
+			 (unsigned long long)bytes);
 }
 
 int nsh_ledger_reserve(const char *state_dir, struct nshash_sizes eff, uint64_t max, const char *pin,
