@@ -15,6 +15,11 @@ command -v jq >/dev/null || cannot_run "jq needed"
 STATE=$(make_state_dir)
 PINS=$(mktemp -d /run/nshash-t18-pins.XXXXXX)
 on_exit "cleanup_state_dir '$PINS'"
+# The pins' dir is a private, unbindable mount: someone else's `mount
+# --rbind /run ...` on this machine would otherwise copy our pins, and a
+# copy keeps a deleted pin's netns (and its tables) alive — rightly counted.
+mount --bind "$PINS" "$PINS" && mount --make-private --make-unbindable "$PINS" ||
+	cannot_run "cannot make $PINS a private mount"
 WORK=$(mktemp -d /tmp/nshash-t18.XXXXXX)
 on_exit "rm -rf '$WORK'"
 HOLD="python3 $TOP/tests/lib/hold-netns.py"
@@ -116,7 +121,8 @@ assert_eq "0 0" "$(usage)" "all deleted: nothing counted"
 mkfifo "$WORK/fifo" && exec 9<>"$WORK/fifo"
 killed=0
 for i in $(seq 40); do
-	ns create --tcp 4096 --udp 1024 --max-table-bytes $((100 * EACH)) "$PINS/k$i" >/dev/null 2>&1 &
+	# nshash itself, not the ns function: SIGKILL must hit the creator
+	nshash --state-dir "$STATE" create --tcp 4096 --udp 1024 --max-table-bytes $((100 * EACH)) "$PINS/k$i" >/dev/null 2>&1 &
 	pid=$!
 	read -r -t "$(printf '0.%06d' $((RANDOM % 4000)))" -u 9 _
 	kill -KILL $pid 2>/dev/null
