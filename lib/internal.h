@@ -89,6 +89,7 @@ struct nsh_ledger {
 	struct nsh_record *v;
 	size_t n;
 	size_t lines; /* lines in the file, live or not */
+	size_t base;  /* records at the last rewrite (its "H COUNT" line) */
 	char *text;
 };
 /* Parse ledger text in place (lines are NUL-terminated); the last event

@@ -6,6 +6,8 @@
  *   R ID BYTES TCP UDP PID START TIME PIN   a budgeted creation under way
  *   N ID BYTES TCP UDP INO TIME PIN         a sized netns (nsfs inode INO)
  *   X ID                                    cancelled / gone
+ *   H COUNT                                 first line of a rewritten file:
+ *                                           COUNT records were live then
  * The last line of an ID is its state.  PIN is the rest of the line ("-" =
  * none); PID/START (the creator's start time, /proc/PID/stat field 22)
  * tell a creator that died from a live one without trusting pid reuse.
@@ -33,8 +35,9 @@
 
 #include "internal.h"
 
-#define LEDGER_MAX   (64u << 20) /* refuse to read a larger ledger */
-#define LEDGER_SLACK 64		 /* dead lines tolerated before a rewrite */
+#define LEDGER_MAX	  (64u << 20) /* refuse to read a larger ledger */
+#define LEDGER_SLACK	  64	      /* dead lines tolerated before a rewrite */
+#define LEDGER_LINE_GUESS 256	      /* bytes per line, for the append path's size check */
 
 uint64_t nshash_sizes_bytes(struct nshash_sizes eff)
 {
@@ -139,7 +142,11 @@ int nsh_ledger_parse(char *text, size_t len, struct nsh_ledger *l)
 		text[end] = '\0';
 		l->lines++;
 		struct nsh_record r;
-		if (strlen(text + i) == end - i && parse_line(text + i, &r)) {
+		unsigned long long base;
+		char tail;
+		if (l->lines == 1 && sscanf(text + i, "H %llu%c", &base, &tail) == 1) {
+			l->base = base > SIZE_MAX / 4 ? SIZE_MAX / 4 : (size_t)base;
+		} else if (strlen(text + i) == end - i && parse_line(text + i, &r)) {
 			if (l->n == cap) {
 				cap = cap ? 2 * cap : 64;
 				struct nsh_record *v = realloc(l->v, cap * sizeof(*v));
@@ -244,7 +251,8 @@ static int ledger_load(const char *state_dir, struct nsh_ledger *l, struct nshas
 	return 0;
 }
 
-static int append_line(const char *state_dir, const char *line, struct nshash_error *err)
+/* Append one line; *size (optional) = the file's size afterwards. */
+static int append_line(const char *state_dir, const char *line, off_t *size, struct nshash_error *err)
 {
 	char path[PATH_MAX];
 	int r = ledger_path(state_dir, "ledger", path, sizeof(path), err);
@@ -258,6 +266,9 @@ static int append_line(const char *state_dir, const char *line, struct nshash_er
 	if (w != (ssize_t)len)
 		return nshash_error_set(err, w < 0 ? errno : EIO, "append to ledger %s: %s", path,
 					w < 0 ? strerror(errno) : "short write");
+	struct stat st;
+	if (size)
+		*size = fstat(fd, &st) == 0 ? st.st_size : 0;
 	return 0;
 }
 
@@ -291,19 +302,22 @@ static int ledger_rewrite(const char *state_dir, struct nsh_ledger *l, struct ns
 		return nshash_error_set(err, errno, "write ledger %s: %s", tmp, strerror(errno));
 	char line[PATH_MAX + 256];
 	size_t kept = 0;
+	for (size_t i = 0; i < l->n; i++)
+		kept += !l->v[i].drop;
+	fprintf(f, "H %zu\n", kept);
 	for (size_t i = 0; i < l->n; i++) {
 		if (l->v[i].drop)
 			continue;
 		format_record(&l->v[i], line, sizeof(line));
 		fputs(line, f);
-		kept++;
 	}
 	if (fclose(f) != 0 || rename(tmp, path) < 0) {
 		int e = errno;
 		unlink(tmp);
 		return nshash_error_set(err, e, "write ledger %s: %s", path, strerror(e));
 	}
-	l->lines = kept;
+	l->lines = kept + 1;
+	l->base = kept;
 	return 0;
 }
 
@@ -442,6 +456,23 @@ static bool worth_rewrite(const struct nsh_ledger *l)
 	return l->lines > 2 * live + LEDGER_SLACK || live < l->n;
 }
 
+/* Records doubled since the last rewrite: records of pins removed since
+ * (they count until checked) may pile up; check them.  Amortized, one stat
+ * per record and at most one /proc scan per doubling. */
+static bool grown(const struct nsh_ledger *l)
+{
+	return l->n > 2 * l->base + LEDGER_SLACK;
+}
+
+/* Under the lock, on a loaded ledger: reconcile and rewrite. */
+static int compact_locked(const char *state_dir, struct nsh_ledger *l, struct nshash_error *err)
+{
+	size_t dropped = 0;
+	drop_dead_creators(l);
+	int r = reconcile_locked(l, &dropped, err);
+	return r < 0 ? r : ledger_rewrite(state_dir, l, err);
+}
+
 /* ------------------------------------------------------------ the API */
 
 static void new_id(char id[NSH_LEDGER_ID_LEN + 1])
@@ -501,7 +532,7 @@ int nsh_ledger_reserve(const char *state_dir, struct nshash_sizes eff, uint64_t 
 	bool rewrite = drop_dead_creators(&l);
 	struct nshash_table_usage u;
 	usage_of(&l, false, &u);
-	if (u.bytes + t->bytes > max) {
+	if (u.bytes + t->bytes > max || grown(&l)) {
 		/* Only now is it worth a look: records whose pins are gone may
 		 * still count (a process holds the netns) or not. */
 		size_t dropped = 0;
@@ -527,7 +558,7 @@ int nsh_ledger_reserve(const char *state_dir, struct nshash_sizes eff, uint64_t 
 	if (rewrite || worth_rewrite(&l))
 		r = ledger_rewrite(state_dir, &l, err);
 	if (r == 0 && !over)
-		r = append_line(state_dir, line, err);
+		r = append_line(state_dir, line, NULL, err);
 	if (over)
 		budget_message(err, max, &u, eff, t->bytes);
 	nsh_ledger_free(&l);
@@ -538,6 +569,24 @@ int nsh_ledger_reserve(const char *state_dir, struct nshash_sizes eff, uint64_t 
 	memcpy(t->id, rec.id, sizeof(t->id));
 	t->reserved = true;
 	return 0;
+}
+
+/* The file's size against the record count its header gave. */
+static bool ledger_looks_grown(const char *state_dir, off_t size)
+{
+	char path[PATH_MAX], head[48];
+	if (size <= (off_t)LEDGER_SLACK * LEDGER_LINE_GUESS ||
+	    ledger_path(state_dir, "ledger", path, sizeof(path), NULL) < 0)
+		return false;
+	cleanup_close int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = pread(fd, head, sizeof(head) - 1, 0);
+	unsigned long long base = 0;
+	head[n > 0 ? n : 0] = '\0';
+	if (sscanf(head, "H %llu", &base) != 1)
+		base = 0;
+	return (unsigned long long)size > (2 * base + LEDGER_SLACK) * LEDGER_LINE_GUESS;
 }
 
 int nsh_ledger_commit(const char *state_dir, struct nsh_ticket *t, struct nshash_sizes eff, uint64_t ino,
@@ -566,11 +615,20 @@ int nsh_ledger_commit(const char *state_dir, struct nsh_ticket *t, struct nshash
 		new_id(rec.id);
 	char line[PATH_MAX + 256];
 	format_record(&rec, line, sizeof(line));
-	r = append_line(state_dir, line, err);
+	off_t size = 0;
+	r = append_line(state_dir, line, &size, err);
 	if (r < 0)
 		return nshash_error_prefix(err, "record in the table ledger");
 	memcpy(t->id, rec.id, sizeof(t->id));
 	t->reserved = true;
+	/* Without a budget nobody reads the ledger on the way: keep it from
+	 * growing without end (a cheap look at its size and first line). */
+	if (ledger_looks_grown(state_dir, size)) {
+		struct nsh_ledger l;
+		if (ledger_load(state_dir, &l, NULL) == 0)
+			compact_locked(state_dir, &l, NULL);
+		nsh_ledger_free(&l);
+	}
 	return 0;
 }
 
@@ -583,7 +641,7 @@ void nsh_ledger_cancel(const char *state_dir, struct nsh_ticket *t)
 		return; /* the record goes at the next reconcile */
 	char line[NSH_LEDGER_ID_LEN + 8];
 	snprintf(line, sizeof(line), "X %s\n", t->id);
-	append_line(state_dir, line, NULL);
+	append_line(state_dir, line, NULL, NULL);
 	t->reserved = false;
 }
 
