@@ -39,6 +39,11 @@ static const char usage_text[] =
 	"                 (default 3600), pin files a crash left unmounted and container\n"
 	"                 pins no process uses (older than --stale-age, default 60); drop\n"
 	"                 table-ledger records of netns that are gone\n"
+	"  reclaim [--stale-age SECONDS] [--interval SECONDS] [--dry-run]\n"
+	"                 what every hook and plugin run does: remove container pins no\n"
+	"                 thread or open fd holds (older than --stale-age, default 60) and\n"
+	"                 drop ledger records of netns that are gone; with --interval, only\n"
+	"                 if no run started within that many seconds (default 0: now)\n"
 	"  check          can this host work? kernel knobs, privileges, state dir\n"
 	"\n"
 	"Options:\n"
@@ -68,6 +73,7 @@ enum opt_id {
 	OPT_DRY_RUN,
 	OPT_VERSION,
 	OPT_MAX_TABLE_BYTES,
+	OPT_INTERVAL,
 };
 
 static const struct option long_opts[] = {
@@ -84,6 +90,7 @@ static const struct option long_opts[] = {
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, OPT_VERSION},
 	{"max-table-bytes", required_argument, NULL, OPT_MAX_TABLE_BYTES},
+	{"interval", required_argument, NULL, OPT_INTERVAL},
 	{NULL, 0, NULL, 0},
 };
 
@@ -93,7 +100,7 @@ struct cli {
 	const char *state_dir;
 	bool json, dry_run;
 	pid_t pid;
-	int64_t max_idle, stale_age;
+	int64_t max_idle, stale_age, interval;
 	unsigned seen; /* bit per option id, to refuse options a command does not take */
 };
 
@@ -412,6 +419,37 @@ static int cmd_gc(struct cli *c, int argc, char **argv)
 	return EXIT_OK;
 }
 
+static int cmd_reclaim(struct cli *c, int argc, char **argv)
+{
+	(void)argv;
+	if (argc != 0)
+		return fail(EXIT_USAGE, "reclaim: takes no arguments");
+	struct nshash_reclaim_opts o = {.state_dir = c->state_dir, .min_age = c->stale_age, .interval = c->interval,
+					.dry_run = c->dry_run};
+	struct nshash_reclaim_report rep;
+	struct nshash_error err = {0};
+	if (nshash_reclaim(&o, &rep, &err) < 0)
+		return fail_err(EXIT_FAIL, &err);
+	if (c->json) {
+		json_object *j = json_object_new_object();
+		json_object_object_add(j, "ran", json_object_new_boolean(rep.ran));
+		json_object_object_add(j, "pins_seen", json_object_new_int64((int64_t)rep.pins_seen));
+		json_object_object_add(j, "orphans_removed", json_object_new_int64((int64_t)rep.orphans_removed));
+		json_object_object_add(j, "ledger_dropped", json_object_new_int64((int64_t)rep.ledger_dropped));
+		json_object_object_add(j, "dry_run", json_object_new_boolean(c->dry_run));
+		if (rep.ran)
+			usage_json(j, &rep.usage, c->create.max_table_bytes);
+		print_json(j);
+	} else if (!rep.ran) {
+		printf("skipped: another reclaim ran less than %lld seconds ago or is running\n", (long long)c->interval);
+	} else {
+		printf("%s%zu orphaned container pin(s) of %zu; dropped %zu ledger record(s)\n",
+		       c->dry_run ? "would remove " : "removed ", rep.orphans_removed, rep.pins_seen, rep.ledger_dropped);
+		print_usage_text(&rep.usage, c->create.max_table_bytes);
+	}
+	return EXIT_OK;
+}
+
 static int cmd_check(struct cli *c, int argc, char **argv)
 {
 	(void)argv;
@@ -496,6 +534,8 @@ static const struct command commands[] = {
 	{"list", cmd_list, BIT(OPT_JSON) | BIT(OPT_MAX_TABLE_BYTES)},
 	{"delete", cmd_delete, 0},
 	{"gc", cmd_gc, BIT(OPT_MAX_IDLE) | BIT(OPT_STALE_AGE) | BIT(OPT_DRY_RUN) | BIT(OPT_JSON) | BIT(OPT_MAX_TABLE_BYTES)},
+	{"reclaim", cmd_reclaim,
+	 BIT(OPT_STALE_AGE) | BIT(OPT_INTERVAL) | BIT(OPT_DRY_RUN) | BIT(OPT_JSON) | BIT(OPT_MAX_TABLE_BYTES)},
 	{"check", cmd_check, BIT(OPT_JSON)},
 };
 
@@ -587,6 +627,10 @@ static int run(int argc, char **argv, char **pos)
 			break;
 		case OPT_DRY_RUN:
 			c.dry_run = true;
+			break;
+		case OPT_INTERVAL:
+			if (parse_seconds("--interval", optarg, &c.interval))
+				return EXIT_USAGE;
 			break;
 		case OPT_MAX_TABLE_BYTES:
 			if (parse_bytes("--max-table-bytes", optarg, &c.create.max_table_bytes))

@@ -4,7 +4,7 @@
 
     hold-netns.py thread PIN   a non-leader thread enters the netns (the
                                process's /proc/PID/ns/net stays the caller's)
-    hold-netns.py fd PIN       only an open fd on the netns, nothing inside
+    hold-netns.py fd PIN...    only an open fd on each netns, nothing inside
     hold-netns.py leader PIN   the process itself enters the netns
 
 Prints "ready" once holding, then sleeps until killed."""
@@ -26,6 +26,7 @@ def enter(fd):
 
 def main():
     mode, pin = sys.argv[1], sys.argv[2]
+    fds = [os.open(p, os.O_RDONLY | os.O_CLOEXEC) for p in sys.argv[3:]]
     fd = os.open(pin, os.O_RDONLY | os.O_CLOEXEC)
     if mode == "leader":
         enter(fd)
