@@ -15,11 +15,7 @@ command -v jq >/dev/null || cannot_run "jq needed"
 STATE=$(make_state_dir)
 PINS=$(mktemp -d /run/nshash-t18-pins.XXXXXX)
 on_exit "cleanup_state_dir '$PINS'"
-# The pins' dir is a private, unbindable mount: someone else's `mount
-# --rbind /run ...` on this machine would otherwise copy our pins, and a
-# copy keeps a deleted pin's netns (and its tables) alive — rightly counted.
-mount --bind "$PINS" "$PINS" && mount --make-private --make-unbindable "$PINS" ||
-	cannot_run "cannot make $PINS a private mount"
+make_private_mount "$PINS"
 WORK=$(mktemp -d /tmp/nshash-t18.XXXXXX)
 on_exit "rm -rf '$WORK'"
 HOLD="python3 $TOP/tests/lib/hold-netns.py"

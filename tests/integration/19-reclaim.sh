@@ -13,10 +13,7 @@ command -v jq >/dev/null || cannot_run "jq needed"
 
 STATE=$(make_state_dir)
 mkdir -p "$STATE/pins"
-# Private and unbindable: a copy of our pins made by someone else's
-# `mount --rbind /run` would hold their netns alive.
-mount --bind "$STATE/pins" "$STATE/pins" && mount --make-private --make-unbindable "$STATE/pins" ||
-	cannot_run "cannot make $STATE/pins a private mount"
+make_private_mount "$STATE/pins"
 WORK=$(mktemp -d /tmp/nshash-t19.XXXXXX)
 on_exit "rm -rf '$WORK'"
 HOLD="python3 $TOP/tests/lib/hold-netns.py"

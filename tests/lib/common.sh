@@ -82,6 +82,14 @@ _cleanup_state_dirs() {
 	local d
 	for d in /run/nshash-test-$$-*; do [ -d "$d" ] && cleanup_state_dir "$d"; done
 }
+# Make DIR a private, unbindable mount (undone by cleanup_state_dir): pins
+# made under it stay ours — someone else's `mount --rbind /run ...` on this
+# machine would otherwise copy them, and a copy keeps a deleted pin's netns
+# (and its tables) alive.
+make_private_mount() {
+	mount --bind "$1" "$1" && mount --make-private --make-unbindable "$1" ||
+		cannot_run "cannot make $1 a private mount"
+}
 cleanup_state_dir() {
 	local d=$1 m
 	# Every mount under it: pins (nsfs) and the shared bind mounts of pin dirs.
