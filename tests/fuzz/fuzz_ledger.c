@@ -7,15 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "internal.h"
 
-#define CHECK(c)                                                                                                       \
-	do {                                                                                                           \
-		if (!(c))                                                                                              \
-			__builtin_trap();                                                                              \
-	} while (0)
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *text = malloc(size + 1);

@@ -8,15 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "nshash.h"
 
-#define CHECK(c)                                                                                                       \
-	do {                                                                                                           \
-		if (!(c))                                                                                              \
-			__builtin_trap();                                                                              \
-	} while (0)
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	/* A C-string API: a NUL cannot reach it (the JSON and argv layers
