@@ -436,6 +436,7 @@ static int cmd_reclaim(struct cli *c, int argc, char **argv)
 		json_object_object_add(j, "pins_seen", json_object_new_int64((int64_t)rep.pins_seen));
 		json_object_object_add(j, "orphans_removed", json_object_new_int64((int64_t)rep.orphans_removed));
 		json_object_object_add(j, "ledger_dropped", json_object_new_int64((int64_t)rep.ledger_dropped));
+		json_object_object_add(j, "incomplete", json_object_new_boolean(rep.incomplete));
 		json_object_object_add(j, "dry_run", json_object_new_boolean(c->dry_run));
 		if (rep.ran)
 			usage_json(j, &rep.usage, c->create.max_table_bytes);

@@ -64,9 +64,10 @@ struct nsh_scan_item {
 	pid_t pid;     /* out */
 };
 /* One pass over /proc for all items (cheap sources first, stops when every
- * item is resolved).  Returns how many are held, or -errno when /proc
- * cannot be read. */
-int nsh_netns_scan(struct nsh_scan_item *items, size_t n, bool skip_self);
+ * item is resolved).  Returns how many are held, -ETIMEDOUT when it took
+ * longer than max_ms (0 = no limit; what was found so far is marked), or
+ * -errno when /proc cannot be read. */
+int nsh_netns_scan(struct nsh_scan_item *items, size_t n, bool skip_self, unsigned max_ms);
 
 /* ledger.c: the table ledger (STATE_DIR/ledger).  A record's pin points
  * into nsh_ledger.text. */
@@ -110,8 +111,9 @@ int nsh_ledger_commit(const char *state_dir, struct nsh_ticket *t, struct nshash
 		      const char *pin, bool required, struct nshash_error *err);
 void nsh_ledger_cancel(const char *state_dir, struct nsh_ticket *t);
 /* Drop what is gone (`gone`: inodes whose last pin the caller removed);
- * usage afterwards. */
-int nsh_ledger_reconcile(const char *state_dir, const uint64_t *gone, size_t ngone, size_t *dropped,
+ * usage afterwards.  -ETIMEDOUT (usage still filled) when the scan took
+ * longer than max_ms (0 = no limit). */
+int nsh_ledger_reconcile(const char *state_dir, const uint64_t *gone, size_t ngone, unsigned max_ms, size_t *dropped,
 			 struct nshash_table_usage *usage, struct nshash_error *err);
 
 /* pin.c: create PATH empty with O_EXCL ("WHAT PATH: already exists"). */

@@ -37,6 +37,7 @@
 
 #define LEDGER_MAX	  (64u << 20) /* refuse to read a larger ledger */
 #define LEDGER_SLACK	  64	      /* dead lines tolerated before a rewrite */
+#define LEDGER_SCAN_MS	  1000	      /* a creator waits at most this for a /proc scan */
 #define LEDGER_LINE_GUESS 256	      /* bytes per line, for the append path's size check */
 
 uint64_t nshash_sizes_bytes(struct nshash_sizes eff)
@@ -130,6 +131,43 @@ static int cmp_seq(const void *a, const void *b)
 	return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
+struct ino_slot {
+	uint64_t ino;
+	size_t seq, idx;
+};
+
+static int cmp_ino_seq(const void *a, const void *b)
+{
+	const struct ino_slot *x = a, *y = b;
+	if (x->ino != y->ino)
+		return x->ino < y->ino ? -1 : 1;
+	return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/* Of the N records of one inode, only the newest counts. */
+static int dedupe_inodes(struct nsh_ledger *l)
+{
+	if (l->n < 2)
+		return 0;
+	struct ino_slot *s = malloc(l->n * sizeof(*s));
+	if (!s) {
+		free(l->v);
+		l->v = NULL;
+		l->n = 0;
+		return -ENOMEM;
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < l->n; i++)
+		if (l->v[i].kind == 'N')
+			s[k++] = (struct ino_slot){l->v[i].ino, l->v[i].seq, i};
+	qsort(s, k, sizeof(*s), cmp_ino_seq);
+	for (size_t i = 0; i + 1 < k; i++)
+		if (s[i].ino == s[i + 1].ino)
+			l->v[s[i].idx].drop = true;
+	free(s);
+	return 0;
+}
+
 int nsh_ledger_parse(char *text, size_t len, struct nsh_ledger *l)
 {
 	memset(l, 0, sizeof(*l));
@@ -178,11 +216,7 @@ int nsh_ledger_parse(char *text, size_t len, struct nsh_ledger *l)
 	/* One netns is counted once, whoever recorded it (an inode seen twice:
 	 * the older record describes a netns that died and whose inode was
 	 * reused, or the same netns recorded twice). */
-	for (size_t i = 0; i < l->n; i++)
-		for (size_t j = i + 1; l->v[i].kind == 'N' && j < l->n && !l->v[i].drop; j++)
-			if (l->v[j].kind == 'N' && l->v[j].ino == l->v[i].ino)
-				l->v[i].drop = true;
-	return 0;
+	return dedupe_inodes(l);
 }
 
 void nsh_ledger_free(struct nsh_ledger *l)
@@ -342,6 +376,19 @@ static uint64_t proc_start(pid_t pid)
 	return p ? strtoull(p + 1, NULL, 10) : 0;
 }
 
+/* This process's start time, read once per thread (per process after a
+ * fork: the pid tells). */
+static uint64_t own_start(pid_t pid)
+{
+	static __thread pid_t cached_pid;
+	static __thread uint64_t cached_start;
+	if (cached_pid != pid || !cached_start) {
+		cached_start = proc_start(pid);
+		cached_pid = pid;
+	}
+	return cached_start;
+}
+
 /* Its pin still holds its netns (the cheap proof of life). */
 static bool pinned_at(const struct nsh_record *r)
 {
@@ -423,15 +470,19 @@ static int collect_unverified(struct nsh_ledger *l, struct nsh_scan_item **items
 	return (int)n;
 }
 
-/* Under the lock: scan for the unverified records and drop the gone ones. */
-static int reconcile_locked(struct nsh_ledger *l, size_t *dropped, struct nshash_error *err)
+/* Under the lock: scan for the unverified records and drop the gone ones.
+ * A scan longer than max_ms (0 = no limit) drops nothing: -ETIMEDOUT. */
+static int reconcile_locked(struct nsh_ledger *l, unsigned max_ms, size_t *dropped, struct nshash_error *err)
 {
 	cleanup_free struct nsh_scan_item *items = NULL;
 	cleanup_free size_t *index = NULL;
 	int n = collect_unverified(l, &items, &index);
 	if (n < 0)
 		return nshash_error_set(err, -n, "reconcile the table ledger: %s", strerror(-n));
-	int r = n ? nsh_netns_scan(items, (size_t)n, false) : 0;
+	int r = n ? nsh_netns_scan(items, (size_t)n, false, max_ms) : 0;
+	if (r == -ETIMEDOUT)
+		return nshash_error_set(err, ETIMEDOUT,
+					"reconcile the table ledger: the /proc scan took longer than %u ms", max_ms);
 	if (r < 0)
 		return nshash_error_set(err, -r, "reconcile the table ledger: read /proc: %s", strerror(-r));
 	for (int k = 0; k < n; k++) {
@@ -469,8 +520,8 @@ static int compact_locked(const char *state_dir, struct nsh_ledger *l, struct ns
 {
 	size_t dropped = 0;
 	drop_dead_creators(l);
-	int r = reconcile_locked(l, &dropped, err);
-	return r < 0 ? r : ledger_rewrite(state_dir, l, err);
+	int r = reconcile_locked(l, LEDGER_SCAN_MS, &dropped, err);
+	return r < 0 && r != -ETIMEDOUT ? r : ledger_rewrite(state_dir, l, err);
 }
 
 /* ------------------------------------------------------------ the API */
@@ -536,7 +587,9 @@ int nsh_ledger_reserve(const char *state_dir, struct nshash_sizes eff, uint64_t 
 		/* Only now is it worth a look: records whose pins are gone may
 		 * still count (a process holds the netns) or not. */
 		size_t dropped = 0;
-		r = reconcile_locked(&l, &dropped, err);
+		r = reconcile_locked(&l, LEDGER_SCAN_MS, &dropped, err);
+		if (r == -ETIMEDOUT)
+			r = 0; /* what could not be checked keeps counting */
 		if (r < 0) {
 			nsh_ledger_free(&l);
 			return nshash_error_prefix(err, "table memory budget");
@@ -551,7 +604,7 @@ int nsh_ledger_reserve(const char *state_dir, struct nshash_sizes eff, uint64_t 
 				 .pid = getpid(),
 				 .time = time(NULL),
 				 .pin = (char *)pin_field(pin)};
-	rec.start = proc_start(rec.pid);
+	rec.start = own_start(rec.pid);
 	new_id(rec.id);
 	char line[PATH_MAX + 256];
 	format_record(&rec, line, sizeof(line));
@@ -654,8 +707,8 @@ static bool state_dir_exists(const char *state_dir)
 /* Usage, after dropping what is gone: reservations of dead creators,
  * netns in `gone` (inodes whose last pin the caller removed while nothing
  * held them) and, with `scan`, what a /proc scan finds unheld. */
-static int ledger_account(const char *state_dir, const uint64_t *gone, size_t ngone, bool scan, size_t *dropped,
-			  struct nshash_table_usage *usage, struct nshash_error *err)
+static int ledger_account(const char *state_dir, const uint64_t *gone, size_t ngone, bool scan, unsigned max_ms,
+			  size_t *dropped, struct nshash_table_usage *usage, struct nshash_error *err)
 {
 	*dropped = 0;
 	memset(usage, 0, sizeof(*usage));
@@ -676,21 +729,26 @@ static int ledger_account(const char *state_dir, const uint64_t *gone, size_t ng
 					(*dropped)++;
 				}
 		size_t before = *dropped;
+		int timed_out = 0;
 		if (scan)
-			r = reconcile_locked(&l, dropped, err);
+			r = reconcile_locked(&l, max_ms, dropped, err);
+		if (r == -ETIMEDOUT)
+			timed_out = r, r = 0;
 		rewrite |= *dropped > before;
 		if (r == 0 && (rewrite || worth_rewrite(&l)))
 			r = ledger_rewrite(state_dir, &l, err);
 		usage_of(&l, true, usage);
+		if (r == 0)
+			r = timed_out;
 	}
 	nsh_ledger_free(&l);
 	return r;
 }
 
-int nsh_ledger_reconcile(const char *state_dir, const uint64_t *gone, size_t ngone, size_t *dropped,
+int nsh_ledger_reconcile(const char *state_dir, const uint64_t *gone, size_t ngone, unsigned max_ms, size_t *dropped,
 			 struct nshash_table_usage *usage, struct nshash_error *err)
 {
-	int r = ledger_account(state_dir, gone, ngone, true, dropped, usage, err);
+	int r = ledger_account(state_dir, gone, ngone, true, max_ms, dropped, usage, err);
 	return r < 0 ? nshash_error_prefix(err, "reconcile the table ledger") : 0;
 }
 
@@ -698,6 +756,6 @@ int nshash_table_usage(const char *state_dir, bool reconcile, struct nshash_tabl
 		       struct nshash_error *err)
 {
 	size_t dropped;
-	int r = ledger_account(nsh_state_dir(state_dir), NULL, 0, reconcile, &dropped, usage, err);
+	int r = ledger_account(nsh_state_dir(state_dir), NULL, 0, reconcile, 0, &dropped, usage, err);
 	return r < 0 ? nshash_error_prefix(err, "table memory in use") : 0;
 }

@@ -217,14 +217,20 @@ struct nshash_reclaim_opts {
 	int64_t min_age;  /* seconds; younger container pins are never orphans */
 	int64_t interval; /* seconds between runs; 0 = run now */
 	bool dry_run;
+	/* Longest /proc scan, ms (0 = no limit): fds of processes with millions
+	 * of them take seconds.  Past it nothing is removed (incomplete). */
+	unsigned max_scan_ms;
 };
 struct nshash_reclaim_report {
 	bool ran;               /* false: another run is recent or under way */
 	size_t pins_seen;       /* container pins looked at */
 	size_t orphans_removed; /* (dry run: would be removed) */
 	size_t ledger_dropped;  /* ledger records of netns found gone */
+	bool incomplete;        /* the scan hit max_scan_ms: what it could not
+				 * check was kept */
 	struct nshash_table_usage usage; /* after the run (when it ran) */
 };
+#define NSHASH_RECLAIM_MAX_SCAN_MS 2000 /* what the hooks and the plugin use */
 #define NSHASH_RECLAIM_INTERVAL 60 /* what the hooks and the plugin use */
 int nshash_reclaim(const struct nshash_reclaim_opts *opts, struct nshash_reclaim_report *report,
 		   struct nshash_error *err);

@@ -129,7 +129,12 @@ int nshash_reclaim(const struct nshash_reclaim_opts *opts, struct nshash_reclaim
 		return nshash_error_set(err, ENOMEM, "reclaim: out of memory");
 	for (size_t i = 0; i < n; i++)
 		items[i] = (struct nsh_scan_item){.ino = cand[i].ino, .want = NSH_SCAN_THREADS | NSH_SCAN_FDS};
-	r = nsh_netns_scan(items, n, true);
+	r = nsh_netns_scan(items, n, true, opts->max_scan_ms);
+	if (r == -ETIMEDOUT) {
+		/* Not all sources were seen: nothing is proven an orphan. */
+		rep->incomplete = true;
+		return nshash_table_usage(state_dir, false, &rep->usage, err);
+	}
 	if (r < 0)
 		return nshash_error_set(err, -r, "reclaim: read /proc: %s", strerror(-r));
 	size_t ngone = 0;
@@ -154,5 +159,10 @@ int nshash_reclaim(const struct nshash_reclaim_opts *opts, struct nshash_reclaim
 		r = nshash_table_usage(state_dir, false, &rep->usage, err);
 		return r;
 	}
-	return nsh_ledger_reconcile(state_dir, gone, ngone, &rep->ledger_dropped, &rep->usage, err);
+	r = nsh_ledger_reconcile(state_dir, gone, ngone, opts->max_scan_ms, &rep->ledger_dropped, &rep->usage, err);
+	if (r == -ETIMEDOUT) {
+		rep->incomplete = true;
+		r = 0;
+	}
+	return r;
 }

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "internal.h"
 
@@ -33,10 +34,31 @@ struct scan {
 	int procfd;
 	unsigned flags; /* union of the items' wants */
 	pid_t self;
-	dev_t nsfs_dev; /* the device of every namespace inode */
+	dev_t nsfs_dev;	 /* the device of every namespace inode */
 	uint64_t *mntns; /* mount namespaces whose mount table was read */
+	double deadline; /* CLOCK_MONOTONIC seconds; 0 = none */
+	unsigned ticks;
+	bool expired;
 	size_t nmntns, capmntns;
 };
+
+static double monotonic(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Something left to find, and time left (the clock is read every 256
+ * steps: a process with a million fds must not hold a hook up). */
+static bool go_on(struct scan *s)
+{
+	if (!s->left || s->expired)
+		return false;
+	if (s->deadline > 0 && (++s->ticks & 255) == 0 && monotonic() > s->deadline)
+		s->expired = true;
+	return !s->expired;
+}
 
 static int cmp_slot(const void *a, const void *b)
 {
@@ -102,7 +124,7 @@ static void scan_links(struct scan *s, pid_t pid, unsigned source)
 		return;
 	}
 	struct dirent *de;
-	while (s->left && (de = readdir(d))) {
+	while (go_on(s) && (de = readdir(d))) {
 		if (!isdigit((unsigned char)de->d_name[0]))
 			continue;
 		if (source == NSH_SCAN_FDS) {
@@ -155,7 +177,7 @@ static void scan_mounts(struct scan *s, pid_t pid)
 	}
 	char *line = NULL;
 	size_t cap = 0;
-	while (s->left && getline(&line, &cap, f) > 0) {
+	while (go_on(s) && getline(&line, &cap, f) > 0) {
 		/* Fields: id parent major:minor root mountpoint ... */
 		char *root = line;
 		for (int i = 0; i < 3 && root; i++) {
@@ -188,7 +210,7 @@ static int scan_pass(struct scan *s, unsigned sources)
 	}
 	rewinddir(proc);
 	struct dirent *de;
-	while (s->left && (de = readdir(proc))) {
+	while (go_on(s) && (de = readdir(proc))) {
 		if (!isdigit((unsigned char)de->d_name[0]))
 			continue;
 		pid_t pid = (pid_t)atoi(de->d_name);
@@ -210,7 +232,7 @@ static int scan_pass(struct scan *s, unsigned sources)
 	return 0;
 }
 
-int nsh_netns_scan(struct nsh_scan_item *items, size_t n, bool skip_self)
+int nsh_netns_scan(struct nsh_scan_item *items, size_t n, bool skip_self, unsigned max_ms)
 {
 	static const unsigned cheap = NSH_SCAN_LEADERS | NSH_SCAN_THREADS, dear = NSH_SCAN_FDS | NSH_SCAN_MOUNTS;
 	struct scan s = {
@@ -232,6 +254,8 @@ int nsh_netns_scan(struct nsh_scan_item *items, size_t n, bool skip_self)
 		order[i] = (struct slot){items[i].ino, i};
 	qsort(order, n, sizeof(*order), cmp_slot);
 	s.order = order;
+	if (max_ms)
+		s.deadline = monotonic() + max_ms / 1000.0;
 	struct stat st;
 	if (stat("/proc/thread-self/ns/net", &st) < 0)
 		return -errno;
@@ -247,6 +271,8 @@ int nsh_netns_scan(struct nsh_scan_item *items, size_t n, bool skip_self)
 	close(s.procfd);
 	free(s.mntns);
 	size_t found = n - s.left;
+	if (r == 0 && s.expired)
+		r = -ETIMEDOUT;
 	return r < 0 ? r : (int)(found > (size_t)INT32_MAX ? INT32_MAX : found);
 }
 
@@ -254,6 +280,6 @@ pid_t nsh_netns_user(dev_t dev, ino_t ino)
 {
 	(void)dev; /* every namespace inode lives on the one nsfs */
 	struct nsh_scan_item it = {.ino = ino, .want = NSH_SCAN_LEADERS};
-	int r = nsh_netns_scan(&it, 1, true);
+	int r = nsh_netns_scan(&it, 1, true, 0);
 	return r < 0 ? r : it.pid;
 }
