@@ -7,7 +7,7 @@
 set -uo pipefail
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-BUILD=$TOP/build
+BUILD=${NSHASH_BUILD:-$TOP/build} # NSHASH_BUILD: e.g. the sanitized tree
 NSHASH=$BUILD/nshash
 export PATH=$BUILD:$PATH
 T_PASS=0
