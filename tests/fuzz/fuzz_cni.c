@@ -7,6 +7,7 @@
  * output must be a status 0/1, at most one JSON document on stdout, and a
  * log line without control characters but tabs. */
 #include <json-c/json.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
