@@ -698,12 +698,6 @@ void nsh_ledger_cancel(const char *state_dir, struct nsh_ticket *t)
 	t->reserved = false;
 }
 
-static bool state_dir_exists(const char *state_dir)
-{
-	struct stat st;
-	return stat(state_dir, &st) == 0;
-}
-
 /* Usage, after dropping what is gone: reservations of dead creators,
  * netns in `gone` (inodes whose last pin the caller removed while nothing
  * held them) and, with `scan`, what a /proc scan finds unheld. */
@@ -712,10 +706,15 @@ static int ledger_account(const char *state_dir, const uint64_t *gone, size_t ng
 {
 	*dropped = 0;
 	memset(usage, 0, sizeof(*usage));
-	if (!state_dir_exists(state_dir))
-		return 0;
+	char path[PATH_MAX];
+	struct stat st;
+	int r = ledger_path(state_dir, "ledger", path, sizeof(path), err);
+	if (r < 0)
+		return r;
+	if (stat(path, &st) < 0)
+		return 0; /* nothing recorded: no lock (and no lock file) needed */
 	cleanup_close int lockfd = -1;
-	int r = nsh_lock_state(state_dir, &lockfd, err);
+	r = nsh_lock_state(state_dir, &lockfd, err);
 	if (r < 0)
 		return r;
 	struct nsh_ledger l;

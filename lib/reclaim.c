@@ -26,6 +26,18 @@ struct pin_candidate {
 	uint64_t ino;
 };
 
+/* Container pins or a ledger to look at. */
+static bool has_work(const char *state_dir)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/pins", state_dir);
+	if (stat(path, &st) == 0)
+		return true;
+	snprintf(path, sizeof(path), "%s/ledger", state_dir);
+	return stat(path, &st) == 0;
+}
+
 /* Claim this run: false when a run started within `interval` seconds or
  * one is under way.  *stampfd keeps the claim (flock) until closed.  The
  * stamp's size tells a stamp that never ran (0) from one that did (1). */
@@ -41,6 +53,8 @@ static int claim_run(const char *state_dir, int64_t interval, int *stampfd, bool
 	bool existed = stat(path, &before) == 0;
 	if (interval > 0 && existed && before.st_size > 0 && now >= before.st_mtime && now - before.st_mtime < interval)
 		return 0;
+	if (!existed && !has_work(state_dir))
+		return 0; /* leave no file where nothing of ours is */
 	*stampfd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
 	if (*stampfd < 0) {
 		if (errno == ENOENT)

@@ -190,6 +190,11 @@ int main(int argc, char **argv)
 		die(args.id, err.msg);
 	argv[0] = runtime;
 
+	/* Orphans of containers whose create failed (one stat, but for one
+	 * call per reclaimInterval). */
+	char msg[1400];
+	if (nsh_reclaim_orphans(policy.state_dir, policy.stale_age, policy.reclaim_interval, msg, sizeof(msg)))
+		nshash_log(NSHASH_LOG_INFO, args.id, "%s", msg);
 	if (args.subcommand && (!strcmp(args.subcommand, "create") || !strcmp(args.subcommand, "run")))
 		status = wrap_create(argc, argv, runtime, self, policy_path, &policy, &args);
 	else if (args.subcommand && !strcmp(args.subcommand, "delete") && args.id)

@@ -144,4 +144,22 @@ done
 wait
 assert_eq "$((n + 5)) $(((n + 5) * EACH))" "$(mounted) $(usage | cut -d' ' -f1)" \
 	"after the kills ($n pins left), 20 parallel creations under a budget for $((n + 5)) admit exactly 5"
+
+# ---------------------------------------------------------------- the CNI plugin shares the budget
+# The CNI plugin with maxTableBytes, on the same state dir: pods past the
+# budget get code 105 naming it; the pins above still count.
+source "$TOP/tests/lib/cni.sh"
+ns delete "$PINS"/* >/dev/null 2>&1
+ns create --tcp 4096 --udp 1024 "$PINS/cli-1" >/dev/null
+conf() { echo "{\"cniVersion\": \"1.0.0\", \"name\": \"n\", \"type\": \"nshash\", \"tcp\": 4096, \"udp\": 1024, \"stateDir\": \"$STATE\", \"maxTableBytes\": $((2 * EACH))}"; }
+cni_pin_netns "$PINS/pod1"
+cni_pin_netns "$PINS/pod2"
+cni_call ADD "$PINS/pod1" "$(conf)"
+assert_eq "0 4096 1024" "$CNI_RC $(raw_sizes "$PINS/pod1")" "CNI ADD within the budget: pod sized"
+cni_call ADD "$PINS/pod2" "$(conf)"
+assert_cni_error 105 "table memory budget: maxTableBytes $((2 * EACH)) would be passed: $((2 * EACH)) bytes in use by 2 network namespace(s), this request (tcp 4096, udp 1024) needs $EACH bytes" \
+	"CNI ADD past the budget (a CLI pin and a pod already in it) refused"
+ns delete "$PINS/cli-1"
+cni_call ADD "$PINS/pod2" "$(conf)"
+assert_eq "0 4096 1024" "$CNI_RC $(raw_sizes "$PINS/pod2")" "the CLI pin deleted: the pod fits"
 assert_host_untouched

@@ -130,6 +130,14 @@ static void test_reclaim_rate_limit(void **state)
 	(void)state;
 	char dir[] = "/tmp/nshash-unit-reclaim-XXXXXX";
 	assert_non_null(mkdtemp(dir));
+	struct nshash_reclaim_opts o0 = {.state_dir = dir, .interval = 60};
+	struct nshash_reclaim_report r0;
+	assert_int_equal(nshash_reclaim(&o0, &r0, NULL), 0);
+	assert_false(r0.ran); /* nothing of ours there: no run, no stamp left */
+	char pins[96];
+	snprintf(pins, sizeof(pins), "%s/pins", dir);
+	assert_int_equal(access(pins, F_OK), -1);
+	assert_int_equal(mkdir(pins, 0700), 0);
 	struct nshash_reclaim_opts o = {.state_dir = dir, .interval = 60};
 	struct nshash_reclaim_report rep;
 	struct nshash_error err = {0};
