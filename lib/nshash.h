@@ -261,8 +261,8 @@ struct nshash_reclaim_report {
 					  * check was kept */
 	struct nshash_table_usage usage; /* after the run (when it ran) */
 };
-#define NSHASH_RECLAIM_MAX_SCAN_MS 2000 /* what the hooks and the plugin use */
-#define NSHASH_RECLAIM_INTERVAL	   60	/* what the hooks and the plugin use */
+#define NSHASH_RECLAIM_MAX_SCAN_MS 2000u /* what the hooks and the plugin use */
+#define NSHASH_RECLAIM_INTERVAL	   60	 /* what the hooks and the plugin use */
 int nshash_reclaim(const struct nshash_reclaim_opts *opts, struct nshash_reclaim_report *report,
 		   struct nshash_error *err);
 

@@ -78,16 +78,17 @@ static int claim_run(const char *state_dir, int64_t interval, int *stampfd, bool
 }
 
 /* The container pins old enough to be orphans: mounted, nsfs netns. */
-static int list_candidates(const char *dir, int64_t min_age, struct pin_candidate **out, size_t *n, size_t *seen,
+static int list_candidates(const char *dir, int64_t min_age, struct pin_candidate **out, size_t *count, size_t *seen,
 			   struct nshash_error *err)
 {
 	*out = NULL;
-	*n = *seen = 0;
+	*count = *seen = 0;
 	DIR *d = opendir(dir);
 	if (!d)
 		return errno == ENOENT ? 0 : nshash_error_set(err, errno, "reclaim: list %s: %s", dir, strerror(errno));
 	int dfd = dirfd(d);
-	size_t cap = 0;
+	struct pin_candidate *v = NULL;
+	size_t n = 0, cap = 0;
 	time_t now = time(NULL);
 	struct dirent *de;
 	int r = 0;
@@ -105,19 +106,22 @@ static int list_candidates(const char *dir, int64_t min_age, struct pin_candidat
 			continue;
 		if (min_age > 0 && now - st.st_ctime < min_age)
 			continue;
-		if (*n == cap) {
-			cap = cap ? 2 * cap : 64;
-			struct pin_candidate *v = realloc(*out, cap * sizeof(*v));
-			if (!v) {
+		if (n == cap) {
+			size_t ncap = cap ? 2 * cap : 64;
+			struct pin_candidate *nv = realloc(v, ncap * sizeof(*nv));
+			if (!nv) {
 				r = nshash_error_set(err, ENOMEM, "reclaim: out of memory");
 				break;
 			}
-			*out = v;
+			v = nv;
+			cap = ncap;
 		}
-		snprintf((*out)[*n].name, sizeof((*out)[*n].name), "%s", de->d_name);
-		(*out)[(*n)++].ino = st.st_ino;
+		snprintf(v[n].name, sizeof(v[n].name), "%s", de->d_name);
+		v[n++].ino = st.st_ino;
 	}
 	closedir(d);
+	*out = v;
+	*count = n;
 	return r;
 }
 

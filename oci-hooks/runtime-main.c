@@ -67,10 +67,10 @@ static int run_runtime(const char *runtime, char **argv, bool quiet)
 	if (pid < 0)
 		die(NULL, "fork failed");
 	if (pid == 0) {
-		if (quiet) {
-			freopen("/dev/null", "w", stdout);
-			freopen("/dev/null", "w", stderr);
-		}
+		/* a quiet probe that cannot be silenced must not talk over the
+		 * container's output: it fails instead */
+		if (quiet && (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr)))
+			_exit(127);
 		execv(runtime, argv);
 		_exit(127);
 	}
