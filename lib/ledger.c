@@ -4,7 +4,8 @@
  *
  * One line per event, appended under the state lock:
  *   R ID BYTES TCP UDP PID START TIME PIN   a budgeted creation under way
- *   N ID BYTES TCP UDP INO TIME PIN         a sized netns (nsfs inode INO)
+ *   N ID BYTES TCP UDP INO FH TIME PIN      a sized netns (nsfs inode INO, file
+ *                                           handle FH = TYPE.HEX or "-")
  *   X ID                                    cancelled / gone
  *   H COUNT                                 first line of a rewritten file:
  *                                           COUNT records were live then
@@ -82,6 +83,43 @@ static bool word_field(char **p, char *out, size_t len)
 	return true;
 }
 
+/* "TYPE.HEX" (an nsfs file handle) or "-". */
+static bool handle_field(char **p, struct nsh_record *r)
+{
+	char word[2 * sizeof(r->handle) + 16];
+	if (!word_field(p, word, sizeof(word)))
+		return false;
+	if (strcmp(word, "-") == 0)
+		return true;
+	char *dot = strchr(word, '.'), *end;
+	if (!dot || dot == word)
+		return false;
+	errno = 0;
+	long type = strtol(word, &end, 10);
+	if (errno || end != dot || type < 0 || type > INT32_MAX)
+		return false;
+	size_t hex = strlen(dot + 1);
+	if (hex == 0 || hex % 2 || hex / 2 > sizeof(r->handle))
+		return false;
+	for (size_t i = 0; i < hex / 2; i++) {
+		unsigned v = 0;
+		for (int k = 0; k < 2; k++) {
+			char c = dot[1 + 2 * i + k];
+			v <<= 4;
+			if (c >= '0' && c <= '9')
+				v |= (unsigned)(c - '0');
+			else if (c >= 'a' && c <= 'f')
+				v |= (unsigned)(c - 'a' + 10);
+			else
+				return false;
+		}
+		r->handle[i] = (unsigned char)v;
+	}
+	r->handle_type = (int)type;
+	r->handle_len = (unsigned)(hex / 2);
+	return true;
+}
+
 /* One line (NUL-terminated, no newline) → record; false for a bad line. */
 static bool parse_line(char *line, struct nsh_record *r)
 {
@@ -96,7 +134,8 @@ static bool parse_line(char *line, struct nsh_record *r)
 		return *p == '\0';
 	uint64_t tcp, udp, a, b = 0, t;
 	if (!u64_field(&p, &r->bytes) || !u64_field(&p, &tcp) || !u64_field(&p, &udp) || !u64_field(&p, &a) ||
-	    (r->kind == 'R' && !u64_field(&p, &b)) || !u64_field(&p, &t) || !*p)
+	    (r->kind == 'R' && !u64_field(&p, &b)) || (r->kind == 'N' && !handle_field(&p, r)) || !u64_field(&p, &t) ||
+	    !*p)
 		return false;
 	if (tcp > NSHASH_TCP_MAX || udp > NSHASH_UDP_MAX || t > INT64_MAX || a > INT32_MAX * 2ull + 1)
 		return false;
@@ -313,9 +352,16 @@ static void format_record(const struct nsh_record *r, char *buf, size_t len)
 		snprintf(buf, len, "R %s %llu %u %u %d %llu %lld %s\n", r->id, (unsigned long long)r->bytes,
 			 r->sizes.tcp, r->sizes.udp, (int)r->pid, (unsigned long long)r->start, (long long)r->time,
 			 pin);
-	else
-		snprintf(buf, len, "N %s %llu %u %u %llu %lld %s\n", r->id, (unsigned long long)r->bytes, r->sizes.tcp,
-			 r->sizes.udp, (unsigned long long)r->ino, (long long)r->time, pin);
+	else {
+		char fh[2 * sizeof(r->handle) + 16] = "-";
+		if (r->handle_len && r->handle_len <= sizeof(r->handle)) {
+			int n = snprintf(fh, sizeof(fh), "%d.", r->handle_type);
+			for (unsigned i = 0; i < r->handle_len && n > 0 && (size_t)n + 3 <= sizeof(fh); i++)
+				n += snprintf(fh + n, sizeof(fh) - (size_t)n, "%02x", r->handle[i]);
+		}
+		snprintf(buf, len, "N %s %llu %u %u %llu %s %lld %s\n", r->id, (unsigned long long)r->bytes,
+			 r->sizes.tcp, r->sizes.udp, (unsigned long long)r->ino, fh, (long long)r->time, pin);
+	}
 }
 
 /* Under the lock: replace the ledger by the records not dropped. */
@@ -397,6 +443,33 @@ static bool pinned_at(const struct nsh_record *r)
 	       major(st.st_dev) == 0;
 }
 
+/* Does the netns of an N record still exist?  Its nsfs file handle says
+ * exactly (a 64-bit namespace id: no reuse) in one syscall: 1 alive, 0
+ * gone, -1 cannot tell (no handle, an older kernel, no CAP_DAC_READ_SEARCH):
+ * then only a /proc scan can. */
+static int handle_alive(const struct nsh_record *r)
+{
+	if (!r->handle_len)
+		return -1;
+	struct {
+		struct file_handle fh;
+		unsigned char bytes[sizeof(r->handle)];
+	} h;
+	h.fh.handle_bytes = r->handle_len;
+	h.fh.handle_type = r->handle_type;
+	memcpy(h.fh.f_handle, r->handle, r->handle_len);
+	/* Any nsfs fd names the filesystem the handle belongs to. */
+	cleanup_close int mount_fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (mount_fd < 0)
+		return -1;
+	int fd = open_by_handle_at(mount_fd, &h.fh, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		close(fd);
+		return 1;
+	}
+	return errno == ESTALE ? 0 : -1;
+}
+
 /* Drop reservations of creators that are gone; say whether any was. */
 static bool drop_dead_creators(struct nsh_ledger *l)
 {
@@ -429,9 +502,10 @@ static void usage_of(const struct nsh_ledger *l, bool verify, struct nshash_tabl
 	}
 }
 
-/* Records whose pin no longer holds them: candidates for a scan.  Returns
- * how many; *items is malloc'd. */
-static int collect_unverified(struct nsh_ledger *l, struct nsh_scan_item **items, size_t **index)
+/* Records whose pin no longer holds them and whose file handle cannot
+ * tell: candidates for a scan.  Those the handle shows gone are dropped
+ * (counted in *dropped).  Returns how many; *items is malloc'd. */
+static int collect_unverified(struct nsh_ledger *l, struct nsh_scan_item **items, size_t **index, size_t *dropped)
 {
 	size_t n = 0;
 	*items = NULL;
@@ -441,8 +515,11 @@ static int collect_unverified(struct nsh_ledger *l, struct nsh_scan_item **items
 		r->checked = false;
 		if (r->drop || r->kind != 'N')
 			continue;
-		if (pinned_at(r)) {
+		int alive = pinned_at(r) ? 1 : handle_alive(r);
+		if (alive >= 0) {
 			r->checked = true;
+			r->drop = alive == 0;
+			*dropped += alive == 0;
 			continue;
 		}
 		n++;
@@ -476,7 +553,7 @@ static int reconcile_locked(struct nsh_ledger *l, unsigned max_ms, size_t *dropp
 {
 	cleanup_free struct nsh_scan_item *items = NULL;
 	cleanup_free size_t *index = NULL;
-	int n = collect_unverified(l, &items, &index);
+	int n = collect_unverified(l, &items, &index, dropped);
 	if (n < 0)
 		return nshash_error_set(err, -n, "reconcile the table ledger: %s", strerror(-n));
 	int r = n ? nsh_netns_scan(items, (size_t)n, false, max_ms) : 0;
@@ -642,8 +719,27 @@ static bool ledger_looks_grown(const char *state_dir, off_t size)
 	return (unsigned long long)size > (2 * base + LEDGER_SLACK) * LEDGER_LINE_GUESS;
 }
 
-int nsh_ledger_commit(const char *state_dir, struct nsh_ticket *t, struct nshash_sizes eff, uint64_t ino,
-		      const char *pin, bool required, struct nshash_error *err)
+/* The nsfs inode and file handle of the netns behind nsfd. */
+static void record_identity(int nsfd, struct nsh_record *rec)
+{
+	struct stat st;
+	if (fstat(nsfd, &st) == 0)
+		rec->ino = st.st_ino;
+	struct {
+		struct file_handle fh;
+		unsigned char bytes[sizeof(rec->handle)];
+	} h = {.fh.handle_bytes = sizeof(rec->handle)};
+	int mount_id;
+	if (name_to_handle_at(nsfd, "", &h.fh, &mount_id, AT_EMPTY_PATH) == 0 &&
+	    h.fh.handle_bytes <= sizeof(rec->handle)) {
+		rec->handle_type = h.fh.handle_type;
+		rec->handle_len = h.fh.handle_bytes;
+		memcpy(rec->handle, h.fh.f_handle, h.fh.handle_bytes);
+	}
+}
+
+int nsh_ledger_commit(const char *state_dir, struct nsh_ticket *t, struct nshash_sizes eff, int nsfd, const char *pin,
+		      bool required, struct nshash_error *err)
 {
 	if (nshash_sizes_bytes(eff) == 0)
 		return 0;
@@ -659,9 +755,9 @@ int nsh_ledger_commit(const char *state_dir, struct nsh_ticket *t, struct nshash
 	struct nsh_record rec = {.kind = 'N',
 				 .bytes = nshash_sizes_bytes(eff),
 				 .sizes = eff,
-				 .ino = ino,
 				 .time = time(NULL),
 				 .pin = (char *)pin_field(pin)};
+	record_identity(nsfd, &rec);
 	if (t->reserved)
 		memcpy(rec.id, t->id, sizeof(rec.id));
 	else

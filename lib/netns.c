@@ -368,7 +368,7 @@ static int netns_new_recorded(const struct nshash_create_opts *opts, const char 
 	}
 	r = netns_make(opts, nsfd, info, err);
 	if (r == 0)
-		r = nsh_ledger_commit(state_dir, ticket, eff, info->inode, pin, opts->max_table_bytes != 0, err);
+		r = nsh_ledger_commit(state_dir, ticket, eff, *nsfd, pin, opts->max_table_bytes != 0, err);
 	if (r < 0) {
 		nsh_ledger_cancel(state_dir, ticket);
 		if (*nsfd >= 0) {

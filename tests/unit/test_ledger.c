@@ -43,9 +43,9 @@ static void test_last_event_wins(void **state)
 {
 	(void)state;
 	struct nsh_ledger l = parse("R " ID1 " 98304 4096 1024 42 7 1700000000 /run/netns/a\n"
-				    "N " ID2 " 1024 128 0 4026530000 1700000000 -\n"
-				    "N " ID1 " 98304 4096 1024 4026531111 1700000001 /run/netns/a b\n"
-				    "N " ID3 " 1024 128 0 4026532222 1700000002 /p\n"
+				    "N " ID2 " 1024 128 0 4026530000 - 1700000000 -\n"
+				    "N " ID1 " 98304 4096 1024 4026531111 - 1700000001 /run/netns/a b\n"
+				    "N " ID3 " 1024 128 0 4026532222 - 1700000002 /p\n"
 				    "X " ID3 "\n");
 	assert_int_equal(l.n, 2);
 	assert_int_equal(l.lines, 5);
@@ -63,22 +63,22 @@ static void test_last_event_wins(void **state)
 static void test_bad_lines_ignored(void **state)
 {
 	(void)state;
-	struct nsh_ledger l = parse("N " ID1 " 98305 4096 1024 4026531111 1 /a\n" /* bytes do not match the sizes */
-				    "N " ID1 " 98304 4096 1024 0 1 /a\n"	  /* inode 0 */
-				    "N 0123 98304 4096 1024 5 1 /a\n"		  /* short id */
-				    "N " ID1 " 98304 4096 1024 5 1\n"		  /* no pin field */
-				    "N " ID1 " 8 1 0 5 1 /a\n"			  /* tcp 1: 8 bytes, fine */
-				    "N " ID2 " 134217736 16777217 0 5 1 /a\n"	  /* tcp above the kernel's max */
-				    "R " ID2 " 8 1 0 0 1 1 /a\n"		  /* pid 0 */
-				    "Q " ID2 "\n"				  /* unknown kind */
-				    "X " ID2 " trailing\n"			  /* X takes no more */
-				    "N " ID3 " -8 1 0 5 1 /a\n"			  /* sign */
-				    "N " ID3 " 8 1 0 5 1 /unfinished");		  /* no newline: a writer died */
+	struct nsh_ledger l = parse("N " ID1 " 98305 4096 1024 4026531111 - 1 /a\n" /* bytes do not match the sizes */
+				    "N " ID1 " 98304 4096 1024 0 - 1 /a\n"	    /* inode 0 */
+				    "N 0123 98304 4096 1024 5 - 1 /a\n"		    /* short id */
+				    "N " ID1 " 98304 4096 1024 5 1\n"		    /* no pin field */
+				    "N " ID1 " 8 1 0 5 - 1 /a\n"		    /* tcp 1: 8 bytes, fine */
+				    "N " ID2 " 134217736 16777217 0 5 - 1 /a\n"	    /* tcp above the kernel's max */
+				    "R " ID2 " 8 1 0 0 1 1 /a\n"		    /* pid 0 */
+				    "Q " ID2 "\n"				    /* unknown kind */
+				    "X " ID2 " trailing\n"			    /* X takes no more */
+				    "N " ID3 " -8 1 0 5 - 1 /a\n"		    /* sign */
+				    "N " ID3 " 8 1 0 5 - 1 /unfinished");	    /* no newline: a writer died */
 	assert_int_equal(l.n, 1);
 	assert_string_equal(l.v[0].id, ID1);
 	assert_int_equal(l.v[0].bytes, 8);
 	nsh_ledger_free(&l);
-	char nul[] = "N " ID1 " 8 1 0 5 1 /a\0b\n";
+	char nul[] = "N " ID1 " 8 1 0 5 - 1 /a\0b\n";
 	struct nsh_ledger m;
 	assert_int_equal(nsh_ledger_parse(nul, sizeof(nul) - 1, &m), 0);
 	assert_int_equal(m.n, 0); /* a NUL inside a line: not a record */
@@ -89,9 +89,9 @@ static void test_one_netns_counted_once(void **state)
 {
 	(void)state;
 	struct nsh_ledger l = parse("H 2\n"
-				    "N " ID1 " 8 1 0 77 1 /a\n"
-				    "N " ID2 " 8 1 0 77 2 /b\n"
-				    "N " ID3 " 8 1 0 78 3 /c\n");
+				    "N " ID1 " 8 1 0 77 - 1 /a\n"
+				    "N " ID2 " 8 1 0 77 - 2 /b\n"
+				    "N " ID3 " 8 1 0 78 - 3 /c\n");
 	assert_int_equal(l.base, 2);
 	assert_int_equal(l.n, 3);
 	assert_int_equal(counted(&l), 2);
@@ -109,9 +109,27 @@ static void test_empty_and_header(void **state)
 	assert_int_equal(l.base, 5);
 	assert_int_equal(l.n, 0);
 	nsh_ledger_free(&l);
-	l = parse("N " ID1 " 8 1 0 5 1 /a\nH 9\n"); /* a header only counts first */
+	l = parse("N " ID1 " 8 1 0 5 - 1 /a\nH 9\n"); /* a header only counts first */
 	assert_int_equal(l.base, 0);
 	assert_int_equal(l.n, 1);
+	nsh_ledger_free(&l);
+}
+
+static void test_file_handles(void **state)
+{
+	(void)state;
+	struct nsh_ledger l = parse("N " ID1 " 8 1 0 5 241.0011aaff 1 /a\n"
+				    "N " ID2 " 8 1 0 6 241. 1 /b\n"	/* no bytes */
+				    "N " ID3 " 8 1 0 7 241.0g 1 /c\n"); /* not hex */
+	assert_int_equal(l.n, 1);
+	assert_int_equal(l.v[0].handle_type, 241);
+	assert_int_equal(l.v[0].handle_len, 4);
+	assert_memory_equal(l.v[0].handle, "\x00\x11\xaa\xff", 4);
+	nsh_ledger_free(&l);
+	l = parse("N " ID1 " 8 1 0 5 .00 1 /a\n"     /* no type */
+		  "N " ID2 " 8 1 0 6 241.001 1 /b\n" /* odd length */
+		  "N " ID3 " 8 1 0 7 -1.00 1 /c\n"); /* negative type */
+	assert_int_equal(l.n, 0);
 	nsh_ledger_free(&l);
 }
 
@@ -182,6 +200,7 @@ int main(void)
 	    cmocka_unit_test(test_one_netns_counted_once),
 	    cmocka_unit_test(test_empty_and_header),
 	    cmocka_unit_test(test_sizes_bytes),
+	    cmocka_unit_test(test_file_handles),
 	    cmocka_unit_test(test_reclaim_rate_limit),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
