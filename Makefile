@@ -3,6 +3,13 @@
 # lib/*.c is libnshash (the engine); common/*.c an internal archive of what
 # the front-ends share; each binary is its front-end's objects (cmd/,
 # oci-hooks/, cni/) + the internal archive + libnshash.a.  docs/design.md.
+#
+# Flags: CFLAGS (default -O2 -g), CPPFLAGS and LDFLAGS are the user's and are
+# honoured; what the build needs (warnings, -fPIC, include dirs, json-c and
+# libnl flags) is added separately, so `make CFLAGS=-O0` still builds.
+# Everything is built under $(B) (default build/): objects in $(B)/obj.
+# `make check` also builds a clang ASan+UBSan tree in build/san (unit and
+# bad-input tests, fuzz smoke); `make fuzz` runs every harness longer.
 
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
@@ -21,6 +28,7 @@ SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
 SYSCONFDIR ?= /etc
 DESTDIR ?=
 
+B ?= build
 CC ?= cc
 PKGS := json-c libnl-3.0 libnl-route-3.0 libnl-idiag-3.0 libcap
 # Asked when first used (a compile), not when make starts: on a fresh machine
@@ -30,8 +38,18 @@ PKG_CFLAGS = $(call lazy_pkg,PKG_CFLAGS,--cflags $(PKGS))
 PKG_LIBS = $(call lazy_pkg,PKG_LIBS,--libs $(PKGS))
 PKG_STATIC_LIBS = $(call lazy_pkg,PKG_STATIC_LIBS,--libs --static $(PKGS))
 CFLAGS ?= -O2 -g
-# What the build needs whatever CFLAGS a packager passes (make CFLAGS=... replaces CFLAGS).
-ALL_CFLAGS = -std=gnu11 -Wall -Wextra -Werror -fPIC -D_GNU_SOURCE -Ilib $(PKG_CFLAGS) $(CFLAGS)
+WERROR ?= -Werror
+NSH_CPPFLAGS = -D_GNU_SOURCE -Ilib $(PKG_CFLAGS)
+NSH_CFLAGS := -std=gnu11 -Wall -Wextra $(WERROR) -fPIC
+# Sanitized builds (SANITIZE=1, clang): ASan + UBSan, and coverage for
+# libFuzzer so that the same objects serve the fuzz harnesses.
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+ifeq ($(SANITIZE),1)
+NSH_CFLAGS += $(SAN_FLAGS) -fsanitize=fuzzer-no-link
+NSH_LDFLAGS := $(SAN_FLAGS)
+endif
+COMPILE = $(CC) $(NSH_CPPFLAGS) $(CPPFLAGS) $(NSH_CFLAGS) $(CFLAGS)
+LINK = $(CC) $(NSH_CFLAGS) $(CFLAGS) $(NSH_LDFLAGS) $(LDFLAGS)
 LDLIBS = $(PKG_LIBS)
 # libnshash itself needs no JSON: only libnl and libcap.
 LIB_LDLIBS = $(call lazy_pkg,LIB_LDLIBS,--libs libnl-3.0 libnl-route-3.0 libnl-idiag-3.0 libcap)
@@ -43,27 +61,35 @@ LIB_LDLIBS = $(call lazy_pkg,LIB_LDLIBS,--libs libnl-3.0 libnl-route-3.0 libnl-i
 BIN_LDLIBS = -Wl,-Bstatic $(PKG_STATIC_LIBS) -Wl,-Bdynamic
 
 SOVERSION := 0
-LIB_SRCS := $(sort $(wildcard lib/*.c))
-LIB_OBJS := $(LIB_SRCS:.c=.o)
-LIB_A := build/libnshash.a
-LIB_SO := build/libnshash.so.$(SOVERSION)
+obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
+LIB_OBJS := $(call obj,$(sort $(wildcard lib/*.c)))
+LIB_A := $(B)/libnshash.a
+LIB_SO := $(B)/libnshash.so.$(SOVERSION)
 # What the front-ends share (policy, logger, JSON, files): an internal
 # static archive, neither installed nor exported.
-COMMON_OBJS := $(patsubst %.c,%.o,$(sort $(wildcard common/*.c)))
-COMMON_A := build/libnshash-common.a
+COMMON_OBJS := $(call obj,$(sort $(wildcard common/*.c)))
+COMMON_A := $(B)/libnshash-common.a
 # Each front-end: its objects; the one holding main() is named here.
-OCI_OBJS := $(patsubst %.c,%.o,$(filter-out %-main.c,$(sort $(wildcard oci-hooks/*.c))))
-CNI_OBJS := $(patsubst %.c,%.o,$(filter-out cni/main.c,$(sort $(wildcard cni/*.c))))
-CMD_OBJS := $(patsubst %.c,%.o,$(filter-out cmd/nshash.c,$(sort $(wildcard cmd/*.c))))
+OCI_OBJS := $(call obj,$(filter-out %-main.c,$(sort $(wildcard oci-hooks/*.c))))
+CNI_OBJS := $(call obj,$(filter-out cni/main.c,$(sort $(wildcard cni/*.c))))
+CMD_OBJS := $(call obj,$(filter-out cmd/nshash.c,$(sort $(wildcard cmd/*.c))))
 
-BINS := build/nshash build/nshash-hook build/nshash-runtime build/cni/nshash
+BINS := $(B)/nshash $(B)/nshash-hook $(B)/nshash-runtime $(B)/cni/nshash
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
-UNIT_BINS := $(patsubst tests/unit/%.c,build/tests/%,$(UNIT_SRCS))
+UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRCS))
 BENCH_SRCS := $(sort $(wildcard bench/*.c))
-BENCH_BINS := $(patsubst bench/%.c,build/bench/%,$(BENCH_SRCS))
+BENCH_BINS := $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRCS))
+FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(FUZZ_SRCS))
+# Seconds each harness runs: `make fuzz` (FUZZ_SECONDS) and the smoke run
+# of `make check` (FUZZ_SMOKE_SECONDS).
+FUZZ_SECONDS ?= 60
+FUZZ_SMOKE_SECONDS ?= 4
+SAN := build/san
+ALL_SRCS := $(sort $(wildcard lib/*.c common/*.c oci-hooks/*.c cni/*.c cmd/*.c))
 
 .PHONY: all deps deps-test deps-deb deps-rpm check unit integration demo bench value install uninstall \
-	deb rpm clean format pkgconfig-check builddirs
+	deb rpm clean format pkgconfig-check fuzz lint san san-check
 
 all: $(LIB_A) $(LIB_SO) $(BINS)
 
@@ -82,7 +108,7 @@ deps-rpm:
 # These goals install their dependencies first and then build in a second
 # make, which reads this file (and asks pkg-config) with the packages in place:
 # the first `make demo` on a bare machine works.
-DEPS_test := check unit integration demo bench value
+DEPS_test := check unit integration demo bench value fuzz lint san-check
 DEPS_deb := deb
 DEPS_rpm := rpm
 ifndef NSHASH_DEPS_DONE
@@ -93,14 +119,14 @@ $(DEPS_test) $(DEPS_deb) $(DEPS_rpm):
 	@$(MAKE) --no-print-directory NSHASH_DEPS_DONE=1 $@
 else
 unit: all $(UNIT_BINS)
-	@NSHASH_TESTS=none tests/run-all $(UNIT_BINS)
+	@tests/run-unit $(UNIT_BINS)
 
 integration: all
 	@tests/run-all
 
 # The README's test command.  Root, a real kernel (6.2+), real engines.
-check: all $(UNIT_BINS)
-	@tests/run-all $(UNIT_BINS)
+check: all $(UNIT_BINS) san
+	@NSHASH_SAN=$(SAN) NSHASH_FUZZ_SMOKE_SECONDS=$(FUZZ_SMOKE_SECONDS) tests/run-all $(UNIT_BINS)
 
 demo: all
 	@tools/demo
@@ -110,8 +136,22 @@ bench: all $(BENCH_BINS)
 	@bench/stats-scan
 
 # The case for nshash on this machine: build/value/value.{csv,png} (bench/value).
-value: all build/bench/value
+value: all $(B)/bench/value
 	@bench/value
+
+# Unit tests and the bad-input tests under ASan+UBSan, then a fuzz smoke run.
+san-check: san
+	@tests/run-sanitized $(SAN) $(FUZZ_SMOKE_SECONDS)
+
+# Each harness for FUZZ_SECONDS on its seed corpus (tests/fuzz/corpus/NAME,
+# copied: what the fuzzer adds stays in build/).  A crash fails the target
+# and leaves the input in build/san/fuzz/NAME-crash-*.
+fuzz: san
+	@tests/fuzz/run $(SAN)/fuzz $(FUZZ_SECONDS)
+
+# gcc's static analyzer and cppcheck over every C file; any finding fails.
+lint:
+	@tests/lint $(ALL_SRCS)
 
 # Debian packages (packaging/debian) in build/deb/, checked with lintian.
 deb:
@@ -127,60 +167,85 @@ pkgconfig-check:
 	@pkg-config --exists $(PKGS) 2>/dev/null || { echo "nshash: missing build dependencies (pkg-config: $(PKGS)):" \
 		"run 'make deps' as root (installs them with apt), or 'make demo' / 'make check', which do it first" >&2; exit 1; }
 
-# Always run (phony, order-only: never a reason to rebuild): build/ may exist
-# already without its subdirectories (build/deps.log is written first).
-builddirs:
-	@mkdir -p build build/cni build/tests build/bench
-
 # Dependencies point one way: cmd/, oci-hooks/, cni/ -> common/ -> lib/.
-lib/%.o: lib/%.c $(wildcard lib/*.h) | pkgconfig-check
-	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -c -o $@ $<
-common/%.o: common/%.c $(wildcard common/*.h lib/nshash.h) | pkgconfig-check
-	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -Icommon -c -o $@ $<
-oci-hooks/%.o: oci-hooks/%.c $(wildcard oci-hooks/*.h common/*.h lib/nshash.h) | pkgconfig-check
-	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -Icommon -Ioci-hooks -c -o $@ $<
-cni/%.o: cni/%.c $(wildcard cni/*.h common/*.h lib/nshash.h) | pkgconfig-check
-	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -Icommon -Icni -c -o $@ $<
-cmd/%.o: cmd/%.c $(wildcard cmd/*.h common/*.h lib/nshash.h) | pkgconfig-check
-	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -Icommon -Icmd -c -o $@ $<
+$(B)/obj/lib/%.o: lib/%.c $(wildcard lib/*.h) | pkgconfig-check
+	@mkdir -p $(@D)
+	$(COMPILE) -c -o $@ $<
+$(B)/obj/common/%.o: common/%.c $(wildcard common/*.h lib/nshash.h) | pkgconfig-check
+	@mkdir -p $(@D)
+	$(COMPILE) -Icommon -c -o $@ $<
+$(B)/obj/oci-hooks/%.o: oci-hooks/%.c $(wildcard oci-hooks/*.h common/*.h lib/nshash.h) | pkgconfig-check
+	@mkdir -p $(@D)
+	$(COMPILE) -Icommon -Ioci-hooks -c -o $@ $<
+$(B)/obj/cni/%.o: cni/%.c $(wildcard cni/*.h common/*.h lib/nshash.h) | pkgconfig-check
+	@mkdir -p $(@D)
+	$(COMPILE) -Icommon -Icni -c -o $@ $<
+$(B)/obj/cmd/%.o: cmd/%.c $(wildcard cmd/*.h common/*.h lib/nshash.h) | pkgconfig-check
+	@mkdir -p $(@D)
+	$(COMPILE) -Icommon -Icmd -c -o $@ $<
 
-$(LIB_A): $(LIB_OBJS) | builddirs
-	rm -f $@ && ar rcs $@ $^
+$(LIB_A): $(LIB_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@ && $(AR) rcs $@ $^
 
-$(COMMON_A): $(COMMON_OBJS) | builddirs
-	rm -f $@ && ar rcs $@ $^
+$(COMMON_A): $(COMMON_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@ && $(AR) rcs $@ $^
 
-$(LIB_SO): $(LIB_OBJS) lib/libnshash.map | builddirs
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -shared -Wl,-soname,libnshash.so.$(SOVERSION) -Wl,--version-script=lib/libnshash.map \
+$(LIB_SO): $(LIB_OBJS) lib/libnshash.map
+	$(LINK) -shared -Wl,-soname,libnshash.so.$(SOVERSION) -Wl,--version-script=lib/libnshash.map \
 		-o $@ $(LIB_OBJS) $(LIB_LDLIBS)
-	ln -sf libnshash.so.$(SOVERSION) build/libnshash.so
+	ln -sf libnshash.so.$(SOVERSION) $(B)/libnshash.so
 
 # Binaries link their front-end's objects, the internal archive and the
 # static library: a hook or plugin must run with an almost empty
 # environment and no library path.
 FRONT_LIBS := $(COMMON_A) $(LIB_A)
-build/nshash: cmd/nshash.o $(CMD_OBJS) $(FRONT_LIBS) | builddirs
-	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(BIN_LDLIBS)
-build/nshash-hook: oci-hooks/hook-main.o $(OCI_OBJS) $(FRONT_LIBS) | builddirs
-	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(BIN_LDLIBS)
-build/nshash-runtime: oci-hooks/runtime-main.o $(OCI_OBJS) $(FRONT_LIBS) | builddirs
-	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(BIN_LDLIBS)
-build/cni/nshash: cni/main.o $(CNI_OBJS) $(FRONT_LIBS) | builddirs
-	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(BIN_LDLIBS)
+$(B)/nshash: $(call obj,cmd/nshash.c) $(CMD_OBJS) $(FRONT_LIBS)
+	$(LINK) -o $@ $^ $(BIN_LDLIBS)
+$(B)/nshash-hook: $(call obj,oci-hooks/hook-main.c) $(OCI_OBJS) $(FRONT_LIBS)
+	$(LINK) -o $@ $^ $(BIN_LDLIBS)
+$(B)/nshash-runtime: $(call obj,oci-hooks/runtime-main.c) $(OCI_OBJS) $(FRONT_LIBS)
+	$(LINK) -o $@ $^ $(BIN_LDLIBS)
+$(B)/cni/nshash: $(call obj,cni/main.c) $(CNI_OBJS) $(FRONT_LIBS)
+	@mkdir -p $(@D)
+	$(LINK) -o $@ $^ $(BIN_LDLIBS)
 
 # Unit tests test the front-ends' logic: each links the objects it needs.
 UNIT_INC := -Icommon -Ioci-hooks -Icni
-build/tests/test_oci: tests/unit/test_oci.c $(OCI_OBJS) $(FRONT_LIBS) | builddirs
-	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(LDFLAGS) $(UNIT_INC) -o $@ $^ $(LDLIBS) -lcmocka
-build/tests/test_cni: tests/unit/test_cni.c $(CNI_OBJS) $(FRONT_LIBS) | builddirs
-	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(LDFLAGS) $(UNIT_INC) -o $@ $^ $(LDLIBS) -lcmocka
-build/tests/test_policy: tests/unit/test_policy.c $(FRONT_LIBS) | builddirs
-	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(LDFLAGS) $(UNIT_INC) -o $@ $^ $(LDLIBS) -lcmocka
-build/tests/%: tests/unit/%.c $(LIB_A) | builddirs
-	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(LDLIBS) -lcmocka
+$(B)/tests/test_oci: tests/unit/test_oci.c $(OCI_OBJS) $(FRONT_LIBS)
+	@mkdir -p $(@D)
+	$(LINK) $(NSH_CPPFLAGS) $(CPPFLAGS) $(UNIT_INC) -o $@ $^ $(LDLIBS) -lcmocka
+$(B)/tests/test_cni: tests/unit/test_cni.c $(CNI_OBJS) $(FRONT_LIBS)
+	@mkdir -p $(@D)
+	$(LINK) $(NSH_CPPFLAGS) $(CPPFLAGS) $(UNIT_INC) -o $@ $^ $(LDLIBS) -lcmocka
+$(B)/tests/test_policy: tests/unit/test_policy.c $(FRONT_LIBS)
+	@mkdir -p $(@D)
+	$(LINK) $(NSH_CPPFLAGS) $(CPPFLAGS) $(UNIT_INC) -o $@ $^ $(LDLIBS) -lcmocka
+$(B)/tests/%: tests/unit/%.c $(LIB_A)
+	@mkdir -p $(@D)
+	$(LINK) $(NSH_CPPFLAGS) $(CPPFLAGS) -o $@ $< $(LIB_A) $(LDLIBS) -lcmocka
 
-build/bench/%: bench/%.c $(LIB_A) | builddirs
-	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(LDLIBS) -lm
+$(B)/bench/%: bench/%.c $(LIB_A)
+	@mkdir -p $(@D)
+	$(LINK) $(NSH_CPPFLAGS) $(CPPFLAGS) -o $@ $< $(LIB_A) $(LDLIBS) -lm
+
+# libFuzzer harnesses (SANITIZE=1 trees only: clang, coverage-instrumented
+# objects).  Each links what it parses: its front-end's objects.
+FUZZ_INC := -Icommon -Ioci-hooks -Icni -Itests/fuzz
+$(B)/fuzz/fuzz_cni: tests/fuzz/fuzz_cni.c $(CNI_OBJS) $(FRONT_LIBS)
+$(B)/fuzz/fuzz_oci $(B)/fuzz/fuzz_runtime_args: $(B)/fuzz/%: tests/fuzz/%.c $(OCI_OBJS) $(FRONT_LIBS)
+$(B)/fuzz/fuzz_policy: tests/fuzz/fuzz_policy.c $(FRONT_LIBS)
+$(B)/fuzz/%: tests/fuzz/%.c $(LIB_A) tests/fuzz/fuzz.h
+	@mkdir -p $(@D)
+	$(LINK) -fsanitize=fuzzer $(NSH_CPPFLAGS) $(CPPFLAGS) $(FUZZ_INC) -o $@ \
+		$(filter %.c %.o,$^) $(filter $(COMMON_A),$^) $(LIB_A) $(LDLIBS)
+
+# The sanitizer tree: everything again with clang, ASan and UBSan.
+san:
+	@$(MAKE) --no-print-directory B=$(SAN) CC=clang SANITIZE=1 CFLAGS="-O1 -g" \
+		$(SAN)/nshash $(SAN)/nshash-hook $(SAN)/nshash-runtime $(SAN)/cni/nshash \
+		$(patsubst $(B)/%,$(SAN)/%,$(UNIT_BINS) $(FUZZ_BINS))
 
 # Everything `make install` puts down, relative to DESTDIR (uninstall removes it).
 INSTALLED = $(BINDIR)/nshash $(BINDIR)/nshash-hook $(BINDIR)/nshash-runtime $(CNIBINDIR)/nshash \
@@ -200,8 +265,8 @@ install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(CNIBINDIR) \
 		$(DESTDIR)$(HOOKSDIR) $(DESTDIR)$(PODMANHOOKSDIR) $(DESTDIR)$(NSHASHDATADIR)/containers.conf.d \
 		$(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSCONFDIR)/nshash
-	install -m 0755 build/nshash build/nshash-hook build/nshash-runtime $(DESTDIR)$(BINDIR)/
-	install -m 0755 build/cni/nshash $(DESTDIR)$(CNIBINDIR)/nshash
+	install -m 0755 $(B)/nshash $(B)/nshash-hook $(B)/nshash-runtime $(DESTDIR)$(BINDIR)/
+	install -m 0755 $(B)/cni/nshash $(DESTDIR)$(CNIBINDIR)/nshash
 	# oci-hooks(5) files; precreate in a dir of its own, for podman's hooks_dir only (CRI-O
 	# rejects the stage and would then drop every hook in a shared dir)
 	sed 's|/usr/local/bin/nshash-hook|$(BINDIR)/nshash-hook|' oci-hooks/hooks.d/nshash.json >$(DESTDIR)$(HOOKSDIR)/nshash.json
@@ -235,7 +300,7 @@ uninstall:
 	$(if $(DESTDIR),,ldconfig)
 
 format:
-	clang-format -i lib/*.[ch] common/*.[ch] cmd/*.c oci-hooks/*.[ch] cni/*.[ch] $(wildcard tests/unit/*.c bench/*.c)
+	clang-format -i lib/*.[ch] common/*.[ch] cmd/*.c oci-hooks/*.[ch] cni/*.[ch] $(wildcard tests/unit/*.c tests/fuzz/*.[ch] bench/*.c)
 
 clean:
 	rm -rf build lib/*.o common/*.o cmd/*.o oci-hooks/*.o cni/*.o

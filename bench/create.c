@@ -15,6 +15,10 @@
  *   nshash-lo-down  the same with keep_lo_down
  *   bare-verify-lo  bare plus what the library adds, in the fewest syscalls:
  *                   read both sizes back, SIOCSIFFLAGS lo up
+ *   nshash-budget   nshash under a table memory budget (maxTableBytes) it
+ *                   never reaches: the ledger's reservation and commit
+ *                   (every way records its netns in the ledger; this one
+ *                   also reserves first, reading the ledger under the lock)
  * Prints "WAY median_us p99_us mean_us n" per way, then the ratios of
  * medians and of p99s ("ratio" is nshash / bare); every nshash-made netns
  * is checked to have exactly TCP/UDP ("exact OK/ALL"). */
@@ -73,7 +77,8 @@ static long read_knob_here(const char *name)
  * table sizes back and bring lo up with one ioctl. */
 static void verify_and_lo_up(struct nshash_sizes want)
 {
-	if (read_knob_here("tcp_ehash_entries") != (long)want.tcp || read_knob_here("udp_hash_entries") != (long)want.udp) {
+	if (read_knob_here("tcp_ehash_entries") != (long)want.tcp ||
+	    read_knob_here("udp_hash_entries") != (long)want.udp) {
 		errno = EUCLEAN;
 		die("bare: sizes");
 	}
@@ -135,13 +140,24 @@ int main(int argc, char **argv)
 	const char *state_dir = NULL;
 	while ((opt = getopt(argc, argv, "n:w:s:t:u:")) != -1) {
 		switch (opt) {
-		case 'n': iterations = atoi(optarg); break;
-		case 'w': warmup = atoi(optarg); break;
-		case 's': state_dir = optarg; break;
-		case 't': tcp = (unsigned)atoi(optarg); break;
-		case 'u': udp = (unsigned)atoi(optarg); break;
+		case 'n':
+			iterations = atoi(optarg);
+			break;
+		case 'w':
+			warmup = atoi(optarg);
+			break;
+		case 's':
+			state_dir = optarg;
+			break;
+		case 't':
+			tcp = (unsigned)atoi(optarg);
+			break;
+		case 'u':
+			udp = (unsigned)atoi(optarg);
+			break;
 		default:
-			fprintf(stderr, "usage: %s [-n ITERATIONS] [-w WARMUP] [-s STATE_DIR] [-t TCP] [-u UDP]\n", argv[0]);
+			fprintf(stderr, "usage: %s [-n ITERATIONS] [-w WARMUP] [-s STATE_DIR] [-t TCP] [-u UDP]\n",
+				argv[0]);
 			return 2;
 		}
 	}
@@ -167,13 +183,14 @@ int main(int argc, char **argv)
 	if (parent < 0)
 		die("open the parent netns");
 
-	struct nshash_create_opts opts = {.sizes = {tcp, udp}, .strategy = NSHASH_STRATEGY_TEMPLATE,
-					  .state_dir = state_dir};
+	struct nshash_create_opts opts = {
+	    .sizes = {tcp, udp}, .strategy = NSHASH_STRATEGY_TEMPLATE, .state_dir = state_dir};
 	struct nshash_sizes want = nshash_sizes_effective(opts.sizes);
-	struct nshash_create_opts lo_down = opts;
+	struct nshash_create_opts lo_down = opts, budget = opts;
 	lo_down.keep_lo_down = true;
-	enum { LIB, BARE, LIB_LO_DOWN, BARE_SAME_WORK, NWAYS };
-	static const char *const names[NWAYS] = {"nshash", "bare", "nshash-lo-down", "bare-verify-lo"};
+	budget.max_table_bytes = UINT64_MAX / 2;
+	enum { LIB, BARE, LIB_LO_DOWN, BARE_SAME_WORK, LIB_BUDGET, NWAYS };
+	static const char *const names[NWAYS] = {"nshash", "bare", "nshash-lo-down", "bare-verify-lo", "nshash-budget"};
 	double *v[NWAYS];
 	for (int w = 0; w < NWAYS; w++)
 		if (!(v[w] = calloc((size_t)iterations, sizeof(double))))
@@ -184,11 +201,13 @@ int main(int argc, char **argv)
 		for (int k = 0; k < NWAYS; k++) {
 			int w = (k + (i < 0 ? -i : i)) % NWAYS;
 			double t0 = now_us(), t1;
-			if (w == LIB || w == LIB_LO_DOWN) {
+			if (w == LIB || w == LIB_LO_DOWN || w == LIB_BUDGET) {
 				struct nshash_error err = {0};
 				struct nshash_netns_info info;
-				if (nshash_netns_create(w == LIB ? &opts : &lo_down, pin, &info, &err) < 0 ||
-				    nshash_pin_remove(pin, &err) < 0) {
+				const struct nshash_create_opts *o = w == LIB	       ? &opts
+								     : w == LIB_BUDGET ? &budget
+										       : &lo_down;
+				if (nshash_netns_create(o, pin, &info, &err) < 0 || nshash_pin_remove(pin, &err) < 0) {
 					fprintf(stderr, "bench/create: %s\n", err.msg);
 					return 1;
 				}
@@ -213,7 +232,8 @@ int main(int argc, char **argv)
 	       st[LIB].p99 / st[BARE_SAME_WORK].p99);
 	printf("ratio-lo-down %.3f %.3f\n", st[LIB_LO_DOWN].median / st[BARE].median,
 	       st[LIB_LO_DOWN].p99 / st[BARE].p99);
-	printf("exact %d/%d\n", 2 * (iterations + warmup) - wrong, 2 * (iterations + warmup));
+	printf("ratio-budget %.3f %.3f\n", st[LIB_BUDGET].median / st[LIB].median, st[LIB_BUDGET].p99 / st[LIB].p99);
+	printf("exact %d/%d\n", 3 * (iterations + warmup) - wrong, 3 * (iterations + warmup));
 
 	/* Leave nothing: the template and the temporary dir. */
 	char tpl[160];
@@ -227,6 +247,8 @@ int main(int argc, char **argv)
 		snprintf(p, sizeof(p), "%s/templates", state_dir);
 		rmdir(p);
 		snprintf(p, sizeof(p), "%s/lock", state_dir);
+		unlink(p);
+		snprintf(p, sizeof(p), "%s/ledger", state_dir);
 		unlink(p);
 		rmdir(state_dir);
 	}

@@ -26,19 +26,26 @@ static const char usage_text[] =
     "Give network namespaces their own TCP established-hash and UDP hash tables.\n"
     "\n"
     "Commands:\n"
-    "  create [--tcp N] [--udp N] [--strategy template|nested] [--keep-lo-down] NAME|PATH\n"
+    "  create [--tcp N] [--udp N] [--strategy template|nested] [--keep-lo-down]\n"
+    "         [--max-table-bytes BYTES] NAME|PATH\n"
     "                 create a netns with its own tables, verify them, pin it at\n"
     "                 /run/netns/NAME (usable with `ip netns exec NAME`) or at PATH\n"
     "  show NAME|PATH | --pid PID\n"
     "                 the netns's table sizes (own, shared or the host's global ones)\n"
-    "  list           every pinned netns under /run/netns and the state dir\n"
+    "  list [--max-table-bytes BYTES]\n"
+    "                 every pinned netns under /run/netns and the state dir, and the\n"
+    "                 table memory of the netns nshash sized (of the budget, if given)\n"
     "  stats [-j|--json] [--prometheus] [NAME|PATH|pid:PID...]\n"
     "                 every netns (pins, then processes): tables, sockets, load,\n"
     "                 recommended size; the shared tables' totals\n"
     "  delete NAME|PATH...\n"
     "                 unmount and remove pins (succeeds if already gone)\n"
     "  gc [--max-idle SECONDS] [--stale-age SECONDS] [--dry-run]\n"
-    "                 remove damaged or idle templates and pins a crash left\n"
+    "                 remove damaged or idle templates, pins a crash left and container\n"
+    "                 pins no process uses; drop table-ledger records of netns that are gone\n"
+    "  reclaim [--stale-age SECONDS] [--interval SECONDS] [--dry-run]\n"
+    "                 what every hook and plugin run does: remove container pins no\n"
+    "                 thread or open fd holds and drop ledger records of netns that are gone\n"
     "  check          can this host work, and can you? kernel, privileges, state dir\n"
     "  help [COMMAND] this text, or a command's\n"
     "\n"
@@ -64,6 +71,9 @@ static const char create_usage[] =
     "                 state dir; nested: a throwaway parent, no state (works without root\n"
     "                 in `unshare -Urmn`, with PATH on a mount of your own)\n"
     "  --keep-lo-down leave the loopback interface down\n"
+    "  --max-table-bytes BYTES  node-wide table memory budget (maxTableBytes): refuse\n"
+    "                 a creation that would take the table bytes (TCP 8, UDP 64 per\n"
+    "                 entry) of all live netns nshash sized past BYTES\n"
     "\n"
     "Exit status: 0 created, 1 failure (also: NAME already exists, as `ip netns add`),\n"
     "2 bad input.\n";
@@ -77,7 +87,7 @@ static const char show_usage[] =
     "limits the kernel derives; what children of the netns get.\n";
 
 static const char list_usage[] =
-    "Usage: nshash list [-j]\n"
+    "Usage: nshash list [--max-table-bytes BYTES] [-j]\n"
     "\n"
     "Every pin under /run/netns and the state dir (templates, container pins), with sizes;\n"
     "a template shows what its children get (child:N), unmounted pin files are marked stale.\n";
@@ -96,6 +106,14 @@ static const char gc_usage[] = "Usage: nshash gc [--max-idle SECONDS] [--stale-a
 			       "--dry-run prints what would go and removes nothing.  `kept` counts what nshash\n"
 			       "owns (templates, container pins) and left in place.\n";
 
+static const char reclaim_usage[] =
+    "Usage: nshash reclaim [--stale-age SECONDS] [--interval SECONDS] [--dry-run] [-j]\n"
+    "\n"
+    "What every hook, wrapper and plugin run does, rate-limited: remove container pins no\n"
+    "thread or open fd holds (older than --stale-age, default 60) and drop table-ledger\n"
+    "records of netns that are gone.  With --interval, only if no run started within that\n"
+    "many seconds (default 0: now).\n";
+
 static const char check_usage[] = "Usage: nshash check [-j]\n"
 				  "\n"
 				  "Whether this host supports per-netns tables (kernel 6.1 TCP, 6.2 UDP), whether you\n"
@@ -103,14 +121,13 @@ static const char check_usage[] = "Usage: nshash check [-j]\n"
 				  "state dir is writable.  Exit 0 when nshash works for you here, 1 otherwise (the\n"
 				  "reasons on stderr).\n";
 
-static const char stats_usage[] =
-    "Usage: nshash stats [-j|--json] [--prometheus] [NAME|PATH|pid:PID...]\n"
-    "\n"
-    "Every network namespace of the host (pins under /run/netns and the state dir, then\n"
-    "each distinct netns of a running process), or only those named: its TCP and UDP\n"
-    "tables (own, shared or global), the sockets in them, the load (sockets per bucket)\n"
-    "and a recommended size; then the shared tables' totals and top contributors.\n"
-    "  --prometheus   the Prometheus text format (node_exporter's textfile collector)\n";
+static const char stats_usage[] = "Usage: nshash stats [-j|--json] [--prometheus] [NAME|PATH|pid:PID...]\n"
+				  "\n"
+				  "Every network namespace of the host (pins under /run/netns and the state dir, then\n"
+				  "each distinct netns of a running process), or only those named: its TCP and UDP\n"
+				  "tables (own, shared or global), the sockets in them, the load (sockets per bucket)\n"
+				  "and a recommended size; then the shared tables' totals and top contributors.\n"
+				  "  --prometheus   the Prometheus text format (node_exporter's textfile collector)\n";
 
 enum opt_id {
 	OPT_TCP = 1000,
@@ -126,6 +143,8 @@ enum opt_id {
 	OPT_VERSION,
 	OPT_HELP,
 	OPT_PROMETHEUS,
+	OPT_MAX_TABLE_BYTES,
+	OPT_INTERVAL,
 };
 
 static const struct option long_opts[] = {
@@ -142,6 +161,8 @@ static const struct option long_opts[] = {
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
     {"prometheus", no_argument, NULL, OPT_PROMETHEUS},
+    {"max-table-bytes", required_argument, NULL, OPT_MAX_TABLE_BYTES},
+    {"interval", required_argument, NULL, OPT_INTERVAL},
     {NULL, 0, NULL, 0},
 };
 
@@ -151,7 +172,7 @@ struct cli {
 	const char *state_dir;
 	bool json, dry_run, prometheus;
 	pid_t pid;
-	int64_t max_idle, stale_age;
+	int64_t max_idle, stale_age, interval;
 	unsigned seen; /* bit per option id, to refuse options a command does not take */
 };
 
@@ -179,6 +200,17 @@ static int parse_seconds(const char *opt, const char *text, int64_t *out)
 	long long v = strtoll(text, &end, 10);
 	if (errno || end == text || *end || v < 0 || text[0] == '-' || text[0] == '+' || text[0] == ' ')
 		return fail(EXIT_USAGE, "%s \"%s\": expected a number of seconds", opt, text);
+	*out = v;
+	return 0;
+}
+
+static int parse_bytes(const char *opt, const char *text, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(text, &end, 10);
+	if (errno || end == text || *end || text[0] < '0' || text[0] > '9')
+		return fail(EXIT_USAGE, "%s \"%s\": expected a number of bytes (plain decimal)", opt, text);
 	*out = v;
 	return 0;
 }
@@ -295,6 +327,33 @@ static int fail_priv(int code, const struct nshash_error *err)
 			    "a mount of that namespace, e.g. a tmpfs)  [what failed: %s]",
 			    err->msg);
 	return fail_err(code, err);
+}
+
+static void print_usage_text(const struct nshash_table_usage *u, uint64_t max)
+{
+	char mem[32], of[96] = "";
+	human_bytes(u->bytes, mem, sizeof(mem));
+	if (max)
+		snprintf(of, sizeof(of), " of maxTableBytes %llu", (unsigned long long)max);
+	printf("table memory: %llu bytes (%s)%s in %zu netns sized by nshash", (unsigned long long)u->bytes, mem, of,
+	       u->netns);
+	if (u->pending)
+		printf(", %zu being created", u->pending);
+	if (u->unverified)
+		printf(", %zu unpinned (counted while a process may hold them; gc checks)", u->unverified);
+	putchar('\n');
+}
+
+static void usage_json(json_object *o, const struct nshash_table_usage *u, uint64_t max)
+{
+	json_object *j = json_object_new_object();
+	json_object_object_add(j, "bytes", json_object_new_int64((int64_t)u->bytes));
+	json_object_object_add(j, "netns", json_object_new_int64((int64_t)u->netns));
+	json_object_object_add(j, "pending", json_object_new_int64((int64_t)u->pending));
+	json_object_object_add(j, "unverified", json_object_new_int64((int64_t)u->unverified));
+	if (max)
+		json_object_object_add(j, "max_table_bytes", json_object_new_int64((int64_t)max));
+	json_object_object_add(o, "table_memory", j);
 }
 
 /* ------------------------------------------------------------- commands */
@@ -420,6 +479,14 @@ static int cmd_list(struct cli *c, int argc, char **argv)
 			       v[i].pinned ? "" : " (not mounted: stale)",
 			       v[i].damaged && v[i].pinned ? " (damaged)" : "");
 		}
+		struct nshash_table_usage usage;
+		/* Without the right to the state dir (not root), no footer. */
+		if (nshash_table_usage(c->state_dir, false, &usage, &err) == 0)
+			print_usage_text(&usage, c->create.max_table_bytes);
+		else if (err.errnum != EACCES && err.errnum != EPERM) {
+			free(v);
+			return fail_err(EXIT_FAIL, &err);
+		}
 	}
 	nshash_list_free(v, n);
 	return EXIT_OK;
@@ -503,8 +570,10 @@ static int cmd_gc(struct cli *c, int argc, char **argv)
 		json_object_object_add(j, "stale_removed", json_object_new_int64((int64_t)rep.stale_removed));
 		json_object_object_add(j, "orphans_removed", json_object_new_int64((int64_t)rep.orphans_removed));
 		json_object_object_add(j, "kept", json_object_new_int64((int64_t)rep.kept));
+		json_object_object_add(j, "ledger_dropped", json_object_new_int64((int64_t)rep.ledger_dropped));
 		json_object_object_add(j, "dry_run", json_object_new_boolean(c->dry_run));
 		json_object_object_add(j, "paths", seen.paths);
+		usage_json(j, &rep.usage, c->create.max_table_bytes);
 		print_json(j);
 	} else {
 		json_object_put(seen.paths);
@@ -512,6 +581,41 @@ static int cmd_gc(struct cli *c, int argc, char **argv)
 		    "%s%zu template(s), %zu stale pin file(s), %zu orphaned container pin(s); kept %zu of nshash's\n",
 		    c->dry_run ? "would remove " : "removed ", rep.templates_removed, rep.stale_removed,
 		    rep.orphans_removed, rep.kept);
+		print_usage_text(&rep.usage, c->create.max_table_bytes);
+	}
+	return EXIT_OK;
+}
+
+static int cmd_reclaim(struct cli *c, int argc, char **argv)
+{
+	(void)argv;
+	if (argc != 0)
+		return fail(EXIT_USAGE, "reclaim: takes no arguments");
+	struct nshash_reclaim_opts o = {
+	    .state_dir = c->state_dir, .min_age = c->stale_age, .interval = c->interval, .dry_run = c->dry_run};
+	struct nshash_reclaim_report rep;
+	struct nshash_error err = {0};
+	if (nshash_reclaim(&o, &rep, &err) < 0)
+		return fail_err(EXIT_FAIL, &err);
+	if (c->json) {
+		json_object *j = json_object_new_object();
+		json_object_object_add(j, "ran", json_object_new_boolean(rep.ran));
+		json_object_object_add(j, "pins_seen", json_object_new_int64((int64_t)rep.pins_seen));
+		json_object_object_add(j, "orphans_removed", json_object_new_int64((int64_t)rep.orphans_removed));
+		json_object_object_add(j, "ledger_dropped", json_object_new_int64((int64_t)rep.ledger_dropped));
+		json_object_object_add(j, "incomplete", json_object_new_boolean(rep.incomplete));
+		json_object_object_add(j, "dry_run", json_object_new_boolean(c->dry_run));
+		if (rep.ran)
+			usage_json(j, &rep.usage, c->create.max_table_bytes);
+		print_json(j);
+	} else if (!rep.ran) {
+		printf("skipped: another reclaim ran less than %lld seconds ago or is running\n",
+		       (long long)c->interval);
+	} else {
+		printf("%s%zu orphaned container pin(s) of %zu; dropped %zu ledger record(s)\n",
+		       c->dry_run ? "would remove " : "removed ", rep.orphans_removed, rep.pins_seen,
+		       rep.ledger_dropped);
+		print_usage_text(&rep.usage, c->create.max_table_bytes);
 	}
 	return EXIT_OK;
 }
@@ -645,16 +749,21 @@ struct command {
 	const char *usage; /* nshash help NAME, nshash NAME --help */
 };
 
+#define BIT(o) (1u << ((o)-OPT_TCP))
 static int cmd_help(struct cli *c, int argc, char **argv);
 
-#define BIT(o) (1u << ((o)-OPT_TCP))
 static const struct command commands[] = {
-    {"create", cmd_create, BIT(OPT_TCP) | BIT(OPT_UDP) | BIT(OPT_STRATEGY) | BIT(OPT_KEEP_LO_DOWN) | BIT(OPT_JSON),
+    {"create", cmd_create,
+     BIT(OPT_TCP) | BIT(OPT_UDP) | BIT(OPT_STRATEGY) | BIT(OPT_KEEP_LO_DOWN) | BIT(OPT_JSON) | BIT(OPT_MAX_TABLE_BYTES),
      create_usage},
     {"show", cmd_show, BIT(OPT_PID) | BIT(OPT_JSON), show_usage},
-    {"list", cmd_list, BIT(OPT_JSON), list_usage},
+    {"list", cmd_list, BIT(OPT_JSON) | BIT(OPT_MAX_TABLE_BYTES), list_usage},
     {"delete", cmd_delete, 0, delete_usage},
-    {"gc", cmd_gc, BIT(OPT_MAX_IDLE) | BIT(OPT_STALE_AGE) | BIT(OPT_DRY_RUN) | BIT(OPT_JSON), gc_usage},
+    {"gc", cmd_gc, BIT(OPT_MAX_IDLE) | BIT(OPT_STALE_AGE) | BIT(OPT_DRY_RUN) | BIT(OPT_JSON) | BIT(OPT_MAX_TABLE_BYTES),
+     gc_usage},
+    {"reclaim", cmd_reclaim,
+     BIT(OPT_STALE_AGE) | BIT(OPT_INTERVAL) | BIT(OPT_DRY_RUN) | BIT(OPT_JSON) | BIT(OPT_MAX_TABLE_BYTES),
+     reclaim_usage},
     {"check", cmd_check, BIT(OPT_JSON), check_usage},
     {"stats", cmd_stats, BIT(OPT_JSON) | BIT(OPT_PROMETHEUS), stats_usage},
     {"help", cmd_help, 0, usage_text},
@@ -676,8 +785,10 @@ static int cmd_help(struct cli *c, int argc, char **argv)
 		return fail(EXIT_USAGE, "help: expected at most one COMMAND");
 	const struct command *cmd = argc ? find_command(argv[0]) : NULL;
 	if (argc && !cmd)
-		return fail(EXIT_USAGE,
-			    "help: unknown command \"%s\" (commands: create, show, list, delete, gc, check)", argv[0]);
+		return fail(
+		    EXIT_USAGE,
+		    "help: unknown command \"%s\" (commands: create, show, list, stats, delete, gc, reclaim, check)",
+		    argv[0]);
 	fputs(cmd ? cmd->usage : usage_text, stdout);
 	return EXIT_OK;
 }
@@ -728,6 +839,10 @@ static int apply_option(struct cli *c, int opt)
 		return parse_seconds("--max-idle", optarg, &c->max_idle) ? EXIT_USAGE : CONTINUE;
 	case OPT_STALE_AGE:
 		return parse_seconds("--stale-age", optarg, &c->stale_age) ? EXIT_USAGE : CONTINUE;
+	case OPT_INTERVAL:
+		return parse_seconds("--interval", optarg, &c->interval) ? EXIT_USAGE : CONTINUE;
+	case OPT_MAX_TABLE_BYTES:
+		return parse_bytes("--max-table-bytes", optarg, &c->create.max_table_bytes) ? EXIT_USAGE : CONTINUE;
 	case OPT_DRY_RUN:
 		c->dry_run = true;
 		break;

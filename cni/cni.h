@@ -32,6 +32,7 @@ enum nshash_cni_code {
 	NSHASH_CNI_E_REFUSED = 102,	  /* pod annotation invalid or over the cap */
 	NSHASH_CNI_E_CREATE = 103,	  /* creating the sized netns failed */
 	NSHASH_CNI_E_MISMATCH = 104,	  /* CHECK: netns has other sizes */
+	NSHASH_CNI_E_BUDGET = 105,	  /* maxTableBytes would be passed */
 };
 
 /* "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0", NULL */
@@ -86,6 +87,7 @@ struct nshash_cni_config {
 	enum nshash_on_failure on_failure;
 	enum nshash_strategy strategy; /* "strategy", default nested */
 	char state_dir[1024];	       /* "stateDir", "" = library default */
+	uint64_t max_table_bytes;      /* "maxTableBytes": node-wide budget, 0 = none */
 	struct json_object *json;      /* the whole document */
 };
 /* Decode and validate stdin: code 6 when it is not exactly one JSON object,
@@ -122,6 +124,8 @@ struct nshash_cni_output {
 	int status;	   /* exit status: 0 or 1 */
 	char *stdout_text; /* malloc'd: result, version info or error JSON; NULL = nothing */
 	char log[2048];	   /* what goes to stderr ("" = nothing) */
+	bool have_config;  /* the network config was valid: state_dir is its stateDir */
+	char state_dir[1024];
 };
 /* Run one invocation: env + stdin → output.  Never exits or prints. */
 void nshash_cni_run(const struct nshash_cni_env *env, const char *input, size_t len, const struct nshash_cni_ops *ops,

@@ -170,9 +170,12 @@ static int add_replace(struct run *r, struct nshash_sizes req, const char *want,
 	    .state_dir = r->cfg.state_dir[0] ? r->cfg.state_dir : NULL,
 	    /* lo up: some runtimes raise it before ADD and never again */
 	    .keep_lo_down = false,
+	    .max_table_bytes = r->cfg.max_table_bytes,
 	};
 	if (r->ops->replace(&opts, netns, &info, &e) < 0) {
-		int code = e.errnum == NSHASH_E_FALLBACK ? NSHASH_CNI_E_FALLBACK : NSHASH_CNI_E_CREATE;
+		int code = e.errnum == NSHASH_E_FALLBACK ? NSHASH_CNI_E_FALLBACK
+			   : e.errnum == NSHASH_E_BUDGET ? NSHASH_CNI_E_BUDGET
+							 : NSHASH_CNI_E_CREATE;
 		return soft_failure(r, code, "%s", e.msg);
 	}
 	if (nshash_verify(&info, req, netns, &e) < 0) {

@@ -62,8 +62,8 @@ static int config_size(json_object *root, const char *key, enum nshash_proto pro
 		return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
 				       "network config key \"%s\": %s is %s; expected a JSON integer "
 				       "0..%u (write \"%s\": %s, not \"%s\")",
-				       key, shown, json_type_word(v), nshash_proto_max(proto), key, digits ? text : "4096",
-				       digits ? text : "4096");
+				       key, shown, json_type_word(v), nshash_proto_max(proto), key,
+				       digits ? text : "4096", digits ? text : "4096");
 	}
 	/* json-c saturates integers beyond int64 (and keeps uint64 ones as
 	 * such): anything that large is out of range anyway. */
@@ -183,7 +183,28 @@ static int config_version(json_object *root, struct nshash_cni_config *cfg, stru
 	return 0;
 }
 
-/* tcp, udp (network defaults) and maxTcp, maxUdp (caps on pods). */
+/* A byte count: a JSON integer >= 0 (0 or absent = none). */
+static int config_bytes(json_object *root, const char *key, uint64_t *out, struct nshash_cni_failure *err)
+{
+	json_object *v;
+	*out = 0;
+	if (!json_object_object_get_ex(root, key, &v))
+		return 0;
+	char shown[96];
+	json_shown(v, shown, sizeof(shown));
+	int64_t n = json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : -1;
+	if (n < 0 || n == INT64_MAX)
+		return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
+				       "network config key \"%s\": %s is %s; expected a JSON integer of bytes, "
+				       "0..%lld (0 = no budget)",
+				       key, shown,
+				       json_object_is_type(v, json_type_int) ? "out of range" : json_type_word(v),
+				       (long long)INT64_MAX - 1);
+	*out = (uint64_t)n;
+	return 0;
+}
+
+/* tcp, udp (network defaults), maxTcp, maxUdp (caps on pods), maxTableBytes. */
 static int config_sizes(json_object *root, struct nshash_cni_config *cfg, struct nshash_cni_failure *err)
 {
 	bool given;
@@ -201,8 +222,7 @@ static int config_sizes(json_object *root, struct nshash_cni_config *cfg, struct
 	if (nshash_sizes_cap(cfg->sizes, cfg->max, "network config", &e) < 0)
 		return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
 				       "%s: the network default must not exceed the cap", e.msg);
-
-	return 0;
+	return config_bytes(root, "maxTableBytes", &cfg->max_table_bytes, err);
 }
 
 /* onFailure, strategy, stateDir. */

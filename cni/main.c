@@ -21,7 +21,8 @@ int main(void)
 	/* Run by hand (no CNI_COMMAND): say what this is, as the reference
 	 * plugins do, instead of a protocol error. */
 	if (!env.command || !env.command[0]) {
-		fprintf(stderr, "CNI nshash plugin version %s (own TCP/UDP hash tables per pod netns; man nshash-cni)\n",
+		fprintf(stderr,
+			"CNI nshash plugin version %s (own TCP/UDP hash tables per pod netns; man nshash-cni)\n",
 			NSHASH_VERSION);
 		fprintf(stderr, "CNI protocol versions supported:");
 		for (int i = 0; nshash_cni_versions[i]; i++)
@@ -46,8 +47,14 @@ int main(void)
 	if (out.stdout_text)
 		printf("%s\n", out.stdout_text);
 	int status = out.status;
-	nshash_cni_output_free(&out);
 	if (fflush(stdout) != 0)
-		return 1;
+		status = 1;
+	/* Orphans of containers whose create failed, now that the engine has
+	 * its answer: rate-limited, one stat most of the time. */
+	char msg[1400];
+	if (out.have_config && nsh_reclaim_orphans(out.state_dir, NSHASH_POLICY_DEFAULT_STALE_AGE,
+						   NSHASH_RECLAIM_INTERVAL, msg, sizeof(msg)))
+		fprintf(stderr, "nshash: %s\n", msg);
+	nshash_cni_output_free(&out);
 	return status;
 }

@@ -58,6 +58,10 @@ void nshash_cni_run(const struct nshash_cni_env *env, const char *input, size_t 
 	if (rc == 0)
 		rc = version_allows(&r);
 	if (rc == 0) {
+		/* for the caller's reclaim after the run */
+		out->have_config = true;
+		snprintf(out->state_dir, sizeof(out->state_dir), "%s",
+			 r.cfg.state_dir[0] ? r.cfg.state_dir : NSHASH_DEFAULT_STATE_DIR);
 		switch (r.command) {
 		case NSHASH_CNI_ADD:
 			rc = nsh_cni_cmd_add(&r);

@@ -22,9 +22,10 @@ struct json_object;
 /* Policy file (nshash.json(5)): what an admin allows annotations to ask for.
  * A missing file means the defaults below; a malformed one is an error that
  * names the line or the key. */
-#define NSHASH_DEFAULT_POLICY_PATH    "/etc/nshash/nshash.json"
-#define NSHASH_POLICY_DEFAULT_MAX_TCP 262144u /* 2 MiB of buckets */
-#define NSHASH_POLICY_DEFAULT_MAX_UDP 16384u  /* 1 MiB of buckets */
+#define NSHASH_DEFAULT_POLICY_PATH	"/etc/nshash/nshash.json"
+#define NSHASH_POLICY_DEFAULT_MAX_TCP	262144u /* 2 MiB of buckets */
+#define NSHASH_POLICY_DEFAULT_MAX_UDP	16384u	/* 1 MiB of buckets */
+#define NSHASH_POLICY_DEFAULT_STALE_AGE 60	/* staleAge: as nshash gc --stale-age */
 /* Annotation nshash writes into a transformed config: the pin's name under
  * STATE_DIR/pins.  Refused when a user supplies it. */
 #define NSHASH_ANNOTATION_PIN "io.nshash.pin"
@@ -41,6 +42,9 @@ struct nshash_policy {
 	char log_file[1024];		   /* logFile: "" = none */
 	bool syslog;			   /* syslog */
 	char source[1024];		   /* file it was read from, or "defaults" */
+	uint64_t max_table_bytes;	   /* maxTableBytes: node-wide budget, 0 = none */
+	int64_t stale_age;		   /* staleAge: unused container pins older than this are reclaimed */
+	int64_t reclaim_interval;	   /* reclaimInterval: seconds between reclaim runs (0 = every run) */
 };
 
 void nshash_policy_defaults(struct nshash_policy *policy);
@@ -63,6 +67,11 @@ enum nshash_log_level {
 	NSHASH_LOG_WARN = 1,
 	NSHASH_LOG_INFO = 2,
 };
+/* reclaim.c: nshash_reclaim() with a scan limit, for the end of a hook,
+ * wrapper or plugin run.  1 with a message for the log (pins removed, or
+ * an error: never fatal), else 0. */
+int nsh_reclaim_orphans(const char *state_dir, int64_t stale_age, int64_t interval, char *msg, size_t len);
+
 void nshash_log_setup(const char *program, const struct nshash_policy *policy);
 void nshash_log(enum nshash_log_level level, const char *id, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

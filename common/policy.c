@@ -21,6 +21,8 @@ void nshash_policy_defaults(struct nshash_policy *policy)
 	policy->on_failure = NSHASH_ON_FAILURE_FAIL;
 	policy->strategy = NSHASH_STRATEGY_TEMPLATE;
 	policy->syslog = true; /* podman shows a hook's stderr nowhere but "exit status 1" */
+	policy->stale_age = NSHASH_POLICY_DEFAULT_STALE_AGE;
+	policy->reclaim_interval = NSHASH_RECLAIM_INTERVAL;
 	snprintf(policy->state_dir, sizeof(policy->state_dir), "%s", NSHASH_DEFAULT_STATE_DIR);
 	snprintf(policy->source, sizeof(policy->source), "defaults");
 }
@@ -65,6 +67,22 @@ static int policy_size(struct json_object *val, const char *source, const char *
 	return r;
 }
 
+/* A non-negative JSON integer up to max (bytes, seconds). */
+static int policy_count(struct json_object *val, const char *source, const char *key, int64_t max, int64_t *dst,
+			struct nshash_error *err)
+{
+	if (!json_object_is_type(val, json_type_int))
+		return nshash_error_set(err, EINVAL, "%s: key \"%s\": expected an integer (0..%lld)", source, key,
+					(long long)max);
+	errno = 0;
+	int64_t v = json_object_get_int64(val);
+	if (errno || v < 0 || v > max)
+		return nshash_error_set(err, ERANGE, "%s: key \"%s\": %s is out of range (0..%lld)", source, key,
+					json_object_to_json_string(val), (long long)max);
+	*dst = v;
+	return 0;
+}
+
 /* One key of the policy file into p. */
 static int policy_key(struct nshash_policy *p, const char *key, struct json_object *val, const char *source,
 		      struct nshash_error *err)
@@ -105,6 +123,14 @@ static int policy_key(struct nshash_policy *p, const char *key, struct json_obje
 		r = policy_string(val, source, key, true, p->hook_path, sizeof(p->hook_path), err);
 	} else if (!strcmp(key, "logFile")) {
 		r = policy_string(val, source, key, true, p->log_file, sizeof(p->log_file), err);
+	} else if (!strcmp(key, "maxTableBytes")) {
+		int64_t v = 0;
+		r = policy_count(val, source, key, INT64_MAX, &v, err);
+		p->max_table_bytes = (uint64_t)v;
+	} else if (!strcmp(key, "staleAge")) {
+		r = policy_count(val, source, key, 365 * 86400, &p->stale_age, err);
+	} else if (!strcmp(key, "reclaimInterval")) {
+		r = policy_count(val, source, key, 365 * 86400, &p->reclaim_interval, err);
 	} else if (!strcmp(key, "syslog")) {
 		if (!json_object_is_type(val, json_type_boolean))
 			r = nshash_error_set(err, EINVAL, "%s: key \"syslog\": expected true or false", source);
@@ -113,10 +139,11 @@ static int policy_key(struct nshash_policy *p, const char *key, struct json_obje
 	} else if (key[0] == '_' || !strcmp(key, "comment")) {
 		/* room for the admin's own notes */
 	} else {
-		r = nshash_error_set(err, EINVAL,
-				     "%s: unknown key \"%s\" (known: maxTcp, maxUdp, onFailure, strategy, "
-				     "stateDir, runtime, hookPath, logFile, syslog)",
-				     source, key);
+		r = nshash_error_set(
+		    err, EINVAL,
+		    "%s: unknown key \"%s\" (known: maxTcp, maxUdp, maxTableBytes, onFailure, strategy, "
+		    "stateDir, runtime, hookPath, logFile, syslog, staleAge, reclaimInterval)",
+		    source, key);
 	}
 	return r;
 }

@@ -52,13 +52,85 @@ int nsh_netns_return(int home, struct nshash_error *err);
  * derived limits (slower in a fresh netns). */
 int nsh_read_info_here(struct nshash_netns_info *info, bool full, struct nshash_error *err);
 int nsh_fd_is_netns(int fd);
-/* A process (not this one) whose netns is the nsfs inode dev:ino; 0 if none,
- * -errno if /proc cannot be read. */
+/* scan.c: a process (not this one) whose thread group leader is in the
+ * netns with nsfs inode dev:ino; 0 if none, -errno if /proc cannot be read. */
 pid_t nsh_netns_user(dev_t dev, ino_t ino);
 /* Call fn for each process with the stat of its /proc/PID/ns/net, in pid
  * order, until fn returns non-zero (returned); -errno if /proc cannot be read. */
 struct stat;
 int nsh_proc_netns_each(int (*fn)(pid_t pid, const struct stat *ns, void *arg), void *arg);
+
+/* scan.c: what holds a netns alive.  Each item names the sources that count
+ * for it; the scan sets `held` to the first source found and `pid` to the
+ * process (0 for none). */
+enum nsh_scan_source {
+	NSH_SCAN_LEADERS = 1, /* /proc/PID/ns/net of a thread group leader */
+	NSH_SCAN_THREADS = 2, /* /proc/PID/task/TID/ns/net of any thread */
+	NSH_SCAN_FDS = 4,     /* an open fd of any process: /proc/PID/fd/N -> net:[INO] */
+	NSH_SCAN_MOUNTS = 8,  /* an nsfs bind mount in any process's mount namespace */
+	NSH_SCAN_SKIP_SELF = 16,
+};
+struct nsh_scan_item {
+	uint64_t ino;
+	unsigned want; /* enum nsh_scan_source bits */
+	unsigned held; /* out: the source that holds it, 0 = nothing found */
+	pid_t pid;     /* out */
+};
+/* One pass over /proc for all items (cheap sources first, stops when every
+ * item is resolved).  Returns how many are held, -ETIMEDOUT when it took
+ * longer than max_ms (0 = no limit; what was found so far is marked), or
+ * -errno when /proc cannot be read. */
+int nsh_netns_scan(struct nsh_scan_item *items, size_t n, bool skip_self, unsigned max_ms);
+
+/* ledger.c: the table ledger (STATE_DIR/ledger).  A record's pin points
+ * into nsh_ledger.text. */
+#define NSH_LEDGER_ID_LEN 16
+struct nsh_record {
+	char kind; /* 'R' reserved, 'N' netns, 'X' gone */
+	char id[NSH_LEDGER_ID_LEN + 1];
+	uint64_t bytes;
+	struct nshash_sizes sizes; /* effective */
+	uint64_t ino;		   /* N */
+	int handle_type;	   /* N: nsfs file handle (name_to_handle_at), */
+	unsigned handle_len;	   /* 0 = none: opening it tells whether the */
+	unsigned char handle[32];  /* netns still exists (ESTALE when gone) */
+	pid_t pid;		   /* R: the creator and its start time */
+	uint64_t start;
+	int64_t time;
+	const char *pin; /* "" = none */
+	size_t seq;	 /* line number */
+	bool drop;	 /* scratch: gone */
+	bool checked;	 /* scratch: proven alive or scanned */
+};
+struct nsh_ledger {
+	struct nsh_record *v;
+	size_t n;
+	size_t lines; /* lines in the file, live or not */
+	size_t base;  /* records at the last rewrite (its "H COUNT" line) */
+	char *text;
+};
+/* Parse ledger text in place (lines are NUL-terminated); the last event
+ * of each id wins.  -ENOMEM or 0; free with nsh_ledger_free. */
+int nsh_ledger_parse(char *text, size_t len, struct nsh_ledger *l);
+void nsh_ledger_free(struct nsh_ledger *l);
+struct nsh_ticket {
+	char id[NSH_LEDGER_ID_LEN + 1];
+	uint64_t bytes;
+	bool reserved; /* a line with this id is in the ledger */
+};
+/* Under a budget: reserve the request's bytes, or refuse (NSHASH_E_BUDGET). */
+int nsh_ledger_reserve(const char *state_dir, struct nshash_sizes eff, uint64_t max, const char *pin,
+		       struct nsh_ticket *t, struct nshash_error *err);
+/* The netns behind nsfd exists and will be pinned at `pin` ("" none).
+ * Without `required`, a state dir the caller may not write is skipped. */
+int nsh_ledger_commit(const char *state_dir, struct nsh_ticket *t, struct nshash_sizes eff, int nsfd, const char *pin,
+		      bool required, struct nshash_error *err);
+void nsh_ledger_cancel(const char *state_dir, struct nsh_ticket *t);
+/* Drop what is gone (`gone`: inodes whose last pin the caller removed);
+ * usage afterwards.  -ETIMEDOUT (usage still filled) when the scan took
+ * longer than max_ms (0 = no limit). */
+int nsh_ledger_reconcile(const char *state_dir, const uint64_t *gone, size_t ngone, unsigned max_ms, size_t *dropped,
+			 struct nshash_table_usage *usage, struct nshash_error *err);
 
 /* pin.c: create PATH empty with O_EXCL ("WHAT PATH: already exists"). */
 int nsh_pin_claim(const char *path, const char *what, struct nshash_error *err);

@@ -37,8 +37,9 @@ static int set_child_knobs(struct nshash_sizes eff, struct nshash_error *err)
 		long back;
 		r = nsh_sysctl_read(knob[i], &back);
 		if (r < 0 || back != (long)val[i])
-			return nshash_error_set(err, EIO, "net.ipv4.%s in the private parent reads %ld after writing %u",
-						knob[i], r < 0 ? -1L : back, val[i]);
+			return nshash_error_set(err, EIO,
+						"net.ipv4.%s in the private parent reads %ld after writing %u", knob[i],
+						r < 0 ? -1L : back, val[i]);
 	}
 	return 0;
 }
@@ -115,10 +116,10 @@ static int require_knobs(struct nshash_sizes s, struct nshash_error *err)
 {
 	/* Once seen, a knob stays: a long-lived caller looks only once. */
 	static bool seen_tcp, seen_udp;
-	bool tcp_ok = !s.tcp || __atomic_load_n(&seen_tcp, __ATOMIC_RELAXED) ||
-		      access(NSH_SYSCTL_DIR NSH_TCP_CHILD, F_OK) == 0;
-	bool udp_ok = !s.udp || __atomic_load_n(&seen_udp, __ATOMIC_RELAXED) ||
-		      access(NSH_SYSCTL_DIR NSH_UDP_CHILD, F_OK) == 0;
+	bool tcp_ok =
+	    !s.tcp || __atomic_load_n(&seen_tcp, __ATOMIC_RELAXED) || access(NSH_SYSCTL_DIR NSH_TCP_CHILD, F_OK) == 0;
+	bool udp_ok =
+	    !s.udp || __atomic_load_n(&seen_udp, __ATOMIC_RELAXED) || access(NSH_SYSCTL_DIR NSH_UDP_CHILD, F_OK) == 0;
 	if (s.tcp && tcp_ok)
 		__atomic_store_n(&seen_tcp, true, __ATOMIC_RELAXED);
 	if (s.udp && udp_ok)
@@ -148,6 +149,8 @@ static int template_paths(const char *state_dir, struct nshash_sizes eff, struct
 {
 	char name[64];
 	nsh_template_name(eff, name, sizeof(name));
+	/* cppcheck reads snprintf's output buffer as an input (ctuuninitvar) */
+	// cppcheck-suppress ctuuninitvar
 	if ((size_t)snprintf(t->path, sizeof(t->path), "%s/templates/%s", state_dir, name) >= sizeof(t->path) ||
 	    (size_t)snprintf(t->stamp, sizeof(t->stamp), "%s/templates/%s.used", state_dir, name) >= sizeof(t->stamp))
 		return nshash_error_set(err, ENAMETOOLONG, "state dir %s: path too long", state_dir);
@@ -250,8 +253,8 @@ static int template_get(const char *state_dir, const struct template_ref *t, str
 	return 0;
 }
 
-static int new_from_template(const struct nshash_create_opts *opts, int home, int *nsfd,
-			     struct nshash_netns_info *info, struct nshash_error *err)
+static int new_from_template(const struct nshash_create_opts *opts, int home, int *nsfd, struct nshash_netns_info *info,
+			     struct nshash_error *err)
 {
 	const char *state_dir = nsh_state_dir(opts->state_dir);
 	struct nshash_sizes eff = nshash_sizes_effective(opts->sizes);
@@ -285,7 +288,7 @@ static int new_from_template(const struct nshash_create_opts *opts, int home, in
 			return r2;
 		if (!damaged)
 			return r; /* a sound template: the kernel's doing (allocation failed?) */
-		/* Someone changed the template's knobs: rebuild it, try again. */
+				  /* Someone changed the template's knobs: rebuild it, try again. */
 	}
 	return nshash_error_set(err, EIO, "template %s: knobs keep changing under us (another program writes them?)",
 				t.path);
@@ -314,17 +317,11 @@ static int new_plain(const struct nshash_create_opts *opts, int home, int *nsfd,
 	return leave_child(home, r, nsfd, err);
 }
 
-int nshash_netns_new(const struct nshash_create_opts *opts, int *nsfd, struct nshash_netns_info *info,
-		     struct nshash_error *err)
+/* The netns itself: validated request, parent, child, verification. */
+static int netns_make(const struct nshash_create_opts *opts, int *nsfd, struct nshash_netns_info *info,
+		      struct nshash_error *err)
 {
-	struct nshash_netns_info scratch;
-	if (!info)
-		info = &scratch;
-	*nsfd = -1;
-	int r = validate_request(opts->sizes, err);
-	if (r < 0)
-		return r;
-	r = require_knobs(opts->sizes, err);
+	int r = require_knobs(opts->sizes, err);
 	if (r < 0)
 		return r;
 	cleanup_close int home = -1;
@@ -338,8 +335,10 @@ int nshash_netns_new(const struct nshash_create_opts *opts, int *nsfd, struct ns
 		int e = errno;
 		struct nshash_probe p;
 		if (e == EPERM && nshash_probe(&p, NULL) == 0 && !p.cap_sys_admin)
-			return nshash_error_set(err, e, "enter network namespaces: %s (needs CAP_SYS_ADMIN and "
-						"CAP_NET_ADMIN; run as root)", strerror(e));
+			return nshash_error_set(err, e,
+						"enter network namespaces: %s (needs CAP_SYS_ADMIN and "
+						"CAP_NET_ADMIN; run as root)",
+						strerror(e));
 		return nshash_error_set(err, e,
 					"cannot re-enter the caller's own network namespace: %s (it belongs to a user "
 					"namespace where the caller lacks CAP_SYS_ADMIN; inside a user namespace, also "
@@ -359,6 +358,48 @@ int nshash_netns_new(const struct nshash_create_opts *opts, int *nsfd, struct ns
 	if (fstat(*nsfd, &st) == 0)
 		info->inode = st.st_ino;
 	return 0;
+}
+
+/* A netns made and recorded in the table ledger (see ledger.c): under a
+ * budget the bytes are reserved first (refused when they would pass it),
+ * and the netns is committed with the pin it is going to get before it is
+ * pinned.  The caller cancels the ticket if the pin then fails. */
+static int netns_new_recorded(const struct nshash_create_opts *opts, const char *pin, int *nsfd,
+			      struct nshash_netns_info *info, struct nsh_ticket *ticket, struct nshash_error *err)
+{
+	struct nshash_netns_info scratch;
+	if (!info)
+		info = &scratch;
+	*nsfd = -1;
+	memset(ticket, 0, sizeof(*ticket));
+	int r = validate_request(opts->sizes, err);
+	if (r < 0)
+		return r;
+	const char *state_dir = nsh_state_dir(opts->state_dir);
+	struct nshash_sizes eff = nshash_sizes_effective(opts->sizes);
+	if (opts->max_table_bytes) {
+		r = nsh_ledger_reserve(state_dir, eff, opts->max_table_bytes, pin, ticket, err);
+		if (r < 0)
+			return r;
+	}
+	r = netns_make(opts, nsfd, info, err);
+	if (r == 0)
+		r = nsh_ledger_commit(state_dir, ticket, eff, *nsfd, pin, opts->max_table_bytes != 0, err);
+	if (r < 0) {
+		nsh_ledger_cancel(state_dir, ticket);
+		if (*nsfd >= 0) {
+			close(*nsfd);
+			*nsfd = -1;
+		}
+	}
+	return r;
+}
+
+int nshash_netns_new(const struct nshash_create_opts *opts, int *nsfd, struct nshash_netns_info *info,
+		     struct nshash_error *err)
+{
+	struct nsh_ticket ticket;
+	return netns_new_recorded(opts, NULL, nsfd, info, &ticket, err);
 }
 
 static bool in_netns_run_dir(const char *path)
@@ -384,13 +425,15 @@ int nshash_netns_create(const struct nshash_create_opts *opts, const char *pin_p
 	if (r < 0)
 		return r;
 	cleanup_close int nsfd = -1;
-	r = nshash_netns_new(opts, &nsfd, info, err);
+	struct nsh_ticket ticket;
+	r = netns_new_recorded(opts, pin_path, &nsfd, info, &ticket, err);
 	if (r < 0) {
 		unlink(pin_path);
 		return nshash_error_prefix(err, "create netns %s", pin_path);
 	}
 	r = nsh_bind_fd(nsfd, pin_path);
 	if (r < 0) {
+		nsh_ledger_cancel(nsh_state_dir(opts->state_dir), &ticket);
 		unlink(pin_path);
 		return nshash_error_set(err, r, "create netns %s: bind mount: %s", pin_path, strerror(-r));
 	}
@@ -407,18 +450,23 @@ int nshash_netns_replace(const struct nshash_create_opts *opts, const char *pin_
 		return nshash_error_set(err, EINVAL, "replace netns %s: not a bind-mounted network namespace pin",
 					pin_path);
 	cleanup_close int nsfd = -1;
-	int r = nshash_netns_new(opts, &nsfd, info, err);
+	struct nsh_ticket ticket;
+	int r = netns_new_recorded(opts, pin_path, &nsfd, info, &ticket, err);
 	if (r < 0)
 		return nshash_error_prefix(err, "replace netns %s", pin_path);
-	if (umount2(pin_path, MNT_DETACH) < 0)
-		return nshash_error_set(err, errno, "replace netns %s: unmount the old pin: %s (not a mount point?)",
-					pin_path, strerror(errno));
+	if (umount2(pin_path, MNT_DETACH) < 0) {
+		int e = errno;
+		nsh_ledger_cancel(nsh_state_dir(opts->state_dir), &ticket);
+		return nshash_error_set(err, e, "replace netns %s: unmount the old pin: %s (not a mount point?)",
+					pin_path, strerror(e));
+	}
 	r = nsh_bind_fd(nsfd, pin_path);
 	if (r < 0) {
-		const char *restored = nsh_bind_fd(oldfd, pin_path) == 0 ? "old netns bound back"
-									 : "old netns could NOT be bound back";
-		return nshash_error_set(err, r, "replace netns %s: bind the new netns: %s (%s)", pin_path,
-					strerror(-r), restored);
+		nsh_ledger_cancel(nsh_state_dir(opts->state_dir), &ticket);
+		const char *restored =
+		    nsh_bind_fd(oldfd, pin_path) == 0 ? "old netns bound back" : "old netns could NOT be bound back";
+		return nshash_error_set(err, r, "replace netns %s: bind the new netns: %s (%s)", pin_path, strerror(-r),
+					restored);
 	}
 	return 0;
 }

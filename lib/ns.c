@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Entering and leaving network namespaces with the calling thread only, and
  * reading what a netns has. */
-#include <ctype.h>
-#include <dirent.h>
 #include <fcntl.h>
 #include <linux/nsfs.h>
 #include <sched.h>
@@ -98,8 +96,7 @@ int nshash_inspect_fd(int nsfd, struct nshash_netns_info *info, struct nshash_er
 	return r2 < 0 ? r2 : r;
 }
 
-static int inspect_open(const char *path, const char *shown, struct nshash_netns_info *info,
-			struct nshash_error *err)
+static int inspect_open(const char *path, const char *shown, struct nshash_netns_info *info, struct nshash_error *err)
 {
 	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -165,47 +162,4 @@ int nshash_verify(const struct nshash_netns_info *info, struct nshash_sizes requ
 					nshash_proto_name(proto), asked, want, got);
 	}
 	return 0;
-}
-
-int nsh_proc_netns_each(int (*fn)(pid_t pid, const struct stat *ns, void *arg), void *arg)
-{
-	DIR *proc = opendir("/proc");
-	if (!proc)
-		return -errno;
-	struct dirent *de;
-	int r = 0;
-	while (r == 0 && (de = readdir(proc))) {
-		if (!isdigit((unsigned char)de->d_name[0]))
-			continue;
-		pid_t pid = (pid_t)atoi(de->d_name);
-		char path[64];
-		struct stat st;
-		snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
-		if (stat(path, &st) == 0) /* else gone, or not ours to see */
-			r = fn(pid, &st, arg);
-	}
-	closedir(proc);
-	return r;
-}
-
-struct netns_user {
-	dev_t dev;
-	ino_t ino;
-	pid_t self, found;
-};
-
-static int match_user(pid_t pid, const struct stat *ns, void *arg)
-{
-	struct netns_user *u = arg;
-	if (pid == u->self || ns->st_ino != u->ino || ns->st_dev != u->dev)
-		return 0;
-	u->found = pid;
-	return 1;
-}
-
-pid_t nsh_netns_user(dev_t dev, ino_t ino)
-{
-	struct netns_user u = {.dev = dev, .ino = ino, .self = getpid()};
-	int r = nsh_proc_netns_each(match_user, &u);
-	return r < 0 ? r : u.found;
 }

@@ -183,6 +183,12 @@ struct nshash_create_opts {
 	enum nshash_strategy strategy;
 	const char *state_dir; /* NULL = NSHASH_DEFAULT_STATE_DIR */
 	bool keep_lo_down;     /* default false: lo is brought up */
+	/* Node-wide table memory budget (maxTableBytes), 0 = none: refuse the
+	 * creation (NSHASH_E_BUDGET) when the table bytes of every live netns
+	 * nshash sized with this state dir, plus this request, would pass it.
+	 * Every sized creation is recorded in the state dir's ledger, with or
+	 * without a budget (see "table memory budget" below). */
+	uint64_t max_table_bytes;
 };
 
 /* Create a sized netns and return an O_CLOEXEC fd to it in *nsfd, verified.
@@ -198,6 +204,71 @@ int nshash_netns_create(const struct nshash_create_opts *opts, const char *pin_p
  * failure after the detach, the old netns is bound back. */
 int nshash_netns_replace(const struct nshash_create_opts *opts, const char *pin_path, struct nshash_netns_info *info,
 			 struct nshash_error *err);
+
+/* ---------------------------------------------------------------- table memory budget */
+/* STATE_DIR/ledger records, under the state lock, every netns with own
+ * tables that nshash creates (whatever the front-end), and every creation
+ * under a budget while it is under way (a reservation taken before the
+ * netns is made, so that parallel creators never pass the budget together).
+ * A record counts until the netns is gone: its pin no longer holds it and
+ * no thread, open fd or mount anywhere does (a scan of /proc, run when a
+ * creation would otherwise be refused and by nshash_reclaim()).  Records of
+ * creators that died are dropped by the next reader.  Templates have no
+ * tables of their own and are not counted. */
+#define NSHASH_E_BUDGET EDQUOT /* errnum: the budget would be passed */
+
+/* Table bytes of an effective size pair (TCP + UDP nshash_table_bytes). */
+uint64_t nshash_sizes_bytes(struct nshash_sizes effective);
+
+struct nshash_table_usage {
+	uint64_t bytes;		/* table bytes of the sized netns counted */
+	size_t netns;		/* how many */
+	uint64_t pending_bytes; /* creations under way (reserved, included in bytes) */
+	size_t pending;
+	size_t unverified; /* counted although their pin no longer holds them: a
+			    * process may (0 right after a reconcile) */
+};
+/* What the ledger counts now.  With `reconcile`, first drop what a /proc
+ * scan finds gone (takes the state lock for a moment; the scan itself runs
+ * without it).  A missing state dir or ledger is zero use. */
+int nshash_table_usage(const char *state_dir, bool reconcile, struct nshash_table_usage *usage,
+		       struct nshash_error *err);
+
+/* ---------------------------------------------------------------- reclaim */
+/* Orphan container pins (STATE_DIR/pins/NAME mounted, older than min_age,
+ * held by no thread and no open fd of any process: a container whose create
+ * failed after the netns was pinned, or a hook killed mid-way), removed
+ * without an operator, plus a reconcile of the ledger.  Rate-limited and
+ * cheap: with `interval` > 0 a run starts only when no run started within
+ * the last `interval` seconds (the mtime of STATE_DIR/reclaim.stamp, claimed
+ * with a non-blocking flock, so concurrent callers never scan twice); a
+ * skipped call costs one stat(2).  One /proc pass serves all pins. */
+struct nshash_reclaim_opts {
+	const char *state_dir;
+	int64_t min_age;  /* seconds; younger container pins are never orphans */
+	int64_t interval; /* seconds between runs; 0 = run now */
+	bool dry_run;
+	/* Longest /proc scan, ms (0 = no limit): fds of processes with millions
+	 * of them take seconds.  Past it nothing is removed (incomplete). */
+	unsigned max_scan_ms;
+	/* Called with each container pin removed (or, under dry_run, that
+	 * would be), why = "orphaned container pin"; may be NULL. */
+	void (*removed)(const char *path, const char *why, void *ctx);
+	void *ctx;
+};
+struct nshash_reclaim_report {
+	bool ran;			 /* false: another run is recent or under way */
+	size_t pins_seen;		 /* container pins looked at */
+	size_t orphans_removed;		 /* (dry run: would be removed) */
+	size_t ledger_dropped;		 /* ledger records of netns found gone */
+	bool incomplete;		 /* the scan hit max_scan_ms: what it could not
+					  * check was kept */
+	struct nshash_table_usage usage; /* after the run (when it ran) */
+};
+#define NSHASH_RECLAIM_MAX_SCAN_MS 2000u /* what the hooks and the plugin use */
+#define NSHASH_RECLAIM_INTERVAL	   60	 /* what the hooks and the plugin use */
+int nshash_reclaim(const struct nshash_reclaim_opts *opts, struct nshash_reclaim_report *report,
+		   struct nshash_error *err);
 
 /* ---------------------------------------------------------------- pins */
 
@@ -257,9 +328,11 @@ struct nshash_gc_opts {
 };
 struct nshash_gc_report {
 	size_t templates_removed;
-	size_t stale_removed;	/* unmounted pin files a creator left */
-	size_t orphans_removed; /* container pins no process uses (a crashed hook or wrapper) */
-	size_t kept;		/* templates and container pins (the state dir's) left in place */
+	size_t stale_removed;		 /* unmounted pin files a creator left */
+	size_t orphans_removed;		 /* container pins no process uses (a crashed hook or wrapper) */
+	size_t kept;			 /* templates and container pins (the state dir's) left in place */
+	size_t ledger_dropped;		 /* table ledger records of netns found gone */
+	struct nshash_table_usage usage; /* table memory in use afterwards */
 };
 int nshash_gc(const struct nshash_gc_opts *opts, struct nshash_gc_report *report, struct nshash_error *err);
 

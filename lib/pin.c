@@ -35,7 +35,8 @@ static int path_check(const char *path, struct nshash_error *err)
 {
 	size_t len = strnlen(path, PATH_MAX);
 	if (len >= PATH_MAX)
-		return nshash_error_set(err, ENAMETOOLONG, "path \"%.32s...\": longer than %d bytes", path, PATH_MAX - 1);
+		return nshash_error_set(err, ENAMETOOLONG, "path \"%.32s...\": longer than %d bytes", path,
+					PATH_MAX - 1);
 	if (path[0] != '/')
 		return nshash_error_set(err, EINVAL, "path \"%s\": not absolute", path);
 	if (len > 1 && path[len - 1] == '/')
@@ -43,7 +44,8 @@ static int path_check(const char *path, struct nshash_error *err)
 	for (const char *p = path; *p; p++) {
 		if (p[0] == '/' && p[1] == '/')
 			return nshash_error_set(err, EINVAL, "path \"%s\": contains \"//\"", path);
-		if (p[0] == '/' && p[1] == '.' && (p[2] == '/' || p[2] == '\0' || (p[2] == '.' && (p[3] == '/' || p[3] == '\0'))))
+		if (p[0] == '/' && p[1] == '.' &&
+		    (p[2] == '/' || p[2] == '\0' || (p[2] == '.' && (p[3] == '/' || p[3] == '\0'))))
 			return nshash_error_set(err, EINVAL, "path \"%s\": contains a \".\" or \"..\" component", path);
 		if ((unsigned char)*p < 0x20)
 			return nshash_error_set(err, EINVAL, "path \"%s\": contains a control character", path);
@@ -153,7 +155,9 @@ int nshash_pin_remove(const char *path, struct nshash_error *err)
 	}
 	if (!S_ISREG(st.st_mode))
 		return nshash_error_set(err, EINVAL, "remove pin %s: not a pin (a %s)", path,
-					S_ISDIR(st.st_mode) ? "directory" : S_ISLNK(st.st_mode) ? "symlink" : "special file");
+					S_ISDIR(st.st_mode)   ? "directory"
+					: S_ISLNK(st.st_mode) ? "symlink"
+							      : "special file");
 	/* A regular file on its own is a stale pin (its mount is gone); anything
 	 * mounted on it must be a netns, never some other bind mount. */
 	int is_ns = nshash_pin_is_netns(path, err);
@@ -174,7 +178,9 @@ int nshash_pin_remove(const char *path, struct nshash_error *err)
 		if (slash)
 			*(slash == dir ? slash + 1 : slash) = '\0';
 		if (stat(dir, &parent) == 0 && parent.st_dev != st.st_dev)
-			return nshash_error_set(err, EINVAL, "remove pin %s: something other than a network namespace is mounted there", path);
+			return nshash_error_set(
+			    err, EINVAL, "remove pin %s: something other than a network namespace is mounted there",
+			    path);
 	}
 	if (unlink(path) < 0 && errno != ENOENT)
 		return nshash_error_set(err, errno, "remove pin %s: %s", path, strerror(errno));

@@ -43,7 +43,8 @@ int nshash_probe(struct nshash_probe *p, struct nshash_error *err)
 int nsh_knob_missing(enum nshash_proto proto, const char *release, struct nshash_error *err)
 {
 	return nshash_error_set(err, EOPNOTSUPP, "kernel %s has no net.ipv4.%s (needs Linux %s)", release,
-				proto == NSHASH_TCP ? NSH_TCP_CHILD : NSH_UDP_CHILD, proto == NSHASH_TCP ? "6.1" : "6.2");
+				proto == NSHASH_TCP ? NSH_TCP_CHILD : NSH_UDP_CHILD,
+				proto == NSHASH_TCP ? "6.1" : "6.2");
 }
 
 int nshash_probe_require(const struct nshash_probe *p, struct nshash_sizes req, struct nshash_error *err)

@@ -5,12 +5,17 @@
 
 #include "internal.h"
 
-const char *nshash_proto_name(enum nshash_proto proto) { return proto == NSHASH_TCP ? "tcp" : "udp"; }
+const char *nshash_proto_name(enum nshash_proto proto)
+{
+	return proto == NSHASH_TCP ? "tcp" : "udp";
+}
 
-uint32_t nshash_proto_max(enum nshash_proto proto) { return proto == NSHASH_TCP ? NSHASH_TCP_MAX : NSHASH_UDP_MAX; }
+uint32_t nshash_proto_max(enum nshash_proto proto)
+{
+	return proto == NSHASH_TCP ? NSHASH_TCP_MAX : NSHASH_UDP_MAX;
+}
 
-int nshash_size_check(enum nshash_proto proto, const char *key, int64_t value, uint32_t *out,
-		      struct nshash_error *err)
+int nshash_size_check(enum nshash_proto proto, const char *key, int64_t value, uint32_t *out, struct nshash_error *err)
 {
 	uint32_t max = nshash_proto_max(proto);
 	if (value < 0 || value > (int64_t)max)
@@ -66,7 +71,8 @@ uint32_t nshash_size_effective(enum nshash_proto proto, uint32_t requested)
 
 struct nshash_sizes nshash_sizes_effective(struct nshash_sizes r)
 {
-	return (struct nshash_sizes){nshash_size_effective(NSHASH_TCP, r.tcp), nshash_size_effective(NSHASH_UDP, r.udp)};
+	return (struct nshash_sizes){nshash_size_effective(NSHASH_TCP, r.tcp),
+				     nshash_size_effective(NSHASH_UDP, r.udp)};
 }
 
 uint64_t nshash_table_bytes(enum nshash_proto proto, uint32_t effective)
@@ -84,10 +90,9 @@ int nshash_sizes_cap(struct nshash_sizes requested, struct nshash_sizes cap, con
 		uint32_t want = nshash_size_effective(proto, i ? requested.udp : requested.tcp);
 		uint32_t max = i ? cap.udp : cap.tcp;
 		if (want > max)
-			return nshash_error_set(err, EPERM,
-						"%s: %s size %u (effective %u) is above the allowed maximum %u (max%s)",
-						source, nshash_proto_name(proto), i ? requested.udp : requested.tcp,
-						want, max, i ? "Udp" : "Tcp");
+			return nshash_error_set(
+			    err, EPERM, "%s: %s size %u (effective %u) is above the allowed maximum %u (max%s)", source,
+			    nshash_proto_name(proto), i ? requested.udp : requested.tcp, want, max, i ? "Udp" : "Tcp");
 	}
 	return 0;
 }

@@ -161,20 +161,6 @@ static int64_t stale_pin_age(const char *path, time_t now)
 	return (int64_t)(now - st.st_mtime);
 }
 
-/* A container pin (STATE_DIR/pins/NAME, mounted) whose netns no process
- * uses any more, older than min_age seconds: what a hook or wrapper killed
- * between pinning and handing over the config leaves.  stat() follows the
- * bind mount to the nsfs inode, whose identity the /proc scan needs. */
-static bool container_pin_orphaned(const char *path, int64_t min_age, time_t now)
-{
-	struct stat st;
-	if (stat(path, &st) < 0)
-		return false;
-	if (min_age > 0 && now - st.st_ctime < min_age)
-		return false;
-	return nsh_netns_user(st.st_dev, st.st_ino) == 0; /* used, or cannot tell: keep */
-}
-
 /* Remove what gc removes among the listed entries, counting it. */
 static int gc_entries(const struct nshash_gc_opts *opts, struct nshash_entry *v, size_t n, struct nshash_gc_report *rep,
 		      struct nshash_error *err)
@@ -183,7 +169,7 @@ static int gc_entries(const struct nshash_gc_opts *opts, struct nshash_entry *v,
 	time_t now = time(NULL);
 	for (size_t i = 0; i < n; i++) {
 		struct nshash_entry *e = &v[i];
-		bool remove = false, stale = false, orphan = false;
+		bool remove = false, stale = false;
 		if (!e->pinned) {
 			/* An unmounted pin file: a creator died between claiming the
 			 * name and binding, or an old mount vanished.  Leave young
@@ -194,9 +180,6 @@ static int gc_entries(const struct nshash_gc_opts *opts, struct nshash_entry *v,
 		} else if (e->kind == NSHASH_ENTRY_TEMPLATE) {
 			remove = e->damaged ||
 				 (opts->template_max_idle >= 0 && now - e->last_used >= opts->template_max_idle);
-		} else if (e->kind == NSHASH_ENTRY_CONTAINER) {
-			orphan = container_pin_orphaned(e->path, opts->stale_min_age, now);
-			remove = orphan;
 		}
 		if (!remove) {
 			/* Only what nshash owns counts as kept: /run/netns holds anyone's. */
@@ -216,16 +199,11 @@ static int gc_entries(const struct nshash_gc_opts *opts, struct nshash_entry *v,
 				unlink(stamp);
 			}
 		}
-		const char *why = stale	       ? "stale pin file"
-				  : orphan     ? "orphaned container pin"
-				  : e->damaged ? "damaged template"
-					       : "idle template";
+		const char *why = stale ? "stale pin file" : e->damaged ? "damaged template" : "idle template";
 		if (opts->removed)
 			opts->removed(e->path, why, opts->ctx);
 		if (stale)
 			rep->stale_removed++;
-		else if (orphan)
-			rep->orphans_removed++;
 		else
 			rep->templates_removed++;
 	}
@@ -253,5 +231,28 @@ int nshash_gc(const struct nshash_gc_opts *opts, struct nshash_gc_report *rep, s
 		return r;
 	r = gc_entries(opts, v, n, rep, err);
 	nshash_list_free(v, n);
-	return r;
+	if (r < 0)
+		return r;
+	/* Container pins whose container never ran or whose hook or wrapper
+	 * died before handing them on (nshash_reclaim, now, one /proc pass for
+	 * all), and the table ledger.  It takes the state lock itself. */
+	if (lockfd >= 0) {
+		close(lockfd);
+		lockfd = -1;
+	}
+	struct nshash_reclaim_opts ro = {.state_dir = state_dir,
+					 .min_age = opts->stale_min_age,
+					 .dry_run = opts->dry_run,
+					 .removed = opts->removed,
+					 .ctx = opts->ctx};
+	struct nshash_reclaim_report rr;
+	r = nshash_reclaim(&ro, &rr, err);
+	if (r < 0)
+		return nshash_error_prefix(err, "gc");
+	rep->orphans_removed = rr.orphans_removed;
+	rep->ledger_dropped = rr.ledger_dropped;
+	rep->usage = rr.usage;
+	/* gc_entries counted every container pin as kept: not the orphans. */
+	rep->kept -= rep->orphans_removed < rep->kept ? rep->orphans_removed : rep->kept;
+	return 0;
 }

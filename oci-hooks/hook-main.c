@@ -180,5 +180,9 @@ int main(int argc, char **argv)
 		rc = verify(&policy, &st);
 	}
 	free(in);
+	/* Whatever the stage: orphans of containers whose create failed. */
+	char msg[1400];
+	if (nsh_reclaim_orphans(policy.state_dir, policy.stale_age, policy.reclaim_interval, msg, sizeof(msg)))
+		nshash_log(NSHASH_LOG_INFO, NULL, "%s", msg);
 	return rc;
 }

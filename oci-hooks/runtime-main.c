@@ -67,10 +67,10 @@ static int run_runtime(const char *runtime, char **argv, bool quiet)
 	if (pid < 0)
 		die(NULL, "fork failed");
 	if (pid == 0) {
-		if (quiet) {
-			freopen("/dev/null", "w", stdout);
-			freopen("/dev/null", "w", stderr);
-		}
+		/* a quiet probe that cannot be silenced must not talk over the
+		 * container's output: it fails instead */
+		if (quiet && (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr)))
+			_exit(127);
 		execv(runtime, argv);
 		_exit(127);
 	}
@@ -216,6 +216,11 @@ int main(int argc, char **argv)
 	argv[0] = runtime;
 	say_who(argc, argv, &args, runtime);
 
+	/* Orphans of containers whose create failed (one stat, but for one
+	 * call per reclaimInterval). */
+	char msg[1400];
+	if (nsh_reclaim_orphans(policy.state_dir, policy.stale_age, policy.reclaim_interval, msg, sizeof(msg)))
+		nshash_log(NSHASH_LOG_INFO, args.id, "%s", msg);
 	if (args.subcommand && (!strcmp(args.subcommand, "create") || !strcmp(args.subcommand, "run")))
 		status = wrap_create(argc, argv, runtime, self, policy_path, &policy, &args);
 	else if (args.subcommand && !strcmp(args.subcommand, "delete") && args.id)

@@ -243,6 +243,7 @@ static int create_pinned(struct transform *t, struct nshash_error *err)
 		    .sizes = res->request.sizes,
 		    .strategy = policy->strategy,
 		    .state_dir = policy->state_dir,
+		    .max_table_bytes = policy->max_table_bytes,
 		};
 		r = nshash_netns_create(&copts, res->pin_path, &res->info, err);
 	}

@@ -131,6 +131,7 @@ echo "# $killed_but_pinned creators were killed after their bind mount (their pi
 for pair in "${POOL[@]}"; do
 	nshash --state-dir "$STATE" create --tcp "${pair%:*}" --udp "${pair#*:}" "$PINS/repair-${pair/:/-}" >/dev/null ||
 		fail "create $pair after the crashes"
+	echo "$PINS/repair-${pair/:/-} ${pair%:*} ${pair#*:} template 0" >>"$WORK/requests"
 done
 templates=$(mounted_pins "$STATE/templates")
 ntempl=$(grep -c . <<<"$templates")
@@ -148,8 +149,9 @@ unmounted() { # files under pins/ and templates/ that are not mounted pins
 left=$(unmounted)
 nleft=$(grep -c . <<<"$left")
 echo "# $nleft unmounted pin files left by killed creators ($(grep -c "^$STATE/templates/" <<<"$left") of them template names)"
-stray=$(find "$STATE" -mindepth 1 \( -path "$STATE/templates" -o -path "$STATE/templates/*" -o -path "$STATE/lock" \) -prune -o -print)
-assert_eq "" "$stray" "nothing in the state dir but templates/ and the lock"
+stray=$(find "$STATE" -mindepth 1 \( -path "$STATE/templates" -o -path "$STATE/templates/*" -o -path "$STATE/lock" \
+	-o -path "$STATE/ledger" \) -prune -o -print)
+assert_eq "" "$stray" "nothing in the state dir but templates/, the lock and the table ledger"
 assert_eq "" "$(grep -v -e "^$PINS/c[0-9]*\$" -e "^$STATE/templates/tcp[0-9]*-udp[0-9]*\$" <<<"$left")" \
 	"every leftover file is a pin or template name a creator was claiming"
 assert_eq "" "$(for f in $left; do [ -s "$f" ] && echo "$f"; done)" "every leftover file is empty (a claimed name, never data)"
@@ -165,6 +167,15 @@ gc_json=$(unshare -m --propagation private sh -c 'mkdir -p /run/netns && mount -
 	"$@"; rc=$?; ls /run/netns | grep foreign- >"$w/foreign-left"; rm -f /run/netns/foreign-*; exit $rc' _ "$WORK" "$PINS" \
 	nshash --state-dir "$STATE" gc --stale-age 0 --json)
 assert_eq "0 $nleft" "$? $(jq .stale_removed <<<"$gc_json")" "gc --stale-age 0 exits 0 and removes exactly the $nleft stale files"
+# The table ledger after the kills: exactly the mounted pins' table bytes
+# (a creator killed before its bind left a record of a netns nothing holds,
+# which gc's scan dropped).
+want_bytes=$(awk 'function pow2(n, p) { p = 1; while (p < n) p *= 2; return p }
+	NR == FNR { b = ($2 > 0 ? 8 * pow2($2) : 0); u = ($3 > 0 ? pow2($3) : 0); if ($3 > 0 && u < 128) u = 128
+		    bytes[$1] = b + 64 * u; next }
+	{ sum += bytes[$1]; n++ } END { print sum + 0, n + 0 }' "$WORK/requests" <(mounted_pins "$PINS"))
+assert_eq "$want_bytes" "$(jq -r '"\(.table_memory.bytes) \(.table_memory.netns)"' <<<"$gc_json")" \
+	"after the kills, gc's table memory (bytes, netns) is exactly that of the mounted pins"
 assert_eq "foreign-file foreign-link" "$(tr '\n' ' ' <"$WORK/foreign-left" | sed 's/ $//')" \
 	"gc leaves a symlink and a non-empty file in /run/netns alone"
 assert_eq "" "$(unmounted)" "no unmounted pin file left after gc"

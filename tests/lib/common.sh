@@ -7,7 +7,7 @@
 set -uo pipefail
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-BUILD=$TOP/build
+BUILD=${NSHASH_BUILD:-$TOP/build} # NSHASH_BUILD: e.g. the sanitized tree
 NSHASH=$BUILD/nshash
 export PATH=$BUILD:$PATH
 T_PASS=0
@@ -81,6 +81,14 @@ make_state_dir() {
 _cleanup_state_dirs() {
 	local d
 	for d in /run/nshash-test-$$-*; do [ -d "$d" ] && cleanup_state_dir "$d"; done
+}
+# Make DIR a private, unbindable mount (undone by cleanup_state_dir): pins
+# made under it stay ours — someone else's `mount --rbind /run ...` on this
+# machine would otherwise copy them, and a copy keeps a deleted pin's netns
+# (and its tables) alive.
+make_private_mount() {
+	mount --bind "$1" "$1" && mount --make-private --make-unbindable "$1" ||
+		cannot_run "cannot make $1 a private mount"
 }
 cleanup_state_dir() {
 	local d=$1 m

@@ -109,13 +109,24 @@ static void test_effective(void **state)
 		enum nshash_proto p;
 		uint32_t in, out;
 	} cases[] = {
-		{NSHASH_TCP, 0, 0},	     {NSHASH_TCP, 1, 1},	   {NSHASH_TCP, 2, 2},
-		{NSHASH_TCP, 3, 4},	     {NSHASH_TCP, 100, 128},	   {NSHASH_TCP, 127, 128},
-		{NSHASH_TCP, 128, 128},	     {NSHASH_TCP, 129, 256},	   {NSHASH_TCP, 3000, 4096},
-		{NSHASH_TCP, 16777216, 16777216}, {NSHASH_TCP, 8388609, 16777216},
-		{NSHASH_UDP, 0, 0},	     {NSHASH_UDP, 1, 128},	   {NSHASH_UDP, 127, 128},
-		{NSHASH_UDP, 128, 128},	     {NSHASH_UDP, 129, 256},	   {NSHASH_UDP, 1000, 1024},
-		{NSHASH_UDP, 65536, 65536},
+	    {NSHASH_TCP, 0, 0},
+	    {NSHASH_TCP, 1, 1},
+	    {NSHASH_TCP, 2, 2},
+	    {NSHASH_TCP, 3, 4},
+	    {NSHASH_TCP, 100, 128},
+	    {NSHASH_TCP, 127, 128},
+	    {NSHASH_TCP, 128, 128},
+	    {NSHASH_TCP, 129, 256},
+	    {NSHASH_TCP, 3000, 4096},
+	    {NSHASH_TCP, 16777216, 16777216},
+	    {NSHASH_TCP, 8388609, 16777216},
+	    {NSHASH_UDP, 0, 0},
+	    {NSHASH_UDP, 1, 128},
+	    {NSHASH_UDP, 127, 128},
+	    {NSHASH_UDP, 128, 128},
+	    {NSHASH_UDP, 129, 256},
+	    {NSHASH_UDP, 1000, 1024},
+	    {NSHASH_UDP, 65536, 65536},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		uint32_t got = nshash_size_effective(cases[i].p, cases[i].in);
@@ -140,9 +151,11 @@ static void test_caps(void **state)
 	/* 40000 rounds to 65536: within the cap. */
 	assert_int_equal(nshash_sizes_cap((struct nshash_sizes){40000, 0}, cap, "annotation", &err), 0);
 	assert_int_equal(nshash_sizes_cap((struct nshash_sizes){65537, 0}, cap, "annotation", &err), -EPERM);
-	assert_non_null(strstr(err.msg, "annotation: tcp size 65537 (effective 131072) is above the allowed maximum 65536 (maxTcp)"));
+	assert_non_null(strstr(
+	    err.msg, "annotation: tcp size 65537 (effective 131072) is above the allowed maximum 65536 (maxTcp)"));
 	assert_int_equal(nshash_sizes_cap((struct nshash_sizes){0, 20000}, cap, "pod", &err), -EPERM);
-	assert_non_null(strstr(err.msg, "udp size 20000 (effective 32768) is above the allowed maximum 16384 (maxUdp)"));
+	assert_non_null(
+	    strstr(err.msg, "udp size 20000 (effective 32768) is above the allowed maximum 16384 (maxUdp)"));
 }
 
 static void test_verify_messages(void **state)
@@ -175,19 +188,19 @@ static void test_names_and_paths(void **state)
 	static const struct {
 		const char *in, *frag;
 	} bad[] = {
-		{"", "empty"},
-		{".", "not a valid name"},
-		{"..", "not a valid name"},
-		{"a/b", "character '/' 0x2f not allowed"},
-		{"a b", "character 0x20 not allowed"},
-		{"x\x01", "character 0x01 not allowed"},
-		{"/run/netns/../etc/passwd", "contains a \".\" or \"..\" component"},
-		{"/run/netns/./x", "contains a \".\" or \"..\" component"},
-		{"/run/netns/x/..", "contains a \".\" or \"..\" component"},
-		{"/run//netns/x", "contains \"//\""},
-		{"/run/netns/", "ends with '/'"},
-		{"/", "not a pin file"},
-		{"/tmp/\x1b[31m", "control character"},
+	    {"", "empty"},
+	    {".", "not a valid name"},
+	    {"..", "not a valid name"},
+	    {"a/b", "character '/' 0x2f not allowed"},
+	    {"a b", "character 0x20 not allowed"},
+	    {"x\x01", "character 0x01 not allowed"},
+	    {"/run/netns/../etc/passwd", "contains a \".\" or \"..\" component"},
+	    {"/run/netns/./x", "contains a \".\" or \"..\" component"},
+	    {"/run/netns/x/..", "contains a \".\" or \"..\" component"},
+	    {"/run//netns/x", "contains \"//\""},
+	    {"/run/netns/", "ends with '/'"},
+	    {"/", "not a pin file"},
+	    {"/tmp/\x1b[31m", "control character"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		int r = nshash_pin_resolve(bad[i].in, out, sizeof(out), &err);
@@ -238,11 +251,15 @@ static void test_strategy_and_errors(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parse_tcp_boundaries), cmocka_unit_test(test_parse_udp_boundaries),
-		cmocka_unit_test(test_parse_garbage),	     cmocka_unit_test(test_size_check_typed),
-		cmocka_unit_test(test_effective),	     cmocka_unit_test(test_caps),
-		cmocka_unit_test(test_verify_messages),	     cmocka_unit_test(test_names_and_paths),
-		cmocka_unit_test(test_strategy_and_errors),
+	    cmocka_unit_test(test_parse_tcp_boundaries),
+	    cmocka_unit_test(test_parse_udp_boundaries),
+	    cmocka_unit_test(test_parse_garbage),
+	    cmocka_unit_test(test_size_check_typed),
+	    cmocka_unit_test(test_effective),
+	    cmocka_unit_test(test_caps),
+	    cmocka_unit_test(test_verify_messages),
+	    cmocka_unit_test(test_names_and_paths),
+	    cmocka_unit_test(test_strategy_and_errors),
 	};
 	return cmocka_run_group_tests_name("size", tests, NULL, NULL);
 }

@@ -1,0 +1,856 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The table ledger: STATE_DIR/ledger, the node-wide account of the table
+ * memory of the netns nshash sized (maxTableBytes).
+ *
+ * One line per event, appended under the state lock:
+ *   R ID BYTES TCP UDP PID START TIME PIN   a budgeted creation under way
+ *   N ID BYTES TCP UDP INO FH TIME PIN      a sized netns (nsfs inode INO, file
+ *                                           handle FH = TYPE.HEX or "-")
+ *   X ID                                    cancelled / gone
+ *   H COUNT                                 first line of a rewritten file:
+ *                                           COUNT records were live then
+ * The last line of an ID is its state.  PIN is the rest of the line ("-" =
+ * none); PID/START (the creator's start time, /proc/PID/stat field 22)
+ * tell a creator that died from a live one without trusting pid reuse.
+ *
+ * A creation under a budget reserves before the netns is made, so parallel
+ * creators never pass the budget together, and commits the inode before
+ * the pin is bound, so a creator killed at any point leaves either nothing,
+ * a reservation of a dead creator (dropped by the next reader), or a record
+ * of a netns that nothing holds (dropped by the next scan).  A creation
+ * without a budget records only the commit.  Readers rewrite the file
+ * (temp + rename) when dead lines pile up.
+ *
+ * A record counts until its netns is gone.  Cheap check: its pin still
+ * holds that inode.  Otherwise a /proc scan decides (threads, fds, mounts
+ * of every mount namespace); that scan runs only when a creation would be
+ * refused, in nshash_reclaim() and in nshash_table_usage(reconcile). */
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+
+#include "internal.h"
+
+#define LEDGER_MAX	  (64u << 20) /* refuse to read a larger ledger */
+#define LEDGER_SLACK	  64	      /* dead lines tolerated before a rewrite */
+#define LEDGER_SCAN_MS	  1000	      /* a creator waits at most this for a /proc scan */
+#define LEDGER_LINE_GUESS 256	      /* bytes per line, for the append path's size check */
+
+uint64_t nshash_sizes_bytes(struct nshash_sizes eff)
+{
+	return nshash_table_bytes(NSHASH_TCP, eff.tcp) + nshash_table_bytes(NSHASH_UDP, eff.udp);
+}
+
+/* ------------------------------------------------------------ parsing */
+
+static bool id_valid(const char *id)
+{
+	size_t i = 0;
+	for (; id[i]; i++)
+		if (i >= NSH_LEDGER_ID_LEN || !((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
+			return false;
+	return i == NSH_LEDGER_ID_LEN;
+}
+
+static bool u64_field(char **p, uint64_t *out)
+{
+	char *s = *p, *end;
+	if (*s < '0' || *s > '9')
+		return false;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || (*end != ' ' && *end != '\0'))
+		return false;
+	*out = v;
+	*p = *end ? end + 1 : end;
+	return true;
+}
+
+static bool word_field(char **p, char *out, size_t len)
+{
+	char *s = *p, *sp = strchr(s, ' ');
+	size_t n = sp ? (size_t)(sp - s) : strlen(s);
+	if (n == 0 || n >= len)
+		return false;
+	memcpy(out, s, n);
+	out[n] = '\0';
+	*p = sp ? sp + 1 : s + n;
+	return true;
+}
+
+/* "TYPE.HEX" (an nsfs file handle) or "-". */
+static bool handle_field(char **p, struct nsh_record *r)
+{
+	char word[2 * sizeof(r->handle) + 16];
+	if (!word_field(p, word, sizeof(word)))
+		return false;
+	if (strcmp(word, "-") == 0)
+		return true;
+	char *dot = strchr(word, '.'), *end;
+	if (!dot || dot == word)
+		return false;
+	errno = 0;
+	long type = strtol(word, &end, 10);
+	if (errno || end != dot || type < 0 || type > INT32_MAX)
+		return false;
+	size_t hex = strlen(dot + 1);
+	if (hex == 0 || hex % 2 || hex / 2 > sizeof(r->handle))
+		return false;
+	for (size_t i = 0; i < hex / 2; i++) {
+		unsigned v = 0;
+		for (int k = 0; k < 2; k++) {
+			char c = dot[1 + 2 * i + k];
+			v <<= 4;
+			if (c >= '0' && c <= '9')
+				v |= (unsigned)(c - '0');
+			else if (c >= 'a' && c <= 'f')
+				v |= (unsigned)(c - 'a' + 10);
+			else
+				return false;
+		}
+		r->handle[i] = (unsigned char)v;
+	}
+	r->handle_type = (int)type;
+	r->handle_len = (unsigned)(hex / 2);
+	return true;
+}
+
+/* One line (NUL-terminated, no newline) → record; false for a bad line. */
+static bool parse_line(char *line, struct nsh_record *r)
+{
+	memset(r, 0, sizeof(*r));
+	if ((line[0] != 'R' && line[0] != 'N' && line[0] != 'X') || line[1] != ' ')
+		return false;
+	r->kind = line[0];
+	char *p = line + 2;
+	if (!word_field(&p, r->id, sizeof(r->id)) || !id_valid(r->id))
+		return false;
+	if (r->kind == 'X')
+		return *p == '\0';
+	uint64_t tcp, udp, a, b = 0, t;
+	if (!u64_field(&p, &r->bytes) || !u64_field(&p, &tcp) || !u64_field(&p, &udp) || !u64_field(&p, &a) ||
+	    (r->kind == 'R' && !u64_field(&p, &b)) || (r->kind == 'N' && !handle_field(&p, r)) || !u64_field(&p, &t) ||
+	    !*p)
+		return false;
+	if (tcp > NSHASH_TCP_MAX || udp > NSHASH_UDP_MAX || t > INT64_MAX || a > INT32_MAX * 2ull + 1)
+		return false;
+	r->sizes = (struct nshash_sizes){(uint32_t)tcp, (uint32_t)udp};
+	if (r->bytes != nshash_sizes_bytes(nshash_sizes_effective(r->sizes)))
+		return false; /* a hand-edited count is not believed */
+	if (r->kind == 'R') {
+		if (a == 0 || a > INT32_MAX)
+			return false;
+		r->pid = (pid_t)a;
+		r->start = b;
+	} else {
+		if (a == 0)
+			return false;
+		r->ino = a;
+	}
+	r->time = (int64_t)t;
+	r->pin = strcmp(p, "-") == 0 ? "" : p;
+	return true;
+}
+
+static int cmp_id_seq(const void *a, const void *b)
+{
+	const struct nsh_record *x = a, *y = b;
+	int c = strcmp(x->id, y->id);
+	return c ? c : (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static int cmp_seq(const void *a, const void *b)
+{
+	const struct nsh_record *x = a, *y = b;
+	return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+struct ino_slot {
+	uint64_t ino;
+	size_t seq, idx;
+};
+
+static int cmp_ino_seq(const void *a, const void *b)
+{
+	const struct ino_slot *x = a, *y = b;
+	if (x->ino != y->ino)
+		return x->ino < y->ino ? -1 : 1;
+	return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/* Of the N records of one inode, only the newest counts. */
+static int dedupe_inodes(struct nsh_ledger *l)
+{
+	if (l->n < 2)
+		return 0;
+	struct ino_slot *s = malloc(l->n * sizeof(*s));
+	if (!s) {
+		free(l->v);
+		l->v = NULL;
+		l->n = 0;
+		return -ENOMEM;
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < l->n; i++)
+		if (l->v[i].kind == 'N')
+			s[k++] = (struct ino_slot){l->v[i].ino, l->v[i].seq, i};
+	qsort(s, k, sizeof(*s), cmp_ino_seq);
+	for (size_t i = 0; i + 1 < k; i++)
+		if (s[i].ino == s[i + 1].ino)
+			l->v[s[i].idx].drop = true;
+	free(s);
+	return 0;
+}
+
+int nsh_ledger_parse(char *text, size_t len, struct nsh_ledger *l)
+{
+	memset(l, 0, sizeof(*l));
+	size_t cap = 0;
+	for (size_t i = 0; i < len;) {
+		char *nl = memchr(text + i, '\n', len - i);
+		size_t end = nl ? (size_t)(nl - text) : len;
+		if (!nl)
+			break; /* an unfinished last line: a writer died mid-append */
+		text[end] = '\0';
+		l->lines++;
+		struct nsh_record r;
+		unsigned long long base;
+		char tail;
+		if (l->lines == 1 && sscanf(text + i, "H %llu%c", &base, &tail) == 1) {
+			l->base = base > SIZE_MAX / 4 ? SIZE_MAX / 4 : (size_t)base;
+		} else if (strlen(text + i) == end - i && parse_line(text + i, &r)) {
+			if (l->n == cap) {
+				cap = cap ? 2 * cap : 64;
+				struct nsh_record *v = realloc(l->v, cap * sizeof(*v));
+				if (!v) {
+					free(l->v);
+					l->v = NULL;
+					return -ENOMEM;
+				}
+				l->v = v;
+			}
+			r.seq = l->lines;
+			l->v[l->n++] = r;
+		}
+		i = end + 1;
+	}
+	/* The last event of each id is its state; X and superseded lines go. */
+	if (l->n)
+		qsort(l->v, l->n, sizeof(*l->v), cmp_id_seq);
+	size_t w = 0;
+	for (size_t i = 0; i < l->n; i++) {
+		if (i + 1 < l->n && strcmp(l->v[i].id, l->v[i + 1].id) == 0)
+			continue;
+		if (l->v[i].kind != 'X')
+			l->v[w++] = l->v[i];
+	}
+	l->n = w;
+	if (l->n)
+		qsort(l->v, l->n, sizeof(*l->v), cmp_seq);
+	/* One netns is counted once, whoever recorded it (an inode seen twice:
+	 * the older record describes a netns that died and whose inode was
+	 * reused, or the same netns recorded twice). */
+	return dedupe_inodes(l);
+}
+
+void nsh_ledger_free(struct nsh_ledger *l)
+{
+	free(l->v);
+	free(l->text);
+	memset(l, 0, sizeof(*l));
+}
+
+/* ------------------------------------------------------------ file */
+
+static int ledger_path(const char *state_dir, const char *name, char *out, size_t len, struct nshash_error *err)
+{
+	if ((size_t)snprintf(out, len, "%s/%s", state_dir, name) >= len)
+		return nshash_error_set(err, ENAMETOOLONG, "state dir %s: path too long", state_dir);
+	return 0;
+}
+
+/* Under the lock: read and parse the ledger (missing = empty). */
+static int ledger_load(const char *state_dir, struct nsh_ledger *l, struct nshash_error *err)
+{
+	char path[PATH_MAX];
+	memset(l, 0, sizeof(*l));
+	int r = ledger_path(state_dir, "ledger", path, sizeof(path), err);
+	if (r < 0)
+		return r;
+	cleanup_close int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : nshash_error_set(err, errno, "open ledger %s: %s", path, strerror(errno));
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return nshash_error_set(err, EINVAL, "ledger %s: not a regular file", path);
+	if ((uint64_t)st.st_size > LEDGER_MAX)
+		return nshash_error_set(err, EFBIG, "ledger %s: larger than %u bytes", path, LEDGER_MAX);
+	size_t len = 0, cap = (size_t)st.st_size + 4096;
+	char *text = malloc(cap + 1);
+	if (!text)
+		return nshash_error_set(err, ENOMEM, "read ledger %s: out of memory", path);
+	for (;;) { /* it may grow meanwhile only through our own lock: read to EOF anyway */
+		if (len == cap) {
+			char *t = cap < LEDGER_MAX ? realloc(text, 2 * cap + 1) : NULL;
+			if (!t) {
+				free(text);
+				return nshash_error_set(err, EFBIG, "read ledger %s: too large", path);
+			}
+			text = t;
+			cap *= 2;
+		}
+		ssize_t n = read(fd, text + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+			free(text);
+			return nshash_error_set(err, e, "read ledger %s: %s", path, strerror(e));
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	text[len] = '\0';
+	r = nsh_ledger_parse(text, len, l);
+	l->text = text; /* the records' pins point into it */
+	if (r < 0)
+		return nshash_error_set(err, -r, "read ledger %s: %s", path, strerror(-r));
+	return 0;
+}
+
+/* Append one line; *size (optional) = the file's size afterwards. */
+static int append_line(const char *state_dir, const char *line, off_t *size, struct nshash_error *err)
+{
+	char path[PATH_MAX];
+	int r = ledger_path(state_dir, "ledger", path, sizeof(path), err);
+	if (r < 0)
+		return r;
+	cleanup_close int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return nshash_error_set(err, errno, "open ledger %s: %s", path, strerror(errno));
+	size_t len = strlen(line);
+	ssize_t w = write(fd, line, len);
+	if (w != (ssize_t)len)
+		return nshash_error_set(err, w < 0 ? errno : EIO, "append to ledger %s: %s", path,
+					w < 0 ? strerror(errno) : "short write");
+	struct stat st;
+	if (size)
+		*size = fstat(fd, &st) == 0 ? st.st_size : 0;
+	return 0;
+}
+
+static void format_record(const struct nsh_record *r, char *buf, size_t len)
+{
+	const char *pin = r->pin && *r->pin ? r->pin : "-";
+	if (r->kind == 'R')
+		snprintf(buf, len, "R %s %llu %u %u %d %llu %lld %s\n", r->id, (unsigned long long)r->bytes,
+			 r->sizes.tcp, r->sizes.udp, (int)r->pid, (unsigned long long)r->start, (long long)r->time,
+			 pin);
+	else {
+		char fh[2 * sizeof(r->handle) + 16] = "-";
+		if (r->handle_len && r->handle_len <= sizeof(r->handle)) {
+			int n = snprintf(fh, sizeof(fh), "%d.", r->handle_type);
+			for (unsigned i = 0; i < r->handle_len && n > 0 && (size_t)n + 3 <= sizeof(fh); i++)
+				n += snprintf(fh + n, sizeof(fh) - (size_t)n, "%02x", r->handle[i]);
+		}
+		snprintf(buf, len, "N %s %llu %u %u %llu %s %lld %s\n", r->id, (unsigned long long)r->bytes,
+			 r->sizes.tcp, r->sizes.udp, (unsigned long long)r->ino, fh, (long long)r->time, pin);
+	}
+}
+
+/* Under the lock: replace the ledger by the records not dropped. */
+static int ledger_rewrite(const char *state_dir, struct nsh_ledger *l, struct nshash_error *err)
+{
+	char path[PATH_MAX], tmp[PATH_MAX];
+	int r = ledger_path(state_dir, "ledger", path, sizeof(path), err);
+	if (r == 0)
+		r = ledger_path(state_dir, "ledger.tmp", tmp, sizeof(tmp), err);
+	if (r < 0)
+		return r;
+	unlink(tmp);
+	FILE *f = NULL;
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0 && !(f = fdopen(fd, "w")))
+		close(fd);
+	if (!f)
+		return nshash_error_set(err, errno, "write ledger %s: %s", tmp, strerror(errno));
+	char line[PATH_MAX + 256];
+	size_t kept = 0;
+	for (size_t i = 0; i < l->n; i++)
+		kept += !l->v[i].drop;
+	fprintf(f, "H %zu\n", kept);
+	for (size_t i = 0; i < l->n; i++) {
+		if (l->v[i].drop)
+			continue;
+		format_record(&l->v[i], line, sizeof(line));
+		fputs(line, f);
+	}
+	if (fclose(f) != 0 || rename(tmp, path) < 0) {
+		int e = errno;
+		unlink(tmp);
+		return nshash_error_set(err, e, "write ledger %s: %s", path, strerror(e));
+	}
+	l->lines = kept + 1;
+	l->base = kept;
+	return 0;
+}
+
+/* ------------------------------------------------------------ liveness */
+
+/* Start time (clock ticks since boot) of a process; 0 if it is gone. */
+static uint64_t proc_start(pid_t pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* After "pid (comm)": field 3 is the state; start time is field 22. */
+	char *p = strrchr(buf, ')');
+	for (int field = 2; p && field < 22; field++)
+		p = strchr(p + 1, ' ');
+	return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+/* This process's start time, read once per thread (per process after a
+ * fork: the pid tells). */
+static uint64_t own_start(pid_t pid)
+{
+	static __thread pid_t cached_pid;
+	static __thread uint64_t cached_start;
+	if (cached_pid != pid || !cached_start) {
+		cached_start = proc_start(pid);
+		cached_pid = pid;
+	}
+	return cached_start;
+}
+
+/* Its pin still holds its netns (the cheap proof of life). */
+static bool pinned_at(const struct nsh_record *r)
+{
+	struct stat st;
+	return r->pin && r->pin[0] == '/' && stat(r->pin, &st) == 0 && (uint64_t)st.st_ino == r->ino &&
+	       major(st.st_dev) == 0;
+}
+
+/* Does the netns of an N record still exist?  Its nsfs file handle says
+ * exactly (a 64-bit namespace id: no reuse) in one syscall: 1 alive, 0
+ * gone, -1 cannot tell (no handle, an older kernel, no CAP_DAC_READ_SEARCH):
+ * then only a /proc scan can. */
+static int handle_alive(const struct nsh_record *r)
+{
+	if (!r->handle_len)
+		return -1;
+	struct {
+		struct file_handle fh;
+		unsigned char bytes[sizeof(r->handle)];
+	} h;
+	h.fh.handle_bytes = r->handle_len;
+	h.fh.handle_type = r->handle_type;
+	memcpy(h.fh.f_handle, r->handle, r->handle_len);
+	/* Any nsfs fd names the filesystem the handle belongs to. */
+	cleanup_close int mount_fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (mount_fd < 0)
+		return -1;
+	int fd = open_by_handle_at(mount_fd, &h.fh, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		close(fd);
+		return 1;
+	}
+	return errno == ESTALE ? 0 : -1;
+}
+
+/* Drop reservations of creators that are gone; say whether any was. */
+static bool drop_dead_creators(struct nsh_ledger *l)
+{
+	bool changed = false;
+	for (size_t i = 0; i < l->n; i++) {
+		struct nsh_record *r = &l->v[i];
+		if (r->kind == 'R' && !r->drop && proc_start(r->pid) != r->start)
+			r->drop = changed = true;
+	}
+	return changed;
+}
+
+/* Sum what counts.  With `verify`, also count the records not proven
+ * alive by their pin (a stat each: only where it matters). */
+static void usage_of(const struct nsh_ledger *l, bool verify, struct nshash_table_usage *u)
+{
+	memset(u, 0, sizeof(*u));
+	for (size_t i = 0; i < l->n; i++) {
+		const struct nsh_record *r = &l->v[i];
+		if (r->drop)
+			continue;
+		u->bytes += r->bytes;
+		u->netns++;
+		if (r->kind == 'R') {
+			u->pending_bytes += r->bytes;
+			u->pending++;
+		} else if (verify && !r->checked && !pinned_at(r)) {
+			u->unverified++;
+		}
+	}
+}
+
+/* Records whose pin no longer holds them and whose file handle cannot
+ * tell: candidates for a scan.  Those the handle shows gone are dropped
+ * (counted in *dropped).  Returns how many; *items is malloc'd. */
+static int collect_unverified(struct nsh_ledger *l, struct nsh_scan_item **items, size_t **index, size_t *dropped)
+{
+	size_t n = 0;
+	*items = NULL;
+	*index = NULL;
+	for (size_t i = 0; i < l->n; i++) {
+		struct nsh_record *r = &l->v[i];
+		r->checked = false;
+		if (r->drop || r->kind != 'N')
+			continue;
+		int alive = pinned_at(r) ? 1 : handle_alive(r);
+		if (alive >= 0) {
+			r->checked = true;
+			r->drop = alive == 0;
+			*dropped += alive == 0;
+			continue;
+		}
+		n++;
+	}
+	if (!n)
+		return 0;
+	*items = calloc(n, sizeof(**items));
+	*index = calloc(n, sizeof(**index));
+	if (!*items || !*index) {
+		free(*items);
+		free(*index);
+		*items = NULL;
+		*index = NULL;
+		return -ENOMEM;
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < l->n; i++) {
+		struct nsh_record *r = &l->v[i];
+		if (r->drop || r->kind != 'N' || r->checked)
+			continue;
+		(*items)[k] =
+		    (struct nsh_scan_item){.ino = r->ino, .want = NSH_SCAN_THREADS | NSH_SCAN_FDS | NSH_SCAN_MOUNTS};
+		(*index)[k++] = i;
+	}
+	return (int)n;
+}
+
+/* Under the lock: scan for the unverified records and drop the gone ones.
+ * A scan longer than max_ms (0 = no limit) drops nothing: -ETIMEDOUT. */
+static int reconcile_locked(struct nsh_ledger *l, unsigned max_ms, size_t *dropped, struct nshash_error *err)
+{
+	cleanup_free struct nsh_scan_item *items = NULL;
+	cleanup_free size_t *index = NULL;
+	int n = collect_unverified(l, &items, &index, dropped);
+	if (n < 0)
+		return nshash_error_set(err, -n, "reconcile the table ledger: %s", strerror(-n));
+	int r = n ? nsh_netns_scan(items, (size_t)n, false, max_ms) : 0;
+	if (r == -ETIMEDOUT)
+		return nshash_error_set(err, ETIMEDOUT,
+					"reconcile the table ledger: the /proc scan took longer than %u ms", max_ms);
+	if (r < 0)
+		return nshash_error_set(err, -r, "reconcile the table ledger: read /proc: %s", strerror(-r));
+	for (int k = 0; k < n; k++) {
+		struct nsh_record *rec = &l->v[index[k]];
+		rec->checked = true;
+		/* Not held during the scan, and still not pinned after it: a
+		 * creator binds its pin before it closes its fd, so a netns that
+		 * moved from the fd to the pin while the scan ran shows here. */
+		if (!items[k].held && !pinned_at(rec)) {
+			rec->drop = true;
+			(*dropped)++;
+		}
+	}
+	return 0;
+}
+
+static bool worth_rewrite(const struct nsh_ledger *l)
+{
+	size_t live = 0;
+	for (size_t i = 0; i < l->n; i++)
+		live += !l->v[i].drop;
+	return l->lines > 2 * live + LEDGER_SLACK || live < l->n;
+}
+
+/* Records doubled since the last rewrite: records of pins removed since
+ * (they count until checked) may pile up; check them.  Amortized, one stat
+ * per record and at most one /proc scan per doubling. */
+static bool grown(const struct nsh_ledger *l)
+{
+	return l->n > 2 * l->base + LEDGER_SLACK;
+}
+
+/* Under the lock, on a loaded ledger: reconcile and rewrite. */
+static int compact_locked(const char *state_dir, struct nsh_ledger *l, struct nshash_error *err)
+{
+	size_t dropped = 0;
+	drop_dead_creators(l);
+	int r = reconcile_locked(l, LEDGER_SCAN_MS, &dropped, err);
+	return r < 0 && r != -ETIMEDOUT ? r : ledger_rewrite(state_dir, l, err);
+}
+
+/* ------------------------------------------------------------ the API */
+
+static void new_id(char id[NSH_LEDGER_ID_LEN + 1])
+{
+	uint64_t v = 0;
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v)) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		v = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^ ((uint64_t)getpid() << 40) ^
+		    (uint64_t)gettid();
+	}
+	snprintf(id, NSH_LEDGER_ID_LEN + 1, "%016llx", (unsigned long long)v);
+}
+
+static const char *pin_field(const char *pin)
+{
+	/* The pin is the rest of a line: none that would break one. */
+	if (!pin || pin[0] != '/' || strlen(pin) >= PATH_MAX)
+		return "";
+	for (const char *p = pin; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			return "";
+	return pin;
+}
+
+static void budget_message(struct nshash_error *err, uint64_t max, const struct nshash_table_usage *u,
+			   struct nshash_sizes eff, uint64_t bytes)
+{
+	char pending[64] = "";
+	if (u->pending)
+		snprintf(pending, sizeof(pending), " (%zu of them being created)", u->pending);
+	nshash_error_set(err, NSHASH_E_BUDGET,
+			 "table memory budget: maxTableBytes %llu would be passed: %llu bytes in use by %zu network "
+			 "namespace(s)%s, this request (tcp %u, udp %u) needs %llu bytes; free some or raise "
+			 "maxTableBytes",
+			 (unsigned long long)max, (unsigned long long)u->bytes, u->netns, pending, eff.tcp, eff.udp,
+			 (unsigned long long)bytes);
+}
+
+int nsh_ledger_reserve(const char *state_dir, struct nshash_sizes eff, uint64_t max, const char *pin,
+		       struct nsh_ticket *t, struct nshash_error *err)
+{
+	memset(t, 0, sizeof(*t));
+	t->bytes = nshash_sizes_bytes(eff);
+	if (t->bytes == 0)
+		return 0;
+	cleanup_close int lockfd = -1;
+	int r = nsh_lock_state(state_dir, &lockfd, err);
+	if (r < 0)
+		return nshash_error_prefix(err, "table memory budget");
+	struct nsh_ledger l;
+	r = ledger_load(state_dir, &l, err);
+	if (r < 0) {
+		nsh_ledger_free(&l);
+		return nshash_error_prefix(err, "table memory budget");
+	}
+	bool rewrite = drop_dead_creators(&l);
+	struct nshash_table_usage u;
+	usage_of(&l, false, &u);
+	if (u.bytes + t->bytes > max || grown(&l)) {
+		/* Only now is it worth a look: records whose pins are gone may
+		 * still count (a process holds the netns) or not. */
+		size_t dropped = 0;
+		r = reconcile_locked(&l, LEDGER_SCAN_MS, &dropped, err);
+		if (r == -ETIMEDOUT)
+			r = 0; /* what could not be checked keeps counting */
+		if (r < 0) {
+			nsh_ledger_free(&l);
+			return nshash_error_prefix(err, "table memory budget");
+		}
+		rewrite |= dropped > 0;
+		usage_of(&l, true, &u);
+	}
+	bool over = u.bytes + t->bytes > max || t->bytes > max;
+	struct nsh_record rec = {.kind = 'R',
+				 .bytes = t->bytes,
+				 .sizes = eff,
+				 .pid = getpid(),
+				 .time = time(NULL),
+				 .pin = (char *)pin_field(pin)};
+	rec.start = own_start(rec.pid);
+	new_id(rec.id);
+	char line[PATH_MAX + 256];
+	format_record(&rec, line, sizeof(line));
+	if (rewrite || worth_rewrite(&l))
+		r = ledger_rewrite(state_dir, &l, err);
+	if (r == 0 && !over)
+		r = append_line(state_dir, line, NULL, err);
+	if (over)
+		budget_message(err, max, &u, eff, t->bytes);
+	nsh_ledger_free(&l);
+	if (over)
+		return -NSHASH_E_BUDGET;
+	if (r < 0)
+		return nshash_error_prefix(err, "table memory budget");
+	memcpy(t->id, rec.id, sizeof(t->id));
+	t->reserved = true;
+	return 0;
+}
+
+/* The file's size against the record count its header gave. */
+static bool ledger_looks_grown(const char *state_dir, off_t size)
+{
+	char path[PATH_MAX], head[48];
+	if (size <= (off_t)LEDGER_SLACK * LEDGER_LINE_GUESS ||
+	    ledger_path(state_dir, "ledger", path, sizeof(path), NULL) < 0)
+		return false;
+	cleanup_close int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = pread(fd, head, sizeof(head) - 1, 0);
+	unsigned long long base = 0;
+	head[n > 0 ? n : 0] = '\0';
+	if (sscanf(head, "H %llu", &base) != 1)
+		base = 0;
+	return (unsigned long long)size > (2 * base + LEDGER_SLACK) * LEDGER_LINE_GUESS;
+}
+
+/* The nsfs inode and file handle of the netns behind nsfd. */
+static void record_identity(int nsfd, struct nsh_record *rec)
+{
+	struct stat st;
+	if (fstat(nsfd, &st) == 0)
+		rec->ino = st.st_ino;
+	struct {
+		struct file_handle fh;
+		unsigned char bytes[sizeof(rec->handle)];
+	} h = {.fh.handle_bytes = sizeof(rec->handle)};
+	int mount_id;
+	if (name_to_handle_at(nsfd, "", &h.fh, &mount_id, AT_EMPTY_PATH) == 0 &&
+	    h.fh.handle_bytes <= sizeof(rec->handle)) {
+		rec->handle_type = h.fh.handle_type;
+		rec->handle_len = h.fh.handle_bytes;
+		memcpy(rec->handle, h.fh.f_handle, h.fh.handle_bytes);
+	}
+}
+
+int nsh_ledger_commit(const char *state_dir, struct nsh_ticket *t, struct nshash_sizes eff, int nsfd, const char *pin,
+		      bool required, struct nshash_error *err)
+{
+	if (nshash_sizes_bytes(eff) == 0)
+		return 0;
+	cleanup_close int lockfd = -1;
+	int r = nsh_lock_state(state_dir, &lockfd, err);
+	if (r < 0) {
+		/* Without a budget, a caller that cannot keep state (nested
+		 * strategy in a user namespace) creates unrecorded. */
+		if (!required && (r == -EACCES || r == -EPERM || r == -EROFS))
+			return 0;
+		return nshash_error_prefix(err, "record in the table ledger");
+	}
+	struct nsh_record rec = {.kind = 'N',
+				 .bytes = nshash_sizes_bytes(eff),
+				 .sizes = eff,
+				 .time = time(NULL),
+				 .pin = (char *)pin_field(pin)};
+	record_identity(nsfd, &rec);
+	if (t->reserved)
+		memcpy(rec.id, t->id, sizeof(rec.id));
+	else
+		new_id(rec.id);
+	char line[PATH_MAX + 256];
+	format_record(&rec, line, sizeof(line));
+	off_t size = 0;
+	r = append_line(state_dir, line, &size, err);
+	if (r < 0)
+		return nshash_error_prefix(err, "record in the table ledger");
+	memcpy(t->id, rec.id, sizeof(t->id));
+	t->reserved = true;
+	/* Without a budget nobody reads the ledger on the way: keep it from
+	 * growing without end (a cheap look at its size and first line). */
+	if (ledger_looks_grown(state_dir, size)) {
+		struct nsh_ledger l;
+		if (ledger_load(state_dir, &l, NULL) == 0)
+			compact_locked(state_dir, &l, NULL);
+		nsh_ledger_free(&l);
+	}
+	return 0;
+}
+
+void nsh_ledger_cancel(const char *state_dir, struct nsh_ticket *t)
+{
+	if (!t->reserved)
+		return;
+	cleanup_close int lockfd = -1;
+	if (nsh_lock_state(state_dir, &lockfd, NULL) < 0)
+		return; /* the record goes at the next reconcile */
+	char line[NSH_LEDGER_ID_LEN + 8];
+	snprintf(line, sizeof(line), "X %s\n", t->id);
+	append_line(state_dir, line, NULL, NULL);
+	t->reserved = false;
+}
+
+/* Usage, after dropping what is gone: reservations of dead creators,
+ * netns in `gone` (inodes whose last pin the caller removed while nothing
+ * held them) and, with `scan`, what a /proc scan finds unheld. */
+static int ledger_account(const char *state_dir, const uint64_t *gone, size_t ngone, bool scan, unsigned max_ms,
+			  size_t *dropped, struct nshash_table_usage *usage, struct nshash_error *err)
+{
+	*dropped = 0;
+	memset(usage, 0, sizeof(*usage));
+	char path[PATH_MAX];
+	struct stat st;
+	int r = ledger_path(state_dir, "ledger", path, sizeof(path), err);
+	if (r < 0)
+		return r;
+	if (stat(path, &st) < 0)
+		return 0; /* nothing recorded: no lock (and no lock file) needed */
+	cleanup_close int lockfd = -1;
+	r = nsh_lock_state(state_dir, &lockfd, err);
+	if (r < 0)
+		return r;
+	struct nsh_ledger l;
+	r = ledger_load(state_dir, &l, err);
+	if (r == 0) {
+		bool rewrite = drop_dead_creators(&l);
+		for (size_t i = 0; i < l.n; i++)
+			for (size_t k = 0; k < ngone && l.v[i].kind == 'N' && !l.v[i].drop; k++)
+				if (l.v[i].ino == gone[k] && !pinned_at(&l.v[i])) {
+					l.v[i].drop = rewrite = true;
+					(*dropped)++;
+				}
+		size_t before = *dropped;
+		int timed_out = 0;
+		if (scan)
+			r = reconcile_locked(&l, max_ms, dropped, err);
+		if (r == -ETIMEDOUT)
+			timed_out = r, r = 0;
+		rewrite |= *dropped > before;
+		if (r == 0 && (rewrite || worth_rewrite(&l)))
+			r = ledger_rewrite(state_dir, &l, err);
+		usage_of(&l, true, usage);
+		if (r == 0)
+			r = timed_out;
+	}
+	nsh_ledger_free(&l);
+	return r;
+}
+
+int nsh_ledger_reconcile(const char *state_dir, const uint64_t *gone, size_t ngone, unsigned max_ms, size_t *dropped,
+			 struct nshash_table_usage *usage, struct nshash_error *err)
+{
+	int r = ledger_account(state_dir, gone, ngone, true, max_ms, dropped, usage, err);
+	return r < 0 ? nshash_error_prefix(err, "reconcile the table ledger") : 0;
+}
+
+int nshash_table_usage(const char *state_dir, bool reconcile, struct nshash_table_usage *usage,
+		       struct nshash_error *err)
+{
+	size_t dropped;
+	int r = ledger_account(nsh_state_dir(state_dir), NULL, 0, reconcile, 0, &dropped, usage, err);
+	return r < 0 ? nshash_error_prefix(err, "table memory in use") : 0;
+}

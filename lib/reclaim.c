@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Reclaiming orphan container pins without an operator.
+ *
+ * A container pin (STATE_DIR/pins/NAME) is handed to a runtime by the hook
+ * or the wrapper, and removed by poststop or the wrapper's delete.  When the
+ * container's create fails after the pin was made (podman runs no poststop
+ * then), or the hook is killed mid-way, the pin and its tables stay for
+ * good.  Every hook, wrapper and plugin run calls nshash_reclaim() with an
+ * interval: at most one run per interval scans, everyone else pays a
+ * stat(2).  A pin is an orphan when it is older than the stale age and no
+ * thread and no open fd of any process holds its netns; one /proc pass
+ * decides for all pins at once. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "internal.h"
+
+struct pin_candidate {
+	char name[NAME_MAX + 1];
+	uint64_t ino;
+};
+
+/* Container pins or a ledger to look at. */
+static bool has_work(const char *state_dir)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/pins", state_dir);
+	if (stat(path, &st) == 0)
+		return true;
+	snprintf(path, sizeof(path), "%s/ledger", state_dir);
+	return stat(path, &st) == 0;
+}
+
+/* Claim this run: false when a run started within `interval` seconds or
+ * one is under way.  *stampfd keeps the claim (flock) until closed.  The
+ * stamp's size tells a stamp that never ran (0) from one that did (1). */
+static int claim_run(const char *state_dir, int64_t interval, int *stampfd, bool *run, struct nshash_error *err)
+{
+	char path[PATH_MAX];
+	struct stat before, st;
+	*run = false;
+	if ((size_t)snprintf(path, sizeof(path), "%s/reclaim.stamp", state_dir) >= sizeof(path))
+		return nshash_error_set(err, ENAMETOOLONG, "state dir %s: path too long", state_dir);
+	time_t now = time(NULL);
+	/* The cheap refusal first: one stat. */
+	bool existed = stat(path, &before) == 0;
+	if (interval > 0 && existed && before.st_size > 0 && now >= before.st_mtime && now - before.st_mtime < interval)
+		return 0;
+	if (!existed && !has_work(state_dir))
+		return 0; /* leave no file where nothing of ours is */
+	*stampfd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+	if (*stampfd < 0) {
+		if (errno == ENOENT)
+			return 0; /* no state dir: nothing of ours to reclaim */
+		return nshash_error_set(err, errno, "reclaim: open %s: %s", path, strerror(errno));
+	}
+	if (flock(*stampfd, LOCK_EX | LOCK_NB) < 0)
+		return errno == EWOULDBLOCK
+			   ? 0
+			   : nshash_error_set(err, errno, "reclaim: lock %s: %s", path, strerror(errno));
+	if (fstat(*stampfd, &st) < 0)
+		return nshash_error_set(err, errno, "reclaim: stat %s: %s", path, strerror(errno));
+	/* Someone ran between our stat and our lock. */
+	if (interval > 0 && st.st_size > 0 &&
+	    (!existed || st.st_mtim.tv_sec != before.st_mtim.tv_sec || st.st_mtim.tv_nsec != before.st_mtim.tv_nsec))
+		return 0;
+	if ((st.st_size != 1 && ftruncate(*stampfd, 1) < 0) || futimens(*stampfd, NULL) < 0)
+		return nshash_error_set(err, errno, "reclaim: touch %s: %s", path, strerror(errno));
+	*run = true;
+	return 0;
+}
+
+/* The container pins old enough to be orphans: mounted, nsfs netns. */
+static int list_candidates(const char *dir, int64_t min_age, struct pin_candidate **out, size_t *count, size_t *seen,
+			   struct nshash_error *err)
+{
+	*out = NULL;
+	*count = *seen = 0;
+	DIR *d = opendir(dir);
+	if (!d)
+		return errno == ENOENT ? 0 : nshash_error_set(err, errno, "reclaim: list %s: %s", dir, strerror(errno));
+	int dfd = dirfd(d);
+	struct pin_candidate *v = NULL;
+	size_t n = 0, cap = 0;
+	time_t now = time(NULL);
+	struct dirent *de;
+	int r = 0;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		(*seen)++;
+		struct stat st;
+		/* Following the mount (not a symlink) shows the nsfs inode: its
+		 * ctime is when the netns was first opened, i.e. created. */
+		if (de->d_type != DT_REG && de->d_type != DT_UNKNOWN)
+			continue;
+		cleanup_close int fd = openat(dfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0 || !nsh_fd_is_netns(fd) || fstat(fd, &st) < 0)
+			continue;
+		if (min_age > 0 && now - st.st_ctime < min_age)
+			continue;
+		if (n == cap) {
+			size_t ncap = cap ? 2 * cap : 64;
+			struct pin_candidate *nv = realloc(v, ncap * sizeof(*nv));
+			if (!nv) {
+				r = nshash_error_set(err, ENOMEM, "reclaim: out of memory");
+				break;
+			}
+			v = nv;
+			cap = ncap;
+		}
+		snprintf(v[n].name, sizeof(v[n].name), "%s", de->d_name);
+		v[n++].ino = st.st_ino;
+	}
+	closedir(d);
+	*out = v;
+	*count = n;
+	return r;
+}
+
+int nshash_reclaim(const struct nshash_reclaim_opts *opts, struct nshash_reclaim_report *rep, struct nshash_error *err)
+{
+	const char *state_dir = nsh_state_dir(opts->state_dir);
+	memset(rep, 0, sizeof(*rep));
+	cleanup_close int stampfd = -1;
+	int r = claim_run(state_dir, opts->interval, &stampfd, &rep->ran, err);
+	if (r < 0 || !rep->ran)
+		return r;
+	char dir[PATH_MAX];
+	if ((size_t)snprintf(dir, sizeof(dir), "%s/pins", state_dir) >= sizeof(dir))
+		return nshash_error_set(err, ENAMETOOLONG, "state dir %s: path too long", state_dir);
+	cleanup_free struct pin_candidate *cand = NULL;
+	size_t n = 0;
+	r = list_candidates(dir, opts->min_age, &cand, &n, &rep->pins_seen, err);
+	if (r < 0)
+		return r;
+	cleanup_free struct nsh_scan_item *items = calloc(n ? n : 1, sizeof(*items));
+	cleanup_free uint64_t *gone = calloc(n ? n : 1, sizeof(*gone));
+	if (!items || !gone)
+		return nshash_error_set(err, ENOMEM, "reclaim: out of memory");
+	for (size_t i = 0; i < n; i++)
+		items[i] = (struct nsh_scan_item){.ino = cand[i].ino, .want = NSH_SCAN_THREADS | NSH_SCAN_FDS};
+	r = nsh_netns_scan(items, n, true, opts->max_scan_ms);
+	if (r == -ETIMEDOUT) {
+		/* Not all sources were seen: nothing is proven an orphan. */
+		rep->incomplete = true;
+		return nshash_table_usage(state_dir, false, &rep->usage, err);
+	}
+	if (r < 0)
+		return nshash_error_set(err, -r, "reclaim: read /proc: %s", strerror(-r));
+	size_t ngone = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (items[i].held)
+			continue;
+		char path[PATH_MAX + NAME_MAX + 2];
+		snprintf(path, sizeof(path), "%s/%s", dir, cand[i].name);
+		if (!opts->dry_run) {
+			/* Still the netns we scanned for (not replaced meanwhile)? */
+			struct stat st;
+			if (stat(path, &st) < 0 || (uint64_t)st.st_ino != cand[i].ino)
+				continue;
+			r = nshash_pin_remove(path, err);
+			if (r < 0)
+				return nshash_error_prefix(err, "reclaim");
+			gone[ngone++] = cand[i].ino;
+		}
+		if (opts->removed)
+			opts->removed(path, "orphaned container pin", opts->ctx);
+		rep->orphans_removed++;
+	}
+	if (opts->dry_run) {
+		r = nshash_table_usage(state_dir, false, &rep->usage, err);
+		return r;
+	}
+	r = nsh_ledger_reconcile(state_dir, gone, ngone, opts->max_scan_ms, &rep->ledger_dropped, &rep->usage, err);
+	if (r == -ETIMEDOUT) {
+		rep->incomplete = true;
+		r = 0;
+	}
+	return r;
+}

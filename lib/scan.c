@@ -1,0 +1,306 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The one /proc scanner: which network namespaces (by nsfs inode) does
+ * something on this host still hold?  A netns lives as long as any of:
+ * a thread in it (any thread, not only a thread group leader), an open fd
+ * on it (a runtime's or a daemon's, e.g. after `ip netns` was given
+ * /proc/PID/ns/net), or a bind mount of it in any mount namespace.
+ *
+ * Each item says which of these count for it: the CNI occupancy check asks
+ * only "is a process inside"; orphan reclaim asks "does anyone use it"
+ * (threads and fds, not the pin's own mount); the table ledger asks "is it
+ * alive at all" (mounts too).  One pass over /proc answers all items, the
+ * cheap sources first: leaders and threads in a first pass, fds and the
+ * mount tables of other mount namespaces only for what is still unresolved.
+ * The scan stops as soon as every item is resolved. */
+#include <ctype.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "internal.h"
+
+struct slot {
+	uint64_t ino;
+	size_t idx;
+};
+
+struct scan {
+	struct nsh_scan_item *items;
+	size_t n, left;
+	struct slot *order; /* the items' inodes, sorted */
+	int procfd;
+	unsigned flags; /* union of the items' wants */
+	pid_t self;
+	dev_t nsfs_dev;	 /* the device of every namespace inode */
+	uint64_t *mntns; /* mount namespaces whose mount table was read */
+	double deadline; /* CLOCK_MONOTONIC seconds; 0 = none */
+	unsigned ticks;
+	bool expired;
+	size_t nmntns, capmntns;
+};
+
+static double monotonic(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Something left to find, and time left (the clock is read every 256
+ * steps: a process with a million fds must not hold a hook up). */
+static bool go_on(struct scan *s)
+{
+	if (!s->left || s->expired)
+		return false;
+	if (s->deadline > 0 && (++s->ticks & 255) == 0 && monotonic() > s->deadline)
+		s->expired = true;
+	return !s->expired;
+}
+
+static int cmp_slot(const void *a, const void *b)
+{
+	uint64_t x = ((const struct slot *)a)->ino, y = ((const struct slot *)b)->ino;
+	return x < y ? -1 : x > y;
+}
+
+/* "net:[4026532123]" (or "mnt:[...]" with `type` "mnt") → inode; 0 if not. */
+static uint64_t ns_link_ino(const char *link, const char *type)
+{
+	size_t t = strlen(type);
+	if (strncmp(link, type, t) != 0 || strncmp(link + t, ":[", 2) != 0)
+		return 0;
+	char *end;
+	unsigned long long v = strtoull(link + t + 2, &end, 10);
+	return *end == ']' ? (uint64_t)v : 0;
+}
+
+/* Mark every unresolved item with inode `ino` that wants `source`. */
+static void hit(struct scan *s, uint64_t ino, unsigned source, pid_t pid)
+{
+	size_t lo = 0, hi = s->n;
+	while (lo < hi) { /* first item with inode >= ino */
+		size_t mid = (lo + hi) / 2;
+		if (s->order[mid].ino < ino)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < s->n && s->order[lo].ino == ino; lo++) {
+		struct nsh_scan_item *it = &s->items[s->order[lo].idx];
+		if (it->held || !(it->want & source))
+			continue;
+		it->held = source;
+		it->pid = pid;
+		s->left--;
+	}
+}
+
+static void check_link(struct scan *s, int dirfd, const char *rel, unsigned source, pid_t pid)
+{
+	char link[64];
+	ssize_t len = readlinkat(dirfd, rel, link, sizeof(link) - 1);
+	if (len <= 0)
+		return;
+	link[len] = '\0';
+	uint64_t ino = ns_link_ino(link, "net");
+	if (ino)
+		hit(s, ino, source, pid);
+}
+
+/* The links under /proc/PID/task (threads other than the leader:
+ * TID/ns/net) or /proc/PID/fd (every open fd). */
+static void scan_links(struct scan *s, pid_t pid, unsigned source)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "%d/%s", (int)pid, source == NSH_SCAN_THREADS ? "task" : "fd");
+	int dfd = openat(s->procfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	if (!d) {
+		if (dfd >= 0)
+			close(dfd);
+		return;
+	}
+	struct dirent *de;
+	while (go_on(s) && (de = readdir(d))) {
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		if (source == NSH_SCAN_FDS) {
+			/* An fd opened through a pin reads as the pin's path, not
+			 * "net:[INO]": stat what it points to. */
+			struct stat st;
+			if (fstatat(dfd, de->d_name, &st, 0) == 0 && st.st_dev == s->nsfs_dev)
+				hit(s, st.st_ino, source, pid);
+			continue;
+		}
+		pid_t tid = (pid_t)atoi(de->d_name);
+		if (tid == pid)
+			continue;
+		snprintf(path, sizeof(path), "%d/ns/net", (int)tid);
+		check_link(s, dfd, path, source, pid);
+	}
+	closedir(d);
+}
+
+/* The nsfs mounts of PID's mount namespace, once per mount namespace.
+ * Lines look like "... - nsfs nsfs rw" with the root field "net:[INO]". */
+static void scan_mounts(struct scan *s, pid_t pid)
+{
+	char path[64], link[64];
+	snprintf(path, sizeof(path), "%d/ns/mnt", (int)pid);
+	ssize_t len = readlinkat(s->procfd, path, link, sizeof(link) - 1);
+	if (len <= 0)
+		return;
+	link[len] = '\0';
+	uint64_t mnt = ns_link_ino(link, "mnt");
+	for (size_t i = 0; i < s->nmntns; i++)
+		if (s->mntns[i] == mnt)
+			return;
+	if (s->nmntns == s->capmntns) {
+		size_t cap = s->capmntns ? 2 * s->capmntns : 16;
+		uint64_t *v = realloc(s->mntns, cap * sizeof(*v));
+		if (!v)
+			return;
+		s->mntns = v;
+		s->capmntns = cap;
+	}
+	s->mntns[s->nmntns++] = mnt;
+	snprintf(path, sizeof(path), "%d/mountinfo", (int)pid);
+	int fd = openat(s->procfd, path, O_RDONLY | O_CLOEXEC);
+	FILE *f = fd >= 0 ? fdopen(fd, "re") : NULL;
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	char *line = NULL;
+	size_t cap = 0;
+	while (go_on(s) && getline(&line, &cap, f) > 0) {
+		/* Fields: id parent major:minor root mountpoint ... */
+		char *root = line;
+		for (int i = 0; i < 3 && root; i++) {
+			root = strchr(root, ' ');
+			if (root)
+				root++;
+		}
+		if (!root || !strstr(root, " - nsfs "))
+			continue;
+		char *sp = strchr(root, ' ');
+		if (sp)
+			*sp = '\0';
+		uint64_t ino = ns_link_ino(root, "net");
+		if (ino)
+			hit(s, ino, NSH_SCAN_MOUNTS, pid);
+	}
+	free(line);
+	fclose(f);
+}
+
+static int scan_pass(struct scan *s, unsigned sources)
+{
+	int dfd = dup(s->procfd);
+	DIR *proc = dfd >= 0 ? fdopendir(dfd) : NULL;
+	if (!proc) {
+		int e = errno;
+		if (dfd >= 0)
+			close(dfd);
+		return -e;
+	}
+	rewinddir(proc);
+	struct dirent *de;
+	while (go_on(s) && (de = readdir(proc))) {
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		pid_t pid = (pid_t)atoi(de->d_name);
+		if (pid == s->self && (s->flags & NSH_SCAN_SKIP_SELF))
+			continue;
+		char path[64];
+		if (sources & NSH_SCAN_LEADERS) {
+			snprintf(path, sizeof(path), "%d/ns/net", (int)pid);
+			check_link(s, s->procfd, path, NSH_SCAN_LEADERS, pid);
+		}
+		if (s->left && (sources & NSH_SCAN_THREADS))
+			scan_links(s, pid, NSH_SCAN_THREADS);
+		if (s->left && (sources & NSH_SCAN_FDS))
+			scan_links(s, pid, NSH_SCAN_FDS);
+		if (s->left && (sources & NSH_SCAN_MOUNTS))
+			scan_mounts(s, pid);
+	}
+	closedir(proc);
+	return 0;
+}
+
+int nsh_netns_scan(struct nsh_scan_item *items, size_t n, bool skip_self, unsigned max_ms)
+{
+	static const unsigned cheap = NSH_SCAN_LEADERS | NSH_SCAN_THREADS, dear = NSH_SCAN_FDS | NSH_SCAN_MOUNTS;
+	struct scan s = {
+	    .items = items, .n = n, .left = n, .self = getpid(), .flags = skip_self ? NSH_SCAN_SKIP_SELF : 0};
+	for (size_t i = 0; i < n; i++) {
+		items[i].held = 0;
+		items[i].pid = 0;
+		/* Any thread includes the leader. */
+		if (items[i].want & NSH_SCAN_THREADS)
+			items[i].want |= NSH_SCAN_LEADERS;
+		s.flags |= items[i].want;
+	}
+	if (n == 0)
+		return 0;
+	cleanup_free struct slot *order = malloc(n * sizeof(*order));
+	if (!order)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		order[i] = (struct slot){items[i].ino, i};
+	qsort(order, n, sizeof(*order), cmp_slot);
+	s.order = order;
+	if (max_ms)
+		s.deadline = monotonic() + max_ms / 1000.0;
+	struct stat st;
+	if (stat("/proc/thread-self/ns/net", &st) < 0)
+		return -errno;
+	s.nsfs_dev = st.st_dev;
+	s.procfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (s.procfd < 0)
+		return -errno;
+	int r = 0;
+	if (s.flags & cheap)
+		r = scan_pass(&s, s.flags & cheap);
+	if (r == 0 && s.left && (s.flags & dear))
+		r = scan_pass(&s, s.flags & dear);
+	close(s.procfd);
+	free(s.mntns);
+	size_t found = n - s.left;
+	if (r == 0 && s.expired)
+		r = -ETIMEDOUT;
+	return r < 0 ? r : (int)(found > (size_t)INT32_MAX ? INT32_MAX : found);
+}
+
+pid_t nsh_netns_user(dev_t dev, ino_t ino)
+{
+	(void)dev; /* every namespace inode lives on the one nsfs */
+	struct nsh_scan_item it = {.ino = ino, .want = NSH_SCAN_LEADERS};
+	int r = nsh_netns_scan(&it, 1, true, 0);
+	return r < 0 ? r : it.pid;
+}
+
+int nsh_proc_netns_each(int (*fn)(pid_t pid, const struct stat *ns, void *arg), void *arg)
+{
+	DIR *proc = opendir("/proc");
+	if (!proc)
+		return -errno;
+	struct dirent *de;
+	int r = 0;
+	while (r == 0 && (de = readdir(proc))) {
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		pid_t pid = (pid_t)atoi(de->d_name);
+		char path[64];
+		struct stat st;
+		snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
+		if (stat(path, &st) == 0) /* else gone, or not ours to see */
+			r = fn(pid, &st, arg);
+	}
+	closedir(proc);
+	return r;
+}

@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Shared by the libFuzzer harnesses: the entry point and an invariant
+ * check that stops the fuzzer on the spot (ASan/UBSan catch the rest). */
+#ifndef NSHASH_FUZZ_H
+#define NSHASH_FUZZ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CHECK(c)                                                                                                       \
+	do {                                                                                                           \
+		if (!(c))                                                                                              \
+			__builtin_trap();                                                                              \
+	} while (0)
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#endif

@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Node-wide table memory budget (maxTableBytes, `nshash create
+# --max-table-bytes`): exact under concurrency (20 parallel creations under
+# a budget that admits 10 → exactly 10), every refusal naming the budget,
+# the use and the request; a netns still counts while a thread, an fd or a
+# process holds it after its pin is gone; creators SIGKILLed at random
+# points leave the account right (the next reader or gc reconciles).
+source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/hard.sh"
+require_root
+require_kernel_knobs
+command -v jq >/dev/null || cannot_run "jq needed"
+
+STATE=$(make_state_dir)
+PINS=$(mktemp -d /run/nshash-t18-pins.XXXXXX)
+on_exit "cleanup_state_dir '$PINS'"
+make_private_mount "$PINS"
+WORK=$(mktemp -d /tmp/nshash-t18.XXXXXX)
+on_exit "rm -rf '$WORK'"
+HOLD="python3 $TOP/tests/lib/hold-netns.py"
+ns() { nshash --state-dir "$STATE" "$@"; }
+usage() { ns gc --max-idle 999999 --json | jq -r '"\(.table_memory.bytes) \(.table_memory.netns)"'; }
+mounted() { count_pins_under "$PINS/"; }
+
+# tcp 4096 + udp 1024 = 4096*8 + 1024*64 = 98304 bytes.  The budget admits
+# ten of them and not eleven.
+EACH=98304
+BUDGET=$((10 * EACH + EACH / 2))
+
+# ---------------------------------------------------------------- exact under concurrency
+for i in $(seq 20); do
+	ns create --tcp 4096 --udp 1024 --max-table-bytes $BUDGET "$PINS/c$i" >"$WORK/out$i" 2>"$WORK/err$i" &
+done
+wait
+ok=0 refused=0 other=()
+for i in $(seq 20); do
+	if [ -s "$WORK/err$i" ]; then
+		if grep -q "maxTableBytes" "$WORK/err$i"; then refused=$((refused + 1)); else other+=("c$i: $(cat "$WORK/err$i")"); fi
+	else
+		ok=$((ok + 1))
+	fi
+done
+assert_eq "10 10" "$ok $refused" "20 parallel creations under a budget for 10: exactly 10 created, 10 refused"
+assert_eq "" "${other[*]:0:2}" "no creation failed for another reason"
+# (N being created) tells of reservations: creators admitted, not finished.
+want="nshash: create netns PIN: table memory budget: maxTableBytes $BUDGET would be passed: $((10 * EACH)) bytes in use by 10 network namespace\(s\)( \([0-9]+ of them being created\))?, this request \(tcp 4096, udp 1024\) needs $EACH bytes; free some or raise maxTableBytes"
+bad=0
+for i in $(seq 20); do
+	[ -s "$WORK/err$i" ] || continue
+	[[ "$(sed "s|$PINS/c$i|PIN|" "$WORK/err$i")" =~ ^$want$ ]] || { bad=$((bad + 1)); echo "# c$i: $(cat "$WORK/err$i")"; }
+done
+assert_eq 0 "$bad" "every refusal says exactly: $want"
+assert_eq 10 "$(mounted)" "10 pins mounted, no refused creation left a pin"
+assert_eq "" "$(find "$PINS" -type f | sort | comm -23 - <(awk -v d="$PINS/" '$9 == "nsfs" && index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort))" \
+	"no unmounted pin file left by a refusal"
+sizes_ok=0
+for f in "$PINS"/c*; do [ "$(raw_sizes "$f")" = "4096 1024" ] && sizes_ok=$((sizes_ok + 1)); done
+assert_eq 10 "$sizes_ok" "each of the 10 has exactly tcp 4096 udp 1024"
+assert_eq "$((10 * EACH)) 10" "$(usage)" "gc --json: table_memory 983040 bytes in 10 netns"
+out=$(ns list --max-table-bytes $BUDGET | tail -1)
+assert_eq "table memory: $((10 * EACH)) bytes (960 KiB) of maxTableBytes $BUDGET in 10 netns sized by nshash" "$out" \
+	"nshash list shows the table memory against the budget"
+
+# No budget given: not refused, but recorded (another front-end's budget sees it).
+assert_rc 0 "without --max-table-bytes a creation is not limited" -- ns create --tcp 4096 --udp 1024 "$PINS/free"
+assert_eq "$((11 * EACH)) 11" "$(usage)" "an unbudgeted creation is counted too"
+assert_rc 1 "over the budget now: refused (exit 1)" -- ns create --tcp 128 --max-table-bytes $BUDGET "$PINS/x"
+ns delete "$PINS/free"
+# Requests with no own table cost nothing and are never refused.
+assert_rc 0 "tcp 0 udp 0 under a full budget: created" -- ns create --max-table-bytes 1 "$PINS/shared"
+# A request larger than the budget on its own.
+err=$(ns create --tcp 16777216 --max-table-bytes 1000 "$PINS/huge" 2>&1)
+assert_contains "$err" "maxTableBytes 1000 would be passed: $((10 * EACH)) bytes in use by 10 network namespace(s), this request (tcp 16777216, udp 0) needs 134217728 bytes" \
+	"a request above the budget by itself: refused naming it"
+assert_eq "" "$(cat "$STATE/ledger.tmp" 2>/dev/null)" "no half-written ledger"
+
+# ---------------------------------------------------------------- freed room is reused at once
+ns delete $(ls -d "$PINS"/c* | head -2)
+assert_rc 0 "after deleting two pins, a creation fits again (no waiting for gc)" -- \
+	ns create --tcp 4096 --udp 1024 --max-table-bytes $BUDGET "$PINS/again1"
+assert_rc 0 "and a second" -- ns create --tcp 4096 --udp 1024 --max-table-bytes $BUDGET "$PINS/again2"
+assert_rc 1 "and not a third" -- ns create --tcp 4096 --udp 1024 --max-table-bytes $BUDGET "$PINS/again3"
+
+# ---------------------------------------------------------------- a held netns still counts
+# Each way a netns outlives its pin: a process inside, only a non-leader
+# thread inside, only an open fd.
+for how in leader thread fd; do
+	victim=$(ls "$PINS" | grep '^c' | head -1)
+	$HOLD $how "$PINS/$victim" >"$WORK/hold-$how" 2>&1 &
+	hpid=$!
+	on_exit "kill $hpid"
+	for _ in $(seq 100); do grep -q ready "$WORK/hold-$how" && break; sleep 0.05; done
+	ns delete "$PINS/$victim"
+	err=$(ns create --tcp 4096 --udp 1024 --max-table-bytes $BUDGET "$PINS/held-$how" 2>&1)
+	assert_contains "$err" "$((10 * EACH)) bytes in use by 10" "pin deleted but a $how holds the netns: it still counts, refused"
+	kill $hpid
+	wait $hpid 2>/dev/null
+	# the netns is freed asynchronously after its last holder goes
+	rc=1
+	for _ in $(seq 50); do
+		ns create --tcp 4096 --udp 1024 --max-table-bytes $BUDGET "$PINS/held-$how" >/dev/null 2>&1 && { rc=0; break; }
+		sleep 0.1
+	done
+	assert_eq 0 "$rc" "the $how gone: the room is free again"
+done
+assert_eq "$((10 * EACH)) 10" "$(usage)" "still exactly 10 counted"
+
+# ---------------------------------------------------------------- SIGKILLed creators
+# Random kill points (0-4 ms) over 40 budgeted creators; afterwards the
+# account must be exactly the mounted pins (a kill after the bind leaves a
+# complete, counted pin), and a burst under a budget must admit exactly
+# what is left.
+ns delete "$PINS"/* >/dev/null 2>&1
+ns gc >/dev/null
+assert_eq "0 0" "$(usage)" "all deleted: nothing counted"
+mkfifo "$WORK/fifo" && exec 9<>"$WORK/fifo"
+killed=0
+for i in $(seq 40); do
+	# nshash itself, not the ns function: SIGKILL must hit the creator
+	nshash --state-dir "$STATE" create --tcp 4096 --udp 1024 --max-table-bytes $((100 * EACH)) "$PINS/k$i" >/dev/null 2>&1 &
+	pid=$!
+	read -r -t "$(printf '0.%06d' $((RANDOM % 4000)))" -u 9 _
+	kill -KILL $pid 2>/dev/null
+	wait $pid 2>/dev/null
+	[ $? = 137 ] && killed=$((killed + 1))
+done
+[ $killed -ge 10 ] && pass "$killed of 40 budgeted creators killed mid-way" || fail "only $killed of 40 killed"
+n=$(mounted)
+got=$(usage)
+assert_eq "$((n * EACH)) $n" "$got" "after the kills, gc counts exactly the $n mounted pins"
+if [ "$got" != "$((n * EACH)) $n" ]; then # what holds the extra ones
+	sed 's/^/# ledger: /' "$STATE/ledger"
+	awk -v d="$PINS/" '$9 == "nsfs" && index($5, d) == 1 {print "# mounted: " $4 " " $5}' /proc/self/mountinfo
+	awk '$1 == "N" {print $6, $8}' "$STATE/ledger" | while read -r ino pin; do
+		mountpoint -q "$pin" && continue
+		echo "# not mounted: $pin net:[$ino] held by: $(grep -l "net:\[$ino\]" /proc/[0-9]*/mountinfo 2>/dev/null | head -3 | tr '\n' ' ')" \
+			"$(find /proc/[0-9]*/fd /proc/[0-9]*/task/*/ns/net -lname "net:\[$ino\]" 2>/dev/null | head -3 | tr '\n' ' ')"
+	done
+fi
+for i in $(seq 20); do
+	ns create --tcp 4096 --udp 1024 --max-table-bytes $(((n + 5) * EACH)) "$PINS/after$i" >/dev/null 2>&1 &
+done
+wait
+assert_eq "$((n + 5)) $(((n + 5) * EACH))" "$(mounted) $(usage | cut -d' ' -f1)" \
+	"after the kills ($n pins left), 20 parallel creations under a budget for $((n + 5)) admit exactly 5"
+
+# ---------------------------------------------------------------- the CNI plugin shares the budget
+# The CNI plugin with maxTableBytes, on the same state dir: pods past the
+# budget get code 105 naming it; the pins above still count.
+source "$TOP/tests/lib/cni.sh"
+ns delete "$PINS"/* >/dev/null 2>&1
+ns create --tcp 4096 --udp 1024 "$PINS/cli-1" >/dev/null
+conf() { echo "{\"cniVersion\": \"1.0.0\", \"name\": \"n\", \"type\": \"nshash\", \"tcp\": 4096, \"udp\": 1024, \"stateDir\": \"$STATE\", \"maxTableBytes\": $((2 * EACH))}"; }
+cni_pin_netns "$PINS/pod1"
+cni_pin_netns "$PINS/pod2"
+cni_call ADD "$PINS/pod1" "$(conf)"
+assert_eq "0 4096 1024" "$CNI_RC $(raw_sizes "$PINS/pod1")" "CNI ADD within the budget: pod sized"
+cni_call ADD "$PINS/pod2" "$(conf)"
+assert_cni_error 105 "table memory budget: maxTableBytes $((2 * EACH)) would be passed: $((2 * EACH)) bytes in use by 2 network namespace(s), this request (tcp 4096, udp 1024) needs $EACH bytes" \
+	"CNI ADD past the budget (a CLI pin and a pod already in it) refused"
+ns delete "$PINS/cli-1"
+cni_call ADD "$PINS/pod2" "$(conf)"
+assert_eq "0 4096 1024" "$CNI_RC $(raw_sizes "$PINS/pod2")" "the CLI pin deleted: the pod fits"
+assert_host_untouched
