@@ -144,4 +144,7 @@ assert_contains "$err" "/run/netns/$P-nosuch: No such file or directory" "missin
 err=$(nshash stats --json --prometheus 2>&1)
 assert_eq 2 $? "--json with --prometheus exits 2"
 assert_rc 2 "stats --tcp is refused" -- nshash stats --tcp 1
+err=$(setpriv --reuid 65534 --regid 65534 --clear-groups --inh-caps=-all "$NSHASH" stats "$P-own" 2>&1)
+assert_eq 1 $? "stats without privileges exits 1"
+assert_contains "$err" "/run/netns/$P-own: entering a network namespace needs CAP_SYS_ADMIN" "and says what it needs"
 assert_host_untouched
