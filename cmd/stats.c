@@ -156,6 +156,19 @@ static void prom_netns(const struct nshash_stats_netns *v, size_t n, const struc
 					printf("%u\n", recommend(&v[i], k, cap));
 			}
 	}
+	/* TCP only: no proto label. */
+	static const char *const tcp_only[2][2] = {
+	    {"nshash_tcp_time_wait_sockets", "TIME_WAIT sockets of the netns (part of its tcp nshash_sockets)."},
+	    {"nshash_tcp_listeners", "Listening TCP sockets of the netns (in the global listening hash; -1 unknown)."},
+	};
+	for (int m = 0; m < 2; m++) {
+		prom_head(tcp_only[m][0], "gauge", tcp_only[m][1]);
+		for (size_t i = 0; i < n; i++) {
+			printf("%s{netns=\"", tcp_only[m][0]);
+			label(stdout, v[i].name);
+			printf("\"} %ld\n", m ? v[i].sockets.tcp_listen : v[i].sockets.tcp_tw);
+		}
+	}
 	prom_head("nshash_netns_info", "gauge",
 		  "Who is in the netns: a process, its command and container id (1 per netns).");
 	for (size_t i = 0; i < n; i++) {

@@ -360,6 +360,9 @@ static int add_netns(struct scan *s, const char *path, bool pinned, enum nshash_
 	else
 		snprintf(e->name, sizeof(e->name), "pid:%d", (int)pid);
 	r = read_netns(s->home, fd, &e->info, &e->sockets, err);
+	if (r == -EPERM)
+		return nshash_error_set(
+		    err, EPERM, "stats %s: entering a network namespace needs CAP_SYS_ADMIN (run as root)", path);
 	if (r < 0)
 		return nshash_error_prefix(err, "stats %s", path);
 	s->n++;

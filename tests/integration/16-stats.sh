@@ -115,6 +115,8 @@ assert_contains "$prom" "# HELP nshash_sockets " "prometheus: HELP line"
 assert_contains "$prom" "nshash_sockets{netns=\"/run/netns/$P-own\",proto=\"tcp\"} 10" "prometheus: tcp sockets with netns and proto labels"
 assert_contains "$prom" "nshash_table_entries{netns=\"/run/netns/$P-shared\",proto=\"udp\"} -$global_udp" "prometheus: shared entries negative"
 assert_contains "$prom" "nshash_shared_sockets{proto=\"udp\"} 3" "prometheus: shared totals"
+assert_contains "$prom" "nshash_tcp_time_wait_sockets{netns=\"/run/netns/$P-own\"} 2" "prometheus: TIME_WAIT"
+assert_contains "$prom" "nshash_tcp_listeners{netns=\"/run/netns/$P-own\"} 1" "prometheus: listeners"
 bad=$(grep -v '^# \(HELP\|TYPE\) [a-z_]* ' <<<"$prom" | grep -Ev '^[a-z_]+\{([a-z_]+="([^"\\]|\\.)*",?)+\} -?[0-9.e+-]+$')
 assert_eq "" "$bad" "prometheus: every line is a comment or NAME{LABELS} VALUE"
 # Label values are escaped: a pin path with a quote and a backslash.
@@ -142,4 +144,7 @@ assert_contains "$err" "/run/netns/$P-nosuch: No such file or directory" "missin
 err=$(nshash stats --json --prometheus 2>&1)
 assert_eq 2 $? "--json with --prometheus exits 2"
 assert_rc 2 "stats --tcp is refused" -- nshash stats --tcp 1
+err=$(setpriv --reuid 65534 --regid 65534 --clear-groups --inh-caps=-all "$NSHASH" stats "$P-own" 2>&1)
+assert_eq 1 $? "stats without privileges exits 1"
+assert_contains "$err" "/run/netns/$P-own: entering a network namespace needs CAP_SYS_ADMIN" "and says what it needs"
 assert_host_untouched
