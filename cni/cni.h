@@ -147,6 +147,17 @@ struct run {
 	struct nshash_cni_failure err;
 };
 
+/* charge.c: for the creation, move into a transient leaf under the pod's
+ * memory cgroup (runtimeConfig.cgroupPath) so that the tables are charged
+ * to the pod; back afterwards.  Problems are logged warnings. */
+struct nsh_cni_charge {
+	bool entered;
+	char leaf[4096];
+	char back[4096 + 16];
+};
+void nsh_cni_charge_enter(struct run *r, struct nsh_cni_charge *c);
+void nsh_cni_charge_leave(struct run *r, struct nsh_cni_charge *c);
+
 /* config.c: stdin as one JSON object (code 6 otherwise). */
 int nsh_cni_decode(const char *text, size_t len, struct json_object **out, struct nshash_cni_failure *err);
 /* result.c: point the one logger (common/log.c) at r->out->log, nothing

@@ -172,7 +172,14 @@ static int add_replace(struct run *r, struct nshash_sizes req, const char *want,
 	    .keep_lo_down = false,
 	    .max_table_bytes = r->cfg.max_table_bytes,
 	};
-	if (r->ops->replace(&opts, netns, &info, &e) < 0) {
+	/* The pod pays for its tables where the runtime says which cgroup is
+	 * the pod's (not with replaced system operations: unit tests). */
+	struct nsh_cni_charge charge = {0};
+	if (r->ops == &nshash_cni_system_ops)
+		nsh_cni_charge_enter(r, &charge);
+	int rr = r->ops->replace(&opts, netns, &info, &e);
+	nsh_cni_charge_leave(r, &charge);
+	if (rr < 0) {
 		int code = e.errnum == NSHASH_E_FALLBACK ? NSHASH_CNI_E_FALLBACK
 			   : e.errnum == NSHASH_E_BUDGET ? NSHASH_CNI_E_BUDGET
 							 : NSHASH_CNI_E_CREATE;

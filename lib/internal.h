@@ -78,9 +78,14 @@ struct nsh_scan_item {
 };
 /* One pass over /proc for all items (cheap sources first, stops when every
  * item is resolved).  Returns how many are held, -ETIMEDOUT when it took
- * longer than max_ms (0 = no limit; what was found so far is marked), or
- * -errno when /proc cannot be read. */
+ * longer than max_ms (0 = no limit; what was found so far is marked),
+ * -EACCES when some process's sources could not be read and items are
+ * left, or -errno when /proc cannot be read. */
 int nsh_netns_scan(struct nsh_scan_item *items, size_t n, bool skip_self, unsigned max_ms);
+/* The scan could not see everything (time limit, or -EACCES: a process's
+ * /proc could not be read, e.g. without CAP_SYS_PTRACE): whatever it did
+ * not find may still be held. */
+#define NSH_SCAN_INCOMPLETE(r) ((r) == -ETIMEDOUT || (r) == -EACCES)
 
 /* ledger.c: the table ledger (STATE_DIR/ledger).  A record's pin points
  * into nsh_ledger.text. */

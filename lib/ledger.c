@@ -560,6 +560,10 @@ static int reconcile_locked(struct nsh_ledger *l, unsigned max_ms, size_t *dropp
 	if (r == -ETIMEDOUT)
 		return nshash_error_set(err, ETIMEDOUT,
 					"reconcile the table ledger: the /proc scan took longer than %u ms", max_ms);
+	if (r == -EACCES) /* what could not be seen keeps counting */
+		return nshash_error_set(err, EACCES,
+					"reconcile the table ledger: some processes' /proc could not be read "
+					"(needs CAP_SYS_PTRACE)");
 	if (r < 0)
 		return nshash_error_set(err, -r, "reconcile the table ledger: read /proc: %s", strerror(-r));
 	for (int k = 0; k < n; k++) {
@@ -598,7 +602,7 @@ static int compact_locked(const char *state_dir, struct nsh_ledger *l, struct ns
 	size_t dropped = 0;
 	drop_dead_creators(l);
 	int r = reconcile_locked(l, LEDGER_SCAN_MS, &dropped, err);
-	return r < 0 && r != -ETIMEDOUT ? r : ledger_rewrite(state_dir, l, err);
+	return r < 0 && !NSH_SCAN_INCOMPLETE(r) ? r : ledger_rewrite(state_dir, l, err);
 }
 
 /* ------------------------------------------------------------ the API */
@@ -665,7 +669,7 @@ int nsh_ledger_reserve(const char *state_dir, struct nshash_sizes eff, uint64_t 
 		 * still count (a process holds the netns) or not. */
 		size_t dropped = 0;
 		r = reconcile_locked(&l, LEDGER_SCAN_MS, &dropped, err);
-		if (r == -ETIMEDOUT)
+		if (NSH_SCAN_INCOMPLETE(r))
 			r = 0; /* what could not be checked keeps counting */
 		if (r < 0) {
 			nsh_ledger_free(&l);
@@ -827,8 +831,8 @@ static int ledger_account(const char *state_dir, const uint64_t *gone, size_t ng
 		int timed_out = 0;
 		if (scan)
 			r = reconcile_locked(&l, max_ms, dropped, err);
-		if (r == -ETIMEDOUT)
-			timed_out = r, r = 0;
+		if (NSH_SCAN_INCOMPLETE(r))
+			timed_out = -ETIMEDOUT, r = 0;
 		rewrite |= *dropped > before;
 		if (r == 0 && (rewrite || worth_rewrite(&l)))
 			r = ledger_rewrite(state_dir, &l, err);

@@ -148,7 +148,7 @@ int nshash_reclaim(const struct nshash_reclaim_opts *opts, struct nshash_reclaim
 	for (size_t i = 0; i < n; i++)
 		items[i] = (struct nsh_scan_item){.ino = cand[i].ino, .want = NSH_SCAN_THREADS | NSH_SCAN_FDS};
 	r = nsh_netns_scan(items, n, true, opts->max_scan_ms);
-	if (r == -ETIMEDOUT) {
+	if (NSH_SCAN_INCOMPLETE(r)) {
 		/* Not all sources were seen: nothing is proven an orphan. */
 		rep->incomplete = true;
 		return nshash_table_usage(state_dir, false, &rep->usage, err);

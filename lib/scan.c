@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/capability.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -39,6 +40,8 @@ struct scan {
 	double deadline; /* CLOCK_MONOTONIC seconds; 0 = none */
 	unsigned ticks;
 	bool expired;
+	bool can_ptrace; /* CAP_SYS_PTRACE: every process's /proc is ours to read */
+	bool denied;	 /* a source could not be read: what is unresolved may be held */
 	size_t nmntns, capmntns;
 };
 
@@ -47,6 +50,17 @@ static double monotonic(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A look at /proc failed: a process that is gone (ENOENT, ESRCH) holds
+ * nothing.  Without CAP_SYS_PTRACE (a caller that dropped it) other
+ * processes' fds and namespaces are hidden: the scan cannot conclude.  With
+ * it, a process still refused (an LSM, a supervisor above our user
+ * namespace) is one nshash could not have handed a pin to. */
+static void failed_look(struct scan *s)
+{
+	if (errno != ENOENT && errno != ESRCH && !s->can_ptrace)
+		s->denied = true;
 }
 
 /* Something left to find, and time left (the clock is read every 256
@@ -102,8 +116,10 @@ static void check_link(struct scan *s, int dirfd, const char *rel, unsigned sour
 {
 	char link[64];
 	ssize_t len = readlinkat(dirfd, rel, link, sizeof(link) - 1);
-	if (len <= 0)
+	if (len <= 0) {
+		failed_look(s);
 		return;
+	}
 	link[len] = '\0';
 	uint64_t ino = ns_link_ino(link, "net");
 	if (ino)
@@ -119,6 +135,7 @@ static void scan_links(struct scan *s, pid_t pid, unsigned source)
 	int dfd = openat(s->procfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
 	if (!d) {
+		failed_look(s);
 		if (dfd >= 0)
 			close(dfd);
 		return;
@@ -131,7 +148,9 @@ static void scan_links(struct scan *s, pid_t pid, unsigned source)
 			/* An fd opened through a pin reads as the pin's path, not
 			 * "net:[INO]": stat what it points to. */
 			struct stat st;
-			if (fstatat(dfd, de->d_name, &st, 0) == 0 && st.st_dev == s->nsfs_dev)
+			if (fstatat(dfd, de->d_name, &st, 0) < 0)
+				failed_look(s); /* (a closed fd is ENOENT) */
+			else if (st.st_dev == s->nsfs_dev)
 				hit(s, st.st_ino, source, pid);
 			continue;
 		}
@@ -151,8 +170,10 @@ static void scan_mounts(struct scan *s, pid_t pid)
 	char path[64], link[64];
 	snprintf(path, sizeof(path), "%d/ns/mnt", (int)pid);
 	ssize_t len = readlinkat(s->procfd, path, link, sizeof(link) - 1);
-	if (len <= 0)
+	if (len <= 0) {
+		failed_look(s);
 		return;
+	}
 	link[len] = '\0';
 	uint64_t mnt = ns_link_ino(link, "mnt");
 	for (size_t i = 0; i < s->nmntns; i++)
@@ -171,6 +192,7 @@ static void scan_mounts(struct scan *s, pid_t pid)
 	int fd = openat(s->procfd, path, O_RDONLY | O_CLOEXEC);
 	FILE *f = fd >= 0 ? fdopen(fd, "re") : NULL;
 	if (!f) {
+		failed_look(s);
 		if (fd >= 0)
 			close(fd);
 		return;
@@ -256,6 +278,11 @@ int nsh_netns_scan(struct nsh_scan_item *items, size_t n, bool skip_self, unsign
 	s.order = order;
 	if (max_ms)
 		s.deadline = monotonic() + max_ms / 1000.0;
+	cap_t caps = cap_get_proc();
+	cap_flag_value_t ptrace = CAP_CLEAR;
+	s.can_ptrace = caps && cap_get_flag(caps, CAP_SYS_PTRACE, CAP_EFFECTIVE, &ptrace) == 0 && ptrace == CAP_SET;
+	if (caps)
+		cap_free(caps);
 	struct stat st;
 	if (stat("/proc/thread-self/ns/net", &st) < 0)
 		return -errno;
@@ -273,6 +300,8 @@ int nsh_netns_scan(struct nsh_scan_item *items, size_t n, bool skip_self, unsign
 	size_t found = n - s.left;
 	if (r == 0 && s.expired)
 		r = -ETIMEDOUT;
+	else if (r == 0 && s.denied && s.left)
+		r = -EACCES; /* not all sources could be seen: nothing is proven unheld */
 	return r < 0 ? r : (int)(found > (size_t)INT32_MAX ? INT32_MAX : found);
 }
 
