@@ -213,7 +213,7 @@ static void test_policy_state_dir(void **state)
 {
 	(void)state;
 	static const char *const bad[] = {
-	    "/run/a//b", "/run/a/./b", "/run/a/", "/run/a/..", "/run/a\\u0001b", "/run/a\\nb", "//run",
+	    "/run/a//b", "/run/a/./b", "/run/a/", "/run/a\\u0001b", "/run/a\\nb", "//run",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		char text[256];
