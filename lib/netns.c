@@ -37,8 +37,9 @@ static int set_child_knobs(struct nshash_sizes eff, struct nshash_error *err)
 		long back;
 		r = nsh_sysctl_read(knob[i], &back);
 		if (r < 0 || back != (long)val[i])
-			return nshash_error_set(err, EIO, "net.ipv4.%s in the private parent reads %ld after writing %u",
-						knob[i], r < 0 ? -1L : back, val[i]);
+			return nshash_error_set(err, EIO,
+						"net.ipv4.%s in the private parent reads %ld after writing %u", knob[i],
+						r < 0 ? -1L : back, val[i]);
 	}
 	return 0;
 }
@@ -115,10 +116,10 @@ static int require_knobs(struct nshash_sizes s, struct nshash_error *err)
 {
 	/* Once seen, a knob stays: a long-lived caller looks only once. */
 	static bool seen_tcp, seen_udp;
-	bool tcp_ok = !s.tcp || __atomic_load_n(&seen_tcp, __ATOMIC_RELAXED) ||
-		      access(NSH_SYSCTL_DIR NSH_TCP_CHILD, F_OK) == 0;
-	bool udp_ok = !s.udp || __atomic_load_n(&seen_udp, __ATOMIC_RELAXED) ||
-		      access(NSH_SYSCTL_DIR NSH_UDP_CHILD, F_OK) == 0;
+	bool tcp_ok =
+	    !s.tcp || __atomic_load_n(&seen_tcp, __ATOMIC_RELAXED) || access(NSH_SYSCTL_DIR NSH_TCP_CHILD, F_OK) == 0;
+	bool udp_ok =
+	    !s.udp || __atomic_load_n(&seen_udp, __ATOMIC_RELAXED) || access(NSH_SYSCTL_DIR NSH_UDP_CHILD, F_OK) == 0;
 	if (s.tcp && tcp_ok)
 		__atomic_store_n(&seen_tcp, true, __ATOMIC_RELAXED);
 	if (s.udp && udp_ok)
@@ -156,12 +157,9 @@ static int template_paths(const char *state_dir, struct nshash_sizes eff, struct
 
 static int template_open(const struct template_ref *t)
 {
-	int fd = open(t->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd >= 0 && !nsh_fd_is_netns(fd)) {
-		close(fd);
-		return -1;
-	}
-	return fd;
+	int fd;
+	const char *not_netns;
+	return nsh_path_open_netns(t->path, false, &fd, &not_netns) < 0 ? -1 : fd;
 }
 
 /* Mark a template used now (gc's idle age), creating the stamp if needed. */
@@ -183,8 +181,7 @@ static int template_build(const char *state_dir, const struct template_ref *t, s
 			  struct nshash_error *err)
 {
 	char dir[PATH_MAX];
-	snprintf(dir, sizeof(dir), "%s/templates", state_dir);
-	int r = nsh_mkdir_p(dir, 0700, err);
+	int r = nsh_state_subdir(state_dir, "templates", dir, sizeof(dir), err);
 	if (r < 0)
 		return r;
 	r = nshash_pin_remove(t->path, err);
@@ -250,14 +247,18 @@ static int template_get(const char *state_dir, const struct template_ref *t, str
 	return 0;
 }
 
-static int new_from_template(const struct nshash_create_opts *opts, int home, int *nsfd,
-			     struct nshash_netns_info *info, struct nshash_error *err)
+static int new_from_template(const struct nshash_create_opts *opts, int home, int *nsfd, struct nshash_netns_info *info,
+			     struct nshash_error *err)
 {
 	const char *state_dir = nsh_state_dir(opts->state_dir);
 	struct nshash_sizes eff = nshash_sizes_effective(opts->sizes);
 	struct template_ref t;
 	int r = template_paths(state_dir, eff, &t, err);
 	if (r < 0)
+		return r;
+	/* The fast path opens a template without the lock: the dirs on the way
+	 * are checked every time (a few microseconds). */
+	if ((r = nsh_state_dir_check(state_dir, false, err)) < 0)
 		return r;
 	for (int attempt = 0; attempt < 2; attempt++) {
 		cleanup_close int tfd = -1;
@@ -285,7 +286,7 @@ static int new_from_template(const struct nshash_create_opts *opts, int home, in
 			return r2;
 		if (!damaged)
 			return r; /* a sound template: the kernel's doing (allocation failed?) */
-		/* Someone changed the template's knobs: rebuild it, try again. */
+				  /* Someone changed the template's knobs: rebuild it, try again. */
 	}
 	return nshash_error_set(err, EIO, "template %s: knobs keep changing under us (another program writes them?)",
 				t.path);
@@ -328,8 +329,10 @@ int nshash_netns_new(const struct nshash_create_opts *opts, int *nsfd, struct ns
 		int e = errno;
 		struct nshash_probe p;
 		if (e == EPERM && nshash_probe(&p, NULL) == 0 && !p.cap_sys_admin)
-			return nshash_error_set(err, e, "enter network namespaces: %s (needs CAP_SYS_ADMIN and "
-						"CAP_NET_ADMIN; run as root)", strerror(e));
+			return nshash_error_set(err, e,
+						"enter network namespaces: %s (needs CAP_SYS_ADMIN and "
+						"CAP_NET_ADMIN; run as root)",
+						strerror(e));
 		return nshash_error_set(err, e,
 					"cannot re-enter the caller's own network namespace: %s (it belongs to a user "
 					"namespace where the caller lacks CAP_SYS_ADMIN; inside a user namespace, also "
@@ -366,20 +369,23 @@ int nshash_netns_create(const struct nshash_create_opts *opts, const char *pin_p
 		if (r < 0)
 			return nshash_error_prefix(err, "create netns %s", pin_path);
 	}
-	/* Claim the name first (fail fast on a duplicate); the bind comes last. */
-	r = nsh_pin_claim(pin_path, "create netns", err);
+	/* Claim the name first (fail fast on a duplicate); the bind comes last,
+	 * onto the claimed file itself. */
+	cleanup_close int claimfd = -1;
+	r = nsh_pin_claim(pin_path, "create netns", &claimfd, err);
 	if (r < 0)
 		return r;
 	cleanup_close int nsfd = -1;
 	r = nshash_netns_new(opts, &nsfd, info, err);
 	if (r < 0) {
-		unlink(pin_path);
+		nsh_pin_unclaim(pin_path, claimfd);
 		return nshash_error_prefix(err, "create netns %s", pin_path);
 	}
-	r = nsh_bind_fd(nsfd, pin_path);
+	r = nsh_bind_fd(nsfd, claimfd);
 	if (r < 0) {
-		unlink(pin_path);
-		return nshash_error_set(err, r, "create netns %s: bind mount: %s", pin_path, strerror(-r));
+		nsh_pin_unclaim(pin_path, claimfd);
+		return nshash_error_set(err, r, "create netns %s: bind mount: %s%s", pin_path, strerror(-r),
+					r == -ENOENT ? " (the pin file was replaced meanwhile)" : "");
 	}
 	return 0;
 }
@@ -387,25 +393,30 @@ int nshash_netns_create(const struct nshash_create_opts *opts, const char *pin_p
 int nshash_netns_replace(const struct nshash_create_opts *opts, const char *pin_path, struct nshash_netns_info *info,
 			 struct nshash_error *err)
 {
-	cleanup_close int oldfd = open(pin_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (oldfd < 0)
-		return nshash_error_set(err, errno, "replace netns %s: %s", pin_path, strerror(errno));
-	if (!nsh_fd_is_netns(oldfd))
-		return nshash_error_set(err, EINVAL, "replace netns %s: not a bind-mounted network namespace pin",
-					pin_path);
+	cleanup_close int oldfd = -1;
+	const char *not_netns;
+	int r = nsh_path_open_netns(pin_path, false, &oldfd, &not_netns);
+	if (r < 0)
+		return nshash_error_set(err, r, "replace netns %s: %s", pin_path, strerror(-r));
+	if (not_netns)
+		return nshash_error_set(err, EINVAL, "replace netns %s: not a bind-mounted network namespace pin (%s)",
+					pin_path, not_netns);
 	cleanup_close int nsfd = -1;
-	int r = nshash_netns_new(opts, &nsfd, info, err);
+	r = nshash_netns_new(opts, &nsfd, info, err);
 	if (r < 0)
 		return nshash_error_prefix(err, "replace netns %s", pin_path);
-	if (umount2(pin_path, MNT_DETACH) < 0)
+	if (umount2(pin_path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
 		return nshash_error_set(err, errno, "replace netns %s: unmount the old pin: %s (not a mount point?)",
 					pin_path, strerror(errno));
-	r = nsh_bind_fd(nsfd, pin_path);
+	/* The file under the old mount, held without following a link. */
+	cleanup_close int target = open(pin_path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	r = target < 0 ? -errno : nsh_bind_fd(nsfd, target);
 	if (r < 0) {
-		const char *restored = nsh_bind_fd(oldfd, pin_path) == 0 ? "old netns bound back"
-									 : "old netns could NOT be bound back";
-		return nshash_error_set(err, r, "replace netns %s: bind the new netns: %s (%s)", pin_path,
-					strerror(-r), restored);
+		const char *restored = target >= 0 && nsh_bind_fd(oldfd, target) == 0
+					   ? "old netns bound back"
+					   : "old netns could NOT be bound back";
+		return nshash_error_set(err, r, "replace netns %s: bind the new netns: %s (%s)", pin_path, strerror(-r),
+					restored);
 	}
 	return 0;
 }

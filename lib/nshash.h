@@ -270,6 +270,10 @@ int nshash_error_prefix(struct nshash_error *err, const char *fmt, ...) __attrib
  * outside printable ASCII and '"' '\\' as \xNN, cut with "..." after 40
  * bytes.  `len` >= 16; the one quoting helper of nshash. */
 void nshash_quote(const char *text, char *buf, size_t len);
+/* Copy `text` with control characters (< 0x20, 0x7f) as \xNN, cut to fit
+ * `len`; returns the length.  For log lines and messages: every message
+ * nshash_error_set() and nshash_error_prefix() make has passed through it. */
+size_t nshash_escape(const char *text, char *buf, size_t len);
 
 #ifdef __cplusplus
 }
