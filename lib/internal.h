@@ -46,8 +46,6 @@ int nsh_netns_return(int home, struct nshash_error *err);
  * derived limits (slower in a fresh netns). */
 int nsh_read_info_here(struct nshash_netns_info *info, bool full, struct nshash_error *err);
 int nsh_fd_is_netns(int fd);
-/* "a FIFO", "a directory", ... for messages. */
-const char *nsh_file_kind(mode_t mode);
 /* /proc/PID/ns/net, /proc/self/ns/net, /proc/PID/task/TID/ns/net */
 bool nsh_is_proc_netns_link(const char *path);
 /* Open an O_PATH fd (or one from O_PATH) again for real, through

@@ -21,7 +21,7 @@ int nsh_fd_is_netns(int fd)
 	return type == CLONE_NEWNET;
 }
 
-const char *nsh_file_kind(mode_t mode)
+const char *nshash_file_kind(mode_t mode)
 {
 	switch (mode & S_IFMT) {
 	case S_IFREG:
@@ -100,7 +100,7 @@ int nsh_path_open_netns(const char *path, bool follow, int *fd, const char **not
 	if (fstat(pfd, &st) < 0 || fstatfs(pfd, &sfs) < 0)
 		return -errno;
 	if (sfs.f_type != NSFS_MAGIC || !S_ISREG(st.st_mode)) {
-		*not_netns = S_ISREG(st.st_mode) ? "no nsfs pin there" : nsh_file_kind(st.st_mode);
+		*not_netns = S_ISREG(st.st_mode) ? "no nsfs pin there" : nshash_file_kind(st.st_mode);
 		return 0;
 	}
 	int nfd = nsh_reopen(pfd, O_RDONLY | O_NONBLOCK);

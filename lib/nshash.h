@@ -274,6 +274,9 @@ void nshash_quote(const char *text, char *buf, size_t len);
  * `len`; returns the length.  For log lines and messages: every message
  * nshash_error_set() and nshash_error_prefix() make has passed through it. */
 size_t nshash_escape(const char *text, char *buf, size_t len);
+/* A file type for messages: "a regular file", "a directory", "a FIFO",
+ * "a character device", "a symbolic link", ... (st_mode's S_IFMT). */
+const char *nshash_file_kind(mode_t mode);
 
 #ifdef __cplusplus
 }
