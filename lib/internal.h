@@ -90,8 +90,6 @@ int nsh_lock_state(const char *state_dir, int *lockfd, struct nshash_error *err)
  * mode is narrowed to 0700.  `create` makes it (0700) when missing; without
  * it a missing dir passes. */
 int nsh_state_dir_check(const char *dir, bool create, struct nshash_error *err);
-/* Both checked, made if missing: STATE_DIR and STATE_DIR/SUB (in out). */
-int nsh_state_subdir(const char *state_dir, const char *sub, char *out, size_t outlen, struct nshash_error *err);
 void nsh_template_name(struct nshash_sizes eff, char *buf, size_t len);
 
 #endif

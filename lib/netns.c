@@ -181,7 +181,7 @@ static int template_build(const char *state_dir, const struct template_ref *t, s
 			  struct nshash_error *err)
 {
 	char dir[PATH_MAX];
-	int r = nsh_state_subdir(state_dir, "templates", dir, sizeof(dir), err);
+	int r = nshash_state_subdir(state_dir, "templates", dir, sizeof(dir), err);
 	if (r < 0)
 		return r;
 	r = nshash_pin_remove(t->path, err);

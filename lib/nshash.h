@@ -257,6 +257,11 @@ struct nshash_gc_report {
 	size_t kept;
 };
 int nshash_gc(const struct nshash_gc_opts *opts, struct nshash_gc_report *report, struct nshash_error *err);
+/* Make STATE_DIR/SUB (SUB "pins" or "templates"; out receives the path) the
+ * way nshash keeps its state: each a directory owned by the caller (root),
+ * not a symbolic link, not writable by group or others (refused otherwise),
+ * created 0700 and narrowed to 0700. */
+int nshash_state_subdir(const char *state_dir, const char *sub, char *out, size_t outlen, struct nshash_error *err);
 
 /* ---------------------------------------------------------------- errors */
 

@@ -51,7 +51,7 @@ int nsh_state_dir_check(const char *dir, bool create, struct nshash_error *err)
 	return 0;
 }
 
-int nsh_state_subdir(const char *state_dir, const char *sub, char *out, size_t outlen, struct nshash_error *err)
+int nshash_state_subdir(const char *state_dir, const char *sub, char *out, size_t outlen, struct nshash_error *err)
 {
 	int r = nsh_state_dir_check(state_dir, true, err);
 	if (r < 0)
