@@ -108,6 +108,8 @@ build/tests/test_cni: tests/unit/test_cni.c $(CNI_OBJS) $(FRONT_LIBS) | build
 	$(CC) $(CFLAGS) $(UNIT_INC) -o $@ $^ $(LDLIBS) -lcmocka
 build/tests/test_policy: tests/unit/test_policy.c $(FRONT_LIBS) | build
 	$(CC) $(CFLAGS) $(UNIT_INC) -o $@ $^ $(LDLIBS) -lcmocka
+build/tests/test_hostile: tests/unit/test_hostile.c $(OCI_OBJS) $(CNI_OBJS) $(FRONT_LIBS) | build
+	$(CC) $(CFLAGS) $(UNIT_INC) -o $@ $^ $(LDLIBS) -lcmocka
 build/tests/%: tests/unit/%.c $(LIB_A) | build
 	$(CC) $(CFLAGS) -o $@ $< $(LIB_A) $(LDLIBS) -lcmocka
 

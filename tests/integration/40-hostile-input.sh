@@ -345,14 +345,15 @@ OUT=$(cd "$D/big" && NSHASH_POLICY=$P $TO nshash-runtime --root "$D/runc-root" c
 expect 1 'io.nshash.tcp: "abc" is not a decimal number of entries' "wrapper: a bundle config of exactly 16777216 bytes is read"
 
 # ================================================================ 13: policy stateDir
-for sd in "$S//x" "$S/./x" "$S/x/"; do
+for c in "//x:contains \"//\"" "/./x:contains a \".\" component" "/x/:ends with \"/\""; do
+	sd=$S${c%%:*}
 	engines_policy "$D/pol-sd.json" "{\"stateDir\": \"$sd\"}"
 	hook precreate "$(cfg '')" "$D/pol-sd.json"
-	expect 1 "$D/pol-sd.json: key \"stateDir\": \"$sd\" is not a clean absolute path" "policy stateDir $sd refused"
+	expect 1 "$D/pol-sd.json: key \"stateDir\": \"$sd\" ${c#*:}" "policy stateDir $sd refused"
 done
 engines_policy "$D/pol-sd.json" "{\"stateDir\": \"$S/a\\u0001b\"}"
 hook precreate "$(cfg '')" "$D/pol-sd.json"
-expect 1 "key \"stateDir\": \"$S/a\\x01b\" is not a clean absolute path" "policy stateDir with a control character refused (escaped)"
+expect 1 "key \"stateDir\": \"$S/a\\x01b\" contains a control character" "policy stateDir with a control character refused (escaped)"
 
 assert_eq "$VICTIM" "$(pin_state "$S/pins/victim")" "the victim pin survived every case"
 $NSHASH delete "$S/pins/victim" >/dev/null 2>&1
