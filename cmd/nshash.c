@@ -349,8 +349,9 @@ static int cmd_delete(struct cli *c, int argc, char **argv)
 		struct stat st;
 		if (nshash_pin_is_netns(path, &err) == 0 && lstat(path, &st) == 0 && S_ISREG(st.st_mode) &&
 		    st.st_size == 0 && !in_pin_dir(path, c->state_dir)) {
-			rc = fail(EXIT_USAGE, "remove pin %s: not a pin (an unmounted file outside %s and the state dir)",
-				  path, NSHASH_NETNS_RUN_DIR);
+			rc = fail(EXIT_USAGE,
+				  "remove pin %s: not a pin (an unmounted file outside %s and the state dir)", path,
+				  NSHASH_NETNS_RUN_DIR);
 			continue;
 		}
 		if (nshash_pin_remove(path, &err) < 0)

@@ -127,9 +127,9 @@ int nsh_cni_decode(const char *text, size_t len, json_object **out, struct nshas
 					       "(truncated JSON)",
 					       len);
 		case NSH_JSON_NUL_ESCAPE:
-			return nshash_cni_fail(err, NSHASH_CNI_E_DECODE, NULL,
-					       "decode network config: \\u0000 (a NUL character) in a string at byte %zu",
-					       f.offset);
+			return nshash_cni_fail(
+			    err, NSHASH_CNI_E_DECODE, NULL,
+			    "decode network config: \\u0000 (a NUL character) in a string at byte %zu", f.offset);
 		case NSH_JSON_TRAILING:
 			return nshash_cni_fail(
 			    err, NSHASH_CNI_E_DECODE, NULL,

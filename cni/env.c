@@ -32,10 +32,11 @@ static int containerid_check(const char *id, struct nshash_cni_failure *err)
 	for (const char *p = id; *p; p++) {
 		bool alnum = isascii((unsigned char)*p) && isalnum((unsigned char)*p);
 		if (!alnum && (p == id || (*p != '_' && *p != '.' && *p != '-')))
-			return nshash_cni_fail(err, NSHASH_CNI_E_ENV, NULL,
-					       "CNI_CONTAINERID=\"%.128s\": invalid characters (a letter or digit, then "
-					       "letters, digits, '_', '.', '-')",
-					       id);
+			return nshash_cni_fail(
+			    err, NSHASH_CNI_E_ENV, NULL,
+			    "CNI_CONTAINERID=\"%.128s\": invalid characters (a letter or digit, then "
+			    "letters, digits, '_', '.', '-')",
+			    id);
 	}
 	return 0;
 }

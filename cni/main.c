@@ -36,8 +36,8 @@ int main(void)
 	 * netns needs (namespaces, mounts, lo and sysctls of the new netns,
 	 * /proc of other users' processes); DEL, GC and VERSION need nothing. */
 	static const int keep[] = {CAP_SYS_ADMIN, CAP_NET_ADMIN, CAP_SYS_PTRACE};
-	bool sizes = env.command && (!strcmp(env.command, "ADD") || !strcmp(env.command, "CHECK") ||
-				     !strcmp(env.command, "STATUS"));
+	bool sizes = env.command &&
+		     (!strcmp(env.command, "ADD") || !strcmp(env.command, "CHECK") || !strcmp(env.command, "STATUS"));
 	if (nsh_caps_keep(keep, sizes ? sizeof(keep) / sizeof(keep[0]) : 0, &err) < 0) {
 		free(input);
 		fprintf(stderr, "nshash: %s\n", err.msg);

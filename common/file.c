@@ -31,7 +31,8 @@ int nsh_read_file_stat(const char *path, size_t max, char **out, size_t *out_len
 		goto out;
 	}
 	if (!S_ISREG(st->st_mode)) {
-		r = nshash_error_set(err, EINVAL, "read %s: not a regular file (%s)", path, nshash_file_kind(st->st_mode));
+		r = nshash_error_set(err, EINVAL, "read %s: not a regular file (%s)", path,
+				     nshash_file_kind(st->st_mode));
 		goto out;
 	}
 	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", pfd);

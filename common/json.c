@@ -119,9 +119,9 @@ int nsh_json_parse_text(const char *text, size_t len, const char *source, struct
 		return nshash_error_set(err, EINVAL, "%s: malformed JSON at line %u column %u: unexpected end of input",
 					source, line, col);
 	case NSH_JSON_NUL_ESCAPE:
-		return nshash_error_set(err, EINVAL,
-					"%s: malformed JSON at line %u column %u: \\u0000 (a NUL character) in a string",
-					source, line, col);
+		return nshash_error_set(
+		    err, EINVAL, "%s: malformed JSON at line %u column %u: \\u0000 (a NUL character) in a string",
+		    source, line, col);
 	case NSH_JSON_TRAILING:
 		return nshash_error_set(err, EINVAL,
 					"%s: malformed JSON at line %u column %u: trailing data after the document",

@@ -176,7 +176,8 @@ int nshash_policy_load(const char *path, struct nshash_policy *policy, struct ns
 	/* It names programs run as root and a file root appends to: only root
 	 * (or the user running us) may have written it. */
 	if (st.st_uid != 0 && st.st_uid != geteuid())
-		r = nshash_error_set(err, EPERM, "policy file %s: owned by uid %u, not root", path, (unsigned)st.st_uid);
+		r = nshash_error_set(err, EPERM, "policy file %s: owned by uid %u, not root", path,
+				     (unsigned)st.st_uid);
 	else if ((st.st_mode & S_IWOTH) || ((st.st_mode & S_IWGRP) && st.st_gid != 0))
 		r = nshash_error_set(err, EPERM, "policy file %s: writable by group or others (mode %04o)", path,
 				     (unsigned)(st.st_mode & 07777));

@@ -96,8 +96,9 @@ int nshash_oci_state_pin(const struct nshash_oci_state *state, const struct nsha
 		snprintf(pin, pin_len, "%s", state->bundle_pin);
 		return 0;
 	}
-	return nshash_error_set(err, EINVAL, "state of %s: annotation %s=%s is set by nshash itself and cannot be given",
-				state->id, NSHASH_ANNOTATION_PIN, given);
+	return nshash_error_set(err, EINVAL,
+				"state of %s: annotation %s=%s is set by nshash itself and cannot be given", state->id,
+				NSHASH_ANNOTATION_PIN, given);
 }
 
 int nshash_oci_state_parse(const char *json, size_t len, struct nshash_oci_state *state, struct nshash_error *err)
