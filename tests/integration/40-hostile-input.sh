@@ -131,6 +131,18 @@ runc --root "$D/runc-root" delete -f t40-wrap >/dev/null 2>&1
 assert_contains "$out" "$PINREFUSED" "wrapper: user pin refused"
 assert_eq "$VICTIM" "$(pin_state "$S/pins/victim")" "wrapper: the other container's pin is still mounted"
 
+# real podman without the precreate file (only verify + cleanup installed,
+# as an admin might): the user's io.nshash.pin must not reach the pin
+engines_hooks_dir "$D/hooks-all" "$P"
+mkdir -p "$D/hooks"
+cp "$D/hooks-all/nshash.json" "$D/hooks/"
+engines_podman_setup "$D/podman" "hooks_dir = [\"$D/hooks\"]" || cannot_run "podman setup failed"
+victim
+out=$($TO podman run --rm --network none --annotation io.nshash.tcp=4096 --annotation io.nshash.pin=victim \
+	localhost/nshash-busybox true 2>&1)
+assert_contains "$out" "$PINREFUSED" "podman without precreate: user pin refused"
+assert_eq "$VICTIM" "$(pin_state "$S/pins/victim")" "podman without precreate: the other container's pin is still mounted"
+
 # ================================================================ 2: delete
 printf 'precious\n' >"$D/data"
 OUT=$($TO $NSHASH delete "$D/data" 2>&1); RC=$?
@@ -168,9 +180,9 @@ assert_eq "" "$opened" "precreate: the device node in the netns path was not ope
 assert_eq "mounts=1" "$(state_listing | grep -o 'mounts=[0-9]*')" "no pin left by the refusals (only the victim)"
 
 # the hook's message to podman's stderr: a FIFO nobody reads must not hang it
-cp /bin/bash "$D/podman" # comm "podman"
+mkdir -p "$D/fake" && cp /bin/bash "$D/fake/podman" # comm "podman"
 ( sleep 3 <"$D/fifo" & ) # a reader so that the parent can open the FIFO for writing
-RC=$($TO "$D/podman" -c '
+RC=$($TO "$D/fake/podman" -c '
 	exec 2>"$1/fifo"   # the reader above lets this open succeed ...
 	sleep 3.5          # ... and is gone now: nobody reads our stderr
 	printf "%s" "$3" | "$2" precreate --policy "$4" >/dev/null 2>"$1/hook-err"
