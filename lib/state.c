@@ -31,9 +31,13 @@ int nsh_state_dir_check(const char *dir, bool create, struct nshash_error *err)
 	}
 	if (S_ISLNK(st.st_mode))
 		return nshash_error_set(err, ELOOP, "state dir %s: a symbolic link (give the real path)", dir);
-	cleanup_close int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) < 0)
+	/* without `create` (a creation's lock-free path) the lstat is the check;
+	 * with it, the dir is held open to narrow its mode race-free */
+	cleanup_close int fd = -1;
+	if (create && ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 || fstat(fd, &st) < 0))
 		return nshash_error_set(err, errno, "state dir %s: %s", dir, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return nshash_error_set(err, ENOTDIR, "state dir %s: not a directory", dir);
 	/* It holds pins that are bind-mounted and unmounted as root and names
 	 * of containers: only its owner may write or list it. */
 	if (st.st_uid != geteuid()) {
@@ -46,7 +50,7 @@ int nsh_state_dir_check(const char *dir, bool create, struct nshash_error *err)
 	if (st.st_mode & (S_IWGRP | S_IWOTH))
 		return nshash_error_set(err, EPERM, "state dir %s: writable by group or others (mode %04o)", dir,
 					(unsigned)(st.st_mode & 07777));
-	if ((st.st_mode & 077) && fchmod(fd, st.st_mode & 07700) < 0)
+	if (fd >= 0 && (st.st_mode & 077) && fchmod(fd, st.st_mode & 07700) < 0)
 		return nshash_error_set(err, errno, "state dir %s: chmod 0700: %s", dir, strerror(errno));
 	return 0;
 }
