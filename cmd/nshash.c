@@ -508,9 +508,27 @@ static void warn_if_used(const char *path)
 			prog, path, (int)occ.pid, occ.comm);
 }
 
+/* An unmounted file is a pin (one a creator claimed and never bound) only
+ * in the netns run dir or the state dir: elsewhere it belongs to someone. */
+static bool in_pin_dir(const char *path, const char *state_dir)
+{
+	const char *slash = strrchr(path, '/');
+	size_t n = slash ? (size_t)(slash - path) : 0;
+	const char *sd = state_dir ? state_dir : NSHASH_DEFAULT_STATE_DIR;
+	const char *subs[] = {"", "/pins", "/templates"};
+	if (n == strlen(NSHASH_NETNS_RUN_DIR) && !strncmp(path, NSHASH_NETNS_RUN_DIR, n))
+		return true;
+	for (int i = 0; i < 3; i++) {
+		char dir[4096];
+		snprintf(dir, sizeof(dir), "%s%s", sd, subs[i]);
+		if (n == strlen(dir) && !strncmp(path, dir, n))
+			return true;
+	}
+	return false;
+}
+
 static int cmd_delete(struct cli *c, int argc, char **argv)
 {
-	(void)c;
 	if (argc < 1)
 		return fail(EXIT_USAGE, "delete: expected at least one NAME or PATH");
 	int rc = EXIT_OK;
@@ -519,6 +537,14 @@ static int cmd_delete(struct cli *c, int argc, char **argv)
 		struct nshash_error err = {0};
 		if (nshash_pin_resolve(argv[i], path, sizeof(path), &err) < 0) {
 			rc = fail_err(EXIT_USAGE, &err);
+			continue;
+		}
+		struct stat st;
+		if (nshash_pin_is_netns(path, &err) == 0 && lstat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+		    st.st_size == 0 && !in_pin_dir(path, c->state_dir)) {
+			rc = fail(EXIT_USAGE,
+				  "remove pin %s: not a pin (an unmounted file outside %s and the state dir)", path,
+				  NSHASH_NETNS_RUN_DIR);
 			continue;
 		}
 		warn_if_used(path);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ADD, CHECK, STATUS and VERSION. */
 #include <json-c/json.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,12 +30,20 @@ static unsigned prev_sandbox_interfaces(struct run *r, char *names, size_t len)
 	    !json_object_object_get_ex(prev, "interfaces", &ifs) || !json_object_is_type(ifs, json_type_array))
 		return 0;
 	for (size_t i = 0; i < json_object_array_length(ifs); i++) {
-		json_object *it = json_object_array_get_idx(ifs, i), *sb, *name;
+		json_object *it = json_object_array_get_idx(ifs, i), *sb, *name = NULL;
 		if (!json_object_object_get_ex(it, "sandbox", &sb) || !json_object_is_type(sb, json_type_string) ||
 		    !*json_object_get_string(sb))
 			continue;
-		nsh_append(names, len, "%s%s", n ? ", " : "",
-			   json_object_object_get_ex(it, "name", &name) ? json_object_get_string(name) : "?");
+		/* another plugin's output: a name need not be a string (json-c's
+		 * null is a NULL object, never printed as such) */
+		char shown[64] = "an interface without a name";
+		bool named = json_object_object_get_ex(it, "name", &name);
+		if (named && json_object_is_type(name, json_type_string))
+			snprintf(shown, sizeof(shown), "%s", json_object_get_string(name));
+		else if (named)
+			snprintf(shown, sizeof(shown), "an interface with name %.32s",
+				 json_object_to_json_string_ext(name, JSON_OUT_FLAGS));
+		nsh_append(names, len, "%s%s", n ? ", " : "", shown);
 		n++;
 	}
 	return n;
@@ -49,6 +58,14 @@ static void sizes_text(struct nshash_sizes s, char *buf, size_t len)
 }
 
 /* A failure that onFailure may turn into a warning. */
+/* What to inspect for CNI_NETNS: the path, or for a symbolic link (whose
+ * target classify found to be a netns) the file it points at; inspecting
+ * follows no link. */
+static const char *inspected_path(const char *netns, enum nshash_path_kind kind, char resolved[PATH_MAX])
+{
+	return kind == NSHASH_PATH_LINK && realpath(netns, resolved) ? resolved : netns;
+}
+
 static int soft_failure(struct run *r, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int soft_failure(struct run *r, int code, const char *fmt, ...)
 {
@@ -212,7 +229,8 @@ int nsh_cni_cmd_add(struct run *r)
 	sizes_text(req, want, sizeof(want));
 	struct nshash_error e;
 	struct nshash_netns_info info;
-	if (r->ops->inspect(netns, &info, &e) < 0)
+	char resolved[PATH_MAX];
+	if (r->ops->inspect(inspected_path(netns, kind, resolved), &info, &e) < 0)
 		return nshash_cni_fail(&r->err, NSHASH_CNI_E_IO, NULL, "%s", e.msg);
 	if (nshash_verify(&info, req, netns, &e) == 0) {
 		nsh_cni_log(r, "%s already has %s", netns, want);
@@ -242,7 +260,8 @@ int nsh_cni_cmd_check(struct run *r)
 		return s < 0 ? s : 0;
 	struct nshash_error e;
 	struct nshash_netns_info info;
-	if (r->ops->inspect(r->env->netns, &info, &e) < 0)
+	char resolved[PATH_MAX];
+	if (r->ops->inspect(inspected_path(r->env->netns, kind, resolved), &info, &e) < 0)
 		return nshash_cni_fail(&r->err, NSHASH_CNI_E_IO, NULL, "%s", e.msg);
 	if (nshash_verify(&info, req, r->env->netns, &e) < 0) {
 		/* Not "allocation failed?": at CHECK a shared table may as well

@@ -131,6 +131,10 @@ int nsh_cni_decode(const char *text, size_t len, json_object **out, struct nshas
 					       "decode network config: unexpected end of input after %zu bytes "
 					       "(truncated JSON)",
 					       len);
+		case NSH_JSON_NUL_ESCAPE:
+			return nshash_cni_fail(
+			    err, NSHASH_CNI_E_DECODE, NULL,
+			    "decode network config: \\u0000 (a NUL character) in a string at byte %zu", f.offset);
 		case NSH_JSON_TRAILING:
 			return nshash_cni_fail(
 			    err, NSHASH_CNI_E_DECODE, NULL,
@@ -264,7 +268,8 @@ static int config_objects(json_object *root, struct nshash_cni_failure *err)
 		return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
 				       "network config key \"prevResult\" is %s; expected an object",
 				       json_type_word(v));
-	if (json_object_object_get_ex(root, "runtimeConfig", &rc)) {
+	/* null like absent, as for the pod annotations inside it */
+	if (json_object_object_get_ex(root, "runtimeConfig", &rc) && !json_object_is_type(rc, json_type_null)) {
 		if (!json_object_is_type(rc, json_type_object))
 			return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
 					       "network config key \"runtimeConfig\" is %s; expected an object",
@@ -331,7 +336,8 @@ int nshash_cni_request(const struct nshash_cni_config *cfg, struct nshash_sizes 
 	*from_annotation = false;
 	json_object *rc, *ann = NULL;
 	if (cfg->json && json_object_object_get_ex(cfg->json, "runtimeConfig", &rc) &&
-	    json_object_object_get_ex(rc, POD_ANNOTATIONS, &ann) && !json_object_is_type(ann, json_type_object))
+	    json_object_is_type(rc, json_type_object) && json_object_object_get_ex(rc, POD_ANNOTATIONS, &ann) &&
+	    !json_object_is_type(ann, json_type_object))
 		ann = NULL;
 	bool tcp_given, udp_given;
 	struct nshash_sizes asked = {0, 0};

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The CNI_* environment. */
+#include <ctype.h>
+#include <net/if.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +24,55 @@ static const struct {
     {"ADD", NSHASH_CNI_ADD},	   {"DEL", NSHASH_CNI_DEL}, {"CHECK", NSHASH_CNI_CHECK},
     {"STATUS", NSHASH_CNI_STATUS}, {"GC", NSHASH_CNI_GC},   {"VERSION", NSHASH_CNI_VERSION},
 };
+
+/* The reference plugins' rules (CNI's pkg/utils): a container id is a
+ * letter or digit followed by letters, digits, '_', '.', '-'. */
+static int containerid_check(const char *id, struct nshash_cni_failure *err)
+{
+	for (const char *p = id; *p; p++) {
+		bool alnum = isascii((unsigned char)*p) && isalnum((unsigned char)*p);
+		if (!alnum && (p == id || (*p != '_' && *p != '.' && *p != '-')))
+			return nshash_cni_fail(
+			    err, NSHASH_CNI_E_ENV, NULL,
+			    "CNI_CONTAINERID=\"%.128s\": invalid characters (a letter or digit, then "
+			    "letters, digits, '_', '.', '-')",
+			    id);
+	}
+	return 0;
+}
+
+/* Unicode white space beyond ASCII (Go's unicode.IsSpace: U+0085, U+00A0,
+ * U+1680, U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000) starting
+ * at p in UTF-8: true if one does. */
+static bool utf8_space(const unsigned char *p)
+{
+	if (p[0] == 0xc2)
+		return p[1] == 0x85 || p[1] == 0xa0;
+	if (p[0] == 0xe1)
+		return p[1] == 0x9a && p[2] == 0x80;
+	if (p[0] == 0xe2 && p[1] == 0x80)
+		return (p[2] >= 0x80 && p[2] <= 0x8a) || p[2] == 0xa8 || p[2] == 0xa9 || p[2] == 0xaf;
+	if (p[0] == 0xe2)
+		return p[1] == 0x81 && p[2] == 0x9f;
+	return p[0] == 0xe3 && p[1] == 0x80 && p[2] == 0x80;
+}
+
+/* An interface name: at most 15 bytes, not "." or "..", no '/', ':' or
+ * white space (the kernel's dev_valid_name, as the reference plugins check
+ * it). */
+static int ifname_check(const char *name, struct nshash_cni_failure *err)
+{
+	if (strlen(name) > IFNAMSIZ - 1)
+		return nshash_cni_fail(err, NSHASH_CNI_E_ENV, NULL, "CNI_IFNAME=\"%.64s\": longer than %d bytes", name,
+				       IFNAMSIZ - 1);
+	if (!strcmp(name, ".") || !strcmp(name, ".."))
+		return nshash_cni_fail(err, NSHASH_CNI_E_ENV, NULL, "CNI_IFNAME=\"%s\": not an interface name", name);
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		if (*p == '/' || *p == ':' || isspace(*p) || utf8_space(p))
+			return nshash_cni_fail(err, NSHASH_CNI_E_ENV, NULL,
+					       "CNI_IFNAME=\"%s\": contains '/', ':' or white space", name);
+	return 0;
+}
 
 int nshash_cni_env_check(const struct nshash_cni_env *env, enum nshash_cni_command *command,
 			 struct nshash_cni_failure *err)
@@ -57,5 +108,9 @@ int nshash_cni_env_check(const struct nshash_cni_env *env, enum nshash_cni_comma
 	if (need_netns && env->netns[0] != '/')
 		return nshash_cni_fail(err, NSHASH_CNI_E_ENV, NULL, "CNI_NETNS=\"%.256s\" is not an absolute path",
 				       env->netns);
+	if (need_id) {
+		int r = containerid_check(env->containerid, err);
+		return r < 0 ? r : ifname_check(env->ifname, err);
+	}
 	return 0;
 }

@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* nshash CNI plugin: stdin + CNI_* env in, result or error JSON on stdout,
  * diagnostics on stderr.  The logic is in cni/ and libnshash. */
+#include <errno.h>
+#include <linux/capability.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "cni.h"
@@ -40,15 +44,28 @@ int main(void)
 		free(json);
 		return 1;
 	}
+	/* Root on hostile input: before parsing it, keep only what sizing a
+	 * netns needs (namespaces, mounts, lo and sysctls of the new netns,
+	 * /proc of other users' processes); DEL, GC and VERSION need nothing. */
+	static const int keep[] = {CAP_SYS_ADMIN, CAP_NET_ADMIN, CAP_SYS_PTRACE};
+	bool sizes = env.command &&
+		     (!strcmp(env.command, "ADD") || !strcmp(env.command, "CHECK") || !strcmp(env.command, "STATUS"));
+	if (nsh_caps_keep(keep, sizes ? sizeof(keep) / sizeof(keep[0]) : 0, &err) < 0) {
+		free(input);
+		fprintf(stderr, "nshash: %s\n", err.msg);
+		return 1;
+	}
+	signal(SIGPIPE, SIG_IGN); /* a closed stdout is reported, not fatal */
 	nshash_cni_run(&env, input, len, NULL, &out);
 	free(input);
 	if (out.log[0])
 		fputs(out.log, stderr);
-	if (out.stdout_text)
-		printf("%s\n", out.stdout_text);
 	int status = out.status;
-	if (fflush(stdout) != 0)
+	if (out.stdout_text && (printf("%s\n", out.stdout_text) < 0 || fflush(stdout) != 0)) {
+		/* the runtime gets no result: it must not take this for success */
+		fprintf(stderr, "nshash: write the result to stdout: %s\n", strerror(errno));
 		status = 1;
+	}
 	/* Orphans of containers whose create failed, now that the engine has
 	 * its answer: rate-limited, one stat most of the time. */
 	char msg[1400];

@@ -30,13 +30,17 @@ static int code_errno(int code)
 
 int nshash_cni_fail(struct nshash_cni_failure *fail, int code, const char *details, const char *fmt, ...)
 {
+	char raw[sizeof(fail->err.msg)];
 	va_list ap;
 	fail->code = code;
 	fail->err.errnum = code_errno(code);
 	va_start(ap, fmt);
-	vsnprintf(fail->err.msg, sizeof(fail->err.msg), fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
-	snprintf(fail->details, sizeof(fail->details), "%s", details ? details : "");
+	/* ids, names and paths come from the runtime and the pod, and runtimes
+	 * log msg as it is: no control character in it */
+	nshash_escape(raw, fail->err.msg, sizeof(fail->err.msg));
+	nshash_escape(details ? details : "", fail->details, sizeof(fail->details));
 	return -fail->err.errnum;
 }
 

@@ -12,6 +12,7 @@
 #include "nshash.h"
 
 struct json_object;
+struct stat;
 
 /* ------------------------------------------------------------ annotations */
 #define NSHASH_ANNOTATION_PREFIX "io.nshash."
@@ -84,7 +85,8 @@ void nsh_log_redirect(enum nshash_log_level stderr_max, nsh_log_sink sink, void 
 
 /* ------------------------------------------------------------ JSON */
 /* The one JSON decoder for untrusted text: one document, nothing but JSON
- * white space after it, no NUL byte.  0, or -errno and *fault says what
+ * white space after it, no NUL byte, no \u0000; never reads text[len];
+ * *out is NULL for the document null.  0, or -errno and *fault says what
  * went wrong where; each front-end words its own message from it. */
 enum nsh_json_fault_kind {
 	NSH_JSON_TOO_LARGE = 1, /* more than INT_MAX bytes */
@@ -94,6 +96,7 @@ enum nsh_json_fault_kind {
 	NSH_JSON_TRUNCATED,	/* ends inside the document */
 	NSH_JSON_SYNTAX,	/* not JSON at offset: why */
 	NSH_JSON_TRAILING,	/* something after the document (offset: its end) */
+	NSH_JSON_NUL_ESCAPE,	/* \u0000 in a string or key (offset: its '\\') */
 };
 struct nsh_json_fault {
 	enum nsh_json_fault_kind kind;
@@ -113,11 +116,22 @@ void nsh_text_position(const char *text, size_t len, size_t offset, unsigned *li
 /* Read all of fd (at most max bytes) into a NUL-terminated malloc'd buffer. */
 int nsh_read_fd(int fd, const char *what, size_t max, char **out, size_t *out_len, struct nshash_error *err);
 int nsh_read_file(const char *path, size_t max, char **out, size_t *out_len, struct nshash_error *err);
+/* Both read only a regular file (a FIFO, a device or a directory is refused,
+ * never opened); exactly `max` bytes are allowed.  *st (may be NULL): the
+ * file read, for owner and mode checks. */
+int nsh_read_file_stat(const char *path, size_t max, char **out, size_t *out_len, struct stat *st,
+		       struct nshash_error *err);
 
 /* ------------------------------------------------------------ text */
 /* Append printf-style to the NUL-terminated `buf` of size `len`; cut when
  * full. */
 void nsh_append(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* ------------------------------------------------------------ capabilities */
+/* Reduce the permitted and effective sets to those of `keep` (CAP_*
+ * numbers) held now, and empty the inheritable and ambient sets, for the
+ * rest of the process's life. */
+int nsh_caps_keep(const int *keep, size_t n, struct nshash_error *err);
 
 /* ------------------------------------------------------------ paths */
 /* NULL when `path` is a clean absolute path (no "..", "." or empty

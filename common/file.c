@@ -2,36 +2,82 @@
 /* Reading whole files and streams into memory, bounded. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common.h"
 
+int nsh_read_file_stat(const char *path, size_t max, char **out, size_t *out_len, struct stat *st,
+		       struct nshash_error *err)
+{
+	struct stat scratch;
+	char fdpath[64];
+	int r;
+
+	if (!st)
+		st = &scratch;
+	/* O_PATH first: a FIFO would block the read, a device's driver would
+	 * run; only a regular file is opened for reading, the same inode. */
+	int pfd = open(path, O_PATH | O_CLOEXEC);
+	if (pfd < 0 || fstat(pfd, st) < 0) {
+		r = nshash_error_set(err, errno, "read %s: %s", path, strerror(errno));
+		goto out;
+	}
+	if (S_ISDIR(st->st_mode)) {
+		r = nshash_error_set(err, EISDIR, "read %s: %s", path, strerror(EISDIR));
+		goto out;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		r = nshash_error_set(err, EINVAL, "read %s: not a regular file (%s)", path,
+				     nshash_file_kind(st->st_mode));
+		goto out;
+	}
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", pfd);
+	int fd = open(fdpath, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0) {
+		r = nshash_error_set(err, errno, "read %s: %s", path, strerror(errno));
+		goto out;
+	}
+	r = nsh_read_fd(fd, path, max, out, out_len, err);
+	close(fd);
+out:
+	if (pfd >= 0)
+		close(pfd);
+	return r;
+}
+
 int nsh_read_file(const char *path, size_t max, char **out, size_t *out_len, struct nshash_error *err)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return nshash_error_set(err, errno, "read %s: %s", path, strerror(errno));
-	int r = nsh_read_fd(fd, path, max, out, out_len, err);
-	close(fd);
-	return r;
+	return nsh_read_file_stat(path, max, out, out_len, NULL, err);
 }
 
 int nsh_read_fd(int fd, const char *what, size_t max, char **out, size_t *out_len, struct nshash_error *err)
 {
-	size_t cap = 4096, len = 0;
+	size_t cap = max < 4096 ? max : 4096, len = 0;
 	char *buf = malloc(cap + 1);
 
 	if (!buf)
 		return nshash_error_set(err, ENOMEM, "read %s: out of memory", what);
 	for (;;) {
+		if (len == cap && cap >= max) {
+			/* exactly `max` bytes are fine: refuse only a byte more */
+			char extra;
+			ssize_t n = read(fd, &extra, 1);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n == 0)
+				break;
+			int e = n < 0 ? errno : EFBIG;
+			free(buf);
+			if (n < 0)
+				return nshash_error_set(err, e, "read %s: %s", what, strerror(e));
+			return nshash_error_set(err, EFBIG, "read %s: larger than %zu bytes", what, max);
+		}
 		if (len == cap) {
-			if (cap >= max) {
-				free(buf);
-				return nshash_error_set(err, EFBIG, "read %s: larger than %zu bytes", what, max);
-			}
-			cap *= 2;
+			cap = cap > max / 2 ? max : cap * 2;
 			char *nbuf = realloc(buf, cap + 1);
 			if (!nbuf) {
 				free(buf);

@@ -24,8 +24,32 @@ void nsh_text_position(const char *text, size_t len, size_t offset, unsigned *li
 	}
 }
 
-/* The JSON white space: what may follow the document. */
-#define JSON_SPACE " \t\r\n"
+/* JSON white space at the start of text[0..len). */
+static size_t blank_run(const char *text, size_t len)
+{
+	size_t i = 0;
+	while (i < len && (text[i] == ' ' || text[i] == '\t' || text[i] == '\r' || text[i] == '\n'))
+		i++;
+	return i;
+}
+
+/* The offset of a \u0000 escape inside a string of text[0..len), or -1:
+ * json-c would cut a key there ("io.nshash.tcp\u0000x" read as
+ * io.nshash.tcp) where Go engines keep it whole. */
+static long nul_escape(const char *text, size_t len)
+{
+	bool in_string = false;
+	for (size_t i = 0; i < len; i++) {
+		if (text[i] == '"') {
+			in_string = !in_string;
+		} else if (in_string && text[i] == '\\' && i + 1 < len) {
+			if (text[i + 1] == 'u' && i + 5 < len && !memcmp(text + i + 2, "0000", 4))
+				return (long)i;
+			i++; /* the escaped character, '"' and '\\' included */
+		}
+	}
+	return -1;
+}
 
 int nsh_json_decode(const char *text, size_t len, struct json_object **out, struct nsh_json_fault *fault)
 {
@@ -35,30 +59,40 @@ int nsh_json_decode(const char *text, size_t len, struct json_object **out, stru
 		return fault->kind = NSH_JSON_TOO_LARGE, -EFBIG;
 	if (memchr(text, '\0', len))
 		return fault->kind = NSH_JSON_NUL, -EINVAL;
+	if (blank_run(text, len) == len)
+		return fault->kind = NSH_JSON_EMPTY, fault->offset = len, -EINVAL;
+	long nul = nul_escape(text, len);
+	if (nul >= 0)
+		return fault->kind = NSH_JSON_NUL_ESCAPE, fault->offset = (size_t)nul, -EINVAL;
 	struct json_tokener *tok = json_tokener_new();
 	if (!tok)
 		return fault->kind = NSH_JSON_NOMEM, -ENOMEM;
+	/* (text, len) need not be NUL-terminated: nothing here reads text[len] */
 	struct json_object *obj = json_tokener_parse_ex(tok, text, (int)len);
 	enum json_tokener_error jerr = json_tokener_get_error(tok);
 	fault->offset = json_tokener_get_parse_end(tok);
-	json_tokener_free(tok);
-	if (!obj && jerr == json_tokener_continue) {
-		fault->kind = strspn(text, JSON_SPACE) >= len ? NSH_JSON_EMPTY : NSH_JSON_TRUNCATED;
+	if (jerr == json_tokener_continue) {
+		/* a number or literal ending the input ("42", "null") is complete
+		 * only at the end of input: say so with a NUL */
+		obj = json_tokener_parse_ex(tok, "", 1);
+		jerr = json_tokener_get_error(tok);
 		fault->offset = len;
-		return -EINVAL;
 	}
-	if (!obj || jerr != json_tokener_success) {
+	json_tokener_free(tok);
+	if (jerr != json_tokener_success) {
 		json_object_put(obj);
-		fault->kind = NSH_JSON_SYNTAX;
+		bool eof = jerr == json_tokener_continue || fault->offset >= len;
+		fault->kind = eof ? NSH_JSON_TRUNCATED : NSH_JSON_SYNTAX;
+		fault->offset = eof ? len : fault->offset;
 		fault->why = json_tokener_error_desc(jerr);
 		return -EINVAL;
 	}
-	if (strspn(text + fault->offset, JSON_SPACE) != len - fault->offset) {
+	if (blank_run(text + fault->offset, len - fault->offset) != len - fault->offset) {
 		json_object_put(obj);
 		fault->kind = NSH_JSON_TRAILING;
 		return -EINVAL;
 	}
-	*out = obj;
+	*out = obj; /* NULL for the document null */
 	return 0;
 }
 
@@ -84,6 +118,10 @@ int nsh_json_parse_text(const char *text, size_t len, const char *source, struct
 	case NSH_JSON_TRUNCATED:
 		return nshash_error_set(err, EINVAL, "%s: malformed JSON at line %u column %u: unexpected end of input",
 					source, line, col);
+	case NSH_JSON_NUL_ESCAPE:
+		return nshash_error_set(
+		    err, EINVAL, "%s: malformed JSON at line %u column %u: \\u0000 (a NUL character) in a string",
+		    source, line, col);
 	case NSH_JSON_TRAILING:
 		return nshash_error_set(err, EINVAL,
 					"%s: malformed JSON at line %u column %u: trailing data after the document",

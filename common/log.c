@@ -31,7 +31,8 @@ void nsh_log_redirect(enum nshash_log_level stderr_max, nsh_log_sink sink, void 
 
 void nshash_log_setup(const char *program, const struct nshash_policy *policy)
 {
-	snprintf(log_cfg.program, sizeof(log_cfg.program), "%s", program ? program : "nshash");
+	/* the CNI plugin's carries the container id: escaped like the rest */
+	nshash_escape(program ? program : "nshash", log_cfg.program, sizeof(log_cfg.program));
 	/* "nshash-hook[precreate]": identifier nshash-hook (journalctl -t
 	 * nshash-hook), lines "precreate: ..." */
 	size_t n = strcspn(log_cfg.program, "[");
@@ -63,9 +64,16 @@ void nshash_vlog(enum nshash_log_level level, const char *id, const char *fmt, v
 {
 	static const char *const names[] = {"error", "warning", "info"};
 	static const int prio[] = {LOG_ERR, LOG_WARNING, LOG_INFO};
-	char msg[2048];
+	char raw[2048], msg[2048], idq[512];
 
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	/* hostnames, ids, keys and values come from containers: no control
+	 * character reaches a log (a newline would forge a line) */
+	vsnprintf(raw, sizeof(raw), fmt, ap);
+	nshash_escape(raw, msg, sizeof(msg));
+	if (id) {
+		nshash_escape(id, idq, sizeof(idq));
+		id = idq;
+	}
 	if (level < NSHASH_LOG_ERROR)
 		level = NSHASH_LOG_ERROR;
 	if (level > NSHASH_LOG_INFO)
@@ -74,14 +82,14 @@ void nshash_vlog(enum nshash_log_level level, const char *id, const char *fmt, v
 	if (level <= log_cfg.stderr_max)
 		fprintf(stderr, "%s: %s: %s%s%s\n", log_cfg.program, names[level], id ? id : "", id ? ": " : "", msg);
 	if (log_cfg.sink) {
-		char line[2400];
+		char line[3072];
 		snprintf(line, sizeof(line), "%s: %s%s%s", log_cfg.program, id ? id : "", id ? ": " : "", msg);
 		log_cfg.sink(log_cfg.sink_ctx, names[level], line);
 	}
 	if (log_cfg.log_file[0]) {
 		int fd = open(log_cfg.log_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
 		if (fd >= 0) {
-			char line[2400], ts[64];
+			char line[3072], ts[64];
 			time_t now = time(NULL);
 			struct tm tm;
 			gmtime_r(&now, &tm);

@@ -23,6 +23,8 @@ const char *nsh_path_unclean(const char *path)
 			return "contains \"..\"";
 		if (p[1] == '.' && (p[2] == '/' || p[2] == '\0'))
 			return "contains a \".\" component";
+		if (p[1] == '\0' && p != path)
+			return "ends with \"/\"";
 	}
 	return NULL;
 }

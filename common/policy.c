@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common.h"
 
@@ -188,7 +190,8 @@ int nshash_policy_load(const char *path, struct nshash_policy *policy, struct ns
 		path = NSHASH_DEFAULT_POLICY_PATH;
 	if (path[0] != '/')
 		return nshash_error_set(err, EINVAL, "policy file \"%s\": not an absolute path", path);
-	r = nsh_read_file(path, POLICY_MAX_BYTES, &text, &len, err);
+	struct stat st;
+	r = nsh_read_file_stat(path, POLICY_MAX_BYTES, &text, &len, &st, err);
 	if (r == -ENOENT) {
 		nshash_policy_defaults(policy);
 		snprintf(policy->source, sizeof(policy->source), "defaults (%s absent)", path);
@@ -196,6 +199,18 @@ int nshash_policy_load(const char *path, struct nshash_policy *policy, struct ns
 	}
 	if (r < 0) {
 		nshash_error_prefix(err, "policy file");
+		return r;
+	}
+	/* It names programs run as root and a file root appends to: only root
+	 * (or the user running us) may have written it. */
+	if (st.st_uid != 0 && st.st_uid != geteuid())
+		r = nshash_error_set(err, EPERM, "policy file %s: owned by uid %u, not root", path,
+				     (unsigned)st.st_uid);
+	else if ((st.st_mode & S_IWOTH) || ((st.st_mode & S_IWGRP) && st.st_gid != 0))
+		r = nshash_error_set(err, EPERM, "policy file %s: writable by group or others (mode %04o)", path,
+				     (unsigned)(st.st_mode & 07777));
+	if (r < 0) {
+		free(text);
 		return r;
 	}
 	r = nshash_policy_parse(text, len, path, policy, err);

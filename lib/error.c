@@ -6,6 +6,34 @@
 
 #include "internal.h"
 
+/* The one byte-escaping loop: bytes for which `escape` says so become
+ * \xNN; stops before `limit` input bytes or when `buf` (of `len`) is full.
+ * Returns the input bytes used; *o is advanced. */
+static size_t escape_into(const char *text, char *buf, size_t len, size_t *o, size_t limit, bool quoting)
+{
+	const unsigned char *p = (const unsigned char *)text;
+	size_t i = 0;
+	for (; p[i] && i < limit; i++) {
+		bool esc = p[i] < 0x20 || p[i] == 0x7f || (quoting && (p[i] > 0x7f || p[i] == '"' || p[i] == '\\'));
+		if (quoting ? *o + 8 >= len : *o + (esc ? 4 : 1) >= len)
+			break;
+		if (esc)
+			*o += (size_t)snprintf(buf + *o, len - *o, "\\x%02x", p[i]);
+		else
+			buf[(*o)++] = (char)p[i];
+	}
+	buf[*o] = '\0';
+	return i;
+}
+
+size_t nshash_escape(const char *text, char *buf, size_t len)
+{
+	size_t o = 0;
+	if (len)
+		escape_into(text, buf, len, &o, (size_t)-1, false);
+	return o;
+}
+
 int nshash_error_set(struct nshash_error *err, int errnum, const char *fmt, ...)
 {
 	if (errnum < 0)
@@ -13,10 +41,15 @@ int nshash_error_set(struct nshash_error *err, int errnum, const char *fmt, ...)
 	if (errnum == 0)
 		errnum = EINVAL;
 	if (err) {
+		/* Messages carry what containers supplied: no control character
+		 * reaches a log or a terminal through them (a newline would
+		 * forge a log line). */
+		char raw[sizeof(err->msg)];
 		va_list ap;
 		va_start(ap, fmt);
-		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+		vsnprintf(raw, sizeof(raw), fmt, ap);
 		va_end(ap);
+		nshash_escape(raw, err->msg, sizeof(err->msg));
 		err->errnum = errnum;
 	}
 	return -errnum;
@@ -26,13 +59,12 @@ int nshash_error_prefix(struct nshash_error *err, const char *fmt, ...)
 {
 	if (!err)
 		return -EINVAL;
-	char prefix[512];
+	char raw[512], prefix[512];
 	va_list ap;
 	va_start(ap, fmt);
-	int n = vsnprintf(prefix, sizeof(prefix) - 2, fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
-	if (n < 0)
-		n = 0;
+	int n = (int)nshash_escape(raw, prefix, sizeof(prefix) - 2);
 	if ((size_t)n > sizeof(prefix) - 3)
 		n = sizeof(prefix) - 3;
 	memcpy(prefix + n, ": ", 3);
@@ -49,16 +81,9 @@ void nshash_quote(const char *text, char *buf, size_t len)
 {
 	size_t o = 0;
 	buf[o++] = '"';
-	for (const unsigned char *p = (const unsigned char *)text; *p && o + 8 < len; p++) {
-		if (p - (const unsigned char *)text >= 40) {
-			o += snprintf(buf + o, len - o, "...");
-			break;
-		}
-		if (*p < 0x20 || *p >= 0x7f || *p == '"' || *p == '\\')
-			o += snprintf(buf + o, len - o, "\\x%02x", *p);
-		else
-			buf[o++] = (char)*p;
-	}
+	size_t used = escape_into(text, buf, len, &o, 40, true);
+	if (text[used])
+		o += (size_t)snprintf(buf + o, len - o, "...");
 	buf[o++] = '"';
 	buf[o] = '\0';
 }

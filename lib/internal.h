@@ -136,11 +136,29 @@ void nsh_ledger_cancel(const char *state_dir, struct nsh_ticket *t);
  * longer than max_ms (0 = no limit). */
 int nsh_ledger_reconcile(const char *state_dir, const uint64_t *gone, size_t ngone, unsigned max_ms, size_t *dropped,
 			 struct nshash_table_usage *usage, struct nshash_error *err);
+/* /proc/PID/ns/net, /proc/self/ns/net, /proc/PID/task/TID/ns/net */
+bool nsh_is_proc_netns_link(const char *path);
+/* Open an O_PATH fd (or one from O_PATH) again for real, through
+ * /proc/self/fd: the same inode, whatever the path now names. */
+int nsh_reopen(int pathfd, int flags);
+/* Open a netns path from anywhere (a container's config, CNI_NETNS, the
+ * command line) without ever opening anything but nsfs: O_PATH first (no
+ * device open, no FIFO block, no tty), the final symlink not followed
+ * unless `follow` or it is /proc's own ns link, then nsfs and the netns
+ * type checked before the real open.  0 with *fd; 0 with *fd = -1 and
+ * *not_netns saying what is there instead; -errno when it cannot be opened. */
+int nsh_path_open_netns(const char *path, bool follow, int *fd, const char **not_netns);
+/* /proc/PID/comm without its newline, "?" when unreadable. */
+void nsh_proc_comm(pid_t pid, char *buf, size_t len);
 
-/* pin.c: create PATH empty with O_EXCL ("WHAT PATH: already exists"). */
-int nsh_pin_claim(const char *path, const char *what, struct nshash_error *err);
-/* pin.c: bind-mount the netns behind nsfd onto an existing file; -errno. */
-int nsh_bind_fd(int nsfd, const char *path);
+/* pin.c: create PATH empty with O_EXCL ("WHAT PATH: already exists");
+ * *fd holds the claimed file (for nsh_bind_fd and nsh_pin_unclaim). */
+int nsh_pin_claim(const char *path, const char *what, int *fd, struct nshash_error *err);
+/* pin.c: unlink PATH if it is still the file claimed as `fd`. */
+void nsh_pin_unclaim(const char *path, int fd);
+/* pin.c: bind-mount the netns behind nsfd onto the file open as targetfd
+ * (never re-resolving a path); -errno. */
+int nsh_bind_fd(int nsfd, int targetfd);
 
 /* probe.c: "kernel R has no net.ipv4.X (needs Linux V)", EOPNOTSUPP. */
 int nsh_knob_missing(enum nshash_proto proto, const char *release, struct nshash_error *err);
@@ -154,6 +172,11 @@ int nsh_mkdir_p(const char *path, mode_t mode, struct nshash_error *err);
 /* state.c */
 const char *nsh_state_dir(const char *dir);
 int nsh_lock_state(const char *state_dir, int *lockfd, struct nshash_error *err);
+/* A state dir (or its pins/, templates/): a directory, not a symlink, owned
+ * by the caller's euid (root), not writable by group or others; a wider
+ * mode is narrowed to 0700.  `create` makes it (0700) when missing; without
+ * it a missing dir passes. */
+int nsh_state_dir_check(const char *dir, bool create, struct nshash_error *err);
 void nsh_template_name(struct nshash_sizes eff, char *buf, size_t len);
 
 #endif

@@ -159,7 +159,10 @@ static int template_paths(const char *state_dir, struct nshash_sizes eff, struct
 
 static int template_open(const struct template_ref *t)
 {
-	int fd = open(t->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	/* In the checked state dir (root's, 0700, no symlink): opened directly,
+	 * never following a link, never blocking; anything but a netns is
+	 * rebuilt.  (Untrusted paths go through nsh_path_open_netns.) */
+	int fd = open(t->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd >= 0 && !nsh_fd_is_netns(fd)) {
 		close(fd);
 		return -1;
@@ -186,8 +189,7 @@ static int template_build(const char *state_dir, const struct template_ref *t, s
 			  struct nshash_error *err)
 {
 	char dir[PATH_MAX];
-	snprintf(dir, sizeof(dir), "%s/templates", state_dir);
-	int r = nsh_mkdir_p(dir, 0700, err);
+	int r = nshash_state_subdir(state_dir, "templates", dir, sizeof(dir), err);
 	if (r < 0)
 		return r;
 	r = nshash_pin_remove(t->path, err);
@@ -261,6 +263,10 @@ static int new_from_template(const struct nshash_create_opts *opts, int home, in
 	struct template_ref t;
 	int r = template_paths(state_dir, eff, &t, err);
 	if (r < 0)
+		return r;
+	/* The fast path opens a template without the lock: the dirs on the way
+	 * are checked every time (a few microseconds). */
+	if ((r = nsh_state_dir_check(state_dir, false, err)) < 0)
 		return r;
 	for (int attempt = 0; attempt < 2; attempt++) {
 		cleanup_close int tfd = -1;
@@ -420,22 +426,25 @@ int nshash_netns_create(const struct nshash_create_opts *opts, const char *pin_p
 		if (r < 0)
 			return nshash_error_prefix(err, "create netns %s", pin_path);
 	}
-	/* Claim the name first (fail fast on a duplicate); the bind comes last. */
-	r = nsh_pin_claim(pin_path, "create netns", err);
+	/* Claim the name first (fail fast on a duplicate); the bind comes last,
+	 * onto the claimed file itself. */
+	cleanup_close int claimfd = -1;
+	r = nsh_pin_claim(pin_path, "create netns", &claimfd, err);
 	if (r < 0)
 		return r;
 	cleanup_close int nsfd = -1;
 	struct nsh_ticket ticket;
 	r = netns_new_recorded(opts, pin_path, &nsfd, info, &ticket, err);
 	if (r < 0) {
-		unlink(pin_path);
+		nsh_pin_unclaim(pin_path, claimfd);
 		return nshash_error_prefix(err, "create netns %s", pin_path);
 	}
-	r = nsh_bind_fd(nsfd, pin_path);
+	r = nsh_bind_fd(nsfd, claimfd);
 	if (r < 0) {
 		nsh_ledger_cancel(nsh_state_dir(opts->state_dir), &ticket);
-		unlink(pin_path);
-		return nshash_error_set(err, r, "create netns %s: bind mount: %s", pin_path, strerror(-r));
+		nsh_pin_unclaim(pin_path, claimfd);
+		return nshash_error_set(err, r, "create netns %s: bind mount: %s%s", pin_path, strerror(-r),
+					r == -ENOENT ? " (the pin file was replaced meanwhile)" : "");
 	}
 	return 0;
 }
@@ -443,28 +452,33 @@ int nshash_netns_create(const struct nshash_create_opts *opts, const char *pin_p
 int nshash_netns_replace(const struct nshash_create_opts *opts, const char *pin_path, struct nshash_netns_info *info,
 			 struct nshash_error *err)
 {
-	cleanup_close int oldfd = open(pin_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (oldfd < 0)
-		return nshash_error_set(err, errno, "replace netns %s: %s", pin_path, strerror(errno));
-	if (!nsh_fd_is_netns(oldfd))
-		return nshash_error_set(err, EINVAL, "replace netns %s: not a bind-mounted network namespace pin",
-					pin_path);
+	cleanup_close int oldfd = -1;
+	const char *not_netns;
+	int r = nsh_path_open_netns(pin_path, false, &oldfd, &not_netns);
+	if (r < 0)
+		return nshash_error_set(err, r, "replace netns %s: %s", pin_path, strerror(-r));
+	if (not_netns)
+		return nshash_error_set(err, EINVAL, "replace netns %s: not a bind-mounted network namespace pin (%s)",
+					pin_path, not_netns);
 	cleanup_close int nsfd = -1;
 	struct nsh_ticket ticket;
-	int r = netns_new_recorded(opts, pin_path, &nsfd, info, &ticket, err);
+	r = netns_new_recorded(opts, pin_path, &nsfd, info, &ticket, err);
 	if (r < 0)
 		return nshash_error_prefix(err, "replace netns %s", pin_path);
-	if (umount2(pin_path, MNT_DETACH) < 0) {
+	if (umount2(pin_path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0) {
 		int e = errno;
 		nsh_ledger_cancel(nsh_state_dir(opts->state_dir), &ticket);
 		return nshash_error_set(err, e, "replace netns %s: unmount the old pin: %s (not a mount point?)",
 					pin_path, strerror(e));
 	}
-	r = nsh_bind_fd(nsfd, pin_path);
+	/* The file under the old mount, held without following a link. */
+	cleanup_close int target = open(pin_path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	r = target < 0 ? -errno : nsh_bind_fd(nsfd, target);
 	if (r < 0) {
 		nsh_ledger_cancel(nsh_state_dir(opts->state_dir), &ticket);
-		const char *restored =
-		    nsh_bind_fd(oldfd, pin_path) == 0 ? "old netns bound back" : "old netns could NOT be bound back";
+		const char *restored = target >= 0 && nsh_bind_fd(oldfd, target) == 0
+					   ? "old netns bound back"
+					   : "old netns could NOT be bound back";
 		return nshash_error_set(err, r, "replace netns %s: bind the new netns: %s (%s)", pin_path, strerror(-r),
 					restored);
 	}

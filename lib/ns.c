@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Entering and leaving network namespaces with the calling thread only, and
  * reading what a netns has. */
+#include <ctype.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <linux/nsfs.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 
 #include "internal.h"
 
@@ -15,6 +18,100 @@ int nsh_fd_is_netns(int fd)
 {
 	int type = ioctl(fd, NS_GET_NSTYPE);
 	return type == CLONE_NEWNET;
+}
+
+const char *nshash_file_kind(mode_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG:
+		return "a regular file";
+	case S_IFDIR:
+		return "a directory";
+	case S_IFIFO:
+		return "a FIFO";
+	case S_IFCHR:
+		return "a character device";
+	case S_IFBLK:
+		return "a block device";
+	case S_IFSOCK:
+		return "a socket";
+	case S_IFLNK:
+		return "a symbolic link";
+	}
+	return "a special file";
+}
+
+/* Skip "DIGITS/" at *p; false when it is not there. */
+static bool skip_number_dir(const char **p)
+{
+	const char *q = *p;
+	if (!isdigit((unsigned char)*q))
+		return false;
+	while (isdigit((unsigned char)*q))
+		q++;
+	if (*q != '/')
+		return false;
+	*p = q + 1;
+	return true;
+}
+
+bool nsh_is_proc_netns_link(const char *path)
+{
+	/* /proc/PID/ns/net, /proc/self/..., /proc/PID/task/TID/ns/net */
+	if (strncmp(path, "/proc/", 6) != 0)
+		return false;
+	const char *p = path + 6;
+	if (strncmp(p, "self/", 5) == 0)
+		p += 5;
+	else if (strncmp(p, "thread-self/", 12) == 0)
+		p += 12;
+	else if (!skip_number_dir(&p))
+		return false;
+	else if (strncmp(p, "task/", 5) == 0) {
+		p += 5;
+		if (!skip_number_dir(&p))
+			return false;
+	}
+	return strcmp(p, "ns/net") == 0;
+}
+
+int nsh_reopen(int pathfd, int flags)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", pathfd);
+	return open(p, flags | O_CLOEXEC | O_NOCTTY);
+}
+
+int nsh_path_open_netns(const char *path, bool follow, int *fd, const char **not_netns)
+{
+	*fd = -1;
+	*not_netns = NULL;
+	/* O_PATH: no driver's open(), no blocking on a FIFO, no tty; the
+	 * kernel's own /proc/.../ns/net links are the only ones followed
+	 * unless the caller asks (and nothing but nsfs is ever opened). */
+	if (!follow && nsh_is_proc_netns_link(path))
+		follow = true;
+	cleanup_close int pfd = open(path, O_PATH | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
+	if (pfd < 0)
+		return -errno;
+	struct stat st;
+	struct statfs sfs;
+	if (fstat(pfd, &st) < 0 || fstatfs(pfd, &sfs) < 0)
+		return -errno;
+	if (sfs.f_type != NSFS_MAGIC || !S_ISREG(st.st_mode)) {
+		*not_netns = S_ISREG(st.st_mode) ? "no nsfs pin there" : nshash_file_kind(st.st_mode);
+		return 0;
+	}
+	int nfd = nsh_reopen(pfd, O_RDONLY | O_NONBLOCK);
+	if (nfd < 0)
+		return -errno;
+	if (!nsh_fd_is_netns(nfd)) {
+		close(nfd);
+		*not_netns = "a namespace of another type";
+		return 0;
+	}
+	*fd = nfd;
+	return 0;
 }
 
 int nsh_netns_open_current(int *fd, struct nshash_error *err)
@@ -98,12 +195,14 @@ int nshash_inspect_fd(int nsfd, struct nshash_netns_info *info, struct nshash_er
 
 static int inspect_open(const char *path, const char *shown, struct nshash_netns_info *info, struct nshash_error *err)
 {
-	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return nshash_error_set(err, errno, "inspect %s: %s", shown, strerror(errno));
-	if (!nsh_fd_is_netns(fd))
-		return nshash_error_set(err, EINVAL, "inspect %s: not a network namespace (no nsfs pin there)", shown);
-	int r = nshash_inspect_fd(fd, info, err);
+	cleanup_close int fd = -1;
+	const char *not_netns;
+	int r = nsh_path_open_netns(path, false, &fd, &not_netns);
+	if (r < 0)
+		return nshash_error_set(err, r, "inspect %s: %s", shown, strerror(-r));
+	if (not_netns)
+		return nshash_error_set(err, EINVAL, "inspect %s: not a network namespace (%s)", shown, not_netns);
+	r = nshash_inspect_fd(fd, info, err);
 	if (r < 0)
 		return nshash_error_prefix(err, "inspect %s", shown);
 	return 0;
@@ -162,4 +261,17 @@ int nshash_verify(const struct nshash_netns_info *info, struct nshash_sizes requ
 					nshash_proto_name(proto), asked, want, got);
 	}
 	return 0;
+}
+
+void nsh_proc_comm(pid_t pid, char *buf, size_t len)
+{
+	char p[64];
+	snprintf(buf, len, "?");
+	snprintf(p, sizeof(p), "/proc/%d/comm", (int)pid);
+	cleanup_close int fd = open(p, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, len - 1);
+	if (n > 0) {
+		buf[n] = '\0';
+		buf[strcspn(buf, "\n")] = '\0';
+	}
 }

@@ -335,6 +335,11 @@ struct nshash_gc_report {
 	struct nshash_table_usage usage; /* table memory in use afterwards */
 };
 int nshash_gc(const struct nshash_gc_opts *opts, struct nshash_gc_report *report, struct nshash_error *err);
+/* Make STATE_DIR/SUB (SUB "pins" or "templates"; out receives the path) the
+ * way nshash keeps its state: each a directory owned by the caller (root),
+ * not a symbolic link, not writable by group or others (refused otherwise),
+ * created 0700 and narrowed to 0700. */
+int nshash_state_subdir(const char *state_dir, const char *sub, char *out, size_t outlen, struct nshash_error *err);
 
 /* ---------------------------------------------------------------- errors */
 
@@ -348,6 +353,13 @@ int nshash_error_prefix(struct nshash_error *err, const char *fmt, ...) __attrib
  * outside printable ASCII and '"' '\\' as \xNN, cut with "..." after 40
  * bytes.  `len` >= 16; the one quoting helper of nshash. */
 void nshash_quote(const char *text, char *buf, size_t len);
+/* Copy `text` with control characters (< 0x20, 0x7f) as \xNN, cut to fit
+ * `len`; returns the length.  For log lines and messages: every message
+ * nshash_error_set() and nshash_error_prefix() make has passed through it. */
+size_t nshash_escape(const char *text, char *buf, size_t len);
+/* A file type for messages: "a regular file", "a directory", "a FIFO",
+ * "a character device", "a symbolic link", ... (st_mode's S_IFMT). */
+const char *nshash_file_kind(mode_t mode);
 
 /* ---------------------------------------------------------------- stats */
 /* What lives in each netns's tables, read from per-netns counters (never a

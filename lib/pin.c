@@ -102,33 +102,45 @@ int nshash_pin_dir_prepare(const char *dir, struct nshash_error *err)
 	return 0;
 }
 
-int nsh_bind_fd(int nsfd, const char *path)
+int nsh_bind_fd(int nsfd, int targetfd)
 {
-	char src[64];
+	/* Both ends through /proc/self/fd: the target is the very file that
+	 * was claimed, never what its path names now (a symlink swapped in
+	 * meanwhile is not followed; a replaced file makes this ENOENT). */
+	char src[64], dst[64];
 	snprintf(src, sizeof(src), "/proc/self/fd/%d", nsfd);
-	return mount(src, path, "none", MS_BIND, NULL) < 0 ? -errno : 0;
+	snprintf(dst, sizeof(dst), "/proc/self/fd/%d", targetfd);
+	return mount(src, dst, "none", MS_BIND, NULL) < 0 ? -errno : 0;
 }
 
-int nsh_pin_claim(const char *path, const char *what, struct nshash_error *err)
+int nsh_pin_claim(const char *path, const char *what, int *fd, struct nshash_error *err)
 {
-	int fd = open(path, O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
-	if (fd < 0) {
+	*fd = open(path, O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0);
+	if (*fd < 0) {
 		if (errno == EEXIST)
 			return nshash_error_set(err, EEXIST, "%s %s: already exists", what, path);
 		return nshash_error_set(err, errno, "%s %s: %s", what, path, strerror(errno));
 	}
-	close(fd);
 	return 0;
+}
+
+void nsh_pin_unclaim(const char *path, int fd)
+{
+	/* Remove the claimed file only if the path still names it. */
+	struct stat a, b;
+	if (fstat(fd, &a) == 0 && lstat(path, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev)
+		unlink(path);
 }
 
 int nshash_pin_fd(int nsfd, const char *path, struct nshash_error *err)
 {
-	int r = nsh_pin_claim(path, "create pin", err);
+	cleanup_close int fd = -1;
+	int r = nsh_pin_claim(path, "create pin", &fd, err);
 	if (r < 0)
 		return r;
-	r = nsh_bind_fd(nsfd, path);
+	r = nsh_bind_fd(nsfd, fd);
 	if (r < 0) {
-		unlink(path);
+		nsh_pin_unclaim(path, fd);
 		return nshash_error_set(err, r, "bind network namespace onto %s: %s", path, strerror(-r));
 	}
 	return 0;
@@ -136,13 +148,14 @@ int nshash_pin_fd(int nsfd, const char *path, struct nshash_error *err)
 
 int nshash_pin_is_netns(const char *path, struct nshash_error *err)
 {
-	cleanup_close int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0) {
-		if (errno == ENOENT || errno == ELOOP || errno == ENOTDIR)
-			return 0;
-		return nshash_error_set(err, errno, "open %s: %s", path, strerror(errno));
-	}
-	return nsh_fd_is_netns(fd) ? 1 : 0;
+	cleanup_close int fd = -1;
+	const char *not_netns;
+	int r = nsh_path_open_netns(path, false, &fd, &not_netns);
+	if (r == -ENOENT || r == -ENOTDIR)
+		return 0;
+	if (r < 0)
+		return nshash_error_set(err, r, "open %s: %s", path, strerror(-r));
+	return fd >= 0 ? 1 : 0;
 }
 
 int nshash_pin_remove(const char *path, struct nshash_error *err)
@@ -163,10 +176,13 @@ int nshash_pin_remove(const char *path, struct nshash_error *err)
 	int is_ns = nshash_pin_is_netns(path, err);
 	if (is_ns < 0)
 		return nshash_error_prefix(err, "remove pin %s", path);
+	if (!is_ns && st.st_size != 0) /* claimed pins are empty */
+		return nshash_error_set(err, EINVAL, "remove pin %s: not a pin (a file with data)", path);
 	if (is_ns) {
 		/* MNT_DETACH: a runtime holding the pin open would make a plain
-		 * umount fail with EBUSY.  Stacked pins are all removed. */
-		while (umount2(path, MNT_DETACH) == 0)
+		 * umount fail with EBUSY.  Stacked pins are all removed.  Never
+		 * through a symlink swapped in since the look above. */
+		while (umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
 			;
 		if (errno != EINVAL && errno != ENOENT)
 			return nshash_error_set(err, errno, "unmount pin %s: %s", path, strerror(errno));

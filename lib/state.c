@@ -16,10 +16,59 @@ const char *nsh_state_dir(const char *dir)
 	return dir && *dir ? dir : NSHASH_DEFAULT_STATE_DIR;
 }
 
+int nsh_state_dir_check(const char *dir, bool create, struct nshash_error *err)
+{
+	struct stat st;
+	if (create) {
+		int r = nsh_mkdir_p(dir, 0700, err);
+		if (r < 0 && r != -ENOTDIR)
+			return r;
+	}
+	if (lstat(dir, &st) < 0) {
+		if (errno == ENOENT && !create)
+			return 0;
+		return nshash_error_set(err, errno, "state dir %s: %s", dir, strerror(errno));
+	}
+	if (S_ISLNK(st.st_mode))
+		return nshash_error_set(err, ELOOP, "state dir %s: a symbolic link (give the real path)", dir);
+	/* without `create` (a creation's lock-free path) the lstat is the check;
+	 * with it, the dir is held open to narrow its mode race-free */
+	cleanup_close int fd = -1;
+	if (create && ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 || fstat(fd, &st) < 0))
+		return nshash_error_set(err, errno, "state dir %s: %s", dir, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return nshash_error_set(err, ENOTDIR, "state dir %s: not a directory", dir);
+	/* It holds pins that are bind-mounted and unmounted as root and names
+	 * of containers: only its owner may write or list it. */
+	if (st.st_uid != geteuid()) {
+		char who[32] = "root";
+		if (geteuid() != 0)
+			snprintf(who, sizeof(who), "uid %u", (unsigned)geteuid());
+		return nshash_error_set(err, EPERM, "state dir %s: owned by uid %u, not %s", dir, (unsigned)st.st_uid,
+					who);
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH))
+		return nshash_error_set(err, EPERM, "state dir %s: writable by group or others (mode %04o)", dir,
+					(unsigned)(st.st_mode & 07777));
+	if (fd >= 0 && (st.st_mode & 077) && fchmod(fd, st.st_mode & 07700) < 0)
+		return nshash_error_set(err, errno, "state dir %s: chmod 0700: %s", dir, strerror(errno));
+	return 0;
+}
+
+int nshash_state_subdir(const char *state_dir, const char *sub, char *out, size_t outlen, struct nshash_error *err)
+{
+	int r = nsh_state_dir_check(state_dir, true, err);
+	if (r < 0)
+		return r;
+	if ((size_t)snprintf(out, outlen, "%s/%s", state_dir, sub) >= outlen)
+		return nshash_error_set(err, ENAMETOOLONG, "state dir %s: path too long", state_dir);
+	return nsh_state_dir_check(out, true, err);
+}
+
 int nsh_lock_state(const char *state_dir, int *lockfd, struct nshash_error *err)
 {
 	char path[PATH_MAX];
-	int r = nsh_mkdir_p(state_dir, 0700, err);
+	int r = nsh_state_dir_check(state_dir, true, err);
 	if (r < 0)
 		return r;
 	snprintf(path, sizeof(path), "%s/lock", state_dir);

@@ -8,6 +8,8 @@
  * The logic lives in oci-hooks/ and libnshash; this is argv, I/O and exit codes. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,7 +58,9 @@ static void tell_podman(const char *msg)
 	if (n <= 0 || strncmp(comm, "podman", 6) != 0)
 		return;
 	snprintf(path, sizeof(path), "/proc/%d/fd/2", (int)ppid);
-	fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOCTTY);
+	/* non-blocking: a FIFO nobody reads must not hang us (SIGPIPE is
+	 * ignored in main) */
+	fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
 		return;
 	if (fstat(fd, &theirs) == 0 &&
@@ -119,14 +123,26 @@ static int verify(const struct nshash_policy *policy, const struct nshash_oci_st
 static int poststop(const struct nshash_policy *policy, const struct nshash_oci_state *st)
 {
 	struct nshash_error err = {0};
+	char pin[256];
+	int r;
 
-	if (!st->request.pin[0])
+	/* only the pin nshash itself recorded in the bundle, never a name
+	 * given in an annotation */
+	if (nshash_oci_state_pin(st, policy, pin, sizeof(pin), &err) < 0) {
+		nshash_log(NSHASH_LOG_ERROR, NULL, "%s", err.msg); /* names the container */
+		return 1;
+	}
+	if (!pin[0])
 		return 0;
-	if (nshash_oci_cleanup(policy, st->request.pin, &err) < 0) {
+	r = nshash_oci_cleanup(policy, pin, &err);
+	if (r < 0) {
 		nshash_log(NSHASH_LOG_ERROR, st->id, "%s", err.msg);
 		return 1;
 	}
-	nshash_log(NSHASH_LOG_INFO, st->id, "removed pin %s/pins/%s", policy->state_dir, st->request.pin);
+	if (r > 0)
+		nshash_log(NSHASH_LOG_WARN, st->id, "%s", err.msg);
+	else
+		nshash_log(NSHASH_LOG_INFO, st->id, "removed pin %s/pins/%s", policy->state_dir, pin);
 	return 0;
 }
 
@@ -142,6 +158,7 @@ int main(int argc, char **argv)
 
 	if (argc < 2)
 		return usage();
+	signal(SIGPIPE, SIG_IGN); /* a closed pipe is an error to report, not death */
 	stage = argv[1];
 	for (int i = 2; i < argc; i++) {
 		if (!strcmp(argv[i], "--policy") && i + 1 < argc)
@@ -166,6 +183,17 @@ int main(int argc, char **argv)
 	nshash_log_setup(program, &policy);
 	if (nsh_read_fd(STDIN_FILENO, "stdin", STDIN_MAX, &in, &len, &err) < 0) {
 		nshash_log(NSHASH_LOG_ERROR, NULL, "%s", err.msg);
+		return 1;
+	}
+	/* Root on hostile input: before parsing it, keep only what the stage
+	 * needs (namespaces and mounts; links and sysctls of the new netns for
+	 * precreate; /proc of other users' processes; a bundle owned by a
+	 * user).  Nothing is exec'd. */
+	static const int keep[] = {CAP_SYS_ADMIN, CAP_SYS_PTRACE, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_NET_ADMIN};
+	size_t nkeep = sizeof(keep) / sizeof(keep[0]) - (strcmp(stage, "precreate") ? 1 : 0);
+	if (nsh_caps_keep(keep, nkeep, &err) < 0) {
+		nshash_log(NSHASH_LOG_ERROR, NULL, "%s", err.msg);
+		free(in);
 		return 1;
 	}
 	if (!strcmp(stage, "precreate")) {

@@ -9,50 +9,96 @@
 
 #include "oci.h"
 
-/* The request in BUNDLE/config.json's annotations. */
-static int bundle_request(const char *bundle, struct nshash_oci_request *req, struct nshash_error *err)
+/* BUNDLE/config.json: the request in its annotations and the path of its
+ * network namespace entry ("" when none). */
+static int bundle_read(const char *bundle, struct nshash_oci_request *req, char *netns, size_t netns_len,
+		       struct nshash_error *err)
 {
 	char path[4200], *text;
+	struct json_object *doc, *ann = NULL, *entry, *p;
 	size_t len;
 	int r;
 
-	snprintf(path, sizeof(path), "%s/config.json", bundle);
+	netns[0] = '\0';
+	if ((size_t)snprintf(path, sizeof(path), "%s/config.json", bundle) >= sizeof(path))
+		return nshash_error_set(err, ENAMETOOLONG, "%.100s...: path too long", bundle);
 	r = nsh_read_file(path, NSHASH_OCI_CONFIG_MAX_BYTES, &text, &len, err);
 	if (r < 0)
 		return r;
-	r = nshash_oci_request_parse(text, len, req, err);
+	r = nsh_json_parse_text(text, len, path, &doc, err);
 	free(text);
+	if (r < 0)
+		return r;
+	if (!json_object_is_type(doc, json_type_object)) {
+		json_object_put(doc);
+		return nshash_error_set(err, EINVAL, "%s: expected a JSON object", path);
+	}
+	json_object_object_get_ex(doc, "annotations", &ann);
+	r = nsh_oci_request_from_annotations(ann, req, err);
+	entry = nsh_oci_network_entry(doc);
+	if (r == 0 && entry && json_object_object_get_ex(entry, "path", &p) && json_object_is_type(p, json_type_string))
+		snprintf(netns, netns_len, "%s", json_object_get_string(p));
+	json_object_put(doc);
 	return r;
 }
 
-/* The request of a state: its annotations, else (older runtimes leave
- * them out) its bundle's config's; the pin from the bundle when the state
- * lacks it. */
+/* The request of a state: its annotations.  The bundle is read when the
+ * state has none (older runtimes) and when they ask for sizes, for the pin
+ * and the netns path nshash wrote there (podman hands hooks its own copy of
+ * the annotations, not the config the precreate hook returned); for
+ * nothing else. */
 static int state_request(struct json_object *doc, struct nshash_oci_state *state, struct nshash_error *err)
 {
 	struct json_object *ann = NULL;
 	int r = 0;
 
 	json_object_object_get_ex(doc, "annotations", &ann);
-	if (ann && !json_object_is_type(ann, json_type_null)) {
+	bool has_ann = ann && !json_object_is_type(ann, json_type_null);
+	if (has_ann) {
 		r = nsh_oci_request_from_annotations(ann, &state->request, err);
 		if (r < 0)
-			nshash_error_prefix(err, "state of %s", state->id);
-	} else if (state->bundle[0]) {
-		/* older runtimes leave annotations out of the state */
-		r = bundle_request(state->bundle, &state->request, err);
-		if (r < 0)
-			nshash_error_prefix(err, "state of %s: bundle", state->id);
+			return nshash_error_prefix(err, "state of %s", state->id);
 	}
-	if (r == 0 && !state->request.pin[0] && state->bundle[0]) {
-		/* podman hands hooks its own copy of the annotations, not the
-		 * config the precreate hook returned: the pin is in the bundle. */
-		struct nshash_oci_request breq;
-		struct nshash_error ignored;
-		if (bundle_request(state->bundle, &breq, &ignored) == 0)
-			memcpy(state->request.pin, breq.pin, sizeof(breq.pin));
+	if (!state->bundle[0] || (has_ann && !state->request.present && !state->request.pin[0]))
+		return 0;
+	struct nshash_oci_request breq;
+	r = bundle_read(state->bundle, &breq, state->bundle_netns, sizeof(state->bundle_netns), err);
+	if (r == -ENOENT && has_ann)
+		return 0; /* the bundle is gone already: the state's annotations are all there is */
+	if (r < 0)
+		return nshash_error_prefix(err, "state of %s: bundle", state->id);
+	memcpy(state->bundle_pin, breq.pin, sizeof(breq.pin));
+	if (!has_ann) {
+		state->request.present = breq.present;
+		state->request.sizes = breq.sizes;
 	}
-	return r;
+	return 0;
+}
+
+int nshash_oci_state_pin(const struct nshash_oci_state *state, const struct nshash_policy *policy, char *pin,
+			 size_t pin_len, struct nshash_error *err)
+{
+	const char *given = state->request.pin[0] ? state->request.pin : state->bundle_pin;
+	char ours[4096];
+	struct nshash_error ignored;
+
+	pin[0] = '\0';
+	if (!given[0])
+		return 0;
+	/* nshash writes io.nshash.pin into a config only together with the
+	 * network namespace path of that very pin: that pair, in the bundle,
+	 * is ours.  A pin name anywhere else was given by a user (pod
+	 * annotations, podman or ctr without the precreate hook) and must
+	 * never name what is removed. */
+	if (state->bundle_pin[0] && (!state->request.pin[0] || !strcmp(state->request.pin, state->bundle_pin)) &&
+	    nshash_oci_pin_path(policy, state->bundle_pin, ours, sizeof(ours), &ignored) == 0 &&
+	    !strcmp(state->bundle_netns, ours)) {
+		snprintf(pin, pin_len, "%s", state->bundle_pin);
+		return 0;
+	}
+	return nshash_error_set(err, EINVAL,
+				"state of %s: annotation %s=%s is set by nshash itself and cannot be given", state->id,
+				NSHASH_ANNOTATION_PIN, given);
 }
 
 int nshash_oci_state_parse(const char *json, size_t len, struct nshash_oci_state *state, struct nshash_error *err)
@@ -108,6 +154,10 @@ int nshash_oci_verify(const struct nshash_oci_state *state, const struct nshash_
 
 	*warned = false;
 	memset(info, 0, sizeof(*info));
+	char pin[256];
+	r = nshash_oci_state_pin(state, policy, pin, sizeof(pin), err); /* a user's pin: refused here too */
+	if (r < 0)
+		return r;
 	if (!state->request.present)
 		return 0;
 	if (state->pid <= 0)

@@ -72,14 +72,22 @@ struct nshash_oci_state {
 	char bundle[4096];
 	char status[64];
 	struct nshash_oci_request request; /* from the state's annotations, else the bundle's config */
+	char bundle_pin[256];		   /* io.nshash.pin in the bundle's config.json ("" none) */
+	char bundle_netns[4096];	   /* its network namespace path ("" none) */
 };
 int nshash_oci_state_parse(const char *json, size_t len, struct nshash_oci_state *state, struct nshash_error *err);
+/* The pin of a container: the io.nshash.pin that nshash wrote into its
+ * bundle together with the netns path of that pin.  "" when none; an error
+ * when a user set io.nshash.pin (in the state or the bundle). */
+int nshash_oci_state_pin(const struct nshash_oci_state *state, const struct nshash_policy *policy, char *pin,
+			 size_t pin_len, struct nshash_error *err);
 /* createRuntime/prestart: check /proc/PID/ns/net has what was requested.
  * Returns 0 (ok, nothing requested, or mismatch downgraded to a warning
  * under onFailure warn, in which case *warned is set) or < 0. */
 int nshash_oci_verify(const struct nshash_oci_state *state, const struct nshash_policy *policy,
 		      struct nshash_netns_info *info, bool *warned, struct nshash_error *err);
-/* poststop / wrapper delete: remove STATE_DIR/pins/NAME; succeeds when gone. */
+/* poststop / wrapper delete: remove STATE_DIR/pins/NAME; succeeds when gone.
+ * Returns 1 (err says why) and keeps the pin while a process uses it. */
 int nshash_oci_pin_path(const struct nshash_policy *policy, const char *name, char *out, size_t outlen,
 			struct nshash_error *err);
 int nshash_oci_cleanup(const struct nshash_policy *policy, const char *pin_name, struct nshash_error *err);
@@ -115,6 +123,8 @@ int nshash_runtime_find(const struct nshash_policy *policy, const char *self, ch
 /* annotations.c: the request in an annotations object (NULL or JSON null =
  * none). */
 int nsh_oci_request_from_annotations(struct json_object *ann, struct nshash_oci_request *req, struct nshash_error *err);
+/* transform.c: the config's linux.namespaces entry of type network, or NULL. */
+struct json_object *nsh_oci_network_entry(struct json_object *doc);
 /* pins.c: "oci-" + 16 random hex digits, for the precreate hook. */
 int nsh_oci_random_pin_name(char *out, size_t outlen, struct nshash_error *err);
 

@@ -22,9 +22,17 @@ int nshash_oci_pin_path(const struct nshash_policy *policy, const char *name, ch
 int nshash_oci_cleanup(const struct nshash_policy *policy, const char *pin_name, struct nshash_error *err)
 {
 	char path[4096];
+	struct nshash_occupancy occ;
 	int r = nshash_oci_pin_path(policy, pin_name, path, sizeof(path), err);
 	if (r < 0)
 		return r;
+	/* Never take a netns from under a process: another container joined
+	 * it, or the name should not have reached us. */
+	if (nshash_pin_is_netns(path, NULL) == 1 && nshash_netns_occupancy(path, &occ, NULL) == 0 && occ.pid > 0) {
+		nshash_error_set(err, EBUSY, "pin %s kept: process %d (%s) still uses its network namespace", path,
+				 (int)occ.pid, occ.comm);
+		return 1;
+	}
 	return nshash_pin_remove(path, err);
 }
 

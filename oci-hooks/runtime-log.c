@@ -33,7 +33,18 @@ static void runtime_log(const char *log_path, const char *log_format, const char
 			json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 		json_object_put(o);
 	} else {
-		dprintf(fd, "time=\"%s\" level=%s msg=\"%s\"\n", ts, level, msg);
+		/* logfmt, as runc writes it: one line, the value quoted with '"'
+		 * and '\\' escaped (control characters are \xNN already) */
+		char e[2048], q[4096];
+		size_t o = 0;
+		nshash_escape(msg, e, sizeof(e));
+		for (const char *p = e; *p && o + 2 < sizeof(q); p++) {
+			if (*p == '"' || *p == '\\')
+				q[o++] = '\\';
+			q[o++] = *p;
+		}
+		q[o] = '\0';
+		dprintf(fd, "time=\"%s\" level=%s msg=\"%s\"\n", ts, level, q);
 	}
 	close(fd);
 }

@@ -142,7 +142,7 @@ static int wrap_create(int argc, char **argv, const char *runtime, const char *s
 	int status = run_runtime(runtime, argv, false);
 	/* a foreground run has deleted its container by now */
 	if ((!args->detach || !container_exists(runtime, argc, argv, args)) &&
-	    nshash_oci_cleanup(policy, pin, &err) < 0)
+	    nshash_oci_cleanup(policy, pin, &err) != 0)
 		nshash_log(NSHASH_LOG_WARN, args->id, "%s", err.msg);
 	return status;
 }
@@ -159,7 +159,7 @@ static int wrap_delete(int argc, char **argv, const char *runtime, const struct 
 	if (status != 0 && container_exists(runtime, argc, argv, args))
 		return status;
 	if (nshash_oci_wrapper_pin_name(args->id, args->root, pin, sizeof(pin), &err) < 0 ||
-	    nshash_oci_cleanup(policy, pin, &err) < 0)
+	    nshash_oci_cleanup(policy, pin, &err) != 0)
 		nshash_log(NSHASH_LOG_WARN, args->id, "%s", err.msg);
 	return 0;
 }

@@ -12,7 +12,7 @@
 
 #include "oci.h"
 
-static struct json_object *network_entry(struct json_object *doc)
+struct json_object *nsh_oci_network_entry(struct json_object *doc)
 {
 	struct json_object *linux_, *nss;
 
@@ -162,15 +162,18 @@ static int decide_given_path(struct transform *t, struct nshash_error *err)
 	struct nshash_error ierr;
 	struct nshash_netns_info info;
 
-	if (nshash_inspect_path(t->path, &info, &ierr) == 0 &&
-	    nshash_verify(&info, res->request.sizes, t->path, &ierr) == 0) {
+	int ir = nshash_inspect_path(t->path, &info, &ierr);
+	if (ir == 0 && nshash_verify(&info, res->request.sizes, t->path, &ierr) == 0) {
 		res->info = info;
 		snprintf(res->pin_path, sizeof(res->pin_path), "%s", t->path);
 		res->action = NSHASH_OCI_ALREADY;
 		return KEEP_CONFIG;
 	}
-	snprintf(res->warning, sizeof(res->warning), "network namespace %.300s already exists: %s", t->path,
-		 PATH_EXISTS_HINT);
+	if (ir == -EINVAL) /* not a netns at all: a FIFO, a device, a file (never opened) */
+		snprintf(res->warning, sizeof(res->warning), "%s", ierr.msg);
+	else
+		snprintf(res->warning, sizeof(res->warning), "network namespace %.300s already exists: %s", t->path,
+			 PATH_EXISTS_HINT);
 	if (t->opts->policy->on_failure == NSHASH_ON_FAILURE_WARN) {
 		res->action = NSHASH_OCI_WARNED;
 		return KEEP_CONFIG;
@@ -198,7 +201,7 @@ static int transform_decide(struct transform *t, struct nshash_error *err)
 	r = nshash_sizes_cap(res->request.sizes, opts->policy->max, "annotations", err);
 	if (r < 0)
 		return nshash_error_prefix(err, "policy %s", opts->policy->source), r;
-	t->entry = network_entry(t->doc);
+	t->entry = nsh_oci_network_entry(t->doc);
 	if (!t->entry)
 		return nshash_error_set(err, EINVAL,
 					"config has no network namespace entry (host network?): %s/%s need the "
@@ -236,8 +239,9 @@ static int create_pinned(struct transform *t, struct nshash_error *err)
 		r = nshash_oci_pin_path(policy, t->name, res->pin_path, sizeof(res->pin_path), err);
 	if (r < 0)
 		return r;
-	snprintf(dir, sizeof(dir), "%s/pins", policy->state_dir);
-	r = nshash_pin_dir_prepare(dir, err);
+	r = nshash_state_subdir(policy->state_dir, "pins", dir, sizeof(dir), err);
+	if (r == 0)
+		r = nshash_pin_dir_prepare(dir, err);
 	if (r == 0) {
 		struct nshash_create_opts copts = {
 		    .sizes = res->request.sizes,

@@ -66,7 +66,7 @@ expect_hook "pin annotation absolute" "io.nshash.pin \"/etc/passwd\": character 
 	precreate "$(cfg '"io.nshash.tcp": "4096", "io.nshash.pin": "/etc/passwd"')"
 expect_hook "pin annotation .." 'io.nshash.pin "..": not a valid name' \
 	precreate "$(cfg '"io.nshash.tcp": "4096", "io.nshash.pin": ".."')"
-expect_hook "pin annotation with NUL" 'annotation io.nshash.pin: value contains a NUL byte' \
+expect_hook "pin annotation with NUL" 'config: malformed JSON at line 1 column 85: \u0000 (a NUL character) in a string' \
 	precreate "$(cfg '"io.nshash.tcp": "4096", "io.nshash.pin": "a\u0000b"')"
 long=$(printf 'a%.0s' $(seq 300))
 expect_hook "pin annotation very long" "io.nshash.pin \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...\": longer than 255 characters" \
@@ -86,7 +86,11 @@ expect_hook "verify: malformed state" 'state: malformed JSON at line 1 column 10
 expect_hook "poststop: pin escaping the state dir" "state of c1: io.nshash.pin \"../../../etc/hostname\": character '/' 0x2f not allowed (use A-Z a-z 0-9 . _ -)" \
 	poststop '{"id": "c1", "status": "stopped", "annotations": {"io.nshash.tcp": "4096", "io.nshash.pin": "../../../etc/hostname"}}'
 assert_eq "$(hostname)" "$(cat /etc/hostname)" "poststop escape: /etc/hostname still there"
-out=$(echo '{"id": "c1", "status": "stopped", "annotations": {"io.nshash.tcp": "4096", "io.nshash.pin": "gone"}}' | "$H" poststop --policy "$P" 2>&1)
+# (the pin as nshash records it: in the bundle, with the netns path to it)
+mkdir -p "$D/gone-bundle"
+printf '{"annotations": {"io.nshash.tcp": "4096", "io.nshash.pin": "gone"}, "linux": {"namespaces": [{"type": "network", "path": "%s"}]}}' \
+	"$S/pins/gone" >"$D/gone-bundle/config.json"
+out=$(echo "{\"id\": \"c1\", \"status\": \"stopped\", \"bundle\": \"$D/gone-bundle\", \"annotations\": {\"io.nshash.tcp\": \"4096\"}}" | "$H" poststop --policy "$P" 2>&1)
 assert_eq "0" "$?" "poststop of a pin already gone succeeds"
 out=$("$H" nosuchstage --policy "$P" </dev/null 2>&1)
 assert_eq "2" "$?" "unknown stage: usage error"

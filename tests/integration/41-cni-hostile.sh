@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Hostile input to the CNI plugin (issue 10): CNI_NETNS that is a FIFO, a
+# device node or a link to one is never opened as a file; CNI_CONTAINERID
+# and CNI_IFNAME follow the reference plugins' rules and never forge a log
+# line; \u0000 in strings and keys is refused; a prevResult interface named
+# null; exactly 16 MiB of stdin; valid JSON that is not an object; EACCES
+# on CNI_NETNS; stdout closed or full; "runtimeConfig": null.
+. "$(dirname "$0")/../lib/common.sh"
+. "$(dirname "$0")/../lib/cni.sh"
+require_root
+require_kernel_knobs
+command -v jq >/dev/null || cannot_run "jq missing"
+command -v strace >/dev/null || cannot_run "strace missing"
+
+D=$(make_state_dir)
+V=1.0.0
+TO="timeout -k 2 10"
+n=0
+new_pin() { n=$((n + 1)); P=$D/ns$n; cni_pin_netns "$P"; } # sets P
+conf() { echo "{\"cniVersion\":\"$V\",\"name\":\"net1\",\"type\":\"nshash\"${1:+,$1}}"; }
+shared() { netns_sizes_at "$1" | awk '{print ($1 < 0 && $2 < 0) ? "shared" : $0}'; }
+# plugin VAR=VALUE... < stdin: CNI_RC, CNI_OUT, CNI_ERR, with a timeout
+plugin() {
+	local errf
+	errf=$(mktemp)
+	CNI_OUT=$($TO env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin CNI_COMMAND=ADD CNI_CONTAINERID=ctr-1 \
+		CNI_IFNAME=eth0 CNI_PATH=/usr/lib/cni "$@" "$CNI_PLUGIN" 2>"$errf")
+	CNI_RC=$?
+	CNI_ERR=$(cat "$errf")
+	rm -f "$errf"
+}
+
+# ---- CNI_NETNS: FIFO, device node, links to them; never opened as files
+mkfifo "$D/fifo"
+mknod "$D/null" c 1 3
+ln -s "$D/fifo" "$D/fifo-link"
+ln -s "$D/null" "$D/null-link"
+conf '"tcp":4096' >"$D/conf.json"
+plugin CNI_NETNS="$D/fifo" <"$D/conf.json"
+assert_cni_error 4 "CNI_NETNS=$D/fifo is not a network namespace: a FIFO" "CNI_NETNS a FIFO"
+plugin CNI_NETNS="$D/null" <"$D/conf.json"
+assert_cni_error 4 "CNI_NETNS=$D/null is not a network namespace: a character device" "CNI_NETNS a device node"
+plugin CNI_NETNS="$D/fifo-link" <"$D/conf.json"
+assert_cni_error 4 "CNI_NETNS=$D/fifo-link is not a network namespace: a symbolic link to $D/fifo, which is not a network namespace" "CNI_NETNS a link to a FIFO"
+for t in null null-link; do
+	$TO strace -f -qq -e trace=open,openat,openat2 -o "$D/strace" env CNI_COMMAND=ADD CNI_CONTAINERID=c CNI_IFNAME=eth0 \
+		CNI_NETNS="$D/$t" "$CNI_PLUGIN" <"$D/conf.json" >/dev/null 2>&1
+	assert_eq "" "$(grep -F "\"$D/$t\"" "$D/strace" | grep -v O_PATH)" "CNI_NETNS $t: the device node was not opened"
+done
+
+# ---- EACCES: the real cause, not "a symbolic link to ," (run as nobody)
+CNI_OUT=$(conf '"tcp":4096' | $TO env -i CNI_COMMAND=ADD CNI_CONTAINERID=c CNI_IFNAME=eth0 CNI_NETNS=/proc/1/ns/net \
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$CNI_PLUGIN" 2>/dev/null)
+CNI_RC=$?
+assert_cni_error 4 "CNI_NETNS=/proc/1/ns/net: " "EACCES on CNI_NETNS: code 4"
+assert_contains "$(cni_field .msg)" "Permission denied" "EACCES on CNI_NETNS: the errno is named"
+assert_not_contains "$(cni_field .msg)" "a symbolic link to ," "EACCES on CNI_NETNS: no empty link target"
+
+# ---- CNI_CONTAINERID / CNI_IFNAME as the reference plugins check them
+new_pin
+INO=$(netns_inode_at "$P")
+badenv() { # CMD FRAGMENT DESC VAR=VALUE...
+	local cmd=$1 frag=$2 desc=$3
+	shift 3
+	plugin CNI_COMMAND="$cmd" CNI_NETNS="$P" "$@" <"$D/conf.json"
+	assert_cni_error 4 "$frag" "$cmd: $desc"
+}
+for cmd in ADD CHECK DEL; do
+	badenv $cmd 'CNI_CONTAINERID="../x": ' "container id ../x refused" CNI_CONTAINERID=../x
+	badenv $cmd 'CNI_CONTAINERID="-x": ' "container id starting with - refused" CNI_CONTAINERID=-x
+	badenv $cmd 'CNI_IFNAME="0123456789abcdef": longer than 15 bytes' "16-byte interface name refused" CNI_IFNAME=0123456789abcdef
+	badenv $cmd 'CNI_IFNAME="..": ' "interface name .. refused" CNI_IFNAME=..
+	badenv $cmd 'CNI_IFNAME="eth/0": ' "interface name with / refused" CNI_IFNAME=eth/0
+	badenv $cmd 'CNI_IFNAME="eth:0": ' "interface name with : refused" CNI_IFNAME=eth:0
+	badenv $cmd 'CNI_IFNAME="eth 0": ' "interface name with a blank refused" CNI_IFNAME="eth 0"
+done
+badenv ADD 'CNI_CONTAINERID="a\x0aFORGED nshash[ADD x]: fine": ' "container id with a newline refused, escaped" CNI_CONTAINERID=$'a\nFORGED nshash[ADD x]: fine'
+assert_eq 1 "$(wc -l <<<"$CNI_ERR")" "container id with a newline: one line on stderr"
+plugin CNI_NETNS="$P" CNI_CONTAINERID=abc-1_2.3 CNI_IFNAME=net1 <"$D/conf.json"
+assert_eq "0 4096" "$CNI_RC $(netns_sizes_at "$P" | cut -d' ' -f1)" "valid id and interface name accepted"
+# a name from prevResult (written by other plugins) is escaped in messages
+new_pin
+conf "\"tcp\":4096,\"prevResult\":{\"cniVersion\":\"$V\",\"interfaces\":[{\"name\":\"e\\nFORGED\",\"sandbox\":\"$P\"}]}" >"$D/c.json"
+plugin CNI_NETNS="$P" <"$D/c.json"
+assert_cni_error 100 'prevResult already has container interfaces (e\x0aFORGED)' "prevResult interface name escaped"
+assert_eq 1 "$(wc -l <<<"$CNI_ERR")" "prevResult interface name: one line on stderr"
+
+# ---- prevResult interface "name": null
+conf "\"tcp\":4096,\"prevResult\":{\"cniVersion\":\"$V\",\"interfaces\":[{\"name\":null,\"sandbox\":\"$P\"}]}" >"$D/c.json"
+plugin CNI_NETNS="$P" <"$D/c.json"
+assert_cni_error 100 "prevResult already has container interfaces (an interface with name null)" "prevResult interface named null"
+assert_not_contains "$CNI_OUT$CNI_ERR" "(null)" "no (null) printed"
+assert_eq shared "$(shared "$P")" "prevResult refusal left the netns shared"
+
+# ---- \u0000 in strings and keys: refused, nothing sized
+nul() { # DESC CONFIG
+	conf "$2" >"$D/c.json"
+	plugin CNI_NETNS="$P" <"$D/c.json"
+	assert_cni_error 6 '\u0000 (a NUL character) in a string' "$1"
+	assert_eq shared "$(shared "$P")" "$1: netns left shared"
+}
+ann() { echo "\"maxTcp\":65536,\"runtimeConfig\":{\"io.kubernetes.cri.pod-annotations\":{$1}}"; }
+nul "annotation value with \\u0000" "$(ann '"io.nshash.tcp":"8192\u0000garbage"')"
+nul "annotation key with \\u0000" "$(ann '"io.nshash.tcp\u0000x":"8192"')"
+nul "config key with \\u0000" '"tcp\u0000":8192'
+nul "stateDir with \\u0000" "\"tcp\":8192,\"stateDir\":\"$D/s\\u0000x\""
+nul "onFailure with \\u0000" '"tcp":8192,"onFailure":"warn\u0000"'
+printf '{"cniVersion":"1.0.0\\u0000x","name":"n","tcp":8192}' >"$D/c.json"
+plugin CNI_NETNS="$P" <"$D/c.json"
+assert_cni_error 6 '\u0000 (a NUL character) in a string' "cniVersion with \\u0000"
+
+# ---- exactly 16 MiB of stdin is read; valid JSON that is not an object
+body=$(conf '"tcp":2048')
+{ printf '%s' "$body"; head -c $((16777216 - ${#body})) /dev/zero | tr '\0' ' '; } >"$D/big.json"
+plugin CNI_NETNS="$P" <"$D/big.json"
+assert_eq "0 2048" "$CNI_RC $(netns_sizes_at "$P" | cut -d' ' -f1)" "exactly 16777216 bytes on stdin: accepted"
+for j in null:null 42:"an integer" true:"a boolean"; do
+	printf '%s' "${j%%:*}" >"$D/c.json"
+	plugin CNI_NETNS="$P" <"$D/c.json"
+	assert_cni_error 6 "decode network config: stdin holds ${j#*:}, expected a JSON object" "stdin holds ${j%%:*}"
+done
+
+# ---- "runtimeConfig": null is like no runtimeConfig
+new_pin
+conf '"tcp":4096,"runtimeConfig":null' >"$D/c.json"
+plugin CNI_NETNS="$P" <"$D/c.json"
+assert_eq "0 4096" "$CNI_RC $(netns_sizes_at "$P" | cut -d' ' -f1)" "runtimeConfig null accepted"
+
+# ---- the result cannot be written: exit 1 and say so
+new_pin
+errf=$D/err
+$TO env CNI_COMMAND=ADD CNI_CONTAINERID=c CNI_IFNAME=eth0 CNI_NETNS="$P" "$CNI_PLUGIN" <"$D/conf.json" >&- 2>"$errf"
+assert_eq 1 "$?" "stdout closed: exit 1"
+assert_contains "$(cat "$errf")" "write the result to stdout: Bad file descriptor" "stdout closed: said on stderr"
+new_pin
+$TO env CNI_COMMAND=ADD CNI_CONTAINERID=c CNI_IFNAME=eth0 CNI_NETNS="$P" "$CNI_PLUGIN" <"$D/conf.json" >/dev/full 2>"$errf"
+assert_eq 1 "$?" "stdout full: exit 1"
+assert_contains "$(cat "$errf")" "write the result to stdout: No space left on device" "stdout full: said on stderr"
+
+assert_host_untouched
