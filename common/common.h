@@ -22,10 +22,10 @@ struct json_object;
 /* Policy file (nshash.json(5)): what an admin allows annotations to ask for.
  * A missing file means the defaults below; a malformed one is an error that
  * names the line or the key. */
-#define NSHASH_DEFAULT_POLICY_PATH    "/etc/nshash/nshash.json"
-#define NSHASH_POLICY_DEFAULT_MAX_TCP 262144u /* 2 MiB of buckets */
-#define NSHASH_POLICY_DEFAULT_MAX_UDP 16384u  /* 1 MiB of buckets */
-#define NSHASH_POLICY_DEFAULT_STALE_AGE 60 /* staleAge: as nshash gc --stale-age */
+#define NSHASH_DEFAULT_POLICY_PATH	"/etc/nshash/nshash.json"
+#define NSHASH_POLICY_DEFAULT_MAX_TCP	262144u /* 2 MiB of buckets */
+#define NSHASH_POLICY_DEFAULT_MAX_UDP	16384u	/* 1 MiB of buckets */
+#define NSHASH_POLICY_DEFAULT_STALE_AGE 60	/* staleAge: as nshash gc --stale-age */
 /* Annotation nshash writes into a transformed config: the pin's name under
  * STATE_DIR/pins.  Refused when a user supplies it. */
 #define NSHASH_ANNOTATION_PIN "io.nshash.pin"

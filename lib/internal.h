@@ -85,17 +85,17 @@ struct nsh_record {
 	char id[NSH_LEDGER_ID_LEN + 1];
 	uint64_t bytes;
 	struct nshash_sizes sizes; /* effective */
-	uint64_t ino;              /* N */
-	int handle_type;           /* N: nsfs file handle (name_to_handle_at), */
-	unsigned handle_len;       /* 0 = none: opening it tells whether the */
+	uint64_t ino;		   /* N */
+	int handle_type;	   /* N: nsfs file handle (name_to_handle_at), */
+	unsigned handle_len;	   /* 0 = none: opening it tells whether the */
 	unsigned char handle[32];  /* netns still exists (ESTALE when gone) */
-	pid_t pid;                 /* R: the creator and its start time */
+	pid_t pid;		   /* R: the creator and its start time */
 	uint64_t start;
 	int64_t time;
 	const char *pin; /* "" = none */
-	size_t seq;      /* line number */
-	bool drop;       /* scratch: gone */
-	bool checked;    /* scratch: proven alive or scanned */
+	size_t seq;	 /* line number */
+	bool drop;	 /* scratch: gone */
+	bool checked;	 /* scratch: proven alive or scanned */
 };
 struct nsh_ledger {
 	struct nsh_record *v;
@@ -118,8 +118,8 @@ int nsh_ledger_reserve(const char *state_dir, struct nshash_sizes eff, uint64_t 
 		       struct nsh_ticket *t, struct nshash_error *err);
 /* The netns behind nsfd exists and will be pinned at `pin` ("" none).
  * Without `required`, a state dir the caller may not write is skipped. */
-int nsh_ledger_commit(const char *state_dir, struct nsh_ticket *t, struct nshash_sizes eff, int nsfd,
-		      const char *pin, bool required, struct nshash_error *err);
+int nsh_ledger_commit(const char *state_dir, struct nsh_ticket *t, struct nshash_sizes eff, int nsfd, const char *pin,
+		      bool required, struct nshash_error *err);
 void nsh_ledger_cancel(const char *state_dir, struct nsh_ticket *t);
 /* Drop what is gone (`gone`: inodes whose last pin the caller removed);
  * usage afterwards.  -ETIMEDOUT (usage still filled) when the scan took

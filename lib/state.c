@@ -233,7 +233,8 @@ int nshash_gc(const struct nshash_gc_opts *opts, struct nshash_gc_report *rep, s
 		close(lockfd);
 		lockfd = -1;
 	}
-	struct nshash_reclaim_opts ro = {.state_dir = state_dir, .min_age = opts->stale_min_age, .dry_run = opts->dry_run};
+	struct nshash_reclaim_opts ro = {
+	    .state_dir = state_dir, .min_age = opts->stale_min_age, .dry_run = opts->dry_run};
 	struct nshash_reclaim_report rr;
 	r = nshash_reclaim(&ro, &rr, err);
 	if (r < 0)
