@@ -119,6 +119,9 @@ void nsh_cni_charge_enter(struct run *r, struct nsh_cni_charge *c)
 	int e = cg ? (root ? pod_cgroup_dir(cg, root, dir, sizeof(dir)) : -EOPNOTSUPP) : -EINVAL;
 	if (e == 0)
 		e = own_cgroup_procs(root, c->back, sizeof(c->back));
+	/* The leaf is named by the container id: one path component only. */
+	if (e == 0 && nshash_name_check("CNI_CONTAINERID", r->env->containerid, NULL) < 0)
+		e = -EINVAL;
 	if (e == 0 &&
 	    (size_t)snprintf(c->leaf, sizeof(c->leaf), "%s/nshash-%s", dir, r->env->containerid) >= sizeof(c->leaf))
 		e = -ENAMETOOLONG;

@@ -585,7 +585,10 @@ static bool worth_rewrite(const struct nsh_ledger *l)
 	size_t live = 0;
 	for (size_t i = 0; i < l->n; i++)
 		live += !l->v[i].drop;
-	return l->lines > 2 * live + LEDGER_SLACK || live < l->n;
+	/* Amortized: a rename on /run costs milliseconds when mounts abound,
+	 * so dropped records stay in the file (dropped again by each reader)
+	 * until dead lines outnumber live ones. */
+	return l->lines > 2 * live + LEDGER_SLACK;
 }
 
 /* Records doubled since the last rewrite: records of pins removed since
@@ -661,10 +664,13 @@ int nsh_ledger_reserve(const char *state_dir, struct nshash_sizes eff, uint64_t 
 		nsh_ledger_free(&l);
 		return nshash_error_prefix(err, "table memory budget");
 	}
-	bool rewrite = drop_dead_creators(&l);
+	drop_dead_creators(&l);
 	struct nshash_table_usage u;
 	usage_of(&l, false, &u);
-	if (u.bytes + t->bytes > max || grown(&l)) {
+	/* A grown ledger is checked and rewritten (its new base resets the
+	 * doubling), else the next creator would check it all again. */
+	bool rewrite = grown(&l);
+	if (u.bytes + t->bytes > max || rewrite) {
 		/* Only now is it worth a look: records whose pins are gone may
 		 * still count (a process holds the netns) or not. */
 		size_t dropped = 0;
@@ -675,7 +681,6 @@ int nsh_ledger_reserve(const char *state_dir, struct nshash_sizes eff, uint64_t 
 			nsh_ledger_free(&l);
 			return nshash_error_prefix(err, "table memory budget");
 		}
-		rewrite |= dropped > 0;
 		usage_of(&l, true, &u);
 	}
 	bool over = u.bytes + t->bytes > max || t->bytes > max;

@@ -11,23 +11,42 @@
 #include <string.h>
 #include <sys/capability.h>
 #include <dirent.h>
+#include <ftw.h>
 #include <unistd.h>
 
 #include "common.h"
 #include "fuzz.h"
 #include "oci.h"
 
-static char state_dir[] = "/tmp/nshash-fuzz-oci-XXXXXX";
+static char state_dir[4096]; /* $TMPDIR/nshash-fuzz-oci-XXXXXX (tests/fuzz/run: under build/) */
+
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path) < 0 ? 0 : 0;
+}
+
+/* The state dir goes with the fuzzer (nothing is mounted in it: no
+ * capabilities, no netns). */
+static void remove_state_dir(void)
+{
+	nftw(state_dir, remove_one, 8, FTW_DEPTH | FTW_PHYS);
+}
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
 	(void)argv;
+	const char *tmp = getenv("TMPDIR");
+	snprintf(state_dir, sizeof(state_dir), "%s/nshash-fuzz-oci-XXXXXX", tmp && *tmp == '/' ? tmp : "/tmp");
 	cap_t none = cap_init();
 	if (!none || cap_set_proc(none) < 0 || !mkdtemp(state_dir))
 		abort();
 	cap_free(none);
+	atexit(remove_state_dir);
 	return 0;
 }
 

@@ -22,6 +22,9 @@ HOLD="python3 $TOP/tests/lib/hold-netns.py"
 ns() { nshash --state-dir "$STATE" "$@"; }
 usage() { ns gc --max-idle 999999 --json | jq -r '"\(.table_memory.bytes) \(.table_memory.netns)"'; }
 mounted() { count_pins_under "$PINS/"; }
+# A deleted netns is freed by the kernel asynchronously (cleanup_net) and
+# counts until then: wait (10 s at most) until N netns are counted.
+settled() { for _ in $(seq 100); do [ "$(usage | cut -d' ' -f2)" = "$1" ] && return 0; sleep 0.1; done; return 1; }
 
 # tcp 4096 + udp 1024 = 4096*8 + 1024*64 = 98304 bytes.  The budget admits
 # ten of them and not eleven.
@@ -67,6 +70,7 @@ assert_rc 0 "without --max-table-bytes a creation is not limited" -- ns create -
 assert_eq "$((11 * EACH)) 11" "$(usage)" "an unbudgeted creation is counted too"
 assert_rc 1 "over the budget now: refused (exit 1)" -- ns create --tcp 128 --max-table-bytes $BUDGET "$PINS/x"
 ns delete "$PINS/free"
+settled 10
 # Requests with no own table cost nothing and are never refused.
 assert_rc 0 "tcp 0 udp 0 under a full budget: created" -- ns create --max-table-bytes 1 "$PINS/shared"
 # A request larger than the budget on its own.
@@ -77,6 +81,7 @@ assert_eq "" "$(cat "$STATE/ledger.tmp" 2>/dev/null)" "no half-written ledger"
 
 # ---------------------------------------------------------------- freed room is reused at once
 ns delete $(ls -d "$PINS"/c* | head -2)
+settled 8
 assert_rc 0 "after deleting two pins, a creation fits again (no waiting for gc)" -- \
 	ns create --tcp 4096 --udp 1024 --max-table-bytes $BUDGET "$PINS/again1"
 assert_rc 0 "and a second" -- ns create --tcp 4096 --udp 1024 --max-table-bytes $BUDGET "$PINS/again2"
@@ -113,6 +118,7 @@ assert_eq "$((10 * EACH)) 10" "$(usage)" "still exactly 10 counted"
 # what is left.
 ns delete "$PINS"/* >/dev/null 2>&1
 ns gc >/dev/null
+settled 0
 assert_eq "0 0" "$(usage)" "all deleted: nothing counted"
 mkfifo "$WORK/fifo" && exec 9<>"$WORK/fifo"
 killed=0
@@ -150,6 +156,7 @@ assert_eq "$((n + 5)) $(((n + 5) * EACH))" "$(mounted) $(usage | cut -d' ' -f1)"
 # budget get code 105 naming it; the pins above still count.
 source "$TOP/tests/lib/cni.sh"
 ns delete "$PINS"/* >/dev/null 2>&1
+settled 0
 ns create --tcp 4096 --udp 1024 "$PINS/cli-1" >/dev/null
 conf() { echo "{\"cniVersion\": \"1.0.0\", \"name\": \"n\", \"type\": \"nshash\", \"tcp\": 4096, \"udp\": 1024, \"stateDir\": \"$STATE\", \"maxTableBytes\": $((2 * EACH))}"; }
 cni_pin_netns "$PINS/pod1"
@@ -160,6 +167,7 @@ cni_call ADD "$PINS/pod2" "$(conf)"
 assert_cni_error 105 "table memory budget: maxTableBytes $((2 * EACH)) would be passed: $((2 * EACH)) bytes in use by 2 network namespace(s), this request (tcp 4096, udp 1024) needs $EACH bytes" \
 	"CNI ADD past the budget (a CLI pin and a pod already in it) refused"
 ns delete "$PINS/cli-1"
+settled 1
 cni_call ADD "$PINS/pod2" "$(conf)"
 assert_eq "0 4096 1024" "$CNI_RC $(raw_sizes "$PINS/pod2")" "the CLI pin deleted: the pod fits"
 
