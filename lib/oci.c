@@ -270,12 +270,180 @@ static int dup_out(const char *text, size_t len, char **out, size_t *out_len, st
 	return 0;
 }
 
-#define PATH_EXISTS_HINT                                                                                               \
-	"it was created (and maybe configured) by the engine before nshash runs, and a netns's "                       \
-	"tables cannot be resized after creation. Instead: use --network none (and set up the "                        \
-	"network yourself), or the nshash CNI plugin placed first in the network's plugin chain, "                     \
-	"or create a sized netns with `nshash create NAME --tcp T --udp U` and run with "                              \
-	"--network ns:/run/netns/NAME"
+/* ------------------------------------------------------------ refusals */
+
+/* Which engine wrote a config, as far as it can be told: advice in a
+ * refusal uses that engine's terms. */
+enum oci_engine { ENGINE_OTHER, ENGINE_PODMAN, ENGINE_DOCKER, ENGINE_CRI };
+
+static const char *str_member(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+	return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string)
+		   ? json_object_get_string(v)
+		   : NULL;
+}
+
+static bool docker_hostname_mount(struct json_object *doc)
+{
+	struct json_object *mounts;
+	if (!json_object_object_get_ex(doc, "mounts", &mounts) || !json_object_is_type(mounts, json_type_array))
+		return false;
+	for (size_t i = 0; i < json_object_array_length(mounts); i++) {
+		struct json_object *m = json_object_array_get_idx(mounts, i);
+		const char *dst = str_member(m, "destination"), *src = str_member(m, "source"), *id;
+		size_t n;
+		if (!dst || !src || strcmp(dst, "/etc/hostname") || (n = strlen(src)) < 64 + 20 ||
+		    strcmp(src + n - 9, "/hostname"))
+			continue;
+		id = src + n - 9 - 64;
+		if (strncmp(id - 12, "/containers/", 12) == 0 && strspn(id, "0123456789abcdef") == 64)
+			return true;
+	}
+	return false;
+}
+
+static enum oci_engine engine_of(struct json_object *doc)
+{
+	struct json_object *ann, *v, *hooks, *pre;
+
+	if (json_object_object_get_ex(doc, "annotations", &ann) && json_object_is_type(ann, json_type_object)) {
+		if (json_object_object_get_ex(ann, "io.container.manager", &v) &&
+		    json_object_is_type(v, json_type_string)) {
+			if (!strcmp(json_object_get_string(v), "libpod"))
+				return ENGINE_PODMAN; /* podman also sets io.kubernetes.cri-o.* keys */
+			if (!strcmp(json_object_get_string(v), "cri-o"))
+				return ENGINE_CRI;
+		}
+		json_object_object_foreach(ann, key, val)
+		{
+			(void)val;
+			if (!strncmp(key, "io.kubernetes.cri.", 18)) /* containerd's CRI */
+				return ENGINE_CRI;
+		}
+	}
+	/* dockerd configures the netns from a prestart hook of its own */
+	if (json_object_object_get_ex(doc, "hooks", &hooks) && json_object_is_type(hooks, json_type_object) &&
+	    json_object_object_get_ex(hooks, "prestart", &pre) && json_object_is_type(pre, json_type_array))
+		for (size_t i = 0; i < json_object_array_length(pre); i++) {
+			struct json_object *h = json_object_array_get_idx(pre, i), *args, *a0;
+			if (json_object_is_type(h, json_type_object) && json_object_object_get_ex(h, "args", &args) &&
+			    json_object_is_type(args, json_type_array) && (a0 = json_object_array_get_idx(args, 0)) &&
+			    json_object_is_type(a0, json_type_string) &&
+			    !strcmp(json_object_get_string(a0), "libnetwork-setkey"))
+				return ENGINE_DOCKER;
+		}
+	/* without that hook (--network host, container:X): its /etc/hostname
+	 * comes from DATA_ROOT/containers/ID/hostname */
+	return docker_hostname_mount(doc) ? ENGINE_DOCKER : ENGINE_OTHER;
+}
+
+static const char *const host_advice[] = {
+    [ENGINE_OTHER] = "give the container a network namespace of its own",
+    [ENGINE_PODMAN] = "with podman, drop --network host: use --network none, or a network whose plugin chain starts "
+		      "with the nshash CNI plugin",
+    [ENGINE_DOCKER] = "with Docker, a sized runtime needs the container's own network: use the default bridge or a "
+		      "user network, not --network host",
+    [ENGINE_CRI] = "under Kubernetes, a hostNetwork pod cannot be sized",
+};
+static const char *const joined_advice[] = {
+    [ENGINE_OTHER] = "give the container whose network namespace this one joins the same sizes, or give this "
+		     "one its own",
+    [ENGINE_PODMAN] = "with podman, give the container (or the pod's infra container) whose network this one joins "
+		      "the same io.nshash.* annotations, or use a network of its own",
+    [ENGINE_DOCKER] = "with Docker, run the container named in --network container:NAME with the same sized "
+		      "runtime, or give this one a network of its own",
+    [ENGINE_CRI] = "under Kubernetes, size the pod with the nshash CNI plugin placed first in the network's plugin "
+		   "chain: every container of the pod shares its network namespace",
+};
+static const char *const existing_advice[] = {
+    [ENGINE_OTHER] = "leave the network namespace entry without a path so that nshash makes it, or create a sized "
+		     "one first (`nshash create NAME --tcp T --udp U`) and name that",
+    [ENGINE_PODMAN] = "use --network none (and set up the network yourself), or the nshash CNI plugin placed first "
+		      "in the network's plugin chain, or create a sized netns with `nshash create NAME --tcp T --udp "
+		      "U` and run with --network ns:/run/netns/NAME",
+    [ENGINE_DOCKER] = "with Docker, use a bridge, user or none network: nshash-runtime sizes those",
+    [ENGINE_CRI] = "under Kubernetes the pod's network namespace is made before any runtime or hook runs: size "
+		   "pods with the nshash CNI plugin placed first in the network's plugin chain",
+};
+
+/* "tcp=8192 udp=1024", or the shared tables named as such. */
+static void netns_sizes_text(const struct nshash_netns_info *info, char *out, size_t n)
+{
+	if (info->tcp_entries < 0 && info->udp_entries < 0) {
+		snprintf(out, n, "uses the shared global tables (tcp=%ld udp=%ld)", -info->tcp_entries,
+			 -info->udp_entries);
+		return;
+	}
+	snprintf(out, n, "has tcp=%ld%s udp=%ld%s", labs(info->tcp_entries), info->tcp_entries < 0 ? " (shared)" : "",
+		 labs(info->udp_entries), info->udp_entries < 0 ? " (shared)" : "");
+}
+
+/* The path is the host's netns: init's, or (when /proc/1 is hidden from
+ * us) our own, which is the engine's. */
+static bool is_host_netns(const char *path)
+{
+	static const char *const hosts[] = {"/proc/1/ns/net", "/proc/self/ns/net"};
+	struct stat st, host;
+	if (stat(path, &st) < 0)
+		return false;
+	for (size_t i = 0; i < 2; i++)
+		if (stat(hosts[i], &host) == 0 && st.st_dev == host.st_dev && st.st_ino == host.st_ino)
+			return true;
+	return false;
+}
+
+/* Why the netns the config names cannot be used, and what to do instead:
+ * what it is (the host's, another process's, an existing one), what it
+ * has, advice for the engine.  `info` NULL = inspecting it failed (`ierr`). */
+static void explain_existing(struct json_object *doc, const char *path, const struct nshash_netns_info *info,
+			     const struct nshash_error *ierr, char *out, size_t n)
+{
+	enum oci_engine engine = engine_of(doc);
+	char what[400], sizes[160];
+	int pid = 0, end = 0;
+
+	if (!info) {
+		bool perm = ierr->errnum == EPERM || ierr->errnum == EACCES;
+		snprintf(out, n, "cannot inspect the network namespace the config names (%.300s): %.400s%s", path,
+			 ierr->msg,
+			 perm ? " (nshash lacks the privileges to enter it: in a user namespace, a network namespace "
+				"owned by an outer one cannot be entered)"
+			      : "");
+		return;
+	}
+	netns_sizes_text(info, sizes, sizeof(sizes));
+	const char *advice = existing_advice[engine];
+	if (is_host_netns(path)) {
+		snprintf(what, sizeof(what), "the container would share the host's network namespace (%.300s)", path);
+		snprintf(sizes, sizeof(sizes), "has the host's own tables (tcp=%ld udp=%ld)", labs(info->tcp_entries),
+			 labs(info->udp_entries));
+		advice = host_advice[engine];
+	} else if (sscanf(path, "/proc/%d/ns/net%n", &pid, &end) == 1 && end > 0 && !path[end]) {
+		snprintf(what, sizeof(what),
+			 "the container would join the network namespace of process %d (another container's or a "
+			 "pod's)",
+			 pid);
+		advice = joined_advice[engine];
+	} else {
+		snprintf(what, sizeof(what), "network namespace %.300s already exists%s", path,
+			 engine == ENGINE_PODMAN ? " (podman made, and maybe configured, it before nshash runs)"
+			 : engine == ENGINE_CRI	 ? " (the pod's, made by the CRI runtime)"
+						 : "");
+	}
+	snprintf(out, n, "%s; it %s, and a network namespace's tables cannot be resized after creation. Instead: %s",
+		 what, sizes, advice);
+}
+
+/* The refusal when the config has no network namespace entry. */
+static int refuse_no_entry(struct json_object *doc, struct nshash_sizes req, struct nshash_error *err)
+{
+	return nshash_error_set(err, EINVAL,
+				"cannot size tcp=%u udp=%u: the config has no network namespace entry, so the "
+				"container shares the host's network namespace (host network), whose tables cannot be "
+				"resized. Instead: %s",
+				req.tcp, req.udp, host_advice[engine_of(doc)]);
+}
 
 int nshash_oci_transform(const char *config, size_t len, const struct nshash_oci_opts *opts, char **out,
 			 size_t *out_len, struct nshash_oci_result *res, struct nshash_error *err)
@@ -307,6 +475,12 @@ int nshash_oci_transform(const char *config, size_t len, const struct nshash_oci
 	r = request_from_annotations(ann, &res->request, err);
 	if (r < 0)
 		goto out;
+	if (!res->request.present && opts->defaults && (opts->defaults->tcp || opts->defaults->udp)) {
+		/* the wrapper's --nshash-tcp/--nshash-udp: annotations win */
+		res->request.sizes = *opts->defaults;
+		res->request.present = true;
+		res->from_defaults = true;
+	}
 	if (!res->request.present || (res->request.sizes.tcp == 0 && res->request.sizes.udp == 0)) {
 		if (res->request.pin[0]) {
 			r = nshash_error_set(err, EINVAL,
@@ -318,17 +492,15 @@ int nshash_oci_transform(const char *config, size_t len, const struct nshash_oci
 		r = dup_out(config, len, out, out_len, err);
 		goto out;
 	}
-	r = nshash_sizes_cap(res->request.sizes, policy->max, "annotations", err);
+	r = nshash_sizes_cap(res->request.sizes, policy->max,
+			     res->from_defaults ? "nshash-runtime --nshash-tcp/--nshash-udp" : "annotations", err);
 	if (r < 0) {
 		nshash_error_prefix(err, "policy %s", policy->source);
 		goto out;
 	}
 	entry = network_entry(doc);
 	if (!entry) {
-		r = nshash_error_set(err, EINVAL,
-				     "config has no network namespace entry (host network?): %s/%s need the container "
-				     "to have its own network namespace",
-				     NSHASH_ANNOTATION_TCP, NSHASH_ANNOTATION_UDP);
+		r = refuse_no_entry(doc, res->request.sizes, err);
 		goto out;
 	}
 	if (json_object_object_get_ex(entry, "path", &path_obj) && json_object_is_type(path_obj, json_type_string) &&
@@ -372,25 +544,23 @@ int nshash_oci_transform(const char *config, size_t len, const struct nshash_oci
 		/* Sized before us (`nshash create` + --network ns:, the nshash
 		 * CNI plugin first in the chain): nothing to do if it has what
 		 * was asked for. */
-		struct nshash_error ierr;
+		struct nshash_error ierr = {0};
 		struct nshash_netns_info info;
-		if (nshash_inspect_path(path, &info, &ierr) == 0 &&
-		    nshash_verify(&info, res->request.sizes, path, &ierr) == 0) {
+		bool inspected = nshash_inspect_path(path, &info, &ierr) == 0;
+		if (inspected && nshash_verify(&info, res->request.sizes, path, &ierr) == 0) {
 			res->info = info;
 			snprintf(res->pin_path, sizeof(res->pin_path), "%s", path);
 			res->action = NSHASH_OCI_ALREADY;
 			r = dup_out(config, len, out, out_len, err);
 			goto out;
 		}
-		snprintf(res->warning, sizeof(res->warning), "network namespace %.300s already exists: %s", path,
-			 PATH_EXISTS_HINT);
+		explain_existing(doc, path, inspected ? &info : NULL, &ierr, res->warning, sizeof(res->warning));
 		if (policy->on_failure == NSHASH_ON_FAILURE_WARN) {
 			res->action = NSHASH_OCI_WARNED;
 			r = dup_out(config, len, out, out_len, err);
 		} else {
-			r = nshash_error_set(err, EEXIST, "cannot size %s=%u %s=%u: %s", NSHASH_ANNOTATION_TCP,
-					     res->request.sizes.tcp, NSHASH_ANNOTATION_UDP, res->request.sizes.udp,
-					     res->warning);
+			r = nshash_error_set(err, inspected ? EEXIST : ierr.errnum, "cannot size tcp=%u udp=%u: %s",
+					     res->request.sizes.tcp, res->request.sizes.udp, res->warning);
 		}
 		goto out;
 	}
@@ -438,6 +608,17 @@ int nshash_oci_transform(const char *config, size_t len, const struct nshash_oci
 		json_object_object_add(doc, "annotations", ann);
 	}
 	json_object_object_add(ann, NSHASH_ANNOTATION_PIN, json_object_new_string(name));
+	if (res->from_defaults) {
+		/* what the verify hook checks, as if the user had asked */
+		const uint32_t sz[2] = {res->request.sizes.tcp, res->request.sizes.udp};
+		const char *key[2] = {NSHASH_ANNOTATION_TCP, NSHASH_ANNOTATION_UDP};
+		for (int i = 0; i < 2; i++) {
+			char v[16];
+			snprintf(v, sizeof(v), "%u", sz[i]);
+			if (sz[i])
+				json_object_object_add(ann, key[i], json_object_new_string(v));
+		}
+	}
 	if (opts->mode == NSHASH_OCI_WRAPPER) {
 		r = add_hook(doc, "createRuntime", opts, err);
 		if (r == 0)
@@ -786,6 +967,86 @@ int nshash_runtime_args_parse(int argc, char *const argv[], struct nshash_runtim
 	}
 	if (create && a->bundle && !a->bundle[0])
 		return nshash_error_set(err, EINVAL, "%s: empty --bundle", a->subcommand);
+	return 0;
+}
+
+#define OWN_PREFIX "--nshash-"
+#define OWN_USAGE  "nshash-runtime [--nshash-tcp=N] [--nshash-udp=N] [runtime options] COMMAND ..."
+
+/* One --nshash-NAME[=V] at argv[*i] (V may be the next word). */
+static int own_option(int argc, char **argv, int *i, struct nshash_runtime_defaults *d, bool seen[2],
+		      struct nshash_error *err)
+{
+	static const char *const names[2] = {"tcp", "udp"};
+	const char *arg = argv[*i], *name = arg + strlen(OWN_PREFIX), *eq = strchr(name, '='), *val;
+	size_t n = eq ? (size_t)(eq - name) : strlen(name);
+	int p;
+
+	for (p = 0; p < 2; p++)
+		if (n == strlen(names[p]) && !strncmp(name, names[p], n))
+			break;
+	if (p == 2)
+		return nshash_error_set(err, EINVAL, "unknown option %.100s (known: --nshash-tcp=N, --nshash-udp=N)",
+					arg);
+	if (seen[p])
+		return nshash_error_set(err, EINVAL, "option --nshash-%s given twice", names[p]);
+	seen[p] = true;
+	if (eq) {
+		val = eq + 1;
+	} else {
+		if (*i + 1 >= argc)
+			return nshash_error_set(err, EINVAL, "option --nshash-%s needs a value (--nshash-%s=N)",
+						names[p], names[p]);
+		val = argv[++*i];
+	}
+	char key[32];
+	snprintf(key, sizeof(key), "--nshash-%s", names[p]);
+	int r = nshash_size_parse(p ? NSHASH_UDP : NSHASH_TCP, key, val, p ? &d->sizes.udp : &d->sizes.tcp, err);
+	if (r < 0)
+		return r;
+	d->present = true;
+	return 0;
+}
+
+int nshash_runtime_own_options(int *argc, char **argv, struct nshash_runtime_defaults *d, struct nshash_error *err)
+{
+	static const char *const global_val[] = {"root",	   "log", "log-format", "criu", "rootless",
+						 "cgroup-manager", NULL};
+	bool seen[2] = {false, false};
+	const char *v;
+	int i, o = 1, r;
+
+	memset(d, 0, sizeof(*d));
+	for (i = 1; i < *argc; i++) {
+		const char *arg = argv[i];
+		if (arg[0] != '-' || !strcmp(arg, "-") || !strcmp(arg, "--"))
+			break;
+		if (!strncmp(arg, OWN_PREFIX, strlen(OWN_PREFIX))) {
+			r = own_option(*argc, argv, &i, d, seen, err);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		if (!strncmp(arg, OWN_PREFIX + 1, strlen(OWN_PREFIX) - 1))
+			return nshash_error_set(err, EINVAL, "option %.100s: write it with two dashes (%s)", arg,
+						OWN_USAGE);
+		argv[o++] = argv[i];
+		if (opt_in(arg, global_val, &v) && !v && i + 1 < *argc)
+			argv[o++] = argv[++i];
+	}
+	/* create/run take options and an id only: one of ours there was meant
+	 * for us (other commands, e.g. exec, carry the process's own args) */
+	bool create = i < *argc && (!strcmp(argv[i], "create") || !strcmp(argv[i], "run"));
+	for (int k = i + 1; create && k < *argc && strcmp(argv[k], "--"); k++)
+		if (!strncmp(argv[k] + (argv[k][0] == '-' && argv[k][1] == '-'), OWN_PREFIX + 1,
+			     strlen(OWN_PREFIX) - 1))
+			return nshash_error_set(err, EINVAL,
+						"option %.100s after the command %s: it must come before it (%s)",
+						argv[k], argv[i], OWN_USAGE);
+	for (; i < *argc; i++)
+		argv[o++] = argv[i];
+	argv[o] = NULL;
+	*argc = o;
 	return 0;
 }
 

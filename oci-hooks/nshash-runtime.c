@@ -111,8 +111,18 @@ int main(int argc, char **argv)
 	if (n < 0)
 		die(NULL, "readlink /proc/self/exe failed");
 	self[n] = '\0';
-	if (nshash_runtime_args_parse(argc, argv, &args, &err) < 0)
+	struct nshash_runtime_defaults defaults;
+	int own = nshash_runtime_own_options(&argc, argv, &defaults, &err);
+	if (own == 0 && nshash_runtime_args_parse(argc, argv, &args, &err) < 0)
+		own = -1;
+	if (own < 0) {
+		/* still tell the engine why, through the runtime log it reads */
+		memset(&args, 0, sizeof(args));
+		nshash_runtime_args_parse(argc, argv, &args, &(struct nshash_error){0});
+		find_log(argc, argv, args.subcommand_index < 0 ? argc : args.subcommand_index);
+		nshash_log_wrapper_mode(NSHASH_LOG_ERROR, log_path, log_format);
 		die(NULL, err.msg);
+	}
 	find_log(argc, argv, args.subcommand_index < 0 ? argc : args.subcommand_index);
 	nshash_log_wrapper_mode(NSHASH_LOG_ERROR, log_path, log_format);
 	if (nshash_policy_load(policy_path, &policy, &err) < 0)
@@ -130,6 +140,7 @@ int main(int argc, char **argv)
 		    .pin_name = pin,
 		    .hook_path = hook,
 		    .policy_path = policy_path,
+		    .defaults = defaults.present ? &defaults.sizes : NULL,
 		};
 		if (!args.id)
 			die(NULL, "create: no container id in the arguments");
