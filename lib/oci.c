@@ -50,9 +50,9 @@ void nshash_log_setup(const char *program, const struct nshash_policy *policy)
 	if (policy) {
 		snprintf(log_cfg.log_file, sizeof(log_cfg.log_file), "%s", policy->log_file);
 		log_cfg.syslog = policy->syslog;
-		if (log_cfg.syslog)
-			openlog(log_cfg.program, LOG_PID, LOG_DAEMON);
 	}
+	/* warnings and errors always go to syslog (connected on first use) */
+	openlog(log_cfg.program, LOG_PID, LOG_DAEMON);
 }
 
 void nshash_log(enum nshash_log_level level, const char *id, const char *fmt, ...)
@@ -91,7 +91,9 @@ void nshash_log(enum nshash_log_level level, const char *id, const char *fmt, ..
 			close(fd);
 		}
 	}
-	if (log_cfg.syslog)
+	/* a warning (onFailure warn: the container runs on the shared tables)
+	 * must reach a log people read even without a log file; so do errors */
+	if (log_cfg.syslog || level <= NSHASH_LOG_WARN)
 		syslog(prio[level], "%s%s%s", id ? id : "", id ? ": " : "", msg);
 }
 
