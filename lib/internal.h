@@ -55,6 +55,15 @@ int nsh_bind_fd(int nsfd, const char *path);
 /* probe.c: "kernel R has no net.ipv4.X (needs Linux V)", EOPNOTSUPP. */
 int nsh_knob_missing(enum nshash_proto proto, const char *release, struct nshash_error *err);
 
+/* child.c: 0 when the calling thread may setns back into `home` (it is
+ * there already: the call changes nothing), else -errno. */
+int nsh_can_return(int home);
+/* Run fn in a forked child and hand back its result, error, info and (when
+ * `fd` is not NULL) the netns fd it produced.  For callers that cannot come
+ * back from a netns they would enter (nsh_can_return fails). */
+typedef int (*nsh_child_fn)(const void *arg, int *fd, struct nshash_netns_info *info, struct nshash_error *err);
+int nsh_in_child(nsh_child_fn fn, const void *arg, int *fd, struct nshash_netns_info *info, struct nshash_error *err);
+
 /* link.c */
 int nsh_loopback_up(struct nshash_error *err);
 
