@@ -49,6 +49,11 @@ pid_t nsh_netns_user(dev_t dev, ino_t ino);
 
 /* pin.c: create PATH empty with O_EXCL ("WHAT PATH: already exists"). */
 int nsh_pin_claim(const char *path, const char *what, struct nshash_error *err);
+/* pin.c: what to do about a failed mount (errno e), "" when nothing to say:
+ * a bind mount needs CAP_SYS_ADMIN over the mount namespace (a user
+ * namespace needs a mount namespace of its own), a root-owned directory
+ * needs root. */
+const char *nsh_mount_hint(int e);
 /* pin.c: bind-mount the netns behind nsfd onto an existing file; -errno. */
 int nsh_bind_fd(int nsfd, const char *path);
 

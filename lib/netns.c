@@ -393,7 +393,8 @@ int nshash_netns_create(const struct nshash_create_opts *opts, const char *pin_p
 	r = nsh_bind_fd(nsfd, pin_path);
 	if (r < 0) {
 		unlink(pin_path);
-		return nshash_error_set(err, r, "create netns %s: bind mount: %s", pin_path, strerror(-r));
+		return nshash_error_set(err, r, "create netns %s: bind mount: %s%s", pin_path, strerror(-r),
+					nsh_mount_hint(-r));
 	}
 	return 0;
 }

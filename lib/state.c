@@ -44,7 +44,11 @@ int nsh_lock_state(const char *state_dir, int *lockfd, struct nshash_error *err)
 	snprintf(path, sizeof(path), "%s/lock", state_dir);
 	*lockfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (*lockfd < 0)
-		return nshash_error_set(err, errno, "open lock %s: %s", path, strerror(errno));
+		return nshash_error_set(err, errno, "open lock %s: %s%s", path, strerror(errno),
+					errno == EACCES
+					    ? " (the template strategy keeps state there: use --state-dir "
+					      "with a directory you own, or --strategy nested, which keeps none)"
+					    : "");
 	if (flock(*lockfd, LOCK_EX) < 0) {
 		int e = errno;
 		close(*lockfd);

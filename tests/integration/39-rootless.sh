@@ -84,6 +84,19 @@ rc=$?
 # log file (and syslog)
 assert_contains "$(cat "$D/home/nshash.log")" 'io.nshash.tcp: "lots" is not a decimal number of entries' "rootless: the reason is logged"
 
+# the CLI as that user: every error says what to do
+N=$D/bin/nshash
+out=$(cd / && as_user unshare -Urn "$N" create --tcp 64 "$D/run/x" 2>&1)
+assert_contains "$out" "open lock /run/nshash/lock: Permission denied (the template strategy keeps state there: use --state-dir with a directory you own, or --strategy nested, which keeps none)" "unshare -Urn, default strategy: the lock error says what to do"
+out=$(cd / && as_user unshare -Urn "$N" create --strategy nested --tcp 64 "$D/run/x" 2>&1)
+assert_contains "$out" "bind mount: Operation not permitted (pins are bind mounts and need CAP_SYS_ADMIN over the mount namespace: run as root, or inside a user namespace give it a mount namespace of its own, e.g. unshare -Urmn, not unshare -Urn)" "unshare -Urn without -m: says to add a mount namespace"
+out=$(cd / && as_user unshare -Urmn "$N" create --strategy nested --tcp 64 "nshash-t39-$$" 2>&1)
+assert_contains "$out" "Permission denied (the directory belongs to someone else: give a path in a directory you own, e.g. under \$XDG_RUNTIME_DIR, or run as root)" "a name under root's /run/netns: says where to pin instead"
+out=$(cd / && as_user "$N" create --strategy nested --tcp 64 "$D/run/y" 2>&1)
+assert_contains "$out" "enter network namespaces: Operation not permitted (needs CAP_SYS_ADMIN and CAP_NET_ADMIN; run as root, or inside a user namespace: unshare -Urmn)" "no user namespace: says how to get one"
+out=$(cd / && as_user unshare -Urm "$N" create --tcp 1000 --udp 100 "$D/run/z" 2>&1 && as_user true)
+assert_contains "$out" "created $D/run/z" "unshare -Urm (no -n): created through a helper process"
+
 # rootless podman's default network needs slirp4netns and /dev/net/tun
 out=$(as_user podman run --rm localhost/nshash-busybox true 2>&1)
 if [ $? -ne 0 ]; then
