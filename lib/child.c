@@ -98,7 +98,8 @@ int nsh_in_child(nsh_child_fn fn, const void *arg, int *fd, struct nshash_netns_
 	if (r < 0)
 		return r;
 	if (reply.r < 0) {
-		*err = reply.err;
+		if (err)
+			*err = reply.err;
 		if (fd && *fd >= 0) {
 			close(*fd);
 			*fd = -1;
