@@ -364,13 +364,24 @@ static int cmd_check(struct cli *c, int argc, char **argv)
 	if (nshash_probe(&p, &err) < 0)
 		return fail_err(EXIT_FAIL, &err);
 	const char *state_dir = c->state_dir ? c->state_dir : NSHASH_DEFAULT_STATE_DIR;
-	/* Problems: each makes the host unable to work. */
+	/* Problems of the host (the kernel) and of the caller (privileges, state
+	 * dir): a capable host must not read "cannot use nshash" to a user who
+	 * merely is not root. */
 	char problems[4][1024];
-	int np = 0;
-	if (nshash_probe_require(&p, (struct nshash_sizes){1, 0}, &err) < 0)
+	int np = 0, nhost;
+	struct nshash_probe kernel_only = p;
+	kernel_only.cap_sys_admin = kernel_only.cap_net_admin = true;
+	if (nshash_probe_require(&kernel_only, (struct nshash_sizes){1, 0}, &err) < 0)
 		snprintf(problems[np++], sizeof(problems[0]), "%s", err.msg);
-	if (p.has_tcp_knob && nshash_probe_require(&p, (struct nshash_sizes){0, 1}, &err) < 0)
+	if (p.has_tcp_knob && nshash_probe_require(&kernel_only, (struct nshash_sizes){0, 1}, &err) < 0)
 		snprintf(problems[np++], sizeof(problems[0]), "%s", err.msg);
+	nhost = np;
+	if (!p.cap_sys_admin || !p.cap_net_admin)
+		snprintf(problems[np++], sizeof(problems[0]),
+			 "you lack %s%s%s: run as root, or inside a user namespace with a network and mount "
+			 "namespace of its own (unshare -Urmn) with --state-dir in a directory you own",
+			 p.cap_sys_admin ? "" : "CAP_SYS_ADMIN", !p.cap_sys_admin && !p.cap_net_admin ? " and " : "",
+			 p.cap_net_admin ? "" : "CAP_NET_ADMIN");
 	/* Writable, or creatable: its nearest existing ancestor is writable. */
 	char probe_dir[4096];
 	snprintf(probe_dir, sizeof(probe_dir), "%s", state_dir);
@@ -384,7 +395,13 @@ static int cmd_check(struct cli *c, int argc, char **argv)
 		*slash = '\0';
 	}
 	if (!state_ok)
-		snprintf(problems[np++], sizeof(problems[0]), "state dir %s is not writable", state_dir);
+		snprintf(problems[np++], sizeof(problems[0]),
+			 "state dir %s is not writable for you: use --state-dir (or NSHASH_STATE_DIR) with a directory "
+			 "you own, or run as root",
+			 state_dir);
+	const char *result = nhost ? "this host cannot use nshash"
+			     : np  ? "this host supports nshash, but you cannot use it as you are (see below)"
+				   : "ok";
 	bool host_set = p.caller_tcp_child > 0 || p.caller_udp_child > 0;
 	if (c->json) {
 		json_object *o = json_object_new_object();
@@ -402,6 +419,8 @@ static int cmd_check(struct cli *c, int argc, char **argv)
 		for (int i = 0; i < np; i++)
 			json_object_array_add(a, json_object_new_string(problems[i]));
 		json_object_object_add(o, "problems", a);
+		json_object_object_add(o, "host_ok", json_object_new_boolean(nhost == 0));
+		json_object_object_add(o, "caller_ok", json_object_new_boolean(np == nhost));
 		json_object_object_add(o, "ok", json_object_new_boolean(np == 0));
 		print_json(o);
 	} else {
@@ -415,7 +434,7 @@ static int cmd_check(struct cli *c, int argc, char **argv)
 		printf("capabilities: CAP_SYS_ADMIN %s, CAP_NET_ADMIN %s\n", p.cap_sys_admin ? "yes" : "no",
 		       p.cap_net_admin ? "yes" : "no");
 		printf("state dir: %s (%s)\n", state_dir, state_ok ? "writable" : "NOT writable");
-		printf("%s\n", np ? "result: this host cannot use nshash" : "result: ok");
+		printf("result: %s\n", result);
 	}
 	for (int i = 0; i < np; i++)
 		fail(0, "%s", problems[i]);

@@ -97,6 +97,12 @@ assert_contains "$out" "enter network namespaces: Operation not permitted (needs
 out=$(cd / && as_user unshare -Urm "$N" create --tcp 1000 --udp 100 "$D/run/z" 2>&1 && as_user true)
 assert_contains "$out" "created $D/run/z" "unshare -Urm (no -n): created through a helper process"
 
+out=$(cd / && as_user "$N" check 2>&1)
+assert_contains "$out" "result: this host supports nshash, but you cannot use it as you are (see below)" "check as a user: the host is fine, the user lacks privileges"
+assert_contains "$out" "you lack CAP_SYS_ADMIN and CAP_NET_ADMIN: run as root, or inside a user namespace" "check as a user: says what to do"
+assert_eq "true false" "$(cd / && as_user "$N" check --json 2>/dev/null | jq -r '"\(.host_ok) \(.caller_ok)"')" "check --json as a user: host_ok, not caller_ok"
+assert_eq "true" "$(cd / && as_user unshare -Urmn "$N" --state-dir "$D/run/st" check --json 2>/dev/null | jq -r .ok)" "check inside unshare -Urmn with a state dir of its own: ok"
+
 # rootless podman's default network needs slirp4netns and /dev/net/tun
 out=$(as_user podman run --rm localhost/nshash-busybox true 2>&1)
 if [ $? -ne 0 ]; then
