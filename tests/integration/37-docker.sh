@@ -36,6 +36,11 @@ GUDP=$(cat /proc/sys/net/ipv4/udp_hash_entries)
 GLOBAL="-$GTCP -$GUDP"
 GW=$DOCKER_NET_BASE.0.1
 PORT=$((20000 + $$ % 20000))
+# dq ARGS...: docker, quiet unless it fails (then its output as a comment)
+dq() {
+	local out
+	out=$(dk "$@" 2>&1) || { echo "# docker $*: $(tr '\n' ' ' <<<"$out")"; return 1; }
+}
 sizes_of() { netns_sizes_of_pid "$(dk inspect -f '{{.State.Pid}}' "$1" 2>/dev/null || echo 0)" 2>/dev/null; }
 # a tiny server: answers "hello" on 8080, forever
 SERVE='while true; do echo hello | nc -l -p 8080; done'
@@ -64,23 +69,23 @@ gw-ok" "$out" "docker run --runtime nshash-8k: tcp=8192 udp=1024 inside, gateway
 assert_contains "$(cat "$D/nshash.log")" "requested tcp=8192 udp=1024, effective tcp=8192 udp=1024" "the wrapper logged the sizes it applied"
 assert_eq 0 "$(engines_pins_left "$S")" "docker run --rm: no pin left"
 
-dk run -d --name web --runtime nshash-8k -p "127.0.0.1:$PORT:8080" "$DOCKER_IMAGE" sh -c "$SERVE" >/dev/null 2>&1
+dq run -d --name web --runtime nshash-8k -p "127.0.0.1:$PORT:8080" "$DOCKER_IMAGE" sh -c "$SERVE"
 assert_eq "8192 1024" "$(sizes_of web)" "detached with -p: tcp=8192 udp=1024"
 assert_eq hello "$(wait_fetch 127.0.0.1 "$PORT")" "published port 127.0.0.1:$PORT reachable from the host"
 assert_eq 1 "$(engines_pins_left "$S")" "one pin while it runs"
 
-dk restart -t 1 web >/dev/null 2>&1
+dq restart -t 1 web
 assert_eq "8192 1024" "$(sizes_of web)" "docker restart: tcp=8192 udp=1024 again"
 assert_eq hello "$(wait_fetch 127.0.0.1 "$PORT")" "docker restart: published port reachable"
-dk stop -t 1 web >/dev/null 2>&1
+dq stop -t 1 web
 assert_eq 0 "$(engines_pins_left "$S")" "docker stop: pin removed"
-dk start web >/dev/null 2>&1
+dq start web
 assert_eq "8192 1024" "$(sizes_of web)" "docker stop + start: tcp=8192 udp=1024"
 assert_eq 1 "$(engines_pins_left "$S")" "one pin again"
 
 # a user network: DNS by name, docker network connect
 dk network create nsh-user >/dev/null
-dk run -d --name peer --runtime nshash-64k --network nsh-user "$DOCKER_IMAGE" sleep 300 >/dev/null 2>&1
+dq run -d --name peer --runtime nshash-64k --network nsh-user "$DOCKER_IMAGE" sleep 300
 out=$(dk run --rm --runtime nshash-8k --network nsh-user "$DOCKER_IMAGE" sh -c "$SHOW; ping -c1 -W2 peer >/dev/null && echo peer-ok" 2>&1)
 assert_eq "8192 1024
 peer-ok" "$out" "user network: tcp=8192 udp=1024, the other container answers by name"
@@ -92,7 +97,7 @@ assert_eq "8192 1024
 peer-ok" "$out" "docker network connect: eth1 in the same sized netns, the peer answers"
 
 # --restart policy: the process exits, Docker starts it again through the runtime
-dk run -d --name flappy --runtime nshash-8k --restart always "$DOCKER_IMAGE" sh -c 'sleep 1; exit 3' >/dev/null 2>&1
+dq run -d --name flappy --runtime nshash-8k --restart always "$DOCKER_IMAGE" sh -c 'sleep 1; exit 3'
 for _ in $(seq 50); do [ "$(dk inspect -f '{{.RestartCount}}' flappy 2>/dev/null)" -ge 1 ] 2>/dev/null && break; sleep 0.2; done
 for _ in $(seq 25); do [ "$(dk inspect -f '{{.State.Running}}' flappy)" = true ] && break; sleep 0.2; done
 assert_eq "8192 1024" "$(sizes_of flappy)" "--restart always: restarted (count $(dk inspect -f '{{.RestartCount}}' flappy)) with tcp=8192 udp=1024"
@@ -116,7 +121,7 @@ assert_contains "$out" "has the host's own tables (tcp=$GTCP udp=$GUDP)" "it nam
 assert_contains "$out" "with Docker, a sized runtime needs the container's own network: use the default bridge or a user network, not --network host" "Docker's advice"
 assert_not_contains "$out" "--network none" "no podman-only advice"
 
-dk run -d --name shared --runtime runc "$DOCKER_IMAGE" sleep 300 >/dev/null 2>&1
+dq run -d --name shared --runtime runc "$DOCKER_IMAGE" sleep 300
 refused "--network container:X (shared tables) with sizes" --runtime nshash-8k --network container:shared
 assert_contains "$out" "join the network namespace of process $(dk inspect -f '{{.State.Pid}}' shared)" "it names the netns it would join"
 assert_contains "$out" "uses the shared global tables (tcp=$GTCP udp=$GUDP)" "it names the actual sizes of X's netns"
@@ -131,7 +136,7 @@ dk rm -f shared >/dev/null 2>&1
 for i in $(seq 8); do
 	rt=nshash-8k
 	[ $((i % 2)) -eq 0 ] && rt=nshash-64k
-	dk run -d --name "par$i" --runtime "$rt" "$DOCKER_IMAGE" sleep 300 >/dev/null 2>&1 &
+	dq run -d --name "par$i" --runtime "$rt" "$DOCKER_IMAGE" sleep 300 &
 done
 wait
 bad=

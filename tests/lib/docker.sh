@@ -65,8 +65,7 @@ docker_start() {
 	[ -n "${DOCKER_HOST_SAVED:-}" ] || docker_host_snapshot
 	# dockerd creates only a bridge called docker0 itself; one with another
 	# name must exist, and its address is the network's (-b excludes --bip)
-	ip link add "$DOCKER_BRIDGE" type bridge && ip addr add "$DOCKER_NET_BASE.0.1/24" dev "$DOCKER_BRIDGE" &&
-		ip link set "$DOCKER_BRIDGE" up || cannot_run "cannot create bridge $DOCKER_BRIDGE"
+	_docker_bridge || cannot_run "cannot create bridge $DOCKER_BRIDGE"
 	# the trust key defaults to /etc/docker/key.json: keep it private too
 	jq -n --argjson rt "$runtimes" --arg br "$DOCKER_BRIDGE" --arg pool "$DOCKER_NET_BASE.4.0/22" \
 		--arg key "$d/key.json" '{
@@ -77,11 +76,18 @@ docker_start() {
 		"cgroup-parent": "nshash-docker",
 		"storage-driver": "overlay2",
 		"log-driver": "json-file",
+		"shutdown-timeout": 3,
 		"runtimes": $rt
 	}' >"$d/daemon.json" || return 1
 	export DOCKER_HOST=unix://$d/docker.sock DOCKER_CONFIG=$d/client
 	on_exit "docker_stop"
 	_docker_launch
+}
+
+_docker_bridge() {
+	ip link show "$DOCKER_BRIDGE" >/dev/null 2>&1 && return 0
+	ip link add "$DOCKER_BRIDGE" type bridge && ip addr add "$DOCKER_NET_BASE.0.1/24" dev "$DOCKER_BRIDGE" &&
+		ip link set "$DOCKER_BRIDGE" up
 }
 
 _docker_launch() {
@@ -92,7 +98,7 @@ _docker_launch() {
 	DOCKERD_PID=$!
 	disown "$DOCKERD_PID"
 	echo "$DOCKERD_PID" >"$d/launched.pid"
-	for i in $(seq 300); do
+	for i in $(seq 600); do
 		"$DOCKER_BIN" version >/dev/null 2>&1 && return 0
 		kill -0 "$DOCKERD_PID" 2>/dev/null || break
 		sleep 0.1
@@ -120,10 +126,13 @@ docker_stop() {
 	DOCKERD_PID=
 }
 
+# docker_restart: stop dockerd (it stops its containers) and start it again.
 docker_restart() {
-	local d=$DOCKER_DIR i
+	local i
 	kill "$DOCKERD_PID"
-	for i in $(seq 200); do kill -0 "$DOCKERD_PID" 2>/dev/null || break; sleep 0.1; done
+	for i in $(seq 600); do kill -0 "$DOCKERD_PID" 2>/dev/null || break; sleep 0.1; done
+	kill -0 "$DOCKERD_PID" 2>/dev/null && { echo "# dockerd did not stop within 60 s" >&2; return 1; }
+	_docker_bridge || echo "# bridge $DOCKER_BRIDGE is gone and cannot be made again" >&2
 	_docker_launch
 }
 
