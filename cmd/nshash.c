@@ -2,6 +2,7 @@
 /* nshash: create, inspect and clean up network namespaces with their own
  * TCP/UDP hash tables.  A thin shell over libnshash: argv, output, exit
  * codes. */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
@@ -274,6 +275,24 @@ static void size_cell(const struct nshash_entry *e, bool udp, char *buf, size_t 
 		snprintf(buf, len, "n/a");
 }
 
+/* list shows what the caller may read; say what it could not. */
+static void note_unreadable(const char *state_dir)
+{
+	char dirs[3][4200];
+	const char *sd = state_dir && *state_dir ? state_dir : NSHASH_DEFAULT_STATE_DIR;
+	snprintf(dirs[0], sizeof(dirs[0]), "%s", NSHASH_NETNS_RUN_DIR);
+	snprintf(dirs[1], sizeof(dirs[1]), "%s/templates", sd);
+	snprintf(dirs[2], sizeof(dirs[2]), "%s/pins", sd);
+	for (int i = 0; i < 3; i++) {
+		DIR *d = opendir(dirs[i]);
+		if (d)
+			closedir(d);
+		else if (errno == EACCES || errno == EPERM)
+			fail(0, "%s: %s: not listed (run as root, or --state-dir for a state dir of your own)", dirs[i],
+			     strerror(errno));
+	}
+}
+
 static int cmd_list(struct cli *c, int argc, char **argv)
 {
 	(void)argv;
@@ -287,11 +306,15 @@ static int cmd_list(struct cli *c, int argc, char **argv)
 	if (c->json) {
 		json_object *a = json_object_new_array();
 		for (size_t i = 0; i < n; i++) {
-			json_object *o = v[i].pinned ? info_json(&v[i].info) : json_object_new_object();
+			json_object *o =
+			    v[i].pinned && !v[i].unknown ? info_json(&v[i].info) : json_object_new_object();
 			json_object_object_add(o, "path", json_object_new_string(v[i].path));
 			json_object_object_add(o, "name", json_object_new_string(v[i].name));
 			json_object_object_add(o, "kind", json_object_new_string(kind_name(v[i].kind)));
 			json_object_object_add(o, "pinned", json_object_new_boolean(v[i].pinned));
+			if (v[i].unknown)
+				json_object_object_add(o, "inspect_error",
+						       json_object_new_string(strerror(v[i].unknown)));
 			if (v[i].kind == NSHASH_ENTRY_TEMPLATE) {
 				json_object_object_add(o, "damaged", json_object_new_boolean(v[i].damaged));
 				json_object_object_add(o, "last_used", json_object_new_int64(v[i].last_used));
@@ -305,12 +328,17 @@ static int cmd_list(struct cli *c, int argc, char **argv)
 			char t[24], u[24];
 			size_cell(&v[i], false, t, sizeof(t));
 			size_cell(&v[i], true, u, sizeof(u));
-			printf("%-10s %-12s %-12s %s%s%s\n", kind_name(v[i].kind), t, u, v[i].path,
-			       v[i].pinned ? "" : " (not mounted: stale)",
-			       v[i].damaged && v[i].pinned ? " (damaged)" : "");
+			if (v[i].unknown)
+				printf("%-10s %-12s %-12s %s (cannot inspect: %s)\n", kind_name(v[i].kind), "?", "?",
+				       v[i].path, strerror(v[i].unknown));
+			else
+				printf("%-10s %-12s %-12s %s%s%s\n", kind_name(v[i].kind), t, u, v[i].path,
+				       v[i].pinned ? "" : " (not mounted: stale)",
+				       v[i].damaged && v[i].pinned ? " (damaged)" : "");
 		}
 	}
 	nshash_list_free(v, n);
+	note_unreadable(c->state_dir);
 	return EXIT_OK;
 }
 

@@ -103,6 +103,21 @@ assert_contains "$out" "you lack CAP_SYS_ADMIN and CAP_NET_ADMIN: run as root, o
 assert_eq "true false" "$(cd / && as_user "$N" check --json 2>/dev/null | jq -r '"\(.host_ok) \(.caller_ok)"')" "check --json as a user: host_ok, not caller_ok"
 assert_eq "true" "$(cd / && as_user unshare -Urmn "$N" --state-dir "$D/run/st" check --json 2>/dev/null | jq -r .ok)" "check inside unshare -Urmn with a state dir of its own: ok"
 
+# list and gc as the user: root's pins are not the user's to judge
+HOSTPIN=nshash-t39-$$
+on_exit "$BUILD/nshash delete $HOSTPIN"
+"$BUILD/nshash" create --tcp 1024 "$HOSTPIN" >/dev/null || fail "root could not create /run/netns/$HOSTPIN"
+touch -d '-1 hour' "/run/netns/$HOSTPIN" 2>/dev/null
+out=$(cd / && as_user "$N" list 2>&1)
+rc=$?
+assert_eq 0 "$rc" "list as a user: exit 0 (what it cannot read is not an error)"
+assert_contains "$out" "/run/netns/$HOSTPIN (cannot inspect: Operation not permitted)" "list as a user: root's pin is shown as not inspectable"
+assert_not_contains "$(grep "$HOSTPIN" <<<"$out")" "stale" "list as a user: ... not as stale"
+assert_contains "$out" "/run/nshash/pins: Permission denied: not listed" "list as a user: says which dir it could not read"
+out=$(cd / && as_user unshare -Urm "$N" --state-dir "$D/run/st" gc --stale-age 0 --json 2>&1)
+assert_eq "0 0" "$(jq -r '"\(.stale_removed) \(.templates_removed)"' <<<"$out" 2>&1)" "gc inside a user namespace: removes nothing it cannot inspect ($out)"
+assert_eq 1 "$(count_pins_under "/run/netns/$HOSTPIN")" "root's pin is still mounted"
+
 # rootless podman's default network needs slirp4netns and /dev/net/tun
 out=$(as_user podman run --rm localhost/nshash-busybox true 2>&1)
 if [ $? -ne 0 ]; then
