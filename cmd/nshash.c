@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "nshash.h"
+#include "common.h"
 
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
@@ -42,7 +42,8 @@ static const char usage_text[] =
     "  --tcp N        TCP established-hash entries, 1..16777216 (next power of two)\n"
     "  --udp N        UDP hash entries, 1..65536 (next power of two, at least 128)\n"
     "                 0 or absent: that protocol stays on the shared table\n"
-    "  --state-dir DIR  templates, lock and container pins (default " NSHASH_DEFAULT_STATE_DIR ",\n"
+    "  --state-dir DIR  templates, lock and container pins (default " NSHASH_DEFAULT_STATE_DIR
+    " for root, $XDG_RUNTIME_DIR/nshash otherwise,\n"
     "                 or $NSHASH_STATE_DIR)\n"
     "  --json         machine-readable output on stdout\n"
     "  -h, --help     this text;  --version  the version\n"
@@ -622,7 +623,12 @@ static int run(int argc, char **argv, char **pos)
 {
 	struct cli c = {.max_idle = 3600, .stale_age = 60};
 	struct parse p = {.pos = pos};
+	char default_state[1024];
 	c.state_dir = getenv("NSHASH_STATE_DIR");
+	if (!c.state_dir || !*c.state_dir) {
+		nsh_default_state_dir(default_state, sizeof(default_state));
+		c.state_dir = default_state;
+	}
 	int r = parse_args(&p, &c, argc, argv);
 	if (r != CONTINUE)
 		return r;

@@ -20,7 +20,7 @@ void nshash_policy_defaults(struct nshash_policy *policy)
 	policy->max.udp = NSHASH_POLICY_DEFAULT_MAX_UDP;
 	policy->on_failure = NSHASH_ON_FAILURE_FAIL;
 	policy->strategy = NSHASH_STRATEGY_TEMPLATE;
-	snprintf(policy->state_dir, sizeof(policy->state_dir), "%s", NSHASH_DEFAULT_STATE_DIR);
+	nsh_default_state_dir(policy->state_dir, sizeof(policy->state_dir));
 	snprintf(policy->source, sizeof(policy->source), "defaults");
 }
 

@@ -86,8 +86,8 @@ assert_contains "$(cat "$D/home/nshash.log")" 'io.nshash.tcp: "lots" is not a de
 
 # the CLI as that user: every error says what to do
 N=$D/bin/nshash
-out=$(cd / && as_user unshare -Urn "$N" create --tcp 64 "$D/run/x" 2>&1)
-assert_contains "$out" "open lock /run/nshash/lock: Permission denied (the template strategy keeps state there: use --state-dir with a directory you own, or --strategy nested, which keeps none)" "unshare -Urn, default strategy: the lock error says what to do"
+out=$(cd / && as_user unshare -Urn "$N" --state-dir /run/nshash create --tcp 64 "$D/run/x" 2>&1)
+assert_contains "$out" "open lock /run/nshash/lock: Permission denied (the template strategy keeps state there: use --state-dir with a directory you own, or --strategy nested, which keeps none)" "unshare -Urn, root's state dir: the lock error says what to do"
 out=$(cd / && as_user unshare -Urn "$N" create --strategy nested --tcp 64 "$D/run/x" 2>&1)
 assert_contains "$out" "bind mount: Operation not permitted (pins are bind mounts and need CAP_SYS_ADMIN over the mount namespace: run as root, or inside a user namespace give it a mount namespace of its own, e.g. unshare -Urmn, not unshare -Urn)" "unshare -Urn without -m: says to add a mount namespace"
 out=$(cd / && as_user unshare -Urmn "$N" create --strategy nested --tcp 64 "nshash-t39-$$" 2>&1)
@@ -100,15 +100,15 @@ assert_contains "$out" "created $D/run/z" "unshare -Urm (no -n): created through
 out=$(cd / && as_user "$N" check 2>&1)
 assert_contains "$out" "result: this host supports nshash, but you cannot use it as you are (see below)" "check as a user: the host is fine, the user lacks privileges"
 assert_contains "$out" "you lack CAP_SYS_ADMIN and CAP_NET_ADMIN: run as root, or inside a user namespace" "check as a user: says what to do"
-assert_eq "true false" "$(cd / && as_user "$N" check --json 2>/dev/null | jq -r '"\(.host_ok) \(.caller_ok)"')" "check --json as a user: host_ok, not caller_ok"
-assert_eq "true" "$(cd / && as_user unshare -Urmn "$N" --state-dir "$D/run/st" check --json 2>/dev/null | jq -r .ok)" "check inside unshare -Urmn with a state dir of its own: ok"
+assert_eq "true false $D/run/nshash" "$(cd / && as_user "$N" check --json 2>/dev/null | jq -r '"\(.host_ok) \(.caller_ok) \(.state_dir)"')" "check --json as a user: host_ok, not caller_ok; the state dir defaults to \$XDG_RUNTIME_DIR/nshash"
+assert_eq "true" "$(cd / && as_user unshare -Urmn "$N" check --json 2>/dev/null | jq -r .ok)" "check inside unshare -Urmn (state dir \$XDG_RUNTIME_DIR/nshash): ok"
 
 # list and gc as the user: root's pins are not the user's to judge
 HOSTPIN=nshash-t39-$$
 on_exit "$BUILD/nshash delete $HOSTPIN"
 "$BUILD/nshash" create --tcp 1024 "$HOSTPIN" >/dev/null || fail "root could not create /run/netns/$HOSTPIN"
 touch -d '-1 hour' "/run/netns/$HOSTPIN" 2>/dev/null
-out=$(cd / && as_user "$N" list 2>&1)
+out=$(cd / && as_user "$N" --state-dir /run/nshash list 2>&1)
 rc=$?
 assert_eq 0 "$rc" "list as a user: exit 0 (what it cannot read is not an error)"
 assert_contains "$out" "/run/netns/$HOSTPIN (cannot inspect: Operation not permitted)" "list as a user: root's pin is shown as not inspectable"
