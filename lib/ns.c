@@ -30,7 +30,11 @@ int nsh_netns_open_current(int *fd, struct nshash_error *err)
 int nsh_netns_enter(int nsfd, const char *what, struct nshash_error *err)
 {
 	if (setns(nsfd, CLONE_NEWNET) < 0)
-		return nshash_error_set(err, errno, "enter network namespace %s: %s", what, strerror(errno));
+		return nshash_error_set(err, errno, "enter network namespace %s: %s%s", what, strerror(errno),
+					errno == EPERM
+					    ? " (needs CAP_SYS_ADMIN over the user namespace that owns it: run "
+					      "as root, or use a netns your own user namespace made)"
+					    : "");
 	return 0;
 }
 

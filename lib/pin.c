@@ -180,7 +180,8 @@ int nshash_pin_remove(const char *path, struct nshash_error *err)
 		while (umount2(path, MNT_DETACH) == 0)
 			;
 		if (errno != EINVAL && errno != ENOENT)
-			return nshash_error_set(err, errno, "unmount pin %s: %s", path, strerror(errno));
+			return nshash_error_set(err, errno, "unmount pin %s: %s%s", path, strerror(errno),
+						nsh_mount_hint(errno));
 	} else {
 		struct stat parent;
 		char dir[PATH_MAX];

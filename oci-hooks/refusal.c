@@ -145,12 +145,8 @@ void nsh_oci_explain_existing(struct json_object *doc, const char *path, const s
 	int pid = 0, end = 0;
 
 	if (!info) {
-		bool perm = ierr->errnum == EPERM || ierr->errnum == EACCES;
-		snprintf(out, n, "cannot inspect the network namespace the config names (%.300s): %.400s%s", path,
-			 ierr->msg,
-			 perm ? " (nshash lacks the privileges to enter it: in a user namespace, a network namespace "
-				"owned by an outer one cannot be entered)"
-			      : "");
+		snprintf(out, n, "cannot inspect the network namespace the config names (%.300s): %.600s", path,
+			 ierr->msg);
 		return;
 	}
 	netns_sizes_text(info, sizes, sizeof(sizes));

@@ -117,6 +117,11 @@ assert_contains "$out" "/run/nshash/pins: Permission denied: not listed" "list a
 out=$(cd / && as_user unshare -Urm "$N" --state-dir "$D/run/st" gc --stale-age 0 --json 2>&1)
 assert_eq "0 0" "$(jq -r '"\(.stale_removed) \(.templates_removed)"' <<<"$out" 2>&1)" "gc inside a user namespace: removes nothing it cannot inspect ($out)"
 assert_eq 1 "$(count_pins_under "/run/netns/$HOSTPIN")" "root's pin is still mounted"
+out=$(cd / && as_user "$N" show "$HOSTPIN" 2>&1)
+assert_contains "$out" "Operation not permitted (needs CAP_SYS_ADMIN over the user namespace that owns it: run as root" "show of root's pin as a user: says why and what to do"
+out=$(cd / && as_user "$N" delete "$HOSTPIN" 2>&1)
+assert_contains "$out" "unmount pin /run/netns/$HOSTPIN: Operation not permitted (pins are bind mounts and need CAP_SYS_ADMIN" "delete of root's pin as a user: says why"
+assert_eq 1 "$(count_pins_under "/run/netns/$HOSTPIN")" "root's pin survived the user's delete"
 
 # rootless podman's default network needs slirp4netns and /dev/net/tun
 out=$(as_user podman run --rm localhost/nshash-busybox true 2>&1)

@@ -175,7 +175,7 @@ static void test_network_entry(void **state)
 	if (geteuid() != 0) {
 		/* entering it needs CAP_SYS_ADMIN: the cause is named */
 		expect_refused(buf, "cannot inspect the network namespace the config names (/proc/self/ns/net): ");
-		expect_refused(buf, "nshash lacks the privileges to enter it");
+		expect_refused(buf, "Operation not permitted (needs CAP_SYS_ADMIN over the user namespace that owns it");
 		return;
 	}
 	expect_refused(buf, "cannot size tcp=4096 udp=1024: the container would share the host's network namespace "
