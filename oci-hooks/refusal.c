@@ -120,6 +120,19 @@ static void netns_sizes_text(const struct nshash_netns_info *info, char *out, si
 		 labs(info->udp_entries), info->udp_entries < 0 ? " (shared)" : "");
 }
 
+/* The config's path as a message may show it: as it is when it is plain
+ * printable text, else quoted (a hostile config must not forge log lines). */
+static const char *shown_path(const char *path, char *buf, size_t len)
+{
+	for (const char *p = path; *p; p++)
+		if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f) {
+			nshash_quote(path, buf, len);
+			return buf;
+		}
+	snprintf(buf, len, "%s", path);
+	return buf;
+}
+
 /* The path is the host's netns: init's, or (when /proc/1 is hidden from
  * us) our own, which is the engine's. */
 static bool is_host_netns(const char *path)
@@ -141,18 +154,24 @@ void nsh_oci_explain_existing(struct json_object *doc, const char *path, const s
 			      const struct nshash_error *ierr, char *out, size_t n)
 {
 	enum oci_engine engine = engine_of(doc);
-	char what[400], sizes[160];
+	char what[400], sizes[160], shown[301];
 	int pid = 0, end = 0;
 
+	shown_path(path, shown, sizeof(shown));
+
 	if (!info) {
-		snprintf(out, n, "cannot inspect the network namespace the config names (%.300s): %.600s", path,
+		snprintf(out, n, "cannot inspect the network namespace the config names (%s): %.600s", shown,
 			 ierr->msg);
+		/* the library's message repeats the path as given */
+		for (char *p = out; *p; p++)
+			if ((unsigned char)*p < 0x20 || (unsigned char)*p == 0x7f)
+				*p = '?';
 		return;
 	}
 	netns_sizes_text(info, sizes, sizeof(sizes));
 	const char *advice = existing_advice[engine];
 	if (is_host_netns(path)) {
-		snprintf(what, sizeof(what), "the container would share the host's network namespace (%.300s)", path);
+		snprintf(what, sizeof(what), "the container would share the host's network namespace (%s)", shown);
 		snprintf(sizes, sizeof(sizes), "has the host's own tables (tcp=%ld udp=%ld)", labs(info->tcp_entries),
 			 labs(info->udp_entries));
 		advice = host_advice[engine];
@@ -163,7 +182,7 @@ void nsh_oci_explain_existing(struct json_object *doc, const char *path, const s
 			 pid);
 		advice = joined_advice[engine];
 	} else {
-		snprintf(what, sizeof(what), "network namespace %.300s already exists%s", path,
+		snprintf(what, sizeof(what), "network namespace %s already exists%s", shown,
 			 engine == ENGINE_PODMAN ? " (podman made, and maybe configured, it before nshash runs)"
 			 : engine == ENGINE_CRI	 ? " (the pod's, made by the CRI runtime)"
 						 : "");

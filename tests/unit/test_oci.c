@@ -159,6 +159,11 @@ static void test_network_entry(void **state)
 			    "(/nonexistent/nshash-ns): ");
 	expect_refused(buf, "No such file or directory");
 	expect_not_in_error(buf, "already exists");
+	/* a hostile path cannot put a line break into a message (a forged log line) */
+	snprintf(buf, sizeof(buf),
+		 CONFIG_WITH("%s", "{\"type\": \"network\", \"path\": \"/nonexistent/a\\nnshash: forged\"}"), ann);
+	expect_refused(buf, "(\"/nonexistent/a\\x0anshash: forged\")");
+	expect_not_in_error(buf, "\n");
 	/* ... or only warn, per policy, leaving the config as it was */
 	policy.on_failure = NSHASH_ON_FAILURE_WARN;
 	assert_int_equal(transform(buf, &out, &res, &err), 0);
