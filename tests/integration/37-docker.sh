@@ -44,7 +44,8 @@ dq() {
 sizes_of() { netns_sizes_of_pid "$(dk inspect -f '{{.State.Pid}}' "$1" 2>/dev/null || echo 0)" 2>/dev/null; }
 # a tiny server: answers "hello" on 8080, forever
 SERVE='while true; do echo hello | nc -l -p 8080; done'
-fetch() { timeout 5 "$ENGINES_BUSYBOX" nc "$@" </dev/null 2>/dev/null; }
+# from dockerd's network namespace, the "host" of its containers
+fetch() { in_docker_net timeout 5 "$ENGINES_BUSYBOX" nc "$@" </dev/null 2>/dev/null; }
 wait_fetch() { # HOST PORT: the server may need a moment
 	local i out
 	for i in $(seq 25); do

@@ -5,7 +5,14 @@
 # containerd, its sockets and the netns bind mounts), pid file, API socket,
 # daemon.json, trust key and client config all live under one private
 # directory; the default bridge is a bridge of our own with its own subnet,
-# and user networks get addresses from a private pool.
+# and user networks get addresses from a private pool.  dockerd runs in a
+# network namespace of its own (DIR/netns), which plays the host for its
+# containers: its bridges, veths, iptables chains and rules, ip_forward and
+# FORWARD policy live there, so it can neither disturb nor be disturbed by
+# other tests running on the machine (whose cleanup removes links and chains
+# that appeared meanwhile).  in_docker_net CMD runs CMD there (published
+# ports are reached from there).  The mount namespace is the host's: pins
+# and netns bind mounts are visible as usual.
 #
 #   docker_start DIR [RUNTIMES-JSON [VAR=VALUE...]]
 #                                      start it; exports DOCKER_HOST, DOCKER_CONFIG.
@@ -15,6 +22,7 @@
 #   docker_stop                        stop it (containers first); on_exit does it too
 #   docker_restart                     stop and start again, same config and state
 #   dk ARGS...                         /usr/bin/docker with a timeout
+#   in_docker_net CMD...               CMD in dockerd's network namespace
 #   docker_image                       import the busybox rootfs as DOCKER_IMAGE
 #   docker_mark                        remember the idle daemon's rules and links
 #   docker_leftovers                   what containers left behind since docker_mark
@@ -22,14 +30,13 @@
 #   docker_host_changes                after docker_stop + docker_host_restore: what
 #                                      differs from before dockerd started
 #
-# What dockerd changes on the host, and how it is undone at exit
-# (docker_host_restore): iptables chains DOCKER, DOCKER-USER,
-# DOCKER-ISOLATION-STAGE-1/2 and the rules that jump to them or name our
-# bridges or subnets (dockerd leaves them behind when it stops), the bridges
-# of user networks, veth peers.  "ip-forward": false keeps dockerd from
-# switching net.ipv4.ip_forward on and, with it, from setting the FORWARD
-# policy to DROP (with br_netfilter loaded that would drop other bridged
-# traffic on this machine); both are still recorded and restored.
+# On the host dockerd would add the chains DOCKER, DOCKER-USER,
+# DOCKER-ISOLATION-STAGE-1/2 and rules naming its bridges and subnets (left
+# behind when it stops), switch ip_forward on and set the FORWARD policy to
+# DROP.  In its own netns none of that reaches the host; the host's rules,
+# links, ip_forward and FORWARD policy are still recorded before it starts,
+# any of ours found there afterwards is removed (docker_host_restore), and
+# docker_host_changes shows what differs (the test asserts it is nothing).
 #
 # /usr/local/bin/docker on the development machines is an unrelated newer
 # client: always /usr/bin/docker.
@@ -47,6 +54,8 @@ _docker_net_base() {
 }
 
 dk() { timeout 120 "$DOCKER_BIN" "$@"; }
+# in_docker_net CMD...: CMD in dockerd's network namespace (its "host")
+in_docker_net() { nsenter --net="$DOCKER_DIR/netns" "$@"; }
 
 # docker_start DIR [RUNTIMES-JSON]
 docker_start() {
@@ -63,6 +72,11 @@ docker_start() {
 	fi
 	mkdir -p "$d"/{data,exec,client}
 	[ -n "${DOCKER_HOST_SAVED:-}" ] || docker_host_snapshot
+	# dockerd's own network namespace: its bridges, veths, iptables chains,
+	# ip_forward and FORWARD policy live there, out of reach of (and
+	# harmless to) anything else running on the machine
+	touch "$d/netns" && unshare --net="$d/netns" true && in_docker_net ip link set lo up ||
+		cannot_run "cannot make a network namespace for dockerd"
 	# dockerd creates only a bridge called docker0 itself; one with another
 	# name must exist, and its address is the network's (-b excludes --bip)
 	_docker_bridge || cannot_run "cannot create bridge $DOCKER_BRIDGE"
@@ -71,7 +85,6 @@ docker_start() {
 		--arg key "$d/key.json" '{
 		"bridge": $br, "deprecated-key-path": $key,
 		"default-address-pools": [{"base": $pool, "size": 26}],
-		"ip-forward": false,
 		"exec-opts": ["native.cgroupdriver=cgroupfs"],
 		"cgroup-parent": "nshash-docker",
 		"storage-driver": "overlay2",
@@ -85,14 +98,16 @@ docker_start() {
 }
 
 _docker_bridge() {
-	ip link show "$DOCKER_BRIDGE" >/dev/null 2>&1 && return 0
-	ip link add "$DOCKER_BRIDGE" type bridge && ip addr add "$DOCKER_NET_BASE.0.1/24" dev "$DOCKER_BRIDGE" &&
-		ip link set "$DOCKER_BRIDGE" up
+	in_docker_net ip link show "$DOCKER_BRIDGE" >/dev/null 2>&1 && return 0
+	in_docker_net ip link add "$DOCKER_BRIDGE" type bridge &&
+		in_docker_net ip addr add "$DOCKER_NET_BASE.0.1/24" dev "$DOCKER_BRIDGE" &&
+		in_docker_net ip link set "$DOCKER_BRIDGE" up
 }
 
 _docker_launch() {
 	local d=$DOCKER_DIR i
-	env "${DOCKER_ENV[@]}" "$DOCKERD_BIN" --config-file "$d/daemon.json" --data-root "$d/data" --exec-root "$d/exec" \
+	# (nsenter execs dockerd: $! is dockerd's pid)
+	nsenter --net="$d/netns" env "${DOCKER_ENV[@]}" "$DOCKERD_BIN" --config-file "$d/daemon.json" --data-root "$d/data" --exec-root "$d/exec" \
 		--pidfile "$d/dockerd.pid" -H "$DOCKER_HOST" \
 		>>"$d/dockerd.log" 2>&1 &
 	DOCKERD_PID=$!
@@ -193,8 +208,13 @@ docker_host_restore() {
 # docker_mark: remember the rules and links of the idle daemon (no
 # containers); docker_leftovers reports against it.
 docker_mark() {
-	DOCKER_MARK_RULES=$(_docker_our_rules)
-	DOCKER_MARK_LINKS=$(_docker_links)
+	DOCKER_MARK_RULES=$(_docker_net_rules)
+	DOCKER_MARK_LINKS=$(in_docker_net ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | sort)
+}
+# every rule in dockerd's network namespace (all of them are its own)
+_docker_net_rules() {
+	local t
+	for t in filter nat; do in_docker_net iptables -t $t -S 2>/dev/null | sed "s/^/iptables -t $t /"; done | sort
 }
 _docker_our_rules() {
 	local t rule before
@@ -221,8 +241,9 @@ docker_leftovers() {
 		grep -qaF -- "containerd-shim" "$p/cmdline" 2>/dev/null && grep -qaF -- "$d/exec" "$p/cmdline" 2>/dev/null &&
 			echo "shim ${p#/proc/}"
 	done
-	comm -13 <(printf "%s\n" "$DOCKER_MARK_RULES" | sort) <(_docker_our_rules | sort)
-	comm -13 <(printf '%s\n' "$DOCKER_MARK_LINKS") <(_docker_links) | sed 's/^/link /'
+	comm -13 <(printf "%s\n" "$DOCKER_MARK_RULES") <(_docker_net_rules)
+	comm -13 <(printf '%s\n' "$DOCKER_MARK_LINKS") \
+		<(in_docker_net ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | sort) | sed 's/^/link /'
 }
 
 # docker_wait_clean [SECONDS]: docker_leftovers once it is empty or the time
@@ -241,7 +262,7 @@ docker_wait_clean() {
 # ours differs from the snapshot taken before dockerd started (empty = none).
 docker_host_changes() {
 	_docker_our_rules
-	comm -13 <(printf '%s\n' "$DOCKER_LINKS") <(_docker_links) | sed 's/^/link /'
+	comm -13 <(printf '%s\n' "$DOCKER_LINKS") <(_docker_links) | grep -E "^($DOCKER_BRIDGE|br-)" | sed 's/^/link /'
 	[ "$(cat /proc/sys/net/ipv4/ip_forward)" = "$DOCKER_IPFWD" ] || echo "ip_forward changed"
 	[ "$(iptables -S FORWARD | awk '$1 == "-P" {print $3}')" = "$DOCKER_FWD_POLICY" ] || echo "FORWARD policy changed"
 	awk -v d="$DOCKER_DIR/" 'index($5, d) == 1 {print "mount " $5}' /proc/self/mountinfo
