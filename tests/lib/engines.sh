@@ -204,9 +204,6 @@ engines_containerd_stop() {
 
 # Remember iptables chains, ip_forward and links now; at exit remove chains and
 # links that appeared and restore ip_forward (the bridge plugin, netavark).
-# A private dockerd's (tests/lib/docker.sh: DOCKER* chains, nshd* and br-* bridges)
-# are its own to clean: another test running at the same time must not pull
-# them from under it.
 engines_iptables_snapshot() {
 	local t
 	ENGINES_IPFWD=$(cat /proc/sys/net/ipv4/ip_forward)
@@ -220,7 +217,7 @@ engines_iptables_restore() {
 	local t c rule new l
 	for t in filter nat mangle; do
 		eval "local before=\$ENGINES_CHAINS_$t"
-		new=$(comm -13 <(printf '%s\n' "$before") <(iptables -t $t -S 2>/dev/null | awk '$1 == "-N" && $2 !~ /^DOCKER/ {print $2}' | sort))
+		new=$(comm -13 <(printf '%s\n' "$before") <(iptables -t $t -S 2>/dev/null | awk '$1 == "-N" {print $2}' | sort))
 		[ -n "$new" ] || continue
 		# drop every rule that jumps to a new chain, then the chains
 		for c in $new; do
@@ -231,7 +228,7 @@ engines_iptables_restore() {
 		for c in $new; do iptables -t $t -F "$c" 2>/dev/null; done
 		for c in $new; do iptables -t $t -X "$c" 2>/dev/null; done
 	done
-	for l in $(comm -13 <(printf '%s\n' "$ENGINES_LINKS") <(ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | grep -Ev '^(nshd|br-)' | sort)); do
+	for l in $(comm -13 <(printf '%s\n' "$ENGINES_LINKS") <(ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | sort)); do
 		ip link del "$l" 2>/dev/null
 	done
 	echo "$ENGINES_IPFWD" >/proc/sys/net/ipv4/ip_forward
