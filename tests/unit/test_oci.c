@@ -10,7 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -199,6 +202,38 @@ static void test_network_entry(void **state)
 		 "{\"namespaces\": [{\"type\": \"network\", \"path\": \"/proc/self/ns/net\"}]}}",
 		 ann);
 	expect_refused(buf, "Instead: under Kubernetes, a hostNetwork pod cannot be sized");
+
+	/* another process's netns (--network container:X, a pod): what it is,
+	 * its sizes, podman's advice */
+	int ready[2];
+	assert_int_equal(pipe(ready), 0);
+	pid_t child = fork();
+	if (child == 0) {
+		char ok = unshare(CLONE_NEWNET) == 0;
+		if (write(ready[1], &ok, 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	char ok = 0;
+	assert_int_equal(read(ready[0], &ok, 1), 1);
+	close(ready[0]);
+	close(ready[1]);
+	snprintf(buf, sizeof(buf),
+		 "{\"annotations\": {" PODMAN_ANN "%s}, \"linux\": {\"namespaces\": [{\"type\": \"network\", "
+		 "\"path\": \"/proc/%d/ns/net\"}]}}",
+		 ann, (int)child);
+	char want[160];
+	snprintf(want, sizeof(want), "the container would join the network namespace of process %d", (int)child);
+	if (ok) {
+		expect_refused(buf, want);
+		expect_refused(buf, "; it uses the shared global tables (tcp=");
+		expect_refused(buf, "Instead: with podman, give the container (or the pod's infra container) whose "
+				    "network this one joins the same io.nshash.* annotations");
+	}
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	assert_true(ok);
 }
 
 /* The wrapper's --nshash-tcp/--nshash-udp: consumed, strictly parsed. */
