@@ -2,6 +2,7 @@
 /* nshash: create, inspect and clean up network namespaces with their own
  * TCP/UDP hash tables.  A thin shell over libnshash: argv, output, exit
  * codes. */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
@@ -14,6 +15,7 @@
 
 #include "nshash.h"
 #include "stats.h"
+#include "common.h"
 
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
@@ -51,8 +53,8 @@ static const char usage_text[] =
     "\n"
     "Options:\n"
     "  -j, --json     machine-readable output on stdout (before or after the command)\n"
-    "  --state-dir DIR  templates, lock and container pins (default " NSHASH_DEFAULT_STATE_DIR ",\n"
-    "                 or $NSHASH_STATE_DIR)\n"
+    "  --state-dir DIR  templates, lock and container pins (default " NSHASH_DEFAULT_STATE_DIR " for root,\n"
+    "                 $XDG_RUNTIME_DIR/nshash otherwise, or $NSHASH_STATE_DIR)\n"
     "  -h, --help     this text, or after a command that command's;  --version  the version\n"
     "\n"
     "Exit status: 0 success, 1 failure (kernel, privileges, system, already exists),\n"
@@ -443,6 +445,24 @@ static void size_cell(const struct nshash_entry *e, bool udp, char *buf, size_t 
 		snprintf(buf, len, "n/a");
 }
 
+/* list shows what the caller may read; say what it could not. */
+static void note_unreadable(const char *state_dir)
+{
+	char dirs[3][4200];
+	const char *sd = state_dir && *state_dir ? state_dir : NSHASH_DEFAULT_STATE_DIR;
+	snprintf(dirs[0], sizeof(dirs[0]), "%s", NSHASH_NETNS_RUN_DIR);
+	snprintf(dirs[1], sizeof(dirs[1]), "%s/templates", sd);
+	snprintf(dirs[2], sizeof(dirs[2]), "%s/pins", sd);
+	for (int i = 0; i < 3; i++) {
+		DIR *d = opendir(dirs[i]);
+		if (d)
+			closedir(d);
+		else if (errno == EACCES || errno == EPERM)
+			fail(0, "%s: %s: not listed (run as root, or --state-dir for a state dir of your own)", dirs[i],
+			     strerror(errno));
+	}
+}
+
 static int cmd_list(struct cli *c, int argc, char **argv)
 {
 	(void)argv;
@@ -456,11 +476,15 @@ static int cmd_list(struct cli *c, int argc, char **argv)
 	if (c->json) {
 		json_object *a = json_object_new_array();
 		for (size_t i = 0; i < n; i++) {
-			json_object *o = v[i].pinned ? info_json(&v[i].info) : json_object_new_object();
+			json_object *o =
+			    v[i].pinned && !v[i].unknown ? info_json(&v[i].info) : json_object_new_object();
 			json_object_object_add(o, "path", json_object_new_string(v[i].path));
 			json_object_object_add(o, "name", json_object_new_string(v[i].name));
 			json_object_object_add(o, "kind", json_object_new_string(kind_name(v[i].kind)));
 			json_object_object_add(o, "pinned", json_object_new_boolean(v[i].pinned));
+			if (v[i].unknown)
+				json_object_object_add(o, "inspect_error",
+						       json_object_new_string(strerror(v[i].unknown)));
 			if (v[i].kind == NSHASH_ENTRY_TEMPLATE) {
 				json_object_object_add(o, "damaged", json_object_new_boolean(v[i].damaged));
 				json_object_object_add(o, "last_used", json_object_new_int64(v[i].last_used));
@@ -475,9 +499,13 @@ static int cmd_list(struct cli *c, int argc, char **argv)
 			char t[24], u[24];
 			size_cell(&v[i], false, t, sizeof(t));
 			size_cell(&v[i], true, u, sizeof(u));
-			printf("%-10s %-14s %-14s %s%s%s\n", kind_name(v[i].kind), t, u, v[i].path,
-			       v[i].pinned ? "" : " (not mounted: stale)",
-			       v[i].damaged && v[i].pinned ? " (damaged)" : "");
+			if (v[i].unknown)
+				printf("%-10s %-14s %-14s %s (cannot inspect: %s)\n", kind_name(v[i].kind), "?", "?",
+				       v[i].path, strerror(v[i].unknown));
+			else
+				printf("%-10s %-14s %-14s %s%s%s\n", kind_name(v[i].kind), t, u, v[i].path,
+				       v[i].pinned ? "" : " (not mounted: stale)",
+				       v[i].damaged && v[i].pinned ? " (damaged)" : "");
 		}
 		struct nshash_table_usage usage;
 		/* Without the right to the state dir (not root), no footer. */
@@ -489,6 +517,7 @@ static int cmd_list(struct cli *c, int argc, char **argv)
 		}
 	}
 	nshash_list_free(v, n);
+	note_unreadable(c->state_dir);
 	return EXIT_OK;
 }
 
@@ -676,7 +705,8 @@ static int cmd_check(struct cli *c, int argc, char **argv)
 	bool privileged = p.cap_sys_admin && p.cap_net_admin;
 	if (!privileged)
 		snprintf(problems[np++], sizeof(problems[0]),
-			 "you lack %s%s%s: run as root (or, without root, in `unshare -Urmn` with --strategy nested)",
+			 "you lack %s%s%s: run as root, or inside a user namespace with a network and mount "
+			 "namespace of its own (unshare -Urmn) with --state-dir in a directory you own",
 			 p.cap_sys_admin ? "" : "CAP_SYS_ADMIN", !p.cap_sys_admin && !p.cap_net_admin ? " and " : "",
 			 p.cap_net_admin ? "" : "CAP_NET_ADMIN");
 	/* Writable, or creatable: its nearest existing ancestor is writable. */
@@ -692,8 +722,10 @@ static int cmd_check(struct cli *c, int argc, char **argv)
 		*slash = '\0';
 	}
 	if (!state_ok)
-		snprintf(problems[np++], sizeof(problems[0]), "state dir %s is not writable%s", state_dir,
-			 privileged ? "" : " (run as root)");
+		snprintf(problems[np++], sizeof(problems[0]),
+			 "state dir %s is not writable for you: use --state-dir (or NSHASH_STATE_DIR) with a directory "
+			 "you own, or run as root",
+			 state_dir);
 	bool host_ok = host_problems == 0;
 	bool tcp_known = p.has_tcp_knob && p.global_tcp > 0, udp_known = p.has_udp_knob && p.global_udp > 0;
 	bool host_set = p.caller_tcp_child > 0 || p.caller_udp_child > 0;
@@ -712,6 +744,8 @@ static int cmd_check(struct cli *c, int argc, char **argv)
 		json_object_object_add(o, "state_dir_writable", json_object_new_boolean(state_ok));
 		json_object_object_add(o, "host_supported", json_object_new_boolean(host_ok));
 		json_object_object_add(o, "privileged", json_object_new_boolean(privileged));
+		json_object_object_add(o, "host_ok", json_object_new_boolean(host_ok));
+		json_object_object_add(o, "caller_ok", json_object_new_boolean(np == host_problems));
 		json_object *a = json_object_new_array();
 		for (int i = 0; i < np; i++)
 			json_object_array_add(a, json_object_new_string(problems[i]));
@@ -746,7 +780,7 @@ static int cmd_check(struct cli *c, int argc, char **argv)
 		if (!host_ok)
 			printf("result: this host cannot use nshash\n");
 		else if (np)
-			printf("result: this host supports nshash, but not as you run it now\n");
+			printf("result: this host supports nshash, but you cannot use it as you are (see below)\n");
 		else
 			printf("result: ok\n");
 	}
@@ -956,7 +990,12 @@ static int run(int argc, char **argv, char **pos)
 {
 	struct cli c = {.max_idle = 3600, .stale_age = 60};
 	struct parse p = {.pos = pos};
+	char default_state[1024];
 	c.state_dir = getenv("NSHASH_STATE_DIR");
+	if (!c.state_dir || !*c.state_dir) {
+		nsh_default_state_dir(default_state, sizeof(default_state));
+		c.state_dir = default_state;
+	}
 	int r = parse_args(&p, &c, argc, argv);
 	if (r != CONTINUE)
 		return r;

@@ -138,5 +138,11 @@ int nsh_caps_keep(const int *keep, size_t n, struct nshash_error *err);
  * component, no control character, shorter than PATH_MAX), else why not
  * ("is not an absolute path", "contains \"..\"", ...). */
 const char *nsh_path_unclean(const char *path);
+/* The state dir when none is configured: /run/nshash for root of the
+ * initial user namespace; otherwise (a user, or root of a user namespace
+ * such as rootless podman's hooks) $XDG_RUNTIME_DIR/nshash, else
+ * /run/user/UID/nshash with UID the caller's uid outside any user
+ * namespace. */
+void nsh_default_state_dir(char *out, size_t len);
 
 #endif

@@ -25,7 +25,7 @@ void nshash_policy_defaults(struct nshash_policy *policy)
 	policy->syslog = true; /* podman shows a hook's stderr nowhere but "exit status 1" */
 	policy->stale_age = NSHASH_POLICY_DEFAULT_STALE_AGE;
 	policy->reclaim_interval = NSHASH_RECLAIM_INTERVAL;
-	snprintf(policy->state_dir, sizeof(policy->state_dir), "%s", NSHASH_DEFAULT_STATE_DIR);
+	nsh_default_state_dir(policy->state_dir, sizeof(policy->state_dir));
 	snprintf(policy->source, sizeof(policy->source), "defaults");
 }
 

@@ -159,9 +159,23 @@ void nsh_pin_unclaim(const char *path, int fd);
 /* pin.c: bind-mount the netns behind nsfd onto the file open as targetfd
  * (never re-resolving a path); -errno. */
 int nsh_bind_fd(int nsfd, int targetfd);
+/* pin.c: what to do about a failed mount (errno e), "" when nothing to say:
+ * a bind mount needs CAP_SYS_ADMIN over the mount namespace (a user
+ * namespace needs a mount namespace of its own), a root-owned directory
+ * needs root. */
+const char *nsh_mount_hint(int e);
 
 /* probe.c: "kernel R has no net.ipv4.X (needs Linux V)", EOPNOTSUPP. */
 int nsh_knob_missing(enum nshash_proto proto, const char *release, struct nshash_error *err);
+
+/* child.c: 0 when the calling thread may setns back into `home` (it is
+ * there already: the call changes nothing), else -errno. */
+int nsh_can_return(int home);
+/* Run fn in a forked child and hand back its result, error, info and (when
+ * `fd` is not NULL) the netns fd it produced.  For callers that cannot come
+ * back from a netns they would enter (nsh_can_return fails). */
+typedef int (*nsh_child_fn)(const void *arg, int *fd, struct nshash_netns_info *info, struct nshash_error *err);
+int nsh_in_child(nsh_child_fn fn, const void *arg, int *fd, struct nshash_netns_info *info, struct nshash_error *err);
 
 /* link.c */
 int nsh_loopback_up(struct nshash_error *err);

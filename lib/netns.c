@@ -313,6 +313,17 @@ static int new_nested(const struct nshash_create_opts *opts, int home, int *nsfd
 	return leave_child(home, r, nsfd, err);
 }
 
+/* In a helper process that need not come back: a throwaway parent, then
+ * the sized child. */
+static int nested_here(const void *arg, int *nsfd, struct nshash_netns_info *info, struct nshash_error *err)
+{
+	const struct nshash_create_opts *opts = arg;
+	int r = unshare_net("throwaway parent", err);
+	if (r == 0)
+		r = set_child_knobs(nshash_sizes_effective(opts->sizes), err);
+	return r < 0 ? r : spawn_child(opts, nsfd, info, err);
+}
+
 /* Both protocols on the shared tables, and the caller's knobs give children
  * exactly that (the host's normally do): a plain child of the caller's own
  * netns, verified like any other; no parent, no template for "0/0". */
@@ -336,23 +347,24 @@ static int netns_make(const struct nshash_create_opts *opts, int *nsfd, struct n
 		return r;
 	/* Prove we may come back before leaving: setns needs CAP_SYS_ADMIN over
 	 * the user namespace owning the caller's netns, which a process in
-	 * `unshare -Ur` (without -n) lacks for the host's netns. */
-	if (setns(home, CLONE_NEWNET) < 0) {
-		int e = errno;
-		struct nshash_probe p;
-		if (e == EPERM && nshash_probe(&p, NULL) == 0 && !p.cap_sys_admin)
-			return nshash_error_set(err, e,
-						"enter network namespaces: %s (needs CAP_SYS_ADMIN and "
-						"CAP_NET_ADMIN; run as root)",
-						strerror(e));
-		return nshash_error_set(err, e,
-					"cannot re-enter the caller's own network namespace: %s (it belongs to a user "
-					"namespace where the caller lacks CAP_SYS_ADMIN; inside a user namespace, also "
-					"unshare the network namespace, e.g. unshare -Urn)",
-					strerror(e));
-	}
+	 * `unshare -Ur` (without -n) lacks for the host's netns.  With
+	 * CAP_SYS_ADMIN in its own user namespace it can still make netns
+	 * owned by that one: a helper process does it (nested, no state). */
 	struct nshash_sizes eff = nshash_sizes_effective(opts->sizes);
-	if (!eff.tcp && !eff.udp && child_knobs_are(eff) == 1)
+	r = nsh_can_return(home);
+	if (r < 0) {
+		struct nshash_probe p;
+		if (r == -EPERM && nshash_probe(&p, NULL) == 0 && !p.cap_sys_admin)
+			return nshash_error_set(
+			    err, -r,
+			    "enter network namespaces: %s (needs CAP_SYS_ADMIN and "
+			    "CAP_NET_ADMIN; run as root, or inside a user namespace: unshare -Urmn)",
+			    strerror(-r));
+		if (r != -EPERM)
+			return nshash_error_set(err, -r, "cannot re-enter the caller's own network namespace: %s",
+						strerror(-r));
+		r = nsh_in_child(nested_here, opts, nsfd, info, err);
+	} else if (!eff.tcp && !eff.udp && child_knobs_are(eff) == 1)
 		r = new_plain(opts, home, nsfd, info, err);
 	else if (opts->strategy == NSHASH_STRATEGY_NESTED)
 		r = new_nested(opts, home, nsfd, info, err);
@@ -444,7 +456,7 @@ int nshash_netns_create(const struct nshash_create_opts *opts, const char *pin_p
 		nsh_ledger_cancel(nsh_state_dir(opts->state_dir), &ticket);
 		nsh_pin_unclaim(pin_path, claimfd);
 		return nshash_error_set(err, r, "create netns %s: bind mount: %s%s", pin_path, strerror(-r),
-					r == -ENOENT ? " (the pin file was replaced meanwhile)" : "");
+					r == -ENOENT ? " (the pin file was replaced meanwhile)" : nsh_mount_hint(-r));
 	}
 	return 0;
 }

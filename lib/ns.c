@@ -125,7 +125,11 @@ int nsh_netns_open_current(int *fd, struct nshash_error *err)
 int nsh_netns_enter(int nsfd, const char *what, struct nshash_error *err)
 {
 	if (setns(nsfd, CLONE_NEWNET) < 0)
-		return nshash_error_set(err, errno, "enter network namespace %s: %s", what, strerror(errno));
+		return nshash_error_set(err, errno, "enter network namespace %s: %s%s", what, strerror(errno),
+					errno == EPERM
+					    ? " (needs CAP_SYS_ADMIN over the user namespace that owns it: run "
+					      "as root, or use a netns your own user namespace made)"
+					    : "");
 	return 0;
 }
 
@@ -177,6 +181,13 @@ struct nshash_sizes nshash_info_sizes(const struct nshash_netns_info *info)
 				     info->udp_entries > 0 ? (uint32_t)info->udp_entries : 0};
 }
 
+static int inspect_here(const void *arg, int *fd, struct nshash_netns_info *info, struct nshash_error *err)
+{
+	(void)fd;
+	int r = nsh_netns_enter(*(const int *)arg, "to inspect it", err);
+	return r < 0 ? r : nsh_read_info_here(info, true, err);
+}
+
 int nshash_inspect_fd(int nsfd, struct nshash_netns_info *info, struct nshash_error *err)
 {
 	if (!nsh_fd_is_netns(nsfd))
@@ -185,6 +196,8 @@ int nshash_inspect_fd(int nsfd, struct nshash_netns_info *info, struct nshash_er
 	int r = nsh_netns_open_current(&home, err);
 	if (r < 0)
 		return r;
+	if (nsh_can_return(home) == -EPERM) /* in a user namespace: see child.c */
+		return nsh_in_child(inspect_here, &nsfd, NULL, info, err);
 	r = nsh_netns_enter(nsfd, "to inspect it", err);
 	if (r < 0)
 		return r;

@@ -304,7 +304,9 @@ struct nshash_entry {
 	enum nshash_entry_kind kind;
 	bool pinned;		       /* a mounted nsfs pin (else a stale file) */
 	bool damaged;		       /* template whose knobs or pin are wrong */
-	struct nshash_netns_info info; /* valid when pinned */
+	int unknown;		       /* errno when it could not be looked at (not ours to
+					* judge: EACCES, EPERM as non-root); 0 = known */
+	struct nshash_netns_info info; /* valid when pinned and not unknown */
 	int64_t last_used;	       /* templates: unix time of last use, else 0 */
 };
 

@@ -86,7 +86,8 @@ int nshash_pin_dir_prepare(const char *dir, struct nshash_error *err)
 	if (mount("", dir, "none", MS_SHARED | MS_REC, NULL) == 0)
 		return 0;
 	if (errno != EINVAL)
-		return nshash_error_set(err, errno, "make %s a shared mount: %s", dir, strerror(errno));
+		return nshash_error_set(err, errno, "make %s a shared mount: %s%s", dir, strerror(errno),
+					nsh_mount_hint(errno));
 	cleanup_close int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return nshash_error_set(err, errno, "open %s: %s", dir, strerror(errno));
@@ -96,10 +97,23 @@ int nshash_pin_dir_prepare(const char *dir, struct nshash_error *err)
 	if (mount("", dir, "none", MS_SHARED | MS_REC, NULL) == 0)
 		return 0;
 	if (mount(dir, dir, "none", MS_BIND | MS_REC, NULL) < 0)
-		return nshash_error_set(err, errno, "bind %s onto itself: %s", dir, strerror(errno));
+		return nshash_error_set(err, errno, "bind %s onto itself: %s%s", dir, strerror(errno),
+					nsh_mount_hint(errno));
 	if (mount("", dir, "none", MS_SHARED | MS_REC, NULL) < 0)
-		return nshash_error_set(err, errno, "make %s a shared mount: %s", dir, strerror(errno));
+		return nshash_error_set(err, errno, "make %s a shared mount: %s%s", dir, strerror(errno),
+					nsh_mount_hint(errno));
 	return 0;
+}
+
+const char *nsh_mount_hint(int e)
+{
+	if (e == EPERM)
+		return " (pins are bind mounts and need CAP_SYS_ADMIN over the mount namespace: run as root, or inside "
+		       "a user namespace give it a mount namespace of its own, e.g. unshare -Urmn, not unshare -Urn)";
+	if (e == EACCES)
+		return " (the directory belongs to someone else: give a path in a directory you own, e.g. under "
+		       "$XDG_RUNTIME_DIR, or run as root)";
+	return "";
 }
 
 int nsh_bind_fd(int nsfd, int targetfd)
@@ -119,7 +133,7 @@ int nsh_pin_claim(const char *path, const char *what, int *fd, struct nshash_err
 	if (*fd < 0) {
 		if (errno == EEXIST)
 			return nshash_error_set(err, EEXIST, "%s %s: already exists", what, path);
-		return nshash_error_set(err, errno, "%s %s: %s", what, path, strerror(errno));
+		return nshash_error_set(err, errno, "%s %s: %s%s", what, path, strerror(errno), nsh_mount_hint(errno));
 	}
 	return 0;
 }
@@ -141,7 +155,8 @@ int nshash_pin_fd(int nsfd, const char *path, struct nshash_error *err)
 	r = nsh_bind_fd(nsfd, fd);
 	if (r < 0) {
 		nsh_pin_unclaim(path, fd);
-		return nshash_error_set(err, r, "bind network namespace onto %s: %s", path, strerror(-r));
+		return nshash_error_set(err, r, "bind network namespace onto %s: %s%s", path, strerror(-r),
+					nsh_mount_hint(-r));
 	}
 	return 0;
 }
@@ -185,7 +200,8 @@ int nshash_pin_remove(const char *path, struct nshash_error *err)
 		while (umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
 			;
 		if (errno != EINVAL && errno != ENOENT)
-			return nshash_error_set(err, errno, "unmount pin %s: %s", path, strerror(errno));
+			return nshash_error_set(err, errno, "unmount pin %s: %s%s", path, strerror(errno),
+						nsh_mount_hint(errno));
 	} else {
 		struct stat parent;
 		char dir[PATH_MAX];

@@ -5,8 +5,10 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 
 #include "internal.h"
@@ -74,7 +76,11 @@ int nsh_lock_state(const char *state_dir, int *lockfd, struct nshash_error *err)
 	snprintf(path, sizeof(path), "%s/lock", state_dir);
 	*lockfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (*lockfd < 0)
-		return nshash_error_set(err, errno, "open lock %s: %s", path, strerror(errno));
+		return nshash_error_set(err, errno, "open lock %s: %s%s", path, strerror(errno),
+					errno == EACCES
+					    ? " (the template strategy keeps state there: use --state-dir "
+					      "with a directory you own, or --strategy nested, which keeps none)"
+					    : "");
 	if (flock(*lockfd, LOCK_EX) < 0) {
 		int e = errno;
 		close(*lockfd);
@@ -113,11 +119,32 @@ struct entry_list {
 	size_t n, cap;
 };
 
+/* Pinned or not, and what it has.  What cannot be looked at (a non-root
+ * caller, a netns of an outer user namespace) is `unknown`, never taken
+ * for a stale file or a damaged template. */
+static void look_at(struct nshash_entry *e)
+{
+	struct nshash_error ierr = {0};
+	int r = nshash_pin_is_netns(e->path, &ierr);
+	if (r < 0) {
+		/* cannot open it: statfs still tells a mount from a file */
+		struct statfs sfs;
+		e->unknown = -r;
+		e->pinned = statfs(e->path, &sfs) == 0 && sfs.f_type == NSFS_MAGIC;
+		return;
+	}
+	e->pinned = r == 1;
+	if (e->pinned && nshash_inspect_path(e->path, &e->info, &ierr) < 0)
+		e->unknown = ierr.errnum ? ierr.errnum : EIO;
+}
+
 static int scan_dir(const char *dir, enum nshash_entry_kind kind, struct entry_list *l, struct nshash_error *err)
 {
 	DIR *d = opendir(dir);
 	if (!d) {
-		if (errno == ENOENT)
+		/* a directory the caller may not read (non-root): nothing of it
+		 * is listed, which is not an error; the CLI says so */
+		if (errno == ENOENT || errno == EACCES || errno == EPERM)
 			return 0;
 		return nshash_error_set(err, errno, "list %s: %s", dir, strerror(errno));
 	}
@@ -149,10 +176,8 @@ static int scan_dir(const char *dir, enum nshash_entry_kind kind, struct entry_l
 		}
 		e->name = e->path + strlen(dir) + 1;
 		e->kind = kind;
-		e->pinned = nshash_pin_is_netns(e->path, NULL) == 1;
-		if (e->pinned && nshash_inspect_path(e->path, &e->info, NULL) < 0)
-			e->pinned = false;
-		if (kind == NSHASH_ENTRY_TEMPLATE) {
+		look_at(e);
+		if (kind == NSHASH_ENTRY_TEMPLATE && !e->unknown) {
 			struct nshash_sizes eff;
 			e->damaged = !e->pinned || !template_name_parse(e->name, &eff) ||
 				     e->info.tcp_child != (long)eff.tcp ||
@@ -219,7 +244,9 @@ static int gc_entries(const struct nshash_gc_opts *opts, struct nshash_entry *v,
 	for (size_t i = 0; i < n; i++) {
 		struct nshash_entry *e = &v[i];
 		bool remove = false, stale = false;
-		if (!e->pinned) {
+		if (e->unknown) {
+			continue; /* what cannot be inspected is not ours to remove */
+		} else if (!e->pinned) {
 			/* An unmounted pin file: a creator died between claiming the
 			 * name and binding, or an old mount vanished.  Leave young
 			 * ones alone: a creator may be working on them right now. */

@@ -36,6 +36,9 @@ struct nshash_oci_opts {
 	const char *pin_name;	 /* NULL = a random unique name */
 	const char *hook_path;	 /* wrapper: absolute path of nshash-hook */
 	const char *policy_path; /* wrapper: passed to the added hooks; NULL = none */
+	/* wrapper: sizes from --nshash-tcp/--nshash-udp, used when the config
+	 * has no io.nshash.tcp/udp annotation; NULL = none */
+	const struct nshash_sizes *defaults;
 };
 enum nshash_oci_action {
 	NSHASH_OCI_UNTOUCHED = 0, /* no nshash annotations: output = input */
@@ -50,6 +53,7 @@ struct nshash_oci_result {
 	char pin_path[4096];	       /* SIZED/ALREADY */
 	char warning[1024];	       /* WARNED: why */
 	char hostname[256];	       /* the config's hostname (podman: the short id), for logs */
+	bool from_defaults;	       /* the request is opts->defaults, not annotations */
 };
 /* The one config transform shared by the hook and the wrapper.  On success
  * *out is a malloc'd config (a copy of the input when nothing changed) and,
@@ -114,6 +118,19 @@ struct nshash_runtime_args {
 	bool detach;		/* run --detach / -d */
 };
 int nshash_runtime_args_parse(int argc, char *const argv[], struct nshash_runtime_args *args, struct nshash_error *err);
+/* The wrapper's own options among the global ones before the command:
+ * --nshash-tcp=N, --nshash-udp=N (or "--nshash-tcp N").  They are removed
+ * from argv (*argc updated, argv[*argc] = NULL) and never reach the runtime;
+ * on error argv is left as it was.  Sizes follow the annotations' rules; a
+ * protocol not given is 0.  Unknown --nshash-* options, single-dash forms, a
+ * repeated option, a bad value and (for create/run) one after the command
+ * are errors naming the option. */
+struct nshash_runtime_defaults {
+	bool present; /* --nshash-tcp or --nshash-udp given */
+	struct nshash_sizes sizes;
+};
+int nshash_runtime_own_options(int *argc, char **argv, struct nshash_runtime_defaults *defaults,
+			       struct nshash_error *err);
 /* Find the real runtime: the policy's `runtime` (absolute, or a name
  * searched in PATH and the usual sbin/bin dirs), else runc, else crun;
  * never `self` (realpath). */
@@ -125,6 +142,13 @@ int nshash_runtime_find(const struct nshash_policy *policy, const char *self, ch
 int nsh_oci_request_from_annotations(struct json_object *ann, struct nshash_oci_request *req, struct nshash_error *err);
 /* transform.c: the config's linux.namespaces entry of type network, or NULL. */
 struct json_object *nsh_oci_network_entry(struct json_object *doc);
+/* refusal.c: why the netns at `path` cannot be used (what it is, what it
+ * has, or, `info` NULL, why inspecting it failed: `ierr`) and what to do,
+ * in the terms of the engine that wrote `doc`, into out. */
+void nsh_oci_explain_existing(struct json_object *doc, const char *path, const struct nshash_netns_info *info,
+			      const struct nshash_error *ierr, char *out, size_t n);
+/* refusal.c: the error for a config without a network namespace entry. */
+int nsh_oci_refuse_no_entry(struct json_object *doc, struct nshash_sizes req, struct nshash_error *err);
 /* pins.c: "oci-" + 16 random hex digits, for the precreate hook. */
 int nsh_oci_random_pin_name(char *out, size_t outlen, struct nshash_error *err);
 

@@ -2,6 +2,7 @@
 /* The wrapper's argv, parsed with runc's conventions. */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "oci.h"
@@ -37,10 +38,10 @@ static bool opt_in(const char *arg, const char *const *names, const char **inlin
 /* Global options before the subcommand (runc's: --root is kept, the
  * others' values skipped).  The index of the subcommand (argc = none), or
  * -errno. */
+static const char *const global_val[] = {"root", "log", "log-format", "criu", "rootless", "cgroup-manager", NULL};
+
 static int parse_global(int argc, char *const argv[], struct nshash_runtime_args *a, struct nshash_error *err)
 {
-	static const char *const global_val[] = {"root",	   "log", "log-format", "criu", "rootless",
-						 "cgroup-manager", NULL};
 	const char *v;
 	int i;
 
@@ -117,4 +118,94 @@ int nshash_runtime_args_parse(int argc, char *const argv[], struct nshash_runtim
 	a->subcommand_index = i;
 	a->subcommand = argv[i];
 	return parse_subcommand(argc, argv, i, a, err);
+}
+
+#define OWN_PREFIX "--nshash-"
+#define OWN_USAGE  "nshash-runtime [--nshash-tcp=N] [--nshash-udp=N] [runtime options] COMMAND ..."
+
+/* One --nshash-NAME[=V] at argv[*i] (V may be the next word). */
+static int own_option(int argc, char **argv, int *i, struct nshash_runtime_defaults *d, bool seen[2],
+		      struct nshash_error *err)
+{
+	static const char *const names[2] = {"tcp", "udp"};
+	const char *arg = argv[*i], *name = arg + strlen(OWN_PREFIX), *eq = strchr(name, '='), *val;
+	size_t n = eq ? (size_t)(eq - name) : strlen(name);
+	int p;
+
+	for (p = 0; p < 2; p++)
+		if (n == strlen(names[p]) && !strncmp(name, names[p], n))
+			break;
+	if (p == 2)
+		return nshash_error_set(err, EINVAL, "unknown option %.100s (known: --nshash-tcp=N, --nshash-udp=N)",
+					arg);
+	if (seen[p])
+		return nshash_error_set(err, EINVAL, "option --nshash-%s given twice", names[p]);
+	seen[p] = true;
+	if (eq) {
+		val = eq + 1;
+	} else {
+		if (*i + 1 >= argc)
+			return nshash_error_set(err, EINVAL, "option --nshash-%s needs a value (--nshash-%s=N)",
+						names[p], names[p]);
+		val = argv[++*i];
+	}
+	char key[32];
+	snprintf(key, sizeof(key), "--nshash-%s", names[p]);
+	int r = nshash_size_parse(p ? NSHASH_UDP : NSHASH_TCP, key, val, p ? &d->sizes.udp : &d->sizes.tcp, err);
+	if (r < 0)
+		return r;
+	d->present = true;
+	return 0;
+}
+
+/* create/run take options and an id only: one of ours there was meant for
+ * us (other commands, e.g. exec, carry the process's own arguments). */
+static int own_option_misplaced(int argc, char **argv, int sub, struct nshash_error *err)
+{
+	if (sub >= argc || (strcmp(argv[sub], "create") && strcmp(argv[sub], "run")))
+		return 0;
+	for (int k = sub + 1; k < argc && strcmp(argv[k], "--"); k++)
+		if (!strncmp(argv[k] + (argv[k][0] == '-' && argv[k][1] == '-'), OWN_PREFIX + 1,
+			     strlen(OWN_PREFIX) - 1))
+			return nshash_error_set(err, EINVAL,
+						"option %.100s after the command %s: it must come before it (%s)",
+						argv[k], argv[sub], OWN_USAGE);
+	return 0;
+}
+
+int nshash_runtime_own_options(int *argc, char **argv, struct nshash_runtime_defaults *d, struct nshash_error *err)
+{
+	char *keep[*argc + 1];
+	bool seen[2] = {false, false};
+	const char *v;
+	int i, o = 1, r;
+
+	memset(d, 0, sizeof(*d));
+	keep[0] = argv[0];
+	for (i = 1; i < *argc; i++) {
+		const char *arg = argv[i];
+		if (arg[0] != '-' || !strcmp(arg, "-") || !strcmp(arg, "--"))
+			break;
+		if (!strncmp(arg, OWN_PREFIX, strlen(OWN_PREFIX))) {
+			r = own_option(*argc, argv, &i, d, seen, err);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		if (!strncmp(arg, OWN_PREFIX + 1, strlen(OWN_PREFIX) - 1))
+			return nshash_error_set(err, EINVAL, "option %.100s: write it with two dashes (%s)", arg,
+						OWN_USAGE);
+		keep[o++] = argv[i];
+		if (opt_in(arg, global_val, &v) && !v && i + 1 < *argc)
+			keep[o++] = argv[++i];
+	}
+	r = own_option_misplaced(*argc, argv, i, err);
+	if (r < 0)
+		return r;
+	for (; i < *argc; i++)
+		keep[o++] = argv[i];
+	keep[o] = NULL;
+	memcpy(argv, keep, (size_t)(o + 1) * sizeof(*argv));
+	*argc = o;
+	return 0;
 }

@@ -114,7 +114,8 @@ static void hook_location(const struct nshash_policy *policy, const char *self, 
 /* create / run: transform the bundle's config.  Returns -1 to go on and
  * exec the runtime, or the exit status of a `run` it waited for. */
 static int wrap_create(int argc, char **argv, const char *runtime, const char *self, const char *policy_path,
-		       const struct nshash_policy *policy, const struct nshash_runtime_args *args)
+		       const struct nshash_policy *policy, const struct nshash_runtime_args *args,
+		       const struct nshash_runtime_defaults *defaults)
 {
 	struct nshash_error err = {0};
 	struct nshash_oci_result res;
@@ -125,6 +126,7 @@ static int wrap_create(int argc, char **argv, const char *runtime, const char *s
 	    .pin_name = pin,
 	    .hook_path = hook,
 	    .policy_path = policy_path,
+	    .defaults = defaults->present ? &defaults->sizes : NULL,
 	};
 
 	if (!args->id)
@@ -204,8 +206,18 @@ int main(int argc, char **argv)
 	if (n < 0)
 		die(NULL, "readlink /proc/self/exe failed");
 	self[n] = '\0';
-	if (nshash_runtime_args_parse(argc, argv, &args, &err) < 0)
+	struct nshash_runtime_defaults defaults;
+	int own = nshash_runtime_own_options(&argc, argv, &defaults, &err);
+	if (own == 0 && nshash_runtime_args_parse(argc, argv, &args, &err) < 0)
+		own = -1;
+	if (own < 0) {
+		/* still tell the engine why, through the runtime log it reads */
+		struct nshash_error ignored = {0};
+		nshash_runtime_args_parse(argc, argv, &args, &ignored);
+		find_log(argc, argv, args.subcommand_index < 0 ? argc : args.subcommand_index);
+		nshash_log_wrapper_mode(NSHASH_LOG_ERROR, log_path, log_format);
 		die(NULL, err.msg);
+	}
 	find_log(argc, argv, args.subcommand_index < 0 ? argc : args.subcommand_index);
 	nshash_log_wrapper_mode(NSHASH_LOG_ERROR, log_path, log_format);
 	if (nshash_policy_load(policy_path, &policy, &err) < 0)
@@ -222,7 +234,7 @@ int main(int argc, char **argv)
 	if (nsh_reclaim_orphans(policy.state_dir, policy.stale_age, policy.reclaim_interval, msg, sizeof(msg)))
 		nshash_log(NSHASH_LOG_INFO, args.id, "%s", msg);
 	if (args.subcommand && (!strcmp(args.subcommand, "create") || !strcmp(args.subcommand, "run")))
-		status = wrap_create(argc, argv, runtime, self, policy_path, &policy, &args);
+		status = wrap_create(argc, argv, runtime, self, policy_path, &policy, &args, &defaults);
 	else if (args.subcommand && !strcmp(args.subcommand, "delete") && args.id)
 		status = wrap_delete(argc, argv, runtime, &policy, &args);
 	if (status >= 0)

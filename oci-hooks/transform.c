@@ -77,13 +77,6 @@ static int dup_out(const char *text, size_t len, char **out, size_t *out_len, st
 	return 0;
 }
 
-#define PATH_EXISTS_HINT                                                                                               \
-	"it was created (and maybe configured) by the engine before nshash runs, and a netns's "                       \
-	"tables cannot be resized after creation. Instead: use --network none (and set up the "                        \
-	"network yourself), or the nshash CNI plugin placed first in the network's plugin chain, "                     \
-	"or create a sized netns with `nshash create NAME --tcp T --udp U` and run with "                              \
-	"--network ns:/run/netns/NAME"
-
 /* One transform in progress: what parse finds, decide and apply use. */
 struct transform {
 	const struct nshash_oci_opts *opts;
@@ -113,7 +106,15 @@ static int transform_parse(struct transform *t, const char *config, size_t len, 
 	if (json_object_object_get_ex(t->doc, "hostname", &h) && json_object_is_type(h, json_type_string))
 		snprintf(t->res->hostname, sizeof(t->res->hostname), "%s", json_object_get_string(h));
 	json_object_object_get_ex(t->doc, "annotations", &t->ann);
-	return nsh_oci_request_from_annotations(t->ann, &t->res->request, err);
+	r = nsh_oci_request_from_annotations(t->ann, &t->res->request, err);
+	const struct nshash_sizes *d = t->opts->defaults;
+	if (r == 0 && !t->res->request.present && d && (d->tcp || d->udp)) {
+		/* the wrapper's --nshash-tcp/--nshash-udp: annotations win */
+		t->res->request.sizes = *d;
+		t->res->request.present = true;
+		t->res->from_defaults = true;
+	}
+	return r;
 }
 
 /* Decide, for a config carrying io.nshash.pin: already transformed
@@ -154,32 +155,30 @@ static int decide_given_pin(struct transform *t, struct nshash_error *err)
 
 /* Decide, for a config whose netns path exists already: sized before us
  * (`nshash create` + --network ns:, the nshash CNI plugin first in the
- * chain) is fine if it has what was asked for; anything else cannot be
- * resized: an error, or a warning under onFailure warn. */
+ * chain, Docker's --network container:X of a container sized alike) is
+ * fine if it has what was asked for; anything else cannot be resized: an
+ * error, or a warning under onFailure warn, saying what is true
+ * (refusal.c). */
 static int decide_given_path(struct transform *t, struct nshash_error *err)
 {
 	struct nshash_oci_result *res = t->res;
-	struct nshash_error ierr;
+	struct nshash_error ierr = {0};
 	struct nshash_netns_info info;
+	bool inspected = nshash_inspect_path(t->path, &info, &ierr) == 0;
 
-	int ir = nshash_inspect_path(t->path, &info, &ierr);
-	if (ir == 0 && nshash_verify(&info, res->request.sizes, t->path, &ierr) == 0) {
+	if (inspected && nshash_verify(&info, res->request.sizes, t->path, &ierr) == 0) {
 		res->info = info;
 		snprintf(res->pin_path, sizeof(res->pin_path), "%s", t->path);
 		res->action = NSHASH_OCI_ALREADY;
 		return KEEP_CONFIG;
 	}
-	if (ir == -EINVAL) /* not a netns at all: a FIFO, a device, a file (never opened) */
-		snprintf(res->warning, sizeof(res->warning), "%s", ierr.msg);
-	else
-		snprintf(res->warning, sizeof(res->warning), "network namespace %.300s already exists: %s", t->path,
-			 PATH_EXISTS_HINT);
+	nsh_oci_explain_existing(t->doc, t->path, inspected ? &info : NULL, &ierr, res->warning, sizeof(res->warning));
 	if (t->opts->policy->on_failure == NSHASH_ON_FAILURE_WARN) {
 		res->action = NSHASH_OCI_WARNED;
 		return KEEP_CONFIG;
 	}
-	return nshash_error_set(err, EEXIST, "cannot size %s=%u %s=%u: %s", NSHASH_ANNOTATION_TCP,
-				res->request.sizes.tcp, NSHASH_ANNOTATION_UDP, res->request.sizes.udp, res->warning);
+	return nshash_error_set(err, inspected ? EEXIST : ierr.errnum, "cannot size tcp=%u udp=%u: %s",
+				res->request.sizes.tcp, res->request.sizes.udp, res->warning);
 }
 
 /* Decide: KEEP_CONFIG (res->action says why), SIZE_NETNS, or an error. */
@@ -198,15 +197,13 @@ static int transform_decide(struct transform *t, struct nshash_error *err)
 		res->action = NSHASH_OCI_UNTOUCHED;
 		return KEEP_CONFIG;
 	}
-	r = nshash_sizes_cap(res->request.sizes, opts->policy->max, "annotations", err);
+	r = nshash_sizes_cap(res->request.sizes, opts->policy->max,
+			     res->from_defaults ? "nshash-runtime --nshash-tcp/--nshash-udp" : "annotations", err);
 	if (r < 0)
 		return nshash_error_prefix(err, "policy %s", opts->policy->source), r;
 	t->entry = nsh_oci_network_entry(t->doc);
 	if (!t->entry)
-		return nshash_error_set(err, EINVAL,
-					"config has no network namespace entry (host network?): %s/%s need the "
-					"container to have its own network namespace",
-					NSHASH_ANNOTATION_TCP, NSHASH_ANNOTATION_UDP);
+		return nsh_oci_refuse_no_entry(t->doc, res->request.sizes, err);
 	if (json_object_object_get_ex(t->entry, "path", &path_obj) && json_object_is_type(path_obj, json_type_string) &&
 	    json_object_get_string_len(path_obj) > 0)
 		t->path = json_object_get_string(path_obj);
@@ -263,6 +260,20 @@ static int create_pinned(struct transform *t, struct nshash_error *err)
 	return SIZE_NETNS;
 }
 
+/* Sizes from the wrapper's options become the annotations the verify hook
+ * reads, as if the user had asked (0 = not asked: no annotation). */
+static void record_request(struct json_object *ann, struct nshash_sizes sizes)
+{
+	const uint32_t sz[2] = {sizes.tcp, sizes.udp};
+	const char *key[2] = {NSHASH_ANNOTATION_TCP, NSHASH_ANNOTATION_UDP};
+	for (int i = 0; i < 2; i++) {
+		char v[16];
+		snprintf(v, sizeof(v), "%u", sz[i]);
+		if (sz[i])
+			json_object_object_add(ann, key[i], json_object_new_string(v));
+	}
+}
+
 /* Apply: create and pin, point the network entry at the pin, name it in
  * the annotations, and (wrapper) add the verify and cleanup hooks.
  * CONFIG_CHANGED, KEEP_CONFIG (warned) or an error. */
@@ -278,6 +289,8 @@ static int transform_apply(struct transform *t, struct nshash_error *err)
 		json_object_object_add(t->doc, "annotations", t->ann);
 	}
 	json_object_object_add(t->ann, NSHASH_ANNOTATION_PIN, json_object_new_string(t->name));
+	if (t->res->from_defaults)
+		record_request(t->ann, t->res->request.sizes);
 	if (t->opts->mode == NSHASH_OCI_WRAPPER) {
 		r = add_hook(t->doc, "createRuntime", t->opts, err);
 		if (r == 0)

@@ -158,7 +158,7 @@ out=$(asnobody check 2>"$U/err")
 assert_eq 1 "$?" "check as an unprivileged user: exit 1"
 assert_contains "$out" "this host: supports per-netns tables" "check as a user: the host supports it"
 assert_contains "$out" "you: lack the privileges: run as root" "check as a user: you lack privileges"
-assert_contains "$out" "result: this host supports nshash, but not as you run it now" "check as a user: not 'this host cannot'"
+assert_contains "$out" "result: this host supports nshash, but you cannot use it as you are (see below)" "check as a user: not 'this host cannot'"
 assert_contains "$(cat "$U/err")" "you lack CAP_SYS_ADMIN and CAP_NET_ADMIN: run as root" "check as a user: stderr says run as root"
 out=$(asnobody -j check 2>/dev/null)
 assert_eq "true false false" "$(jq -r '"\(.host_supported) \(.privileged) \(.ok)"' <<<"$out")" "check --json as a user: host_supported, not privileged"

@@ -20,13 +20,7 @@ GLOBAL_TCP=$(cat /proc/sys/net/ipv4/tcp_ehash_entries)
 GLOBAL_UDP=$(cat /proc/sys/net/ipv4/udp_hash_entries)
 
 engines_busybox_rootfs "$D/rootfs"
-bundle() { # NAME KEY=VALUE...: a bundle printing what its netns has
-	local b=$D/$1
-	shift
-	mkdir -p "$b"
-	engines_runc_bundle "$b" sh -c "$SHOW" && engines_bundle_annotate "$b" "$@" &&
-		jq --arg r "$D/rootfs" '.root.path = $r' "$b/config.json" >"$b/x" && mv "$b/x" "$b/config.json"
-}
+bundle() { engines_script_bundle "$D/$1" "$D/rootfs" "$SHOW" "${@:2}"; } # NAME KEY=VALUE...
 run_in() { (cd "$D/$1" && nshash-runtime --root "$ROOT" run "$2" 2>>"$D/stderr"); }
 
 # --- runc, sizes asked for, rounding, one protocol only

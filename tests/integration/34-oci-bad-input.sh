@@ -54,7 +54,7 @@ expect_hook "truncated JSON on stdin" 'config: malformed JSON at line 1 column 3
 expect_hook "empty stdin" 'config: malformed JSON: empty input' precreate ''
 expect_hook "size given as a number" 'annotation io.nshash.tcp: expected a string, got int' \
 	precreate "$(cfg '"io.nshash.tcp": 4096')"
-expect_hook "host network" 'config has no network namespace entry (host network?): io.nshash.tcp/io.nshash.udp need the container to have its own network namespace' \
+expect_hook "host network" "cannot size tcp=4096 udp=0: the config has no network namespace entry, so the container shares the host's network namespace (host network), whose tables cannot be resized. Instead: give the container a network namespace of its own" \
 	precreate '{"annotations": {"io.nshash.tcp": "4096"}, "linux": {"namespaces": [{"type": "pid"}]}}'
 
 # ---- the pin annotation is nshash's: escapes refused

@@ -12,9 +12,7 @@
 . "$(dirname "$0")/../lib/engines.sh"
 require_root
 require_kernel_knobs
-command -v containerd >/dev/null && command -v ctr >/dev/null || cannot_run "containerd/ctr missing"
-CRI=(/usr/bin/python3 "$TOP/tests/lib/cri.py")
-/usr/bin/python3 -c 'import grpc' 2>/dev/null || cannot_run "python3-grpcio missing (the CRI client needs it)"
+cni_require_cri
 command -v busybox >/dev/null || cannot_run "busybox (for ping) missing"
 
 D=$(make_state_dir)

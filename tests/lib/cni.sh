@@ -198,13 +198,25 @@ cni_oci_image() {
 	tar -C "$d/layout" -cf "$d/image.tar" .
 }
 
-# cni_containerd_cri_start DIR: a private containerd WITH the CRI plugin,
-# its CNI config in DIR/net.d and plugins in DIR/cni-bin (the machine's
-# /etc/cni/net.d and /opt/cni/bin are not read), netns pins under its own
-# state dir, sandbox image localhost/nshash-pause:latest (imported here).
+# cni_require_cri: containerd, ctr and the gRPC module the CRI client
+# (tests/lib/cri.py) needs, or the test cannot run; sets CRI (the client).
+cni_require_cri() {
+	command -v containerd >/dev/null && command -v ctr >/dev/null || cannot_run "containerd/ctr missing"
+	CRI=(/usr/bin/python3 "$TOP/tests/lib/cri.py")
+	/usr/bin/python3 -c 'import grpc' 2>/dev/null || cannot_run "python3-grpcio missing (the CRI client needs it)"
+}
+
+# cni_containerd_cri_start DIR [RUNTIMES-TOML [VAR=VALUE...]]: a private
+# containerd WITH the CRI plugin, its CNI config in DIR/net.d and plugins in
+# DIR/cni-bin (the machine's /etc/cni/net.d and /opt/cni/bin are not read),
+# netns pins under its own state dir, sandbox image
+# localhost/nshash-pause:latest (imported here).  RUNTIMES-TOML adds runtime
+# handlers (`[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.NAME]`
+# tables); the variables go to containerd, its shims and the runtimes.
 # Exports CRI_SOCK (and CONTAINERD_ADDRESS for ctr -n k8s.io).
 cni_containerd_cri_start() {
-	local d=$1
+	local d=$1 runtimes=${2:-}
+	shift 2 2>/dev/null || shift
 	mkdir -p "$d"/{net.d,cni-bin,image}
 	engines_containerd_start "$d" --cri "$(
 		cat <<-EOF
@@ -222,7 +234,8 @@ cni_containerd_cri_start() {
 			    conf_dir = "$d/net.d"
 			    max_conf_num = 1
 		EOF
-	)" || return 1
+		printf '%s\n' "$runtimes"
+	)" "$@" || return 1
 	export CRI_SOCK=$d/containerd.sock
 	cni_oci_image "$d/image" localhost/nshash-pause:latest /bin/sleep 1000000 &&
 		ctr -n k8s.io images import "$d/image/image.tar" >/dev/null

@@ -4,7 +4,9 @@
 StopPodSandbox, RemovePodSandbox over containerd's gRPC socket, with the
 protobuf messages encoded by hand (field numbers from the CRI runtime.v1 API).
 
-  cri.py SOCKET runp NAME UID NAMESPACE [KEY=VALUE...]   prints the sandbox id
+  cri.py SOCKET runp [--handler=H] NAME UID NAMESPACE [KEY=VALUE...]
+                                                        prints the sandbox id
+                                                        (H: a runtime handler, RuntimeClass)
   cri.py SOCKET stopp ID
   cri.py SOCKET rmp ID
 """
@@ -76,6 +78,9 @@ def main(argv):
     sock, cmd, args = argv[1], argv[2], argv[3:]
     channel = grpc.insecure_channel("unix://" + sock)
     if cmd == "runp":
+        handler = b""
+        if args and args[0].startswith("--handler="):
+            handler = args.pop(0)[len("--handler="):]
         name, uid, namespace = args[:3]
         metadata = field(1, name) + field(2, uid) + field(3, namespace)
         config = field(1, metadata) + field(2, name)
@@ -83,12 +88,13 @@ def main(argv):
             k, _, v = kv.partition("=")
             config += map_entry(7, k, v)          # annotations
         config += field(8, b"")                   # linux: {}
-        reply = call(channel, "RunPodSandbox", field(1, config))
+        request = field(1, config) + (field(2, handler) if handler else b"")  # runtime_handler
+        reply = call(channel, "RunPodSandbox", request)
         print(read_string_field(reply, 1))
     elif cmd in ("stopp", "rmp"):
         call(channel, "StopPodSandbox" if cmd == "stopp" else "RemovePodSandbox", field(1, args[0]))
     else:
-        raise SystemExit("usage: cri.py SOCKET runp|stopp|rmp ...")
+        raise SystemExit("usage: cri.py SOCKET runp [--handler=NAME] NAME UID NS [K=V...] | stopp ID | rmp ID")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@
 #   engines_busybox_rootfs DIR            busybox-static rootfs in DIR
 #   engines_runc_bundle DIR ARGS...        DIR/rootfs + DIR/config.json (runc spec) running ARGS
 #   engines_bundle_annotate DIR K=V...    add annotations to DIR/config.json
+#   engines_script_bundle DIR ROOTFS SCRIPT K=V...  a bundle running sh -c SCRIPT on a shared rootfs
 #   engines_crun ARGS...                  crun with the hybrid-cgroup workaround
 #   engines_crun_ns CMD ARGS...           any command (e.g. nshash-runtime) in that namespace
 #   engines_podman_setup DIR [LINES]      private containers.conf/storage.conf, image localhost/nshash-busybox;
@@ -72,6 +73,14 @@ engines_runc_bundle() {
 	jq --argjson a "$(for a in "$@"; do jq -n --arg a "$a" '$a'; done | jq -s .)" \
 		'.process.terminal = false | .process.args = $a | .root.readonly = false' \
 		<"$d/config.json" >"$d/config.json.new" && mv "$d/config.json.new" "$d/config.json"
+}
+# engines_script_bundle DIR ROOTFS SCRIPT [KEY=VALUE...]: a bundle in DIR
+# running `sh -c SCRIPT` on the shared ROOTFS, with those annotations.
+engines_script_bundle() {
+	local b=$1 rootfs=$2 script=$3
+	shift 3
+	engines_runc_bundle "$b" sh -c "$script" && engines_bundle_annotate "$b" "$@" &&
+		jq --arg r "$rootfs" '.root.path = $r' "$b/config.json" >"$b/x" && mv "$b/x" "$b/config.json"
 }
 # engines_bundle_annotate DIR KEY=VALUE...
 engines_bundle_annotate() {

@@ -10,7 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -120,6 +123,19 @@ static void test_cap_message(void **state)
 	policy = saved;
 }
 
+static void expect_not_in_error(const char *config, const char *fragment)
+{
+	char *out = NULL;
+	struct nshash_oci_result res;
+	struct nshash_error err = {0};
+	assert_true(transform(config, &out, &res, &err) < 0);
+	if (strstr(err.msg, fragment))
+		fail_msg("error \"%s\" has \"%s\"", err.msg, fragment);
+}
+
+#define PODMAN_ANN  "\"io.container.manager\": \"libpod\", \"io.kubernetes.cri-o.TTY\": \"false\", "
+#define DOCKER_HOOK "\"hooks\": {\"prestart\": [{\"path\": \"/proc/1/exe\", \"args\": [\"libnetwork-setkey\"]}]}, "
+
 static void test_network_entry(void **state)
 {
 	(void)state;
@@ -129,26 +145,208 @@ static void test_network_entry(void **state)
 	const char *ann = "\"io.nshash.tcp\": \"4096\", \"io.nshash.udp\": \"1024\"";
 	char buf[2048];
 
-	/* host network: no entry */
+	/* host network: no entry; the requested sizes are named */
 	snprintf(buf, sizeof(buf), CONFIG_WITH("%s", "{\"type\": \"pid\"}"), ann);
-	expect_refused(buf, "config has no network namespace entry (host network?)");
-	expect_refused("{\"annotations\": {\"io.nshash.udp\": \"128\"}}", "no network namespace entry");
-	/* an entry that already has a path: cannot resize, say what works */
-	snprintf(buf, sizeof(buf), CONFIG_WITH("%s", "{\"type\": \"network\", \"path\": \"/run/netns/netns-1\"}"), ann);
-	expect_refused(buf, "network namespace /run/netns/netns-1 already exists");
-	expect_refused(buf, "--network none");
-	expect_refused(buf, "nshash CNI plugin");
-	expect_refused(buf, "nshash create NAME --tcp T --udp U");
+	expect_refused(buf, "cannot size tcp=4096 udp=1024: the config has no network namespace entry, so the "
+			    "container shares the host's network namespace (host network), whose tables cannot be "
+			    "resized. Instead: give the container a network namespace of its own");
+	expect_refused("{\"annotations\": {\"io.nshash.udp\": \"128\"}}", "cannot size tcp=0 udp=128: the config has "
+									  "no network namespace entry");
+	/* ... in podman's terms when podman wrote the config */
+	expect_refused("{\"annotations\": {" PODMAN_ANN "\"io.nshash.tcp\": \"4096\"}}",
+		       "Instead: with podman, drop --network host");
+	/* a path that cannot be inspected: the real cause, not "already exists" */
+	snprintf(buf, sizeof(buf), CONFIG_WITH("%s", "{\"type\": \"network\", \"path\": \"/nonexistent/nshash-ns\"}"),
+		 ann);
+	expect_refused(buf, "cannot size tcp=4096 udp=1024: cannot inspect the network namespace the config names "
+			    "(/nonexistent/nshash-ns): ");
+	expect_refused(buf, "No such file or directory");
+	expect_not_in_error(buf, "already exists");
+	/* a hostile path cannot put a line break into a message (a forged log line) */
+	snprintf(buf, sizeof(buf),
+		 CONFIG_WITH("%s", "{\"type\": \"network\", \"path\": \"/nonexistent/a\\nnshash: forged\"}"), ann);
+	expect_refused(buf, "(\"/nonexistent/a\\x0anshash: forged\")");
+	expect_not_in_error(buf, "\n");
 	/* ... or only warn, per policy, leaving the config as it was */
 	policy.on_failure = NSHASH_ON_FAILURE_WARN;
 	assert_int_equal(transform(buf, &out, &res, &err), 0);
 	assert_int_equal(res.action, NSHASH_OCI_WARNED);
 	assert_string_equal(out, buf);
-	assert_non_null(strstr(res.warning, "--network none"));
+	assert_non_null(strstr(res.warning, "cannot inspect the network namespace the config names"));
 	assert_int_equal(res.request.sizes.tcp, 4096);
 	assert_int_equal(res.request.sizes.udp, 1024);
 	free(out);
 	policy.on_failure = NSHASH_ON_FAILURE_FAIL;
+
+	/* the host's netns (our own): what it is, its sizes, the engine's advice */
+	snprintf(buf, sizeof(buf), CONFIG_WITH("%s", "{\"type\": \"network\", \"path\": \"/proc/self/ns/net\"}"), ann);
+	if (geteuid() != 0) {
+		/* entering it needs CAP_SYS_ADMIN: the cause is named */
+		expect_refused(buf, "cannot inspect the network namespace the config names (/proc/self/ns/net): ");
+		expect_refused(buf,
+			       "Operation not permitted (needs CAP_SYS_ADMIN over the user namespace that owns it");
+		return;
+	}
+	expect_refused(buf, "cannot size tcp=4096 udp=1024: the container would share the host's network namespace "
+			    "(/proc/self/ns/net); it has the host's own tables (tcp=");
+	expect_refused(buf, "Instead: give the container a network namespace of its own");
+	snprintf(buf, sizeof(buf),
+		 "{" DOCKER_HOOK
+		 "\"annotations\": {%s}, \"linux\": {\"namespaces\": [{\"type\": \"network\", \"path\": "
+		 "\"/proc/self/ns/net\"}]}}",
+		 ann);
+	expect_refused(buf, "Instead: with Docker, a sized runtime needs the container's own network: use the "
+			    "default bridge or a user network, not --network host");
+	expect_not_in_error(buf, "--network none");
+	snprintf(buf, sizeof(buf),
+		 "{\"annotations\": {\"io.kubernetes.cri.container-type\": \"sandbox\", %s}, \"linux\": "
+		 "{\"namespaces\": [{\"type\": \"network\", \"path\": \"/proc/self/ns/net\"}]}}",
+		 ann);
+	expect_refused(buf, "Instead: under Kubernetes, a hostNetwork pod cannot be sized");
+
+	/* another process's netns (--network container:X, a pod): what it is,
+	 * its sizes, podman's advice */
+	int ready[2];
+	assert_int_equal(pipe(ready), 0);
+	pid_t child = fork();
+	if (child == 0) {
+		char ok = unshare(CLONE_NEWNET) == 0;
+		if (write(ready[1], &ok, 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	char ok = 0;
+	assert_int_equal(read(ready[0], &ok, 1), 1);
+	close(ready[0]);
+	close(ready[1]);
+	snprintf(buf, sizeof(buf),
+		 "{\"annotations\": {" PODMAN_ANN "%s}, \"linux\": {\"namespaces\": [{\"type\": \"network\", "
+		 "\"path\": \"/proc/%d/ns/net\"}]}}",
+		 ann, (int)child);
+	char want[160];
+	snprintf(want, sizeof(want), "the container would join the network namespace of process %d", (int)child);
+	if (ok) {
+		expect_refused(buf, want);
+		expect_refused(buf, "; it uses the shared global tables (tcp=");
+		expect_refused(buf, "Instead: with podman, give the container (or the pod's infra container) whose "
+				    "network this one joins the same io.nshash.* annotations");
+	}
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	assert_true(ok);
+}
+
+/* The wrapper's --nshash-tcp/--nshash-udp: consumed, strictly parsed. */
+static void test_own_options(void **state)
+{
+	(void)state;
+	struct nshash_runtime_defaults d;
+	struct nshash_error err = {0};
+	char *v1[] = {"w",
+		      "--nshash-tcp=8192",
+		      "--root",
+		      "/r",
+		      "--nshash-udp",
+		      "1024",
+		      "--log",
+		      "l",
+		      "create",
+		      "--bundle",
+		      "/b",
+		      "id1",
+		      NULL};
+	int argc = 12;
+	assert_int_equal(nshash_runtime_own_options(&argc, v1, &d, &err), 0);
+	assert_int_equal(argc, 9);
+	const char *want[] = {"w", "--root", "/r", "--log", "l", "create", "--bundle", "/b", "id1"};
+	for (int i = 0; i < 9; i++)
+		assert_string_equal(v1[i], want[i]);
+	assert_null(v1[9]);
+	assert_true(d.present);
+	assert_int_equal(d.sizes.tcp, 8192);
+	assert_int_equal(d.sizes.udp, 1024);
+	/* nothing of ours: argv as it was */
+	char *v2[] = {"w", "--root", "--nshash-tcp=1", "exec", "id", "sh", "--nshash-tcp=2", NULL};
+	argc = 7;
+	assert_int_equal(nshash_runtime_own_options(&argc, v2, &d, &err), 0);
+	assert_int_equal(argc, 7);
+	assert_false(d.present);
+	assert_string_equal(v2[2], "--nshash-tcp=1"); /* the value of --root */
+	assert_string_equal(v2[6], "--nshash-tcp=2"); /* the process's own argument */
+	char *v3[] = {"w", "--nshash-udp=0", "--nshash-tcp=0", "state", "x", NULL};
+	argc = 5;
+	assert_int_equal(nshash_runtime_own_options(&argc, v3, &d, &err), 0);
+	assert_int_equal(argc, 3);
+	assert_true(d.present);
+	assert_int_equal(d.sizes.tcp, 0);
+
+	struct {
+		int argc;
+		char *argv[6];
+		const char *msg;
+	} bad[] = {
+	    {3,
+	     {"w", "--nshash-tpc=1", "create"},
+	     "unknown option --nshash-tpc=1 (known: --nshash-tcp=N, --nshash-udp=N)"},
+	    {3, {"w", "--nshash-tcp=abc", "create"}, "--nshash-tcp: \"abc\" is not a decimal number of entries"},
+	    {3, {"w", "--nshash-tcp=", "create"}, "--nshash-tcp: empty value (expected a decimal number of entries)"},
+	    {3, {"w", "--nshash-udp=-1", "create"}, "--nshash-udp: \"-1\" is not a decimal number of entries"},
+	    {4, {"w", "--nshash-tcp=1", "--nshash-tcp=2", "create"}, "option --nshash-tcp given twice"},
+	    {2, {"w", "--nshash-udp"}, "option --nshash-udp needs a value (--nshash-udp=N)"},
+	    {3,
+	     {"w", "-nshash-tcp=1", "create"},
+	     "option -nshash-tcp=1: write it with two dashes (nshash-runtime [--nshash-tcp=N] [--nshash-udp=N] "
+	     "[runtime options] COMMAND ...)"},
+	    {4,
+	     {"w", "create", "--nshash-tcp=1", "id"},
+	     "option --nshash-tcp=1 after the command create: it must come before it"},
+	    {4,
+	     {"w", "run", "-nshash-udp=1", "id"},
+	     "option -nshash-udp=1 after the command run: it must come before it"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		argc = bad[i].argc;
+		if (nshash_runtime_own_options(&argc, bad[i].argv, &d, &err) == 0)
+			fail_msg("accepted: case %zu", i);
+		if (strncmp(err.msg, bad[i].msg, strlen(bad[i].msg)))
+			fail_msg("case %zu: \"%s\", expected \"%s\"", i, err.msg, bad[i].msg);
+	}
+}
+
+/* The transform with the wrapper's defaults: used when no annotation asks,
+ * annotations win, capped like annotations. */
+static void test_defaults(void **state)
+{
+	(void)state;
+	struct nshash_sizes defaults = {8192, 1024};
+	struct nshash_oci_opts opts = {.mode = NSHASH_OCI_WRAPPER, .policy = &policy, .defaults = &defaults};
+	struct nshash_oci_result res;
+	struct nshash_error err = {0};
+	char *out = NULL;
+	size_t len;
+	const char *host = "{\"linux\": {\"namespaces\": [{\"type\": \"pid\"}]}}";
+
+	assert_true(nshash_oci_transform(host, strlen(host), &opts, &out, &len, &res, &err) < 0);
+	assert_true(res.from_defaults);
+	assert_non_null(strstr(err.msg, "cannot size tcp=8192 udp=1024: "));
+	const char *ann = "{\"annotations\": {\"io.nshash.tcp\": \"4096\"}, \"linux\": {\"namespaces\": []}}";
+	assert_true(nshash_oci_transform(ann, strlen(ann), &opts, &out, &len, &res, &err) < 0);
+	assert_false(res.from_defaults);
+	assert_non_null(strstr(err.msg, "cannot size tcp=4096 udp=0: "));
+	struct nshash_policy saved = policy;
+	policy.max.udp = 512;
+	snprintf(policy.source, sizeof(policy.source), "/etc/nshash/test.json");
+	assert_true(nshash_oci_transform(host, strlen(host), &opts, &out, &len, &res, &err) < 0);
+	assert_string_equal(err.msg, "policy /etc/nshash/test.json: nshash-runtime --nshash-tcp/--nshash-udp: udp size "
+				     "1024 (effective 1024) is above the allowed maximum 512 (maxUdp)");
+	policy = saved;
+	/* zero defaults ask for nothing: the config passes byte for byte */
+	defaults = (struct nshash_sizes){0, 0};
+	assert_int_equal(nshash_oci_transform(host, strlen(host), &opts, &out, &len, &res, &err), 0);
+	assert_int_equal(res.action, NSHASH_OCI_UNTOUCHED);
+	assert_string_equal(out, host);
+	free(out);
 }
 
 static void test_request_parse(void **state)
@@ -382,7 +580,8 @@ int main(void)
 	    cmocka_unit_test(test_request_parse), cmocka_unit_test(test_state),
 	    cmocka_unit_test(test_state_bundle),  cmocka_unit_test(test_bundle_errors),
 	    cmocka_unit_test(test_args),	  cmocka_unit_test(test_pin_names),
-	    cmocka_unit_test(test_runtime_find),
+	    cmocka_unit_test(test_runtime_find),  cmocka_unit_test(test_own_options),
+	    cmocka_unit_test(test_defaults),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }

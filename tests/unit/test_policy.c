@@ -35,7 +35,27 @@ static void test_defaults(void **state)
 	assert_int_equal(p.max.tcp, 262144);
 	assert_int_equal(p.max.udp, 16384);
 	assert_int_equal(p.on_failure, NSHASH_ON_FAILURE_FAIL);
-	assert_string_equal(p.state_dir, "/run/nshash");
+	/* root of the initial user namespace: /run/nshash; anyone else:
+	 * $XDG_RUNTIME_DIR/nshash, else /run/user/UID/nshash */
+	bool initial_root = false;
+	FILE *f = fopen("/proc/self/uid_map", "r");
+	unsigned long in = 1, out = 1, n = 0;
+	if (f && fscanf(f, "%lu %lu %lu", &in, &out, &n) == 3)
+		initial_root = geteuid() == 0 && in == 0 && out == 0 && n == 4294967295UL;
+	if (f)
+		fclose(f);
+	char want[1024], saved[1024];
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	snprintf(saved, sizeof(saved), "%s", xdg ? xdg : "");
+	nsh_default_state_dir(want, sizeof(want));
+	assert_string_equal(p.state_dir, want);
+	setenv("XDG_RUNTIME_DIR", "/run/user/4242", 1);
+	nsh_default_state_dir(want, sizeof(want));
+	assert_string_equal(want, initial_root ? "/run/nshash" : "/run/user/4242/nshash");
+	if (xdg)
+		setenv("XDG_RUNTIME_DIR", saved, 1);
+	else
+		unsetenv("XDG_RUNTIME_DIR");
 	assert_string_equal(p.runtime, "");
 	assert_string_equal(p.log_file, "");
 	assert_true(p.syslog); /* hook refusals reach syslog/journald by default */
