@@ -168,6 +168,48 @@ int nshash_netns_create(const struct nshash_create_opts *opts, const char *pin_p
 int nshash_netns_replace(const struct nshash_create_opts *opts, const char *pin_path,
 			 struct nshash_netns_info *info, struct nshash_error *err);
 
+/* ---------------------------------------------------------------- transplant */
+
+/* Replace the netns pinned at a path (P: made and already configured by
+ * someone else, e.g. a container engine) by a new sized netns S that keeps
+ * P's network configuration, and bind S at P's path.  Every link but lo
+ * moves from P to S (name, ifindex, MAC, MTU survive a move); its IPv4/IPv6
+ * addresses (flags, lifetimes), the routes of every table, permanent
+ * neighbours, up state, per-device sysctls and the netns-wide net.*
+ * sysctls P has and a new netns has not are given back, compared with P,
+ * then S replaces P's mount (umount2(MNT_DETACH) + bind) and the sizes are
+ * verified through the path.
+ *
+ * Refused before anything changes (report->refused, errnum EBUSY for a
+ * process, EOPNOTSUPP otherwise; the message names what was found) when
+ * the result could not be the same: a process lives in P (a thread, or an
+ * fd open on it), netfilter tables (nftables, iptables-legacy) in P, a link
+ * the kernel will not move (netns-immutable: bridge, bond, vrf, ...), an
+ * enslaved link, a qdisc or XDP program on a link, nexthop objects,
+ * non-default policy routing rules, routes of another family.  A failure
+ * after the first link moved is undone: links back in P with their
+ * configuration, P's mount back (report->undone; if even that fails, the
+ * message says "UNDO FAILED").  A process killed midway leaves P without
+ * the links it had moved (they die with S) or, between unmount and bind, an
+ * empty file at the path: the engine must then fail the container. */
+struct nshash_transplant_opts {
+	struct nshash_create_opts create; /* sizes etc. of S */
+	bool dry_run;                     /* inspect and decide only; nothing changes */
+};
+struct nshash_transplant_report {
+	unsigned links;          /* links moved (lo stays) */
+	char link_names[256];    /* "eth0, eth1" */
+	unsigned addresses;      /* addresses added back */
+	unsigned routes;         /* routes added back (the kernel adds its own) */
+	unsigned neighbours;     /* permanent neighbour entries added back */
+	unsigned sysctls;        /* sysctl writes */
+	bool refused;            /* error: refused before anything changed */
+	bool undone;             /* error: a failure midway was undone */
+	struct nshash_netns_info info; /* S as read through the path */
+};
+int nshash_netns_transplant(const struct nshash_transplant_opts *opts, const char *path,
+			    struct nshash_transplant_report *report, struct nshash_error *err);
+
 /* ---------------------------------------------------------------- pins */
 
 /* NAME → /run/netns/NAME (NAME: [A-Za-z0-9._-], 1..NAME_MAX, not "." or

@@ -1,0 +1,485 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Transplant: replace the netns pinned at a path (P, made and configured by
+ * an engine) by a sized netns (S) that carries the same network
+ * configuration, and bind S at P's path.
+ *
+ * A netns's tables are fixed when it is made, so the configuration moves
+ * instead: every link but lo goes from P to S (a move keeps a link's name,
+ * ifindex, MAC and MTU but drops its addresses, routes and per-device
+ * sysctls), and those are given back from what P had.  All or nothing:
+ * P is inspected first and refused, naming what was found, when the
+ * result could not be the same (a process inside, firewall tables, a link
+ * the kernel will not move, ...); a failure after the first move is undone
+ * (links back to P, its configuration restored, P's mount back). */
+#include <ctype.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/pkt_sched.h>
+#include <linux/rtnetlink.h>
+#include <netlink/attr.h>
+#include <netlink/msg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#include "netcfg.h"
+
+struct tp {
+	const char *path;
+	int home, pfd, sfd;
+	struct nl_sock *skp, *sks; /* rtnetlink in P, in S */
+	struct nsh_netcfg p;	   /* P as found */
+	struct nsh_netcfg s;	   /* S when new: links, rules */
+	bool *moved;		   /* per p.links */
+	bool touched;		   /* a link left P or the mount changed */
+	bool unmounted, bound;	   /* P's mount detached; S bound at the path */
+};
+
+static int refuse(const struct tp *t, int errnum, struct nshash_error *err, const char *fmt, const char *a,
+		  const char *b, const char *c)
+{
+	char why[600];
+	snprintf(why, sizeof(why), fmt, a, b, c);
+	return nshash_error_set(err, errnum, "transplant %s: refused: %s", t->path, why);
+}
+
+/* ------------------------------------------------------------ P: open, processes */
+
+static int tp_open(struct tp *t, struct nshash_error *err)
+{
+	t->pfd = open(t->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (t->pfd < 0)
+		return nshash_error_set(err, errno, "transplant %s: %s", t->path, strerror(errno));
+	if (!nsh_fd_is_netns(t->pfd))
+		return nshash_error_set(err, EINVAL, "transplant %s: not a network namespace (no nsfs pin there)",
+					t->path);
+	int r = nsh_netns_open_current(&t->home, err);
+	if (r < 0)
+		return r;
+	struct stat ps, hs, is;
+	if (fstat(t->pfd, &ps) < 0 || fstat(t->home, &hs) < 0)
+		return nshash_error_set(err, errno, "transplant %s: stat: %s", t->path, strerror(errno));
+	if (ps.st_ino == hs.st_ino && ps.st_dev == hs.st_dev)
+		return refuse(t, EINVAL, err, "it is the caller's own network namespace%s%s%s", "", "", "");
+	if (stat("/proc/1/ns/net", &is) == 0 && ps.st_ino == is.st_ino && ps.st_dev == is.st_dev)
+		return refuse(t, EINVAL, err, "it is the host's network namespace (that of pid 1)%s%s%s", "", "", "");
+	return 0;
+}
+
+static void comm_of(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, len - 1) : -1;
+	if (n <= 0)
+		n = 0;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	for (char *p = buf; *p; p++)
+		if (!isprint((unsigned char)*p))
+			*p = '?';
+}
+
+/* Does a thread of `pid` live in netns `ino`, or does it hold an fd on it? */
+static int process_uses(pid_t pid, const struct stat *ns, char *what, size_t len)
+{
+	char dir[64], target[64], want[64];
+	snprintf(want, sizeof(want), "net:[%llu]", (unsigned long long)ns->st_ino);
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int found = 0;
+	while (d && !found && (de = readdir(d))) {
+		struct stat st;
+		char p[128];
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		snprintf(p, sizeof(p), "%s/%.16s/ns/net", dir, de->d_name);
+		if (stat(p, &st) == 0 && st.st_ino == ns->st_ino && st.st_dev == ns->st_dev) {
+			found = 1;
+			if (atoi(de->d_name) == pid)
+				snprintf(what, len, "lives in it");
+			else
+				snprintf(what, len, "has thread %.16s in it", de->d_name);
+		}
+	}
+	if (d)
+		closedir(d);
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
+	d = found ? NULL : opendir(dir);
+	while (d && !found && (de = readdir(d))) {
+		/* "net:[INO]" for an fd from /proc/PID/ns/net, the pin's path for
+		 * one opened through a bind mount: look at what is behind a path */
+		ssize_t n = readlinkat(dirfd(d), de->d_name, target, sizeof(target) - 1);
+		struct stat st;
+		if (n <= 0)
+			continue;
+		target[n] = '\0';
+		if (strcmp(target, want) == 0 || (target[0] == '/' && fstatat(dirfd(d), de->d_name, &st, 0) == 0 &&
+						  st.st_ino == ns->st_ino && st.st_dev == ns->st_dev)) {
+			found = 1;
+			snprintf(what, len, "holds it open (fd %.16s)", de->d_name);
+		}
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/* A process inside P keeps its sockets there: nothing must live in P or
+ * hold it (a thread, an open fd) but this process. */
+static int tp_check_processes(struct tp *t, struct nshash_error *err)
+{
+	struct stat ns;
+	if (fstat(t->pfd, &ns) < 0)
+		return nshash_error_set(err, errno, "transplant %s: stat: %s", t->path, strerror(errno));
+	DIR *proc = opendir("/proc");
+	if (!proc)
+		return nshash_error_set(err, errno, "transplant %s: list /proc: %s", t->path, strerror(errno));
+	pid_t self = getpid();
+	struct dirent *de;
+	int r = 0;
+	while (r == 0 && (de = readdir(proc))) {
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		pid_t pid = (pid_t)atoi(de->d_name);
+		char what[64], comm[32], ps[16];
+		if (pid == self || !process_uses(pid, &ns, what, sizeof(what)))
+			continue;
+		comm_of(pid, comm, sizeof(comm));
+		snprintf(ps, sizeof(ps), "%d", (int)pid);
+		r = refuse(t, EBUSY, err, "process %s (%s) %s: its sockets would stay behind", ps, comm, what);
+	}
+	closedir(proc);
+	return r;
+}
+
+/* ------------------------------------------------------------ P: read, refuse */
+
+/* The kernel derives tcp_max_tw_buckets and tcp_max_syn_backlog from a
+ * netns's own table size: S keeps its own unless the engine changed P's
+ * from what P's table gives. */
+static void drop_derived(struct nsh_sysvec *wide, long tcp_entries)
+{
+	long size = tcp_entries < 0 ? -tcp_entries : tcp_entries;
+	char tw[32], syn[32];
+	snprintf(tw, sizeof(tw), "%ld", size / 2);
+	snprintf(syn, sizeof(syn), "%ld", size / 128 > 128 ? size / 128 : 128);
+	for (size_t i = 0; i < wide->n; i++) {
+		const char *p = wide->v[i].path, *v = wide->v[i].value;
+		if ((strcmp(p, "ipv4/tcp_max_tw_buckets") == 0 && strcmp(v, tw) == 0) ||
+		    (strcmp(p, "ipv4/tcp_max_syn_backlog") == 0 && strcmp(v, syn) == 0)) {
+			free(wide->v[i].path);
+			free(wide->v[i].value);
+			wide->v[i--] = wide->v[--wide->n];
+		}
+	}
+}
+
+static int tp_read_p(struct tp *t, struct nshash_error *err)
+{
+	int r = nsh_netns_enter(t->pfd, t->path, err);
+	if (r < 0)
+		return r;
+	struct nshash_netns_info info;
+	r = nsh_nl_open(NETLINK_ROUTE, &t->skp, err);
+	if (r == 0)
+		r = nsh_netcfg_read(t->skp, NSH_CFG_ALL, &t->p, err);
+	if (r == 0)
+		r = nsh_read_info_here(&info, false, err);
+	int r2 = nsh_netns_return(t->home, err);
+	if (r2 < 0)
+		return r2;
+	if (r < 0)
+		return nshash_error_prefix(err, "transplant %s", t->path);
+	drop_derived(&t->p.wide, info.tcp_entries);
+	t->moved = calloc(t->p.nlinks ? t->p.nlinks : 1, sizeof(bool));
+	return t->moved ? 0 : nshash_error_set(err, ENOMEM, "transplant %s: out of memory", t->path);
+}
+
+static int refuse_qdiscs(const struct tp *t, struct nshash_error *err)
+{
+	for (size_t i = 0; i < t->p.qdiscs.n; i++) {
+		const struct nlmsghdr *h = t->p.qdiscs.v[i];
+		const struct tcmsg *tc = NLMSG_DATA(h);
+		if (h->nlmsg_type != RTM_NEWQDISC || (tc->tcm_handle == 0 && tc->tcm_parent != TC_H_INGRESS))
+			continue; /* a default qdisc */
+		struct nlattr *k = nla_find((struct nlattr *)((char *)tc + NLMSG_ALIGN(sizeof(*tc))),
+					    (int)h->nlmsg_len - NLMSG_HDRLEN - (int)NLMSG_ALIGN(sizeof(*tc)), TCA_KIND);
+		char kind[32] = "?", dev[IF_NAMESIZE] = "?";
+		if (k)
+			snprintf(kind, sizeof(kind), "%.*s", nla_len(k) - 1, (const char *)nla_data(k));
+		for (size_t j = 0; j < t->p.nlinks; j++)
+			if (t->p.links[j].index == tc->tcm_ifindex)
+				snprintf(dev, sizeof(dev), "%s", t->p.links[j].name);
+		return refuse(t, EOPNOTSUPP, err,
+			      "link %s has qdisc %s configured (%straffic control does not move with a link)", dev,
+			      kind, "");
+	}
+	return 0;
+}
+
+/* What P holds that a transplant cannot carry over faithfully. */
+static int tp_refuse_p(const struct tp *t, struct nshash_error *err)
+{
+	if (t->p.firewall[0])
+		return refuse(t, EOPNOTSUPP, err, "it has %s%s%s: firewall rules cannot move with the links",
+			      t->p.firewall, "", "");
+	if (t->p.nexthops.n)
+		return refuse(t, EOPNOTSUPP, err,
+			      "it has nexthop objects (ip nexthop)%s%s%s, which are not carried over", "", "", "");
+	for (size_t i = 0; i < t->p.routes.n; i++) {
+		const struct rtmsg *rtm = NLMSG_DATA(t->p.routes.v[i]);
+		char fam[16];
+		snprintf(fam, sizeof(fam), "%u", rtm->rtm_family);
+		if (rtm->rtm_family != AF_INET && rtm->rtm_family != AF_INET6)
+			return refuse(t, EOPNOTSUPP, err, "it has routes of address family %s%s%s (not understood)",
+				      fam, "", "");
+	}
+	for (size_t i = 0; i < t->p.nlinks; i++) {
+		const struct nsh_link *l = &t->p.links[i], *m = NULL;
+		for (size_t j = 0; l->master && j < t->p.nlinks; j++)
+			if (t->p.links[j].index == l->master)
+				m = &t->p.links[j];
+		if (l->master)
+			return refuse(t, EOPNOTSUPP, err, "link %s is enslaved to %s%s (enslaved links are not moved)",
+				      l->name, m ? m->name : "another link", "");
+		if (l->xdp)
+			return refuse(t, EOPNOTSUPP, err, "link %s has an XDP program attached%s%s", l->name, "", "");
+	}
+	return refuse_qdiscs(t, err);
+}
+
+/* ------------------------------------------------------------ S */
+
+static int tp_create_s(struct tp *t, const struct nshash_create_opts *opts, struct nshash_netns_info *info,
+		       struct nshash_error *err)
+{
+	int r = nshash_netns_new(opts, &t->sfd, info, err);
+	if (r < 0)
+		return nshash_error_prefix(err, "transplant %s", t->path);
+	r = nsh_netns_enter(t->sfd, "the sized netns", err);
+	if (r < 0)
+		return r;
+	r = nsh_nl_open(NETLINK_ROUTE, &t->sks, err);
+	if (r == 0)
+		r = nsh_netcfg_read(t->sks, NSH_CFG_LINKS | NSH_CFG_RULES, &t->s, err);
+	int r2 = nsh_netns_return(t->home, err);
+	if (r2 < 0)
+		return r2;
+	return r < 0 ? nshash_error_prefix(err, "transplant %s: the sized netns", t->path) : 0;
+}
+
+static bool same_msgs(const struct nsh_msgs *a, const struct nsh_msgs *b)
+{
+	if (a->n != b->n)
+		return false;
+	for (size_t i = 0; i < a->n; i++)
+		if (a->v[i]->nlmsg_len != b->v[i]->nlmsg_len ||
+		    memcmp(NLMSG_DATA(a->v[i]), NLMSG_DATA(b->v[i]), a->v[i]->nlmsg_len - NLMSG_HDRLEN))
+			return false;
+	return true;
+}
+
+/* Links every netns has (lo, fallback tunnels) stay; the rest must move. */
+static int tp_refuse_vs_s(struct tp *t, struct nshash_error *err)
+{
+	if (!same_msgs(&t->p.rules, &t->s.rules))
+		return refuse(
+		    t, EOPNOTSUPP, err,
+		    "its policy routing rules (ip rule) differ from a new netns's%s%s%s; they are not carried over", "",
+		    "", "");
+	for (size_t i = 0; i < t->p.nlinks; i++) {
+		struct nsh_link *l = &t->p.links[i];
+		const struct nsh_link *s = nsh_netcfg_link(&t->s, l->name);
+		l->kept = s && s->index == l->index && strcmp(s->kind, l->kind) == 0 &&
+			  (l->immutable == 1 || (l->flags & IFF_LOOPBACK));
+		if (!l->kept && l->immutable == 1)
+			return refuse(
+			    t, EOPNOTSUPP, err,
+			    "link %s%s%s cannot change network namespace (the kernel marks it netns-immutable)",
+			    l->name, l->kind[0] ? " of kind " : "", l->kind);
+		if (!l->kept && s)
+			return refuse(t, EOPNOTSUPP, err, "link %s exists in a new netns too, as another link%s%s",
+				      l->name, "", "");
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ moving, restoring */
+
+static int tp_move_links(struct tp *t, int from_p, struct nshash_error *err)
+{
+	struct nsh_netcfg cur = {0};
+	if (!from_p) { /* back: the links' current indexes in S */
+		int r = nsh_netcfg_read(t->sks, NSH_CFG_LINKS, &cur, err);
+		if (r < 0)
+			return r;
+	}
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < t->p.nlinks; i++) {
+		const struct nsh_link *l = &t->p.links[i];
+		if (l->kept || (!from_p && !t->moved[i]))
+			continue;
+		if (from_p) {
+			t->touched = true;
+			r = nsh_link_move(t->skp, l, t->sfd, err);
+			t->moved[i] = r == 0;
+		} else {
+			const struct nsh_link *c = nsh_netcfg_link(&cur, l->name);
+			if (c)
+				r = nsh_link_move(t->sks, c, t->pfd, err);
+			if (r == 0)
+				t->moved[i] = false;
+		}
+	}
+	nsh_netcfg_free(&cur);
+	return r;
+}
+
+/* Give netns `nsfd` (socket `sk`) P's configuration and check it took. */
+static int tp_restore_into(struct tp *t, int nsfd, struct nl_sock *sk, bool wide, unsigned counts[4],
+			   struct nshash_error *err)
+{
+	int r = nsh_netns_enter(nsfd, nsfd == t->pfd ? t->path : "the sized netns", err);
+	if (r < 0)
+		return r;
+	if (wide)
+		r = nsh_sysctl_sync(&t->p.wide, NULL, &counts[3], err);
+	if (r == 0)
+		r = nsh_netcfg_apply(sk, &t->p, counts, err);
+	if (r == 0)
+		r = nsh_netcfg_compare(sk, &t->p, 2000, err);
+	int r2 = nsh_netns_return(t->home, err);
+	return r2 < 0 ? r2 : r;
+}
+
+static int tp_swap_mount(struct tp *t, struct nshash_error *err)
+{
+	t->touched = true;
+	if (umount2(t->path, MNT_DETACH) < 0)
+		return nshash_error_set(err, errno, "unmount %s: %s", t->path, strerror(errno));
+	t->unmounted = true;
+	if (nshash_pin_is_netns(t->path, err) != 0)
+		return nshash_error_set(err, EBUSY, "%s: another netns is mounted under it (stacked mounts)", t->path);
+	int r = nsh_bind_fd(t->sfd, t->path);
+	if (r < 0)
+		return nshash_error_set(err, r, "bind the sized netns at %s: %s", t->path, strerror(-r));
+	t->bound = true;
+	return 0;
+}
+
+static int tp_verify(struct tp *t, const struct nshash_create_opts *opts, struct nshash_netns_info *info,
+		     struct nshash_error *err)
+{
+	struct stat st;
+	int r = nshash_inspect_path(t->path, info, err);
+	if (r < 0)
+		return r;
+	if (fstat(t->sfd, &st) < 0 || st.st_ino != info->inode)
+		return nshash_error_set(err, EIO, "%s is not the sized netns after binding it", t->path);
+	return nshash_verify(info, opts->sizes, t->path, err);
+}
+
+/* Put everything back as it was: P's mount, its links, their configuration. */
+static int tp_undo(struct tp *t, struct nshash_error *err)
+{
+	if (t->bound && umount2(t->path, MNT_DETACH) < 0)
+		return nshash_error_set(err, errno, "unmount the sized netns from %s: %s", t->path, strerror(errno));
+	t->bound = false;
+	if (t->unmounted) {
+		int r = nsh_bind_fd(t->pfd, t->path);
+		if (r < 0)
+			return nshash_error_set(err, r, "bind the original netns back at %s: %s", t->path,
+						strerror(-r));
+		t->unmounted = false;
+	}
+	int r = tp_move_links(t, 0, err);
+	if (r < 0)
+		return r;
+	unsigned counts[4] = {0};
+	return tp_restore_into(t, t->pfd, t->skp, false, counts, err);
+}
+
+static void tp_close(struct tp *t)
+{
+	nsh_netcfg_free(&t->p);
+	nsh_netcfg_free(&t->s);
+	free(t->moved);
+	if (t->skp)
+		nl_socket_free(t->skp);
+	if (t->sks)
+		nl_socket_free(t->sks);
+	nsh_closep(&t->pfd);
+	nsh_closep(&t->sfd);
+	nsh_closep(&t->home);
+}
+
+static void tp_report(const struct tp *t, struct nshash_transplant_report *rep)
+{
+	size_t off = 0;
+	for (size_t i = 0; i < t->p.nlinks; i++) {
+		if (t->p.links[i].kept)
+			continue;
+		rep->links++;
+		int n = snprintf(rep->link_names + off, sizeof(rep->link_names) - off, "%s%s", off ? ", " : "",
+				 t->p.links[i].name);
+		if (n > 0 && off + (size_t)n < sizeof(rep->link_names))
+			off += (size_t)n;
+	}
+}
+
+int nshash_netns_transplant(const struct nshash_transplant_opts *opts, const char *path,
+			    struct nshash_transplant_report *rep, struct nshash_error *err)
+{
+	struct nshash_transplant_report scratch;
+	if (!rep)
+		rep = &scratch;
+	memset(rep, 0, sizeof(*rep));
+	struct tp t = {.path = path, .home = -1, .pfd = -1, .sfd = -1};
+	int r = tp_open(&t, err);
+	if (r == 0)
+		r = tp_check_processes(&t, err);
+	if (r == 0)
+		r = tp_read_p(&t, err);
+	if (r == 0)
+		r = tp_refuse_p(&t, err);
+	if (r == 0)
+		r = tp_create_s(&t, &opts->create, &rep->info, err);
+	if (r == 0)
+		r = tp_refuse_vs_s(&t, err);
+	rep->refused = r < 0 && strstr(err->msg, ": refused: ") != NULL;
+	if (r == 0)
+		tp_report(&t, rep);
+	if (r < 0 || opts->dry_run)
+		goto out;
+	unsigned counts[4] = {0};
+	r = tp_move_links(&t, 1, err);
+	if (r == 0)
+		r = tp_restore_into(&t, t.sfd, t.sks, true, counts, err);
+	if (r == 0)
+		r = tp_swap_mount(&t, err);
+	if (r == 0)
+		r = tp_verify(&t, &opts->create, &rep->info, err);
+	rep->addresses = counts[0];
+	rep->routes = counts[1];
+	rep->neighbours = counts[2];
+	rep->sysctls = counts[3];
+	if (r < 0) {
+		nshash_error_prefix(err, "transplant %s", path);
+		struct nshash_error uerr = {0};
+		int u = tp_undo(&t, &uerr);
+		rep->undone = u == 0;
+		size_t len = strlen(err->msg);
+		if (u == 0)
+			snprintf(err->msg + len, sizeof(err->msg) - len, " (undone: %s is as it was)", path);
+		else
+			snprintf(err->msg + len, sizeof(err->msg) - len, " (UNDO FAILED, %s is left changed: %s)", path,
+				 uerr.msg);
+	}
+out:
+	tp_close(&t);
+	return r;
+}
