@@ -68,8 +68,8 @@ $(LIB_SO): $(LIB_OBJS) lib/libnshash.map | build
 
 # Binaries link the static library: a hook or plugin must run with an
 # almost empty environment and no library path.
-build/nshash: cmd/nshash.c $(LIB_A) | build
-	$(CC) $(CFLAGS) -o $@ $< $(LIB_A) $(BIN_LDLIBS)
+build/nshash: $(wildcard cmd/*.c cmd/*.h) $(LIB_A) | build
+	$(CC) $(CFLAGS) -Icmd -o $@ $(wildcard cmd/*.c) $(LIB_A) $(BIN_LDLIBS)
 build/nshash-hook: oci-hooks/nshash-hook.c $(LIB_A) | build
 	$(CC) $(CFLAGS) -o $@ $< $(LIB_A) $(BIN_LDLIBS)
 build/nshash-runtime: oci-hooks/nshash-runtime.c $(LIB_A) | build

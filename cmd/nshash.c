@@ -11,9 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "nshash.h"
-
-enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
+#include "cli.h"
 
 static const char *prog = "nshash";
 
@@ -26,6 +24,10 @@ static const char usage_text[] =
 	"  create [--tcp N] [--udp N] [--strategy template|nested] [--keep-lo-down] NAME|PATH\n"
 	"                 create a netns with its own tables, verify them, pin it at\n"
 	"                 /run/netns/NAME (usable with `ip netns exec NAME`) or at PATH\n"
+	"  resize [--tcp N] [--udp N] [--strategy S] [--dry-run] NAME|PATH\n"
+	"                 replace a pinned netns someone already configured (an engine's)\n"
+	"                 by a sized one with the same links, addresses, routes and\n"
+	"                 sysctls; refuses, changing nothing, what it cannot carry over\n"
 	"  show NAME|PATH | --pid PID\n"
 	"                 the netns's table sizes (own or shared), derived limits, memory\n"
 	"  list           every pinned netns under /run/netns and the state dir\n"
@@ -88,8 +90,7 @@ struct cli {
 	unsigned seen; /* bit per option id, to refuse options a command does not take */
 };
 
-static int fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail(int code, const char *fmt, ...)
+int fail(int code, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -100,7 +101,7 @@ static int fail(int code, const char *fmt, ...)
 	return code;
 }
 
-static int fail_err(int code, const struct nshash_error *err) { return fail(code, "%s", err->msg); }
+int fail_err(int code, const struct nshash_error *err) { return fail(code, "%s", err->msg); }
 
 static int parse_seconds(const char *opt, const char *text, int64_t *out)
 {
@@ -126,7 +127,7 @@ static int parse_pid(const char *text, pid_t *out)
 
 /* ------------------------------------------------------------- output */
 
-static json_object *info_json(const struct nshash_netns_info *i)
+json_object *info_json(const struct nshash_netns_info *i)
 {
 	json_object *o = json_object_new_object();
 	long ent[2] = {i->tcp_entries, i->udp_entries};
@@ -146,7 +147,7 @@ static json_object *info_json(const struct nshash_netns_info *i)
 	return o;
 }
 
-static void print_json(json_object *o)
+void print_json(json_object *o)
 {
 	puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(o);
@@ -173,7 +174,7 @@ static void table_text(const char *proto, long entries, char *buf, size_t len)
 	}
 }
 
-static void print_info_text(const char *what, const struct nshash_netns_info *i)
+void print_info_text(const char *what, const struct nshash_netns_info *i)
 {
 	char t[128], u[128];
 	table_text("tcp", i->tcp_entries, t, sizeof(t));
@@ -217,6 +218,14 @@ static int cmd_create(struct cli *c, int argc, char **argv)
 		print_info_text(what, &info);
 	}
 	return EXIT_OK;
+}
+
+static int cmd_resize(struct cli *c, int argc, char **argv)
+{
+	if (argc != 1)
+		return fail(EXIT_USAGE, "resize: expected one NAME or PATH (see --help)");
+	c->create.state_dir = c->state_dir;
+	return resize_run(&c->create, c->json, c->dry_run, argv[0]);
 }
 
 static int cmd_show(struct cli *c, int argc, char **argv)
@@ -433,6 +442,7 @@ struct command {
 #define BIT(o) (1u << ((o)-OPT_TCP))
 static const struct command commands[] = {
 	{"create", cmd_create, BIT(OPT_TCP) | BIT(OPT_UDP) | BIT(OPT_STRATEGY) | BIT(OPT_KEEP_LO_DOWN) | BIT(OPT_JSON)},
+	{"resize", cmd_resize, BIT(OPT_TCP) | BIT(OPT_UDP) | BIT(OPT_STRATEGY) | BIT(OPT_DRY_RUN) | BIT(OPT_JSON)},
 	{"show", cmd_show, BIT(OPT_PID) | BIT(OPT_JSON)},
 	{"list", cmd_list, BIT(OPT_JSON)},
 	{"delete", cmd_delete, 0},
