@@ -195,6 +195,9 @@ int nshash_netns_replace(const struct nshash_create_opts *opts, const char *pin_
 struct nshash_transplant_opts {
 	struct nshash_create_opts create; /* sizes etc. of S */
 	bool dry_run;                     /* inspect and decide only; nothing changes */
+	pid_t engine;                     /* 0, or a process whose open fds on P are tolerated
+					   * (not threads inside): the engine running the caller
+					   * (podman keeps P open as its handle on the path) */
 };
 struct nshash_transplant_report {
 	unsigned links;          /* links moved (lo stays) */
@@ -338,6 +341,7 @@ enum nshash_oci_action {
 	NSHASH_OCI_SIZED,         /* sized netns created, pinned, path rewritten */
 	NSHASH_OCI_ALREADY,       /* its netns is our pin, or already has the sizes: unchanged */
 	NSHASH_OCI_WARNED,        /* could not size; policy warn: config unchanged */
+	NSHASH_OCI_TRANSPLANTED,  /* precreate: the engine's configured netns replaced at its path */
 };
 struct nshash_oci_result {
 	enum nshash_oci_action action;
@@ -346,6 +350,7 @@ struct nshash_oci_result {
 	char pin_path[4096];           /* SIZED/ALREADY */
 	char warning[1024];            /* WARNED: why */
 	char hostname[256];            /* the config's hostname (podman: the short id), for logs */
+	char moved[256];               /* TRANSPLANTED: the links moved, "eth0, eth1" */
 };
 /* The one config transform shared by the hook and the wrapper.  On success
  * *out is a malloc'd config (a copy of the input when nothing changed) and,

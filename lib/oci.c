@@ -277,6 +277,40 @@ static int dup_out(const char *text, size_t len, char **out, size_t *out_len, st
 	"or create a sized netns with `nshash create NAME --tcp T --udp U` and run with "                              \
 	"--network ns:/run/netns/NAME"
 
+/* podman's precreate with the engine's netns already configured (its
+ * bridge network): replace it at the same path by a sized netns with the
+ * same links and configuration.  The config stays as it is. */
+static int transplant(const char *path, struct nshash_oci_result *res, const struct nshash_policy *policy,
+		      char **out, size_t *out_len, const char *config, size_t len, struct nshash_error *err)
+{
+	struct nshash_transplant_opts topts = {
+	    .create = {.sizes = res->request.sizes, .strategy = policy->strategy, .state_dir = policy->state_dir},
+	    .engine = getppid(), /* podman, which runs the hook, holds the netns open (its handle on the path) */
+	};
+	struct nshash_transplant_report rep;
+	int r = nshash_netns_transplant(&topts, path, &rep, err);
+	if (r == 0) {
+		res->info = rep.info;
+		snprintf(res->pin_path, sizeof(res->pin_path), "%s", path);
+		snprintf(res->moved, sizeof(res->moved), "%s", rep.links ? rep.link_names : "no links");
+		res->action = NSHASH_OCI_TRANSPLANTED;
+		return dup_out(config, len, out, out_len, err);
+	}
+	if (!strncmp(path, "/proc/", 6)) {
+		size_t n = strlen(err->msg);
+		snprintf(err->msg + n, sizeof(err->msg) - n, "; a pod's containers share its infra container's "
+			 "netns, which nshash cannot size (podman pod create takes no annotations): run the container "
+			 "outside the pod, or size the pod's network with the nshash CNI plugin");
+	}
+	if (policy->on_failure == NSHASH_ON_FAILURE_WARN) {
+		snprintf(res->warning, sizeof(res->warning), "%s", err->msg);
+		res->action = NSHASH_OCI_WARNED;
+		return dup_out(config, len, out, out_len, err);
+	}
+	return nshash_error_prefix(err, "cannot size %s=%u %s=%u", NSHASH_ANNOTATION_TCP, res->request.sizes.tcp,
+				   NSHASH_ANNOTATION_UDP, res->request.sizes.udp);
+}
+
 int nshash_oci_transform(const char *config, size_t len, const struct nshash_oci_opts *opts, char **out,
 			 size_t *out_len, struct nshash_oci_result *res, struct nshash_error *err)
 {
@@ -382,6 +416,10 @@ int nshash_oci_transform(const char *config, size_t len, const struct nshash_oci
 			r = dup_out(config, len, out, out_len, err);
 			goto out;
 		}
+		if (opts->mode == NSHASH_OCI_PRECREATE) {
+			r = transplant(path, res, policy, out, out_len, config, len, err);
+			goto out;
+		}
 		snprintf(res->warning, sizeof(res->warning), "network namespace %.300s already exists: %s", path,
 			 PATH_EXISTS_HINT);
 		if (policy->on_failure == NSHASH_ON_FAILURE_WARN) {
@@ -484,6 +522,12 @@ void nshash_oci_log_result(const char *who, const struct nshash_oci_result *res)
 		nshash_log(NSHASH_LOG_INFO, who,
 			   "netns %s is already sized: requested tcp=%u udp=%u, effective tcp=%ld udp=%ld",
 			   res->pin_path, rq->tcp, rq->udp, res->info.tcp_entries, res->info.udp_entries);
+		break;
+	case NSHASH_OCI_TRANSPLANTED:
+		nshash_log(NSHASH_LOG_INFO, who,
+			   "engine's netns %s replaced by a sized one with its configuration (moved %s): requested "
+			   "tcp=%u udp=%u, effective tcp=%ld udp=%ld",
+			   res->pin_path, res->moved, rq->tcp, rq->udp, res->info.tcp_entries, res->info.udp_entries);
 		break;
 	case NSHASH_OCI_WARNED:
 		nshash_log(NSHASH_LOG_WARN, who,

@@ -48,6 +48,12 @@ static int refuse(const struct tp *t, int errnum, struct nshash_error *err, cons
 
 static int tp_open(struct tp *t, struct nshash_error *err)
 {
+	struct stat ls;
+	/* Only a pin at this very path: never through a symbolic link (the
+	 * netns of a process, or a link to someone else's pin). */
+	if (lstat(t->path, &ls) == 0 && S_ISLNK(ls.st_mode))
+		return refuse(t, EINVAL, err, "it is a symbolic link (e.g. /proc/PID/ns/net, the netns of a running "
+				     "process)%s%s%s, not a pinned network namespace", "", "", "");
 	t->pfd = open(t->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (t->pfd < 0)
 		return nshash_error_set(err, errno, "transplant %s: %s", t->path, strerror(errno));
@@ -82,8 +88,9 @@ static void comm_of(pid_t pid, char *buf, size_t len)
 			*p = '?';
 }
 
-/* Does a thread of `pid` live in netns `ino`, or does it hold an fd on it? */
-static int process_uses(pid_t pid, const struct stat *ns, char *what, size_t len)
+/* Does a thread of `pid` live in netns `ino`, or (unless fds_ok) does it
+ * hold an fd on it? */
+static int process_uses(pid_t pid, const struct stat *ns, bool fds_ok, char *what, size_t len)
 {
 	char dir[64], target[64], want[64];
 	snprintf(want, sizeof(want), "net:[%llu]", (unsigned long long)ns->st_ino);
@@ -108,7 +115,7 @@ static int process_uses(pid_t pid, const struct stat *ns, char *what, size_t len
 	if (d)
 		closedir(d);
 	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
-	d = found ? NULL : opendir(dir);
+	d = found || fds_ok ? NULL : opendir(dir);
 	while (d && !found && (de = readdir(d))) {
 		/* "net:[INO]" for an fd from /proc/PID/ns/net, the pin's path for
 		 * one opened through a bind mount: look at what is behind a path */
@@ -130,7 +137,7 @@ static int process_uses(pid_t pid, const struct stat *ns, char *what, size_t len
 
 /* A process inside P keeps its sockets there: nothing must live in P or
  * hold it (a thread, an open fd) but this process. */
-static int tp_check_processes(struct tp *t, struct nshash_error *err)
+static int tp_check_processes(struct tp *t, pid_t engine, struct nshash_error *err)
 {
 	struct stat ns;
 	if (fstat(t->pfd, &ns) < 0)
@@ -146,7 +153,7 @@ static int tp_check_processes(struct tp *t, struct nshash_error *err)
 			continue;
 		pid_t pid = (pid_t)atoi(de->d_name);
 		char what[64], comm[32], ps[16];
-		if (pid == self || !process_uses(pid, &ns, what, sizeof(what)))
+		if (pid == self || !process_uses(pid, &ns, pid == engine, what, sizeof(what)))
 			continue;
 		comm_of(pid, comm, sizeof(comm));
 		snprintf(ps, sizeof(ps), "%d", (int)pid);
@@ -359,7 +366,7 @@ static int tp_restore_into(struct tp *t, int nsfd, struct nl_sock *sk, bool wide
 static int tp_swap_mount(struct tp *t, struct nshash_error *err)
 {
 	t->touched = true;
-	if (umount2(t->path, MNT_DETACH) < 0)
+	if (umount2(t->path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
 		return nshash_error_set(err, errno, "unmount %s: %s", t->path, strerror(errno));
 	t->unmounted = true;
 	if (nshash_pin_is_netns(t->path, err) != 0)
@@ -386,7 +393,7 @@ static int tp_verify(struct tp *t, const struct nshash_create_opts *opts, struct
 /* Put everything back as it was: P's mount, its links, their configuration. */
 static int tp_undo(struct tp *t, struct nshash_error *err)
 {
-	if (t->bound && umount2(t->path, MNT_DETACH) < 0)
+	if (t->bound && umount2(t->path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
 		return nshash_error_set(err, errno, "unmount the sized netns from %s: %s", t->path, strerror(errno));
 	t->bound = false;
 	if (t->unmounted) {
@@ -441,7 +448,7 @@ int nshash_netns_transplant(const struct nshash_transplant_opts *opts, const cha
 	struct tp t = {.path = path, .home = -1, .pfd = -1, .sfd = -1};
 	int r = tp_open(&t, err);
 	if (r == 0)
-		r = tp_check_processes(&t, err);
+		r = tp_check_processes(&t, opts->engine, err);
 	if (r == 0)
 		r = tp_read_p(&t, err);
 	if (r == 0)
