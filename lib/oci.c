@@ -7,6 +7,7 @@
 #include "internal.h"
 #include "oci-internal.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
@@ -277,6 +278,21 @@ static int dup_out(const char *text, size_t len, char **out, size_t *out_len, st
 	"or create a sized netns with `nshash create NAME --tcp T --udp U` and run with "                              \
 	"--network ns:/run/netns/NAME"
 
+/* The netns podman makes for a container's network (/run/netns/netns-UUID),
+ * as opposed to one a user names with --network ns:PATH, which nshash
+ * does not replace behind the user's back. */
+static bool engine_netns(const char *path)
+{
+	const char *prefix = NSHASH_NETNS_RUN_DIR "/netns-";
+	size_t n = strlen(prefix), i;
+	if (strncmp(path, prefix, n) != 0)
+		return false;
+	for (i = n; path[i]; i++)
+		if (!isxdigit((unsigned char)path[i]) && path[i] != '-')
+			return false;
+	return i - n == 36;
+}
+
 /* podman's precreate with the engine's netns already configured (its
  * bridge network): replace it at the same path by a sized netns with the
  * same links and configuration.  The config stays as it is. */
@@ -296,12 +312,6 @@ static int transplant(const char *path, struct nshash_oci_result *res, const str
 		res->action = NSHASH_OCI_TRANSPLANTED;
 		return dup_out(config, len, out, out_len, err);
 	}
-	if (!strncmp(path, "/proc/", 6)) {
-		size_t n = strlen(err->msg);
-		snprintf(err->msg + n, sizeof(err->msg) - n, "; a pod's containers share its infra container's "
-			 "netns, which nshash cannot size (podman pod create takes no annotations): run the container "
-			 "outside the pod, or size the pod's network with the nshash CNI plugin");
-	}
 	if (policy->on_failure == NSHASH_ON_FAILURE_WARN) {
 		snprintf(res->warning, sizeof(res->warning), "%s", err->msg);
 		res->action = NSHASH_OCI_WARNED;
@@ -310,6 +320,12 @@ static int transplant(const char *path, struct nshash_oci_result *res, const str
 	return nshash_error_prefix(err, "cannot size %s=%u %s=%u", NSHASH_ANNOTATION_TCP, res->request.sizes.tcp,
 				   NSHASH_ANNOTATION_UDP, res->request.sizes.udp);
 }
+
+#define PROCESS_NETNS_HINT                                                                                             \
+	"it is the netns of a running process: a pod's infra container (the pod's containers share it) or "            \
+	"--network container:. A netns a process lives in cannot be resized, and podman pod create takes no "          \
+	"annotations: run the container outside the pod, or size the pod's network with the nshash CNI plugin "      \
+	"placed first in the network's plugin chain"
 
 int nshash_oci_transform(const char *config, size_t len, const struct nshash_oci_opts *opts, char **out,
 			 size_t *out_len, struct nshash_oci_result *res, struct nshash_error *err)
@@ -416,12 +432,12 @@ int nshash_oci_transform(const char *config, size_t len, const struct nshash_oci
 			r = dup_out(config, len, out, out_len, err);
 			goto out;
 		}
-		if (opts->mode == NSHASH_OCI_PRECREATE) {
+		if (opts->mode == NSHASH_OCI_PRECREATE && engine_netns(path)) {
 			r = transplant(path, res, policy, out, out_len, config, len, err);
 			goto out;
 		}
 		snprintf(res->warning, sizeof(res->warning), "network namespace %.300s already exists: %s", path,
-			 PATH_EXISTS_HINT);
+			 strncmp(path, "/proc/", 6) ? PATH_EXISTS_HINT : PROCESS_NETNS_HINT);
 		if (policy->on_failure == NSHASH_ON_FAILURE_WARN) {
 			res->action = NSHASH_OCI_WARNED;
 			r = dup_out(config, len, out, out_len, err);
@@ -920,6 +936,7 @@ static void runtime_log(const char *log_path, const char *log_format, const char
 
 /* ------------------------------------------------------------ orphans */
 
+#include <ctype.h>
 #include <dirent.h>
 
 int nshash_oci_gc_orphans(const char *state_dir, int64_t min_age, bool dry_run, size_t *removed,
