@@ -812,8 +812,13 @@ static int route_add(struct nl_sock *sk, const struct nlmsghdr *h, struct reply 
 	struct rtmsg rtm = *(const struct rtmsg *)NLMSG_DATA(h);
 	rtm.rtm_flags &= ROUTE_SETTABLE;
 	/* State flags cleared in multipath nexthops too, cache info dropped and
-	 * an IPv6 expiry turned back into RTA_EXPIRES. */
-	struct nl_msg *m = nlmsg_alloc_simple(RTM_NEWROUTE, NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL);
+	 * an IPv6 expiry turned back into RTA_EXPIRES.  IPv4 keeps routes that
+	 * differ only in their nexthop side by side (two default routes of the
+	 * same metric via eth0 and eth1): append, in the order they were read;
+	 * an identical route is still EEXIST.  IPv6 reports such routes as one
+	 * multipath route, given back as such. */
+	int excl = rtm.rtm_family == AF_INET ? NLM_F_APPEND : NLM_F_EXCL;
+	struct nl_msg *m = nlmsg_alloc_simple(RTM_NEWROUTE, NLM_F_ACK | NLM_F_CREATE | excl);
 	if (!m || nlmsg_append(m, &rtm, sizeof(rtm), NLMSG_ALIGNTO) < 0)
 		goto nomem;
 	struct nlattr *a;
