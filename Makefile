@@ -97,7 +97,7 @@ demo: deps-test all
 	@tools/demo
 
 bench: deps-test all $(BENCH_BINS)
-	@bench/run
+	@bench/run && bench/podman-bridge
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man3

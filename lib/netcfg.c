@@ -1044,7 +1044,8 @@ static int apply_link(struct nl_sock *sk, const struct nsh_link *l, const struct
 
 /* For each link: MTU, then its sysctls (IPv6 DAD off while the addresses go
  * back: they passed it, or were exempt, where they come from), addresses,
- * up, routes, neighbours, then the sysctls once more with DAD as wanted. */
+ * up, routes, neighbours.  DAD stays off until nsh_netcfg_finish(): the
+ * kernel completes even a skipped DAD in a work item, later. */
 int nsh_netcfg_apply(struct nl_sock *sk, const struct nsh_netcfg *want, unsigned counts[4], struct nshash_error *err)
 {
 	unsigned scratch[4] = {0};
@@ -1082,10 +1083,15 @@ int nsh_netcfg_apply(struct nl_sock *sk, const struct nsh_netcfg *want, unsigned
 		r = apply_routes(sk, want, true, &counts[1], err);
 	if (r == 0)
 		r = apply_neighs(sk, want, &counts[2], err);
-	for (size_t i = 0; r == 0 && i < want->nlinks; i++)
-		if (nsh_netcfg_link(&cur, want->links[i].name))
-			r = nsh_sysctl_sync(&want->dev, want->links[i].name, &counts[3], err);
 	nsh_netcfg_free(&cur);
+	return r;
+}
+
+int nsh_netcfg_finish(const struct nsh_netcfg *want, unsigned counts[4], struct nshash_error *err)
+{
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < want->nlinks; i++)
+		r = nsh_sysctl_sync(&want->dev, want->links[i].name, &counts[3], err);
 	return r;
 }
 

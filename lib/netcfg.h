@@ -82,6 +82,9 @@ int nsh_link_move(struct nl_sock *sk, const struct nsh_link *link, int nsfd, str
  * NULL) gets what was written: [0] addresses, [1] routes, [2] neighbours,
  * [3] sysctls. */
 int nsh_netcfg_apply(struct nl_sock *sk, const struct nsh_netcfg *want, unsigned counts[4], struct nshash_error *err);
+/* After nsh_netcfg_apply() and nsh_netcfg_compare(): the per-device sysctls
+ * once more, with IPv6 DAD as wanted. */
+int nsh_netcfg_finish(const struct nsh_netcfg *want, unsigned counts[4], struct nshash_error *err);
 /* Write the netns-wide sysctls of `want` that differ here. */
 int nsh_sysctl_sync(const struct nsh_sysvec *want, const char *dev, unsigned *written, struct nshash_error *err);
 /* 0 when the netns `sk` is in has what `want` describes (links, addresses,

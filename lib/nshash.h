@@ -189,15 +189,19 @@ int nshash_netns_replace(const struct nshash_create_opts *opts, const char *pin_
  * non-default policy routing rules, routes of another family.  A failure
  * after the first link moved is undone: links back in P with their
  * configuration, P's mount back (report->undone; if even that fails, the
- * message says "UNDO FAILED").  A process killed midway leaves P without
- * the links it had moved (they die with S) or, between unmount and bind, an
- * empty file at the path: the engine must then fail the container. */
+ * message says "UNDO FAILED").  Order: move the links, bind S at the path,
+ * then configure S.  A caller killed while S is being configured leaves S at
+ * the path with the links in it, partly configured (the engine's teardown
+ * finds them there); killed between the move and the bind (a few syscalls),
+ * it leaves P without the moved links (they die with S: a veth with its
+ * peer) or an empty file at the path.  Either way the engine must fail the
+ * container, which it does when its hook dies. */
 struct nshash_transplant_opts {
 	struct nshash_create_opts create; /* sizes etc. of S */
 	bool dry_run;                     /* inspect and decide only; nothing changes */
-	pid_t engine;                     /* 0, or a process whose open fds on P are tolerated
-					   * (not threads inside): the engine running the caller
-					   * (podman keeps P open as its handle on the path) */
+	bool engine_fds_ok;               /* fds on P held by the caller's ancestors (the engine
+					   * running it, through any wrapper) are tolerated, not
+					   * threads inside: podman keeps P open as its handle */
 };
 struct nshash_transplant_report {
 	unsigned links;          /* links moved (lo stays) */

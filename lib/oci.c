@@ -301,7 +301,7 @@ static int transplant(const char *path, struct nshash_oci_result *res, const str
 {
 	struct nshash_transplant_opts topts = {
 	    .create = {.sizes = res->request.sizes, .strategy = policy->strategy, .state_dir = policy->state_dir},
-	    .engine = getppid(), /* podman, which runs the hook, holds the netns open (its handle on the path) */
+	    .engine_fds_ok = true, /* podman, which runs the hook, holds the netns open (its handle on the path) */
 	};
 	struct nshash_transplant_report rep;
 	int r = nshash_netns_transplant(&topts, path, &rep, err);

@@ -137,7 +137,30 @@ static int process_uses(pid_t pid, const struct stat *ns, bool fds_ok, char *wha
 
 /* A process inside P keeps its sockets there: nothing must live in P or
  * hold it (a thread, an open fd) but this process. */
-static int tp_check_processes(struct tp *t, pid_t engine, struct nshash_error *err)
+static pid_t parent_of(pid_t pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	const char *p = strrchr(buf, ')'); /* after "pid (comm)": " S ppid" */
+	int ppid = 0;
+	return p && sscanf(p + 1, " %*c %d", &ppid) == 1 ? (pid_t)ppid : 0;
+}
+
+/* Is `pid` the caller's parent, grandparent, ... (not init)? */
+static bool is_ancestor(pid_t pid)
+{
+	for (pid_t a = getppid(), n = 0; a > 1 && n < 64; a = parent_of(a), n++)
+		if (a == pid)
+			return true;
+	return false;
+}
+
+static int tp_check_processes(struct tp *t, bool engine_fds_ok, struct nshash_error *err)
 {
 	struct stat ns;
 	if (fstat(t->pfd, &ns) < 0)
@@ -153,7 +176,7 @@ static int tp_check_processes(struct tp *t, pid_t engine, struct nshash_error *e
 			continue;
 		pid_t pid = (pid_t)atoi(de->d_name);
 		char what[64], comm[32], ps[16];
-		if (pid == self || !process_uses(pid, &ns, pid == engine, what, sizeof(what)))
+		if (pid == self || !process_uses(pid, &ns, engine_fds_ok && is_ancestor(pid), what, sizeof(what)))
 			continue;
 		comm_of(pid, comm, sizeof(comm));
 		snprintf(ps, sizeof(ps), "%d", (int)pid);
@@ -358,7 +381,9 @@ static int tp_restore_into(struct tp *t, int nsfd, struct nl_sock *sk, bool wide
 	if (r == 0)
 		r = nsh_netcfg_apply(sk, &t->p, counts, err);
 	if (r == 0)
-		r = nsh_netcfg_compare(sk, &t->p, 2000, err);
+		r = nsh_netcfg_compare(sk, &t->p, 3000, err);
+	if (r == 0)
+		r = nsh_netcfg_finish(&t->p, counts, err);
 	int r2 = nsh_netns_return(t->home, err);
 	return r2 < 0 ? r2 : r;
 }
@@ -448,7 +473,7 @@ int nshash_netns_transplant(const struct nshash_transplant_opts *opts, const cha
 	struct tp t = {.path = path, .home = -1, .pfd = -1, .sfd = -1};
 	int r = tp_open(&t, err);
 	if (r == 0)
-		r = tp_check_processes(&t, opts->engine, err);
+		r = tp_check_processes(&t, opts->engine_fds_ok, err);
 	if (r == 0)
 		r = tp_read_p(&t, err);
 	if (r == 0)
@@ -463,11 +488,15 @@ int nshash_netns_transplant(const struct nshash_transplant_opts *opts, const cha
 	if (r < 0 || opts->dry_run)
 		goto out;
 	unsigned counts[4] = {0};
+	/* S takes P's place right after the links moved, before it is
+	 * configured: a caller killed from then on leaves the links in S at
+	 * the path, where the engine's teardown finds them; only a kill
+	 * between the move and the bind (a few syscalls) loses them. */
 	r = tp_move_links(&t, 1, err);
 	if (r == 0)
-		r = tp_restore_into(&t, t.sfd, t.sks, true, counts, err);
-	if (r == 0)
 		r = tp_swap_mount(&t, err);
+	if (r == 0)
+		r = tp_restore_into(&t, t.sfd, t.sks, true, counts, err);
 	if (r == 0)
 		r = tp_verify(&t, &opts->create, &rep->info, err);
 	rep->addresses = counts[0];

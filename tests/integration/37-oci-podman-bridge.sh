@@ -85,7 +85,8 @@ eth0 10.137.0.$(echo "$out" | awk '$1 == "eth0" {split($2, a, "."); split(a[4], 
 eth1 10.138.0.$(echo "$out" | awk '$1 == "eth1" {split($2, a, "."); split(a[4], b, "/"); print b[1] "/24"}')
 lo 127.0.0.1/8
 gw2-ok" "$out" "two networks: eth0 and eth1 kept their addresses, the second gateway answers"
-assert_contains "$(grep precreate "$D/nshash.log" | tail -1)" "(moved eth0, eth1)" "two networks: both links moved"
+moved=$(grep precreate "$D/nshash.log" | tail -1 | sed -n 's/.*(moved \([^)]*\)).*/\1/p' | tr -d ' ' | tr ',' '\n' | sort | tr '\n' ' ')
+assert_eq "eth0 eth1 " "$moved" "two networks: both links moved"
 
 # --- an IPv6 network
 net37 nsh37v6 nsh37br6 --ipv6 --subnet 10.139.0.0/24 --subnet fd37::/64
@@ -191,6 +192,32 @@ assert_eq 0 "$(left_on_bridge nsh37br0)" "SIGKILL: no veth left on the bridge"
 assert_eq 0 "$(rules_for 10.137.0.)" "SIGKILL: no firewall rule for the network's containers left"
 assert_eq 0 "$(engines_pins_left "$S")" "SIGKILL: no pin left"
 sed -i "s|hooks_dir = \\[\"$D/hooks-kill\"\\]|hooks_dir = [\"$D/hooks\"]|" "$CONTAINERS_CONF"
+
+# --- podman's CNI backend, nshash not in the conflist: the hook does it
+podman rm -a -f -t 0 >/dev/null 2>&1
+mkdir -p "$D/podman-cni/cni"
+cat >"$D/podman-cni/cni/nsh37cni.conflist" <<EOF
+{"cniVersion": "1.0.0", "name": "nsh37cni", "plugins": [
+  {"type": "bridge", "bridge": "nsh37cni0", "isGateway": true, "ipMasq": true,
+   "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.142.0.0/24"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+  {"type": "portmap", "capabilities": {"portMappings": true}}]}
+EOF
+engines_podman_setup "$D/podman-cni" "hooks_dir = [\"$D/hooks\"]
+[network]
+network_backend = \"cni\"
+network_config_dir = \"$D/podman-cni/cni\"
+cni_plugin_dirs = [\"/usr/lib/cni\"]
+default_network = \"nsh37cni\"" || fail "CANNOT RUN: podman with the CNI backend"
+podman run -d --name cni37 $(ANN 4096 512) -p 18738:80 $IMG sh -c 'echo hello-cni >/tmp/i; exec httpd -f -p 80 -h /tmp' >/dev/null 2>"$D/err"
+assert_eq "4096 512" "$(podman exec cni37 sh -c "$SIZES" 2>/dev/null)" "CNI backend: sized by the hook"
+assert_eq 1 "$(podman exec cni37 sh -c 'ip -o -4 addr show eth0 | grep -c 10.142.0.; ' 2>/dev/null)" "CNI backend: eth0 kept its address"
+out=""
+for _ in $(seq 30); do out=$(curl -s -m 2 http://10.142.0.1:18738/i 2>/dev/null) && [ -n "$out" ] && break; sleep 0.2; done
+assert_eq "hello-cni" "$out" "CNI backend: the published port answers from the host"
+podman rm -f -t 0 cni37 >/dev/null 2>&1
+assert_eq 0 "$(left_on_bridge nsh37cni0)" "CNI backend: no veth left after rm"
+assert_eq 0 "$(rules_for 10.142.0.)" "CNI backend: no rule for the network left after rm"
+ip link del nsh37cni0 2>/dev/null
 
 # --- everything removed: nothing left
 podman rm -a -f -t 0 >/dev/null 2>&1
