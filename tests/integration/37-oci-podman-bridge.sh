@@ -181,7 +181,7 @@ jq -n --arg p "$D/kill-hook" '{version: "1.0.0", hook: {path: $p}, when: {annota
 sed -i "s|hooks_dir = \\[\"$D/hooks-warn\"\\]|hooks_dir = [\"$D/hooks-kill\"]|" "$CONTAINERS_CONF"
 failed=0
 for i in $(seq 8); do
-	awk -v i=$i 'BEGIN {srand(i * 104729); printf "%.3f\n", 0.001 + rand() * 0.06}' >"$D/delay"
+	awk -v i=$i 'BEGIN {srand(i * 104729); printf "%.3f\n", 0.001 + rand() * 0.25}' >"$D/delay"
 	podman run -d --name k37-$i $(ANN 2048 256) $IMG sleep 60 >/dev/null 2>&1 || failed=$((failed + 1))
 	podman rm -f -t 0 k37-$i >/dev/null 2>&1
 	[ -z "$(podman ps -aq --filter name=k37-$i)" ] || fail "SIGKILL run $i: podman rm left the container"
