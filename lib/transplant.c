@@ -52,8 +52,10 @@ static int tp_open(struct tp *t, struct nshash_error *err)
 	/* Only a pin at this very path: never through a symbolic link (the
 	 * netns of a process, or a link to someone else's pin). */
 	if (lstat(t->path, &ls) == 0 && S_ISLNK(ls.st_mode))
-		return refuse(t, EINVAL, err, "it is a symbolic link (e.g. /proc/PID/ns/net, the netns of a running "
-				     "process)%s%s%s, not a pinned network namespace", "", "", "");
+		return refuse(t, EINVAL, err,
+			      "it is a symbolic link (e.g. /proc/PID/ns/net, the netns of a running "
+			      "process)%s%s%s, not a pinned network namespace",
+			      "", "", "");
 	t->pfd = open(t->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (t->pfd < 0)
 		return nshash_error_set(err, errno, "transplant %s: %s", t->path, strerror(errno));
@@ -88,11 +90,45 @@ static void comm_of(pid_t pid, char *buf, size_t len)
 			*p = '?';
 }
 
-/* Does a thread of `pid` live in netns `ino`, or (unless fds_ok) does it
- * hold an fd on it? */
-static int process_uses(pid_t pid, const struct stat *ns, bool fds_ok, char *what, size_t len)
+/* Where P is mounted in this mount namespace: the mount points whose root
+ * is "net:[INO]", one per line, for comparing with what an fd links to
+ * (an fd opened through a pin links to the pin's path). */
+static char *mounts_of(const struct stat *ns)
 {
-	char dir[64], target[64], want[64];
+	char want[64], line[8192];
+	snprintf(want, sizeof(want), "net:[%llu]", (unsigned long long)ns->st_ino);
+	FILE *f = fopen("/proc/thread-self/mountinfo", "re");
+	char *out = NULL;
+	size_t len = 0;
+	FILE *o = open_memstream(&out, &len);
+	while (f && o && fgets(line, sizeof(line), f)) {
+		char root[256], point[4096];
+		/* ID PARENT MAJ:MIN ROOT POINT ... (spaces in paths are \040) */
+		if (sscanf(line, "%*s %*s %*s %255s %4095s", root, point) == 2 && strcmp(root, want) == 0)
+			fprintf(o, "%s\n", point);
+	}
+	if (f)
+		fclose(f);
+	if (o)
+		fclose(o);
+	return out;
+}
+
+static bool is_mount_of(const char *mounts, const char *target)
+{
+	size_t n = strlen(target);
+	for (const char *p = mounts; p && *p; p = strchr(p, '\n') + 1)
+		if (strncmp(p, target, n) == 0 && p[n] == '\n')
+			return true;
+	return false;
+}
+
+/* Does a thread of `pid` live in netns `ns`, or (unless fds_ok) does it
+ * hold an fd on it: "net:[INO]" (opened through /proc/PID/ns/net) or a
+ * path where P is mounted? */
+static int process_uses(pid_t pid, const struct stat *ns, const char *mounts, bool fds_ok, char *what, size_t len)
+{
+	char dir[64], target[4096], want[64];
 	snprintf(want, sizeof(want), "net:[%llu]", (unsigned long long)ns->st_ino);
 	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
 	DIR *d = opendir(dir);
@@ -117,15 +153,11 @@ static int process_uses(pid_t pid, const struct stat *ns, bool fds_ok, char *wha
 	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
 	d = found || fds_ok ? NULL : opendir(dir);
 	while (d && !found && (de = readdir(d))) {
-		/* "net:[INO]" for an fd from /proc/PID/ns/net, the pin's path for
-		 * one opened through a bind mount: look at what is behind a path */
 		ssize_t n = readlinkat(dirfd(d), de->d_name, target, sizeof(target) - 1);
-		struct stat st;
 		if (n <= 0)
 			continue;
 		target[n] = '\0';
-		if (strcmp(target, want) == 0 || (target[0] == '/' && fstatat(dirfd(d), de->d_name, &st, 0) == 0 &&
-						  st.st_ino == ns->st_ino && st.st_dev == ns->st_dev)) {
+		if (strcmp(target, want) == 0 || (target[0] == '/' && is_mount_of(mounts, target))) {
 			found = 1;
 			snprintf(what, len, "holds it open (fd %.16s)", de->d_name);
 		}
@@ -171,18 +203,21 @@ static int tp_check_processes(struct tp *t, bool engine_fds_ok, struct nshash_er
 	pid_t self = getpid();
 	struct dirent *de;
 	int r = 0;
+	char *mounts = mounts_of(&ns);
 	while (r == 0 && (de = readdir(proc))) {
 		if (!isdigit((unsigned char)de->d_name[0]))
 			continue;
 		pid_t pid = (pid_t)atoi(de->d_name);
 		char what[64], comm[32], ps[16];
-		if (pid == self || !process_uses(pid, &ns, engine_fds_ok && is_ancestor(pid), what, sizeof(what)))
+		if (pid == self ||
+		    !process_uses(pid, &ns, mounts, engine_fds_ok && is_ancestor(pid), what, sizeof(what)))
 			continue;
 		comm_of(pid, comm, sizeof(comm));
 		snprintf(ps, sizeof(ps), "%d", (int)pid);
 		r = refuse(t, EBUSY, err, "process %s (%s) %s: its sockets would stay behind", ps, comm, what);
 	}
 	closedir(proc);
+	free(mounts);
 	return r;
 }
 
