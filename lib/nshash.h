@@ -212,7 +212,8 @@ int nshash_netns_replace(const struct nshash_create_opts *opts, const char *pin_
  * verified through the path.
  *
  * Refused before anything changes (report->refused, errnum EBUSY for a
- * process, EOPNOTSUPP otherwise; the message names what was found) when
+ * process, EPERM when engine_made and the engine does not hold P,
+ * EOPNOTSUPP otherwise; the message names what was found) when
  * the result could not be the same: a process lives in P (a thread, or an
  * fd open on it), netfilter tables (nftables, iptables-legacy) in P, a link
  * the kernel will not move (netns-immutable: bridge, bond, vrf, ...), an
@@ -230,9 +231,10 @@ int nshash_netns_replace(const struct nshash_create_opts *opts, const char *pin_
 struct nshash_transplant_opts {
 	struct nshash_create_opts create; /* sizes etc. of S */
 	bool dry_run;                     /* inspect and decide only; nothing changes */
-	bool engine_fds_ok;               /* fds on P held by the caller's ancestors (the engine
-					   * running it, through any wrapper) are tolerated, not
-					   * threads inside: podman keeps P open as its handle */
+	bool engine_made;                 /* P is the netns the engine running the caller (an
+					   * ancestor: podman, through any wrapper) made for this
+					   * container: the engine must hold it open (podman keeps
+					   * it as its handle on the path), and may */
 };
 struct nshash_transplant_report {
 	unsigned links;          /* links moved (lo stays) */

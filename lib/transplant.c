@@ -123,10 +123,12 @@ static bool is_mount_of(const char *mounts, const char *target)
 	return false;
 }
 
-/* Does a thread of `pid` live in netns `ns`, or (unless fds_ok) does it
- * hold an fd on it: "net:[INO]" (opened through /proc/PID/ns/net) or a
- * path where P is mounted? */
-static int process_uses(pid_t pid, const struct stat *ns, const char *mounts, bool fds_ok, char *what, size_t len)
+enum { USES_NOT = 0, USES_THREAD = 1, USES_FD = 2 };
+
+/* Does a thread of `pid` live in netns `ns` (USES_THREAD), or does it hold
+ * an fd on it (USES_FD): "net:[INO]" (opened through /proc/PID/ns/net) or
+ * a path where P is mounted? */
+static int process_uses(pid_t pid, const struct stat *ns, const char *mounts, char *what, size_t len)
 {
 	char dir[64], target[4096], want[64];
 	snprintf(want, sizeof(want), "net:[%llu]", (unsigned long long)ns->st_ino);
@@ -151,14 +153,14 @@ static int process_uses(pid_t pid, const struct stat *ns, const char *mounts, bo
 	if (d)
 		closedir(d);
 	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
-	d = found || fds_ok ? NULL : opendir(dir);
+	d = found ? NULL : opendir(dir);
 	while (d && !found && (de = readdir(d))) {
 		ssize_t n = readlinkat(dirfd(d), de->d_name, target, sizeof(target) - 1);
 		if (n <= 0)
 			continue;
 		target[n] = '\0';
 		if (strcmp(target, want) == 0 || (target[0] == '/' && is_mount_of(mounts, target))) {
-			found = 1;
+			found = USES_FD;
 			snprintf(what, len, "holds it open (fd %.16s)", de->d_name);
 		}
 	}
@@ -167,8 +169,6 @@ static int process_uses(pid_t pid, const struct stat *ns, const char *mounts, bo
 	return found;
 }
 
-/* A process inside P keeps its sockets there: nothing must live in P or
- * hold it (a thread, an open fd) but this process. */
 static pid_t parent_of(pid_t pid)
 {
 	char path[64], buf[512];
@@ -192,7 +192,10 @@ static bool is_ancestor(pid_t pid)
 	return false;
 }
 
-static int tp_check_processes(struct tp *t, bool engine_fds_ok, struct nshash_error *err)
+/* A process inside P keeps its sockets there: nothing must live in P or
+ * hold it (a thread, an open fd) but this process -- and, for a netns the
+ * engine running the caller made, that engine, which must then hold it. */
+static int tp_check_processes(struct tp *t, bool engine_made, struct nshash_error *err)
 {
 	struct stat ns;
 	if (fstat(t->pfd, &ns) < 0)
@@ -203,21 +206,31 @@ static int tp_check_processes(struct tp *t, bool engine_fds_ok, struct nshash_er
 	pid_t self = getpid();
 	struct dirent *de;
 	int r = 0;
+	bool engine_holds = false;
 	char *mounts = mounts_of(&ns);
 	while (r == 0 && (de = readdir(proc))) {
 		if (!isdigit((unsigned char)de->d_name[0]))
 			continue;
 		pid_t pid = (pid_t)atoi(de->d_name);
 		char what[64], comm[32], ps[16];
-		if (pid == self ||
-		    !process_uses(pid, &ns, mounts, engine_fds_ok && is_ancestor(pid), what, sizeof(what)))
+		int uses = pid == self ? USES_NOT : process_uses(pid, &ns, mounts, what, sizeof(what));
+		if (uses == USES_NOT)
 			continue;
+		if (uses == USES_FD && engine_made && is_ancestor(pid)) {
+			engine_holds = true;
+			continue;
+		}
 		comm_of(pid, comm, sizeof(comm));
 		snprintf(ps, sizeof(ps), "%d", (int)pid);
 		r = refuse(t, EBUSY, err, "process %s (%s) %s: its sockets would stay behind", ps, comm, what);
 	}
 	closedir(proc);
 	free(mounts);
+	if (r == 0 && engine_made && !engine_holds)
+		r = refuse(t, EPERM, err,
+			   "the engine running this process does not hold it open: not the netns it made for this "
+			   "container%s%s%s",
+			   "", "", "");
 	return r;
 }
 
@@ -508,7 +521,7 @@ int nshash_netns_transplant(const struct nshash_transplant_opts *opts, const cha
 	struct tp t = {.path = path, .home = -1, .pfd = -1, .sfd = -1};
 	int r = tp_open(&t, err);
 	if (r == 0)
-		r = tp_check_processes(&t, opts->engine_fds_ok, err);
+		r = tp_check_processes(&t, opts->engine_made, err);
 	if (r == 0)
 		r = tp_read_p(&t, err);
 	if (r == 0)

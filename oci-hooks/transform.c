@@ -294,7 +294,7 @@ static int transform_transplant(struct transform *t, struct nshash_error *err)
 	struct nshash_oci_result *res = t->res;
 	struct nshash_transplant_opts topts = {
 	    .create = {.sizes = res->request.sizes, .strategy = policy->strategy, .state_dir = policy->state_dir},
-	    .engine_fds_ok = true, /* podman, which runs the hook, holds the netns open (its handle on the path) */
+	    .engine_made = true, /* podman, which runs the hook, made it and holds it open (its handle on the path) */
 	};
 	struct nshash_transplant_report rep;
 	int r = nshash_netns_transplant(&topts, t->path, &rep, err);
