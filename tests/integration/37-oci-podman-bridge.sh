@@ -79,12 +79,13 @@ podman rm -f -t 0 rs >/dev/null
 
 # --- two networks: eth0 and eth1 both moved
 net37 nsh37b nsh37br1 --subnet 10.138.0.0/24
-out=$(podman run --rm --network nsh37,nsh37b $(ANN 4096 128) $IMG sh -c "$SIZES; ip -o -4 addr | awk '{print \$2, \$4}' | sort; ping -c1 -W2 10.138.0.1 >/dev/null && echo gw2-ok" 2>"$D/err")
-assert_eq "4096 128
-eth0 10.137.0.$(echo "$out" | awk '$1 == "eth0" {split($2, a, "."); split(a[4], b, "/"); print b[1] "/24"}')
-eth1 10.138.0.$(echo "$out" | awk '$1 == "eth1" {split($2, a, "."); split(a[4], b, "/"); print b[1] "/24"}')
-lo 127.0.0.1/8
-gw2-ok" "$out" "two networks: eth0 and eth1 kept their addresses, the second gateway answers"
+out=$(podman run --rm --network nsh37,nsh37b $(ANN 4096 128) $IMG sh -c "$SIZES; ip -o -4 addr | awk '{print \$2, \$4}' | sort; ping -c1 -W2 10.137.0.1 >/dev/null && ping -c1 -W2 10.138.0.1 >/dev/null && echo gws-ok" 2>"$D/err")
+# which of eth0/eth1 is on which network is podman's choice
+subnets=$(echo "$out" | awk '$1 ~ /^eth/ {split($2, a, "."); print $1, a[1] "." a[2] "." a[3]}' | sort -k2 | tr '\n' ' ')
+assert_eq "4096 128" "$(echo "$out" | head -1)" "two networks: sized"
+[[ "$subnets" =~ ^eth[01]\ 10\.137\.0\ eth[01]\ 10\.138\.0\ $ ]] && pass "two networks: eth0 and eth1 kept their addresses ($subnets)" ||
+	fail "two networks: addresses ($subnets)"
+assert_eq "gws-ok" "$(echo "$out" | tail -1)" "two networks: both gateways answer"
 moved=$(grep precreate "$D/nshash.log" | tail -1 | sed -n 's/.*(moved \([^)]*\)).*/\1/p' | tr -d ' ' | tr ',' '\n' | sort | tr '\n' ' ')
 assert_eq "eth0 eth1 " "$moved" "two networks: both links moved"
 
@@ -133,6 +134,17 @@ ok" ] || { bad=$((bad + 1)); echo "# parallel $i: $(cat "$D/par.$i" "$D/par.$i.e
 done
 assert_eq 0 "$bad" "20 parallel bridged containers: each has its exact sizes and reaches the gateway"
 assert_eq 0 "$(left_on_bridge nsh37br0)" "parallel: no veth left on the bridge"
+
+# --- a netns named like podman's but given with --network ns: (another
+# container's, or here one of our own): not the engine's, never replaced
+U=netns-$(cat /proc/sys/kernel/random/uuid)
+ip netns add "$U" && on_exit "ip netns del $U"
+out=$(podman run --rm --network ns:/run/netns/$U $(ANN 4096 1024) $IMG true 2>&1)
+assert_contains "$out" "refused: the engine running this process does not hold it open: not the netns it made for this container" \
+	"--network ns: to a netns podman did not make for the container: refused"
+ino=$(stat -L -c %i /run/netns/$U)
+[ -n "$ino" ] && [ "$(ip netns exec "$U" cat /proc/sys/net/ipv4/tcp_ehash_entries)" -lt 0 ] &&
+	pass "--network ns: the netns stayed as it was" || fail "--network ns: the netns was changed"
 
 # --- a pod's members share the infra's netns: refused with what to do
 podman pod create --name pod37 >/dev/null
