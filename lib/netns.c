@@ -37,8 +37,9 @@ static int set_child_knobs(struct nshash_sizes eff, struct nshash_error *err)
 		long back;
 		r = nsh_sysctl_read(knob[i], &back);
 		if (r < 0 || back != (long)val[i])
-			return nshash_error_set(err, EIO, "net.ipv4.%s in the private parent reads %ld after writing %u",
-						knob[i], r < 0 ? -1L : back, val[i]);
+			return nshash_error_set(err, EIO,
+						"net.ipv4.%s in the private parent reads %ld after writing %u", knob[i],
+						r < 0 ? -1L : back, val[i]);
 	}
 	return 0;
 }
@@ -115,10 +116,10 @@ static int require_knobs(struct nshash_sizes s, struct nshash_error *err)
 {
 	/* Once seen, a knob stays: a long-lived caller looks only once. */
 	static bool seen_tcp, seen_udp;
-	bool tcp_ok = !s.tcp || __atomic_load_n(&seen_tcp, __ATOMIC_RELAXED) ||
-		      access(NSH_SYSCTL_DIR NSH_TCP_CHILD, F_OK) == 0;
-	bool udp_ok = !s.udp || __atomic_load_n(&seen_udp, __ATOMIC_RELAXED) ||
-		      access(NSH_SYSCTL_DIR NSH_UDP_CHILD, F_OK) == 0;
+	bool tcp_ok =
+	    !s.tcp || __atomic_load_n(&seen_tcp, __ATOMIC_RELAXED) || access(NSH_SYSCTL_DIR NSH_TCP_CHILD, F_OK) == 0;
+	bool udp_ok =
+	    !s.udp || __atomic_load_n(&seen_udp, __ATOMIC_RELAXED) || access(NSH_SYSCTL_DIR NSH_UDP_CHILD, F_OK) == 0;
 	if (s.tcp && tcp_ok)
 		__atomic_store_n(&seen_tcp, true, __ATOMIC_RELAXED);
 	if (s.udp && udp_ok)
@@ -250,8 +251,8 @@ static int template_get(const char *state_dir, const struct template_ref *t, str
 	return 0;
 }
 
-static int new_from_template(const struct nshash_create_opts *opts, int home, int *nsfd,
-			     struct nshash_netns_info *info, struct nshash_error *err)
+static int new_from_template(const struct nshash_create_opts *opts, int home, int *nsfd, struct nshash_netns_info *info,
+			     struct nshash_error *err)
 {
 	const char *state_dir = nsh_state_dir(opts->state_dir);
 	struct nshash_sizes eff = nshash_sizes_effective(opts->sizes);
@@ -285,7 +286,7 @@ static int new_from_template(const struct nshash_create_opts *opts, int home, in
 			return r2;
 		if (!damaged)
 			return r; /* a sound template: the kernel's doing (allocation failed?) */
-		/* Someone changed the template's knobs: rebuild it, try again. */
+				  /* Someone changed the template's knobs: rebuild it, try again. */
 	}
 	return nshash_error_set(err, EIO, "template %s: knobs keep changing under us (another program writes them?)",
 				t.path);
@@ -302,6 +303,17 @@ static int new_nested(const struct nshash_create_opts *opts, int home, int *nsfd
 	if (r == 0)
 		r = spawn_child(opts, nsfd, info, err);
 	return leave_child(home, r, nsfd, err);
+}
+
+int nsh_template_fd(const struct nshash_create_opts *opts, int *fd)
+{
+	struct template_ref t;
+	*fd = -1;
+	if (opts->strategy != NSHASH_STRATEGY_TEMPLATE ||
+	    template_paths(nsh_state_dir(opts->state_dir), nshash_sizes_effective(opts->sizes), &t, NULL) < 0)
+		return -ENOENT;
+	*fd = template_open(&t);
+	return *fd >= 0 ? 0 : -ENOENT;
 }
 
 int nshash_netns_new(const struct nshash_create_opts *opts, int *nsfd, struct nshash_netns_info *info,
@@ -328,8 +340,10 @@ int nshash_netns_new(const struct nshash_create_opts *opts, int *nsfd, struct ns
 		int e = errno;
 		struct nshash_probe p;
 		if (e == EPERM && nshash_probe(&p, NULL) == 0 && !p.cap_sys_admin)
-			return nshash_error_set(err, e, "enter network namespaces: %s (needs CAP_SYS_ADMIN and "
-						"CAP_NET_ADMIN; run as root)", strerror(e));
+			return nshash_error_set(err, e,
+						"enter network namespaces: %s (needs CAP_SYS_ADMIN and "
+						"CAP_NET_ADMIN; run as root)",
+						strerror(e));
 		return nshash_error_set(err, e,
 					"cannot re-enter the caller's own network namespace: %s (it belongs to a user "
 					"namespace where the caller lacks CAP_SYS_ADMIN; inside a user namespace, also "
@@ -402,10 +416,10 @@ int nshash_netns_replace(const struct nshash_create_opts *opts, const char *pin_
 					pin_path, strerror(errno));
 	r = nsh_bind_fd(nsfd, pin_path);
 	if (r < 0) {
-		const char *restored = nsh_bind_fd(oldfd, pin_path) == 0 ? "old netns bound back"
-									 : "old netns could NOT be bound back";
-		return nshash_error_set(err, r, "replace netns %s: bind the new netns: %s (%s)", pin_path,
-					strerror(-r), restored);
+		const char *restored =
+		    nsh_bind_fd(oldfd, pin_path) == 0 ? "old netns bound back" : "old netns could NOT be bound back";
+		return nshash_error_set(err, r, "replace netns %s: bind the new netns: %s (%s)", pin_path, strerror(-r),
+					restored);
 	}
 	return 0;
 }

@@ -31,6 +31,8 @@ struct tp {
 	struct nl_sock *skp, *sks; /* rtnetlink in P, in S */
 	struct nsh_netcfg p;	   /* P as found */
 	struct nsh_netcfg s;	   /* S when new: links, rules */
+	struct nsh_netcfg fwd;	   /* P's configuration minus the sysctls a new netns has anyway:
+				    * what S is given (shares P's data; own sysctl arrays) */
 	bool *moved;		   /* per p.links */
 	bool touched;		   /* a link left P or the mount changed */
 	bool unmounted, bound;	   /* P's mount detached; S bound at the path */
@@ -361,6 +363,86 @@ static bool same_msgs(const struct nsh_msgs *a, const struct nsh_msgs *b)
 	return true;
 }
 
+/* Index of `path` in `v`, looking at `hint` first (both lists come from the
+ * same directory walk, so they are mostly in step); -1 if absent. */
+static long sys_find(const struct nsh_sysvec *v, const char *path, size_t *hint)
+{
+	for (size_t k = 0; k < v->n; k++) {
+		size_t i = (*hint + k) % v->n;
+		if (strcmp(v->v[i].path, path) == 0) {
+			*hint = i + 1;
+			return (long)i;
+		}
+	}
+	return -1;
+}
+
+/* Knobs a write to conf/all propagates to every device, and DAD, which the
+ * restore switches itself: always given to S per device. */
+static bool always_given(const char *knob)
+{
+	return !strcmp(knob, "forwarding") || !strcmp(knob, "disable_ipv6") || !strcmp(knob, "accept_dad");
+}
+
+/* Keep the entries of `from` that a new netns would not have as they are:
+ * not in `fresh` (the template, a netns made the way S is), or different
+ * there.  A device's knob is looked up as the template's own for lo and as
+ * conf|neigh/default for the others, which a moved link gets in S. */
+static int sys_filter(const struct nsh_sysvec *from, const struct nsh_sysvec *fresh, bool dev, struct nsh_sysvec *out)
+{
+	size_t hint = 0;
+	out->v = calloc(from->n ? from->n : 1, sizeof(*out->v));
+	if (!out->v)
+		return -ENOMEM;
+	for (size_t i = 0; i < from->n; i++) {
+		const struct nsh_sysent *e = &from->v[i];
+		const char *knob = strrchr(e->path, '/') + 1, *devp = strchr(e->path + 5, '/');
+		char path[512];
+		snprintf(path, sizeof(path), "%s", e->path);
+		if (dev && strncmp(devp, "/lo/", 4) != 0) /* ipvN/conf|neigh/DEV/knob */
+			snprintf(path, sizeof(path), "%.*sdefault/%s", (int)(devp + 1 - e->path), e->path, knob);
+		long j = sys_find(fresh, path, &hint);
+		if (j < 0 || strcmp(fresh->v[j].value, e->value) != 0 || (dev && always_given(knob)))
+			out->v[out->n++] = *e;
+	}
+	return 0;
+}
+
+/* What S is given: P's configuration, minus the sysctls a new netns (the
+ * template S is made from: cheap to read, where S's files would each cost
+ * the kernel a new inode) already has as P has them.  Without a template
+ * (nested strategy): all of P's. */
+static int tp_forward_config(struct tp *t, const struct nshash_create_opts *opts, struct nshash_error *err)
+{
+	t->fwd = t->p;
+	memset(&t->fwd.wide, 0, sizeof(t->fwd.wide));
+	memset(&t->fwd.dev, 0, sizeof(t->fwd.dev));
+	cleanup_close int tfd = -1;
+	struct nsh_netcfg fresh = {0};
+	struct nsh_sysvec both = {0};
+	int r = 0;
+	if (nsh_template_fd(opts, &tfd) == 0 && nsh_netns_enter(tfd, "the template", err) == 0) {
+		r = nsh_netcfg_read(NULL, NSH_CFG_SYSCTL, &fresh, err);
+		int r2 = nsh_netns_return(t->home, err);
+		if (r2 < 0)
+			return r2;
+	}
+	if (r < 0)
+		return nshash_error_prefix(err, "transplant %s: read the template's sysctls", t->path);
+	/* conf|neigh/default are among the wide ones, lo's among the per-device */
+	both.v = calloc(fresh.wide.n + fresh.dev.n + 1, sizeof(*both.v));
+	r = both.v ? sys_filter(&t->p.wide, &fresh.wide, false, &t->fwd.wide) : -ENOMEM;
+	for (size_t i = 0; r == 0 && i < fresh.wide.n; i++)
+		both.v[both.n++] = fresh.wide.v[i];
+	for (size_t i = 0; r == 0 && i < fresh.dev.n; i++)
+		both.v[both.n++] = fresh.dev.v[i];
+	if (r == 0)
+		r = sys_filter(&t->p.dev, &both, true, &t->fwd.dev);
+	free(both.v);
+	nsh_netcfg_free(&fresh);
+	return r < 0 ? nshash_error_set(err, -r, "transplant %s: out of memory", t->path) : 0;
+}
+
 /* Links every netns has (lo, fallback tunnels) stay; the rest must move. */
 static int tp_refuse_vs_s(struct tp *t, struct nshash_error *err)
 {
@@ -418,20 +500,20 @@ static int tp_move_links(struct tp *t, int from_p, struct nshash_error *err)
 }
 
 /* Give netns `nsfd` (socket `sk`) P's configuration and check it took. */
-static int tp_restore_into(struct tp *t, int nsfd, struct nl_sock *sk, bool wide, unsigned counts[4],
-			   struct nshash_error *err)
+static int tp_restore_into(struct tp *t, int nsfd, struct nl_sock *sk, const struct nsh_netcfg *want, bool wide,
+			   unsigned counts[4], struct nshash_error *err)
 {
 	int r = nsh_netns_enter(nsfd, nsfd == t->pfd ? t->path : "the sized netns", err);
 	if (r < 0)
 		return r;
 	if (wide)
-		r = nsh_sysctl_sync(&t->p.wide, NULL, &counts[3], err);
+		r = nsh_sysctl_sync(&want->wide, NULL, &counts[3], err);
 	if (r == 0)
-		r = nsh_netcfg_apply(sk, &t->p, counts, err);
+		r = nsh_netcfg_apply(sk, want, counts, err);
 	if (r == 0)
-		r = nsh_netcfg_compare(sk, &t->p, 3000, err);
+		r = nsh_netcfg_compare(sk, want, 3000, err);
 	if (r == 0)
-		r = nsh_netcfg_finish(&t->p, counts, err);
+		r = nsh_netcfg_finish(want, counts, err);
 	int r2 = nsh_netns_return(t->home, err);
 	return r2 < 0 ? r2 : r;
 }
@@ -480,11 +562,13 @@ static int tp_undo(struct tp *t, struct nshash_error *err)
 	if (r < 0)
 		return r;
 	unsigned counts[4] = {0};
-	return tp_restore_into(t, t->pfd, t->skp, false, counts, err);
+	return tp_restore_into(t, t->pfd, t->skp, &t->p, false, counts, err);
 }
 
 static void tp_close(struct tp *t)
 {
+	free(t->fwd.wide.v);
+	free(t->fwd.dev.v);
 	nsh_netcfg_free(&t->p);
 	nsh_netcfg_free(&t->s);
 	free(t->moved);
@@ -530,6 +614,8 @@ int nshash_netns_transplant(const struct nshash_transplant_opts *opts, const cha
 		r = tp_create_s(&t, &opts->create, &rep->info, err);
 	if (r == 0)
 		r = tp_refuse_vs_s(&t, err);
+	if (r == 0)
+		r = tp_forward_config(&t, &opts->create, err);
 	rep->refused = r < 0 && strstr(err->msg, ": refused: ") != NULL;
 	if (r == 0)
 		tp_report(&t, rep);
@@ -544,7 +630,7 @@ int nshash_netns_transplant(const struct nshash_transplant_opts *opts, const cha
 	if (r == 0)
 		r = tp_swap_mount(&t, err);
 	if (r == 0)
-		r = tp_restore_into(&t, t.sfd, t.sks, true, counts, err);
+		r = tp_restore_into(&t, t.sfd, t.sks, &t.fwd, true, counts, err);
 	if (r == 0)
 		r = tp_verify(&t, &opts->create, &rep->info, err);
 	rep->addresses = counts[0];
