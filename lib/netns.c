@@ -37,9 +37,8 @@ static int set_child_knobs(struct nshash_sizes eff, struct nshash_error *err)
 		long back;
 		r = nsh_sysctl_read(knob[i], &back);
 		if (r < 0 || back != (long)val[i])
-			return nshash_error_set(err, EIO,
-						"net.ipv4.%s in the private parent reads %ld after writing %u", knob[i],
-						r < 0 ? -1L : back, val[i]);
+			return nshash_error_set(err, EIO, "net.ipv4.%s in the private parent reads %ld after writing %u",
+						knob[i], r < 0 ? -1L : back, val[i]);
 	}
 	return 0;
 }
@@ -116,10 +115,10 @@ static int require_knobs(struct nshash_sizes s, struct nshash_error *err)
 {
 	/* Once seen, a knob stays: a long-lived caller looks only once. */
 	static bool seen_tcp, seen_udp;
-	bool tcp_ok =
-	    !s.tcp || __atomic_load_n(&seen_tcp, __ATOMIC_RELAXED) || access(NSH_SYSCTL_DIR NSH_TCP_CHILD, F_OK) == 0;
-	bool udp_ok =
-	    !s.udp || __atomic_load_n(&seen_udp, __ATOMIC_RELAXED) || access(NSH_SYSCTL_DIR NSH_UDP_CHILD, F_OK) == 0;
+	bool tcp_ok = !s.tcp || __atomic_load_n(&seen_tcp, __ATOMIC_RELAXED) ||
+		      access(NSH_SYSCTL_DIR NSH_TCP_CHILD, F_OK) == 0;
+	bool udp_ok = !s.udp || __atomic_load_n(&seen_udp, __ATOMIC_RELAXED) ||
+		      access(NSH_SYSCTL_DIR NSH_UDP_CHILD, F_OK) == 0;
 	if (s.tcp && tcp_ok)
 		__atomic_store_n(&seen_tcp, true, __ATOMIC_RELAXED);
 	if (s.udp && udp_ok)
@@ -251,8 +250,8 @@ static int template_get(const char *state_dir, const struct template_ref *t, str
 	return 0;
 }
 
-static int new_from_template(const struct nshash_create_opts *opts, int home, int *nsfd, struct nshash_netns_info *info,
-			     struct nshash_error *err)
+static int new_from_template(const struct nshash_create_opts *opts, int home, int *nsfd,
+			     struct nshash_netns_info *info, struct nshash_error *err)
 {
 	const char *state_dir = nsh_state_dir(opts->state_dir);
 	struct nshash_sizes eff = nshash_sizes_effective(opts->sizes);
@@ -286,7 +285,7 @@ static int new_from_template(const struct nshash_create_opts *opts, int home, in
 			return r2;
 		if (!damaged)
 			return r; /* a sound template: the kernel's doing (allocation failed?) */
-				  /* Someone changed the template's knobs: rebuild it, try again. */
+		/* Someone changed the template's knobs: rebuild it, try again. */
 	}
 	return nshash_error_set(err, EIO, "template %s: knobs keep changing under us (another program writes them?)",
 				t.path);
@@ -340,10 +339,8 @@ int nshash_netns_new(const struct nshash_create_opts *opts, int *nsfd, struct ns
 		int e = errno;
 		struct nshash_probe p;
 		if (e == EPERM && nshash_probe(&p, NULL) == 0 && !p.cap_sys_admin)
-			return nshash_error_set(err, e,
-						"enter network namespaces: %s (needs CAP_SYS_ADMIN and "
-						"CAP_NET_ADMIN; run as root)",
-						strerror(e));
+			return nshash_error_set(err, e, "enter network namespaces: %s (needs CAP_SYS_ADMIN and "
+						"CAP_NET_ADMIN; run as root)", strerror(e));
 		return nshash_error_set(err, e,
 					"cannot re-enter the caller's own network namespace: %s (it belongs to a user "
 					"namespace where the caller lacks CAP_SYS_ADMIN; inside a user namespace, also "
@@ -416,10 +413,10 @@ int nshash_netns_replace(const struct nshash_create_opts *opts, const char *pin_
 					pin_path, strerror(errno));
 	r = nsh_bind_fd(nsfd, pin_path);
 	if (r < 0) {
-		const char *restored =
-		    nsh_bind_fd(oldfd, pin_path) == 0 ? "old netns bound back" : "old netns could NOT be bound back";
-		return nshash_error_set(err, r, "replace netns %s: bind the new netns: %s (%s)", pin_path, strerror(-r),
-					restored);
+		const char *restored = nsh_bind_fd(oldfd, pin_path) == 0 ? "old netns bound back"
+									 : "old netns could NOT be bound back";
+		return nshash_error_set(err, r, "replace netns %s: bind the new netns: %s (%s)", pin_path,
+					strerror(-r), restored);
 	}
 	return 0;
 }
