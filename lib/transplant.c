@@ -396,10 +396,10 @@ static int sys_filter(const struct nsh_sysvec *from, const struct nsh_sysvec *fr
 		return -ENOMEM;
 	for (size_t i = 0; i < from->n; i++) {
 		const struct nsh_sysent *e = &from->v[i];
-		const char *knob = strrchr(e->path, '/') + 1, *devp = strchr(e->path + 5, '/');
+		const char *knob = strrchr(e->path, '/') + 1, *devp = dev ? strchr(e->path + 5, '/') : NULL;
 		char path[512];
 		snprintf(path, sizeof(path), "%s", e->path);
-		if (dev && strncmp(devp, "/lo/", 4) != 0) /* ipvN/conf|neigh/DEV/knob */
+		if (devp && strncmp(devp, "/lo/", 4) != 0) /* ipvN/conf|neigh/DEV/knob */
 			snprintf(path, sizeof(path), "%.*sdefault/%s", (int)(devp + 1 - e->path), e->path, knob);
 		long j = sys_find(fresh, path, &hint);
 		if (j < 0 || strcmp(fresh->v[j].value, e->value) != 0 || (dev && always_given(knob)))
