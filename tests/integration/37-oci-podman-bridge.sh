@@ -124,7 +124,9 @@ fi
 pairs=("4096 1024" "2048 512" "1024 256" "8192 128")
 for i in $(seq 0 19); do
 	set -- ${pairs[$((i % 4))]}
-	podman run --rm $(ANN "$1" "$2") $IMG sh -c "$SIZES; ping -c1 -W3 10.137.0.1 >/dev/null && echo ok" >"$D/par.$i" 2>"$D/par.$i.err" &
+	# on failure, say whether eth0 is there at all: another test's cleanup
+	# deleting links it did not make takes veths with it
+	podman run --rm $(ANN "$1" "$2") $IMG sh -c "$SIZES; ping -c1 -W3 10.137.0.1 >/dev/null && echo ok || ip -o link show eth0 || echo eth0 gone" >"$D/par.$i" 2>"$D/par.$i.err" &
 done
 wait
 bad=0
