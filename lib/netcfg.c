@@ -759,8 +759,9 @@ static bool route_replayed(const struct nlmsghdr *h, bool kernel_pass)
 	       rtm->rtm_type != RTN_BROADCAST;
 }
 
-/* Copy `h` into a new request of `type`: header (with `hdr_fix` applied by
- * the caller beforehand), attributes except those `skip` refuses. */
+/* A new request of `type` from the dumped message `h`: the header the
+ * caller prepared from h's (state flags cleared), then h's attributes that
+ * `keep` accepts (all when NULL). */
 static struct nl_msg *replay_msg(int type, int flags, const struct nlmsghdr *h, const void *hdr, size_t hdrlen,
 				 bool (*keep)(int type))
 {

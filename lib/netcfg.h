@@ -77,10 +77,10 @@ const struct nsh_link *nsh_netcfg_link(const struct nsh_netcfg *cfg, const char 
 int nsh_link_move(struct nl_sock *sk, const struct nsh_link *link, int nsfd, struct nshash_error *err);
 
 /* Make the netns `sk` (and the calling thread) is in match `want` for the
- * links named in `want` that exist there: MTU, per-device sysctls,
- * addresses, up state, routes, permanent neighbours.  `counts` (may be
- * NULL) gets what was written: [0] addresses, [1] routes, [2] neighbours,
- * [3] sysctls. */
+ * links named in `want` that exist there: MTU, per-device sysctls (IPv6 DAD
+ * off), addresses, up state, routes, permanent neighbours.  `counts` (may
+ * be NULL) gets what was written: [0] addresses, [1] routes, [2]
+ * neighbours, [3] sysctls. */
 int nsh_netcfg_apply(struct nl_sock *sk, const struct nsh_netcfg *want, unsigned counts[4], struct nshash_error *err);
 /* After nsh_netcfg_apply() and nsh_netcfg_compare(): the per-device sysctls
  * once more, with IPv6 DAD as wanted. */
