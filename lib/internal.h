@@ -69,7 +69,8 @@ const char *nsh_state_dir(const char *dir);
 int nsh_lock_state(const char *state_dir, int *lockfd, struct nshash_error *err);
 void nsh_template_name(struct nshash_sizes eff, char *buf, size_t len);
 /* netns.c: an fd on the template that nshash_netns_new() uses for `opts`
- * (template strategy, template built); -ENOENT otherwise. */
-int nsh_template_fd(const struct nshash_create_opts *opts, int *fd);
+ * (template strategy, template built) and the path of its use stamp;
+ * -ENOENT otherwise. */
+int nsh_template_fd(const struct nshash_create_opts *opts, int *fd, char *stamp, size_t len);
 
 #endif

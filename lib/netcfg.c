@@ -300,7 +300,7 @@ int nsh_link_move(struct nl_sock *sk, const struct nsh_link *l, int nsfd, struct
 
 /* ------------------------------------------------------------ sysctls */
 
-static int sysvec_push(struct nsh_sysvec *s, const char *path, const char *value)
+int nsh_sysvec_push(struct nsh_sysvec *s, const char *path, const char *value)
 {
 	if (s->n == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 256;
@@ -400,7 +400,7 @@ static int sys_walk(const char *rel, struct nsh_netcfg *cfg)
 			continue; /* read-only (mc_forwarding, *_entries) or write-only (flush) */
 		if (sys_read(sub, value, sizeof(value)) < 0)
 			continue; /* unset (stable_secret reads EIO) */
-		r = sysvec_push(per_device(sub) ? &cfg->dev : &cfg->wide, sub, value);
+		r = nsh_sysvec_push(per_device(sub) ? &cfg->dev : &cfg->wide, sub, value);
 	}
 	closedir(d);
 	return r;

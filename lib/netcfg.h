@@ -63,6 +63,8 @@ struct nsh_netcfg {
 	char firewall[160];	/* first netfilter table found, "" none */
 };
 
+int nsh_sysvec_push(struct nsh_sysvec *v, const char *path, const char *value);
+
 /* Netlink sockets act on the netns they were opened in, whatever the
  * thread's netns is later. */
 int nsh_nl_open(int protocol, struct nl_sock **sk, struct nshash_error *err);

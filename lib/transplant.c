@@ -408,6 +408,54 @@ static int sys_filter(const struct nsh_sysvec *from, const struct nsh_sysvec *fr
 	return 0;
 }
 
+/* A template's sysctls never change (it is rebuilt, as a new netns, when
+ * damaged), so they are kept with its use stamp, in its content, after the
+ * first read: "nshash-template-sysctls INODE" then "w|d PATH=VALUE" lines.
+ * Reading ~580 files costs as much as in a new netns; one file does not. */
+static int fresh_load(const char *stamp, ino_t ino, struct nsh_netcfg *fresh)
+{
+	char line[4700];
+	unsigned long long have = 0;
+	FILE *f = fopen(stamp, "re");
+	int r = f && fgets(line, sizeof(line), f) && sscanf(line, "nshash-template-sysctls %llu", &have) == 1 &&
+			have == (unsigned long long)ino
+		    ? 0
+		    : -ENOENT;
+	while (r == 0 && fgets(line, sizeof(line), f)) {
+		char *eq = strchr(line, '=');
+		line[strcspn(line, "\n")] = '\0';
+		if ((line[0] != 'w' && line[0] != 'd') || line[1] != ' ' || !eq)
+			r = -EINVAL;
+		else
+			*eq = '\0', r = nsh_sysvec_push(line[0] == 'w' ? &fresh->wide : &fresh->dev, line + 2, eq + 1);
+	}
+	if (f)
+		fclose(f);
+	return r;
+}
+
+static void fresh_save(const char *stamp, ino_t ino, const struct nsh_netcfg *fresh)
+{
+	char tmp[4200];
+	snprintf(tmp, sizeof(tmp), "%s.%d", stamp, (int)getpid());
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!f) {
+		if (fd >= 0)
+			close(fd), unlink(tmp);
+		return;
+	}
+	fprintf(f, "nshash-template-sysctls %llu\n", (unsigned long long)ino);
+	for (int k = 0; k < 2; k++) {
+		const struct nsh_sysvec *v = k ? &fresh->dev : &fresh->wide;
+		for (size_t i = 0; i < v->n; i++)
+			if (!strchr(v->v[i].value, '\n'))
+				fprintf(f, "%c %s=%s\n", k ? 'd' : 'w', v->v[i].path, v->v[i].value);
+	}
+	if (fclose(f) != 0 || rename(tmp, stamp) != 0)
+		unlink(tmp);
+}
+
 /* What S is given: P's configuration, minus the sysctls a new netns (the
  * template S is made from: cheap to read, where S's files would each cost
  * the kernel a new inode) already has as P has them.  Without a template
@@ -421,11 +469,19 @@ static int tp_forward_config(struct tp *t, const struct nshash_create_opts *opts
 	struct nsh_netcfg fresh = {0};
 	struct nsh_sysvec both = {0};
 	int r = 0;
-	if (nsh_template_fd(opts, &tfd) == 0 && nsh_netns_enter(tfd, "the template", err) == 0) {
-		r = nsh_netcfg_read(NULL, NSH_CFG_SYSCTL, &fresh, err);
-		int r2 = nsh_netns_return(t->home, err);
-		if (r2 < 0)
-			return r2;
+	char stamp[4096];
+	struct stat ts;
+	if (nsh_template_fd(opts, &tfd, stamp, sizeof(stamp)) == 0 && fstat(tfd, &ts) == 0 &&
+	    fresh_load(stamp, ts.st_ino, &fresh) < 0) {
+		nsh_netcfg_free(&fresh);
+		if (nsh_netns_enter(tfd, "the template", err) == 0) {
+			r = nsh_netcfg_read(NULL, NSH_CFG_SYSCTL, &fresh, err);
+			int r2 = nsh_netns_return(t->home, err);
+			if (r2 < 0)
+				return r2;
+			if (r == 0)
+				fresh_save(stamp, ts.st_ino, &fresh);
+		}
 	}
 	if (r < 0)
 		return nshash_error_prefix(err, "transplant %s: read the template's sysctls", t->path);
