@@ -273,7 +273,8 @@ int nshash_pin_is_netns(const char *path, struct nshash_error *err);
 /* Layout of the state dir:
  *   DIR/lock                  flock(2) serializing template builds and gc
  *   DIR/templates/tcpT-udpU   template pins (effective sizes)
- *   DIR/templates/tcpT-udpU.used   touched on every use (gc age)
+ *   DIR/templates/tcpT-udpU.used   touched on every use (gc age); holds the
+ *                                  template's sysctls once a transplant read them
  *   DIR/pins/ID               pins made for containers by the hook/wrapper
  */
 enum nshash_entry_kind { NSHASH_ENTRY_NETNS, NSHASH_ENTRY_TEMPLATE, NSHASH_ENTRY_CONTAINER };
