@@ -133,6 +133,11 @@ enum { USES_NOT = 0, USES_THREAD = 1, USES_FD = 2 };
 static int process_uses(pid_t pid, const struct stat *ns, const char *mounts, char *what, size_t len)
 {
 	char dir[64], target[4096], want[64];
+	/* A kernel thread (no executable) lives in the host's netns and holds
+	 * no fds: one readlink instead of two directory walks. */
+	snprintf(dir, sizeof(dir), "/proc/%d/exe", (int)pid);
+	if (readlink(dir, target, sizeof(target)) < 0 && errno == ENOENT)
+		return USES_NOT;
 	snprintf(want, sizeof(want), "net:[%llu]", (unsigned long long)ns->st_ino);
 	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
 	DIR *d = opendir(dir);
