@@ -134,6 +134,7 @@ demo: all
 bench: all $(BENCH_BINS)
 	@bench/run
 	@bench/stats-scan
+	@bench/podman-bridge
 
 # The case for nshash on this machine: build/value/value.{csv,png} (bench/value).
 value: all $(B)/bench/value

@@ -13,11 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "nshash.h"
-#include "stats.h"
+#include "cli.h"
 #include "common.h"
-
-enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
+#include "stats.h"
 
 static const char *prog = "nshash";
 
@@ -32,6 +30,14 @@ static const char usage_text[] =
     "         [--max-table-bytes BYTES] NAME|PATH\n"
     "                 create a netns with its own tables, verify them, pin it at\n"
     "                 /run/netns/NAME (usable with `ip netns exec NAME`) or at PATH\n"
+    "  resize [--tcp N] [--udp N] [--strategy S] [--dry-run] NAME|PATH\n"
+    "                 replace a pinned netns someone already configured (an engine's)\n"
+    "                 by a sized one with the same links, addresses, routes and\n"
+    "                 sysctls; refuses, changing nothing, what it cannot carry over\n"
+    "  resize [--tcp N] [--udp N] [--strategy S] [--dry-run] NAME|PATH\n"
+    "                 replace a pinned netns someone already configured (an engine's)\n"
+    "                 by a sized one with the same links, addresses, routes and\n"
+    "                 sysctls; refuses, changing nothing, what it cannot carry over\n"
     "  show NAME|PATH | --pid PID\n"
     "                 the netns's table sizes (own, shared or the host's global ones)\n"
     "  list [--max-table-bytes BYTES]\n"
@@ -79,6 +85,15 @@ static const char create_usage[] =
     "\n"
     "Exit status: 0 created, 1 failure (also: NAME already exists, as `ip netns add`),\n"
     "2 bad input.\n";
+
+static const char resize_usage[] =
+    "Usage: nshash resize [--tcp N] [--udp N] [--strategy template|nested] [--dry-run] [-j] NAME|PATH\n"
+    "\n"
+    "Replace a pinned netns someone already configured (an engine's) by a sized one with\n"
+    "the same links, addresses, routes, neighbours and sysctls, bound at the same path.\n"
+    "Refuses, changing nothing, what it cannot carry over (a process inside, firewall\n"
+    "tables, links that cannot move, ...); undoes everything if a step fails midway.\n"
+    "--dry-run only checks.\n";
 
 static const char show_usage[] =
     "Usage: nshash show [-j] NAME|PATH\n"
@@ -178,8 +193,7 @@ struct cli {
 	unsigned seen; /* bit per option id, to refuse options a command does not take */
 };
 
-static int fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail(int code, const char *fmt, ...)
+int fail(int code, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -190,7 +204,7 @@ static int fail(int code, const char *fmt, ...)
 	return code;
 }
 
-static int fail_err(int code, const struct nshash_error *err)
+int fail_err(int code, const struct nshash_error *err)
 {
 	return fail(code, "%s", err->msg);
 }
@@ -249,7 +263,7 @@ static const char *table_kind(long entries, bool host)
 	return entries == 0 ? "unsupported" : entries < 0 ? "shared" : host ? "global" : "own";
 }
 
-static json_object *info_json(const struct nshash_netns_info *i)
+json_object *info_json(const struct nshash_netns_info *i)
 {
 	json_object *o = json_object_new_object();
 	long ent[2] = {i->tcp_entries, i->udp_entries};
@@ -273,7 +287,7 @@ static json_object *info_json(const struct nshash_netns_info *i)
 	return o;
 }
 
-static void print_json(json_object *o)
+void print_json(json_object *o)
 {
 	puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(o);
@@ -301,7 +315,7 @@ static void table_text(enum nshash_proto proto, long entries, bool host, char *b
 	}
 }
 
-static void print_info_text(const char *what, const struct nshash_netns_info *i)
+void print_info_text(const char *what, const struct nshash_netns_info *i)
 {
 	char t[128], u[128];
 	bool host = is_host_netns(i);
@@ -388,6 +402,14 @@ static int cmd_create(struct cli *c, int argc, char **argv)
 		print_info_text(what, &info);
 	}
 	return EXIT_OK;
+}
+
+static int cmd_resize(struct cli *c, int argc, char **argv)
+{
+	if (argc != 1)
+		return fail(EXIT_USAGE, "resize: expected one NAME or PATH (see --help)");
+	c->create.state_dir = c->state_dir;
+	return resize_run(&c->create, c->json, c->dry_run, argv[0]);
 }
 
 static int cmd_show(struct cli *c, int argc, char **argv)
@@ -816,6 +838,8 @@ static const struct command commands[] = {
     {"create", cmd_create,
      BIT(OPT_TCP) | BIT(OPT_UDP) | BIT(OPT_STRATEGY) | BIT(OPT_KEEP_LO_DOWN) | BIT(OPT_JSON) | BIT(OPT_MAX_TABLE_BYTES),
      create_usage},
+    {"resize", cmd_resize, BIT(OPT_TCP) | BIT(OPT_UDP) | BIT(OPT_STRATEGY) | BIT(OPT_DRY_RUN) | BIT(OPT_JSON),
+     resize_usage},
     {"show", cmd_show, BIT(OPT_PID) | BIT(OPT_JSON), show_usage},
     {"list", cmd_list, BIT(OPT_JSON) | BIT(OPT_MAX_TABLE_BYTES), list_usage},
     {"delete", cmd_delete, 0, delete_usage},
@@ -845,10 +869,10 @@ static int cmd_help(struct cli *c, int argc, char **argv)
 		return fail(EXIT_USAGE, "help: expected at most one COMMAND");
 	const struct command *cmd = argc ? find_command(argv[0]) : NULL;
 	if (argc && !cmd)
-		return fail(
-		    EXIT_USAGE,
-		    "help: unknown command \"%s\" (commands: create, show, list, stats, delete, gc, reclaim, check)",
-		    argv[0]);
+		return fail(EXIT_USAGE,
+			    "help: unknown command \"%s\" (commands: create, resize, show, list, stats, delete, gc, "
+			    "reclaim, check)",
+			    argv[0]);
 	fputs(cmd ? cmd->usage : usage_text, stdout);
 	return EXIT_OK;
 }

@@ -192,5 +192,9 @@ int nsh_lock_state(const char *state_dir, int *lockfd, struct nshash_error *err)
  * it a missing dir passes. */
 int nsh_state_dir_check(const char *dir, bool create, struct nshash_error *err);
 void nsh_template_name(struct nshash_sizes eff, char *buf, size_t len);
+/* netns.c: an fd on the template that nshash_netns_new() uses for `opts`
+ * (template strategy, template built) and the path of its use stamp;
+ * -ENOENT otherwise. */
+int nsh_template_fd(const struct nshash_create_opts *opts, int *fd, char *stamp, size_t len);
 
 #endif

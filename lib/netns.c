@@ -313,6 +313,18 @@ static int new_nested(const struct nshash_create_opts *opts, int home, int *nsfd
 	return leave_child(home, r, nsfd, err);
 }
 
+int nsh_template_fd(const struct nshash_create_opts *opts, int *fd, char *stamp, size_t len)
+{
+	struct template_ref t;
+	*fd = -1;
+	if (opts->strategy != NSHASH_STRATEGY_TEMPLATE ||
+	    template_paths(nsh_state_dir(opts->state_dir), nshash_sizes_effective(opts->sizes), &t, NULL) < 0)
+		return -ENOENT;
+	snprintf(stamp, len, "%s", t.stamp);
+	*fd = template_open(&t);
+	return *fd >= 0 ? 0 : -ENOENT;
+}
+
 /* In a helper process that need not come back: a throwaway parent, then
  * the sized child. */
 static int nested_here(const void *arg, int *nsfd, struct nshash_netns_info *info, struct nshash_error *err)

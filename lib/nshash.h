@@ -270,6 +270,57 @@ struct nshash_reclaim_report {
 int nshash_reclaim(const struct nshash_reclaim_opts *opts, struct nshash_reclaim_report *report,
 		   struct nshash_error *err);
 
+/* ---------------------------------------------------------------- transplant */
+
+/* Replace the netns pinned at a path (P: made and already configured by
+ * someone else, e.g. a container engine) by a new sized netns S that keeps
+ * P's network configuration, and bind S at P's path.  Every link but lo
+ * moves from P to S (name, ifindex, MAC, MTU survive a move); its IPv4/IPv6
+ * addresses (flags, lifetimes), the routes of every table, permanent
+ * neighbours, up state, per-device sysctls and the netns-wide net.*
+ * sysctls P has and a new netns has not are given back, compared with P,
+ * then S replaces P's mount (umount2(MNT_DETACH) + bind) and the sizes are
+ * verified through the path.
+ *
+ * Refused before anything changes (report->refused, errnum EBUSY for a
+ * process, EPERM when engine_made and the engine does not hold P,
+ * EOPNOTSUPP otherwise; the message names what was found) when
+ * the result could not be the same: a process lives in P (a thread, or an
+ * fd open on it), netfilter tables (nftables, iptables-legacy) in P, a link
+ * the kernel will not move (netns-immutable: bridge, bond, vrf, ...), an
+ * enslaved link, a qdisc or XDP program on a link, nexthop objects,
+ * non-default policy routing rules, routes of another family.  A failure
+ * after the first link moved is undone: links back in P with their
+ * configuration, P's mount back (report->undone; if even that fails, the
+ * message says "UNDO FAILED").  Order: move the links, bind S at the path,
+ * then configure S.  A caller killed while S is being configured leaves S at
+ * the path with the links in it, partly configured (the engine's teardown
+ * finds them there); killed between the move and the bind (a few syscalls),
+ * it leaves P without the moved links (they die with S: a veth with its
+ * peer) or an empty file at the path.  Either way the engine must fail the
+ * container, which it does when its hook dies. */
+struct nshash_transplant_opts {
+	struct nshash_create_opts create; /* sizes etc. of S */
+	bool dry_run;			  /* inspect and decide only; nothing changes */
+	bool engine_made;		  /* P is the netns the engine running the caller (an
+					   * ancestor: podman, through any wrapper) made for this
+					   * container: the engine must hold it open (podman keeps
+					   * it as its handle on the path), and may */
+};
+struct nshash_transplant_report {
+	unsigned links;		       /* links moved (lo stays) */
+	char link_names[256];	       /* "eth0, eth1" */
+	unsigned addresses;	       /* addresses added back */
+	unsigned routes;	       /* routes added back (the kernel adds its own) */
+	unsigned neighbours;	       /* permanent neighbour entries added back */
+	unsigned sysctls;	       /* sysctl writes */
+	bool refused;		       /* error: refused before anything changed */
+	bool undone;		       /* error: a failure midway was undone */
+	struct nshash_netns_info info; /* S as read through the path */
+};
+int nshash_netns_transplant(const struct nshash_transplant_opts *opts, const char *path,
+			    struct nshash_transplant_report *report, struct nshash_error *err);
+
 /* ---------------------------------------------------------------- pins */
 
 /* NAME → /run/netns/NAME (NAME: [A-Za-z0-9._-], 1..NAME_MAX, not "." or
@@ -293,7 +344,8 @@ int nshash_pin_is_netns(const char *path, struct nshash_error *err);
 /* Layout of the state dir:
  *   DIR/lock                  flock(2) serializing template builds and gc
  *   DIR/templates/tcpT-udpU   template pins (effective sizes)
- *   DIR/templates/tcpT-udpU.used   touched on every use (gc age)
+ *   DIR/templates/tcpT-udpU.used   touched on every use (gc age); holds the
+ *                                  template's sysctls once a transplant read them
  *   DIR/pins/ID               pins made for containers by the hook/wrapper
  */
 enum nshash_entry_kind { NSHASH_ENTRY_NETNS, NSHASH_ENTRY_TEMPLATE, NSHASH_ENTRY_CONTAINER };

@@ -45,6 +45,7 @@ enum nshash_oci_action {
 	NSHASH_OCI_SIZED,	  /* sized netns created, pinned, path rewritten */
 	NSHASH_OCI_ALREADY,	  /* its netns is our pin, or already has the sizes: unchanged */
 	NSHASH_OCI_WARNED,	  /* could not size; policy warn: config unchanged */
+	NSHASH_OCI_TRANSPLANTED,  /* precreate: podman's configured netns replaced at its path */
 };
 struct nshash_oci_result {
 	enum nshash_oci_action action;
@@ -54,6 +55,7 @@ struct nshash_oci_result {
 	char warning[1024];	       /* WARNED: why */
 	char hostname[256];	       /* the config's hostname (podman: the short id), for logs */
 	bool from_defaults;	       /* the request is opts->defaults, not annotations */
+	char moved[256];	       /* TRANSPLANTED: the links moved, "eth0, eth1" */
 };
 /* The one config transform shared by the hook and the wrapper.  On success
  * *out is a malloc'd config (a copy of the input when nothing changed) and,

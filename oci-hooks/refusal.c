@@ -90,8 +90,10 @@ static const char *const host_advice[] = {
 static const char *const joined_advice[] = {
     [ENGINE_OTHER] = "give the container whose network namespace this one joins the same sizes, or give this "
 		     "one its own",
-    [ENGINE_PODMAN] = "with podman, give the container (or the pod's infra container) whose network this one joins "
-		      "the same io.nshash.* annotations, or use a network of its own",
+    [ENGINE_PODMAN] = "with podman, a pod's containers share its infra container's network namespace and podman pod "
+		      "create takes no annotations: run the container outside the pod, or size the pod's network "
+		      "with the nshash CNI plugin placed first in the network's plugin chain; for --network "
+		      "container:NAME, give NAME the same io.nshash.* annotations",
     [ENGINE_DOCKER] = "with Docker, run the container named in --network container:NAME with the same sized "
 		      "runtime, or give this one a network of its own",
     [ENGINE_CRI] = "under Kubernetes, size the pod with the nshash CNI plugin placed first in the network's plugin "

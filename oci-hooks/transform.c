@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The one config transform shared by the hook and the wrapper: create a
  * sized netns, pin it, point the config's network namespace entry at it. */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
@@ -90,7 +91,7 @@ struct transform {
 };
 
 /* What decide and apply conclude. */
-enum { KEEP_CONFIG = 0, SIZE_NETNS = 1, CONFIG_CHANGED = 2 };
+enum { KEEP_CONFIG = 0, SIZE_NETNS = 1, CONFIG_CHANGED = 2, TRANSPLANT_NETNS = 3 };
 
 /* Parse: the document, its hostname (for logs) and the request. */
 static int transform_parse(struct transform *t, const char *config, size_t len, struct nshash_error *err)
@@ -153,12 +154,29 @@ static int decide_given_pin(struct transform *t, struct nshash_error *err)
 	return SIZE_NETNS;
 }
 
+/* The netns podman makes for a container's network (/run/netns/netns-UUID),
+ * as opposed to one a user names with --network ns:PATH, which nshash does
+ * not replace behind the user's back. */
+static bool engine_netns(const char *path)
+{
+	const char *prefix = NSHASH_NETNS_RUN_DIR "/netns-";
+	size_t n = strlen(prefix), i;
+
+	if (strncmp(path, prefix, n) != 0)
+		return false;
+	for (i = n; path[i]; i++)
+		if (!isxdigit((unsigned char)path[i]) && path[i] != '-')
+			return false;
+	return i - n == 36;
+}
+
 /* Decide, for a config whose netns path exists already: sized before us
  * (`nshash create` + --network ns:, the nshash CNI plugin first in the
  * chain, Docker's --network container:X of a container sized alike) is
- * fine if it has what was asked for; anything else cannot be resized: an
- * error, or a warning under onFailure warn, saying what is true
- * (refusal.c). */
+ * fine if it has what was asked for; podman's own netns, which its network
+ * backend configured already, is transplanted (precreate); anything else
+ * cannot be resized: an error, or a warning under onFailure warn, saying
+ * what is true (refusal.c). */
 static int decide_given_path(struct transform *t, struct nshash_error *err)
 {
 	struct nshash_oci_result *res = t->res;
@@ -172,6 +190,8 @@ static int decide_given_path(struct transform *t, struct nshash_error *err)
 		res->action = NSHASH_OCI_ALREADY;
 		return KEEP_CONFIG;
 	}
+	if (t->opts->mode == NSHASH_OCI_PRECREATE && engine_netns(t->path))
+		return TRANSPLANT_NETNS;
 	nsh_oci_explain_existing(t->doc, t->path, inspected ? &info : NULL, &ierr, res->warning, sizeof(res->warning));
 	if (t->opts->policy->on_failure == NSHASH_ON_FAILURE_WARN) {
 		res->action = NSHASH_OCI_WARNED;
@@ -274,6 +294,36 @@ static void record_request(struct json_object *ann, struct nshash_sizes sizes)
 	}
 }
 
+/* Apply, for podman's configured netns: replace it at the same path by a
+ * sized netns with the same links and configuration; the config stays as
+ * it is.  KEEP_CONFIG (transplanted, or warned) or an error. */
+static int transform_transplant(struct transform *t, struct nshash_error *err)
+{
+	const struct nshash_policy *policy = t->opts->policy;
+	struct nshash_oci_result *res = t->res;
+	struct nshash_transplant_opts topts = {
+	    .create = {.sizes = res->request.sizes, .strategy = policy->strategy, .state_dir = policy->state_dir},
+	    .engine_made = true, /* podman, which runs the hook, made it and holds it open (its handle on the path) */
+	};
+	struct nshash_transplant_report rep;
+	int r = nshash_netns_transplant(&topts, t->path, &rep, err);
+
+	if (r == 0) {
+		res->info = rep.info;
+		snprintf(res->pin_path, sizeof(res->pin_path), "%s", t->path);
+		snprintf(res->moved, sizeof(res->moved), "%s", rep.links ? rep.link_names : "no links");
+		res->action = NSHASH_OCI_TRANSPLANTED;
+		return KEEP_CONFIG;
+	}
+	if (policy->on_failure == NSHASH_ON_FAILURE_WARN) {
+		snprintf(res->warning, sizeof(res->warning), "%s", err->msg);
+		res->action = NSHASH_OCI_WARNED;
+		return KEEP_CONFIG;
+	}
+	return nshash_error_prefix(err, "cannot size %s=%u %s=%u", NSHASH_ANNOTATION_TCP, res->request.sizes.tcp,
+				   NSHASH_ANNOTATION_UDP, res->request.sizes.udp);
+}
+
 /* Apply: create and pin, point the network entry at the pin, name it in
  * the annotations, and (wrapper) add the verify and cleanup hooks.
  * CONFIG_CHANGED, KEEP_CONFIG (warned) or an error. */
@@ -326,6 +376,8 @@ int nshash_oci_transform(const char *config, size_t len, const struct nshash_oci
 		r = transform_decide(&t, err);
 	if (r == SIZE_NETNS)
 		r = transform_apply(&t, err);
+	else if (r == TRANSPLANT_NETNS)
+		r = transform_transplant(&t, err);
 	if (r == KEEP_CONFIG) {
 		r = dup_out(config, len, out, out_len, err);
 	} else if (r == CONFIG_CHANGED) {
@@ -359,6 +411,12 @@ void nshash_oci_log_result(const char *who, const struct nshash_oci_result *res)
 		nshash_log(NSHASH_LOG_INFO, who,
 			   "netns %s is already sized: requested tcp=%u udp=%u, effective tcp=%ld udp=%ld",
 			   res->pin_path, rq->tcp, rq->udp, res->info.tcp_entries, res->info.udp_entries);
+		break;
+	case NSHASH_OCI_TRANSPLANTED:
+		nshash_log(NSHASH_LOG_INFO, who,
+			   "engine's netns %s replaced by a sized one with its configuration (moved %s): requested "
+			   "tcp=%u udp=%u, effective tcp=%ld udp=%ld",
+			   res->pin_path, res->moved, rq->tcp, rq->udp, res->info.tcp_entries, res->info.udp_entries);
 		break;
 	case NSHASH_OCI_WARNED:
 		nshash_log(NSHASH_LOG_WARN, who,

@@ -3,8 +3,8 @@
 # podman with the shipped hooks.d files (hooks_dir in a private
 # containers.conf): --network none gets the sizes, restart sizes again, rm
 # leaves nothing; the verify hook refuses a container whose netns is not
-# what was asked; bridge networking is refused (or warned about) with the
-# alternatives named; typos in io.nshash.* keys are refused.
+# what was asked; bridge networking is sized by moving podman's configured
+# links; typos in io.nshash.* keys are refused.
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/engines.sh"
 require_root
@@ -81,21 +81,13 @@ assert_eq "$GLOBAL 1" "$out" "onFailure warn: starts on the shared tables"
 assert_contains "$(tail -3 "$D/nshash.log")" "warning: " "onFailure warn: the mismatch is logged as a warning"
 sed -i "s|hooks_dir = \\[\"$D/hooks-verify-only\"\\]|hooks_dir = [\"$D/hooks\"]|" "$CONTAINERS_CONF"
 
-# --- bridge networking: podman created (and configured) the netns already
+# --- bridge networking: podman created and configured the netns already;
+# precreate moves its links into a sized one (37-oci-podman-bridge in depth)
 engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/nshash.log\"}"
-out=$(podman run --rm --annotation io.nshash.tcp=4096 $IMG true 2>&1)
-rc=$?
-[ $rc -ne 0 ] && pass "bridge: refused (exit $rc)" || fail "bridge: container started"
-assert_contains "$out" "network namespace /run/netns/netns-" "bridge: names podman's netns"
-assert_contains "$out" "cannot be resized after creation" "bridge: says why"
-assert_contains "$out" "--network none" "bridge: names --network none"
-assert_contains "$out" "nshash CNI plugin" "bridge: names the CNI plugin"
-assert_contains "$out" "nshash create NAME --tcp T --udp U" "bridge: names nshash create + --network ns:"
-engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/nshash.log\", \"onFailure\": \"warn\"}"
 out=$(podman run --rm --annotation io.nshash.tcp=4096 $IMG sh -c 'cat /proc/sys/net/ipv4/tcp_ehash_entries; ip -o addr show eth0 | grep -c "inet "' 2>/dev/null)
-assert_eq "${GLOBAL%% *}
-1" "$out" "bridge + onFailure warn: starts with eth0, on the shared table"
-assert_contains "$(tail -3 "$D/nshash.log")" "requested tcp=4096 udp=0, effective: shared global tables (onFailure warn)" "bridge + warn: logged"
+assert_eq "4096
+1" "$out" "bridge: sized, eth0 kept its address"
+assert_contains "$(grep precreate "$D/nshash.log" | tail -1)" "replaced by a sized one with its configuration (moved eth0)" "bridge: logged as a transplant"
 pins_gone && pass "bridge: no pin made" || fail "bridge: pin left"
 
 # --- nshash-runtime as podman's runtime: alone, and behind the hooks

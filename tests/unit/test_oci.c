@@ -435,6 +435,40 @@ static void test_state_bundle(void **state)
 	rmdir(dir);
 }
 
+/* Which paths precreate transplants: podman's own netns only; a process's
+ * netns (a pod's infra container) gets the pod advice; the wrapper never
+ * transplants. */
+static void test_engine_paths(void **state)
+{
+	(void)state;
+	const char *ann = "\"io.nshash.tcp\": \"4096\", \"io.nshash.udp\": \"1024\"";
+	const char *uuid = "/run/netns/netns-0b1017ce-b3c9-736c-2b40-0ca4fa8f206b";
+	char buf[2048], entry[256];
+
+	snprintf(entry, sizeof(entry), "{\"type\": \"network\", \"path\": \"%s\"}", uuid);
+	snprintf(buf, sizeof(buf), CONFIG_WITH("%s", "%s"), ann, entry);
+	expect_refused(buf, "cannot size io.nshash.tcp=4096 io.nshash.udp=1024: transplant /run/netns/netns-0b1017ce-"
+			    "b3c9-736c-2b40-0ca4fa8f206b: No such file or directory");
+	snprintf(buf, sizeof(buf), CONFIG_WITH("%s", "{\"type\": \"network\", \"path\": \"/proc/123/ns/net\"}"), ann);
+	/* (no such process here: what inspecting it said; the pod advice is
+	 * tested with a real pod in 37-oci-podman-bridge) */
+	expect_refused(buf, "cannot inspect the network namespace the config names (/proc/123/ns/net)");
+	snprintf(buf, sizeof(buf),
+		 CONFIG_WITH("%s", "{\"type\": \"network\", \"path\": \"/run/netns/netns-not-a-uuid\"}"), ann);
+	expect_refused(buf, "cannot inspect the network namespace the config names (/run/netns/netns-not-a-uuid)");
+
+	struct nshash_oci_opts wopts = {
+	    .mode = NSHASH_OCI_WRAPPER, .policy = &policy, .pin_name = "c1-0", .hook_path = "/bin/true"};
+	struct nshash_oci_result res;
+	struct nshash_error err = {0};
+	char *out = NULL;
+	size_t len;
+	snprintf(buf, sizeof(buf), CONFIG_WITH("%s", "%s"), ann, entry);
+	assert_true(nshash_oci_transform(buf, strlen(buf), &wopts, &out, &len, &res, &err) < 0);
+	assert_non_null(strstr(err.msg, "cannot inspect the network namespace the config names"));
+	assert_null(strstr(err.msg, "transplant"));
+}
+
 static void test_bundle_errors(void **state)
 {
 	(void)state;
@@ -581,7 +615,7 @@ int main(void)
 	    cmocka_unit_test(test_state_bundle),  cmocka_unit_test(test_bundle_errors),
 	    cmocka_unit_test(test_args),	  cmocka_unit_test(test_pin_names),
 	    cmocka_unit_test(test_runtime_find),  cmocka_unit_test(test_own_options),
-	    cmocka_unit_test(test_defaults),
+	    cmocka_unit_test(test_defaults),	  cmocka_unit_test(test_engine_paths),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* What the CLI's command files share (cmd/nshash.c defines these). */
+#ifndef NSHASH_CLI_H
+#define NSHASH_CLI_H
+
+#include <json-c/json.h>
+
+#include "nshash.h"
+
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
+
+int fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int fail_err(int code, const struct nshash_error *err);
+json_object *info_json(const struct nshash_netns_info *i);
+void print_json(json_object *o);
+void print_info_text(const char *what, const struct nshash_netns_info *i);
+
+/* cmd/resize.c */
+int resize_run(const struct nshash_create_opts *create, bool json, bool dry_run, const char *arg);
+
+#endif

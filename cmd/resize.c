@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* nshash resize: replace a pinned netns that is already configured by a
+ * sized one that keeps its network configuration (libnshash's transplant). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static int exit_code(const struct nshash_error *err, const struct nshash_transplant_report *rep)
+{
+	if (rep->refused || err->errnum == ENOENT || err->errnum == EINVAL)
+		return EXIT_USAGE;
+	return EXIT_FAIL;
+}
+
+int resize_run(const struct nshash_create_opts *create, bool json, bool dry_run, const char *arg)
+{
+	char path[4096];
+	struct nshash_error err = {0};
+	if (nshash_pin_resolve(arg, path, sizeof(path), &err) < 0)
+		return fail_err(EXIT_USAGE, &err);
+	struct nshash_transplant_opts opts = {.create = *create, .dry_run = dry_run};
+	struct nshash_transplant_report rep;
+	if (nshash_netns_transplant(&opts, path, &rep, &err) < 0)
+		return fail_err(exit_code(&err, &rep), &err);
+	if (!dry_run && nshash_inspect_path(path, &rep.info, &err) < 0)
+		return fail_err(EXIT_FAIL, &err);
+	if (json) {
+		json_object *o = dry_run ? json_object_new_object() : info_json(&rep.info);
+		json_object *links = json_object_new_array();
+		char names[sizeof(rep.link_names)];
+		snprintf(names, sizeof(names), "%s", rep.link_names);
+		for (char *save = NULL, *n = strtok_r(names, ", ", &save); n; n = strtok_r(NULL, ", ", &save))
+			json_object_array_add(links, json_object_new_string(n));
+		json_object_object_add(o, "path", json_object_new_string(path));
+		json_object_object_add(o, "dry_run", json_object_new_boolean(dry_run));
+		json_object_object_add(o, "links", links);
+		json_object_object_add(o, "addresses", json_object_new_int64(rep.addresses));
+		json_object_object_add(o, "routes", json_object_new_int64(rep.routes));
+		json_object_object_add(o, "neighbours", json_object_new_int64(rep.neighbours));
+		json_object_object_add(o, "sysctls", json_object_new_int64(rep.sysctls));
+		json_object_object_add(o, "requested_tcp", json_object_new_int64(create->sizes.tcp));
+		json_object_object_add(o, "requested_udp", json_object_new_int64(create->sizes.udp));
+		print_json(o);
+		return EXIT_OK;
+	}
+	if (dry_run) {
+		printf("%s can be resized: would move %s\n", path, rep.links ? rep.link_names : "no links");
+		return EXIT_OK;
+	}
+	char what[4600];
+	snprintf(what, sizeof(what),
+		 "resized %s: moved %s; restored %u address(es), %u route(s), %u neighbour(s), %u sysctl write(s)",
+		 path, rep.links ? rep.link_names : "no links", rep.addresses, rep.routes, rep.neighbours, rep.sysctls);
+	print_info_text(what, &rep.info);
+	return EXIT_OK;
+}

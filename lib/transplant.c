@@ -1,0 +1,728 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Transplant: replace the netns pinned at a path (P, made and configured by
+ * an engine) by a sized netns (S) that carries the same network
+ * configuration, and bind S at P's path.
+ *
+ * A netns's tables are fixed when it is made, so the configuration moves
+ * instead: every link but lo goes from P to S (a move keeps a link's name,
+ * ifindex, MAC and MTU but drops its addresses, routes and per-device
+ * sysctls), and those are given back from what P had.  All or nothing:
+ * P is inspected first and refused, naming what was found, when the
+ * result could not be the same (a process inside, firewall tables, a link
+ * the kernel will not move, ...); a failure after the first move is undone
+ * (links back to P, its configuration restored, P's mount back). */
+#include <ctype.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/pkt_sched.h>
+#include <linux/rtnetlink.h>
+#include <netlink/attr.h>
+#include <netlink/msg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#include "netcfg.h"
+
+struct tp {
+	const char *path;
+	int home, pfd, sfd;
+	struct nl_sock *skp, *sks; /* rtnetlink in P, in S */
+	struct nsh_netcfg p;	   /* P as found */
+	struct nsh_netcfg s;	   /* S when new: links, rules */
+	struct nsh_netcfg fwd;	   /* P's configuration minus the sysctls a new netns has anyway:
+				    * what S is given (shares P's data; own sysctl arrays) */
+	bool *moved;		   /* per p.links */
+	bool touched;		   /* a link left P or the mount changed */
+	bool unmounted, bound;	   /* P's mount detached; S bound at the path */
+};
+
+static int refuse(const struct tp *t, int errnum, struct nshash_error *err, const char *fmt, const char *a,
+		  const char *b, const char *c)
+{
+	char why[600];
+	snprintf(why, sizeof(why), fmt, a, b, c);
+	return nshash_error_set(err, errnum, "transplant %s: refused: %s", t->path, why);
+}
+
+/* ------------------------------------------------------------ P: open, processes */
+
+static int tp_open(struct tp *t, struct nshash_error *err)
+{
+	struct stat ls;
+	/* Only a pin at this very path: never through a symbolic link (the
+	 * netns of a process, or a link to someone else's pin). */
+	if (lstat(t->path, &ls) == 0 && S_ISLNK(ls.st_mode))
+		return refuse(t, EINVAL, err,
+			      "it is a symbolic link (e.g. /proc/PID/ns/net, the netns of a running "
+			      "process)%s%s%s, not a pinned network namespace",
+			      "", "", "");
+	t->pfd = open(t->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (t->pfd < 0)
+		return nshash_error_set(err, errno, "transplant %s: %s", t->path, strerror(errno));
+	if (!nsh_fd_is_netns(t->pfd))
+		return nshash_error_set(err, EINVAL, "transplant %s: not a network namespace (no nsfs pin there)",
+					t->path);
+	int r = nsh_netns_open_current(&t->home, err);
+	if (r < 0)
+		return r;
+	struct stat ps, hs, is;
+	if (fstat(t->pfd, &ps) < 0 || fstat(t->home, &hs) < 0)
+		return nshash_error_set(err, errno, "transplant %s: stat: %s", t->path, strerror(errno));
+	if (ps.st_ino == hs.st_ino && ps.st_dev == hs.st_dev)
+		return refuse(t, EINVAL, err, "it is the caller's own network namespace%s%s%s", "", "", "");
+	if (stat("/proc/1/ns/net", &is) == 0 && ps.st_ino == is.st_ino && ps.st_dev == is.st_dev)
+		return refuse(t, EINVAL, err, "it is the host's network namespace (that of pid 1)%s%s%s", "", "", "");
+	return 0;
+}
+
+static void comm_of(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, len - 1) : -1;
+	if (n <= 0)
+		n = 0;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	for (char *p = buf; *p; p++)
+		if (!isprint((unsigned char)*p))
+			*p = '?';
+}
+
+/* Where P is mounted in this mount namespace: the mount points whose root
+ * is "net:[INO]", one per line, for comparing with what an fd links to
+ * (an fd opened through a pin links to the pin's path). */
+static char *mounts_of(const struct stat *ns)
+{
+	char want[64], line[8192];
+	snprintf(want, sizeof(want), "net:[%llu]", (unsigned long long)ns->st_ino);
+	FILE *f = fopen("/proc/thread-self/mountinfo", "re");
+	char *out = NULL;
+	size_t len = 0;
+	FILE *o = open_memstream(&out, &len);
+	while (f && o && fgets(line, sizeof(line), f)) {
+		char root[256], point[4096];
+		/* ID PARENT MAJ:MIN ROOT POINT ... (spaces in paths are \040) */
+		if (sscanf(line, "%*s %*s %*s %255s %4095s", root, point) == 2 && strcmp(root, want) == 0)
+			fprintf(o, "%s\n", point);
+	}
+	if (f)
+		fclose(f);
+	if (o)
+		fclose(o);
+	return out;
+}
+
+static bool is_mount_of(const char *mounts, const char *target)
+{
+	size_t n = strlen(target);
+	for (const char *p = mounts; p && *p; p = strchr(p, '\n') + 1)
+		if (strncmp(p, target, n) == 0 && p[n] == '\n')
+			return true;
+	return false;
+}
+
+enum { USES_NOT = 0, USES_THREAD = 1, USES_FD = 2 };
+
+/* Does a thread of `pid` live in netns `ns` (USES_THREAD), or does it hold
+ * an fd on it (USES_FD): "net:[INO]" (opened through /proc/PID/ns/net) or
+ * a path where P is mounted? */
+static int process_uses(pid_t pid, const struct stat *ns, const char *mounts, char *what, size_t len)
+{
+	char dir[64], target[4096], want[64];
+	/* A kernel thread (no executable) lives in the host's netns and holds
+	 * no fds: one readlink instead of two directory walks. */
+	snprintf(dir, sizeof(dir), "/proc/%d/exe", (int)pid);
+	if (readlink(dir, target, sizeof(target)) < 0 && errno == ENOENT)
+		return USES_NOT;
+	snprintf(want, sizeof(want), "net:[%llu]", (unsigned long long)ns->st_ino);
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int found = 0;
+	while (d && !found && (de = readdir(d))) {
+		struct stat st;
+		char p[128];
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		snprintf(p, sizeof(p), "%s/%.16s/ns/net", dir, de->d_name);
+		if (stat(p, &st) == 0 && st.st_ino == ns->st_ino && st.st_dev == ns->st_dev) {
+			found = 1;
+			if (atoi(de->d_name) == pid)
+				snprintf(what, len, "lives in it");
+			else
+				snprintf(what, len, "has thread %.16s in it", de->d_name);
+		}
+	}
+	if (d)
+		closedir(d);
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
+	d = found ? NULL : opendir(dir);
+	while (d && !found && (de = readdir(d))) {
+		ssize_t n = readlinkat(dirfd(d), de->d_name, target, sizeof(target) - 1);
+		if (n <= 0)
+			continue;
+		target[n] = '\0';
+		if (strcmp(target, want) == 0 || (target[0] == '/' && is_mount_of(mounts, target))) {
+			found = USES_FD;
+			snprintf(what, len, "holds it open (fd %.16s)", de->d_name);
+		}
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+static pid_t parent_of(pid_t pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	const char *p = strrchr(buf, ')'); /* after "pid (comm)": " S ppid" */
+	int ppid = 0;
+	return p && sscanf(p + 1, " %*c %d", &ppid) == 1 ? (pid_t)ppid : 0;
+}
+
+/* Is `pid` the caller's parent, grandparent, ... (not init)? */
+static bool is_ancestor(pid_t pid)
+{
+	for (pid_t a = getppid(), n = 0; a > 1 && n < 64; a = parent_of(a), n++)
+		if (a == pid)
+			return true;
+	return false;
+}
+
+/* A process inside P keeps its sockets there: nothing must live in P or
+ * hold it (a thread, an open fd) but this process -- and, for a netns the
+ * engine running the caller made, that engine, which must then hold it. */
+static int tp_check_processes(struct tp *t, bool engine_made, struct nshash_error *err)
+{
+	struct stat ns;
+	if (fstat(t->pfd, &ns) < 0)
+		return nshash_error_set(err, errno, "transplant %s: stat: %s", t->path, strerror(errno));
+	DIR *proc = opendir("/proc");
+	if (!proc)
+		return nshash_error_set(err, errno, "transplant %s: list /proc: %s", t->path, strerror(errno));
+	pid_t self = getpid();
+	struct dirent *de;
+	int r = 0;
+	bool engine_holds = false;
+	char *mounts = mounts_of(&ns);
+	while (r == 0 && (de = readdir(proc))) {
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		pid_t pid = (pid_t)atoi(de->d_name);
+		char what[64], comm[32], ps[16];
+		int uses = pid == self ? USES_NOT : process_uses(pid, &ns, mounts, what, sizeof(what));
+		if (uses == USES_NOT)
+			continue;
+		if (uses == USES_FD && engine_made && is_ancestor(pid)) {
+			engine_holds = true;
+			continue;
+		}
+		comm_of(pid, comm, sizeof(comm));
+		snprintf(ps, sizeof(ps), "%d", (int)pid);
+		r = refuse(t, EBUSY, err, "process %s (%s) %s: its sockets would stay behind", ps, comm, what);
+	}
+	closedir(proc);
+	free(mounts);
+	if (r == 0 && engine_made && !engine_holds)
+		r = refuse(t, EPERM, err,
+			   "the engine running this process does not hold it open: not the netns it made for this "
+			   "container%s%s%s",
+			   "", "", "");
+	return r;
+}
+
+/* ------------------------------------------------------------ P: read, refuse */
+
+/* The kernel derives tcp_max_tw_buckets and tcp_max_syn_backlog from a
+ * netns's own table size: S keeps its own unless the engine changed P's
+ * from what P's table gives. */
+static void drop_derived(struct nsh_sysvec *wide, long tcp_entries)
+{
+	long size = tcp_entries < 0 ? -tcp_entries : tcp_entries;
+	char tw[32], syn[32];
+	snprintf(tw, sizeof(tw), "%ld", size / 2);
+	snprintf(syn, sizeof(syn), "%ld", size / 128 > 128 ? size / 128 : 128);
+	for (size_t i = 0; i < wide->n; i++) {
+		const char *p = wide->v[i].path, *v = wide->v[i].value;
+		if ((strcmp(p, "ipv4/tcp_max_tw_buckets") == 0 && strcmp(v, tw) == 0) ||
+		    (strcmp(p, "ipv4/tcp_max_syn_backlog") == 0 && strcmp(v, syn) == 0)) {
+			free(wide->v[i].path);
+			free(wide->v[i].value);
+			wide->v[i--] = wide->v[--wide->n];
+		}
+	}
+}
+
+static int tp_read_p(struct tp *t, struct nshash_error *err)
+{
+	int r = nsh_netns_enter(t->pfd, t->path, err);
+	if (r < 0)
+		return r;
+	struct nshash_netns_info info;
+	r = nsh_nl_open(NETLINK_ROUTE, &t->skp, err);
+	if (r == 0)
+		r = nsh_netcfg_read(t->skp, NSH_CFG_ALL, &t->p, err);
+	if (r == 0)
+		r = nsh_read_info_here(&info, false, err);
+	int r2 = nsh_netns_return(t->home, err);
+	if (r2 < 0)
+		return r2;
+	if (r < 0)
+		return nshash_error_prefix(err, "transplant %s", t->path);
+	drop_derived(&t->p.wide, info.tcp_entries);
+	t->moved = calloc(t->p.nlinks ? t->p.nlinks : 1, sizeof(bool));
+	return t->moved ? 0 : nshash_error_set(err, ENOMEM, "transplant %s: out of memory", t->path);
+}
+
+static int refuse_qdiscs(const struct tp *t, struct nshash_error *err)
+{
+	for (size_t i = 0; i < t->p.qdiscs.n; i++) {
+		const struct nlmsghdr *h = t->p.qdiscs.v[i];
+		const struct tcmsg *tc = NLMSG_DATA(h);
+		if (h->nlmsg_type != RTM_NEWQDISC || (tc->tcm_handle == 0 && tc->tcm_parent != TC_H_INGRESS))
+			continue; /* a default qdisc */
+		struct nlattr *k = nla_find((struct nlattr *)((char *)tc + NLMSG_ALIGN(sizeof(*tc))),
+					    (int)h->nlmsg_len - NLMSG_HDRLEN - (int)NLMSG_ALIGN(sizeof(*tc)), TCA_KIND);
+		char kind[32] = "?", dev[IF_NAMESIZE] = "?";
+		if (k)
+			snprintf(kind, sizeof(kind), "%.*s", nla_len(k) - 1, (const char *)nla_data(k));
+		for (size_t j = 0; j < t->p.nlinks; j++)
+			if (t->p.links[j].index == tc->tcm_ifindex)
+				snprintf(dev, sizeof(dev), "%s", t->p.links[j].name);
+		return refuse(t, EOPNOTSUPP, err,
+			      "link %s has qdisc %s configured (%straffic control does not move with a link)", dev,
+			      kind, "");
+	}
+	return 0;
+}
+
+/* What P holds that a transplant cannot carry over faithfully. */
+static int tp_refuse_p(const struct tp *t, struct nshash_error *err)
+{
+	if (t->p.firewall[0])
+		return refuse(t, EOPNOTSUPP, err, "it has %s%s%s: firewall rules cannot move with the links",
+			      t->p.firewall, "", "");
+	if (t->p.nexthops.n)
+		return refuse(t, EOPNOTSUPP, err,
+			      "it has nexthop objects (ip nexthop)%s%s%s, which are not carried over", "", "", "");
+	for (size_t i = 0; i < t->p.routes.n; i++) {
+		const struct rtmsg *rtm = NLMSG_DATA(t->p.routes.v[i]);
+		char fam[16];
+		snprintf(fam, sizeof(fam), "%u", rtm->rtm_family);
+		if (rtm->rtm_family != AF_INET && rtm->rtm_family != AF_INET6)
+			return refuse(t, EOPNOTSUPP, err, "it has routes of address family %s%s%s (not understood)",
+				      fam, "", "");
+	}
+	for (size_t i = 0; i < t->p.nlinks; i++) {
+		const struct nsh_link *l = &t->p.links[i], *m = NULL;
+		for (size_t j = 0; l->master && j < t->p.nlinks; j++)
+			if (t->p.links[j].index == l->master)
+				m = &t->p.links[j];
+		if (l->master)
+			return refuse(t, EOPNOTSUPP, err, "link %s is enslaved to %s%s (enslaved links are not moved)",
+				      l->name, m ? m->name : "another link", "");
+		if (l->xdp)
+			return refuse(t, EOPNOTSUPP, err, "link %s has an XDP program attached%s%s", l->name, "", "");
+	}
+	return refuse_qdiscs(t, err);
+}
+
+/* ------------------------------------------------------------ S */
+
+static int tp_create_s(struct tp *t, const struct nshash_create_opts *opts, struct nshash_netns_info *info,
+		       struct nshash_error *err)
+{
+	int r = nshash_netns_new(opts, &t->sfd, info, err);
+	if (r < 0)
+		return nshash_error_prefix(err, "transplant %s", t->path);
+	r = nsh_netns_enter(t->sfd, "the sized netns", err);
+	if (r < 0)
+		return r;
+	r = nsh_nl_open(NETLINK_ROUTE, &t->sks, err);
+	if (r == 0)
+		r = nsh_netcfg_read(t->sks, NSH_CFG_LINKS | NSH_CFG_RULES, &t->s, err);
+	int r2 = nsh_netns_return(t->home, err);
+	if (r2 < 0)
+		return r2;
+	return r < 0 ? nshash_error_prefix(err, "transplant %s: the sized netns", t->path) : 0;
+}
+
+static bool same_msgs(const struct nsh_msgs *a, const struct nsh_msgs *b)
+{
+	if (a->n != b->n)
+		return false;
+	for (size_t i = 0; i < a->n; i++)
+		if (a->v[i]->nlmsg_len != b->v[i]->nlmsg_len ||
+		    memcmp(NLMSG_DATA(a->v[i]), NLMSG_DATA(b->v[i]), a->v[i]->nlmsg_len - NLMSG_HDRLEN))
+			return false;
+	return true;
+}
+
+/* Index of `path` in `v`, looking at `hint` first (both lists come from the
+ * same directory walk, so they are mostly in step); -1 if absent. */
+static long sys_find(const struct nsh_sysvec *v, const char *path, size_t *hint)
+{
+	for (size_t k = 0; k < v->n; k++) {
+		size_t i = (*hint + k) % v->n;
+		if (strcmp(v->v[i].path, path) == 0) {
+			*hint = i + 1;
+			return (long)i;
+		}
+	}
+	return -1;
+}
+
+/* Knobs a write to conf/all propagates to every device, and DAD, which the
+ * restore switches itself: always given to S per device. */
+static bool always_given(const char *knob)
+{
+	return !strcmp(knob, "forwarding") || !strcmp(knob, "disable_ipv6") || !strcmp(knob, "accept_dad");
+}
+
+/* Keep the entries of `from` that a new netns would not have as they are:
+ * not in `fresh` (the template, a netns made the way S is), or different
+ * there.  A device's knob is looked up as the template's own for lo and as
+ * conf|neigh/default for the others, which a moved link gets in S. */
+static int sys_filter(const struct nsh_sysvec *from, const struct nsh_sysvec *fresh, bool dev, struct nsh_sysvec *out)
+{
+	size_t hint = 0;
+	out->v = calloc(from->n ? from->n : 1, sizeof(*out->v));
+	if (!out->v)
+		return -ENOMEM;
+	for (size_t i = 0; i < from->n; i++) {
+		const struct nsh_sysent *e = &from->v[i];
+		const char *knob = strrchr(e->path, '/') + 1, *devp = dev ? strchr(e->path + 5, '/') : NULL;
+		char path[512];
+		snprintf(path, sizeof(path), "%s", e->path);
+		if (devp && strncmp(devp, "/lo/", 4) != 0) /* ipvN/conf|neigh/DEV/knob */
+			snprintf(path, sizeof(path), "%.*sdefault/%s", (int)(devp + 1 - e->path), e->path, knob);
+		long j = sys_find(fresh, path, &hint);
+		if (j < 0 || strcmp(fresh->v[j].value, e->value) != 0 || (dev && always_given(knob)))
+			out->v[out->n++] = *e;
+	}
+	return 0;
+}
+
+/* A template's sysctls never change (it is rebuilt, as a new netns, when
+ * damaged), so they are kept with its use stamp, in its content, after the
+ * first read: "nshash-template-sysctls INODE" then "w|d PATH=VALUE" lines.
+ * Reading ~580 files costs as much as in a new netns; one file does not. */
+static int fresh_load(const char *stamp, ino_t ino, struct nsh_netcfg *fresh)
+{
+	char line[4700];
+	unsigned long long have = 0;
+	FILE *f = fopen(stamp, "re");
+	int r = f && fgets(line, sizeof(line), f) && sscanf(line, "nshash-template-sysctls %llu", &have) == 1 &&
+			have == (unsigned long long)ino
+		    ? 0
+		    : -ENOENT;
+	while (r == 0 && fgets(line, sizeof(line), f)) {
+		char *eq = strchr(line, '=');
+		line[strcspn(line, "\n")] = '\0';
+		if ((line[0] != 'w' && line[0] != 'd') || line[1] != ' ' || !eq)
+			r = -EINVAL;
+		else
+			*eq = '\0', r = nsh_sysvec_push(line[0] == 'w' ? &fresh->wide : &fresh->dev, line + 2, eq + 1);
+	}
+	if (f)
+		fclose(f);
+	return r;
+}
+
+static void fresh_save(const char *stamp, ino_t ino, const struct nsh_netcfg *fresh)
+{
+	char tmp[4200];
+	snprintf(tmp, sizeof(tmp), "%s.%d", stamp, (int)getpid());
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!f) {
+		if (fd >= 0)
+			close(fd), unlink(tmp);
+		return;
+	}
+	fprintf(f, "nshash-template-sysctls %llu\n", (unsigned long long)ino);
+	for (int k = 0; k < 2; k++) {
+		const struct nsh_sysvec *v = k ? &fresh->dev : &fresh->wide;
+		for (size_t i = 0; i < v->n; i++)
+			if (!strchr(v->v[i].value, '\n'))
+				fprintf(f, "%c %s=%s\n", k ? 'd' : 'w', v->v[i].path, v->v[i].value);
+	}
+	if (fclose(f) != 0 || rename(tmp, stamp) != 0)
+		unlink(tmp);
+}
+
+/* What S is given: P's configuration, minus the sysctls a new netns (the
+ * template S is made from: cheap to read, where S's files would each cost
+ * the kernel a new inode) already has as P has them.  Without a template
+ * (nested strategy): all of P's. */
+static int tp_forward_config(struct tp *t, const struct nshash_create_opts *opts, struct nshash_error *err)
+{
+	t->fwd = t->p;
+	memset(&t->fwd.wide, 0, sizeof(t->fwd.wide));
+	memset(&t->fwd.dev, 0, sizeof(t->fwd.dev));
+	cleanup_close int tfd = -1;
+	struct nsh_netcfg fresh = {0};
+	struct nsh_sysvec both = {0};
+	int r = 0;
+	char stamp[4096];
+	struct stat ts;
+	if (nsh_template_fd(opts, &tfd, stamp, sizeof(stamp)) == 0 && fstat(tfd, &ts) == 0 &&
+	    fresh_load(stamp, ts.st_ino, &fresh) < 0) {
+		nsh_netcfg_free(&fresh);
+		if (nsh_netns_enter(tfd, "the template", err) == 0) {
+			r = nsh_netcfg_read(NULL, NSH_CFG_SYSCTL, &fresh, err);
+			int r2 = nsh_netns_return(t->home, err);
+			if (r2 < 0)
+				return r2;
+			if (r == 0)
+				fresh_save(stamp, ts.st_ino, &fresh);
+		}
+	}
+	if (r < 0)
+		return nshash_error_prefix(err, "transplant %s: read the template's sysctls", t->path);
+	/* conf|neigh/default are among the wide ones, lo's among the per-device */
+	both.v = calloc(fresh.wide.n + fresh.dev.n + 1, sizeof(*both.v));
+	r = both.v ? sys_filter(&t->p.wide, &fresh.wide, false, &t->fwd.wide) : -ENOMEM;
+	for (size_t i = 0; r == 0 && i < fresh.wide.n; i++)
+		both.v[both.n++] = fresh.wide.v[i];
+	for (size_t i = 0; r == 0 && i < fresh.dev.n; i++)
+		both.v[both.n++] = fresh.dev.v[i];
+	if (r == 0)
+		r = sys_filter(&t->p.dev, &both, true, &t->fwd.dev);
+	free(both.v);
+	nsh_netcfg_free(&fresh);
+	return r < 0 ? nshash_error_set(err, -r, "transplant %s: out of memory", t->path) : 0;
+}
+
+/* Links every netns has (lo, fallback tunnels) stay; the rest must move. */
+static int tp_refuse_vs_s(struct tp *t, struct nshash_error *err)
+{
+	if (!same_msgs(&t->p.rules, &t->s.rules))
+		return refuse(
+		    t, EOPNOTSUPP, err,
+		    "its policy routing rules (ip rule) differ from a new netns's%s%s%s; they are not carried over", "",
+		    "", "");
+	for (size_t i = 0; i < t->p.nlinks; i++) {
+		struct nsh_link *l = &t->p.links[i];
+		const struct nsh_link *s = nsh_netcfg_link(&t->s, l->name);
+		l->kept = s && s->index == l->index && strcmp(s->kind, l->kind) == 0 &&
+			  (l->immutable == 1 || (l->flags & IFF_LOOPBACK));
+		if (!l->kept && l->immutable == 1)
+			return refuse(
+			    t, EOPNOTSUPP, err,
+			    "link %s%s%s cannot change network namespace (the kernel marks it netns-immutable)",
+			    l->name, l->kind[0] ? " of kind " : "", l->kind);
+		if (!l->kept && s)
+			return refuse(t, EOPNOTSUPP, err, "link %s exists in a new netns too, as another link%s%s",
+				      l->name, "", "");
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ moving, restoring */
+
+static int tp_move_links(struct tp *t, int from_p, struct nshash_error *err)
+{
+	struct nsh_netcfg cur = {0};
+	if (!from_p) { /* back: the links' current indexes in S */
+		int r = nsh_netcfg_read(t->sks, NSH_CFG_LINKS, &cur, err);
+		if (r < 0)
+			return r;
+	}
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < t->p.nlinks; i++) {
+		const struct nsh_link *l = &t->p.links[i];
+		if (l->kept || (!from_p && !t->moved[i]))
+			continue;
+		if (from_p) {
+			t->touched = true;
+			r = nsh_link_move(t->skp, l, t->sfd, err);
+			t->moved[i] = r == 0;
+		} else {
+			const struct nsh_link *c = nsh_netcfg_link(&cur, l->name);
+			if (c)
+				r = nsh_link_move(t->sks, c, t->pfd, err);
+			if (r == 0)
+				t->moved[i] = false;
+		}
+	}
+	nsh_netcfg_free(&cur);
+	return r;
+}
+
+/* Give netns `nsfd` (socket `sk`) P's configuration and check it took. */
+static int tp_restore_into(struct tp *t, int nsfd, struct nl_sock *sk, const struct nsh_netcfg *want, bool wide,
+			   unsigned counts[4], struct nshash_error *err)
+{
+	int r = nsh_netns_enter(nsfd, nsfd == t->pfd ? t->path : "the sized netns", err);
+	if (r < 0)
+		return r;
+	if (wide)
+		r = nsh_sysctl_sync(&want->wide, NULL, &counts[3], err);
+	if (r == 0)
+		r = nsh_netcfg_apply(sk, want, counts, err);
+	if (r == 0)
+		r = nsh_netcfg_compare(sk, want, 3000, err);
+	if (r == 0)
+		r = nsh_netcfg_finish(want, counts, err);
+	int r2 = nsh_netns_return(t->home, err);
+	return r2 < 0 ? r2 : r;
+}
+
+/* Bind the netns behind nsfd onto the file at path, never following a
+ * symlink there (the path is the engine's; see pin.c). */
+static int bind_at(int nsfd, const char *path)
+{
+	int target = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (target < 0)
+		return -errno;
+	int r = nsh_bind_fd(nsfd, target);
+	close(target);
+	return r;
+}
+
+static int tp_swap_mount(struct tp *t, struct nshash_error *err)
+{
+	t->touched = true;
+	if (umount2(t->path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
+		return nshash_error_set(err, errno, "unmount %s: %s", t->path, strerror(errno));
+	t->unmounted = true;
+	if (nshash_pin_is_netns(t->path, err) != 0)
+		return nshash_error_set(err, EBUSY, "%s: another netns is mounted under it (stacked mounts)", t->path);
+	int r = bind_at(t->sfd, t->path);
+	if (r < 0)
+		return nshash_error_set(err, r, "bind the sized netns at %s: %s", t->path, strerror(-r));
+	t->bound = true;
+	return 0;
+}
+
+static int tp_verify(struct tp *t, const struct nshash_create_opts *opts, struct nshash_netns_info *info,
+		     struct nshash_error *err)
+{
+	struct stat st;
+	int r = nshash_inspect_path(t->path, info, err);
+	if (r < 0)
+		return r;
+	if (fstat(t->sfd, &st) < 0 || st.st_ino != info->inode)
+		return nshash_error_set(err, EIO, "%s is not the sized netns after binding it", t->path);
+	return nshash_verify(info, opts->sizes, t->path, err);
+}
+
+/* Put everything back as it was: P's mount, its links, their configuration. */
+static int tp_undo(struct tp *t, struct nshash_error *err)
+{
+	if (t->bound && umount2(t->path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
+		return nshash_error_set(err, errno, "unmount the sized netns from %s: %s", t->path, strerror(errno));
+	t->bound = false;
+	if (t->unmounted) {
+		int r = bind_at(t->pfd, t->path);
+		if (r < 0)
+			return nshash_error_set(err, r, "bind the original netns back at %s: %s", t->path,
+						strerror(-r));
+		t->unmounted = false;
+	}
+	int r = tp_move_links(t, 0, err);
+	if (r < 0)
+		return r;
+	unsigned counts[4] = {0};
+	return tp_restore_into(t, t->pfd, t->skp, &t->p, false, counts, err);
+}
+
+static void tp_close(struct tp *t)
+{
+	free(t->fwd.wide.v);
+	free(t->fwd.dev.v);
+	nsh_netcfg_free(&t->p);
+	nsh_netcfg_free(&t->s);
+	free(t->moved);
+	if (t->skp)
+		nl_socket_free(t->skp);
+	if (t->sks)
+		nl_socket_free(t->sks);
+	nsh_closep(&t->pfd);
+	nsh_closep(&t->sfd);
+	nsh_closep(&t->home);
+}
+
+static void tp_report(const struct tp *t, struct nshash_transplant_report *rep)
+{
+	size_t off = 0;
+	for (size_t i = 0; i < t->p.nlinks; i++) {
+		if (t->p.links[i].kept)
+			continue;
+		rep->links++;
+		int n = snprintf(rep->link_names + off, sizeof(rep->link_names) - off, "%s%s", off ? ", " : "",
+				 t->p.links[i].name);
+		if (n > 0 && off + (size_t)n < sizeof(rep->link_names))
+			off += (size_t)n;
+	}
+}
+
+int nshash_netns_transplant(const struct nshash_transplant_opts *opts, const char *path,
+			    struct nshash_transplant_report *rep, struct nshash_error *err)
+{
+	struct nshash_transplant_report scratch;
+	if (!rep)
+		rep = &scratch;
+	memset(rep, 0, sizeof(*rep));
+	struct tp t = {.path = path, .home = -1, .pfd = -1, .sfd = -1};
+	int r = tp_open(&t, err);
+	if (r == 0)
+		r = tp_check_processes(&t, opts->engine_made, err);
+	if (r == 0)
+		r = tp_read_p(&t, err);
+	if (r == 0)
+		r = tp_refuse_p(&t, err);
+	if (r == 0)
+		r = tp_create_s(&t, &opts->create, &rep->info, err);
+	if (r == 0)
+		r = tp_refuse_vs_s(&t, err);
+	if (r == 0)
+		r = tp_forward_config(&t, &opts->create, err);
+	rep->refused = r < 0 && strstr(err->msg, ": refused: ") != NULL;
+	if (r == 0)
+		tp_report(&t, rep);
+	if (r < 0 || opts->dry_run)
+		goto out;
+	unsigned counts[4] = {0};
+	/* S takes P's place right after the links moved, before it is
+	 * configured: a caller killed from then on leaves the links in S at
+	 * the path, where the engine's teardown finds them; only a kill
+	 * between the move and the bind (a few syscalls) loses them. */
+	r = tp_move_links(&t, 1, err);
+	if (r == 0)
+		r = tp_swap_mount(&t, err);
+	if (r == 0)
+		r = tp_restore_into(&t, t.sfd, t.sks, &t.fwd, true, counts, err);
+	if (r == 0)
+		r = tp_verify(&t, &opts->create, &rep->info, err);
+	rep->addresses = counts[0];
+	rep->routes = counts[1];
+	rep->neighbours = counts[2];
+	rep->sysctls = counts[3];
+	if (r < 0) {
+		nshash_error_prefix(err, "transplant %s", path);
+		struct nshash_error uerr = {0};
+		int u = tp_undo(&t, &uerr);
+		rep->undone = u == 0;
+		size_t len = strlen(err->msg);
+		if (u == 0)
+			snprintf(err->msg + len, sizeof(err->msg) - len, " (undone: %s is as it was)", path);
+		else
+			snprintf(err->msg + len, sizeof(err->msg) - len, " (UNDO FAILED, %s is left changed: %s)", path,
+				 uerr.msg);
+	}
+out:
+	tp_close(&t);
+	return r;
+}
