@@ -165,7 +165,7 @@ static int own_option_misplaced(int argc, char **argv, int sub, struct nshash_er
 	if (sub >= argc || (strcmp(argv[sub], "create") && strcmp(argv[sub], "run")))
 		return 0;
 	for (int k = sub + 1; k < argc && strcmp(argv[k], "--"); k++)
-		if (!strncmp(argv[k] + (argv[k][0] == '-' && argv[k][1] == '-'), OWN_PREFIX + 1,
+		if (!strncmp(argv[k] + (argv[k][0] == '-' && argv[k][1] == '-'), &OWN_PREFIX[1],
 			     strlen(OWN_PREFIX) - 1))
 			return nshash_error_set(err, EINVAL,
 						"option %.100s after the command %s: it must come before it (%s)",
@@ -192,7 +192,7 @@ int nshash_runtime_own_options(int *argc, char **argv, struct nshash_runtime_def
 				return r;
 			continue;
 		}
-		if (!strncmp(arg, OWN_PREFIX + 1, strlen(OWN_PREFIX) - 1))
+		if (!strncmp(arg, &OWN_PREFIX[1], strlen(OWN_PREFIX) - 1))
 			return nshash_error_set(err, EINVAL, "option %.100s: write it with two dashes (%s)", arg,
 						OWN_USAGE);
 		keep[o++] = argv[i];
