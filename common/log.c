@@ -50,8 +50,6 @@ void nshash_log_setup(const char *program, const struct nshash_policy *policy)
 		if (log_cfg.syslog)
 			openlog(log_cfg.ident, LOG_PID | LOG_NDELAY, LOG_DAEMON);
 	}
-	/* warnings and errors always go to syslog (connected on first use) */
-	openlog(log_cfg.program, LOG_PID, LOG_DAEMON);
 }
 
 void nshash_log(enum nshash_log_level level, const char *id, const char *fmt, ...)
@@ -105,9 +103,9 @@ void nshash_vlog(enum nshash_log_level level, const char *id, const char *fmt, v
 			close(fd);
 		}
 	}
-	/* a warning (onFailure warn: the container runs on the shared tables)
-	 * must reach a log people read even without a log file; so do errors */
-	if (log_cfg.syslog || level <= NSHASH_LOG_WARN)
+	/* on by default: a warning (onFailure warn: the container runs on the
+	 * shared tables) must reach a log people read even without a log file */
+	if (log_cfg.syslog)
 		syslog(prio[level], "%s%s%s%s%s", log_cfg.tag, log_cfg.tag[0] ? ": " : "", id ? id : "", id ? ": " : "",
 		       msg);
 }

@@ -46,8 +46,11 @@ int nsh_state_dir_check(const char *dir, bool create, struct nshash_error *err)
 		char who[32] = "root";
 		if (geteuid() != 0)
 			snprintf(who, sizeof(who), "uid %u", (unsigned)geteuid());
-		return nshash_error_set(err, EPERM, "state dir %s: owned by uid %u, not %s", dir, (unsigned)st.st_uid,
-					who);
+		return nshash_error_set(err, EPERM,
+					"state dir %s: owned by uid %u, not %s (the template strategy keeps state "
+					"there: use --state-dir with a directory you own, or --strategy nested, which "
+					"keeps none)",
+					dir, (unsigned)st.st_uid, who);
 	}
 	if (st.st_mode & (S_IWGRP | S_IWOTH))
 		return nshash_error_set(err, EPERM, "state dir %s: writable by group or others (mode %04o)", dir,

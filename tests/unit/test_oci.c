@@ -229,8 +229,8 @@ static void test_network_entry(void **state)
 	if (ok) {
 		expect_refused(buf, want);
 		expect_refused(buf, "; it uses the shared global tables (tcp=");
-		expect_refused(buf, "Instead: with podman, give the container (or the pod's infra container) whose "
-				    "network this one joins the same io.nshash.* annotations");
+		expect_refused(
+		    buf, "Instead: with podman, a pod's containers share its infra container's network namespace");
 	}
 	kill(child, SIGKILL);
 	waitpid(child, NULL, 0);
