@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # nshash — per-network-namespace TCP/UDP hash tables for containers.
-# Every lib/*.c goes into libnshash; each binary is one main file plus the library.
+# lib/*.c is libnshash (the engine); common/*.c an internal archive of what
+# the front-ends share; each binary is its front-end's objects (cmd/,
+# oci-hooks/, cni/) + the internal archive + libnshash.a.  docs/design.md.
 
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
@@ -20,6 +22,8 @@ PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 -Wall -Wextra -Werror -fPIC -D_GNU_SOURCE -Ilib $(PKG_CFLAGS)
 LDLIBS := $(PKG_LIBS)
+# libnshash itself needs no JSON: only libnl and libcap.
+LIB_LDLIBS := $(shell pkg-config --libs libnl-3.0 libnl-route-3.0 libcap 2>/dev/null)
 # Binaries carry json-c, libnl and libcap statically (libc stays shared): each
 # hook, wrapper and plugin call is a fresh exec, and skipping the dynamic
 # loading of three libraries saves ~1.2 ms per exec here (runc runs two hooks
@@ -32,11 +36,16 @@ LIB_SRCS := $(sort $(wildcard lib/*.c))
 LIB_OBJS := $(LIB_SRCS:.c=.o)
 LIB_A := build/libnshash.a
 LIB_SO := build/libnshash.so.$(SOVERSION)
+# What the front-ends share (policy, logger, JSON, files): an internal
+# static archive, neither installed nor exported.
+COMMON_OBJS := $(patsubst %.c,%.o,$(sort $(wildcard common/*.c)))
+COMMON_A := build/libnshash-common.a
+# Each front-end: its objects; the one holding main() is named here.
+OCI_OBJS := $(patsubst %.c,%.o,$(filter-out %-main.c,$(sort $(wildcard oci-hooks/*.c))))
+CNI_OBJS := $(patsubst %.c,%.o,$(filter-out cni/main.c,$(sort $(wildcard cni/*.c))))
+CMD_OBJS := $(patsubst %.c,%.o,$(filter-out cmd/nshash.c,$(sort $(wildcard cmd/*.c))))
 
-BIN_MAINS := cmd/nshash.c $(wildcard oci-hooks/nshash-hook.c oci-hooks/nshash-runtime.c cni/nshash-cni.c)
-BINS := build/nshash $(if $(wildcard oci-hooks/nshash-hook.c),build/nshash-hook) \
-	$(if $(wildcard oci-hooks/nshash-runtime.c),build/nshash-runtime) \
-	$(if $(wildcard cni/nshash-cni.c),build/cni/nshash)
+BINS := build/nshash build/nshash-hook build/nshash-runtime build/cni/nshash
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(patsubst tests/unit/%.c,build/tests/%,$(UNIT_SRCS))
 BENCH_SRCS := $(sort $(wildcard bench/*.c))
@@ -55,28 +64,50 @@ deps-test:
 build:
 	@mkdir -p build build/cni build/tests build/bench
 
-lib/%.o: lib/%.c lib/nshash.h $(wildcard lib/*.h)
+# Dependencies point one way: cmd/, oci-hooks/, cni/ -> common/ -> lib/.
+lib/%.o: lib/%.c $(wildcard lib/*.h)
 	$(CC) $(CFLAGS) -c -o $@ $<
+common/%.o: common/%.c $(wildcard common/*.h lib/nshash.h)
+	$(CC) $(CFLAGS) -Icommon -c -o $@ $<
+oci-hooks/%.o: oci-hooks/%.c $(wildcard oci-hooks/*.h common/*.h lib/nshash.h)
+	$(CC) $(CFLAGS) -Icommon -Ioci-hooks -c -o $@ $<
+cni/%.o: cni/%.c $(wildcard cni/*.h common/*.h lib/nshash.h)
+	$(CC) $(CFLAGS) -Icommon -Icni -c -o $@ $<
+cmd/%.o: cmd/%.c $(wildcard cmd/*.h common/*.h lib/nshash.h)
+	$(CC) $(CFLAGS) -Icommon -Icmd -c -o $@ $<
 
 $(LIB_A): $(LIB_OBJS) | build
 	rm -f $@ && ar rcs $@ $^
 
+$(COMMON_A): $(COMMON_OBJS) | build
+	rm -f $@ && ar rcs $@ $^
+
 $(LIB_SO): $(LIB_OBJS) lib/libnshash.map | build
 	$(CC) -shared -Wl,-soname,libnshash.so.$(SOVERSION) -Wl,--version-script=lib/libnshash.map \
-		-o $@ $(LIB_OBJS) $(LDLIBS)
+		-o $@ $(LIB_OBJS) $(LIB_LDLIBS)
 	ln -sf libnshash.so.$(SOVERSION) build/libnshash.so
 
-# Binaries link the static library: a hook or plugin must run with an
-# almost empty environment and no library path.
-build/nshash: cmd/nshash.c $(LIB_A) | build
-	$(CC) $(CFLAGS) -o $@ $< $(LIB_A) $(BIN_LDLIBS)
-build/nshash-hook: oci-hooks/nshash-hook.c $(LIB_A) | build
-	$(CC) $(CFLAGS) -o $@ $< $(LIB_A) $(BIN_LDLIBS)
-build/nshash-runtime: oci-hooks/nshash-runtime.c $(LIB_A) | build
-	$(CC) $(CFLAGS) -o $@ $< $(LIB_A) $(BIN_LDLIBS)
-build/cni/nshash: cni/nshash-cni.c $(LIB_A) | build
-	$(CC) $(CFLAGS) -o $@ $< $(LIB_A) $(BIN_LDLIBS)
+# Binaries link their front-end's objects, the internal archive and the
+# static library: a hook or plugin must run with an almost empty
+# environment and no library path.
+FRONT_LIBS := $(COMMON_A) $(LIB_A)
+build/nshash: cmd/nshash.o $(CMD_OBJS) $(FRONT_LIBS) | build
+	$(CC) $(CFLAGS) -o $@ $^ $(BIN_LDLIBS)
+build/nshash-hook: oci-hooks/hook-main.o $(OCI_OBJS) $(FRONT_LIBS) | build
+	$(CC) $(CFLAGS) -o $@ $^ $(BIN_LDLIBS)
+build/nshash-runtime: oci-hooks/runtime-main.o $(OCI_OBJS) $(FRONT_LIBS) | build
+	$(CC) $(CFLAGS) -o $@ $^ $(BIN_LDLIBS)
+build/cni/nshash: cni/main.o $(CNI_OBJS) $(FRONT_LIBS) | build
+	$(CC) $(CFLAGS) -o $@ $^ $(BIN_LDLIBS)
 
+# Unit tests test the front-ends' logic: each links the objects it needs.
+UNIT_INC := -Icommon -Ioci-hooks -Icni
+build/tests/test_oci: tests/unit/test_oci.c $(OCI_OBJS) $(FRONT_LIBS) | build
+	$(CC) $(CFLAGS) $(UNIT_INC) -o $@ $^ $(LDLIBS) -lcmocka
+build/tests/test_cni: tests/unit/test_cni.c $(CNI_OBJS) $(FRONT_LIBS) | build
+	$(CC) $(CFLAGS) $(UNIT_INC) -o $@ $^ $(LDLIBS) -lcmocka
+build/tests/test_policy: tests/unit/test_policy.c $(FRONT_LIBS) | build
+	$(CC) $(CFLAGS) $(UNIT_INC) -o $@ $^ $(LDLIBS) -lcmocka
 build/tests/%: tests/unit/%.c $(LIB_A) | build
 	$(CC) $(CFLAGS) -o $@ $< $(LIB_A) $(LDLIBS) -lcmocka
 
@@ -102,8 +133,8 @@ bench: deps-test all $(BENCH_BINS)
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man3
 	install -m 0755 build/nshash $(DESTDIR)$(BINDIR)/nshash
-	$(if $(wildcard build/nshash-hook),install -m 0755 build/nshash-hook $(DESTDIR)$(BINDIR)/nshash-hook)
-	$(if $(wildcard build/nshash-runtime),install -m 0755 build/nshash-runtime $(DESTDIR)$(BINDIR)/nshash-runtime)
+	install -m 0755 build/nshash-hook $(DESTDIR)$(BINDIR)/nshash-hook
+	install -m 0755 build/nshash-runtime $(DESTDIR)$(BINDIR)/nshash-runtime
 	# oci-hooks(5) files; precreate in a dir of its own, for podman's hooks_dir only (CRI-O
 	# rejects the stage and would then drop every hook in a shared dir)
 	$(if $(wildcard oci-hooks/hooks.d/nshash.json),install -d $(DESTDIR)$(HOOKSDIR) $(DESTDIR)$(PODMANHOOKSDIR) && \
@@ -118,7 +149,7 @@ install: all
 		s=$${m##*.}; install -d $(DESTDIR)$(MANDIR)/man$$s; install -m 0644 $$m $(DESTDIR)$(MANDIR)/man$$s/; done
 
 format:
-	clang-format -i lib/*.[ch] cmd/*.c $(wildcard oci-hooks/*.c cni/*.c tests/unit/*.c bench/*.c)
+	clang-format -i lib/*.[ch] common/*.[ch] cmd/*.c oci-hooks/*.[ch] cni/*.[ch] $(wildcard tests/unit/*.c bench/*.c)
 
 clean:
-	rm -rf build lib/*.o
+	rm -rf build lib/*.o common/*.o cmd/*.o oci-hooks/*.o cni/*.o

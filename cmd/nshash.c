@@ -18,35 +18,35 @@ enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 static const char *prog = "nshash";
 
 static const char usage_text[] =
-	"Usage: nshash [--state-dir DIR] COMMAND [OPTIONS] [ARGS]\n"
-	"\n"
-	"Give network namespaces their own TCP established-hash and UDP hash tables.\n"
-	"\n"
-	"Commands:\n"
-	"  create [--tcp N] [--udp N] [--strategy template|nested] [--keep-lo-down] NAME|PATH\n"
-	"                 create a netns with its own tables, verify them, pin it at\n"
-	"                 /run/netns/NAME (usable with `ip netns exec NAME`) or at PATH\n"
-	"  show NAME|PATH | --pid PID\n"
-	"                 the netns's table sizes (own or shared), derived limits, memory\n"
-	"  list           every pinned netns under /run/netns and the state dir\n"
-	"  delete NAME|PATH...\n"
-	"                 unmount and remove pins (succeeds if already gone)\n"
-	"  gc [--max-idle SECONDS] [--stale-age SECONDS] [--dry-run]\n"
-	"                 remove damaged templates, templates unused for --max-idle\n"
-	"                 (default 3600), pin files a crash left unmounted and container\n"
-	"                 pins no process uses (older than --stale-age, default 60)\n"
-	"  check          can this host work? kernel knobs, privileges, state dir\n"
-	"\n"
-	"Options:\n"
-	"  --tcp N        TCP established-hash entries, 1..16777216 (next power of two)\n"
-	"  --udp N        UDP hash entries, 1..65536 (next power of two, at least 128)\n"
-	"                 0 or absent: that protocol stays on the shared table\n"
-	"  --state-dir DIR  templates, lock and container pins (default " NSHASH_DEFAULT_STATE_DIR ",\n"
-	"                 or $NSHASH_STATE_DIR)\n"
-	"  --json         machine-readable output on stdout\n"
-	"  -h, --help     this text;  --version  the version\n"
-	"\n"
-	"Exit status: 0 success, 1 failure (kernel, privileges, system), 2 bad usage or input.\n";
+    "Usage: nshash [--state-dir DIR] COMMAND [OPTIONS] [ARGS]\n"
+    "\n"
+    "Give network namespaces their own TCP established-hash and UDP hash tables.\n"
+    "\n"
+    "Commands:\n"
+    "  create [--tcp N] [--udp N] [--strategy template|nested] [--keep-lo-down] NAME|PATH\n"
+    "                 create a netns with its own tables, verify them, pin it at\n"
+    "                 /run/netns/NAME (usable with `ip netns exec NAME`) or at PATH\n"
+    "  show NAME|PATH | --pid PID\n"
+    "                 the netns's table sizes (own or shared), derived limits, memory\n"
+    "  list           every pinned netns under /run/netns and the state dir\n"
+    "  delete NAME|PATH...\n"
+    "                 unmount and remove pins (succeeds if already gone)\n"
+    "  gc [--max-idle SECONDS] [--stale-age SECONDS] [--dry-run]\n"
+    "                 remove damaged templates, templates unused for --max-idle\n"
+    "                 (default 3600), pin files a crash left unmounted and container\n"
+    "                 pins no process uses (older than --stale-age, default 60)\n"
+    "  check          can this host work? kernel knobs, privileges, state dir\n"
+    "\n"
+    "Options:\n"
+    "  --tcp N        TCP established-hash entries, 1..16777216 (next power of two)\n"
+    "  --udp N        UDP hash entries, 1..65536 (next power of two, at least 128)\n"
+    "                 0 or absent: that protocol stays on the shared table\n"
+    "  --state-dir DIR  templates, lock and container pins (default " NSHASH_DEFAULT_STATE_DIR ",\n"
+    "                 or $NSHASH_STATE_DIR)\n"
+    "  --json         machine-readable output on stdout\n"
+    "  -h, --help     this text;  --version  the version\n"
+    "\n"
+    "Exit status: 0 success, 1 failure (kernel, privileges, system), 2 bad usage or input.\n";
 
 enum opt_id {
 	OPT_TCP = 1000,
@@ -63,19 +63,19 @@ enum opt_id {
 };
 
 static const struct option long_opts[] = {
-	{"tcp", required_argument, NULL, OPT_TCP},
-	{"udp", required_argument, NULL, OPT_UDP},
-	{"strategy", required_argument, NULL, OPT_STRATEGY},
-	{"state-dir", required_argument, NULL, OPT_STATE_DIR},
-	{"json", no_argument, NULL, OPT_JSON},
-	{"pid", required_argument, NULL, OPT_PID},
-	{"keep-lo-down", no_argument, NULL, OPT_KEEP_LO_DOWN},
-	{"max-idle", required_argument, NULL, OPT_MAX_IDLE},
-	{"stale-age", required_argument, NULL, OPT_STALE_AGE},
-	{"dry-run", no_argument, NULL, OPT_DRY_RUN},
-	{"help", no_argument, NULL, 'h'},
-	{"version", no_argument, NULL, OPT_VERSION},
-	{NULL, 0, NULL, 0},
+    {"tcp", required_argument, NULL, OPT_TCP},
+    {"udp", required_argument, NULL, OPT_UDP},
+    {"strategy", required_argument, NULL, OPT_STRATEGY},
+    {"state-dir", required_argument, NULL, OPT_STATE_DIR},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"pid", required_argument, NULL, OPT_PID},
+    {"keep-lo-down", no_argument, NULL, OPT_KEEP_LO_DOWN},
+    {"max-idle", required_argument, NULL, OPT_MAX_IDLE},
+    {"stale-age", required_argument, NULL, OPT_STALE_AGE},
+    {"dry-run", no_argument, NULL, OPT_DRY_RUN},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {NULL, 0, NULL, 0},
 };
 
 struct cli {
@@ -100,7 +100,10 @@ static int fail(int code, const char *fmt, ...)
 	return code;
 }
 
-static int fail_err(int code, const struct nshash_error *err) { return fail(code, "%s", err->msg); }
+static int fail_err(int code, const struct nshash_error *err)
+{
+	return fail(code, "%s", err->msg);
+}
 
 static int parse_seconds(const char *opt, const char *text, int64_t *out)
 {
@@ -136,7 +139,8 @@ static json_object *info_json(const struct nshash_netns_info *i)
 		json_object_object_add(p, "supported", json_object_new_boolean(ent[k] != 0));
 		json_object_object_add(p, "own", json_object_new_boolean(own));
 		json_object_object_add(p, "entries", json_object_new_int64(ent[k] < 0 ? -ent[k] : ent[k]));
-		json_object_object_add(p, "bytes", json_object_new_int64(own ? (int64_t)nshash_table_bytes(k, (uint32_t)ent[k]) : 0));
+		json_object_object_add(
+		    p, "bytes", json_object_new_int64(own ? (int64_t)nshash_table_bytes(k, (uint32_t)ent[k]) : 0));
 		json_object_object_add(p, "child", json_object_new_int64(k ? i->udp_child : i->tcp_child));
 		json_object_object_add(o, k ? "udp" : "tcp", p);
 	}
@@ -164,7 +168,8 @@ static void table_text(const char *proto, long entries, char *buf, size_t len)
 {
 	char mem[32];
 	if (entries > 0) {
-		human_bytes(nshash_table_bytes(strcmp(proto, "tcp") ? NSHASH_UDP : NSHASH_TCP, (uint32_t)entries), mem, sizeof(mem));
+		human_bytes(nshash_table_bytes(strcmp(proto, "tcp") ? NSHASH_UDP : NSHASH_TCP, (uint32_t)entries), mem,
+			    sizeof(mem));
 		snprintf(buf, len, "own table, %ld entries (%s)", entries, mem);
 	} else if (entries < 0) {
 		snprintf(buf, len, "shared global table (%ld entries)", -entries);
@@ -301,10 +306,11 @@ static int cmd_list(struct cli *c, int argc, char **argv)
 			size_cell(&v[i], false, t, sizeof(t));
 			size_cell(&v[i], true, u, sizeof(u));
 			printf("%-10s %-12s %-12s %s%s%s\n", kind_name(v[i].kind), t, u, v[i].path,
-			       v[i].pinned ? "" : " (not mounted: stale)", v[i].damaged && v[i].pinned ? " (damaged)" : "");
+			       v[i].pinned ? "" : " (not mounted: stale)",
+			       v[i].damaged && v[i].pinned ? " (damaged)" : "");
 		}
 	}
-	free(v);
+	nshash_list_free(v, n);
 	return EXIT_OK;
 }
 
@@ -332,8 +338,10 @@ static int cmd_gc(struct cli *c, int argc, char **argv)
 	(void)argv;
 	if (argc != 0)
 		return fail(EXIT_USAGE, "gc: takes no arguments");
-	struct nshash_gc_opts o = {.state_dir = c->state_dir, .template_max_idle = c->max_idle,
-				   .stale_min_age = c->stale_age, .dry_run = c->dry_run};
+	struct nshash_gc_opts o = {.state_dir = c->state_dir,
+				   .template_max_idle = c->max_idle,
+				   .stale_min_age = c->stale_age,
+				   .dry_run = c->dry_run};
 	struct nshash_gc_report rep;
 	struct nshash_error err = {0};
 	if (nshash_gc(&o, &rep, &err) < 0)
@@ -410,8 +418,9 @@ static int cmd_check(struct cli *c, int argc, char **argv)
 		printf("udp per-netns tables (6.2+): %s\n", p.has_udp_knob ? "yes" : "no");
 		printf("global tables: tcp %ld entries, udp %ld entries\n", p.global_tcp, p.global_udp);
 		printf("host child knobs: tcp %ld, udp %ld%s\n", p.caller_tcp_child, p.caller_udp_child,
-		       host_set ? " (set on the host: every netns created here gets own tables; nshash never sets these)"
-				: "");
+		       host_set
+			   ? " (set on the host: every netns created here gets own tables; nshash never sets these)"
+			   : "");
 		printf("capabilities: CAP_SYS_ADMIN %s, CAP_NET_ADMIN %s\n", p.cap_sys_admin ? "yes" : "no",
 		       p.cap_net_admin ? "yes" : "no");
 		printf("state dir: %s (%s)\n", state_dir, state_ok ? "writable" : "NOT writable");
@@ -432,112 +441,149 @@ struct command {
 
 #define BIT(o) (1u << ((o)-OPT_TCP))
 static const struct command commands[] = {
-	{"create", cmd_create, BIT(OPT_TCP) | BIT(OPT_UDP) | BIT(OPT_STRATEGY) | BIT(OPT_KEEP_LO_DOWN) | BIT(OPT_JSON)},
-	{"show", cmd_show, BIT(OPT_PID) | BIT(OPT_JSON)},
-	{"list", cmd_list, BIT(OPT_JSON)},
-	{"delete", cmd_delete, 0},
-	{"gc", cmd_gc, BIT(OPT_MAX_IDLE) | BIT(OPT_STALE_AGE) | BIT(OPT_DRY_RUN) | BIT(OPT_JSON)},
-	{"check", cmd_check, BIT(OPT_JSON)},
+    {"create", cmd_create, BIT(OPT_TCP) | BIT(OPT_UDP) | BIT(OPT_STRATEGY) | BIT(OPT_KEEP_LO_DOWN) | BIT(OPT_JSON)},
+    {"show", cmd_show, BIT(OPT_PID) | BIT(OPT_JSON)},
+    {"list", cmd_list, BIT(OPT_JSON)},
+    {"delete", cmd_delete, 0},
+    {"gc", cmd_gc, BIT(OPT_MAX_IDLE) | BIT(OPT_STALE_AGE) | BIT(OPT_DRY_RUN) | BIT(OPT_JSON)},
+    {"check", cmd_check, BIT(OPT_JSON)},
 };
+
+/* Parsing in progress: the command found so far and its positional
+ * arguments, collected from among the options. */
+struct parse {
+	const struct command *cmd;
+	char **pos;
+	int npos;
+};
+
+/* Exit codes are >= 0; these mean "go on" and "no more options". */
+#define CONTINUE (-1)
+#define STOP	 (-2)
+
+/* The option `opt`: its value into c.  CONTINUE, or the exit code of a
+ * usage error. */
+static int apply_option(struct cli *c, int opt)
+{
+	struct nshash_error err = {0};
+	int r = 0;
+
+	switch (opt) {
+	case OPT_TCP:
+		r = nshash_size_parse(NSHASH_TCP, "--tcp", optarg, &c->create.sizes.tcp, &err);
+		break;
+	case OPT_UDP:
+		r = nshash_size_parse(NSHASH_UDP, "--udp", optarg, &c->create.sizes.udp, &err);
+		break;
+	case OPT_STRATEGY:
+		r = nshash_strategy_parse(optarg, &c->create.strategy, &err);
+		break;
+	case OPT_STATE_DIR:
+		if (optarg[0] != '/')
+			return fail(EXIT_USAGE, "--state-dir \"%s\": must be an absolute path", optarg);
+		c->state_dir = optarg;
+		break;
+	case OPT_JSON:
+		c->json = true;
+		break;
+	case OPT_PID:
+		return parse_pid(optarg, &c->pid) ? EXIT_USAGE : CONTINUE;
+	case OPT_KEEP_LO_DOWN:
+		c->create.keep_lo_down = true;
+		break;
+	case OPT_MAX_IDLE:
+		return parse_seconds("--max-idle", optarg, &c->max_idle) ? EXIT_USAGE : CONTINUE;
+	case OPT_STALE_AGE:
+		return parse_seconds("--stale-age", optarg, &c->stale_age) ? EXIT_USAGE : CONTINUE;
+	case OPT_DRY_RUN:
+		c->dry_run = true;
+		break;
+	}
+	return r < 0 ? fail_err(EXIT_USAGE, &err) : CONTINUE;
+}
+
+/* A word that is not an option: the command, or one of its arguments. */
+static int take_word(struct parse *p, const char *word)
+{
+	if (p->cmd) {
+		p->pos[p->npos++] = (char *)word;
+		return CONTINUE;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (strcmp(word, commands[i].name) == 0)
+			p->cmd = &commands[i];
+	if (!p->cmd)
+		return fail(EXIT_USAGE, "unknown command \"%s\" (see --help)", word);
+	return CONTINUE;
+}
+
+/* The next option: --help, --version, or one the command takes. */
+static int take_option(struct parse *p, struct cli *c, int argc, char **argv)
+{
+	int li = -1;
+	const char *word = argv[optind];
+	int opt = getopt_long(argc, argv, "+h", long_opts, &li);
+
+	switch (opt) {
+	case -1:
+		return STOP;
+	case 'h':
+		fputs(usage_text, stdout);
+		return EXIT_OK;
+	case OPT_VERSION:
+		puts("nshash " NSHASH_VERSION);
+		return EXIT_OK;
+	case '?':
+		if (optopt || strchr(word, '='))
+			return fail(EXIT_USAGE, "option \"%s\" needs a value or takes none", word);
+		return fail(EXIT_USAGE, "unknown option \"%s\" (see --help)", word);
+	}
+	if (opt != OPT_STATE_DIR) {
+		if (!p->cmd)
+			return fail(EXIT_USAGE, "option \"%s\" must follow a command", word);
+		if (!(p->cmd->allowed & BIT(opt)))
+			return fail(EXIT_USAGE, "%s does not take \"--%s\"", p->cmd->name, long_opts[li].name);
+	}
+	return apply_option(c, opt);
+}
+
+/* The command is the first non-option word; options may come before or
+ * after it and among its arguments; "--" ends options. */
+static int parse_args(struct parse *p, struct cli *c, int argc, char **argv)
+{
+	opterr = 0;
+	while (optind < argc) {
+		int r;
+		if (strcmp(argv[optind], "--") == 0) {
+			while (++optind < argc)
+				p->pos[p->npos++] = argv[optind];
+			break;
+		}
+		if (argv[optind][0] != '-' || strcmp(argv[optind], "-") == 0)
+			r = take_word(p, argv[optind++]);
+		else
+			r = take_option(p, c, argc, argv);
+		if (r == STOP)
+			break;
+		if (r != CONTINUE)
+			return r;
+	}
+	return CONTINUE;
+}
 
 static int run(int argc, char **argv, char **pos)
 {
 	struct cli c = {.max_idle = 3600, .stale_age = 60};
+	struct parse p = {.pos = pos};
 	c.state_dir = getenv("NSHASH_STATE_DIR");
-	const struct command *cmd = NULL;
-	struct nshash_error err = {0};
-	int opt, npos = 0;
-	opterr = 0;
-	/* The command is the first non-option word; options may come before or
-	 * after it and among its arguments; "--" ends options. */
-	while (optind < argc) {
-		if (strcmp(argv[optind], "--") == 0) {
-			while (++optind < argc)
-				pos[npos++] = argv[optind];
-			break;
-		}
-		if (argv[optind][0] != '-' || strcmp(argv[optind], "-") == 0) {
-			if (cmd) {
-				pos[npos++] = argv[optind++];
-				continue;
-			}
-			for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-				if (strcmp(argv[optind], commands[i].name) == 0)
-					cmd = &commands[i];
-			if (!cmd)
-				return fail(EXIT_USAGE, "unknown command \"%s\" (see --help)", argv[optind]);
-			optind++;
-			continue;
-		}
-		int li = -1;
-		const char *word = argv[optind];
-		opt = getopt_long(argc, argv, "+h", long_opts, &li);
-		if (opt == -1)
-			break;
-		switch (opt) {
-		case 'h':
-			fputs(usage_text, stdout);
-			return EXIT_OK;
-		case OPT_VERSION:
-			puts("nshash " NSHASH_VERSION);
-			return EXIT_OK;
-		case '?':
-			if (optopt || strchr(word, '='))
-				return fail(EXIT_USAGE, "option \"%s\" needs a value or takes none", word);
-			return fail(EXIT_USAGE, "unknown option \"%s\" (see --help)", word);
-		}
-		if (opt != OPT_STATE_DIR) {
-			if (!cmd)
-				return fail(EXIT_USAGE, "option \"%s\" must follow a command", word);
-			if (!(cmd->allowed & BIT(opt)))
-				return fail(EXIT_USAGE, "%s does not take \"--%s\"", cmd->name, long_opts[li].name);
-		}
-		int r = 0;
-		switch (opt) {
-		case OPT_TCP:
-			r = nshash_size_parse(NSHASH_TCP, "--tcp", optarg, &c.create.sizes.tcp, &err);
-			break;
-		case OPT_UDP:
-			r = nshash_size_parse(NSHASH_UDP, "--udp", optarg, &c.create.sizes.udp, &err);
-			break;
-		case OPT_STRATEGY:
-			r = nshash_strategy_parse(optarg, &c.create.strategy, &err);
-			break;
-		case OPT_STATE_DIR:
-			if (optarg[0] != '/')
-				return fail(EXIT_USAGE, "--state-dir \"%s\": must be an absolute path", optarg);
-			c.state_dir = optarg;
-			break;
-		case OPT_JSON:
-			c.json = true;
-			break;
-		case OPT_PID:
-			if (parse_pid(optarg, &c.pid))
-				return EXIT_USAGE;
-			break;
-		case OPT_KEEP_LO_DOWN:
-			c.create.keep_lo_down = true;
-			break;
-		case OPT_MAX_IDLE:
-			if (parse_seconds("--max-idle", optarg, &c.max_idle))
-				return EXIT_USAGE;
-			break;
-		case OPT_STALE_AGE:
-			if (parse_seconds("--stale-age", optarg, &c.stale_age))
-				return EXIT_USAGE;
-			break;
-		case OPT_DRY_RUN:
-			c.dry_run = true;
-			break;
-		}
-		if (r < 0)
-			return fail_err(EXIT_USAGE, &err);
-	}
-	if (!cmd) {
+	int r = parse_args(&p, &c, argc, argv);
+	if (r != CONTINUE)
+		return r;
+	if (!p.cmd) {
 		fputs(usage_text, stderr);
 		return EXIT_USAGE;
 	}
-	return cmd->run(&c, npos, pos);
+	return p.cmd->run(&c, p.npos, pos);
 }
 
 int main(int argc, char **argv)

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Errors as values: "what: to what: why", and untrusted input shown in them. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -42,4 +43,22 @@ int nshash_error_prefix(struct nshash_error *err, const char *fmt, ...)
 	memcpy(err->msg, prefix, plen);
 	err->msg[plen + olen] = '\0';
 	return -(err->errnum ? err->errnum : EINVAL);
+}
+
+void nshash_quote(const char *text, char *buf, size_t len)
+{
+	size_t o = 0;
+	buf[o++] = '"';
+	for (const unsigned char *p = (const unsigned char *)text; *p && o + 8 < len; p++) {
+		if (p - (const unsigned char *)text >= 40) {
+			o += snprintf(buf + o, len - o, "...");
+			break;
+		}
+		if (*p < 0x20 || *p >= 0x7f || *p == '"' || *p == '\\')
+			o += snprintf(buf + o, len - o, "\\x%02x", *p);
+		else
+			buf[o++] = (char)*p;
+	}
+	buf[o++] = '"';
+	buf[o] = '\0';
 }

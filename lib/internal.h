@@ -9,7 +9,10 @@
 
 #include "nshash.h"
 
-static inline void nsh_freep(void *p) { free(*(void **)p); }
+static inline void nsh_freep(void *p)
+{
+	free(*(void **)p);
+}
 static inline void nsh_closep(int *fd)
 {
 	if (*fd >= 0) {
@@ -18,14 +21,14 @@ static inline void nsh_closep(int *fd)
 		errno = saved;
 	}
 }
-#define cleanup_free __attribute__((cleanup(nsh_freep)))
+#define cleanup_free  __attribute__((cleanup(nsh_freep)))
 #define cleanup_close __attribute__((cleanup(nsh_closep)))
 
-#define NSH_SYSCTL_DIR "/proc/sys/net/ipv4/"
+#define NSH_SYSCTL_DIR	"/proc/sys/net/ipv4/"
 #define NSH_TCP_ENTRIES "tcp_ehash_entries"
 #define NSH_UDP_ENTRIES "udp_hash_entries"
-#define NSH_TCP_CHILD "tcp_child_ehash_entries"
-#define NSH_UDP_CHILD "udp_child_hash_entries"
+#define NSH_TCP_CHILD	"tcp_child_ehash_entries"
+#define NSH_UDP_CHILD	"udp_child_hash_entries"
 
 /* sysctl.c: read/write a net.ipv4 value in the calling thread's netns.
  * Return 0, -ENOENT when the knob does not exist, or -errno. */
@@ -58,9 +61,11 @@ int nsh_knob_missing(enum nshash_proto proto, const char *release, struct nshash
 /* link.c */
 int nsh_loopback_up(struct nshash_error *err);
 
+/* fs.c: mkdir -p, then check it is a directory. */
+int nsh_mkdir_p(const char *path, mode_t mode, struct nshash_error *err);
+
 /* state.c */
 const char *nsh_state_dir(const char *dir);
-int nsh_mkdir_p(const char *path, mode_t mode, struct nshash_error *err);
 int nsh_lock_state(const char *state_dir, int *lockfd, struct nshash_error *err);
 void nsh_template_name(struct nshash_sizes eff, char *buf, size_t len);
 

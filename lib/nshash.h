@@ -35,19 +35,19 @@
 extern "C" {
 #endif
 
-#define NSHASH_VERSION "0.1.0"
-#define NSHASH_TCP_MAX 16777216u /* largest tcp_child_ehash_entries */
-#define NSHASH_UDP_MAX 65536u    /* largest udp_child_hash_entries */
-#define NSHASH_UDP_MIN 128u      /* the kernel rounds UDP tables up to this */
+#define NSHASH_VERSION		 "0.1.0"
+#define NSHASH_TCP_MAX		 16777216u /* largest tcp_child_ehash_entries */
+#define NSHASH_UDP_MAX		 65536u	   /* largest udp_child_hash_entries */
+#define NSHASH_UDP_MIN		 128u	   /* the kernel rounds UDP tables up to this */
 #define NSHASH_DEFAULT_STATE_DIR "/run/nshash"
-#define NSHASH_NETNS_RUN_DIR "/run/netns"
-#define NSHASH_ANNOTATION_PREFIX "io.nshash."
-#define NSHASH_ANNOTATION_TCP "io.nshash.tcp"
-#define NSHASH_ANNOTATION_UDP "io.nshash.udp"
+#define NSHASH_NETNS_RUN_DIR	 "/run/netns"
 
+/* The one error type.  Passed by pointer to every function that can fail
+ * (NULL = the caller does not want the message); usable by value (a plain
+ * struct).  Its size is part of the ABI: msg stays 1024 bytes in NSHASH_0. */
 struct nshash_error {
-	int errnum;     /* positive errno, or 0 for none */
-	char msg[1024]; /* "what: to what: why" */
+	int errnum;	/* positive errno, or 0 for none */
+	char msg[1024]; /* "what: to what: why", NUL-terminated, cut to fit */
 };
 
 /* ---------------------------------------------------------------- sizes */
@@ -61,18 +61,19 @@ struct nshash_sizes {
 	uint32_t udp;
 };
 
-const char *nshash_proto_name(enum nshash_proto proto); /* "tcp" / "udp" */
+/* "tcp" / "udp". */
+const char *nshash_proto_name(enum nshash_proto proto);
+/* The largest size the kernel takes: NSHASH_TCP_MAX / NSHASH_UDP_MAX. */
 uint32_t nshash_proto_max(enum nshash_proto proto);
 
 /* Parse a decimal size.  Accepts only [0-9]+ in range 0..max; refuses
  * signs, hex, octal-looking input is still decimal ("0100" = 100), white
  * space, trailing garbage, overflow and the empty string.  `key` names the
  * input in the error ("io.nshash.tcp", "--tcp", ...). */
-int nshash_size_parse(enum nshash_proto proto, const char *key, const char *text,
-		      uint32_t *out, struct nshash_error *err);
+int nshash_size_parse(enum nshash_proto proto, const char *key, const char *text, uint32_t *out,
+		      struct nshash_error *err);
 /* Range-check a number that arrived already typed (a JSON integer). */
-int nshash_size_check(enum nshash_proto proto, const char *key, int64_t value,
-		      uint32_t *out, struct nshash_error *err);
+int nshash_size_check(enum nshash_proto proto, const char *key, int64_t value, uint32_t *out, struct nshash_error *err);
 /* What the kernel will make of a request: TCP next power of two; UDP next
  * power of two, at least 128; 0 stays 0. */
 uint32_t nshash_size_effective(enum nshash_proto proto, uint32_t requested);
@@ -82,29 +83,30 @@ struct nshash_sizes nshash_sizes_effective(struct nshash_sizes requested);
 uint64_t nshash_table_bytes(enum nshash_proto proto, uint32_t effective);
 /* Refuse a request above an admin cap (0 cap = no requests allowed for that
  * protocol).  Compares effective sizes. */
-int nshash_sizes_cap(struct nshash_sizes requested, struct nshash_sizes cap,
-		     const char *source, struct nshash_error *err);
+int nshash_sizes_cap(struct nshash_sizes requested, struct nshash_sizes cap, const char *source,
+		     struct nshash_error *err);
 
 /* ---------------------------------------------------------------- probe */
 
 struct nshash_probe {
-	char release[65];    /* uname -r */
-	bool has_tcp_knob;   /* net.ipv4.tcp_child_ehash_entries exists (6.1+) */
-	bool has_udp_knob;   /* net.ipv4.udp_child_hash_entries exists (6.2+) */
-	long global_tcp;     /* |tcp_ehash_entries| of the global table, 0 unknown */
-	long global_udp;     /* |udp_hash_entries| of the global table, 0 unknown */
+	char release[65];      /* uname -r */
+	bool has_tcp_knob;     /* net.ipv4.tcp_child_ehash_entries exists (6.1+) */
+	bool has_udp_knob;     /* net.ipv4.udp_child_hash_entries exists (6.2+) */
+	long global_tcp;       /* |tcp_ehash_entries| of the global table, 0 unknown */
+	long global_udp;       /* |udp_hash_entries| of the global table, 0 unknown */
 	long caller_tcp_child; /* caller netns's *_child_* (-1 unknown) */
 	long caller_udp_child;
-	bool cap_sys_admin;  /* effective capabilities of the caller */
+	bool cap_sys_admin; /* effective capabilities of the caller */
 	bool cap_net_admin;
 };
 
+/* What this kernel and this caller can do (fills every field; unknown
+ * values as documented above).  0, or -errno when uname fails. */
 int nshash_probe(struct nshash_probe *probe, struct nshash_error *err);
 /* Fail with "kernel 5.15 has no net.ipv4.tcp_child_ehash_entries (needs
  * Linux 6.1)" when a requested protocol is unsupported, and name the missing
  * capability when the caller lacks one. */
-int nshash_probe_require(const struct nshash_probe *probe, struct nshash_sizes requested,
-			 struct nshash_error *err);
+int nshash_probe_require(const struct nshash_probe *probe, struct nshash_sizes requested, struct nshash_error *err);
 
 /* ---------------------------------------------------------------- inspect */
 
@@ -122,9 +124,13 @@ struct nshash_netns_info {
 
 /* The effective sizes of `info` as a pair (shared or unknown = 0). */
 struct nshash_sizes nshash_info_sizes(const struct nshash_netns_info *info);
+/* The tables of the netns behind `nsfd` (entered with setns by the calling
+ * thread only, and left again).  0 or -errno; EINVAL when nsfd is not a
+ * network namespace. */
 int nshash_inspect_fd(int nsfd, struct nshash_netns_info *info, struct nshash_error *err);
-int nshash_inspect_path(const char *path, struct nshash_netns_info *info,
-			struct nshash_error *err);
+/* The same for a pin or /proc/PID/ns/net path (opened O_CLOEXEC). */
+int nshash_inspect_path(const char *path, struct nshash_netns_info *info, struct nshash_error *err);
+/* The same for the netns of process `pid`. */
 int nshash_inspect_pid(pid_t pid, struct nshash_netns_info *info, struct nshash_error *err);
 /* Compare what a netns has with what was requested (requested, not
  * effective: it normalizes itself).  A protocol requested as 0 must be on
@@ -132,12 +138,36 @@ int nshash_inspect_pid(pid_t pid, struct nshash_netns_info *info, struct nshash_
  * says "the kernel gave the shared table (allocation failed?)" for the
  * kernel's silent fallback.  Returns -ENOMEM-like -EUCLEAN... see
  * NSHASH_E_* below for the errnum used. */
-int nshash_verify(const struct nshash_netns_info *info, struct nshash_sizes requested,
-		  const char *what, struct nshash_error *err);
+int nshash_verify(const struct nshash_netns_info *info, struct nshash_sizes requested, const char *what,
+		  struct nshash_error *err);
 /* errnum of a verification mismatch (a netns exists but has other tables) */
 #define NSHASH_E_MISMATCH EUCLEAN
 /* errnum when the kernel fell back to the shared table */
 #define NSHASH_E_FALLBACK ENOMEM
+
+/* What is at a path that should be a network namespace. */
+enum nshash_path_kind {
+	NSHASH_PATH_MISSING = 0, /* nothing at the path */
+	NSHASH_PATH_NOT_NETNS,	 /* a file, directory, other namespace, ... */
+	NSHASH_PATH_PIN,	 /* an nsfs bind mount at this very path */
+	NSHASH_PATH_PROC,	 /* /proc/PID/ns/net: a process's netns */
+	NSHASH_PATH_LINK,	 /* a symbolic link to a netns elsewhere */
+};
+/* Classify `path` without following it into anything but a netns; `detail`
+ * says what it is ("a directory", the link's target, ...).  Returns 0, or
+ * -errno when the path cannot be looked at. */
+int nshash_path_classify(const char *path, enum nshash_path_kind *kind, char *detail, size_t detail_len,
+			 struct nshash_error *err);
+/* Who already uses a netns: interfaces other than lo, processes inside. */
+struct nshash_occupancy {
+	unsigned links;	      /* interfaces other than lo */
+	char link_names[256]; /* "eth0, veth1" (cut when long) */
+	pid_t pid;	      /* a process inside, 0 none */
+	char comm[32];	      /* its /proc/PID/comm */
+};
+/* Enters the netns at `path` (the calling thread only) to list its
+ * interfaces, and scans /proc for a process inside.  0 or -errno. */
+int nshash_netns_occupancy(const char *path, struct nshash_occupancy *occ, struct nshash_error *err);
 
 /* ---------------------------------------------------------------- create */
 
@@ -145,28 +175,29 @@ enum nshash_strategy {
 	NSHASH_STRATEGY_TEMPLATE = 0, /* pinned private parent per size pair */
 	NSHASH_STRATEGY_NESTED = 1,   /* throwaway parent per creation */
 };
+/* "template" / "nested"; anything else is EINVAL naming the text. */
 int nshash_strategy_parse(const char *text, enum nshash_strategy *out, struct nshash_error *err);
 
 struct nshash_create_opts {
-	struct nshash_sizes sizes;   /* requested; validated again here */
+	struct nshash_sizes sizes; /* requested; validated again here */
 	enum nshash_strategy strategy;
-	const char *state_dir;       /* NULL = NSHASH_DEFAULT_STATE_DIR */
-	bool keep_lo_down;           /* default false: lo is brought up */
+	const char *state_dir; /* NULL = NSHASH_DEFAULT_STATE_DIR */
+	bool keep_lo_down;     /* default false: lo is brought up */
 };
 
 /* Create a sized netns and return an O_CLOEXEC fd to it in *nsfd, verified.
  * Nothing is pinned. */
-int nshash_netns_new(const struct nshash_create_opts *opts, int *nsfd,
-		     struct nshash_netns_info *info, struct nshash_error *err);
+int nshash_netns_new(const struct nshash_create_opts *opts, int *nsfd, struct nshash_netns_info *info,
+		     struct nshash_error *err);
 /* nshash_netns_new + pin at `pin_path` (absolute).  The pin is created with
  * O_EXCL and bind-mounted last; on any failure nothing is left. */
-int nshash_netns_create(const struct nshash_create_opts *opts, const char *pin_path,
-			struct nshash_netns_info *info, struct nshash_error *err);
+int nshash_netns_create(const struct nshash_create_opts *opts, const char *pin_path, struct nshash_netns_info *info,
+			struct nshash_error *err);
 /* Replace the netns pinned at `pin_path` (an nsfs bind mount) with a new
  * sized one at the same path: detach the old mount, bind the new one.  On
  * failure after the detach, the old netns is bound back. */
-int nshash_netns_replace(const struct nshash_create_opts *opts, const char *pin_path,
-			 struct nshash_netns_info *info, struct nshash_error *err);
+int nshash_netns_replace(const struct nshash_create_opts *opts, const char *pin_path, struct nshash_netns_info *info,
+			 struct nshash_error *err);
 
 /* ---------------------------------------------------------------- pins */
 
@@ -197,325 +228,48 @@ int nshash_pin_is_netns(const char *path, struct nshash_error *err);
 enum nshash_entry_kind { NSHASH_ENTRY_NETNS, NSHASH_ENTRY_TEMPLATE, NSHASH_ENTRY_CONTAINER };
 
 struct nshash_entry {
-	char path[4096];
-	char name[256];
+	char *path;	  /* malloc'd; freed by nshash_list_free() */
+	const char *name; /* the last component of path (points into it) */
 	enum nshash_entry_kind kind;
-	bool pinned;      /* a mounted nsfs pin (else a stale file) */
-	bool damaged;     /* template whose knobs or pin are wrong */
+	bool pinned;		       /* a mounted nsfs pin (else a stale file) */
+	bool damaged;		       /* template whose knobs or pin are wrong */
 	struct nshash_netns_info info; /* valid when pinned */
-	int64_t last_used; /* templates: unix time of last use, else 0 */
+	int64_t last_used;	       /* templates: unix time of last use, else 0 */
 };
 
-/* Every pin under /run/netns and the state dir.  *out is malloc'd. */
-int nshash_list(const char *state_dir, struct nshash_entry **out, size_t *count,
-		struct nshash_error *err);
+/* Every pin under /run/netns and the state dir (NULL = the default).  Free
+ * *out with nshash_list_free(*out, *count). */
+int nshash_list(const char *state_dir, struct nshash_entry **out, size_t *count, struct nshash_error *err);
+/* Free what nshash_list() returned (NULL is fine). */
+void nshash_list_free(struct nshash_entry *entries, size_t count);
 
 struct nshash_gc_opts {
 	const char *state_dir;
 	int64_t template_max_idle; /* seconds; templates unused longer are removed; <0 never */
-	int64_t stale_min_age;     /* seconds; unmounted pin files, and container pins
+	int64_t stale_min_age;	   /* seconds; unmounted pin files, and container pins
 				    * no process uses, older than this go */
 	bool dry_run;
 };
 struct nshash_gc_report {
 	size_t templates_removed;
-	size_t stale_removed;   /* unmounted pin files a creator left */
+	size_t stale_removed;	/* unmounted pin files a creator left */
 	size_t orphans_removed; /* container pins no process uses (a crashed hook or wrapper) */
 	size_t kept;
 };
-int nshash_gc(const struct nshash_gc_opts *opts, struct nshash_gc_report *report,
-	      struct nshash_error *err);
-
-/* ---------------------------------------------------------------- OCI (hook, wrapper, policy) */
-/* Policy file (nshash.json(5)): what an admin allows annotations to ask for.
- * A missing file means the defaults below; a malformed one is an error that
- * names the line or the key. */
-#define NSHASH_DEFAULT_POLICY_PATH "/etc/nshash/nshash.json"
-#define NSHASH_POLICY_DEFAULT_MAX_TCP 262144u /* 2 MiB of buckets */
-#define NSHASH_POLICY_DEFAULT_MAX_UDP 16384u  /* 1 MiB of buckets */
-/* Annotation nshash writes into a transformed config: the pin's name under
- * STATE_DIR/pins.  Refused when a user supplies it. */
-#define NSHASH_ANNOTATION_PIN "io.nshash.pin"
-
-enum nshash_on_failure { NSHASH_ON_FAILURE_FAIL = 0, NSHASH_ON_FAILURE_WARN = 1 };
-
-struct nshash_policy {
-	struct nshash_sizes max;           /* maxTcp, maxUdp: caps on requests */
-	enum nshash_on_failure on_failure; /* onFailure */
-	enum nshash_strategy strategy;     /* strategy */
-	char state_dir[1024];              /* stateDir */
-	char runtime[1024];                /* runtime: "" = first of runc, crun */
-	char hook_path[1024];              /* hookPath: "" = nshash-hook next to the wrapper */
-	char log_file[1024];               /* logFile: "" = none */
-	bool syslog;                       /* syslog */
-	char source[1024];                 /* file it was read from, or "defaults" */
-};
-
-void nshash_policy_defaults(struct nshash_policy *policy);
-/* Parse policy JSON text; `source` names it in errors.  Unknown keys,
- * wrong types and out-of-range values are errors naming the key. */
-int nshash_policy_parse(const char *text, size_t len, const char *source,
-			struct nshash_policy *policy, struct nshash_error *err);
-/* Load `path` (NULL = NSHASH_DEFAULT_POLICY_PATH).  ENOENT = defaults. */
-int nshash_policy_load(const char *path, struct nshash_policy *policy, struct nshash_error *err);
-const char *nshash_on_failure_name(enum nshash_on_failure on_failure);
-
-/* Logging for the OCI front-ends: one line per action on stderr
- * ("nshash-hook[stage]: id ID: message"), and to the policy's logFile and
- * syslog when configured.  Never fails the caller. */
-enum nshash_log_level { NSHASH_LOG_ERROR = 0, NSHASH_LOG_WARN = 1, NSHASH_LOG_INFO = 2 };
-void nshash_log_setup(const char *program, const struct nshash_policy *policy);
-void nshash_log(enum nshash_log_level level, const char *id, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-/* What a config's io.nshash.* annotations ask for. */
-struct nshash_oci_request {
-	bool present;              /* io.nshash.tcp or io.nshash.udp given */
-	struct nshash_sizes sizes; /* requested (0 for a protocol not given) */
-	char pin[256];             /* io.nshash.pin, "" if absent */
-};
-/* Parse the annotations object of an OCI config or state (JSON text of the
- * whole document).  Unknown io.nshash.* keys, non-string values and bad
- * sizes are errors naming the key and value. */
-int nshash_oci_request_parse(const char *json, size_t len, struct nshash_oci_request *req,
-			     struct nshash_error *err);
-
-enum nshash_oci_mode {
-	NSHASH_OCI_PRECREATE = 0, /* podman's precreate: config on stdin */
-	NSHASH_OCI_WRAPPER = 1,   /* nshash-runtime: add verify + cleanup hooks */
-};
-struct nshash_oci_opts {
-	enum nshash_oci_mode mode;
-	const struct nshash_policy *policy;
-	const char *pin_name;    /* NULL = a random unique name */
-	const char *hook_path;   /* wrapper: absolute path of nshash-hook */
-	const char *policy_path; /* wrapper: passed to the added hooks; NULL = none */
-};
-enum nshash_oci_action {
-	NSHASH_OCI_UNTOUCHED = 0, /* no nshash annotations: output = input */
-	NSHASH_OCI_SIZED,         /* sized netns created, pinned, path rewritten */
-	NSHASH_OCI_ALREADY,       /* its netns is our pin, or already has the sizes: unchanged */
-	NSHASH_OCI_WARNED,        /* could not size; policy warn: config unchanged */
-};
-struct nshash_oci_result {
-	enum nshash_oci_action action;
-	struct nshash_oci_request request;
-	struct nshash_netns_info info; /* SIZED: what the new netns has */
-	char pin_path[4096];           /* SIZED/ALREADY */
-	char warning[1024];            /* WARNED: why */
-	char hostname[256];            /* the config's hostname (podman: the short id), for logs */
-};
-/* The one config transform shared by the hook and the wrapper.  On success
- * *out is a malloc'd config (a copy of the input when nothing changed) and,
- * for SIZED, a pin exists that the caller must remove if it cannot hand the
- * config on (nshash_pin_remove(result->pin_path)).  On error nothing is left. */
-int nshash_oci_transform(const char *config, size_t len, const struct nshash_oci_opts *opts,
-			 char **out, size_t *out_len, struct nshash_oci_result *result,
-			 struct nshash_error *err);
-/* One log line for what a transform did (nothing for UNTOUCHED): requested
- * and effective sizes, the pin or the warning. */
-void nshash_oci_log_result(const char *who, const struct nshash_oci_result *result);
-/* The same on BUNDLE/config.json, rewritten atomically (temp file + rename,
- * same mode) only when changed. */
-int nshash_oci_bundle_transform(const char *bundle, const struct nshash_oci_opts *opts,
-				struct nshash_oci_result *result, struct nshash_error *err);
-
-/* OCI state (stdin of every hook but precreate). */
-struct nshash_oci_state {
-	char id[256];
-	pid_t pid; /* 0 when absent (podman's poststop) */
-	char bundle[4096];
-	char status[64];
-	struct nshash_oci_request request; /* from the state's annotations, else the bundle's config */
-};
-int nshash_oci_state_parse(const char *json, size_t len, struct nshash_oci_state *state,
-			   struct nshash_error *err);
-/* createRuntime/prestart: check /proc/PID/ns/net has what was requested.
- * Returns 0 (ok, nothing requested, or mismatch downgraded to a warning
- * under onFailure warn, in which case *warned is set) or < 0. */
-int nshash_oci_verify(const struct nshash_oci_state *state, const struct nshash_policy *policy,
-		      struct nshash_netns_info *info, bool *warned, struct nshash_error *err);
-/* poststop / wrapper delete: remove STATE_DIR/pins/NAME; succeeds when gone. */
-int nshash_oci_pin_path(const struct nshash_policy *policy, const char *name, char *out,
-			size_t outlen, struct nshash_error *err);
-int nshash_oci_cleanup(const struct nshash_policy *policy, const char *pin_name,
-		       struct nshash_error *err);
-/* The wrapper's pin name for container ID under runtime root ROOT (ids
- * repeat across containerd namespaces): "ID-HASH8". */
-int nshash_oci_wrapper_pin_name(const char *id, const char *root, char *out, size_t outlen,
-				struct nshash_error *err);
-
-/* Container pins (STATE_DIR/pins/NAME) still mounted but whose netns no
- * process uses any more, older than min_age seconds: what a hook or wrapper
- * killed between pinning and handing over the config leaves.  Removed
- * unless dry_run; *removed counts them. */
-int nshash_oci_gc_orphans(const char *state_dir, int64_t min_age, bool dry_run, size_t *removed,
-			  struct nshash_error *err);
-/* Read all of fd (at most max bytes) into a NUL-terminated malloc'd buffer. */
-int nshash_read_fd(int fd, const char *what, size_t max, char **out, size_t *out_len,
-		   struct nshash_error *err);
-/* Append an error to a runtime log (--log FILE [--log-format json|text]) the
- * way runc does, so containerd shows it in "OCI runtime create failed". */
-void nshash_runtime_log_error(const char *log_path, const char *log_format, const char *msg);
-/* For the wrapper: on create, the runtime's stderr is the container's
- * stderr, so only messages up to `max` go there; all of them also go to the
- * runtime log (NULL = none) in runc's format. */
-void nshash_log_wrapper_mode(enum nshash_log_level max, const char *log_path,
-			     const char *log_format);
-
-/* Runtime wrapper argv (runc conventions). */
-struct nshash_runtime_args {
-	int subcommand_index;   /* argv index of the subcommand, -1 = none */
-	const char *subcommand; /* "create", "run", "delete", ... or NULL */
-	const char *root;       /* --root value or NULL */
-	const char *bundle;     /* --bundle/-b value or NULL (= cwd) */
-	const char *id;         /* container id or NULL */
-	bool force;             /* delete --force / -f */
-	bool detach;            /* run --detach / -d */
-};
-int nshash_runtime_args_parse(int argc, char *const argv[], struct nshash_runtime_args *args,
-			      struct nshash_error *err);
-/* Find the real runtime: the policy's `runtime` (absolute, or a name
- * searched in PATH and the usual sbin/bin dirs), else runc, else crun;
- * never `self` (realpath). */
-int nshash_runtime_find(const struct nshash_policy *policy, const char *self, char *out,
-			size_t outlen, struct nshash_error *err);
-
-/* ---------------------------------------------------------------- CNI */
-/* The CNI 1.1 chained plugin (docs/cni.md).  Placed first in a conflist, it
- * replaces the still-empty netns pinned at CNI_NETNS by a sized one before
- * the next plugins configure it.  Nothing here writes to stdout: the
- * front-end prints nshash_cni_run()'s output. */
-
-/* Error codes: 1-99 are the CNI spec's, 100+ nshash's own. */
-enum nshash_cni_code {
-	NSHASH_CNI_E_VERSION = 1,          /* incompatible cniVersion / command */
-	NSHASH_CNI_E_ENV = 4,              /* missing or invalid CNI_* variable */
-	NSHASH_CNI_E_IO = 5,               /* reading stdin failed */
-	NSHASH_CNI_E_DECODE = 6,           /* stdin is not one JSON object */
-	NSHASH_CNI_E_CONFIG = 7,           /* invalid network config key/value */
-	NSHASH_CNI_E_NOT_READY = 50,       /* STATUS: cannot size anything here */
-	NSHASH_CNI_E_NOT_RESIZABLE = 100,  /* CNI_NETNS cannot be replaced */
-	NSHASH_CNI_E_FALLBACK = 101,       /* kernel gave the shared table */
-	NSHASH_CNI_E_REFUSED = 102,        /* pod annotation invalid or over the cap */
-	NSHASH_CNI_E_CREATE = 103,         /* creating the sized netns failed */
-	NSHASH_CNI_E_MISMATCH = 104,       /* CHECK: netns has other sizes */
-};
-
-/* "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0", NULL */
-extern const char *const nshash_cni_versions[];
-/* Exact membership in nshash_cni_versions. */
-bool nshash_cni_version_supported(const char *version);
-/* Compare two "MAJOR.MINOR.PATCH" strings; unparsable sorts lowest. */
-int nshash_cni_version_cmp(const char *a, const char *b);
-
-struct nshash_cni_error {
-	int code;           /* enum nshash_cni_code; 0 = none */
-	char msg[1024];
-	char details[1024];
-};
-/* Fill `err` and return -1. */
-int nshash_cni_error_set(struct nshash_cni_error *err, int code, const char *details,
-			 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-/* The spec's error object as malloc'd JSON text (NULL on ENOMEM). */
-char *nshash_cni_error_json(const char *cni_version, const struct nshash_cni_error *err);
-
-enum nshash_cni_command {
-	NSHASH_CNI_ADD, NSHASH_CNI_DEL, NSHASH_CNI_CHECK,
-	NSHASH_CNI_STATUS, NSHASH_CNI_GC, NSHASH_CNI_VERSION,
-};
-struct nshash_cni_env {
-	const char *command;     /* CNI_COMMAND */
-	const char *containerid; /* CNI_CONTAINERID */
-	const char *netns;       /* CNI_NETNS */
-	const char *ifname;      /* CNI_IFNAME */
-	const char *args;        /* CNI_ARGS (ignored: no key is nshash's) */
-	const char *path;        /* CNI_PATH (unused: nshash calls no plugin) */
-};
-void nshash_cni_env_from_environ(struct nshash_cni_env *env);
-/* Check the variables `command` needs; code 4 naming every bad one. */
-int nshash_cni_env_check(const struct nshash_cni_env *env, enum nshash_cni_command *command,
-			 struct nshash_cni_error *err);
-
-/* The plugin's entry of the network config, as nshash reads it. */
-struct nshash_cni_config {
-	char cni_version[32];
-	char name[256];
-	bool has_tcp, has_udp;      /* "tcp" / "udp" given */
-	struct nshash_sizes sizes;  /* network defaults (0 = not given) */
-	struct nshash_sizes max;    /* maxTcp / maxUdp (absent = the default) */
-	enum nshash_on_failure on_failure;
-	enum nshash_strategy strategy; /* "strategy", default nested */
-	char state_dir[1024];          /* "stateDir", "" = library default */
-	void *json;                    /* the whole document (json_object *) */
-};
-/* Decode and validate stdin: code 6 when it is not exactly one JSON object,
- * 1 for a missing/unsupported cniVersion, 7 naming a bad key and value.
- * Free with nshash_cni_config_free() whatever it returns. */
-int nshash_cni_config_parse(const char *text, size_t len, struct nshash_cni_config *cfg,
-			    struct nshash_cni_error *err);
-void nshash_cni_config_free(struct nshash_cni_config *cfg);
-/* The sizes this attachment asks for: the network defaults overridden per
- * protocol by the pod annotations io.nshash.tcp / io.nshash.udp from
- * runtimeConfig["io.kubernetes.cri.pod-annotations"], refused (code 102)
- * when invalid or above maxTcp / maxUdp.  *from_annotation tells which. */
-int nshash_cni_request(const struct nshash_cni_config *cfg, struct nshash_sizes *req,
-		       bool *from_annotation, struct nshash_cni_error *err);
-
-/* What CNI_NETNS is. */
-enum nshash_cni_netns_kind {
-	NSHASH_CNI_NETNS_MISSING = 0, /* nothing at the path */
-	NSHASH_CNI_NETNS_NOT_NETNS,   /* a file, directory, other namespace, ... */
-	NSHASH_CNI_NETNS_PIN,         /* an nsfs bind mount at this very path */
-	NSHASH_CNI_NETNS_PROC,        /* /proc/PID/ns/net: a process's netns */
-	NSHASH_CNI_NETNS_LINK,        /* a symbolic link to a netns elsewhere */
-};
-/* Who already uses a netns: interfaces other than lo, processes inside. */
-struct nshash_cni_occupancy {
-	unsigned links;       /* interfaces other than lo */
-	char link_names[256]; /* "eth0, veth1" */
-	pid_t pid;            /* a process inside, 0 none */
-	char comm[32];
-};
-/* The system operations the decisions rest on.  nshash_cni_run() uses the
- * real ones when `ops` is NULL; unit tests replace them. */
-struct nshash_cni_ops {
-	int (*classify)(const char *path, enum nshash_cni_netns_kind *kind, char *detail,
-			size_t detail_len, struct nshash_error *err);
-	int (*inspect)(const char *path, struct nshash_netns_info *info, struct nshash_error *err);
-	int (*occupancy)(const char *path, struct nshash_cni_occupancy *occ, struct nshash_error *err);
-	int (*probe)(struct nshash_probe *probe, struct nshash_error *err);
-	int (*replace)(const struct nshash_create_opts *opts, const char *pin_path,
-		       struct nshash_netns_info *info, struct nshash_error *err);
-	/* How long ADD waits for a process found in the netns to leave before
-	 * refusing: containerd's CRI runs the loopback network's plugin in
-	 * parallel with the pod network, and it enters the netns for a few ms. */
-	unsigned process_grace_ms;
-};
-extern const struct nshash_cni_ops nshash_cni_system_ops;
-int nshash_cni_classify(const char *path, enum nshash_cni_netns_kind *kind, char *detail,
-			size_t detail_len, struct nshash_error *err);
-int nshash_cni_occupancy(const char *path, struct nshash_cni_occupancy *occ,
-			 struct nshash_error *err);
-
-struct nshash_cni_output {
-	int status;    /* exit status: 0 or 1 */
-	char *stdout_text; /* malloc'd: result, version info or error JSON; NULL = nothing */
-	char log[2048];    /* what goes to stderr ("" = nothing) */
-};
-/* Run one invocation: env + stdin → output.  Never exits or prints. */
-void nshash_cni_run(const struct nshash_cni_env *env, const char *input, size_t len,
-		    const struct nshash_cni_ops *ops, struct nshash_cni_output *out);
-void nshash_cni_output_free(struct nshash_cni_output *out);
+int nshash_gc(const struct nshash_gc_opts *opts, struct nshash_gc_report *report, struct nshash_error *err);
 
 /* ---------------------------------------------------------------- errors */
 
-/* Fill err (printf-style) and return -errnum.  Exposed for front-ends. */
-int nshash_error_set(struct nshash_error *err, int errnum, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+/* Fill err (printf-style; err may be NULL) and return -errnum (a negative
+ * or zero errnum is taken as its absolute value, 0 as EINVAL).  For
+ * callers that build their errors the library's way. */
+int nshash_error_set(struct nshash_error *err, int errnum, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Prefix an existing message: "ctx: old message". */
-int nshash_error_prefix(struct nshash_error *err, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+int nshash_error_prefix(struct nshash_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Untrusted text as an error message may show it: in double quotes, bytes
+ * outside printable ASCII and '"' '\\' as \xNN, cut with "..." after 40
+ * bytes.  `len` >= 16; the one quoting helper of nshash. */
+void nshash_quote(const char *text, char *buf, size_t len);
 
 #ifdef __cplusplus
 }

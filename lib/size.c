@@ -9,26 +9,6 @@ const char *nshash_proto_name(enum nshash_proto proto) { return proto == NSHASH_
 
 uint32_t nshash_proto_max(enum nshash_proto proto) { return proto == NSHASH_TCP ? NSHASH_TCP_MAX : NSHASH_UDP_MAX; }
 
-/* Printable rendering of user input for error messages: quoted, control
- * characters escaped, long input cut. */
-static void quote_input(const char *text, char *buf, size_t len)
-{
-	size_t o = 0;
-	buf[o++] = '"';
-	for (const unsigned char *p = (const unsigned char *)text; *p && o + 8 < len; p++) {
-		if (p - (const unsigned char *)text >= 40) {
-			o += snprintf(buf + o, len - o, "...");
-			break;
-		}
-		if (*p < 0x20 || *p >= 0x7f || *p == '"' || *p == '\\')
-			o += snprintf(buf + o, len - o, "\\x%02x", *p);
-		else
-			buf[o++] = (char)*p;
-	}
-	buf[o++] = '"';
-	buf[o] = '\0';
-}
-
 int nshash_size_check(enum nshash_proto proto, const char *key, int64_t value, uint32_t *out,
 		      struct nshash_error *err)
 {
@@ -46,7 +26,7 @@ int nshash_size_parse(enum nshash_proto proto, const char *key, const char *text
 	char shown[128];
 	if (!text)
 		text = "";
-	quote_input(text, shown, sizeof(shown));
+	nshash_quote(text, shown, sizeof(shown));
 	if (*text == '\0')
 		return nshash_error_set(err, EINVAL, "%s: empty value (expected a decimal number of entries)", key);
 	uint64_t v = 0;

@@ -11,28 +11,9 @@
 
 #include "internal.h"
 
-const char *nsh_state_dir(const char *dir) { return dir && *dir ? dir : NSHASH_DEFAULT_STATE_DIR; }
-
-int nsh_mkdir_p(const char *path, mode_t mode, struct nshash_error *err)
+const char *nsh_state_dir(const char *dir)
 {
-	char buf[PATH_MAX];
-	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
-		return nshash_error_set(err, ENAMETOOLONG, "mkdir %s: path too long", path);
-	for (char *p = buf + 1;; p++) {
-		if (*p == '/' || *p == '\0') {
-			char c = *p;
-			*p = '\0';
-			if (mkdir(buf, mode) < 0 && errno != EEXIST)
-				return nshash_error_set(err, errno, "mkdir %s: %s", buf, strerror(errno));
-			if (c == '\0')
-				break;
-			*p = c;
-		}
-	}
-	struct stat st;
-	if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
-		return nshash_error_set(err, ENOTDIR, "%s: not a directory", path);
-	return 0;
+	return dir && *dir ? dir : NSHASH_DEFAULT_STATE_DIR;
 }
 
 int nsh_lock_state(const char *state_dir, int *lockfd, struct nshash_error *err)
@@ -54,7 +35,10 @@ int nsh_lock_state(const char *state_dir, int *lockfd, struct nshash_error *err)
 	return 0;
 }
 
-void nsh_template_name(struct nshash_sizes eff, char *buf, size_t len) { snprintf(buf, len, "tcp%u-udp%u", eff.tcp, eff.udp); }
+void nsh_template_name(struct nshash_sizes eff, char *buf, size_t len)
+{
+	snprintf(buf, len, "tcp%u-udp%u", eff.tcp, eff.udp);
+}
 
 /* "tcpT-udpU" → sizes; false for anything else. */
 static bool template_name_parse(const char *name, struct nshash_sizes *eff)
@@ -107,16 +91,22 @@ static int scan_dir(const char *dir, enum nshash_entry_kind kind, struct entry_l
 		}
 		struct nshash_entry *e = &l->v[l->n];
 		memset(e, 0, sizeof(*e));
-		if ((size_t)snprintf(e->path, sizeof(e->path), "%s/%s", dir, de->d_name) >= sizeof(e->path))
+		if (strlen(dir) + 1 + strlen(de->d_name) >= PATH_MAX)
 			continue;
-		snprintf(e->name, sizeof(e->name), "%s", de->d_name);
+		if (asprintf(&e->path, "%s/%s", dir, de->d_name) < 0) {
+			e->path = NULL;
+			r = nshash_error_set(err, ENOMEM, "list %s: out of memory", dir);
+			break;
+		}
+		e->name = e->path + strlen(dir) + 1;
 		e->kind = kind;
 		e->pinned = nshash_pin_is_netns(e->path, NULL) == 1;
 		if (e->pinned && nshash_inspect_path(e->path, &e->info, NULL) < 0)
 			e->pinned = false;
 		if (kind == NSHASH_ENTRY_TEMPLATE) {
 			struct nshash_sizes eff;
-			e->damaged = !e->pinned || !template_name_parse(e->name, &eff) || e->info.tcp_child != (long)eff.tcp ||
+			e->damaged = !e->pinned || !template_name_parse(e->name, &eff) ||
+				     e->info.tcp_child != (long)eff.tcp ||
 				     (e->info.udp_child >= 0 && e->info.udp_child != (long)eff.udp);
 			char stamp[PATH_MAX + 8];
 			struct stat st;
@@ -128,6 +118,13 @@ static int scan_dir(const char *dir, enum nshash_entry_kind kind, struct entry_l
 	}
 	closedir(d);
 	return r;
+}
+
+void nshash_list_free(struct nshash_entry *entries, size_t count)
+{
+	for (size_t i = 0; entries && i < count; i++)
+		free(entries[i].path);
+	free(entries);
 }
 
 int nshash_list(const char *state_dir, struct nshash_entry **out, size_t *count, struct nshash_error *err)
@@ -143,7 +140,7 @@ int nshash_list(const char *state_dir, struct nshash_entry **out, size_t *count,
 	if (r == 0)
 		r = scan_dir(dir, NSHASH_ENTRY_CONTAINER, &l, err);
 	if (r < 0) {
-		free(l.v);
+		nshash_list_free(l.v, l.n);
 		return r;
 	}
 	*out = l.v;
@@ -164,29 +161,29 @@ static int64_t stale_pin_age(const char *path, time_t now)
 	return (int64_t)(now - st.st_mtime);
 }
 
-int nshash_gc(const struct nshash_gc_opts *opts, struct nshash_gc_report *rep, struct nshash_error *err)
+/* A container pin (STATE_DIR/pins/NAME, mounted) whose netns no process
+ * uses any more, older than min_age seconds: what a hook or wrapper killed
+ * between pinning and handing over the config leaves.  stat() follows the
+ * bind mount to the nsfs inode, whose identity the /proc scan needs. */
+static bool container_pin_orphaned(const char *path, int64_t min_age, time_t now)
 {
-	const char *state_dir = nsh_state_dir(opts->state_dir);
-	memset(rep, 0, sizeof(*rep));
 	struct stat st;
-	cleanup_close int lockfd = -1;
-	int r = 0;
-	/* Without a state dir there is nothing of ours to lock; /run/netns is
-	 * still looked at. */
-	if (stat(state_dir, &st) == 0) {
-		r = nsh_lock_state(state_dir, &lockfd, err);
-		if (r < 0)
-			return r;
-	}
-	cleanup_free struct nshash_entry *v = NULL;
-	size_t n = 0;
-	r = nshash_list(state_dir, &v, &n, err);
-	if (r < 0)
-		return r;
+	if (stat(path, &st) < 0)
+		return false;
+	if (min_age > 0 && now - st.st_ctime < min_age)
+		return false;
+	return nsh_netns_user(st.st_dev, st.st_ino) == 0; /* used, or cannot tell: keep */
+}
+
+/* Remove what gc removes among the listed entries, counting it. */
+static int gc_entries(const struct nshash_gc_opts *opts, struct nshash_entry *v, size_t n, struct nshash_gc_report *rep,
+		      struct nshash_error *err)
+{
+	int r;
 	time_t now = time(NULL);
 	for (size_t i = 0; i < n; i++) {
 		struct nshash_entry *e = &v[i];
-		bool remove = false, stale = false;
+		bool remove = false, stale = false, orphan = false;
 		if (!e->pinned) {
 			/* An unmounted pin file: a creator died between claiming the
 			 * name and binding, or an old mount vanished.  Leave young
@@ -197,6 +194,9 @@ int nshash_gc(const struct nshash_gc_opts *opts, struct nshash_gc_report *rep, s
 		} else if (e->kind == NSHASH_ENTRY_TEMPLATE) {
 			remove = e->damaged ||
 				 (opts->template_max_idle >= 0 && now - e->last_used >= opts->template_max_idle);
+		} else if (e->kind == NSHASH_ENTRY_CONTAINER) {
+			orphan = container_pin_orphaned(e->path, opts->stale_min_age, now);
+			remove = orphan;
 		}
 		if (!remove)
 			continue;
@@ -214,13 +214,35 @@ int nshash_gc(const struct nshash_gc_opts *opts, struct nshash_gc_report *rep, s
 		}
 		if (stale)
 			rep->stale_removed++;
+		else if (orphan)
+			rep->orphans_removed++;
 		else
 			rep->templates_removed++;
 	}
-	/* Container pins whose hook or wrapper died before handing them on. */
-	r = nshash_oci_gc_orphans(state_dir, opts->stale_min_age, opts->dry_run, &rep->orphans_removed, err);
-	if (r < 0)
-		return nshash_error_prefix(err, "gc");
 	rep->kept = n - rep->templates_removed - rep->stale_removed - rep->orphans_removed;
 	return 0;
+}
+
+int nshash_gc(const struct nshash_gc_opts *opts, struct nshash_gc_report *rep, struct nshash_error *err)
+{
+	const char *state_dir = nsh_state_dir(opts->state_dir);
+	memset(rep, 0, sizeof(*rep));
+	struct stat st;
+	cleanup_close int lockfd = -1;
+	int r = 0;
+	/* Without a state dir there is nothing of ours to lock; /run/netns is
+	 * still looked at. */
+	if (stat(state_dir, &st) == 0) {
+		r = nsh_lock_state(state_dir, &lockfd, err);
+		if (r < 0)
+			return r;
+	}
+	struct nshash_entry *v = NULL;
+	size_t n = 0;
+	r = nshash_list(state_dir, &v, &n, err);
+	if (r < 0)
+		return r;
+	r = gc_entries(opts, v, n, rep, err);
+	nshash_list_free(v, n);
+	return r;
 }

@@ -75,8 +75,8 @@ assert_eq "$(jq -c . "$K/nshash-entry.json")" "$(jq -c '.plugins[0]' "$EX")" "th
 assert_eq '["nshash","bridge","portmap","loopback"]' "$(jq -c '[.plugins[].type]' "$EX")" "the example chains the tested plugins"
 
 # ---- the docs cover every config key the plugin reads and every code it returns
-KEYS=$(grep -oE 'config_(size|string)\(root, "[A-Za-z]+"' "$TOP/lib/cni.c" | grep -oE '"[A-Za-z]+"' | tr -d '"' | grep -v '^name$' | sort -u | tr '\n' ' ')
-CODES=$(grep -oE 'NSHASH_CNI_E_[A-Z_]+ = [0-9]+' "$TOP/lib/nshash.h" | awk '{print $3}' | tr '\n' ' ')
+KEYS=$(grep -oE 'config_(size|string)\(root, "[A-Za-z]+"' "$TOP/cni/config.c" | grep -oE '"[A-Za-z]+"' | tr -d '"' | grep -v '^name$' | sort -u | tr '\n' ' ')
+CODES=$(grep -oE 'NSHASH_CNI_E_[A-Z_]+ = [0-9]+' "$TOP/cni/cni.h" | awk '{print $3}' | tr '\n' ' ')
 missing=""
 for k in $KEYS; do
 	grep -q "^| \`$k\` |" "$TOP/docs/cni.md" || missing+=" cni.md:$k"

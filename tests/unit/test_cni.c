@@ -13,15 +13,15 @@
 
 #include <cmocka.h>
 
-#include "nshash.h"
+#include "cni.h"
 
 /* ------------------------------------------------------------------ mocks */
 
 static struct {
-	enum nshash_cni_netns_kind kind;
+	enum nshash_path_kind kind;
 	const char *detail;
 	long tcp, udp; /* raw entries of the netns at CNI_NETNS */
-	struct nshash_cni_occupancy occ;
+	struct nshash_occupancy occ;
 	bool tcp_knob, udp_knob, caps;
 	int replace_errnum;	       /* 0 = replace succeeds with the requested sizes */
 	long replace_tcp, replace_udp; /* what the replacement netns has (0 = as requested) */
@@ -34,14 +34,14 @@ static struct {
 static void mock_reset(void)
 {
 	memset(&m, 0, sizeof(m));
-	m.kind = NSHASH_CNI_NETNS_PIN;
+	m.kind = NSHASH_PATH_PIN;
 	m.tcp = -262144;
 	m.udp = -16384;
 	m.tcp_knob = m.udp_knob = m.caps = true;
 	m.pid_calls = -1;
 }
 
-static int mock_classify(const char *path, enum nshash_cni_netns_kind *kind, char *detail, size_t len,
+static int mock_classify(const char *path, enum nshash_path_kind *kind, char *detail, size_t len,
 			 struct nshash_error *err)
 {
 	(void)path;
@@ -63,7 +63,7 @@ static int mock_inspect(const char *path, struct nshash_netns_info *info, struct
 	return 0;
 }
 
-static int mock_occupancy(const char *path, struct nshash_cni_occupancy *occ, struct nshash_error *err)
+static int mock_occupancy(const char *path, struct nshash_occupancy *occ, struct nshash_error *err)
 {
 	(void)path;
 	(void)err;
@@ -176,11 +176,11 @@ static void test_env(void **state)
 {
 	(void)state;
 	struct nshash_cni_env env = {0};
-	struct nshash_cni_error err;
+	struct nshash_cni_failure err;
 	enum nshash_cni_command cmd;
-	assert_int_equal(nshash_cni_env_check(&env, &cmd, &err), -1);
+	assert_int_equal(nshash_cni_env_check(&env, &cmd, &err), -EINVAL);
 	assert_int_equal(err.code, 4);
-	assert_non_null(strstr(err.msg, "CNI_COMMAND"));
+	assert_non_null(strstr(err.err.msg, "CNI_COMMAND"));
 
 	env.command = "VERSION";
 	assert_int_equal(nshash_cni_env_check(&env, &cmd, &err), 0);
@@ -191,14 +191,14 @@ static void test_env(void **state)
 	assert_int_equal(nshash_cni_env_check(&env, &cmd, &err), 0);
 
 	env.command = "ADD";
-	assert_int_equal(nshash_cni_env_check(&env, &cmd, &err), -1);
-	assert_string_equal(err.msg, "required environment variables missing or empty for ADD: CNI_CONTAINERID, "
-				     "CNI_NETNS, CNI_IFNAME");
+	assert_int_equal(nshash_cni_env_check(&env, &cmd, &err), -EINVAL);
+	assert_string_equal(err.err.msg, "required environment variables missing or empty for ADD: CNI_CONTAINERID, "
+					 "CNI_NETNS, CNI_IFNAME");
 	env.containerid = "";
 	env.ifname = "eth0";
 	env.netns = "/run/netns/x";
-	assert_int_equal(nshash_cni_env_check(&env, &cmd, &err), -1);
-	assert_string_equal(err.msg, "required environment variable missing or empty for ADD: CNI_CONTAINERID");
+	assert_int_equal(nshash_cni_env_check(&env, &cmd, &err), -EINVAL);
+	assert_string_equal(err.err.msg, "required environment variable missing or empty for ADD: CNI_CONTAINERID");
 
 	env.command = "DEL"; /* DEL does not need the netns */
 	env.containerid = "c";
@@ -208,19 +208,19 @@ static void test_env(void **state)
 
 	env.command = "CHECK";
 	env.netns = "proc/1/ns/net";
-	assert_int_equal(nshash_cni_env_check(&env, &cmd, &err), -1);
-	assert_non_null(strstr(err.msg, "is not an absolute path"));
+	assert_int_equal(nshash_cni_env_check(&env, &cmd, &err), -EINVAL);
+	assert_non_null(strstr(err.err.msg, "is not an absolute path"));
 
 	env.command = "add"; /* commands are case-sensitive */
-	assert_int_equal(nshash_cni_env_check(&env, &cmd, &err), -1);
-	assert_non_null(strstr(err.msg, "CNI_COMMAND=\"add\" is not a CNI command"));
+	assert_int_equal(nshash_cni_env_check(&env, &cmd, &err), -EINVAL);
+	assert_non_null(strstr(err.err.msg, "CNI_COMMAND=\"add\" is not a CNI command"));
 }
 
 static void test_config(void **state)
 {
 	(void)state;
 	struct nshash_cni_config cfg;
-	struct nshash_cni_error err;
+	struct nshash_cni_failure err;
 	const char *c = CONF("1.0.0", ",\"tcp\":3000,\"udp\":100,\"onFailure\":\"warn\",\"future\":{\"x\":1}");
 	assert_int_equal(nshash_cni_config_parse(c, strlen(c), &cfg, &err), 0);
 	assert_string_equal(cfg.cni_version, "1.0.0");
@@ -260,32 +260,32 @@ static void test_config(void **state)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		int r = nshash_cni_config_parse(bad[i].conf, strlen(bad[i].conf), &cfg, &err);
 		nshash_cni_config_free(&cfg);
-		if (r != -1 || err.code != bad[i].code || !strstr(err.msg, bad[i].fragment))
+		if (r >= 0 || err.code != bad[i].code || !strstr(err.err.msg, bad[i].fragment))
 			fail_msg("%s: want %d \"%s\", got %d %d \"%s\"", bad[i].conf, bad[i].code, bad[i].fragment, r,
-				 err.code, err.msg);
+				 err.code, err.err.msg);
 	}
 }
 
 static void request_of(const char *conf, int want_rc, uint32_t tcp, uint32_t udp, bool from_ann, const char *fragment)
 {
 	struct nshash_cni_config cfg;
-	struct nshash_cni_error err = {0};
+	struct nshash_cni_failure err = {0};
 	struct nshash_sizes req = {0, 0};
 	bool ann = false;
 	if (nshash_cni_config_parse(conf, strlen(conf), &cfg, &err) != 0)
-		fail_msg("%s: %s", conf, err.msg);
+		fail_msg("%s: %s", conf, err.err.msg);
 	int r = nshash_cni_request(&cfg, &req, &ann, &err);
 	nshash_cni_config_free(&cfg);
-	if (r != want_rc)
-		fail_msg("%s: rc %d (%s)", conf, r, err.msg);
+	if ((r < 0) != (want_rc < 0))
+		fail_msg("%s: rc %d (%s)", conf, r, err.err.msg);
 	if (r == 0) {
 		assert_int_equal(req.tcp, tcp);
 		assert_int_equal(req.udp, udp);
 		assert_int_equal(ann, from_ann);
 	} else {
 		assert_int_equal(err.code, NSHASH_CNI_E_REFUSED);
-		if (!strstr(err.msg, fragment))
-			fail_msg("\"%s\" lacks \"%s\"", err.msg, fragment);
+		if (!strstr(err.err.msg, fragment))
+			fail_msg("\"%s\" lacks \"%s\"", err.err.msg, fragment);
 	}
 }
 
@@ -359,19 +359,19 @@ static void test_add_not_resizable(void **state)
 {
 	(void)state;
 	struct {
-		enum nshash_cni_netns_kind kind;
+		enum nshash_path_kind kind;
 		const char *detail;
 		unsigned links;
 		pid_t pid;
 		const char *extra;
 		const char *fragment;
 	} cases[] = {
-	    {NSHASH_CNI_NETNS_PROC, "net:[4026532]", 0, 0, "",
+	    {NSHASH_PATH_PROC, "net:[4026532]", 0, 0, "",
 	     "it is a process's netns, created by the runtime with the container already inside"},
-	    {NSHASH_CNI_NETNS_LINK, "/run/netns/real", 0, 0, "", "it is a symbolic link (to /run/netns/real)"},
-	    {NSHASH_CNI_NETNS_PIN, NULL, 1, 0, "", "it already has interfaces besides lo (eth0); place nshash first"},
-	    {NSHASH_CNI_NETNS_PIN, NULL, 0, 4242, "", "process 4242 (pause) already lives in it"},
-	    {NSHASH_CNI_NETNS_PIN, NULL, 0, 0,
+	    {NSHASH_PATH_LINK, "/run/netns/real", 0, 0, "", "it is a symbolic link (to /run/netns/real)"},
+	    {NSHASH_PATH_PIN, NULL, 1, 0, "", "it already has interfaces besides lo (eth0); place nshash first"},
+	    {NSHASH_PATH_PIN, NULL, 0, 4242, "", "process 4242 (pause) already lives in it"},
+	    {NSHASH_PATH_PIN, NULL, 0, 0,
 	     ",\"prevResult\":{\"cniVersion\":\"1.0.0\",\"interfaces\":[{\"name\":\"br0\"},{\"name\":\"eth0\","
 	     "\"sandbox\":\"/run/netns/cni-1\"}]}",
 	     "prevResult already has container interfaces (eth0), so nshash is not the first plugin"},
@@ -435,12 +435,12 @@ static void test_add_bad_netns(void **state)
 {
 	(void)state;
 	mock_reset();
-	m.kind = NSHASH_CNI_NETNS_MISSING;
+	m.kind = NSHASH_PATH_MISSING;
 	m.detail = "no such file";
 	run("ADD", CONF("1.0.0", ",\"tcp\":4096,\"onFailure\":\"warn\""));
 	/* a netns that is not one is an env error even under warn */
 	expect_error(4, "CNI_NETNS=/run/netns/cni-1 is not a network namespace: no such file");
-	m.kind = NSHASH_CNI_NETNS_NOT_NETNS;
+	m.kind = NSHASH_PATH_NOT_NETNS;
 	m.detail = "a directory";
 	run("ADD", CONF("1.0.0", ",\"tcp\":4096"));
 	expect_error(4, "is not a network namespace: a directory");
@@ -538,12 +538,12 @@ static void test_del_gc_status_version(void **state)
 static void test_error_json(void **state)
 {
 	(void)state;
-	struct nshash_cni_error err;
-	assert_int_equal(nshash_cni_error_set(&err, 7, NULL, "key \"%s\": bad \"v\"", "tcp"), -1);
+	struct nshash_cni_failure err;
+	assert_int_equal(nshash_cni_fail(&err, 7, NULL, "key \"%s\": bad \"v\"", "tcp"), -EINVAL);
 	char *j = nshash_cni_error_json("0.4.0", &err);
 	assert_string_equal(j, "{\"cniVersion\":\"0.4.0\",\"code\":7,\"msg\":\"key \\\"tcp\\\": bad \\\"v\\\"\"}");
 	free(j);
-	nshash_cni_error_set(&err, 1, "0.3.0, 0.3.1", "unsupported");
+	nshash_cni_fail(&err, 1, "0.3.0, 0.3.1", "unsupported");
 	j = nshash_cni_error_json(NULL, &err);
 	assert_string_equal(j, "{\"cniVersion\":\"1.1.0\",\"code\":1,\"msg\":\"unsupported\",\"details\":\"0.3.0, "
 			       "0.3.1\"}");

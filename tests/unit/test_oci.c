@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: LGPL-2.1-or-later
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The OCI transform's unprivileged paths (validation, pass-through, refusals),
  * OCI state parsing, runc-style argv parsing and pin naming.  The paths that
  * create namespaces are covered by tests/integration/3*.sh. */
@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "nshash.h"
+#include "oci.h"
 
 static struct nshash_policy policy;
 

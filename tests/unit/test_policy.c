@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: LGPL-2.1-or-later
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Policy file parsing: defaults, every key, and errors that name the key or line. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "nshash.h"
+#include "common.h"
 
 static int parse(const char *text, struct nshash_policy *p, struct nshash_error *err)
 {

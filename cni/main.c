@@ -1,11 +1,11 @@
-// SPDX-License-Identifier: LGPL-2.1-or-later
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* nshash CNI plugin: stdin + CNI_* env in, result or error JSON on stdout,
- * diagnostics on stderr.  All the logic is in lib/cni.c. */
+ * diagnostics on stderr.  The logic is in cni/ and libnshash. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "nshash.h"
+#include "cni.h"
 
 #define MAX_INPUT (16u << 20)
 
@@ -18,9 +18,9 @@ int main(void)
 	size_t len = 0;
 
 	nshash_cni_env_from_environ(&env);
-	if (nshash_read_fd(STDIN_FILENO, "the network config on stdin", MAX_INPUT, &input, &len, &err) < 0) {
-		struct nshash_cni_error cerr;
-		nshash_cni_error_set(&cerr, NSHASH_CNI_E_IO, NULL, "%s", err.msg);
+	if (nsh_read_fd(STDIN_FILENO, "the network config on stdin", MAX_INPUT, &input, &len, &err) < 0) {
+		struct nshash_cni_failure cerr;
+		nshash_cni_fail(&cerr, NSHASH_CNI_E_IO, NULL, "%s", err.msg);
 		char *json = nshash_cni_error_json(NULL, &cerr);
 		if (json)
 			printf("%s\n", json);

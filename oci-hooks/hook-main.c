@@ -1,11 +1,11 @@
-// SPDX-License-Identifier: LGPL-2.1-or-later
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* nshash-hook STAGE [--policy FILE]: the OCI hook of nshash(8).
  *   precreate              config on stdin, (sized) config on stdout
  *   createRuntime|prestart state on stdin: verify the container's netns
  *   poststop               state on stdin: remove the container's pin
  *   state                  verify, or poststop when the state is "stopped"
  *                          or has no pid (one hooks.d file for both stages)
- * All logic lives in libnshash (lib/oci.c); this is argv, I/O and exit codes. */
+ * The logic lives in oci-hooks/ and libnshash; this is argv, I/O and exit codes. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "nshash.h"
+#include "oci.h"
 
 #define STDIN_MAX (16 * 1024 * 1024)
 
@@ -163,7 +163,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	nshash_log_setup(program, &policy);
-	if (nshash_read_fd(STDIN_FILENO, "stdin", STDIN_MAX, &in, &len, &err) < 0) {
+	if (nsh_read_fd(STDIN_FILENO, "stdin", STDIN_MAX, &in, &len, &err) < 0) {
 		nshash_log(NSHASH_LOG_ERROR, NULL, "%s", err.msg);
 		return 1;
 	}

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: LGPL-2.1-or-later
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* nshash-runtime: an OCI runtime wrapper called exactly like runc.  On
  * create/run it sizes the container's netns from its io.nshash.*
  * annotations (same transform as the precreate hook, plus verify and cleanup
@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "nshash.h"
+#include "oci.h"
 
 static const char *log_path, *log_format;
 
@@ -97,14 +97,82 @@ static bool container_exists(const char *runtime, int argc, char **argv, const s
 	return run_runtime(runtime, sargv, true) == 0;
 }
 
+/* Where the verify/cleanup hooks the transform adds live: hookPath, else
+ * nshash-hook next to this binary. */
+static void hook_location(const struct nshash_policy *policy, const char *self, char *hook, size_t len)
+{
+	char dir[PATH_MAX];
+
+	if (policy->hook_path[0]) {
+		snprintf(hook, len, "%s", policy->hook_path);
+		return;
+	}
+	snprintf(dir, sizeof(dir), "%s", self);
+	snprintf(hook, len, "%s/nshash-hook", dirname(dir));
+}
+
+/* create / run: transform the bundle's config.  Returns -1 to go on and
+ * exec the runtime, or the exit status of a `run` it waited for. */
+static int wrap_create(int argc, char **argv, const char *runtime, const char *self, const char *policy_path,
+		       const struct nshash_policy *policy, const struct nshash_runtime_args *args)
+{
+	struct nshash_error err = {0};
+	struct nshash_oci_result res;
+	char hook[PATH_MAX + 16], pin[300];
+	struct nshash_oci_opts opts = {
+	    .mode = NSHASH_OCI_WRAPPER,
+	    .policy = policy,
+	    .pin_name = pin,
+	    .hook_path = hook,
+	    .policy_path = policy_path,
+	};
+
+	if (!args->id)
+		die(NULL, "create: no container id in the arguments");
+	if (nshash_oci_wrapper_pin_name(args->id, args->root, pin, sizeof(pin), &err) < 0)
+		die(NULL, err.msg); /* names the bad id */
+	hook_location(policy, self, hook, sizeof(hook));
+	if (nshash_oci_bundle_transform(args->bundle ? args->bundle : ".", &opts, &res, &err) < 0)
+		die(args->id, err.msg);
+	nshash_oci_log_result(args->id, &res);
+	if (strcmp(args->subcommand, "run") != 0 || res.action != NSHASH_OCI_SIZED)
+		return -1;
+	/* runc run can fail before the container exists (bad rootfs):
+	 * then no poststop runs.  Stay around to clean up. */
+	int status = run_runtime(runtime, argv, false);
+	/* a foreground run has deleted its container by now */
+	if ((!args->detach || !container_exists(runtime, argc, argv, args)) &&
+	    nshash_oci_cleanup(policy, pin, &err) < 0)
+		nshash_log(NSHASH_LOG_WARN, args->id, "%s", err.msg);
+	return status;
+}
+
+/* delete: run it, then drop the pin: cleanup must not depend on poststop
+ * alone, and must not happen if the delete failed. */
+static int wrap_delete(int argc, char **argv, const char *runtime, const struct nshash_policy *policy,
+		       const struct nshash_runtime_args *args)
+{
+	struct nshash_error err = {0};
+	char pin[300];
+	int status = run_runtime(runtime, argv, false);
+
+	if (status != 0 && container_exists(runtime, argc, argv, args))
+		return status;
+	if (nshash_oci_wrapper_pin_name(args->id, args->root, pin, sizeof(pin), &err) < 0 ||
+	    nshash_oci_cleanup(policy, pin, &err) < 0)
+		nshash_log(NSHASH_LOG_WARN, args->id, "%s", err.msg);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *policy_path = getenv("NSHASH_POLICY");
 	struct nshash_policy policy;
 	struct nshash_runtime_args args;
 	struct nshash_error err = {0};
-	char self[PATH_MAX], runtime[PATH_MAX], hook[PATH_MAX + 16], pin[300];
+	char self[PATH_MAX], runtime[PATH_MAX];
 	ssize_t n;
+	int status = -1;
 
 	nshash_log_setup("nshash-runtime", NULL);
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -122,51 +190,12 @@ int main(int argc, char **argv)
 		die(args.id, err.msg);
 	argv[0] = runtime;
 
-	if (args.subcommand && (!strcmp(args.subcommand, "create") || !strcmp(args.subcommand, "run"))) {
-		struct nshash_oci_result res;
-		struct nshash_oci_opts opts = {
-		    .mode = NSHASH_OCI_WRAPPER,
-		    .policy = &policy,
-		    .pin_name = pin,
-		    .hook_path = hook,
-		    .policy_path = policy_path,
-		};
-		if (!args.id)
-			die(NULL, "create: no container id in the arguments");
-		if (nshash_oci_wrapper_pin_name(args.id, args.root, pin, sizeof(pin), &err) < 0)
-			die(NULL, err.msg); /* names the bad id */
-		if (policy.hook_path[0]) {
-			snprintf(hook, sizeof(hook), "%s", policy.hook_path);
-		} else {
-			char dir[PATH_MAX];
-			snprintf(dir, sizeof(dir), "%s", self);
-			snprintf(hook, sizeof(hook), "%s/nshash-hook", dirname(dir));
-		}
-		if (nshash_oci_bundle_transform(args.bundle ? args.bundle : ".", &opts, &res, &err) < 0)
-			die(args.id, err.msg);
-		nshash_oci_log_result(args.id, &res);
-		if (!strcmp(args.subcommand, "run") && res.action == NSHASH_OCI_SIZED) {
-			/* runc run can fail before the container exists (bad rootfs):
-			 * then no poststop runs.  Stay around to clean up. */
-			int status = run_runtime(runtime, argv, false);
-			/* a foreground run has deleted its container by now */
-			if ((!args.detach || !container_exists(runtime, argc, argv, &args)) &&
-			    nshash_oci_cleanup(&policy, pin, &err) < 0)
-				nshash_log(NSHASH_LOG_WARN, args.id, "%s", err.msg);
-			return status;
-		}
-	} else if (args.subcommand && !strcmp(args.subcommand, "delete") && args.id) {
-		/* Run the delete, then drop the pin: cleanup must not depend on
-		 * poststop alone, and must not happen if the delete failed. */
-		int status = run_runtime(runtime, argv, false);
-		if (status == 0 || !container_exists(runtime, argc, argv, &args)) {
-			if (nshash_oci_wrapper_pin_name(args.id, args.root, pin, sizeof(pin), &err) < 0 ||
-			    nshash_oci_cleanup(&policy, pin, &err) < 0)
-				nshash_log(NSHASH_LOG_WARN, args.id, "%s", err.msg);
-			return 0;
-		}
+	if (args.subcommand && (!strcmp(args.subcommand, "create") || !strcmp(args.subcommand, "run")))
+		status = wrap_create(argc, argv, runtime, self, policy_path, &policy, &args);
+	else if (args.subcommand && !strcmp(args.subcommand, "delete") && args.id)
+		status = wrap_delete(argc, argv, runtime, &policy, &args);
+	if (status >= 0)
 		return status;
-	}
 	execv(runtime, argv);
 	nshash_error_set(&err, errno, "exec %.900s: %s", runtime, strerror(errno));
 	die(args.id, err.msg);

@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The CNI 1.1 chained plugin (docs/cni.md).  Placed first in a conflist, it
+ * replaces the still-empty netns pinned at CNI_NETNS by a sized one before
+ * the next plugins configure it.  Nothing here writes to stdout: main.c
+ * prints nshash_cni_run()'s output.  Not installed. */
+#ifndef NSHASH_CNI_H
+#define NSHASH_CNI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "common.h"
+
+struct json_object;
+
+/* The CNI 1.1 chained plugin (docs/cni.md).  Placed first in a conflist, it
+ * replaces the still-empty netns pinned at CNI_NETNS by a sized one before
+ * the next plugins configure it.  Nothing here writes to stdout: main.c
+ * prints nshash_cni_run()'s output. */
+
+/* Error codes: 1-99 are the CNI spec's, 100+ nshash's own. */
+enum nshash_cni_code {
+	NSHASH_CNI_E_VERSION = 1,	  /* incompatible cniVersion / command */
+	NSHASH_CNI_E_ENV = 4,		  /* missing or invalid CNI_* variable */
+	NSHASH_CNI_E_IO = 5,		  /* reading stdin failed */
+	NSHASH_CNI_E_DECODE = 6,	  /* stdin is not one JSON object */
+	NSHASH_CNI_E_CONFIG = 7,	  /* invalid network config key/value */
+	NSHASH_CNI_E_NOT_READY = 50,	  /* STATUS: cannot size anything here */
+	NSHASH_CNI_E_NOT_RESIZABLE = 100, /* CNI_NETNS cannot be replaced */
+	NSHASH_CNI_E_FALLBACK = 101,	  /* kernel gave the shared table */
+	NSHASH_CNI_E_REFUSED = 102,	  /* pod annotation invalid or over the cap */
+	NSHASH_CNI_E_CREATE = 103,	  /* creating the sized netns failed */
+	NSHASH_CNI_E_MISMATCH = 104,	  /* CHECK: netns has other sizes */
+};
+
+/* "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0", NULL */
+extern const char *const nshash_cni_versions[];
+/* Exact membership in nshash_cni_versions. */
+bool nshash_cni_version_supported(const char *version);
+/* Compare two "MAJOR.MINOR.PATCH" strings; unparsable sorts lowest. */
+int nshash_cni_version_cmp(const char *a, const char *b);
+
+/* A CNI failure: the spec's code next to the engine's error type, whose
+ * message is the error object's "msg" and errnum what functions return
+ * (0 / -errno, as everywhere in nshash). */
+struct nshash_cni_failure {
+	int code;	   /* enum nshash_cni_code; 0 = none */
+	char details[128]; /* the error object's "details", "" = none */
+	struct nshash_error err;
+};
+/* Fill `fail` and return -errno (the errno that goes with `code`). */
+int nshash_cni_fail(struct nshash_cni_failure *fail, int code, const char *details, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* The spec's error object as malloc'd JSON text (NULL on ENOMEM). */
+char *nshash_cni_error_json(const char *cni_version, const struct nshash_cni_failure *fail);
+
+enum nshash_cni_command {
+	NSHASH_CNI_ADD,
+	NSHASH_CNI_DEL,
+	NSHASH_CNI_CHECK,
+	NSHASH_CNI_STATUS,
+	NSHASH_CNI_GC,
+	NSHASH_CNI_VERSION,
+};
+struct nshash_cni_env {
+	const char *command;	 /* CNI_COMMAND */
+	const char *containerid; /* CNI_CONTAINERID */
+	const char *netns;	 /* CNI_NETNS */
+	const char *ifname;	 /* CNI_IFNAME */
+	const char *args;	 /* CNI_ARGS (ignored: no key is nshash's) */
+	const char *path;	 /* CNI_PATH (unused: nshash calls no plugin) */
+};
+void nshash_cni_env_from_environ(struct nshash_cni_env *env);
+/* Check the variables `command` needs; code 4 naming every bad one. */
+int nshash_cni_env_check(const struct nshash_cni_env *env, enum nshash_cni_command *command,
+			 struct nshash_cni_failure *err);
+
+/* The plugin's entry of the network config, as nshash reads it. */
+struct nshash_cni_config {
+	char cni_version[32];
+	char name[256];
+	bool has_tcp, has_udp;	   /* "tcp" / "udp" given */
+	struct nshash_sizes sizes; /* network defaults (0 = not given) */
+	struct nshash_sizes max;   /* maxTcp / maxUdp (absent = the default) */
+	enum nshash_on_failure on_failure;
+	enum nshash_strategy strategy; /* "strategy", default nested */
+	char state_dir[1024];	       /* "stateDir", "" = library default */
+	struct json_object *json;      /* the whole document */
+};
+/* Decode and validate stdin: code 6 when it is not exactly one JSON object,
+ * 1 for a missing/unsupported cniVersion, 7 naming a bad key and value.
+ * Free with nshash_cni_config_free() whatever it returns. */
+int nshash_cni_config_parse(const char *text, size_t len, struct nshash_cni_config *cfg,
+			    struct nshash_cni_failure *err);
+void nshash_cni_config_free(struct nshash_cni_config *cfg);
+/* The sizes this attachment asks for: the network defaults overridden per
+ * protocol by the pod annotations io.nshash.tcp / io.nshash.udp from
+ * runtimeConfig["io.kubernetes.cri.pod-annotations"], refused (code 102)
+ * when invalid or above maxTcp / maxUdp.  *from_annotation tells which. */
+int nshash_cni_request(const struct nshash_cni_config *cfg, struct nshash_sizes *req, bool *from_annotation,
+		       struct nshash_cni_failure *err);
+
+/* The system operations the decisions rest on.  nshash_cni_run() uses the
+ * real ones when `ops` is NULL; unit tests replace them. */
+struct nshash_cni_ops {
+	int (*classify)(const char *path, enum nshash_path_kind *kind, char *detail, size_t detail_len,
+			struct nshash_error *err);
+	int (*inspect)(const char *path, struct nshash_netns_info *info, struct nshash_error *err);
+	int (*occupancy)(const char *path, struct nshash_occupancy *occ, struct nshash_error *err);
+	int (*probe)(struct nshash_probe *probe, struct nshash_error *err);
+	int (*replace)(const struct nshash_create_opts *opts, const char *pin_path, struct nshash_netns_info *info,
+		       struct nshash_error *err);
+	/* How long ADD waits for a process found in the netns to leave before
+	 * refusing: containerd's CRI runs the loopback network's plugin in
+	 * parallel with the pod network, and it enters the netns for a few ms. */
+	unsigned process_grace_ms;
+};
+extern const struct nshash_cni_ops nshash_cni_system_ops;
+
+struct nshash_cni_output {
+	int status;	   /* exit status: 0 or 1 */
+	char *stdout_text; /* malloc'd: result, version info or error JSON; NULL = nothing */
+	char log[2048];	   /* what goes to stderr ("" = nothing) */
+};
+/* Run one invocation: env + stdin → output.  Never exits or prints. */
+void nshash_cni_run(const struct nshash_cni_env *env, const char *input, size_t len, const struct nshash_cni_ops *ops,
+		    struct nshash_cni_output *out);
+void nshash_cni_output_free(struct nshash_cni_output *out);
+
+/* ------------------------------------------------- between the plugin's files */
+#define POD_ANNOTATIONS "io.kubernetes.cri.pod-annotations"
+#define JSON_OUT_FLAGS	(JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
+#define CNI_LATEST	"1.1.0"
+
+/* One invocation in progress. */
+struct run {
+	const struct nshash_cni_env *env;
+	enum nshash_cni_command command;
+	const struct nshash_cni_ops *ops;
+	struct nshash_cni_config cfg;
+	struct nshash_cni_output *out;
+	struct nshash_cni_failure err;
+};
+
+/* config.c: stdin as one JSON object (code 6 otherwise). */
+int nsh_cni_decode(const char *text, size_t len, struct json_object **out, struct nshash_cni_failure *err);
+/* result.c: point the one logger (common/log.c) at r->out->log, nothing
+ * on stderr, as "nshash[COMMAND ID]: message". */
+void nsh_cni_log_setup(struct run *r);
+/* result.c: a line for out->log through the logger. */
+void nsh_cni_log(struct run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* result.c: ADD's result (prevResult, or the minimal one) on stdout. */
+int nsh_cni_add_result(struct run *r);
+/* The commands: 0, or -errno with r->err set. */
+int nsh_cni_cmd_add(struct run *r);
+int nsh_cni_cmd_check(struct run *r);
+int nsh_cni_cmd_status(struct run *r);
+int nsh_cni_cmd_version(struct run *r, const char *input, size_t len);
+
+#endif

@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ADD, CHECK, STATUS and VERSION. */
+#include <json-c/json.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cni.h"
+
+const struct nshash_cni_ops nshash_cni_system_ops = {
+    .classify = nshash_path_classify,
+    .inspect = nshash_inspect_path,
+    .occupancy = nshash_netns_occupancy,
+    .probe = nshash_probe,
+    .replace = nshash_netns_replace,
+    .process_grace_ms = 3000,
+};
+
+/* Interfaces a previous plugin put into the container (prevResult entries
+ * with a "sandbox"): nshash was not placed first. */
+static unsigned prev_sandbox_interfaces(struct run *r, char *names, size_t len)
+{
+	json_object *prev, *ifs;
+	unsigned n = 0;
+	names[0] = '\0';
+	if (!json_object_object_get_ex(r->cfg.json, "prevResult", &prev) ||
+	    !json_object_object_get_ex(prev, "interfaces", &ifs) || !json_object_is_type(ifs, json_type_array))
+		return 0;
+	for (size_t i = 0; i < json_object_array_length(ifs); i++) {
+		json_object *it = json_object_array_get_idx(ifs, i), *sb, *name;
+		if (!json_object_object_get_ex(it, "sandbox", &sb) || !json_object_is_type(sb, json_type_string) ||
+		    !*json_object_get_string(sb))
+			continue;
+		nsh_append(names, len, "%s%s", n ? ", " : "",
+			   json_object_object_get_ex(it, "name", &name) ? json_object_get_string(name) : "?");
+		n++;
+	}
+	return n;
+}
+
+static void sizes_text(struct nshash_sizes s, char *buf, size_t len)
+{
+	char t[32], u[32];
+	snprintf(t, sizeof(t), s.tcp ? "%u" : "shared", s.tcp);
+	snprintf(u, sizeof(u), s.udp ? "%u" : "shared", s.udp);
+	snprintf(buf, len, "tcp %s, udp %s", t, u);
+}
+
+/* A failure that onFailure may turn into a warning. */
+static int soft_failure(struct run *r, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int soft_failure(struct run *r, int code, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (r->cfg.on_failure == NSHASH_ON_FAILURE_WARN) {
+		nsh_cni_log(r, "warning (onFailure warn, code %d): %s; continuing on the shared tables", code, msg);
+		return 1;
+	}
+	return nshash_cni_fail(&r->err, code, NULL, "%s", msg);
+}
+
+static int netns_kind_checked(struct run *r, enum nshash_path_kind *kind, char *detail, size_t dlen)
+{
+	struct nshash_error e;
+	const char *netns = r->env->netns;
+	if (r->ops->classify(netns, kind, detail, dlen, &e) < 0)
+		return nshash_cni_fail(&r->err, NSHASH_CNI_E_ENV, NULL, "CNI_NETNS=%s: %s", netns, e.msg);
+	if (*kind == NSHASH_PATH_MISSING || *kind == NSHASH_PATH_NOT_NETNS)
+		return nshash_cni_fail(&r->err, NSHASH_CNI_E_ENV, NULL, "CNI_NETNS=%s is not a network namespace: %s",
+				       netns, detail);
+	return 0;
+}
+
+/* The request of ADD / CHECK, and what CNI_NETNS is when something is
+ * requested.  Returns 1 when nothing is requested, 0, or -errno (r->err). */
+static int request_and_netns(struct run *r, struct nshash_sizes *req, bool *from_ann, enum nshash_path_kind *kind,
+			     char *detail, size_t dlen)
+{
+	if (nshash_cni_request(&r->cfg, req, from_ann, &r->err) < 0)
+		return -r->err.err.errnum;
+	if (req->tcp == 0 && req->udp == 0)
+		return 1;
+	return netns_kind_checked(r, kind, detail, dlen);
+}
+
+/* Occupancy of the netns, giving a process found inside up to
+ * ops->process_grace_ms to leave (a plugin of a parallel network). */
+static int occupancy_settled(struct run *r, const char *netns, struct nshash_occupancy *occ, struct nshash_error *e)
+{
+	const unsigned step_ms = 10;
+	unsigned waited = 0;
+	for (;;) {
+		if (r->ops->occupancy(netns, occ, e) < 0)
+			return -r->err.err.errnum;
+		if (!occ->pid || occ->links || waited >= r->ops->process_grace_ms)
+			break;
+		struct timespec ts = {0, step_ms * 1000000L};
+		nanosleep(&ts, NULL);
+		waited += step_ms;
+	}
+	if (waited && !occ->pid)
+		nsh_cni_log(r, "waited %u ms for a process to leave %s", waited, netns);
+	return 0;
+}
+
+/* ADD, decide: can CNI_NETNS be replaced?  0 yes; 1 no, but onFailure
+ * warn lets the chain go on; -errno no. */
+static int add_refusal(struct run *r, const char *want, enum nshash_path_kind kind, const char *detail)
+{
+	const char *netns = r->env->netns;
+	struct nshash_error e;
+	char names[256];
+	struct nshash_occupancy occ;
+	int s = 0;
+
+	if (kind == NSHASH_PATH_PROC)
+		s = soft_failure(
+		    r, NSHASH_CNI_E_NOT_RESIZABLE,
+		    "cannot size the netns %s (%s): it is a process's netns, created by the runtime "
+		    "with the container already inside, and table sizes are fixed when a netns is created; "
+		    "nshash works only with runtimes that pin the netns before ADD (containerd CRI, CRI-O, "
+		    "podman); here use the nshash OCI hook or runtime wrapper instead",
+		    netns, want);
+	else if (kind == NSHASH_PATH_LINK)
+		s = soft_failure(r, NSHASH_CNI_E_NOT_RESIZABLE,
+				 "cannot size the netns %s (%s): it is a symbolic link (to %s), not the runtime's pin; "
+				 "nshash replaces only a netns bind-mounted at CNI_NETNS itself",
+				 netns, want, detail);
+	else if (prev_sandbox_interfaces(r, names, sizeof(names)))
+		s = soft_failure(r, NSHASH_CNI_E_NOT_RESIZABLE,
+				 "cannot size the netns %s (%s): prevResult already has container interfaces (%s), "
+				 "so nshash is not the first plugin; place nshash first in the conflist's plugins list",
+				 netns, want, names);
+	else if (occupancy_settled(r, netns, &occ, &e) < 0)
+		return nshash_cni_fail(&r->err, NSHASH_CNI_E_IO, NULL, "cannot size the netns %s: %s", netns, e.msg);
+	else if (occ.links)
+		s = soft_failure(r, NSHASH_CNI_E_NOT_RESIZABLE,
+				 "cannot size the netns %s (%s): it already has interfaces besides lo (%s); place "
+				 "nshash first in the conflist's plugins list so it runs before any interface exists",
+				 netns, want, occ.link_names);
+	else if (occ.pid)
+		s = soft_failure(
+		    r, NSHASH_CNI_E_NOT_RESIZABLE,
+		    "cannot size the netns %s (%s): process %d (%s) already lives in it (still after %u ms); "
+		    "a netns can be replaced only before anything joins it",
+		    netns, want, (int)occ.pid, occ.comm, r->ops->process_grace_ms);
+	return s;
+}
+
+/* ADD, apply: replace CNI_NETNS by a sized netns and check it through the
+ * path.  0, 1 (failed, onFailure warn), or -errno. */
+static int add_replace(struct run *r, struct nshash_sizes req, const char *want, struct nshash_netns_info *seen)
+{
+	const char *netns = r->env->netns;
+	struct nshash_netns_info info;
+	struct nshash_error e;
+	struct nshash_probe probe;
+
+	if (r->ops->probe(&probe, &e) < 0 || nshash_probe_require(&probe, req, &e) < 0)
+		return soft_failure(r, NSHASH_CNI_E_CREATE, "cannot size the netns %s (%s): %s", netns, want, e.msg);
+
+	struct nshash_create_opts opts = {
+	    .sizes = req,
+	    .strategy = r->cfg.strategy,
+	    .state_dir = r->cfg.state_dir[0] ? r->cfg.state_dir : NULL,
+	    /* lo up: some runtimes raise it before ADD and never again */
+	    .keep_lo_down = false,
+	};
+	if (r->ops->replace(&opts, netns, &info, &e) < 0) {
+		int code = e.errnum == NSHASH_E_FALLBACK ? NSHASH_CNI_E_FALLBACK : NSHASH_CNI_E_CREATE;
+		return soft_failure(r, code, "%s", e.msg);
+	}
+	if (nshash_verify(&info, req, netns, &e) < 0) {
+		return soft_failure(r, e.errnum == NSHASH_E_FALLBACK ? NSHASH_CNI_E_FALLBACK : NSHASH_CNI_E_CREATE,
+				    "%s", e.msg);
+	}
+	/* What the next plugins and the runtime will open is the path, not
+	 * the netns the library made: look again through the path. */
+	if (r->ops->inspect(netns, seen, &e) < 0 || nshash_verify(seen, req, netns, &e) < 0) {
+		return soft_failure(r, NSHASH_CNI_E_CREATE, "after replacing the netns, %s does not show it: %s", netns,
+				    e.msg);
+	}
+	return 0;
+}
+
+int nsh_cni_cmd_add(struct run *r)
+{
+	struct nshash_sizes req;
+	bool from_ann;
+	char want[96], detail[600];
+	enum nshash_path_kind kind;
+	int s = request_and_netns(r, &req, &from_ann, &kind, detail, sizeof(detail));
+	if (s != 0)
+		return s < 0 ? s : nsh_cni_add_result(r);
+
+	const char *netns = r->env->netns;
+	sizes_text(req, want, sizeof(want));
+	struct nshash_error e;
+	struct nshash_netns_info info;
+	if (r->ops->inspect(netns, &info, &e) < 0)
+		return nshash_cni_fail(&r->err, NSHASH_CNI_E_IO, NULL, "%s", e.msg);
+	if (nshash_verify(&info, req, netns, &e) == 0) {
+		nsh_cni_log(r, "%s already has %s", netns, want);
+		return nsh_cni_add_result(r);
+	}
+
+	struct nshash_netns_info seen;
+	s = add_refusal(r, want, kind, detail);
+	if (s == 0)
+		s = add_replace(r, req, want, &seen);
+	if (s != 0)
+		return s < 0 ? s : nsh_cni_add_result(r);
+	char have[96];
+	sizes_text(nshash_info_sizes(&seen), have, sizeof(have));
+	nsh_cni_log(r, "replaced %s by a netns with %s%s", netns, have, from_ann ? " (pod annotations)" : "");
+	return nsh_cni_add_result(r);
+}
+
+int nsh_cni_cmd_check(struct run *r)
+{
+	struct nshash_sizes req;
+	bool from_ann;
+	enum nshash_path_kind kind;
+	char detail[600];
+	int s = request_and_netns(r, &req, &from_ann, &kind, detail, sizeof(detail));
+	if (s != 0)
+		return s < 0 ? s : 0;
+	struct nshash_error e;
+	struct nshash_netns_info info;
+	if (r->ops->inspect(r->env->netns, &info, &e) < 0)
+		return nshash_cni_fail(&r->err, NSHASH_CNI_E_IO, NULL, "%s", e.msg);
+	if (nshash_verify(&info, req, r->env->netns, &e) < 0) {
+		/* Not "allocation failed?": at CHECK a shared table may as well
+		 * mean the netns was never sized. */
+		char want[96], have[96];
+		sizes_text(nshash_sizes_effective(req), want, sizeof(want));
+		snprintf(have, sizeof(have), "tcp %s%ld, udp %s%ld", info.tcp_entries < 0 ? "shared " : "",
+			 labs(info.tcp_entries), info.udp_entries < 0 ? "shared " : "", labs(info.udp_entries));
+		s = soft_failure(r, NSHASH_CNI_E_MISMATCH, "CHECK %s: requested %s, the netns has %s", r->env->netns,
+				 want, have);
+		return s < 0 ? s : 0;
+	}
+	return 0;
+}
+
+int nsh_cni_cmd_status(struct run *r)
+{
+	/* Ready means: the knobs for whatever this network may ask (defaults
+	 * or caps) exist and the plugin holds the capabilities it needs. */
+	struct nshash_sizes may = {r->cfg.max.tcp ? r->cfg.max.tcp : r->cfg.sizes.tcp,
+				   r->cfg.max.udp ? r->cfg.max.udp : r->cfg.sizes.udp};
+	struct nshash_probe probe;
+	struct nshash_error e;
+	if (r->ops->probe(&probe, &e) < 0 || nshash_probe_require(&probe, may, &e) < 0)
+		return nshash_cni_fail(&r->err, NSHASH_CNI_E_NOT_READY, NULL, "nshash cannot size netns here: %s",
+				       e.msg);
+	return 0;
+}

@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The plugin's entry of the network config, and the size request it and
+ * the pod annotations make. */
+#include <json-c/json.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cni.h"
+
+/* --------------------------------------------------------------- config */
+
+static const char *json_type_word(json_object *v)
+{
+	switch (json_object_get_type(v)) {
+	case json_type_null:
+		return "null";
+	case json_type_boolean:
+		return "a boolean";
+	case json_type_double:
+		return "a fractional number";
+	case json_type_int:
+		return "an integer";
+	case json_type_object:
+		return "an object";
+	case json_type_array:
+		return "an array";
+	case json_type_string:
+		return "a string";
+	}
+	return "?";
+}
+
+/* The value as the user wrote it, for messages (shortened). */
+static void json_shown(json_object *v, char *buf, size_t len)
+{
+	if (json_object_is_type(v, json_type_string)) {
+		nshash_quote(json_object_get_string(v), buf, len);
+		return;
+	}
+	/* numbers, literals, or JSON text whose strings json-c escaped */
+	const char *s = json_object_to_json_string_ext(v, JSON_OUT_FLAGS);
+	if (strlen(s) + 1 > len && len > 4)
+		snprintf(buf, len, "%.*s...", (int)(len - 4), s);
+	else
+		snprintf(buf, len, "%s", s);
+}
+
+static int config_size(json_object *root, const char *key, enum nshash_proto proto, bool *given, uint32_t *out,
+		       struct nshash_cni_failure *err)
+{
+	json_object *v;
+	*given = false;
+	*out = 0;
+	if (!json_object_object_get_ex(root, key, &v))
+		return 0;
+	char shown[96];
+	json_shown(v, shown, sizeof(shown));
+	if (!json_object_is_type(v, json_type_int))
+		return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
+				       "network config key \"%s\": %s is %s; expected a JSON integer "
+				       "0..%u (write %s: 4096, not \"4096\")",
+				       key, shown, json_type_word(v), nshash_proto_max(proto), key);
+	/* json-c saturates integers beyond int64 (and keeps uint64 ones as
+	 * such): anything that large is out of range anyway. */
+	int64_t n = json_object_get_int64(v);
+	struct nshash_error e;
+	if (n == INT64_MAX || nshash_size_check(proto, key, n, out, &e) < 0)
+		return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
+				       "network config key \"%s\": %s is out of range (%s sizes are 0..%u, "
+				       "0 = shared table)",
+				       key, shown, nshash_proto_name(proto), nshash_proto_max(proto));
+	*given = true;
+	return 0;
+}
+
+/* A string member of `obj`; *out NULL when absent.  `what` and `code` say
+ * whose value it is in the error ("network config key", 7). */
+static int string_member(json_object *obj, const char *key, const char *what, int code, const char **out,
+			 struct nshash_cni_failure *err)
+{
+	json_object *v;
+	*out = NULL;
+	if (!obj || !json_object_object_get_ex(obj, key, &v))
+		return 0;
+	if (!json_object_is_type(v, json_type_string)) {
+		char shown[96];
+		json_shown(v, shown, sizeof(shown));
+		return nshash_cni_fail(err, code, NULL, "%s \"%s\": %s is %s; expected a string", what, key, shown,
+				       json_type_word(v));
+	}
+	*out = json_object_get_string(v);
+	return 0;
+}
+
+static int config_string(json_object *root, const char *key, const char **out, struct nshash_cni_failure *err)
+{
+	return string_member(root, key, "network config key", NSHASH_CNI_E_CONFIG, out, err);
+}
+
+void nshash_cni_config_free(struct nshash_cni_config *cfg)
+{
+	if (cfg->json)
+		json_object_put(cfg->json);
+	cfg->json = NULL;
+}
+
+int nsh_cni_decode(const char *text, size_t len, json_object **out, struct nshash_cni_failure *err)
+{
+	struct nsh_json_fault f;
+	json_object *root;
+
+	*out = NULL;
+	if (len == 0)
+		return nshash_cni_fail(err, NSHASH_CNI_E_DECODE, NULL,
+				       "no network config on stdin (expected a JSON object)");
+	if (nsh_json_decode(text, len, &root, &f) < 0) {
+		switch (f.kind) {
+		case NSH_JSON_NUL:
+			return nshash_cni_fail(err, NSHASH_CNI_E_DECODE, NULL,
+					       "network config on stdin contains a NUL byte");
+		case NSH_JSON_NOMEM:
+			return nshash_cni_fail(err, NSHASH_CNI_E_IO, NULL, "decode network config: out of memory");
+		case NSH_JSON_EMPTY:
+		case NSH_JSON_TRUNCATED:
+			return nshash_cni_fail(err, NSHASH_CNI_E_DECODE, NULL,
+					       "decode network config: unexpected end of input after %zu bytes "
+					       "(truncated JSON)",
+					       len);
+		case NSH_JSON_TRAILING:
+			return nshash_cni_fail(
+			    err, NSHASH_CNI_E_DECODE, NULL,
+			    "decode network config: unexpected data after the JSON object at byte %zu",
+			    f.offset + strspn(text + f.offset, " \t\r\n"));
+		default:
+			return nshash_cni_fail(err, NSHASH_CNI_E_DECODE, NULL, "decode network config: %s at byte %zu",
+					       f.why ? f.why : "too large", f.offset);
+		}
+	}
+	if (!json_object_is_type(root, json_type_object)) {
+		const char *w = json_type_word(root);
+		json_object_put(root);
+		return nshash_cni_fail(err, NSHASH_CNI_E_DECODE, NULL,
+				       "decode network config: stdin holds %s, expected a JSON object", w);
+	}
+	*out = root;
+	return 0;
+}
+
+static void version_list(char *buf, size_t len)
+{
+	buf[0] = '\0';
+	for (int i = 0; nshash_cni_versions[i]; i++)
+		nsh_append(buf, len, "%s%s", i ? ", " : "", nshash_cni_versions[i]);
+}
+
+/* cniVersion: present, a string, one nshash speaks. */
+static int config_version(json_object *root, struct nshash_cni_config *cfg, struct nshash_cni_failure *err)
+{
+	char supported[64];
+	version_list(supported, sizeof(supported));
+	json_object *v;
+	if (!json_object_object_get_ex(root, "cniVersion", &v))
+		return nshash_cni_fail(err, NSHASH_CNI_E_VERSION, supported,
+				       "network config has no cniVersion; nshash supports %s", supported);
+	if (!json_object_is_type(v, json_type_string)) {
+		char shown[64];
+		json_shown(v, shown, sizeof(shown));
+		return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
+				       "network config key \"cniVersion\": %s is %s; expected a string", shown,
+				       json_type_word(v));
+	}
+	snprintf(cfg->cni_version, sizeof(cfg->cni_version), "%s", json_object_get_string(v));
+	if (!nshash_cni_version_supported(json_object_get_string(v)))
+		return nshash_cni_fail(err, NSHASH_CNI_E_VERSION, supported,
+				       "cniVersion \"%.64s\" is not supported; nshash supports %s",
+				       json_object_get_string(v), supported);
+
+	return 0;
+}
+
+/* tcp, udp (network defaults) and maxTcp, maxUdp (caps on pods). */
+static int config_sizes(json_object *root, struct nshash_cni_config *cfg, struct nshash_cni_failure *err)
+{
+	bool given;
+	if (config_size(root, "tcp", NSHASH_TCP, &cfg->has_tcp, &cfg->sizes.tcp, err) < 0 ||
+	    config_size(root, "udp", NSHASH_UDP, &cfg->has_udp, &cfg->sizes.udp, err) < 0 ||
+	    config_size(root, "maxTcp", NSHASH_TCP, &given, &cfg->max.tcp, err) < 0)
+		return -err->err.errnum;
+	if (!given) /* pods may ask up to the network default, as rounded by the kernel */
+		cfg->max.tcp = nshash_size_effective(NSHASH_TCP, cfg->sizes.tcp);
+	if (config_size(root, "maxUdp", NSHASH_UDP, &given, &cfg->max.udp, err) < 0)
+		return -err->err.errnum;
+	if (!given)
+		cfg->max.udp = nshash_size_effective(NSHASH_UDP, cfg->sizes.udp);
+	struct nshash_error e;
+	if (nshash_sizes_cap(cfg->sizes, cfg->max, "network config", &e) < 0)
+		return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
+				       "%s: the network default must not exceed the cap", e.msg);
+
+	return 0;
+}
+
+/* onFailure, strategy, stateDir. */
+static int config_choices(json_object *root, struct nshash_cni_config *cfg, struct nshash_cni_failure *err)
+{
+	struct nshash_error e;
+	const char *s;
+
+	if (config_string(root, "onFailure", &s, err) < 0)
+		return -err->err.errnum;
+	if (s && strcmp(s, "warn") == 0)
+		cfg->on_failure = NSHASH_ON_FAILURE_WARN;
+	else if (s && strcmp(s, "fail") != 0)
+		return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
+				       "network config key \"onFailure\": \"%.64s\" is not fail or warn", s);
+
+	if (config_string(root, "strategy", &s, err) < 0)
+		return -err->err.errnum;
+	if (s && nshash_strategy_parse(s, &cfg->strategy, &e) < 0)
+		return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
+				       "network config key \"strategy\": \"%.64s\" is not template or nested", s);
+
+	if (config_string(root, "stateDir", &s, err) < 0)
+		return -err->err.errnum;
+	if (s && (nsh_path_unclean(s) || strlen(s) >= sizeof(cfg->state_dir)))
+		return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
+				       "network config key \"stateDir\": \"%.256s\" is not a clean absolute path", s);
+	snprintf(cfg->state_dir, sizeof(cfg->state_dir), "%s", s ? s : "");
+
+	return 0;
+}
+
+/* prevResult and runtimeConfig: objects when present. */
+static int config_objects(json_object *root, struct nshash_cni_failure *err)
+{
+	json_object *v, *rc;
+
+	if (json_object_object_get_ex(root, "prevResult", &v) && !json_object_is_type(v, json_type_object))
+		return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
+				       "network config key \"prevResult\" is %s; expected an object",
+				       json_type_word(v));
+	if (json_object_object_get_ex(root, "runtimeConfig", &rc)) {
+		if (!json_object_is_type(rc, json_type_object))
+			return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
+					       "network config key \"runtimeConfig\" is %s; expected an object",
+					       json_type_word(rc));
+		if (json_object_object_get_ex(rc, POD_ANNOTATIONS, &v) && !json_object_is_type(v, json_type_object) &&
+		    !json_object_is_type(v, json_type_null))
+			return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
+					       "network config key \"runtimeConfig\": \"" POD_ANNOTATIONS
+					       "\" is %s; expected an object of strings",
+					       json_type_word(v));
+	}
+	return 0;
+}
+
+int nshash_cni_config_parse(const char *text, size_t len, struct nshash_cni_config *cfg, struct nshash_cni_failure *err)
+{
+	json_object *root;
+	const char *name;
+	int r;
+
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->on_failure = NSHASH_ON_FAILURE_FAIL;
+	cfg->strategy = NSHASH_STRATEGY_NESTED;
+	r = nsh_cni_decode(text, len, &root, err);
+	if (r < 0)
+		return r;
+	cfg->json = root;
+	r = config_version(root, cfg, err);
+	if (r == 0)
+		r = config_string(root, "name", &name, err);
+	if (r < 0)
+		return r;
+	snprintf(cfg->name, sizeof(cfg->name), "%s", name ? name : "");
+	r = config_sizes(root, cfg, err);
+	if (r == 0)
+		r = config_choices(root, cfg, err);
+	if (r == 0)
+		r = config_objects(root, err);
+	return r;
+}
+
+/* -------------------------------------------------------------- request */
+
+static int annotation_size(json_object *ann, const char *key, enum nshash_proto proto, bool *given, uint32_t *out,
+			   struct nshash_cni_failure *err)
+{
+	const char *text;
+	*given = false;
+	if (string_member(ann, key, "pod annotation", NSHASH_CNI_E_REFUSED, &text, err) < 0)
+		return -err->err.errnum;
+	if (!text)
+		return 0;
+	struct nshash_error e;
+	if (nshash_size_parse(proto, key, text, out, &e) < 0)
+		return nshash_cni_fail(err, NSHASH_CNI_E_REFUSED, NULL, "pod annotation %s", e.msg);
+	*given = true;
+	return 0;
+}
+
+int nshash_cni_request(const struct nshash_cni_config *cfg, struct nshash_sizes *req, bool *from_annotation,
+		       struct nshash_cni_failure *err)
+{
+	*req = cfg->sizes;
+	*from_annotation = false;
+	json_object *rc, *ann = NULL;
+	if (cfg->json && json_object_object_get_ex(cfg->json, "runtimeConfig", &rc) &&
+	    json_object_object_get_ex(rc, POD_ANNOTATIONS, &ann) && !json_object_is_type(ann, json_type_object))
+		ann = NULL;
+	bool tcp_given, udp_given;
+	struct nshash_sizes asked = {0, 0};
+	if (annotation_size(ann, NSHASH_ANNOTATION_TCP, NSHASH_TCP, &tcp_given, &asked.tcp, err) < 0 ||
+	    annotation_size(ann, NSHASH_ANNOTATION_UDP, NSHASH_UDP, &udp_given, &asked.udp, err) < 0)
+		return -err->err.errnum;
+	if (tcp_given)
+		req->tcp = asked.tcp;
+	if (udp_given)
+		req->udp = asked.udp;
+	*from_annotation = tcp_given || udp_given;
+	struct nshash_error e;
+	if (*from_annotation && nshash_sizes_cap(*req, cfg->max, "pod annotations", &e) < 0)
+		return nshash_cni_fail(err, NSHASH_CNI_E_REFUSED, NULL,
+				       "%s in network \"%s\" (raise maxTcp/maxUdp in the conflist to allow it)", e.msg,
+				       cfg->name);
+	return 0;
+}

@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* What the plugin prints: results, version info, error objects; and its
+ * log lines for stderr. */
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cni.h"
+
+/* The errno that goes with a CNI code. */
+static int code_errno(int code)
+{
+	switch (code) {
+	case NSHASH_CNI_E_IO:
+		return EIO;
+	case NSHASH_CNI_E_NOT_READY:
+		return EOPNOTSUPP;
+	case NSHASH_CNI_E_NOT_RESIZABLE:
+		return EBUSY;
+	case NSHASH_CNI_E_FALLBACK:
+		return NSHASH_E_FALLBACK;
+	case NSHASH_CNI_E_MISMATCH:
+		return NSHASH_E_MISMATCH;
+	default:
+		return EINVAL;
+	}
+}
+
+int nshash_cni_fail(struct nshash_cni_failure *fail, int code, const char *details, const char *fmt, ...)
+{
+	va_list ap;
+	fail->code = code;
+	fail->err.errnum = code_errno(code);
+	va_start(ap, fmt);
+	vsnprintf(fail->err.msg, sizeof(fail->err.msg), fmt, ap);
+	va_end(ap);
+	snprintf(fail->details, sizeof(fail->details), "%s", details ? details : "");
+	return -fail->err.errnum;
+}
+
+char *nshash_cni_error_json(const char *cni_version, const struct nshash_cni_failure *fail)
+{
+	json_object *o = json_object_new_object();
+	if (!o)
+		return NULL;
+	json_object_object_add(o, "cniVersion", json_object_new_string(cni_version ? cni_version : CNI_LATEST));
+	json_object_object_add(o, "code", json_object_new_int(fail->code));
+	json_object_object_add(o, "msg", json_object_new_string(fail->err.msg));
+	if (fail->details[0])
+		json_object_object_add(o, "details", json_object_new_string(fail->details));
+	char *s = strdup(json_object_to_json_string_ext(o, JSON_OUT_FLAGS));
+	json_object_put(o);
+	return s;
+}
+
+static void log_sink(void *ctx, const char *level, const char *line)
+{
+	struct run *r = ctx;
+	(void)level;
+	nsh_append(r->out->log, sizeof(r->out->log), "%s\n", line);
+}
+
+void nsh_cni_log_setup(struct run *r)
+{
+	char program[320];
+	snprintf(program, sizeof(program), "nshash[%s %s]", r->env->command && *r->env->command ? r->env->command : "-",
+		 r->env->containerid && *r->env->containerid ? r->env->containerid : "-");
+	nshash_log_setup(program, NULL);
+	nsh_log_redirect(NSHASH_LOG_QUIET, log_sink, r);
+}
+
+void nsh_cni_log(struct run *r, const char *fmt, ...)
+{
+	va_list ap;
+	(void)r;
+	va_start(ap, fmt);
+	nshash_vlog(NSHASH_LOG_INFO, NULL, fmt, ap);
+	va_end(ap);
+}
+
+/* Result of ADD: prevResult (unchanged) or the minimal result, stamped
+ * with the config's cniVersion. */
+int nsh_cni_add_result(struct run *r)
+{
+	json_object *prev = NULL, *res;
+	if (json_object_object_get_ex(r->cfg.json, "prevResult", &prev) &&
+	    json_object_is_type(prev, json_type_object)) {
+		res = json_object_get(prev);
+	} else {
+		res = json_object_new_object();
+		if (!res)
+			return nshash_cni_fail(&r->err, NSHASH_CNI_E_IO, NULL, "out of memory");
+	}
+	json_object *ver = json_object_new_string(r->cfg.cni_version);
+	json_object_object_add(res, "cniVersion", ver);
+	r->out->stdout_text = strdup(json_object_to_json_string_ext(res, JSON_OUT_FLAGS));
+	json_object_put(res);
+	if (!r->out->stdout_text)
+		return nshash_cni_fail(&r->err, NSHASH_CNI_E_IO, NULL, "out of memory");
+	return 0;
+}
+
+int nsh_cni_cmd_version(struct run *r, const char *input, size_t len)
+{
+	/* Any cniVersion may ask which versions we speak; the answer is in
+	 * the newest format. */
+	(void)input;
+	(void)len;
+	json_object *o = json_object_new_object(), *list = json_object_new_array();
+	if (!o || !list)
+		return nshash_cni_fail(&r->err, NSHASH_CNI_E_IO, NULL, "out of memory");
+	for (int i = 0; nshash_cni_versions[i]; i++)
+		json_object_array_add(list, json_object_new_string(nshash_cni_versions[i]));
+	json_object_object_add(o, "cniVersion", json_object_new_string(CNI_LATEST));
+	json_object_object_add(o, "supportedVersions", list);
+	r->out->stdout_text = strdup(json_object_to_json_string_ext(o, JSON_OUT_FLAGS));
+	json_object_put(o);
+	return 0;
+}

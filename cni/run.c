@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* One plugin invocation: env + stdin -> output; never exits or prints. */
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cni.h"
+
+static int version_allows(struct run *r)
+{
+	const char *need = NULL;
+	if (r->command == NSHASH_CNI_CHECK)
+		need = "0.4.0";
+	else if (r->command == NSHASH_CNI_STATUS || r->command == NSHASH_CNI_GC)
+		need = "1.1.0";
+	if (need && nshash_cni_version_cmp(r->cfg.cni_version, need) < 0)
+		return nshash_cni_fail(&r->err, NSHASH_CNI_E_VERSION, NULL,
+				       "%s needs cniVersion %s or later; the network config says %s", r->env->command,
+				       need, r->cfg.cni_version);
+	return 0;
+}
+
+/* For an error found before the config was read (env): answer in the
+ * config's cniVersion when stdin has a supported one. */
+static void peek_version(const char *input, size_t len, char *out, size_t outlen)
+{
+	json_object *root, *v;
+	struct nshash_cni_failure ignored;
+	if (nsh_cni_decode(input, len, &root, &ignored) < 0)
+		return;
+	if (json_object_object_get_ex(root, "cniVersion", &v) && json_object_is_type(v, json_type_string) &&
+	    nshash_cni_version_supported(json_object_get_string(v)))
+		snprintf(out, outlen, "%s", json_object_get_string(v));
+	json_object_put(root);
+}
+
+void nshash_cni_run(const struct nshash_cni_env *env, const char *input, size_t len, const struct nshash_cni_ops *ops,
+		    struct nshash_cni_output *out)
+{
+	memset(out, 0, sizeof(*out));
+	struct run r = {.env = env, .ops = ops ? ops : &nshash_cni_system_ops, .out = out};
+	nsh_cni_log_setup(&r);
+	int rc = nshash_cni_env_check(env, &r.command, &r.err);
+	if (rc == 0 && r.command == NSHASH_CNI_VERSION) {
+		rc = nsh_cni_cmd_version(&r, input, len);
+		goto done;
+	}
+	if (rc == 0)
+		rc = nshash_cni_config_parse(input, len, &r.cfg, &r.err);
+	if (rc == 0)
+		rc = version_allows(&r);
+	if (rc == 0) {
+		switch (r.command) {
+		case NSHASH_CNI_ADD:
+			rc = nsh_cni_cmd_add(&r);
+			break;
+		case NSHASH_CNI_CHECK:
+			rc = nsh_cni_cmd_check(&r);
+			break;
+		case NSHASH_CNI_STATUS:
+			rc = nsh_cni_cmd_status(&r);
+			break;
+		/* DEL: the netns belongs to the runtime, and nshash keeps no
+		 * per-attachment state: nothing to release.  GC likewise. */
+		case NSHASH_CNI_DEL:
+		case NSHASH_CNI_GC:
+		case NSHASH_CNI_VERSION:
+			break;
+		}
+	}
+done:
+	if (rc < 0) {
+		out->status = 1;
+		free(out->stdout_text);
+		if (!r.cfg.cni_version[0])
+			peek_version(input, len, r.cfg.cni_version, sizeof(r.cfg.cni_version));
+		out->stdout_text = nshash_cni_error_json(r.cfg.cni_version[0] ? r.cfg.cni_version : CNI_LATEST, &r.err);
+		nsh_cni_log(&r, "error %d: %s", r.err.code, r.err.err.msg);
+	}
+	nshash_cni_config_free(&r.cfg);
+	nsh_log_redirect(NSHASH_LOG_INFO, NULL, NULL); /* r is going away */
+}
+
+void nshash_cni_output_free(struct nshash_cni_output *out)
+{
+	free(out->stdout_text);
+	out->stdout_text = NULL;
+}

@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* What the front-ends (cmd/, oci-hooks/, cni/) share: the policy file, the
+ * logger, the JSON decoder, file reading, quoting and path checks.  Built
+ * into build/libnshash-common.a; neither installed nor exported. */
+#ifndef NSHASH_COMMON_H
+#define NSHASH_COMMON_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "nshash.h"
+
+struct json_object;
+
+/* ------------------------------------------------------------ annotations */
+#define NSHASH_ANNOTATION_PREFIX "io.nshash."
+#define NSHASH_ANNOTATION_TCP	 "io.nshash.tcp"
+#define NSHASH_ANNOTATION_UDP	 "io.nshash.udp"
+
+/* ------------------------------------------------------------ policy */
+/* Policy file (nshash.json(5)): what an admin allows annotations to ask for.
+ * A missing file means the defaults below; a malformed one is an error that
+ * names the line or the key. */
+#define NSHASH_DEFAULT_POLICY_PATH    "/etc/nshash/nshash.json"
+#define NSHASH_POLICY_DEFAULT_MAX_TCP 262144u /* 2 MiB of buckets */
+#define NSHASH_POLICY_DEFAULT_MAX_UDP 16384u  /* 1 MiB of buckets */
+/* Annotation nshash writes into a transformed config: the pin's name under
+ * STATE_DIR/pins.  Refused when a user supplies it. */
+#define NSHASH_ANNOTATION_PIN "io.nshash.pin"
+
+enum nshash_on_failure { NSHASH_ON_FAILURE_FAIL = 0, NSHASH_ON_FAILURE_WARN = 1 };
+
+struct nshash_policy {
+	struct nshash_sizes max;	   /* maxTcp, maxUdp: caps on requests */
+	enum nshash_on_failure on_failure; /* onFailure */
+	enum nshash_strategy strategy;	   /* strategy */
+	char state_dir[1024];		   /* stateDir */
+	char runtime[1024];		   /* runtime: "" = first of runc, crun */
+	char hook_path[1024];		   /* hookPath: "" = nshash-hook next to the wrapper */
+	char log_file[1024];		   /* logFile: "" = none */
+	bool syslog;			   /* syslog */
+	char source[1024];		   /* file it was read from, or "defaults" */
+};
+
+void nshash_policy_defaults(struct nshash_policy *policy);
+/* Parse policy JSON text; `source` names it in errors.  Unknown keys,
+ * wrong types and out-of-range values are errors naming the key. */
+int nshash_policy_parse(const char *text, size_t len, const char *source, struct nshash_policy *policy,
+			struct nshash_error *err);
+/* Load `path` (NULL = NSHASH_DEFAULT_POLICY_PATH).  ENOENT = defaults. */
+int nshash_policy_load(const char *path, struct nshash_policy *policy, struct nshash_error *err);
+const char *nshash_on_failure_name(enum nshash_on_failure on_failure);
+
+/* ------------------------------------------------------------ logger */
+/* The one logger of the front-ends: one line per action on stderr
+ * ("PROGRAM: level: ID: message"), and to the policy's logFile and syslog
+ * when configured, and to a sink a front-end adds.  Never fails the caller.
+ * Its state lives here, in the front-end, never in libnshash. */
+enum nshash_log_level {
+	NSHASH_LOG_QUIET = -1, /* as nsh_log_redirect's stderr_max: nothing on stderr */
+	NSHASH_LOG_ERROR = 0,
+	NSHASH_LOG_WARN = 1,
+	NSHASH_LOG_INFO = 2,
+};
+void nshash_log_setup(const char *program, const struct nshash_policy *policy);
+void nshash_log(enum nshash_log_level level, const char *id, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void nshash_vlog(enum nshash_log_level level, const char *id, const char *fmt, va_list ap);
+
+typedef void (*nsh_log_sink)(void *ctx, const char *level, const char *line);
+/* Messages above `stderr_max` skip stderr; every message also goes to
+ * `sink` (NULL = none) as "PROGRAM: ID: message". */
+void nsh_log_redirect(enum nshash_log_level stderr_max, nsh_log_sink sink, void *ctx);
+
+/* ------------------------------------------------------------ JSON */
+/* The one JSON decoder for untrusted text: one document, nothing but JSON
+ * white space after it, no NUL byte.  0, or -errno and *fault says what
+ * went wrong where; each front-end words its own message from it. */
+enum nsh_json_fault_kind {
+	NSH_JSON_TOO_LARGE = 1, /* more than INT_MAX bytes */
+	NSH_JSON_NUL,		/* a NUL byte */
+	NSH_JSON_NOMEM,		/* no memory for the parser */
+	NSH_JSON_EMPTY,		/* nothing but white space (or nothing) */
+	NSH_JSON_TRUNCATED,	/* ends inside the document */
+	NSH_JSON_SYNTAX,	/* not JSON at offset: why */
+	NSH_JSON_TRAILING,	/* something after the document (offset: its end) */
+};
+struct nsh_json_fault {
+	enum nsh_json_fault_kind kind;
+	size_t offset;	 /* byte where it went wrong */
+	const char *why; /* SYNTAX: json-c's description */
+};
+int nsh_json_decode(const char *text, size_t len, struct json_object **out, struct nsh_json_fault *fault);
+/* nsh_json_decode with the message: decode one JSON document of untrusted text: nothing but white space after
+ * it, no NUL byte.  On failure *out is NULL and the error says where:
+ * "SOURCE: malformed JSON at line L column C: why". */
+int nsh_json_parse_text(const char *text, size_t len, const char *source, struct json_object **out,
+			struct nshash_error *err);
+/* 1-based line and column of byte `offset` in `text`. */
+void nsh_text_position(const char *text, size_t len, size_t offset, unsigned *line, unsigned *col);
+
+/* ------------------------------------------------------------ files */
+/* Read all of fd (at most max bytes) into a NUL-terminated malloc'd buffer. */
+int nsh_read_fd(int fd, const char *what, size_t max, char **out, size_t *out_len, struct nshash_error *err);
+int nsh_read_file(const char *path, size_t max, char **out, size_t *out_len, struct nshash_error *err);
+
+/* ------------------------------------------------------------ text */
+/* Append printf-style to the NUL-terminated `buf` of size `len`; cut when
+ * full. */
+void nsh_append(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* ------------------------------------------------------------ paths */
+/* NULL when `path` is a clean absolute path (no "..", "." or empty
+ * component, no control character, shorter than PATH_MAX), else why not
+ * ("is not an absolute path", "contains \"..\"", ...). */
+const char *nsh_path_unclean(const char *path);
+
+#endif

@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The admin policy file (nshash.json(5)) read by nshash-hook and nshash-runtime:
+ * caps on what annotations may ask for, what to do when sizing fails, where
+ * state lives, which runtime to exec, where to log. */
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+
+/* A policy file is a few hundred bytes; refuse anything absurd. */
+#define POLICY_MAX_BYTES (64 * 1024)
+
+void nshash_policy_defaults(struct nshash_policy *policy)
+{
+	memset(policy, 0, sizeof(*policy));
+	policy->max.tcp = NSHASH_POLICY_DEFAULT_MAX_TCP;
+	policy->max.udp = NSHASH_POLICY_DEFAULT_MAX_UDP;
+	policy->on_failure = NSHASH_ON_FAILURE_FAIL;
+	policy->strategy = NSHASH_STRATEGY_TEMPLATE;
+	snprintf(policy->state_dir, sizeof(policy->state_dir), "%s", NSHASH_DEFAULT_STATE_DIR);
+	snprintf(policy->source, sizeof(policy->source), "defaults");
+}
+
+const char *nshash_on_failure_name(enum nshash_on_failure on_failure)
+{
+	return on_failure == NSHASH_ON_FAILURE_WARN ? "warn" : "fail";
+}
+
+static int policy_string(struct json_object *val, const char *source, const char *key, bool absolute, char *dst,
+			 size_t dstlen, struct nshash_error *err)
+{
+	const char *s;
+
+	if (!json_object_is_type(val, json_type_string))
+		return nshash_error_set(err, EINVAL, "%s: key \"%s\": expected a string", source, key);
+	s = json_object_get_string(val);
+	if ((size_t)json_object_get_string_len(val) != strlen(s))
+		return nshash_error_set(err, EINVAL, "%s: key \"%s\": contains a NUL byte", source, key);
+	if (strlen(s) >= dstlen)
+		return nshash_error_set(err, ENAMETOOLONG, "%s: key \"%s\": longer than %zu bytes", source, key,
+					dstlen - 1);
+	const char *why = absolute ? nsh_path_unclean(s) : NULL;
+	if (why) {
+		char shown[128];
+		nshash_quote(s, shown, sizeof(shown));
+		return nshash_error_set(err, EINVAL, "%s: key \"%s\": %s %s", source, key, shown, why);
+	}
+	snprintf(dst, dstlen, "%s", s);
+	return 0;
+}
+
+static int policy_size(struct json_object *val, const char *source, const char *key, enum nshash_proto proto,
+		       uint32_t *dst, struct nshash_error *err)
+{
+	if (!json_object_is_type(val, json_type_int))
+		return nshash_error_set(err, EINVAL, "%s: key \"%s\": expected an integer (0..%u)", source, key,
+					nshash_proto_max(proto));
+	int r = nshash_size_check(proto, key, json_object_get_int64(val), dst, err);
+	if (r < 0)
+		nshash_error_prefix(err, "%s", source);
+	return r;
+}
+
+/* One key of the policy file into p. */
+static int policy_key(struct nshash_policy *p, const char *key, struct json_object *val, const char *source,
+		      struct nshash_error *err)
+{
+	int r = 0;
+
+	if (!strcmp(key, "maxTcp")) {
+		r = policy_size(val, source, key, NSHASH_TCP, &p->max.tcp, err);
+	} else if (!strcmp(key, "maxUdp")) {
+		r = policy_size(val, source, key, NSHASH_UDP, &p->max.udp, err);
+	} else if (!strcmp(key, "onFailure")) {
+		const char *s = json_object_is_type(val, json_type_string) ? json_object_get_string(val) : NULL;
+		if (s && !strcmp(s, "fail"))
+			p->on_failure = NSHASH_ON_FAILURE_FAIL;
+		else if (s && !strcmp(s, "warn"))
+			p->on_failure = NSHASH_ON_FAILURE_WARN;
+		else
+			r = nshash_error_set(err, EINVAL,
+					     "%s: key \"onFailure\": expected \"fail\" or \"warn\", got %s", source,
+					     json_object_to_json_string(val));
+	} else if (!strcmp(key, "strategy")) {
+		if (!json_object_is_type(val, json_type_string)) {
+			r = nshash_error_set(err, EINVAL, "%s: key \"strategy\": expected a string", source);
+		} else {
+			r = nshash_strategy_parse(json_object_get_string(val), &p->strategy, err);
+			if (r < 0)
+				nshash_error_prefix(err, "%s: key \"strategy\"", source);
+		}
+	} else if (!strcmp(key, "stateDir")) {
+		r = policy_string(val, source, key, true, p->state_dir, sizeof(p->state_dir), err);
+	} else if (!strcmp(key, "runtime")) {
+		r = policy_string(val, source, key, false, p->runtime, sizeof(p->runtime), err);
+		if (r == 0 && strchr(p->runtime, '/') && p->runtime[0] != '/')
+			r = nshash_error_set(err, EINVAL,
+					     "%s: key \"runtime\": \"%s\" must be a name or an absolute path", source,
+					     p->runtime);
+	} else if (!strcmp(key, "hookPath")) {
+		r = policy_string(val, source, key, true, p->hook_path, sizeof(p->hook_path), err);
+	} else if (!strcmp(key, "logFile")) {
+		r = policy_string(val, source, key, true, p->log_file, sizeof(p->log_file), err);
+	} else if (!strcmp(key, "syslog")) {
+		if (!json_object_is_type(val, json_type_boolean))
+			r = nshash_error_set(err, EINVAL, "%s: key \"syslog\": expected true or false", source);
+		else
+			p->syslog = json_object_get_boolean(val);
+	} else if (key[0] == '_' || !strcmp(key, "comment")) {
+		/* room for the admin's own notes */
+	} else {
+		r = nshash_error_set(err, EINVAL,
+				     "%s: unknown key \"%s\" (known: maxTcp, maxUdp, onFailure, strategy, "
+				     "stateDir, runtime, hookPath, logFile, syslog)",
+				     source, key);
+	}
+	return r;
+}
+
+int nshash_policy_parse(const char *text, size_t len, const char *source, struct nshash_policy *policy,
+			struct nshash_error *err)
+{
+	struct json_object *root;
+	struct nshash_policy p;
+	int r;
+
+	nshash_policy_defaults(&p);
+	snprintf(p.source, sizeof(p.source), "%s", source);
+	r = nsh_json_parse_text(text, len, source, &root, err);
+	if (r < 0)
+		return r;
+	if (!json_object_is_type(root, json_type_object)) {
+		json_object_put(root);
+		return nshash_error_set(err, EINVAL, "%s: expected a JSON object at the top level", source);
+	}
+	r = 0;
+	json_object_object_foreach(root, key, val)
+	{
+		r = policy_key(&p, key, val, source, err);
+		if (r < 0)
+			break;
+	}
+	json_object_put(root);
+	if (r < 0)
+		return r;
+	*policy = p;
+	return 0;
+}
+
+int nshash_policy_load(const char *path, struct nshash_policy *policy, struct nshash_error *err)
+{
+	char *text;
+	size_t len;
+	int r;
+
+	if (!path || !*path)
+		path = NSHASH_DEFAULT_POLICY_PATH;
+	if (path[0] != '/')
+		return nshash_error_set(err, EINVAL, "policy file \"%s\": not an absolute path", path);
+	r = nsh_read_file(path, POLICY_MAX_BYTES, &text, &len, err);
+	if (r == -ENOENT) {
+		nshash_policy_defaults(policy);
+		snprintf(policy->source, sizeof(policy->source), "defaults (%s absent)", path);
+		return 0;
+	}
+	if (r < 0) {
+		nshash_error_prefix(err, "policy file");
+		return r;
+	}
+	r = nshash_policy_parse(text, len, path, policy, err);
+	free(text);
+	return r;
+}

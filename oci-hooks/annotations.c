@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The io.nshash.* annotations of an OCI config or state. */
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "oci.h"
+
+int nsh_oci_request_from_annotations(struct json_object *ann, struct nshash_oci_request *req, struct nshash_error *err)
+{
+	memset(req, 0, sizeof(*req));
+	if (!ann || json_object_is_type(ann, json_type_null))
+		return 0;
+	if (!json_object_is_type(ann, json_type_object))
+		return nshash_error_set(err, EINVAL, "annotations: expected an object, got %s",
+					json_type_to_name(json_object_get_type(ann)));
+	json_object_object_foreach(ann, key, val)
+	{
+		const char *s;
+		int r;
+
+		if (strncmp(key, NSHASH_ANNOTATION_PREFIX, strlen(NSHASH_ANNOTATION_PREFIX)) != 0)
+			continue;
+		if (strcmp(key, NSHASH_ANNOTATION_TCP) && strcmp(key, NSHASH_ANNOTATION_UDP) &&
+		    strcmp(key, NSHASH_ANNOTATION_PIN))
+			return nshash_error_set(err, EINVAL, "unknown annotation \"%.200s\" (known: %s, %s)", key,
+						NSHASH_ANNOTATION_TCP, NSHASH_ANNOTATION_UDP);
+		if (!json_object_is_type(val, json_type_string))
+			return nshash_error_set(err, EINVAL, "annotation %s: expected a string, got %s", key,
+						json_type_to_name(json_object_get_type(val)));
+		s = json_object_get_string(val);
+		if ((size_t)json_object_get_string_len(val) != strlen(s))
+			return nshash_error_set(err, EINVAL, "annotation %s: value contains a NUL byte", key);
+		if (!strcmp(key, NSHASH_ANNOTATION_PIN)) {
+			r = nshash_name_check(NSHASH_ANNOTATION_PIN, s, err);
+			if (r < 0)
+				return r;
+			snprintf(req->pin, sizeof(req->pin), "%s", s);
+			continue;
+		}
+		enum nshash_proto proto = strcmp(key, NSHASH_ANNOTATION_TCP) ? NSHASH_UDP : NSHASH_TCP;
+		r = nshash_size_parse(proto, key, s, proto == NSHASH_TCP ? &req->sizes.tcp : &req->sizes.udp, err);
+		if (r < 0)
+			return r;
+		req->present = true;
+	}
+	return 0;
+}
+
+int nshash_oci_request_parse(const char *json, size_t len, struct nshash_oci_request *req, struct nshash_error *err)
+{
+	struct json_object *doc, *ann = NULL;
+	int r = nsh_json_parse_text(json, len, "config", &doc, err);
+
+	if (r < 0)
+		return r;
+	if (!json_object_is_type(doc, json_type_object)) {
+		json_object_put(doc);
+		return nshash_error_set(err, EINVAL, "config: expected a JSON object");
+	}
+	json_object_object_get_ex(doc, "annotations", &ann);
+	r = nsh_oci_request_from_annotations(ann, req, err);
+	json_object_put(doc);
+	return r;
+}

@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The OCI front-end (nshash-hook, nshash-runtime): annotations, the config
+ * transform, hook state, the wrapper's argv, runtime lookup, runc's log
+ * format.  Not installed. */
+#ifndef NSHASH_OCI_H
+#define NSHASH_OCI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "common.h"
+
+struct json_object;
+
+#define NSHASH_OCI_CONFIG_MAX_BYTES (16 * 1024 * 1024) /* config.json / state on stdin */
+
+/* What a config's io.nshash.* annotations ask for. */
+struct nshash_oci_request {
+	bool present;		   /* io.nshash.tcp or io.nshash.udp given */
+	struct nshash_sizes sizes; /* requested (0 for a protocol not given) */
+	char pin[256];		   /* io.nshash.pin, "" if absent */
+};
+/* Parse the annotations object of an OCI config or state (JSON text of the
+ * whole document).  Unknown io.nshash.* keys, non-string values and bad
+ * sizes are errors naming the key and value. */
+int nshash_oci_request_parse(const char *json, size_t len, struct nshash_oci_request *req, struct nshash_error *err);
+
+enum nshash_oci_mode {
+	NSHASH_OCI_PRECREATE = 0, /* podman's precreate: config on stdin */
+	NSHASH_OCI_WRAPPER = 1,	  /* nshash-runtime: add verify + cleanup hooks */
+};
+struct nshash_oci_opts {
+	enum nshash_oci_mode mode;
+	const struct nshash_policy *policy;
+	const char *pin_name;	 /* NULL = a random unique name */
+	const char *hook_path;	 /* wrapper: absolute path of nshash-hook */
+	const char *policy_path; /* wrapper: passed to the added hooks; NULL = none */
+};
+enum nshash_oci_action {
+	NSHASH_OCI_UNTOUCHED = 0, /* no nshash annotations: output = input */
+	NSHASH_OCI_SIZED,	  /* sized netns created, pinned, path rewritten */
+	NSHASH_OCI_ALREADY,	  /* its netns is our pin, or already has the sizes: unchanged */
+	NSHASH_OCI_WARNED,	  /* could not size; policy warn: config unchanged */
+};
+struct nshash_oci_result {
+	enum nshash_oci_action action;
+	struct nshash_oci_request request;
+	struct nshash_netns_info info; /* SIZED: what the new netns has */
+	char pin_path[4096];	       /* SIZED/ALREADY */
+	char warning[1024];	       /* WARNED: why */
+	char hostname[256];	       /* the config's hostname (podman: the short id), for logs */
+};
+/* The one config transform shared by the hook and the wrapper.  On success
+ * *out is a malloc'd config (a copy of the input when nothing changed) and,
+ * for SIZED, a pin exists that the caller must remove if it cannot hand the
+ * config on (nshash_pin_remove(result->pin_path)).  On error nothing is left. */
+int nshash_oci_transform(const char *config, size_t len, const struct nshash_oci_opts *opts, char **out,
+			 size_t *out_len, struct nshash_oci_result *result, struct nshash_error *err);
+/* One log line for what a transform did (nothing for UNTOUCHED): requested
+ * and effective sizes, the pin or the warning. */
+void nshash_oci_log_result(const char *who, const struct nshash_oci_result *result);
+/* The same on BUNDLE/config.json, rewritten atomically (temp file + rename,
+ * same mode) only when changed. */
+int nshash_oci_bundle_transform(const char *bundle, const struct nshash_oci_opts *opts,
+				struct nshash_oci_result *result, struct nshash_error *err);
+
+/* OCI state (stdin of every hook but precreate). */
+struct nshash_oci_state {
+	char id[256];
+	pid_t pid; /* 0 when absent (podman's poststop) */
+	char bundle[4096];
+	char status[64];
+	struct nshash_oci_request request; /* from the state's annotations, else the bundle's config */
+};
+int nshash_oci_state_parse(const char *json, size_t len, struct nshash_oci_state *state, struct nshash_error *err);
+/* createRuntime/prestart: check /proc/PID/ns/net has what was requested.
+ * Returns 0 (ok, nothing requested, or mismatch downgraded to a warning
+ * under onFailure warn, in which case *warned is set) or < 0. */
+int nshash_oci_verify(const struct nshash_oci_state *state, const struct nshash_policy *policy,
+		      struct nshash_netns_info *info, bool *warned, struct nshash_error *err);
+/* poststop / wrapper delete: remove STATE_DIR/pins/NAME; succeeds when gone. */
+int nshash_oci_pin_path(const struct nshash_policy *policy, const char *name, char *out, size_t outlen,
+			struct nshash_error *err);
+int nshash_oci_cleanup(const struct nshash_policy *policy, const char *pin_name, struct nshash_error *err);
+/* The wrapper's pin name for container ID under runtime root ROOT (ids
+ * repeat across containerd namespaces): "ID-HASH8". */
+int nshash_oci_wrapper_pin_name(const char *id, const char *root, char *out, size_t outlen, struct nshash_error *err);
+
+/* Append an error to a runtime log (--log FILE [--log-format json|text]) the
+ * way runc does, so containerd shows it in "OCI runtime create failed". */
+void nshash_runtime_log_error(const char *log_path, const char *log_format, const char *msg);
+/* For the wrapper: on create, the runtime's stderr is the container's
+ * stderr, so only messages up to `max` go there; all of them also go to the
+ * runtime log (NULL = none) in runc's format. */
+void nshash_log_wrapper_mode(enum nshash_log_level max, const char *log_path, const char *log_format);
+
+/* Runtime wrapper argv (runc conventions). */
+struct nshash_runtime_args {
+	int subcommand_index;	/* argv index of the subcommand, -1 = none */
+	const char *subcommand; /* "create", "run", "delete", ... or NULL */
+	const char *root;	/* --root value or NULL */
+	const char *bundle;	/* --bundle/-b value or NULL (= cwd) */
+	const char *id;		/* container id or NULL */
+	bool force;		/* delete --force / -f */
+	bool detach;		/* run --detach / -d */
+};
+int nshash_runtime_args_parse(int argc, char *const argv[], struct nshash_runtime_args *args, struct nshash_error *err);
+/* Find the real runtime: the policy's `runtime` (absolute, or a name
+ * searched in PATH and the usual sbin/bin dirs), else runc, else crun;
+ * never `self` (realpath). */
+int nshash_runtime_find(const struct nshash_policy *policy, const char *self, char *out, size_t outlen,
+			struct nshash_error *err);
+
+/* annotations.c: the request in an annotations object (NULL or JSON null =
+ * none). */
+int nsh_oci_request_from_annotations(struct json_object *ann, struct nshash_oci_request *req, struct nshash_error *err);
+/* pins.c: "oci-" + 16 random hex digits, for the precreate hook. */
+int nsh_oci_random_pin_name(char *out, size_t outlen, struct nshash_error *err);
+
+#endif

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The wrapper's argv, parsed with runc's conventions. */
+#include <errno.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "oci.h"
+
+static bool opt_is(const char *arg, const char *name, const char **inline_val)
+{
+	/* accepts -name, --name, -name=V, --name=V (Go's flag syntax) */
+	size_t n = strlen(name);
+	if (arg[0] != '-')
+		return false;
+	arg += arg[1] == '-' ? 2 : 1;
+	if (strncmp(arg, name, n) != 0)
+		return false;
+	if (arg[n] == '\0') {
+		*inline_val = NULL;
+		return true;
+	}
+	if (arg[n] == '=') {
+		*inline_val = arg + n + 1;
+		return true;
+	}
+	return false;
+}
+
+static bool opt_in(const char *arg, const char *const *names, const char **inline_val)
+{
+	for (; *names; names++)
+		if (opt_is(arg, *names, inline_val))
+			return true;
+	return false;
+}
+
+/* Global options before the subcommand (runc's: --root is kept, the
+ * others' values skipped).  The index of the subcommand (argc = none), or
+ * -errno. */
+static int parse_global(int argc, char *const argv[], struct nshash_runtime_args *a, struct nshash_error *err)
+{
+	static const char *const global_val[] = {"root",	   "log", "log-format", "criu", "rootless",
+						 "cgroup-manager", NULL};
+	const char *v;
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		const char *arg = argv[i];
+		if (arg[0] != '-' || !strcmp(arg, "-"))
+			break;
+		if (!strcmp(arg, "--"))
+			return i + 1;
+		if (opt_in(arg, global_val, &v)) {
+			if (!v) {
+				if (i + 1 >= argc)
+					return nshash_error_set(err, EINVAL, "option %s needs a value", arg);
+				v = argv[++i];
+			}
+			if (opt_is(arg, "root", &(const char *){NULL}))
+				a->root = v;
+		}
+	}
+	return i;
+}
+
+/* The subcommand's options (create/run: --bundle kept, the others' values
+ * skipped; --force, --detach) and its first operand, the container id. */
+static int parse_subcommand(int argc, char *const argv[], int i, struct nshash_runtime_args *a,
+			    struct nshash_error *err)
+{
+	static const char *const create_val[] = {
+	    "bundle", "b", "console-socket", "pid-file", "preserve-fds", "pidfd-socket", "config", "f", NULL};
+	bool create = !strcmp(a->subcommand, "create") || !strcmp(a->subcommand, "run");
+	bool options = true;
+	const char *v, *dummy;
+
+	for (i++; i < argc; i++) {
+		const char *arg = argv[i];
+		if (options && !strcmp(arg, "--")) {
+			options = false;
+			continue;
+		}
+		if (!options || arg[0] != '-' || !arg[1]) {
+			if (!a->id)
+				a->id = arg;
+			continue;
+		}
+		if (create && opt_in(arg, create_val, &v)) {
+			if (!v) {
+				if (i + 1 >= argc)
+					return nshash_error_set(err, EINVAL, "%s: option %s needs a value",
+								a->subcommand, arg);
+				v = argv[++i];
+			}
+			if (opt_is(arg, "bundle", &dummy) || opt_is(arg, "b", &dummy))
+				a->bundle = v;
+		} else if (!strcmp(arg, "-f") || !strcmp(arg, "--force") || !strcmp(arg, "-force")) {
+			a->force = true;
+		} else if (!strcmp(arg, "-d") || !strcmp(arg, "--detach") || !strcmp(arg, "-detach")) {
+			a->detach = true;
+		}
+	}
+	if (create && a->bundle && !a->bundle[0])
+		return nshash_error_set(err, EINVAL, "%s: empty --bundle", a->subcommand);
+	return 0;
+}
+
+int nshash_runtime_args_parse(int argc, char *const argv[], struct nshash_runtime_args *a, struct nshash_error *err)
+{
+	int i;
+
+	memset(a, 0, sizeof(*a));
+	a->subcommand_index = -1;
+	i = parse_global(argc, argv, a, err);
+	if (i < 0 || i >= argc)
+		return i < 0 ? i : 0;
+	a->subcommand_index = i;
+	a->subcommand = argv[i];
+	return parse_subcommand(argc, argv, i, a, err);
+}

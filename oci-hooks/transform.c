@@ -1,0 +1,431 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The one config transform shared by the hook and the wrapper: create a
+ * sized netns, pin it, point the config's network namespace entry at it. */
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "oci.h"
+
+static struct json_object *network_entry(struct json_object *doc)
+{
+	struct json_object *linux_, *nss;
+
+	if (!json_object_object_get_ex(doc, "linux", &linux_) || !json_object_is_type(linux_, json_type_object) ||
+	    !json_object_object_get_ex(linux_, "namespaces", &nss) || !json_object_is_type(nss, json_type_array))
+		return NULL;
+	for (size_t i = 0; i < json_object_array_length(nss); i++) {
+		struct json_object *e = json_object_array_get_idx(nss, i), *type;
+		if (json_object_is_type(e, json_type_object) && json_object_object_get_ex(e, "type", &type) &&
+		    json_object_is_type(type, json_type_string) && !strcmp(json_object_get_string(type), "network"))
+			return e;
+	}
+	return NULL;
+}
+
+static int add_hook(struct json_object *doc, const char *stage, const struct nshash_oci_opts *opts,
+		    struct nshash_error *err)
+{
+	struct json_object *hooks, *list, *hook, *args;
+
+	if (!json_object_object_get_ex(doc, "hooks", &hooks)) {
+		hooks = json_object_new_object();
+		json_object_object_add(doc, "hooks", hooks);
+	}
+	if (!json_object_is_type(hooks, json_type_object))
+		return nshash_error_set(err, EINVAL, "config: \"hooks\" is not an object");
+	if (!json_object_object_get_ex(hooks, stage, &list)) {
+		list = json_object_new_array();
+		json_object_object_add(hooks, stage, list);
+	}
+	if (!json_object_is_type(list, json_type_array))
+		return nshash_error_set(err, EINVAL, "config: \"hooks.%s\" is not an array", stage);
+	/* drop what an earlier transform of this bundle added */
+	for (size_t i = json_object_array_length(list); i-- > 0;) {
+		struct json_object *p, *e = json_object_array_get_idx(list, i);
+		if (json_object_is_type(e, json_type_object) && json_object_object_get_ex(e, "path", &p) &&
+		    json_object_is_type(p, json_type_string) && !strcmp(json_object_get_string(p), opts->hook_path))
+			json_object_array_del_idx(list, i, 1);
+	}
+	hook = json_object_new_object();
+	args = json_object_new_array();
+	json_object_array_add(args, json_object_new_string(opts->hook_path));
+	json_object_array_add(args, json_object_new_string(stage));
+	if (opts->policy_path) {
+		json_object_array_add(args, json_object_new_string("--policy"));
+		json_object_array_add(args, json_object_new_string(opts->policy_path));
+	}
+	json_object_object_add(hook, "path", json_object_new_string(opts->hook_path));
+	json_object_object_add(hook, "args", args);
+	json_object_array_add(list, hook);
+	return 0;
+}
+
+static int dup_out(const char *text, size_t len, char **out, size_t *out_len, struct nshash_error *err)
+{
+	*out = malloc(len + 1);
+	if (!*out)
+		return nshash_error_set(err, ENOMEM, "config: out of memory");
+	memcpy(*out, text, len);
+	(*out)[len] = '\0';
+	*out_len = len;
+	return 0;
+}
+
+#define PATH_EXISTS_HINT                                                                                               \
+	"it was created (and maybe configured) by the engine before nshash runs, and a netns's "                       \
+	"tables cannot be resized after creation. Instead: use --network none (and set up the "                        \
+	"network yourself), or the nshash CNI plugin placed first in the network's plugin chain, "                     \
+	"or create a sized netns with `nshash create NAME --tcp T --udp U` and run with "                              \
+	"--network ns:/run/netns/NAME"
+
+/* One transform in progress: what parse finds, decide and apply use. */
+struct transform {
+	const struct nshash_oci_opts *opts;
+	struct nshash_oci_result *res;
+	struct json_object *doc;   /* the config */
+	struct json_object *ann;   /* its annotations, NULL = none */
+	struct json_object *entry; /* its network namespace entry */
+	const char *path;	   /* that entry's path, NULL = none */
+	char name[256];		   /* the new pin's name */
+	bool pinned;		   /* a pin exists that a failure must remove */
+};
+
+/* What decide and apply conclude. */
+enum { KEEP_CONFIG = 0, SIZE_NETNS = 1, CONFIG_CHANGED = 2 };
+
+/* Parse: the document, its hostname (for logs) and the request. */
+static int transform_parse(struct transform *t, const char *config, size_t len, struct nshash_error *err)
+{
+	struct json_object *h;
+	int r = nsh_json_parse_text(config, len, "config", &t->doc, err);
+
+	if (r < 0)
+		return r;
+	if (!json_object_is_type(t->doc, json_type_object))
+		return nshash_error_set(err, EINVAL, "config: expected a JSON object, got %s",
+					json_type_to_name(json_object_get_type(t->doc)));
+	if (json_object_object_get_ex(t->doc, "hostname", &h) && json_object_is_type(h, json_type_string))
+		snprintf(t->res->hostname, sizeof(t->res->hostname), "%s", json_object_get_string(h));
+	json_object_object_get_ex(t->doc, "annotations", &t->ann);
+	return nsh_oci_request_from_annotations(t->ann, &t->res->request, err);
+}
+
+/* Decide, for a config carrying io.nshash.pin: already transformed
+ * (podman's hook, then nshash-runtime as its runtime, or a retried
+ * create): accept only our own pin.  podman hands precreate the spec from
+ * its database, which never holds our pin: there it can only come from
+ * the user.  KEEP_CONFIG when the pin is ours and still there. */
+static int decide_given_pin(struct transform *t, struct nshash_error *err)
+{
+	struct nshash_oci_result *res = t->res;
+	const struct nshash_oci_opts *opts = t->opts;
+	int r = nshash_oci_pin_path(opts->policy, res->request.pin, res->pin_path, sizeof(res->pin_path), err);
+
+	if (r < 0)
+		return r;
+	if (opts->mode == NSHASH_OCI_PRECREATE || !t->path || strcmp(t->path, res->pin_path) != 0)
+		return nshash_error_set(err, EINVAL, "annotation %s=%s is set by nshash itself and cannot be given",
+					NSHASH_ANNOTATION_PIN, res->request.pin);
+	/* A pin of the precreate hook ("oci-*", podman with nshash-runtime
+	 * as its runtime) or of this very container is used as is; the
+	 * pin of another container (a bundle reused under a new id) is
+	 * not shared: size afresh. */
+	bool mine =
+	    !opts->pin_name || !strcmp(res->request.pin, opts->pin_name) || !strncmp(res->request.pin, "oci-", 4);
+	if (mine && nshash_pin_is_netns(res->pin_path, err) == 1) {
+		struct nshash_error ierr;
+		if (nshash_inspect_path(res->pin_path, &res->info, &ierr) < 0)
+			memset(&res->info, 0, sizeof(res->info));
+		res->action = NSHASH_OCI_ALREADY;
+		return KEEP_CONFIG;
+	}
+	/* Our own earlier transform whose pin is gone (a bundle run
+	 * again) or another container's: size it afresh. */
+	t->path = NULL;
+	res->pin_path[0] = '\0';
+	return SIZE_NETNS;
+}
+
+/* Decide, for a config whose netns path exists already: sized before us
+ * (`nshash create` + --network ns:, the nshash CNI plugin first in the
+ * chain) is fine if it has what was asked for; anything else cannot be
+ * resized: an error, or a warning under onFailure warn. */
+static int decide_given_path(struct transform *t, struct nshash_error *err)
+{
+	struct nshash_oci_result *res = t->res;
+	struct nshash_error ierr;
+	struct nshash_netns_info info;
+
+	if (nshash_inspect_path(t->path, &info, &ierr) == 0 &&
+	    nshash_verify(&info, res->request.sizes, t->path, &ierr) == 0) {
+		res->info = info;
+		snprintf(res->pin_path, sizeof(res->pin_path), "%s", t->path);
+		res->action = NSHASH_OCI_ALREADY;
+		return KEEP_CONFIG;
+	}
+	snprintf(res->warning, sizeof(res->warning), "network namespace %.300s already exists: %s", t->path,
+		 PATH_EXISTS_HINT);
+	if (t->opts->policy->on_failure == NSHASH_ON_FAILURE_WARN) {
+		res->action = NSHASH_OCI_WARNED;
+		return KEEP_CONFIG;
+	}
+	return nshash_error_set(err, EEXIST, "cannot size %s=%u %s=%u: %s", NSHASH_ANNOTATION_TCP,
+				res->request.sizes.tcp, NSHASH_ANNOTATION_UDP, res->request.sizes.udp, res->warning);
+}
+
+/* Decide: KEEP_CONFIG (res->action says why), SIZE_NETNS, or an error. */
+static int transform_decide(struct transform *t, struct nshash_error *err)
+{
+	struct nshash_oci_result *res = t->res;
+	const struct nshash_oci_opts *opts = t->opts;
+	struct json_object *path_obj;
+	int r;
+
+	if (!res->request.present || (res->request.sizes.tcp == 0 && res->request.sizes.udp == 0)) {
+		if (res->request.pin[0])
+			return nshash_error_set(
+			    err, EINVAL, "annotation %s is set by nshash itself and cannot be given without %s/%s",
+			    NSHASH_ANNOTATION_PIN, NSHASH_ANNOTATION_TCP, NSHASH_ANNOTATION_UDP);
+		res->action = NSHASH_OCI_UNTOUCHED;
+		return KEEP_CONFIG;
+	}
+	r = nshash_sizes_cap(res->request.sizes, opts->policy->max, "annotations", err);
+	if (r < 0)
+		return nshash_error_prefix(err, "policy %s", opts->policy->source), r;
+	t->entry = network_entry(t->doc);
+	if (!t->entry)
+		return nshash_error_set(err, EINVAL,
+					"config has no network namespace entry (host network?): %s/%s need the "
+					"container to have its own network namespace",
+					NSHASH_ANNOTATION_TCP, NSHASH_ANNOTATION_UDP);
+	if (json_object_object_get_ex(t->entry, "path", &path_obj) && json_object_is_type(path_obj, json_type_string) &&
+	    json_object_get_string_len(path_obj) > 0)
+		t->path = json_object_get_string(path_obj);
+	if (res->request.pin[0] && (r = decide_given_pin(t, err)) != SIZE_NETNS)
+		return r;
+	if (t->path)
+		return decide_given_path(t, err);
+	if (opts->mode == NSHASH_OCI_WRAPPER && (!opts->hook_path || access(opts->hook_path, X_OK)))
+		return nshash_error_set(err, ENOENT,
+					"verify hook %s: not an executable (install nshash-hook next to nshash-runtime "
+					"or set hookPath in the policy)",
+					opts->hook_path ? opts->hook_path : "(none)");
+	return SIZE_NETNS;
+}
+
+/* Apply, first half: create the sized netns and pin it under
+ * STATE_DIR/pins.  KEEP_CONFIG when that failed under onFailure warn. */
+static int create_pinned(struct transform *t, struct nshash_error *err)
+{
+	const struct nshash_policy *policy = t->opts->policy;
+	struct nshash_oci_result *res = t->res;
+	char dir[4096];
+	int r = 0;
+
+	if (t->opts->pin_name)
+		snprintf(t->name, sizeof(t->name), "%s", t->opts->pin_name);
+	else
+		r = nsh_oci_random_pin_name(t->name, sizeof(t->name), err);
+	if (r == 0)
+		r = nshash_oci_pin_path(policy, t->name, res->pin_path, sizeof(res->pin_path), err);
+	if (r < 0)
+		return r;
+	snprintf(dir, sizeof(dir), "%s/pins", policy->state_dir);
+	r = nshash_pin_dir_prepare(dir, err);
+	if (r == 0) {
+		struct nshash_create_opts copts = {
+		    .sizes = res->request.sizes,
+		    .strategy = policy->strategy,
+		    .state_dir = policy->state_dir,
+		};
+		r = nshash_netns_create(&copts, res->pin_path, &res->info, err);
+	}
+	if (r < 0 && policy->on_failure == NSHASH_ON_FAILURE_WARN) {
+		snprintf(res->warning, sizeof(res->warning), "%s", err->msg);
+		res->pin_path[0] = '\0';
+		res->action = NSHASH_OCI_WARNED;
+		return KEEP_CONFIG;
+	}
+	if (r < 0)
+		return r;
+	t->pinned = true;
+	return SIZE_NETNS;
+}
+
+/* Apply: create and pin, point the network entry at the pin, name it in
+ * the annotations, and (wrapper) add the verify and cleanup hooks.
+ * CONFIG_CHANGED, KEEP_CONFIG (warned) or an error. */
+static int transform_apply(struct transform *t, struct nshash_error *err)
+{
+	int r = create_pinned(t, err);
+
+	if (r != SIZE_NETNS)
+		return r;
+	json_object_object_add(t->entry, "path", json_object_new_string(t->res->pin_path));
+	if (!t->ann || !json_object_is_type(t->ann, json_type_object)) {
+		t->ann = json_object_new_object();
+		json_object_object_add(t->doc, "annotations", t->ann);
+	}
+	json_object_object_add(t->ann, NSHASH_ANNOTATION_PIN, json_object_new_string(t->name));
+	if (t->opts->mode == NSHASH_OCI_WRAPPER) {
+		r = add_hook(t->doc, "createRuntime", t->opts, err);
+		if (r == 0)
+			r = add_hook(t->doc, "poststop", t->opts, err);
+		if (r < 0)
+			return r;
+	}
+	return CONFIG_CHANGED;
+}
+
+static int serialize(struct json_object *doc, char **out, size_t *out_len, struct nshash_error *err)
+{
+	size_t n;
+	const char *s =
+	    json_object_to_json_string_length(doc, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
+
+	if (!s)
+		return nshash_error_set(err, ENOMEM, "config: cannot serialize");
+	return dup_out(s, n, out, out_len, err);
+}
+
+int nshash_oci_transform(const char *config, size_t len, const struct nshash_oci_opts *opts, char **out,
+			 size_t *out_len, struct nshash_oci_result *res, struct nshash_error *err)
+{
+	struct transform t = {.opts = opts, .res = res};
+	int r;
+
+	memset(res, 0, sizeof(*res));
+	*out = NULL;
+	*out_len = 0;
+	r = transform_parse(&t, config, len, err);
+	if (r == 0)
+		r = transform_decide(&t, err);
+	if (r == SIZE_NETNS)
+		r = transform_apply(&t, err);
+	if (r == KEEP_CONFIG) {
+		r = dup_out(config, len, out, out_len, err);
+	} else if (r == CONFIG_CHANGED) {
+		r = serialize(t.doc, out, out_len, err);
+		if (r == 0)
+			res->action = NSHASH_OCI_SIZED;
+	}
+	if (r < 0 && t.pinned) {
+		struct nshash_error e2;
+		nshash_pin_remove(res->pin_path, &e2);
+	}
+	if (r < 0) {
+		free(*out);
+		*out = NULL;
+	}
+	json_object_put(t.doc);
+	return r;
+}
+
+void nshash_oci_log_result(const char *who, const struct nshash_oci_result *res)
+{
+	const struct nshash_sizes *rq = &res->request.sizes;
+
+	switch (res->action) {
+	case NSHASH_OCI_SIZED:
+		nshash_log(NSHASH_LOG_INFO, who,
+			   "sized netns pinned at %s: requested tcp=%u udp=%u, effective tcp=%ld udp=%ld",
+			   res->pin_path, rq->tcp, rq->udp, res->info.tcp_entries, res->info.udp_entries);
+		break;
+	case NSHASH_OCI_ALREADY:
+		nshash_log(NSHASH_LOG_INFO, who,
+			   "netns %s is already sized: requested tcp=%u udp=%u, effective tcp=%ld udp=%ld",
+			   res->pin_path, rq->tcp, rq->udp, res->info.tcp_entries, res->info.udp_entries);
+		break;
+	case NSHASH_OCI_WARNED:
+		nshash_log(NSHASH_LOG_WARN, who,
+			   "requested tcp=%u udp=%u, effective: shared global tables (onFailure warn): %s", rq->tcp,
+			   rq->udp, res->warning);
+		break;
+	case NSHASH_OCI_UNTOUCHED:
+		break;
+	}
+}
+
+static int write_atomic(const char *path, const char *data, size_t len, mode_t mode, struct nshash_error *err)
+{
+	char tmp[4096];
+	int fd, e;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.nshash-XXXXXX", path) >= sizeof(tmp))
+		return nshash_error_set(err, ENAMETOOLONG, "write %s: path too long", path);
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return nshash_error_set(err, errno, "write %s: create temporary file: %s", path, strerror(errno));
+	if (fchmod(fd, mode & 07777) < 0)
+		goto fail;
+	for (size_t off = 0; off < len;) {
+		ssize_t n = write(fd, data + off, len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			goto fail;
+		off += (size_t)n;
+	}
+	if (fsync(fd) < 0)
+		goto fail;
+	if (close(fd) < 0) {
+		fd = -1;
+		goto fail;
+	}
+	fd = -1;
+	if (rename(tmp, path) < 0)
+		goto fail;
+	return 0;
+fail:
+	e = errno;
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+	return nshash_error_set(err, e, "write %s: %s", path, strerror(e));
+}
+
+int nshash_oci_bundle_transform(const char *bundle, const struct nshash_oci_opts *opts, struct nshash_oci_result *res,
+				struct nshash_error *err)
+{
+	char path[4096], *text = NULL, *out = NULL;
+	size_t len, out_len;
+	struct stat st;
+	int r;
+
+	memset(res, 0, sizeof(*res));
+	if ((size_t)snprintf(path, sizeof(path), "%s/config.json", bundle) >= sizeof(path))
+		return nshash_error_set(err, ENAMETOOLONG, "bundle %.100s...: path too long", bundle);
+	if (stat(bundle, &st) < 0)
+		return nshash_error_set(err, errno, "bundle %s: %s", bundle, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return nshash_error_set(err, ENOTDIR, "bundle %s: not a directory", bundle);
+	r = nsh_read_file(path, NSHASH_OCI_CONFIG_MAX_BYTES, &text, &len, err);
+	if (r < 0)
+		return nshash_error_prefix(err, "bundle %s", bundle), r;
+	if (fstatat(AT_FDCWD, path, &st, 0) < 0) {
+		r = nshash_error_set(err, errno, "stat %s: %s", path, strerror(errno));
+		goto out;
+	}
+	r = nshash_oci_transform(text, len, opts, &out, &out_len, res, err);
+	if (r < 0) {
+		nshash_error_prefix(err, "%s", path);
+		goto out;
+	}
+	if (res->action == NSHASH_OCI_SIZED) {
+		r = write_atomic(path, out, out_len, st.st_mode, err);
+		if (r < 0) {
+			struct nshash_error e2;
+			nshash_pin_remove(res->pin_path, &e2);
+		}
+	}
+out:
+	free(text);
+	free(out);
+	return r;
+}
