@@ -384,23 +384,29 @@ int nshash_netns_create(const struct nshash_create_opts *opts, const char *pin_p
 	return 0;
 }
 
-int nshash_netns_replace(const struct nshash_create_opts *opts, const char *pin_path, struct nshash_netns_info *info,
-			 struct nshash_error *err)
+/* An fd on the netns bind-mounted at `pin_path`, or -errno. */
+static int open_pinned(const char *pin_path, struct nshash_error *err)
 {
-	cleanup_close int oldfd = open(pin_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (oldfd < 0)
+	int fd = open(pin_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
 		return nshash_error_set(err, errno, "replace netns %s: %s", pin_path, strerror(errno));
-	if (!nsh_fd_is_netns(oldfd))
+	if (!nsh_fd_is_netns(fd)) {
+		close(fd);
 		return nshash_error_set(err, EINVAL, "replace netns %s: not a bind-mounted network namespace pin",
 					pin_path);
-	cleanup_close int nsfd = -1;
-	int r = nshash_netns_new(opts, &nsfd, info, err);
-	if (r < 0)
-		return nshash_error_prefix(err, "replace netns %s", pin_path);
+	}
+	return fd;
+}
+
+int nshash_netns_swap(int nsfd, const char *pin_path, struct nshash_error *err)
+{
+	cleanup_close int oldfd = open_pinned(pin_path, err);
+	if (oldfd < 0)
+		return oldfd;
 	if (umount2(pin_path, MNT_DETACH) < 0)
 		return nshash_error_set(err, errno, "replace netns %s: unmount the old pin: %s (not a mount point?)",
 					pin_path, strerror(errno));
-	r = nsh_bind_fd(nsfd, pin_path);
+	int r = nsh_bind_fd(nsfd, pin_path);
 	if (r < 0) {
 		const char *restored = nsh_bind_fd(oldfd, pin_path) == 0 ? "old netns bound back"
 									 : "old netns could NOT be bound back";
@@ -408,4 +414,17 @@ int nshash_netns_replace(const struct nshash_create_opts *opts, const char *pin_
 					strerror(-r), restored);
 	}
 	return 0;
+}
+
+int nshash_netns_replace(const struct nshash_create_opts *opts, const char *pin_path, struct nshash_netns_info *info,
+			 struct nshash_error *err)
+{
+	cleanup_close int oldfd = open_pinned(pin_path, err);
+	if (oldfd < 0)
+		return oldfd;
+	cleanup_close int nsfd = -1;
+	int r = nshash_netns_new(opts, &nsfd, info, err);
+	if (r < 0)
+		return nshash_error_prefix(err, "replace netns %s", pin_path);
+	return nshash_netns_swap(nsfd, pin_path, err);
 }
