@@ -248,7 +248,7 @@ static void test_config(void **state)
 	assert_int_equal(cfg.max.tcp, 4096); /* no maxTcp: the default, rounded */
 	assert_int_equal(cfg.max.udp, 128);
 	assert_int_equal(cfg.on_failure, NSHASH_ON_FAILURE_WARN);
-	assert_int_equal(cfg.strategy, NSHASH_STRATEGY_NESTED);
+	assert_int_equal(cfg.strategy, NSHASH_STRATEGY_TEMPLATE);
 	nshash_cni_config_free(&cfg);
 
 	struct {
