@@ -76,23 +76,39 @@ static void drop_pin(const char *id, const char *pin_path)
  * current directory, as crun takes it), else BUNDLE/config.json. */
 static void config_target(const struct nshash_runtime_args *args, char *out, size_t len)
 {
-	if (args->config)
+	const char *bundle = args->bundle ? args->bundle : ".";
+	struct nshash_error err = {0};
+	struct stat st;
+
+	if (args->config) {
 		snprintf(out, len, "%s", args->config);
-	else
-		snprintf(out, len, "%s/config.json", args->bundle ? args->bundle : ".");
+		return;
+	}
+	if (stat(bundle, &st) < 0)
+		nshash_error_set(&err, errno, "bundle %s: %s", bundle, strerror(errno));
+	else if (!S_ISDIR(st.st_mode))
+		nshash_error_set(&err, ENOTDIR, "bundle %s: not a directory", bundle);
+	else if ((size_t)snprintf(out, len, "%s/config.json", bundle) >= len)
+		nshash_error_set(&err, ENAMETOOLONG, "bundle %.100s...: path too long", bundle);
+	if (err.msg[0])
+		die(args->id, err.msg);
 }
 
 /* Read the config; heal what an older wrapper left in it (rewriting the
  * file once).  The text to transform, malloc'd. */
-static char *read_config(const char *id, const char *target, const struct nshash_policy *policy, size_t *len)
+static char *read_config(const char *id, const char *bundle, const char *target, const struct nshash_policy *policy,
+			 size_t *len)
 {
 	struct nshash_error err = {0};
 	char *text, *healed, what[600];
 	size_t healed_len;
 	int r = nsh_read_file(target, NSHASH_OCI_CONFIG_MAX_BYTES, &text, len, &err);
 
-	if (r < 0)
+	if (r < 0) {
+		if (bundle)
+			nshash_error_prefix(&err, "bundle %s", bundle);
 		die(id, err.msg);
+	}
 	/* cheap test first: a leftover names a pin */
 	if (!memmem(text, *len, "/pins/", 6) &&
 	    !memmem(text, *len, NSHASH_ANNOTATION_PIN, strlen(NSHASH_ANNOTATION_PIN)))
@@ -162,7 +178,7 @@ static int wrap_create(char **argv, const char *runtime, const struct nshash_pol
 	if (nshash_oci_wrapper_pin_name(args->id, args->root, pin, sizeof(pin), &err) < 0)
 		die(NULL, err.msg); /* names the bad id */
 	config_target(args, target, sizeof(target));
-	text = read_config(args->id, target, policy, &len);
+	text = read_config(args->id, args->config ? NULL : args->bundle ? args->bundle : ".", target, policy, &len);
 	if (nshash_oci_transform(text, len, &opts, &sized, &sized_len, &res, &err) < 0) {
 		nshash_error_prefix(&err, "%s", target);
 		die(args->id, err.msg);
