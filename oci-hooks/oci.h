@@ -34,6 +34,7 @@ struct nshash_oci_opts {
 	enum nshash_oci_mode mode;
 	const struct nshash_policy *policy;
 	const char *pin_name; /* NULL = a random unique name */
+	const char *pin_path; /* wrapper: pin exactly there (its private tmpfs), not under STATE_DIR/pins */
 };
 enum nshash_oci_action {
 	NSHASH_OCI_UNTOUCHED = 0, /* no nshash annotations: output = input */

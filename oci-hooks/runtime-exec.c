@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Running the real runtime under nshash-runtime: as a child, with signals
- * passed on and its exit status kept, optionally reading a sized config in
- * place of the user's file through a bind mount that exists only in the
- * child's private mount namespace. */
+/* Running the real runtime under nshash-runtime: in place (exec), reading a
+ * sized config through a bind mount that exists only in the wrapper's
+ * private mount namespace, or as a child with signals passed on and its
+ * exit status kept. */
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -69,91 +69,76 @@ static void child_signals_reset(const sigset_t *old)
 	sigprocmask(SIG_SETMASK, old, NULL);
 }
 
-/* Child: the private mount namespace with the sized config over the
- * target.  0 or the failing step's errno (*step names it). */
-static int child_deliver(const struct nsh_runtime_child *c, const char **step)
+int nsh_private_enter(const char *run_dir, struct nsh_mnt_saved *saved, struct nshash_error *err)
+{
+	saved->mnt = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	saved->cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (saved->mnt < 0 || saved->cwd < 0)
+		return nshash_error_set(err, errno, "private mount namespace: save the current one: %s",
+					strerror(errno));
+	if (mkdir(run_dir, 0700) < 0 && errno != EEXIST)
+		return nshash_error_set(err, errno, "create %s: %s", run_dir, strerror(errno));
+	if (unshare(CLONE_NEWNS) < 0)
+		return nshash_error_set(err, errno, "unshare a mount namespace: %s", strerror(errno));
+	if (mount(NULL, "/", NULL, MS_SLAVE | MS_REC, NULL) < 0)
+		return nshash_error_set(err, errno, "make the mounts slaves of the host's: %s", strerror(errno));
+	if (mount("nshash", run_dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0700") < 0)
+		return nshash_error_set(err, errno, "mount a private tmpfs on %s: %s", run_dir, strerror(errno));
+	return 0;
+}
+
+int nsh_private_leave(struct nsh_mnt_saved *saved, struct nshash_error *err)
+{
+	/* setns into a mount namespace moves root and cwd to its root */
+	if (setns(saved->mnt, CLONE_NEWNS) < 0 || fchdir(saved->cwd) < 0)
+		return nshash_error_set(err, errno, "return to the host's mount namespace: %s", strerror(errno));
+	close(saved->mnt);
+	close(saved->cwd);
+	return 0;
+}
+
+int nsh_private_config(const char *run_dir, const char *config, size_t len, const char *target,
+		       struct nshash_error *err)
 {
 	char file[4200];
 	int fd;
 
-	*step = "unshare a mount namespace";
-	if (unshare(CLONE_NEWNS) < 0)
-		return errno;
-	/* slave: the host's mounts and unmounts (pins) still reach us, ours
-	 * never reach the host */
-	*step = "make the mounts slaves of the host's";
-	if (mount(NULL, "/", NULL, MS_SLAVE | MS_REC, NULL) < 0)
-		return errno;
-	*step = "mount a private tmpfs";
-	if (mount("nshash", c->run_dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0700") < 0)
-		return errno;
-	snprintf(file, sizeof(file), "%s/config.json", c->run_dir);
-	*step = "write the sized config";
+	snprintf(file, sizeof(file), "%s/config.json", run_dir);
 	fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
-		return errno;
-	if (nsh_write_all(fd, c->config, c->config_len) < 0) {
-		int e = errno ? errno : EIO;
+		return nshash_error_set(err, errno, "write %s: %s", file, strerror(errno));
+	if (nsh_write_all(fd, config, len) < 0) {
+		int e = errno;
 		close(fd);
-		return e;
+		return nshash_error_set(err, e, "write %s: %s", file, strerror(e));
 	}
 	close(fd);
-	*step = "bind it over the runtime's config";
-	if (mount(file, c->target, NULL, MS_BIND, NULL) < 0)
-		return errno;
+	if (mount(file, target, NULL, MS_BIND, NULL) < 0)
+		return nshash_error_set(err, errno, "bind the sized config over %s: %s", target, strerror(errno));
 	return 0;
 }
-
-struct child_failure {
-	int errnum;
-	char step[120];
-};
 
 int nsh_runtime_run(const struct nsh_runtime_child *c, int *status, struct nshash_error *err)
 {
 	sigset_t set, old;
-	int pipefd[2];
 	pid_t pid;
 
-	if (pipe2(pipefd, O_CLOEXEC) < 0)
-		return nshash_error_set(err, errno, "start %s: pipe: %s", c->runtime, strerror(errno));
 	/* Blocked across the fork: a signal now is handled once child_pid is
 	 * known (passed on), or in the child after its dispositions are reset. */
 	forwarded_set(&set);
 	sigprocmask(SIG_BLOCK, &set, &old);
 	pid = fork();
 	if (pid == 0) {
-		struct child_failure f = {0};
-		const char *step = "exec";
 		child_signals_reset(&old);
-		close(pipefd[0]);
-		f.errnum = c->config ? child_deliver(c, &step) : 0;
-		if (f.errnum == 0) {
-			execv(c->runtime, c->argv);
-			f.errnum = errno;
-			step = "exec";
-		}
-		snprintf(f.step, sizeof(f.step), "%s", step);
-		if (write(pipefd[1], &f, sizeof(f)) < 0) {
-			/* the parent sees the exit status alone */
-		}
+		execv(c->runtime, c->argv);
 		_exit(127);
 	}
 	int fork_errno = errno;
 	if (pid > 0)
 		child_pid = pid;
 	sigprocmask(SIG_SETMASK, &old, NULL);
-	close(pipefd[1]);
-	if (pid < 0) {
-		close(pipefd[0]);
+	if (pid < 0)
 		return nshash_error_set(err, fork_errno, "start %s: fork: %s", c->runtime, strerror(fork_errno));
-	}
-	struct child_failure f = {0};
-	ssize_t n;
-	do
-		n = read(pipefd[0], &f, sizeof(f));
-	while (n < 0 && errno == EINTR);
-	close(pipefd[0]);
 	while (waitpid(pid, status, 0) < 0) {
 		if (errno != EINTR) {
 			child_pid = 0;
@@ -161,13 +146,6 @@ int nsh_runtime_run(const struct nsh_runtime_child *c, int *status, struct nshas
 		}
 	}
 	child_pid = 0;
-	if (n == (ssize_t)sizeof(f) && f.errnum) {
-		f.step[sizeof(f.step) - 1] = '\0';
-		if (!strcmp(f.step, "exec"))
-			return nshash_error_set(err, f.errnum, "exec %s: %s", c->runtime, strerror(f.errnum));
-		return nshash_error_set(err, f.errnum, "hand the sized config to %s: %s (%s over %s): %s", c->runtime,
-					f.step, c->run_dir, c->target, strerror(f.errnum));
-	}
 	return 0;
 }
 

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* nshash-runtime: an OCI runtime wrapper called exactly like runc.  On
  * create/run it sizes the container's netns from its io.nshash.*
- * annotations (the transform of the precreate hook) and starts the real
- * runtime with the argv untouched, reading the sized config through a bind
- * mount in a private mount namespace: the user's bundle is never written,
- * and no hook runs.  After create the pin goes (the container's processes
- * hold the netns).  On delete a pin a killed wrapper or an older version
- * left is removed once no process uses it.  Everything else is a pure exec;
- * the runtime's exit status is always the wrapper's.
+ * annotations (the transform of the precreate hook) in a private mount
+ * namespace of its own, where the netns is pinned and the sized config bound
+ * over the file the runtime reads, and then becomes the real runtime (exec,
+ * argv untouched).  The user's bundle is never written, no hook runs, and
+ * the pin exists only where the runtime sees it: it goes with the runtime
+ * process, however that ends.  On delete a pin an older version left is
+ * removed once no process uses it.  The runtime's exit status is always the
+ * wrapper's.
  * Policy file: $NSHASH_POLICY, else /etc/nshash/nshash.json. */
 #include <errno.h>
 #include <limits.h>
@@ -42,26 +43,6 @@ static void find_log(int argc, char **argv, int stop)
 		else if (!strncmp(a, "-log-format=", 12))
 			log_format = a + 12;
 	}
-}
-
-/* The runtime with the wrapper's global options and CMD ARGS... (for the
- * `delete --force` after a failed check). */
-static int run_command(const char *runtime, char **argv, const struct nshash_runtime_args *args, const char *cmd,
-		       const char *opt)
-{
-	char *cargv[args->subcommand_index + 4];
-	struct nsh_runtime_child child = {.runtime = runtime, .argv = cargv};
-	struct nshash_error err;
-	int n = 0, status;
-
-	cargv[n++] = (char *)runtime;
-	for (int i = 1; i < args->subcommand_index; i++)
-		cargv[n++] = argv[i];
-	cargv[n++] = (char *)cmd;
-	cargv[n++] = (char *)opt;
-	cargv[n++] = (char *)args->id;
-	cargv[n] = NULL;
-	return nsh_runtime_run(&child, &status, &err) < 0 ? -1 : status;
 }
 
 static void drop_pin(const char *id, const char *pin_path)
@@ -132,46 +113,30 @@ static char *read_config(const char *id, const char *bundle, const char *target,
 	return healed;
 }
 
-/* After create / run --detach: the init must be in the pin's netns.  With
- * no pid file the runtime is trusted to have joined the path it was given. */
-static int check_init(const char *pid_file, const struct stat *pin, struct nshash_error *err)
+/* Does the config ask for sizes?  1 yes, 0 no, -1 a bad request (the
+ * transform reports it).  Cheap: most configs never name nshash. */
+static int asks_sizes(const char *text, size_t len)
 {
-	char *text, path[64];
-	size_t len;
-	struct stat st;
-	long pid;
+	struct nshash_oci_request req;
+	struct nshash_error err;
 
-	if (!pid_file)
+	if (!memmem(text, len, NSHASH_ANNOTATION_PREFIX, strlen(NSHASH_ANNOTATION_PREFIX)))
 		return 0;
-	if (nsh_read_file(pid_file, 64, &text, &len, err) < 0)
-		return nshash_error_prefix(err, "check the container's netns: pid file"), -EIO;
-	pid = strtol(text, NULL, 10);
-	free(text);
-	if (pid <= 0)
-		return nshash_error_set(err, EINVAL, "check the container's netns: pid file %s holds no pid", pid_file);
-	snprintf(path, sizeof(path), "/proc/%ld/ns/net", pid);
-	if (stat(path, &st) < 0)
-		return nshash_error_set(err, errno, "check the container's netns: %s: %s", path, strerror(errno));
-	if (st.st_ino != pin->st_ino || st.st_dev != pin->st_dev)
-		return nshash_error_set(err, NSHASH_E_MISMATCH,
-					"the container's init (pid %ld) is not in the sized netns the config named "
-					"(netns inode %lu, expected %lu): the runtime did not join it",
-					pid, (unsigned long)st.st_ino, (unsigned long)pin->st_ino);
-	return 0;
+	if (nshash_oci_request_parse(text, len, &req, &err) < 0)
+		return -1;
+	return req.present && (req.sizes.tcp || req.sizes.udp);
 }
 
-/* create / run: size, start the runtime on the sized config, drop the pin. */
-static int wrap_create(char **argv, const char *runtime, const struct nshash_policy *policy,
-		       const struct nshash_runtime_args *args)
+/* create / run: size in the private mount namespace, become the runtime. */
+static void wrap_create(const struct nshash_policy *policy, const struct nshash_runtime_args *args)
 {
 	struct nshash_error err = {0};
 	struct nshash_oci_result res;
-	char pin[300], target[PATH_MAX], run_dir[1100], *text, *sized;
+	struct nsh_mnt_saved saved = {-1, -1};
+	char pin[300], pin_path[1200], target[PATH_MAX], run_dir[1100], *text, *sized;
 	size_t len, sized_len;
-	struct nshash_oci_opts opts = {.mode = NSHASH_OCI_WRAPPER, .policy = policy, .pin_name = pin};
-	bool foreground = !strcmp(args->subcommand, "run") && !args->detach;
-	struct stat pin_st;
-	int status;
+	struct nshash_oci_opts opts = {
+	    .mode = NSHASH_OCI_WRAPPER, .policy = policy, .pin_name = pin, .pin_path = pin_path};
 
 	if (!args->id)
 		die(NULL, "create: no container id in the arguments");
@@ -179,6 +144,15 @@ static int wrap_create(char **argv, const char *runtime, const struct nshash_pol
 		die(NULL, err.msg); /* names the bad id */
 	config_target(args, target, sizeof(target));
 	text = read_config(args->id, args->config ? NULL : args->bundle ? args->bundle : ".", target, policy, &len);
+	int asks = asks_sizes(text, len);
+	if (asks == 0) {
+		free(text);
+		return; /* exec */
+	}
+	snprintf(run_dir, sizeof(run_dir), "%s/run", policy->state_dir);
+	snprintf(pin_path, sizeof(pin_path), "%s/netns", run_dir);
+	if (asks > 0 && nsh_private_enter(run_dir, &saved, &err) < 0)
+		die(args->id, err.msg);
 	if (nshash_oci_transform(text, len, &opts, &sized, &sized_len, &res, &err) < 0) {
 		nshash_error_prefix(&err, "%s", target);
 		die(args->id, err.msg);
@@ -186,13 +160,18 @@ static int wrap_create(char **argv, const char *runtime, const struct nshash_pol
 	free(text);
 	nshash_oci_log_result(args->id, &res);
 	if (res.action != NSHASH_OCI_SIZED) {
+		/* the runtime joins the netns the config names, from the host's
+		 * mount namespace as it would without nshash */
 		free(sized);
-		if (nsh_runtime_exec(runtime, argv, &err) < 0)
+		if (saved.mnt >= 0 && nsh_private_leave(&saved, &err) < 0)
 			die(args->id, err.msg);
+		return;
 	}
-	/* a pin exists from here on: every way out removes it */
-	if (res.shared_propagation) {
+	if (saved.mnt < 0) { /* sized although the request looked bad: never pin on the host */
 		drop_pin(args->id, res.pin_path);
+		die(args->id, "internal error: sized outside the private mount namespace");
+	}
+	if (res.shared_propagation) {
 		nshash_error_set(&err, EINVAL,
 				 "%s: cannot size a container that asks for shared mount propagation "
 				 "(rootfsPropagation or a mount option shared/rshared): nshash-runtime hands the "
@@ -201,45 +180,11 @@ static int wrap_create(char **argv, const char *runtime, const struct nshash_pol
 				 target, NSHASH_ANNOTATION_TCP, NSHASH_ANNOTATION_UDP);
 		die(args->id, err.msg);
 	}
-	if (stat(res.pin_path, &pin_st) < 0 || nsh_signal_noted()) {
-		int sig = nsh_signal_noted();
-		drop_pin(args->id, res.pin_path);
-		if (sig)
-			nsh_exit_as(W_EXITCODE(0, sig));
-		die(args->id, "the sized netns's pin vanished");
-	}
-	snprintf(run_dir, sizeof(run_dir), "%s/run", policy->state_dir);
-	if (mkdir(run_dir, 0700) < 0 && errno != EEXIST) {
-		drop_pin(args->id, res.pin_path);
-		nshash_error_set(&err, errno, "create %s: %s", run_dir, strerror(errno));
+	if (nsh_private_config(run_dir, sized, sized_len, target, &err) < 0)
 		die(args->id, err.msg);
-	}
-	struct nsh_runtime_child child = {
-	    .runtime = runtime,
-	    .argv = argv,
-	    .config = sized,
-	    .config_len = sized_len,
-	    .target = target,
-	    .run_dir = run_dir,
-	};
-	if (nsh_runtime_run(&child, &status, &err) < 0) {
-		drop_pin(args->id, res.pin_path);
-		die(args->id, err.msg);
-	}
 	free(sized);
-	if (!foreground && WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
-	    check_init(args->pid_file, &pin_st, &err) < 0) {
-		if (policy->on_failure == NSHASH_ON_FAILURE_WARN) {
-			nshash_log(NSHASH_LOG_WARN, args->id, "%s (onFailure warn: container runs anyway)", err.msg);
-		} else {
-			run_command(runtime, argv, args, "delete", "--force");
-			drop_pin(args->id, res.pin_path);
-			die(args->id, err.msg);
-		}
-	}
-	/* The container's processes hold the netns now (or it is gone). */
-	drop_pin(args->id, res.pin_path);
-	nsh_exit_as(status);
+	close(saved.mnt);
+	close(saved.cwd);
 }
 
 /* delete: nothing to do unless a pin named for this container is left (a
@@ -296,8 +241,9 @@ int main(int argc, char **argv)
 		die(args.id, err.msg);
 	argv[0] = runtime;
 
+	/* everything but delete with a leftover pin ends in this exec */
 	if (args.subcommand && (!strcmp(args.subcommand, "create") || !strcmp(args.subcommand, "run")))
-		wrap_create(argv, runtime, &policy, &args);
+		wrap_create(&policy, &args);
 	else if (args.subcommand && !strcmp(args.subcommand, "delete") && args.id)
 		wrap_delete(argv, runtime, &policy, &args);
 	if (nsh_runtime_exec(runtime, argv, &err) < 0)

@@ -221,12 +221,15 @@ static int create_pinned(struct transform *t, struct nshash_error *err)
 		snprintf(t->name, sizeof(t->name), "%s", t->opts->pin_name);
 	else
 		r = nsh_oci_random_pin_name(t->name, sizeof(t->name), err);
-	if (r == 0)
+	if (r == 0 && t->opts->pin_path)
+		snprintf(res->pin_path, sizeof(res->pin_path), "%s", t->opts->pin_path);
+	else if (r == 0)
 		r = nshash_oci_pin_path(policy, t->name, res->pin_path, sizeof(res->pin_path), err);
 	if (r < 0)
 		return r;
 	snprintf(dir, sizeof(dir), "%s/pins", policy->state_dir);
-	r = nshash_pin_dir_prepare(dir, err);
+	if (!t->opts->pin_path)
+		r = nshash_pin_dir_prepare(dir, err);
 	if (r == 0) {
 		struct nshash_create_opts copts = {
 		    .sizes = res->request.sizes,

@@ -39,7 +39,7 @@ assert_eq "4096 1024 1" "$(run_in b1 t30a)" "runc: tcp=4096 udp=1024 read back i
 assert_eq "$sum" "$(sha256sum <"$D/b1/config.json")" "config.json byte for byte (the runtime read the sized config elsewhere)"
 assert_eq "640" "$(stat -c %a "$D/b1/config.json")" "config.json keeps its mode"
 assert_eq 0 "$(engines_pins_left "$S")" "no pin left after the container exited"
-assert_contains "$(cat "$D/nshash.log")" "t30a: sized netns pinned at $S/pins/t30a-" "log names the container and pin"
+assert_contains "$(cat "$D/nshash.log")" "t30a: sized netns pinned at $S/run/netns" "log names the container and the (private) pin"
 assert_contains "$(cat "$D/nshash.log")" "requested tcp=4096 udp=1024, effective tcp=4096 udp=1024" "log has requested and effective sizes"
 assert_not_contains "$(cat "$D/nshash.log")" "nshash-hook" "no hook ran"
 assert_eq "4096 1024 1" "$(run_in b1 t30a)" "the same bundle run again is sized again"

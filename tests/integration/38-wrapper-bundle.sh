@@ -5,17 +5,17 @@
 #   - config.json byte for byte (content, inode, mode) after a foreground
 #     run, after create, start and delete; nothing from nshash in the
 #     runtime's view (no hook), the container sized all the same
-#   - no pin while a created container lives (its processes hold the netns);
-#     a foreground run's pin goes when the run ends, and when the wrapper is
-#     SIGKILLed, gc reclaims it once the container is gone; a delete that
-#     fails on a running container keeps the pin
+#   - no pin on the host at any time (it lives in the runtime's own mount
+#     namespace), also when the wrapper is SIGKILLed; a pin an older version
+#     left is kept by a delete that fails on the running container and
+#     removed by the delete of the stopped one
 #   - exit statuses equal plain runc's and crun's (unknown ids, a container's
 #     own exit status, a signal)
 #   - crun's --config / -f: the file crun reads is the one sized, and no file
 #     is changed
 #   - a config an older nshash-runtime left behind (io.nshash.pin, a netns
 #     path under STATE/pins/ that no longer exists, its hooks) heals
-#   - SIGTERM before and right after the fork: cleanup, status 143
+#   - SIGTERM while sizing or while the runtime starts: status 143, nothing left
 #   - parallel foreground runs of one bundle
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/engines.sh"
@@ -80,7 +80,7 @@ CMD=$SIZES
 nshash-runtime --root "$ROOT" create -b "$D/b2" --pid-file "$D/b2.pid" t38b </dev/null >/dev/null 2>"$D/err"
 assert_eq 0 $? "create through the wrapper $(cat "$D/err")"
 unchanged b2 "after create"
-assert_eq "0 0" "$(pins) $(pin_files)" "after create: no pin (the container's processes hold the netns)"
+assert_eq "0 0" "$(pins) $(pin_files)" "after create: no pin on the host (the container's processes hold the netns)"
 assert_eq "0 0" "$(grep -c nshash-hook "$ROOT/t38b/state.json") $(grep -c io.nshash.pin "$ROOT/t38b/state.json")" \
 	"the runtime's copy of the config has no nshash hook and no io.nshash.pin"
 assert_eq "16384 2048" "$(netns_sizes_of_pid "$(cat "$D/b2.pid")")" "the created container's init is in the sized netns"
@@ -183,31 +183,40 @@ out=$(cd "$D/h3" && nshash-runtime --root "$ROOT" run t38h4 2>"$D/err")
 assert_eq "8192 $(cut -d' ' -f2 <<<"$GLOBAL")" "$out" "a dead path under STATE/pins/ alone (other sizes asked): sized, no false 'already exists' $(cat "$D/err")"
 assert_eq "0 0" "$(pins) $(pin_files)" "healing leaves no pin"
 
-# ---- pins: a failed delete of a running container keeps it; SIGKILL + gc
+# ---- pins: none on the host, ever; SIGKILL; a pin an older version left
 CMD='sleep 300'
 bundle k1 io.nshash.tcp=4096
 (cd "$D/k1" && exec setsid nshash-runtime --root "$ROOT" run t38k1 </dev/null >/dev/null 2>&1) &
 wp=$!
 wait_status "$ROOT" t38k1 running
-assert_eq 1 "$(pins)" "a foreground run holds its pin while it runs"
+assert_eq "0 0" "$(pins) $(pin_files)" "a foreground run: no pin on the host (only in the runtime's mount namespace)"
+assert_eq "4096" "$(netns_sizes_of_pid "$(runc --root "$ROOT" state t38k1 | jq -r .pid)" | cut -d' ' -f1)" "the running container is sized"
+kill -9 $wp
+wait $wp 2>/dev/null
+assert_eq "running 0 0" "$(runc --root "$ROOT" state t38k1 | jq -r .status) $(pins) $(pin_files)" \
+	"the wrapper (runc run) SIGKILLed: the container runs on, nothing left on the host for gc"
+# what an older wrapper left: a pin STATE/pins/ID-HASH of the container's netns
+fnv() { # FNV-1a of $1, as the wrapper names pins for a --root
+	local h=2166136261 i c
+	for ((i = 0; i < ${#1}; i++)); do
+		printf -v c '%d' "'${1:i:1}"
+		h=$(((h ^ c) * 16777619 & 0xffffffff))
+	done
+	printf '%08x' $h
+}
+OLD=$S/pins/t38k1-$(fnv "$ROOT")
+mkdir -p "$S/pins" && touch "$OLD" && mount --bind "/proc/$(runc --root "$ROOT" state t38k1 | jq -r .pid)/ns/net" "$OLD"
 r1=$(st runc --root "$ROOT" delete t38k1)
 r2=$(st nshash-runtime --root "$ROOT" delete t38k1)
 assert_eq "$r1" "$r2" "delete of a running container: the wrapper exits like runc ($r1)"
-assert_eq "1 running" "$(pins) $(runc --root "$ROOT" state t38k1 | jq -r .status)" "the failed delete kept the pin of the running container"
-kill -9 $wp
-wait $wp 2>/dev/null
-assert_eq "running" "$(runc --root "$ROOT" state t38k1 | jq -r .status)" "the container outlives its SIGKILLed wrapper"
-nshash --state-dir "$S" gc --stale-age 0 >/dev/null 2>&1
-assert_eq 1 "$(pins)" "gc keeps the pin while the container uses it"
+assert_eq "1 running" "$(pins) $(runc --root "$ROOT" state t38k1 | jq -r .status)" "the failed delete kept the old pin: the running container uses it"
 runc --root "$ROOT" kill t38k1 KILL
-for _ in $(seq 100); do runc --root "$ROOT" state t38k1 >/dev/null 2>&1 || break; sleep 0.05; done
-runc --root "$ROOT" delete -f t38k1 >/dev/null 2>&1
-sleep 1
-nshash --state-dir "$S" gc --stale-age 1 >"$D/gc.out" 2>&1
-assert_eq "0 0" "$(pins) $(pin_files)" "gc reclaims the pin once the container is gone $(cat "$D/gc.out")"
+wait_status "$ROOT" t38k1 stopped
+nshash-runtime --root "$ROOT" delete t38k1
+assert_eq "0 0 0" "$? $(pins) $(pin_files)" "delete of the stopped container removed the old pin"
 unchanged k1 "after a SIGKILLed foreground run"
 
-# ---- SIGTERM right after the fork (the runtime is slow to start)
+# ---- SIGTERM while the runtime is slow to start
 printf '#!/bin/sh\nsleep 3 & wait $!\nexec runc "$@"\n' >"$D/slow-runc"
 chmod +x "$D/slow-runc"
 engines_policy "$D/policy-slow.json" "{\"stateDir\": \"$S\", \"runtime\": \"$D/slow-runc\"}"
@@ -217,14 +226,14 @@ bundle t1 io.nshash.tcp=4096
 NSHASH_POLICY=$D/policy-slow.json setsid nshash-runtime --root "$ROOT" run -b "$D/t1" t38t1 </dev/null >/dev/null 2>&1 &
 wp=$!
 sleep 0.5
-assert_eq 1 "$(pins)" "the slow runtime is starting: the wrapper holds the pin"
+assert_eq "0 0" "$(pins) $(pin_files)" "the slow runtime is starting: no pin on the host"
 kill -TERM $wp
 wait $wp
-assert_eq 143 $? "SIGTERM in the fork window: the wrapper ends as the runtime did (143)"
-assert_eq "0 0" "$(pins) $(pin_files)" "SIGTERM in the fork window: pin removed"
-unchanged t1 "after SIGTERM in the fork window"
+assert_eq 143 $? "SIGTERM while the runtime starts: the wrapper ends as the runtime did (143)"
+assert_eq "0 0" "$(pins) $(pin_files)" "SIGTERM while the runtime starts: no pin"
+unchanged t1 "after SIGTERM while the runtime starts"
 
-# ---- SIGTERM at random points (before the fork too)
+# ---- SIGTERM at random points (while sizing, too)
 CMD='trap "exit 7" TERM; while :; do sleep 0.05; done'
 bundle t2 io.nshash.tcp=4096 io.nshash.udp=512
 bad=""
