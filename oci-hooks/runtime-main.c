@@ -187,9 +187,9 @@ static void wrap_create(const struct nshash_policy *policy, const struct nshash_
 	close(saved.cwd);
 }
 
-/* delete: nothing to do unless a pin named for this container is left (a
- * wrapper killed before it dropped it, an older version's): then delete,
- * and remove the pin once no process uses its netns.  Never asks `state`. */
+/* delete: nothing to do unless a pin an older version left for this
+ * container is there: then delete, and remove the pin once no process uses
+ * its netns.  Never asks `state`. */
 static int wrap_delete(char **argv, const char *runtime, const struct nshash_policy *policy,
 		       const struct nshash_runtime_args *args)
 {
