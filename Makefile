@@ -25,9 +25,9 @@ LDLIBS := $(PKG_LIBS)
 # libnshash itself needs no JSON: only libnl and libcap.
 LIB_LDLIBS := $(shell pkg-config --libs libnl-3.0 libnl-route-3.0 libcap 2>/dev/null)
 # The hook, the wrapper and the plugin are linked statically, libc included:
-# each call is a fresh exec on a container's start path, and an exec without the dynamic loader costs
-# ~0.85 ms here against ~1.1 ms with a shared libc and ~2.3 ms with json-c,
-# libnl and libcap shared too.  It also frees them from the library path of
+# each call is a fresh exec on a container's start path, and an exec without
+# the dynamic loader costs ~0.85 ms here against ~1.1 ms with a shared libc
+# and ~2.3 ms with json-c, libnl and libcap shared too.  It also frees them from the library path of
 # the almost empty environment hooks run in.  (The linker warns that libnl's
 # address-printing helpers would need glibc's NSS at run time: nshash never
 # calls them.)
