@@ -111,8 +111,11 @@ struct nshash_cni_ops {
 	int (*inspect)(const char *path, struct nshash_netns_info *info, struct nshash_error *err);
 	int (*occupancy)(const char *path, struct nshash_occupancy *occ, struct nshash_error *err);
 	int (*probe)(struct nshash_probe *probe, struct nshash_error *err);
-	int (*replace)(const struct nshash_create_opts *opts, const char *pin_path, struct nshash_netns_info *info,
-		       struct nshash_error *err);
+	/* ADD makes the sized netns while it looks inside CNI_NETNS
+	 * (occupancy, in a thread), then swaps it in. */
+	int (*create)(const struct nshash_create_opts *opts, int *nsfd, struct nshash_netns_info *info,
+		      struct nshash_error *err);
+	int (*swap)(int nsfd, const char *pin_path, struct nshash_error *err);
 	/* How long ADD waits for a process found in the netns to leave before
 	 * refusing: containerd's CRI runs the loopback network's plugin in
 	 * parallel with the pod network, and it enters the netns for a few ms. */

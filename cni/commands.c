@@ -2,11 +2,13 @@
 /* ADD, CHECK, STATUS and VERSION. */
 #include <json-c/json.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cni.h"
 
@@ -15,7 +17,8 @@ const struct nshash_cni_ops nshash_cni_system_ops = {
     .inspect = nshash_inspect_path,
     .occupancy = nshash_netns_occupancy,
     .probe = nshash_probe,
-    .replace = nshash_netns_replace,
+    .create = nshash_netns_new,
+    .swap = nshash_netns_swap,
     .process_grace_ms = 3000,
 };
 
@@ -106,81 +109,118 @@ static int request_and_netns(struct run *r, struct nshash_sizes *req, bool *from
 }
 
 /* Occupancy of the netns, giving a process found inside up to
- * ops->process_grace_ms to leave (a plugin of a parallel network). */
-static int occupancy_settled(struct run *r, const char *netns, struct nshash_occupancy *occ, struct nshash_error *e)
+ * ops->process_grace_ms to leave (a plugin of a parallel network).  Runs
+ * in a thread of its own while the sized netns is made: it touches only
+ * its job, never the run's output or error. */
+struct occupancy_job {
+	const struct nshash_cni_ops *ops;
+	const char *netns;
+	struct nshash_occupancy occ;
+	unsigned waited; /* ms */
+	int r;		 /* 0 or -errno (e) */
+	struct nshash_error e;
+};
+
+static void *occupancy_settled(void *arg)
 {
+	struct occupancy_job *j = arg;
 	const unsigned step_ms = 10;
-	unsigned waited = 0;
+
 	for (;;) {
-		if (r->ops->occupancy(netns, occ, e) < 0)
-			return -r->err.err.errnum;
-		if (!occ->pid || occ->links || waited >= r->ops->process_grace_ms)
+		j->r = j->ops->occupancy(j->netns, &j->occ, &j->e);
+		if (j->r < 0 || !j->occ.pid || j->occ.links || j->waited >= j->ops->process_grace_ms)
 			break;
 		struct timespec ts = {0, step_ms * 1000000L};
 		nanosleep(&ts, NULL);
-		waited += step_ms;
+		j->waited += step_ms;
 	}
-	if (waited && !occ->pid)
-		nsh_cni_log(r, "waited %u ms for a process to leave %s", waited, netns);
-	return 0;
+	return NULL;
 }
 
-/* ADD, decide: can CNI_NETNS be replaced?  0 yes; 1 no, but onFailure
- * warn lets the chain go on; -errno no. */
+/* ADD, decide from what CNI_NETNS is and from prevResult: can it be
+ * replaced?  0 yes; 1 no, but onFailure warn lets the chain go on; -errno
+ * no. */
 static int add_refusal(struct run *r, const char *want, enum nshash_path_kind kind, const char *detail)
 {
 	const char *netns = r->env->netns;
-	struct nshash_error e;
 	char names[256];
-	struct nshash_occupancy occ;
-	int s = 0;
 
 	if (kind == NSHASH_PATH_PROC)
-		s = soft_failure(
+		return soft_failure(
 		    r, NSHASH_CNI_E_NOT_RESIZABLE,
 		    "cannot size the netns %s (%s): it is a process's netns, created by the runtime "
 		    "with the container already inside, and table sizes are fixed when a netns is created; "
 		    "nshash works only with runtimes that pin the netns before ADD (containerd CRI, CRI-O, "
 		    "podman); here use the nshash OCI hook or runtime wrapper instead",
 		    netns, want);
-	else if (kind == NSHASH_PATH_LINK)
-		s = soft_failure(r, NSHASH_CNI_E_NOT_RESIZABLE,
-				 "cannot size the netns %s (%s): it is a symbolic link (to %s), not the runtime's pin; "
-				 "nshash replaces only a netns bind-mounted at CNI_NETNS itself",
-				 netns, want, detail);
-	else if (prev_sandbox_interfaces(r, names, sizeof(names)))
-		s = soft_failure(r, NSHASH_CNI_E_NOT_RESIZABLE,
-				 "cannot size the netns %s (%s): prevResult already has container interfaces (%s), "
-				 "so nshash is not the first plugin; place nshash first in the conflist's plugins list",
-				 netns, want, names);
-	else if (occupancy_settled(r, netns, &occ, &e) < 0)
-		return nshash_cni_fail(&r->err, NSHASH_CNI_E_IO, NULL, "cannot size the netns %s: %s", netns, e.msg);
-	else if (occ.links)
-		s = soft_failure(r, NSHASH_CNI_E_NOT_RESIZABLE,
-				 "cannot size the netns %s (%s): it already has interfaces besides lo (%s); place "
-				 "nshash first in the conflist's plugins list so it runs before any interface exists",
-				 netns, want, occ.link_names);
-	else if (occ.pid)
-		s = soft_failure(
+	if (kind == NSHASH_PATH_LINK)
+		return soft_failure(r, NSHASH_CNI_E_NOT_RESIZABLE,
+				    "cannot size the netns %s (%s): it is a symbolic link (to %s), not the runtime's "
+				    "pin; nshash replaces only a netns bind-mounted at CNI_NETNS itself",
+				    netns, want, detail);
+	if (prev_sandbox_interfaces(r, names, sizeof(names)))
+		return soft_failure(r, NSHASH_CNI_E_NOT_RESIZABLE,
+				    "cannot size the netns %s (%s): prevResult already has container interfaces (%s), "
+				    "so nshash is not the first plugin; place nshash first in the conflist's plugins "
+				    "list",
+				    netns, want, names);
+	return 0;
+}
+
+/* ADD, decide from what lives in CNI_NETNS (the occupancy job): 0 it can
+ * be replaced; 1 no, but onFailure warn; -errno no. */
+static int add_occupied(struct run *r, const char *want, const struct occupancy_job *j)
+{
+	const char *netns = r->env->netns;
+
+	if (j->r < 0)
+		return nshash_cni_fail(&r->err, NSHASH_CNI_E_IO, NULL, "cannot size the netns %s: %s", netns, j->e.msg);
+	if (j->waited && !j->occ.pid)
+		nsh_cni_log(r, "waited %u ms for a process to leave %s", j->waited, netns);
+	if (j->occ.links)
+		return soft_failure(r, NSHASH_CNI_E_NOT_RESIZABLE,
+				    "cannot size the netns %s (%s): it already has interfaces besides lo (%s); place "
+				    "nshash first in the conflist's plugins list so it runs before any interface "
+				    "exists",
+				    netns, want, j->occ.link_names);
+	if (j->occ.pid)
+		return soft_failure(
 		    r, NSHASH_CNI_E_NOT_RESIZABLE,
 		    "cannot size the netns %s (%s): process %d (%s) already lives in it (still after %u ms); "
 		    "a netns can be replaced only before anything joins it",
-		    netns, want, (int)occ.pid, occ.comm, r->ops->process_grace_ms);
-	return s;
+		    netns, want, (int)j->occ.pid, j->occ.comm, r->ops->process_grace_ms);
+	return 0;
 }
 
-/* ADD, apply: replace CNI_NETNS by a sized netns and check it through the
- * path.  0, 1 (failed, onFailure warn), or -errno. */
+/* A failed creation: the probe says why when it is the host (old kernel,
+ * missing privileges), else the creation's own error. */
+static int create_failed(struct run *r, struct nshash_sizes req, const char *want, const struct nshash_error *ce)
+{
+	struct nshash_probe probe;
+	struct nshash_error e;
+
+	if (r->ops->probe(&probe, &e) < 0 || nshash_probe_require(&probe, req, &e) < 0)
+		return soft_failure(r, NSHASH_CNI_E_CREATE, "cannot size the netns %s (%s): %s", r->env->netns, want,
+				    e.msg);
+	int code = ce->errnum == NSHASH_E_FALLBACK ? NSHASH_CNI_E_FALLBACK
+		   : ce->errnum == NSHASH_E_BUDGET ? NSHASH_CNI_E_BUDGET
+						   : NSHASH_CNI_E_CREATE;
+	return soft_failure(r, code, "replace netns %s: %s", r->env->netns, ce->msg);
+}
+
+/* ADD, apply: make the sized netns while the occupancy job looks inside
+ * CNI_NETNS (the /proc scan costs as much as the creation, and on two
+ * cores they overlap), then, if nothing lives there, swap it in and check
+ * it through the path.  0, 1 (refused or failed under onFailure warn), or
+ * -errno. */
 static int add_replace(struct run *r, struct nshash_sizes req, const char *want, struct nshash_netns_info *seen)
 {
 	const char *netns = r->env->netns;
+	struct occupancy_job job = {.ops = r->ops, .netns = netns};
 	struct nshash_netns_info info;
 	struct nshash_error e;
-	struct nshash_probe probe;
-
-	if (r->ops->probe(&probe, &e) < 0 || nshash_probe_require(&probe, req, &e) < 0)
-		return soft_failure(r, NSHASH_CNI_E_CREATE, "cannot size the netns %s (%s): %s", netns, want, e.msg);
-
+	pthread_t thread;
+	int nsfd = -1, s;
 	struct nshash_create_opts opts = {
 	    .sizes = req,
 	    .strategy = r->cfg.strategy,
@@ -194,18 +234,26 @@ static int add_replace(struct run *r, struct nshash_sizes req, const char *want,
 	struct nsh_cni_charge charge = {0};
 	if (r->ops == &nshash_cni_system_ops)
 		nsh_cni_charge_enter(r, &charge);
-	int rr = r->ops->replace(&opts, netns, &info, &e);
+	bool threaded = pthread_create(&thread, NULL, occupancy_settled, &job) == 0;
+	int created = r->ops->create(&opts, &nsfd, &info, &e);
+
+	if (threaded)
+		pthread_join(thread, NULL);
+	else
+		occupancy_settled(&job);
 	nsh_cni_charge_leave(r, &charge);
-	if (rr < 0) {
-		int code = e.errnum == NSHASH_E_FALLBACK ? NSHASH_CNI_E_FALLBACK
-			   : e.errnum == NSHASH_E_BUDGET ? NSHASH_CNI_E_BUDGET
-							 : NSHASH_CNI_E_CREATE;
-		return soft_failure(r, code, "%s", e.msg);
-	}
-	if (nshash_verify(&info, req, netns, &e) < 0) {
-		return soft_failure(r, e.errnum == NSHASH_E_FALLBACK ? NSHASH_CNI_E_FALLBACK : NSHASH_CNI_E_CREATE,
-				    "%s", e.msg);
-	}
+	s = add_occupied(r, want, &job);
+	if (s == 0 && created < 0)
+		s = create_failed(r, req, want, &e);
+	if (s == 0 && nshash_verify(&info, req, netns, &e) < 0)
+		s = soft_failure(r, e.errnum == NSHASH_E_FALLBACK ? NSHASH_CNI_E_FALLBACK : NSHASH_CNI_E_CREATE, "%s",
+				 e.msg);
+	if (s == 0 && r->ops->swap(nsfd, netns, &e) < 0)
+		s = soft_failure(r, NSHASH_CNI_E_CREATE, "%s", e.msg);
+	if (nsfd >= 0)
+		close(nsfd);
+	if (s != 0)
+		return s;
 	/* What the next plugins and the runtime will open is the path, not
 	 * the netns the library made: look again through the path. */
 	if (r->ops->inspect(netns, seen, &e) < 0 || nshash_verify(seen, req, netns, &e) < 0) {

@@ -292,7 +292,7 @@ int nshash_cni_config_parse(const char *text, size_t len, struct nshash_cni_conf
 
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->on_failure = NSHASH_ON_FAILURE_FAIL;
-	cfg->strategy = NSHASH_STRATEGY_NESTED;
+	cfg->strategy = NSHASH_STRATEGY_TEMPLATE; /* one unshare per ADD instead of two */
 	r = nsh_cni_decode(text, len, &root, err);
 	if (r < 0)
 		return r;

@@ -121,6 +121,8 @@ int nsh_read_file(const char *path, size_t max, char **out, size_t *out_len, str
  * file read, for owner and mode checks. */
 int nsh_read_file_stat(const char *path, size_t max, char **out, size_t *out_len, struct stat *st,
 		       struct nshash_error *err);
+/* Write all of p (retrying short writes and EINTR): 0, or -1 with errno. */
+int nsh_write_all(int fd, const char *p, size_t len);
 
 /* ------------------------------------------------------------ text */
 /* Append printf-style to the NUL-terminated `buf` of size `len`; cut when

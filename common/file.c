@@ -102,3 +102,20 @@ int nsh_read_fd(int fd, const char *what, size_t max, char **out, size_t *out_le
 	*out_len = len;
 	return 0;
 }
+
+int nsh_write_all(int fd, const char *p, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n == 0)
+				errno = EIO;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}

@@ -473,33 +473,33 @@ int nshash_netns_create(const struct nshash_create_opts *opts, const char *pin_p
 	return 0;
 }
 
-int nshash_netns_replace(const struct nshash_create_opts *opts, const char *pin_path, struct nshash_netns_info *info,
-			 struct nshash_error *err)
+/* An fd on the netns bind-mounted at `pin_path` (never anything else
+ * opened: see nsh_path_open_netns), or -errno. */
+static int open_pinned(const char *pin_path, struct nshash_error *err)
 {
-	cleanup_close int oldfd = -1;
+	int fd = -1;
 	const char *not_netns;
-	int r = nsh_path_open_netns(pin_path, false, &oldfd, &not_netns);
+	int r = nsh_path_open_netns(pin_path, false, &fd, &not_netns);
 	if (r < 0)
 		return nshash_error_set(err, r, "replace netns %s: %s", pin_path, strerror(-r));
 	if (not_netns)
 		return nshash_error_set(err, EINVAL, "replace netns %s: not a bind-mounted network namespace pin (%s)",
 					pin_path, not_netns);
-	cleanup_close int nsfd = -1;
-	struct nsh_ticket ticket;
-	r = netns_new_recorded(opts, pin_path, &nsfd, info, &ticket, err);
-	if (r < 0)
-		return nshash_error_prefix(err, "replace netns %s", pin_path);
-	if (umount2(pin_path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0) {
-		int e = errno;
-		nsh_ledger_cancel(nsh_state_dir(opts->state_dir), &ticket);
-		return nshash_error_set(err, e, "replace netns %s: unmount the old pin: %s (not a mount point?)",
-					pin_path, strerror(e));
-	}
+	return fd;
+}
+
+int nshash_netns_swap(int nsfd, const char *pin_path, struct nshash_error *err)
+{
+	cleanup_close int oldfd = open_pinned(pin_path, err);
+	if (oldfd < 0)
+		return oldfd;
+	if (umount2(pin_path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
+		return nshash_error_set(err, errno, "replace netns %s: unmount the old pin: %s (not a mount point?)",
+					pin_path, strerror(errno));
 	/* The file under the old mount, held without following a link. */
 	cleanup_close int target = open(pin_path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	r = target < 0 ? -errno : nsh_bind_fd(nsfd, target);
+	int r = target < 0 ? -errno : nsh_bind_fd(nsfd, target);
 	if (r < 0) {
-		nsh_ledger_cancel(nsh_state_dir(opts->state_dir), &ticket);
 		const char *restored = target >= 0 && nsh_bind_fd(oldfd, target) == 0
 					   ? "old netns bound back"
 					   : "old netns could NOT be bound back";
@@ -507,4 +507,21 @@ int nshash_netns_replace(const struct nshash_create_opts *opts, const char *pin_
 					restored);
 	}
 	return 0;
+}
+
+int nshash_netns_replace(const struct nshash_create_opts *opts, const char *pin_path, struct nshash_netns_info *info,
+			 struct nshash_error *err)
+{
+	cleanup_close int oldfd = open_pinned(pin_path, err);
+	if (oldfd < 0)
+		return oldfd;
+	cleanup_close int nsfd = -1;
+	struct nsh_ticket ticket;
+	int r = netns_new_recorded(opts, pin_path, &nsfd, info, &ticket, err);
+	if (r < 0)
+		return nshash_error_prefix(err, "replace netns %s", pin_path);
+	r = nshash_netns_swap(nsfd, pin_path, err);
+	if (r < 0)
+		nsh_ledger_cancel(nsh_state_dir(opts->state_dir), &ticket);
+	return r;
 }

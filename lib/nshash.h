@@ -204,6 +204,9 @@ int nshash_netns_create(const struct nshash_create_opts *opts, const char *pin_p
  * failure after the detach, the old netns is bound back. */
 int nshash_netns_replace(const struct nshash_create_opts *opts, const char *pin_path, struct nshash_netns_info *info,
 			 struct nshash_error *err);
+/* The second half of nshash_netns_replace: put the netns of `nsfd` (made
+ * with nshash_netns_new) where the nsfs bind mount at `pin_path` was. */
+int nshash_netns_swap(int nsfd, const char *pin_path, struct nshash_error *err);
 
 /* ---------------------------------------------------------------- table memory budget */
 /* STATE_DIR/ledger records, under the state lock, every netns with own

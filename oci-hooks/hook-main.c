@@ -26,20 +26,6 @@ static int usage(void)
 	return 2;
 }
 
-static int write_all(int fd, const char *p, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* podman 4 drops a precreate hook's stderr and reports only "exit status
  * 1": say it also on podman's own stderr, where the user looks. */
 static void tell_podman(const char *msg)
@@ -87,7 +73,7 @@ static int precreate(const struct nshash_policy *policy, const char *in, size_t 
 		tell_podman(err.msg);
 		return 1;
 	}
-	if (write_all(STDOUT_FILENO, out, out_len) < 0) {
+	if (nsh_write_all(STDOUT_FILENO, out, out_len) < 0) {
 		nshash_log(NSHASH_LOG_ERROR, who, "write config to stdout: %s", strerror(errno));
 		if (res.action == NSHASH_OCI_SIZED && nshash_pin_remove(res.pin_path, &err) < 0)
 			nshash_log(NSHASH_LOG_ERROR, NULL, "%s", err.msg);
@@ -97,6 +83,28 @@ static int precreate(const struct nshash_policy *policy, const char *in, size_t 
 	free(out);
 	nshash_oci_log_result(who, &res);
 	return 0;
+}
+
+/* The precreate pin has done its work once the container's init is in
+ * that very netns: the init's processes hold it from now on, so the pin
+ * goes here and no poststop hook is needed (one process less per start). */
+static void drop_joined_pin(const struct nshash_policy *policy, const struct nshash_oci_state *st)
+{
+	struct nshash_error err = {0};
+	char pin[4096], proc[64];
+	struct stat a, b;
+
+	if (!st->request.pin[0] || nshash_oci_pin_path(policy, st->request.pin, pin, sizeof(pin), &err) < 0 ||
+	    nshash_pin_is_netns(pin, &err) != 1)
+		return;
+	snprintf(proc, sizeof(proc), "/proc/%d/ns/net", (int)st->pid);
+	if (stat(pin, &a) < 0 || stat(proc, &b) < 0 || a.st_ino != b.st_ino || a.st_dev != b.st_dev)
+		return; /* not this container's netns: poststop or gc decides */
+	if (nshash_oci_cleanup(policy, st->request.pin, &err) < 0)
+		nshash_log(NSHASH_LOG_WARN, st->id, "%s", err.msg);
+	else
+		nshash_log(NSHASH_LOG_INFO, st->id, "removed pin %s/pins/%s (the container's init holds the netns)",
+			   policy->state_dir, st->request.pin);
 }
 
 static int verify(const struct nshash_policy *policy, const struct nshash_oci_state *st)
@@ -117,6 +125,7 @@ static int verify(const struct nshash_policy *policy, const struct nshash_oci_st
 		nshash_log(NSHASH_LOG_INFO, st->id,
 			   "verified pid %d: requested tcp=%u udp=%u, effective tcp=%ld udp=%ld", (int)st->pid,
 			   st->request.sizes.tcp, st->request.sizes.udp, info.tcp_entries, info.udp_entries);
+	drop_joined_pin(policy, st);
 	return 0;
 }
 

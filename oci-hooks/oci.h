@@ -28,12 +28,13 @@ int nshash_oci_request_parse(const char *json, size_t len, struct nshash_oci_req
 
 enum nshash_oci_mode {
 	NSHASH_OCI_PRECREATE = 0, /* podman's precreate: config on stdin */
-	NSHASH_OCI_WRAPPER = 1,	  /* nshash-runtime: add verify + cleanup hooks */
+	NSHASH_OCI_WRAPPER = 1,	  /* nshash-runtime: the path only (no io.nshash.pin) */
 };
 struct nshash_oci_opts {
 	enum nshash_oci_mode mode;
 	const struct nshash_policy *policy;
 	const char *pin_name;	 /* NULL = a random unique name */
+	const char *pin_path;	 /* wrapper: pin exactly there (its private tmpfs), not under STATE_DIR/pins */
 	const char *hook_path;	 /* wrapper: absolute path of nshash-hook */
 	const char *policy_path; /* wrapper: passed to the added hooks; NULL = none */
 	/* wrapper: sizes from --nshash-tcp/--nshash-udp, used when the config
@@ -56,6 +57,7 @@ struct nshash_oci_result {
 	char hostname[256];	       /* the config's hostname (podman: the short id), for logs */
 	bool from_defaults;	       /* the request is opts->defaults, not annotations */
 	char moved[256];	       /* TRANSPLANTED: the links moved, "eth0, eth1" */
+	bool shared_propagation;       /* rootfsPropagation or a mount asks for shared propagation */
 };
 /* The one config transform shared by the hook and the wrapper.  On success
  * *out is a malloc'd config (a copy of the input when nothing changed) and,
@@ -66,11 +68,6 @@ int nshash_oci_transform(const char *config, size_t len, const struct nshash_oci
 /* One log line for what a transform did (nothing for UNTOUCHED): requested
  * and effective sizes, the pin or the warning. */
 void nshash_oci_log_result(const char *who, const struct nshash_oci_result *result);
-/* The same on BUNDLE/config.json, rewritten atomically (temp file + rename,
- * same mode) only when changed. */
-int nshash_oci_bundle_transform(const char *bundle, const struct nshash_oci_opts *opts,
-				struct nshash_oci_result *result, struct nshash_error *err);
-
 /* OCI state (stdin of every hook but precreate). */
 struct nshash_oci_state {
 	char id[256];
@@ -115,6 +112,8 @@ struct nshash_runtime_args {
 	const char *subcommand; /* "create", "run", "delete", ... or NULL */
 	const char *root;	/* --root value or NULL */
 	const char *bundle;	/* --bundle/-b value or NULL (= cwd) */
+	const char *config;	/* create/run --config/-f value (crun) or NULL */
+	const char *pid_file;	/* create/run --pid-file value or NULL */
 	const char *id;		/* container id or NULL */
 	bool force;		/* delete --force / -f */
 	bool detach;		/* run --detach / -d */

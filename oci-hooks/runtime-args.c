@@ -95,6 +95,10 @@ static int parse_subcommand(int argc, char *const argv[], int i, struct nshash_r
 			}
 			if (opt_is(arg, "bundle", &dummy) || opt_is(arg, "b", &dummy))
 				a->bundle = v;
+			else if (opt_is(arg, "config", &dummy) || opt_is(arg, "f", &dummy))
+				a->config = v;
+			else if (opt_is(arg, "pid-file", &dummy))
+				a->pid_file = v;
 		} else if (!strcmp(arg, "-f") || !strcmp(arg, "--force") || !strcmp(arg, "-force")) {
 			a->force = true;
 		} else if (!strcmp(arg, "-d") || !strcmp(arg, "--detach") || !strcmp(arg, "-detach")) {
@@ -103,6 +107,8 @@ static int parse_subcommand(int argc, char *const argv[], int i, struct nshash_r
 	}
 	if (create && a->bundle && !a->bundle[0])
 		return nshash_error_set(err, EINVAL, "%s: empty --bundle", a->subcommand);
+	if (create && a->config && !a->config[0])
+		return nshash_error_set(err, EINVAL, "%s: empty --config", a->subcommand);
 	return 0;
 }
 

@@ -1,25 +1,29 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* nshash-runtime: an OCI runtime wrapper called exactly like runc.  On
  * create/run it sizes the container's netns from its io.nshash.*
- * annotations (same transform as the precreate hook, plus verify and cleanup
- * hooks), then execs the real runtime with the argv untouched.  On delete it
- * also removes the container's pin.  Everything else is a pure exec.
+ * annotations (the transform of the precreate hook) in a private mount
+ * namespace of its own, where the netns is pinned and the sized config bound
+ * over the file the runtime reads, and then becomes the real runtime (exec,
+ * argv untouched).  The user's bundle is never written, no hook runs, and
+ * the pin exists only where the runtime sees it: it goes with the runtime
+ * process, however that ends.  On delete a pin an older version left is
+ * removed once no process uses it.  The runtime's exit status is always the
+ * wrapper's.
  * Policy file: $NSHASH_POLICY, else /etc/nshash/nshash.json. */
 #include <errno.h>
-#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "oci.h"
+#include "runtime.h"
 
 static const char *log_path, *log_format;
 
-static void die(const char *id, const char *msg)
+__attribute__((noreturn)) static void die(const char *id, const char *msg)
 {
 	nshash_log(NSHASH_LOG_ERROR, id, "%s", msg);
 	exit(1);
@@ -41,91 +45,106 @@ static void find_log(int argc, char **argv, int stop)
 	}
 }
 
-static volatile pid_t child_pid;
-
-static void forward_signal(int sig)
+static void drop_pin(const char *id, const char *pin_path)
 {
-	if (child_pid > 0)
-		kill(child_pid, sig);
+	struct nshash_error err;
+
+	if (nshash_pin_remove(pin_path, &err) < 0)
+		nshash_log(NSHASH_LOG_WARN, id, "%s", err.msg);
 }
 
-/* Run the real runtime and return its exit status (128+N for a signal);
- * signals a terminal or an engine sends us go to it. */
-static int run_runtime(const char *runtime, char **argv, bool quiet)
+/* The file the runtime will read: crun's --config/-f (relative to the
+ * current directory, as crun takes it), else BUNDLE/config.json. */
+static void config_target(const struct nshash_runtime_args *args, char *out, size_t len)
 {
-	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
-	struct sigaction sa = {.sa_handler = forward_signal, .sa_flags = SA_RESTART};
-	int status;
-	pid_t pid = fork();
+	const char *bundle = args->bundle ? args->bundle : ".";
+	struct nshash_error err = {0};
+	struct stat st;
 
-	if (pid > 0) {
-		child_pid = pid;
-		for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-			sigaction(sigs[i], &sa, NULL);
-	}
-
-	if (pid < 0)
-		die(NULL, "fork failed");
-	if (pid == 0) {
-		/* a quiet probe that cannot be silenced must not talk over the
-		 * container's output: it fails instead */
-		if (quiet && (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr)))
-			_exit(127);
-		execv(runtime, argv);
-		_exit(127);
-	}
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return 127;
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-/* After a failed delete: does the runtime still know the container?  (A
- * create that never happened, e.g. the wrapper was killed, leaves a pin that
- * the engine's "delete --force" must still clean.) */
-static bool container_exists(const char *runtime, int argc, char **argv, const struct nshash_runtime_args *args)
-{
-	char *sargv[argc + 3];
-	int n = 0;
-
-	sargv[n++] = (char *)runtime;
-	for (int i = 1; i < args->subcommand_index; i++)
-		sargv[n++] = argv[i];
-	sargv[n++] = "state";
-	sargv[n++] = (char *)args->id;
-	sargv[n] = NULL;
-	return run_runtime(runtime, sargv, true) == 0;
-}
-
-/* Where the verify/cleanup hooks the transform adds live: hookPath, else
- * nshash-hook next to this binary. */
-static void hook_location(const struct nshash_policy *policy, const char *self, char *hook, size_t len)
-{
-	char dir[PATH_MAX];
-
-	if (policy->hook_path[0]) {
-		snprintf(hook, len, "%s", policy->hook_path);
+	if (args->config) {
+		snprintf(out, len, "%s", args->config);
 		return;
 	}
-	snprintf(dir, sizeof(dir), "%s", self);
-	snprintf(hook, len, "%s/nshash-hook", dirname(dir));
+	if (stat(bundle, &st) < 0)
+		nshash_error_set(&err, errno, "bundle %s: %s", bundle, strerror(errno));
+	else if (!S_ISDIR(st.st_mode))
+		nshash_error_set(&err, ENOTDIR, "bundle %s: not a directory", bundle);
+	else if ((size_t)snprintf(out, len, "%s/config.json", bundle) >= len)
+		nshash_error_set(&err, ENAMETOOLONG, "bundle %.100s...: path too long", bundle);
+	if (err.msg[0])
+		die(args->id, err.msg);
 }
 
-/* create / run: transform the bundle's config.  Returns -1 to go on and
- * exec the runtime, or the exit status of a `run` it waited for. */
-static int wrap_create(int argc, char **argv, const char *runtime, const char *self, const char *policy_path,
-		       const struct nshash_policy *policy, const struct nshash_runtime_args *args,
-		       const struct nshash_runtime_defaults *defaults)
+/* Read the config; heal what an older wrapper left in it (rewriting the
+ * file once).  The text to transform, malloc'd. */
+static char *read_config(const char *id, const char *bundle, const char *target, const struct nshash_policy *policy,
+			 size_t *len)
+{
+	struct nshash_error err = {0};
+	char *text, *healed, what[600];
+	size_t healed_len;
+	int r = nsh_read_file(target, NSHASH_OCI_CONFIG_MAX_BYTES, &text, len, &err);
+
+	if (r < 0) {
+		if (bundle)
+			nshash_error_prefix(&err, "bundle %s", bundle);
+		die(id, err.msg);
+	}
+	/* cheap test first: a leftover names a pin */
+	if (!memmem(text, *len, "/pins/", 6) &&
+	    !memmem(text, *len, NSHASH_ANNOTATION_PIN, strlen(NSHASH_ANNOTATION_PIN)))
+		return text;
+	r = nsh_oci_heal(text, *len, policy, &healed, &healed_len, what, sizeof(what), &err);
+	if (r <= 0) {
+		if (r < 0)
+			die(id, err.msg);
+		return text;
+	}
+	char shown[PATH_MAX];
+	if (!realpath(target, shown))
+		snprintf(shown, sizeof(shown), "%s", target);
+	if (nsh_write_replacing(target, healed, healed_len, &err) < 0)
+		nshash_log(NSHASH_LOG_WARN, id, "%s (left as it was)", err.msg);
+	else
+		nshash_log(NSHASH_LOG_INFO, id, "healed %s: removed what an older nshash-runtime left there (%s)",
+			   shown, what);
+	free(text);
+	*len = healed_len;
+	return healed;
+}
+
+/* Does the config ask for sizes (its annotations, else the wrapper's
+ * --nshash-tcp/--nshash-udp)?  1 yes, 0 no, -1 a bad request (the
+ * transform reports it).  Cheap: most configs never name nshash. */
+static int asks_sizes(const char *text, size_t len, const struct nshash_runtime_defaults *d)
+{
+	struct nshash_oci_request req;
+	struct nshash_error err;
+	bool by_default = d->present && (d->sizes.tcp || d->sizes.udp);
+
+	if (!memmem(text, len, NSHASH_ANNOTATION_PREFIX, strlen(NSHASH_ANNOTATION_PREFIX)))
+		return by_default;
+	if (nshash_oci_request_parse(text, len, &req, &err) < 0)
+		return -1;
+	if (req.present) /* annotations win, wholly */
+		return req.sizes.tcp || req.sizes.udp;
+	return by_default;
+}
+
+/* create / run: size in the private mount namespace, become the runtime. */
+static void wrap_create(const struct nshash_policy *policy, const struct nshash_runtime_args *args,
+			const struct nshash_runtime_defaults *defaults)
 {
 	struct nshash_error err = {0};
 	struct nshash_oci_result res;
-	char hook[PATH_MAX + 16], pin[300];
+	struct nsh_mnt_saved saved = {-1, -1};
+	char pin[300], pin_path[1200], target[PATH_MAX], run_dir[1100], *text, *sized;
+	size_t len, sized_len;
 	struct nshash_oci_opts opts = {
 	    .mode = NSHASH_OCI_WRAPPER,
 	    .policy = policy,
 	    .pin_name = pin,
-	    .hook_path = hook,
-	    .policy_path = policy_path,
+	    .pin_path = pin_path,
 	    .defaults = defaults->present ? &defaults->sizes : NULL,
 	};
 
@@ -133,37 +152,77 @@ static int wrap_create(int argc, char **argv, const char *runtime, const char *s
 		die(NULL, "create: no container id in the arguments");
 	if (nshash_oci_wrapper_pin_name(args->id, args->root, pin, sizeof(pin), &err) < 0)
 		die(NULL, err.msg); /* names the bad id */
-	hook_location(policy, self, hook, sizeof(hook));
-	if (nshash_oci_bundle_transform(args->bundle ? args->bundle : ".", &opts, &res, &err) < 0)
+	config_target(args, target, sizeof(target));
+	text = read_config(args->id, args->config ? NULL : args->bundle ? args->bundle : ".", target, policy, &len);
+	int asks = asks_sizes(text, len, defaults);
+	if (asks == 0) {
+		free(text);
+		return; /* exec */
+	}
+	snprintf(run_dir, sizeof(run_dir), "%s/run", policy->state_dir);
+	snprintf(pin_path, sizeof(pin_path), "%s/netns", run_dir);
+	if (asks > 0 && nsh_private_enter(run_dir, &saved, &err) < 0)
 		die(args->id, err.msg);
+	if (nshash_oci_transform(text, len, &opts, &sized, &sized_len, &res, &err) < 0) {
+		nshash_error_prefix(&err, "%s", target);
+		die(args->id, err.msg);
+	}
+	free(text);
 	nshash_oci_log_result(args->id, &res);
-	if (strcmp(args->subcommand, "run") != 0 || res.action != NSHASH_OCI_SIZED)
-		return -1;
-	/* runc run can fail before the container exists (bad rootfs):
-	 * then no poststop runs.  Stay around to clean up. */
-	int status = run_runtime(runtime, argv, false);
-	/* a foreground run has deleted its container by now */
-	if ((!args->detach || !container_exists(runtime, argc, argv, args)) &&
-	    nshash_oci_cleanup(policy, pin, &err) != 0)
-		nshash_log(NSHASH_LOG_WARN, args->id, "%s", err.msg);
-	return status;
+	if (res.action != NSHASH_OCI_SIZED) {
+		/* the runtime joins the netns the config names, from the host's
+		 * mount namespace as it would without nshash */
+		free(sized);
+		if (saved.mnt >= 0 && nsh_private_leave(&saved, &err) < 0)
+			die(args->id, err.msg);
+		return;
+	}
+	if (saved.mnt < 0) { /* sized although the request looked bad: never pin on the host */
+		drop_pin(args->id, res.pin_path);
+		die(args->id, "internal error: sized outside the private mount namespace");
+	}
+	if (res.shared_propagation) {
+		nshash_error_set(&err, EINVAL,
+				 "%s: cannot size a container that asks for shared mount propagation "
+				 "(rootfsPropagation or a mount option shared/rshared): nshash-runtime hands the "
+				 "runtime the sized config in a private mount namespace, where mounts cannot reach "
+				 "the host; drop %s/%s, or size its netns with `nshash create` and a netns path",
+				 target, NSHASH_ANNOTATION_TCP, NSHASH_ANNOTATION_UDP);
+		die(args->id, err.msg);
+	}
+	if (nsh_private_config(run_dir, sized, sized_len, target, &err) < 0)
+		die(args->id, err.msg);
+	free(sized);
+	close(saved.mnt);
+	close(saved.cwd);
 }
 
-/* delete: run it, then drop the pin: cleanup must not depend on poststop
- * alone, and must not happen if the delete failed. */
-static int wrap_delete(int argc, char **argv, const char *runtime, const struct nshash_policy *policy,
+/* delete: nothing to do unless a pin an older version left for this
+ * container is there: then delete, and remove the pin once no process uses
+ * its netns.  Never asks `state`. */
+static int wrap_delete(char **argv, const char *runtime, const struct nshash_policy *policy,
 		       const struct nshash_runtime_args *args)
 {
 	struct nshash_error err = {0};
-	char pin[300];
-	int status = run_runtime(runtime, argv, false);
+	struct nshash_occupancy occ;
+	char pin[300], pin_path[4096];
+	struct stat st;
+	int status;
 
-	if (status != 0 && container_exists(runtime, argc, argv, args))
-		return status;
 	if (nshash_oci_wrapper_pin_name(args->id, args->root, pin, sizeof(pin), &err) < 0 ||
-	    nshash_oci_cleanup(policy, pin, &err) != 0)
-		nshash_log(NSHASH_LOG_WARN, args->id, "%s", err.msg);
-	return 0;
+	    nshash_oci_pin_path(policy, pin, pin_path, sizeof(pin_path), &err) < 0 ||
+	    (lstat(pin_path, &st) < 0 && errno == ENOENT))
+		return -1;
+	struct nsh_runtime_child child = {.runtime = runtime, .argv = argv};
+	if (nsh_runtime_run(&child, &status, &err) < 0)
+		die(args->id, err.msg);
+	if (nshash_pin_is_netns(pin_path, &err) != 1)
+		drop_pin(args->id, pin_path); /* a stale pin file */
+	else if (nshash_netns_occupancy(pin_path, &occ, &err) < 0)
+		nshash_log(NSHASH_LOG_WARN, args->id, "keeping pin %s: %s", pin_path, err.msg);
+	else if (occ.pid == 0)
+		drop_pin(args->id, pin_path);
+	nsh_exit_as(status);
 }
 
 /* `nshash-runtime --version` (or -v, --help, -h) before any command: say
@@ -180,8 +239,8 @@ static void say_who(int argc, char **argv, const struct nshash_runtime_args *arg
 			       NSHASH_VERSION, runtime);
 		else if (help)
 			printf("nshash-runtime %s: called like runc; sizes the network namespace of containers with "
-			       "io.nshash.tcp/io.nshash.udp annotations, then runs %s (man nshash-runtime).  %s's own "
-			       "help follows.\n\n",
+			       "io.nshash.tcp/io.nshash.udp annotations (or --nshash-tcp/--nshash-udp), then runs %s "
+			       "(man nshash-runtime).  %s's own help follows.\n\n",
 			       NSHASH_VERSION, runtime, runtime);
 		if (version || help) {
 			fflush(stdout);
@@ -195,18 +254,18 @@ int main(int argc, char **argv)
 	const char *policy_path = getenv("NSHASH_POLICY");
 	struct nshash_policy policy;
 	struct nshash_runtime_args args;
+	struct nshash_runtime_defaults defaults;
 	struct nshash_error err = {0};
 	char self[PATH_MAX], runtime[PATH_MAX];
 	ssize_t n;
-	int status = -1;
 
+	nsh_signals_catch();
 	nshash_policy_defaults(&policy); /* syslog too, before the policy is read */
 	nshash_log_setup("nshash-runtime", &policy);
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (n < 0)
 		die(NULL, "readlink /proc/self/exe failed");
 	self[n] = '\0';
-	struct nshash_runtime_defaults defaults;
 	int own = nshash_runtime_own_options(&argc, argv, &defaults, &err);
 	if (own == 0 && nshash_runtime_args_parse(argc, argv, &args, &err) < 0)
 		own = -1;
@@ -228,19 +287,18 @@ int main(int argc, char **argv)
 	argv[0] = runtime;
 	say_who(argc, argv, &args, runtime);
 
-	/* Orphans of containers whose create failed (one stat, but for one
-	 * call per reclaimInterval). */
+	/* Orphans of containers whose create failed after the hook pinned them
+	 * (one stat, but for one call per reclaimInterval). */
 	char msg[1400];
 	if (nsh_reclaim_orphans(policy.state_dir, policy.stale_age, policy.reclaim_interval, msg, sizeof(msg)))
 		nshash_log(NSHASH_LOG_INFO, args.id, "%s", msg);
+
+	/* everything but delete with a leftover pin ends in this exec */
 	if (args.subcommand && (!strcmp(args.subcommand, "create") || !strcmp(args.subcommand, "run")))
-		status = wrap_create(argc, argv, runtime, self, policy_path, &policy, &args, &defaults);
+		wrap_create(&policy, &args, &defaults);
 	else if (args.subcommand && !strcmp(args.subcommand, "delete") && args.id)
-		status = wrap_delete(argc, argv, runtime, &policy, &args);
-	if (status >= 0)
-		return status;
-	execv(runtime, argv);
-	nshash_error_set(&err, errno, "exec %.900s: %s", runtime, strerror(errno));
-	die(args.id, err.msg);
+		wrap_delete(argv, runtime, &policy, &args);
+	if (nsh_runtime_exec(runtime, argv, &err) < 0)
+		die(args.id, err.msg);
 	return 1;
 }

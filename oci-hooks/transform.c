@@ -29,44 +29,6 @@ struct json_object *nsh_oci_network_entry(struct json_object *doc)
 	return NULL;
 }
 
-static int add_hook(struct json_object *doc, const char *stage, const struct nshash_oci_opts *opts,
-		    struct nshash_error *err)
-{
-	struct json_object *hooks, *list, *hook, *args;
-
-	if (!json_object_object_get_ex(doc, "hooks", &hooks)) {
-		hooks = json_object_new_object();
-		json_object_object_add(doc, "hooks", hooks);
-	}
-	if (!json_object_is_type(hooks, json_type_object))
-		return nshash_error_set(err, EINVAL, "config: \"hooks\" is not an object");
-	if (!json_object_object_get_ex(hooks, stage, &list)) {
-		list = json_object_new_array();
-		json_object_object_add(hooks, stage, list);
-	}
-	if (!json_object_is_type(list, json_type_array))
-		return nshash_error_set(err, EINVAL, "config: \"hooks.%s\" is not an array", stage);
-	/* drop what an earlier transform of this bundle added */
-	for (size_t i = json_object_array_length(list); i-- > 0;) {
-		struct json_object *p, *e = json_object_array_get_idx(list, i);
-		if (json_object_is_type(e, json_type_object) && json_object_object_get_ex(e, "path", &p) &&
-		    json_object_is_type(p, json_type_string) && !strcmp(json_object_get_string(p), opts->hook_path))
-			json_object_array_del_idx(list, i, 1);
-	}
-	hook = json_object_new_object();
-	args = json_object_new_array();
-	json_object_array_add(args, json_object_new_string(opts->hook_path));
-	json_object_array_add(args, json_object_new_string(stage));
-	if (opts->policy_path) {
-		json_object_array_add(args, json_object_new_string("--policy"));
-		json_object_array_add(args, json_object_new_string(opts->policy_path));
-	}
-	json_object_object_add(hook, "path", json_object_new_string(opts->hook_path));
-	json_object_object_add(hook, "args", args);
-	json_object_array_add(list, hook);
-	return 0;
-}
-
 static int dup_out(const char *text, size_t len, char **out, size_t *out_len, struct nshash_error *err)
 {
 	*out = malloc(len + 1);
@@ -93,6 +55,37 @@ struct transform {
 /* What decide and apply conclude. */
 enum { KEEP_CONFIG = 0, SIZE_NETNS = 1, CONFIG_CHANGED = 2, TRANSPLANT_NETNS = 3 };
 
+static bool is_shared(const char *s)
+{
+	return s && (!strcmp(s, "shared") || !strcmp(s, "rshared"));
+}
+
+/* Mounts the container makes must reach the host: linux.rootfsPropagation
+ * or a mount option shared/rshared (Kubernetes "Bidirectional"). */
+static bool wants_shared_propagation(struct json_object *doc)
+{
+	struct json_object *linux_, *prop, *mounts;
+
+	if (json_object_object_get_ex(doc, "linux", &linux_) &&
+	    json_object_object_get_ex(linux_, "rootfsPropagation", &prop) &&
+	    json_object_is_type(prop, json_type_string) && is_shared(json_object_get_string(prop)))
+		return true;
+	if (!json_object_object_get_ex(doc, "mounts", &mounts) || !json_object_is_type(mounts, json_type_array))
+		return false;
+	for (size_t i = 0; i < json_object_array_length(mounts); i++) {
+		struct json_object *options, *m = json_object_array_get_idx(mounts, i);
+		if (!json_object_is_type(m, json_type_object) || !json_object_object_get_ex(m, "options", &options) ||
+		    !json_object_is_type(options, json_type_array))
+			continue;
+		for (size_t k = 0; k < json_object_array_length(options); k++) {
+			struct json_object *o = json_object_array_get_idx(options, k);
+			if (json_object_is_type(o, json_type_string) && is_shared(json_object_get_string(o)))
+				return true;
+		}
+	}
+	return false;
+}
+
 /* Parse: the document, its hostname (for logs) and the request. */
 static int transform_parse(struct transform *t, const char *config, size_t len, struct nshash_error *err)
 {
@@ -107,6 +100,7 @@ static int transform_parse(struct transform *t, const char *config, size_t len, 
 	if (json_object_object_get_ex(t->doc, "hostname", &h) && json_object_is_type(h, json_type_string))
 		snprintf(t->res->hostname, sizeof(t->res->hostname), "%s", json_object_get_string(h));
 	json_object_object_get_ex(t->doc, "annotations", &t->ann);
+	t->res->shared_propagation = wants_shared_propagation(t->doc);
 	r = nsh_oci_request_from_annotations(t->ann, &t->res->request, err);
 	const struct nshash_sizes *d = t->opts->defaults;
 	if (r == 0 && !t->res->request.present && d && (d->tcp || d->udp)) {
@@ -231,11 +225,6 @@ static int transform_decide(struct transform *t, struct nshash_error *err)
 		return r;
 	if (t->path)
 		return decide_given_path(t, err);
-	if (opts->mode == NSHASH_OCI_WRAPPER && (!opts->hook_path || access(opts->hook_path, X_OK)))
-		return nshash_error_set(err, ENOENT,
-					"verify hook %s: not an executable (install nshash-hook next to nshash-runtime "
-					"or set hookPath in the policy)",
-					opts->hook_path ? opts->hook_path : "(none)");
 	return SIZE_NETNS;
 }
 
@@ -252,13 +241,17 @@ static int create_pinned(struct transform *t, struct nshash_error *err)
 		snprintf(t->name, sizeof(t->name), "%s", t->opts->pin_name);
 	else
 		r = nsh_oci_random_pin_name(t->name, sizeof(t->name), err);
-	if (r == 0)
+	if (r == 0 && t->opts->pin_path)
+		snprintf(res->pin_path, sizeof(res->pin_path), "%s", t->opts->pin_path);
+	else if (r == 0)
 		r = nshash_oci_pin_path(policy, t->name, res->pin_path, sizeof(res->pin_path), err);
 	if (r < 0)
 		return r;
-	r = nshash_state_subdir(policy->state_dir, "pins", dir, sizeof(dir), err);
-	if (r == 0)
-		r = nshash_pin_dir_prepare(dir, err);
+	if (!t->opts->pin_path) {
+		r = nshash_state_subdir(policy->state_dir, "pins", dir, sizeof(dir), err);
+		if (r == 0)
+			r = nshash_pin_dir_prepare(dir, err);
+	}
 	if (r == 0) {
 		struct nshash_create_opts copts = {
 		    .sizes = res->request.sizes,
@@ -278,20 +271,6 @@ static int create_pinned(struct transform *t, struct nshash_error *err)
 		return r;
 	t->pinned = true;
 	return SIZE_NETNS;
-}
-
-/* Sizes from the wrapper's options become the annotations the verify hook
- * reads, as if the user had asked (0 = not asked: no annotation). */
-static void record_request(struct json_object *ann, struct nshash_sizes sizes)
-{
-	const uint32_t sz[2] = {sizes.tcp, sizes.udp};
-	const char *key[2] = {NSHASH_ANNOTATION_TCP, NSHASH_ANNOTATION_UDP};
-	for (int i = 0; i < 2; i++) {
-		char v[16];
-		snprintf(v, sizeof(v), "%u", sz[i]);
-		if (sz[i])
-			json_object_object_add(ann, key[i], json_object_new_string(v));
-	}
 }
 
 /* Apply, for podman's configured netns: replace it at the same path by a
@@ -324,8 +303,9 @@ static int transform_transplant(struct transform *t, struct nshash_error *err)
 				   NSHASH_ANNOTATION_UDP, res->request.sizes.udp);
 }
 
-/* Apply: create and pin, point the network entry at the pin, name it in
- * the annotations, and (wrapper) add the verify and cleanup hooks.
+/* Apply: create and pin, point the network entry at the pin and (hook)
+ * name it in the annotations, where the hook's later stages find it.  The
+ * wrapper adds nothing else: it checks and drops the pin itself.
  * CONFIG_CHANGED, KEEP_CONFIG (warned) or an error. */
 static int transform_apply(struct transform *t, struct nshash_error *err)
 {
@@ -334,20 +314,13 @@ static int transform_apply(struct transform *t, struct nshash_error *err)
 	if (r != SIZE_NETNS)
 		return r;
 	json_object_object_add(t->entry, "path", json_object_new_string(t->res->pin_path));
+	if (t->opts->mode == NSHASH_OCI_WRAPPER)
+		return CONFIG_CHANGED;
 	if (!t->ann || !json_object_is_type(t->ann, json_type_object)) {
 		t->ann = json_object_new_object();
 		json_object_object_add(t->doc, "annotations", t->ann);
 	}
 	json_object_object_add(t->ann, NSHASH_ANNOTATION_PIN, json_object_new_string(t->name));
-	if (t->res->from_defaults)
-		record_request(t->ann, t->res->request.sizes);
-	if (t->opts->mode == NSHASH_OCI_WRAPPER) {
-		r = add_hook(t->doc, "createRuntime", t->opts, err);
-		if (r == 0)
-			r = add_hook(t->doc, "poststop", t->opts, err);
-		if (r < 0)
-			return r;
-	}
 	return CONFIG_CHANGED;
 }
 
@@ -426,82 +399,4 @@ void nshash_oci_log_result(const char *who, const struct nshash_oci_result *res)
 	case NSHASH_OCI_UNTOUCHED:
 		break;
 	}
-}
-
-static int write_atomic(const char *path, const char *data, size_t len, mode_t mode, struct nshash_error *err)
-{
-	char tmp[4096];
-	int fd, e;
-
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.nshash-XXXXXX", path) >= sizeof(tmp))
-		return nshash_error_set(err, ENAMETOOLONG, "write %s: path too long", path);
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0)
-		return nshash_error_set(err, errno, "write %s: create temporary file: %s", path, strerror(errno));
-	if (fchmod(fd, mode & 07777) < 0)
-		goto fail;
-	for (size_t off = 0; off < len;) {
-		ssize_t n = write(fd, data + off, len - off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			goto fail;
-		off += (size_t)n;
-	}
-	if (fsync(fd) < 0)
-		goto fail;
-	if (close(fd) < 0) {
-		fd = -1;
-		goto fail;
-	}
-	fd = -1;
-	if (rename(tmp, path) < 0)
-		goto fail;
-	return 0;
-fail:
-	e = errno;
-	if (fd >= 0)
-		close(fd);
-	unlink(tmp);
-	return nshash_error_set(err, e, "write %s: %s", path, strerror(e));
-}
-
-int nshash_oci_bundle_transform(const char *bundle, const struct nshash_oci_opts *opts, struct nshash_oci_result *res,
-				struct nshash_error *err)
-{
-	char path[4096], *text = NULL, *out = NULL;
-	size_t len, out_len;
-	struct stat st;
-	int r;
-
-	memset(res, 0, sizeof(*res));
-	if ((size_t)snprintf(path, sizeof(path), "%s/config.json", bundle) >= sizeof(path))
-		return nshash_error_set(err, ENAMETOOLONG, "bundle %.100s...: path too long", bundle);
-	if (stat(bundle, &st) < 0)
-		return nshash_error_set(err, errno, "bundle %s: %s", bundle, strerror(errno));
-	if (!S_ISDIR(st.st_mode))
-		return nshash_error_set(err, ENOTDIR, "bundle %s: not a directory", bundle);
-	r = nsh_read_file(path, NSHASH_OCI_CONFIG_MAX_BYTES, &text, &len, err);
-	if (r < 0)
-		return nshash_error_prefix(err, "bundle %s", bundle), r;
-	if (fstatat(AT_FDCWD, path, &st, 0) < 0) {
-		r = nshash_error_set(err, errno, "stat %s: %s", path, strerror(errno));
-		goto out;
-	}
-	r = nshash_oci_transform(text, len, opts, &out, &out_len, res, err);
-	if (r < 0) {
-		nshash_error_prefix(err, "%s", path);
-		goto out;
-	}
-	if (res->action == NSHASH_OCI_SIZED) {
-		r = write_atomic(path, out, out_len, st.st_mode, err);
-		if (r < 0) {
-			struct nshash_error e2;
-			nshash_pin_remove(res->pin_path, &e2);
-		}
-	}
-out:
-	free(text);
-	free(out);
-	return r;
 }

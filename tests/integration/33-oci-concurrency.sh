@@ -18,8 +18,8 @@ engines_podman_setup "$D/podman" "hooks_dir = [\"$D/hooks\"]" || cannot_run "pod
 
 pid_podman() { podman inspect -f '{{.State.Pid}}' "$1" 2>/dev/null; }
 pid_ctr() { ctr task ls | awk -v c="$1" '$1 == c {print $2}'; }
-# check_all ENGINE PREFIX PID-FUNCTION: every container PREFIX0.. runs with
-# exactly its pair, and has its own pin
+# check_all ENGINE PREFIX PID-FUNCTION LOG-WHO: every container PREFIX0..
+# runs with exactly its pair, and had its own netns made (logged as LOG-WHO)
 check_all() {
 	local engine=$1 prefix=$2 pidof=$3 i pid got bad=0 started=0
 	for i in $(seq 0 $((N - 1))); do
@@ -30,7 +30,8 @@ check_all() {
 	done
 	assert_eq "$N" "$started" "$engine: $N containers started in parallel"
 	assert_eq 0 "$bad" "$engine: each container has exactly its own sizes (4 pairs)"
-	assert_eq "$N" "$(ls "$S/pins" | sort -u | wc -l)" "$engine: $N distinct pins"
+	assert_eq "$N" "$(grep -o "$4" "$D/nshash.log" | sort -u | wc -l)" \
+		"$engine: $N distinct sized netns were made"
 }
 
 # ---- podman
@@ -42,7 +43,7 @@ for i in $(seq 0 $((N - 1))); do
 	jobs+=($!)
 done
 wait "${jobs[@]}"
-check_all podman p pid_podman
+check_all podman p pid_podman "sized netns pinned at $S/pins/oci-[0-9a-f]*"
 assert_host_untouched
 jobs=()
 for i in $(seq 0 $((N - 1))); do
@@ -66,7 +67,7 @@ for i in $(seq 0 $((N - 1))); do
 	jobs+=($!)
 done
 wait "${jobs[@]}"
-check_all containerd k pid_ctr
+check_all containerd k pid_ctr "k[0-9]*: sized netns pinned"
 jobs=()
 for i in $(seq 0 $((N - 1))); do
 	(ctr task kill -s KILL k$i && sleep 0.5 && ctr task rm -f k$i && ctr containers rm k$i) >/dev/null 2>&1 &

@@ -78,11 +78,17 @@ nshash --state-dir "$S" gc --stale-age 1 >"$D/gc.out" 2>&1
 assert_eq 0 "$?" "nshash gc succeeds"
 assert_eq "" "$(ls "$S/pins")" "nshash gc removed every pin without a container (needs nshash_gc to call nshash_oci_gc_orphans)"
 assert_eq 0 "$(count_pins_under "$S/pins/")" "no pin mounted"
-# a pin in use is kept: a running container's
-NSHASH_POLICY=$P nshash-runtime --root "$ROOT" run -d --bundle "$D/b" alive >/dev/null 2>&1 </dev/null
+# a pin in use is kept (the wrapper leaves none on the host: a pin as an
+# older version left it, with a process inside)
+mkdir -p "$S/pins"
+nshash create --tcp 4096 "$S/pins/alive-0" >/dev/null
+nsenter --net="$S/pins/alive-0" sleep 30 &
+sp=$!
 sleep 1.2
 nshash --state-dir "$S" gc --stale-age 1 >/dev/null 2>&1
-assert_eq 1 "$(count_pins_under "$S/pins/")" "gc keeps the pin of a running container"
-NSHASH_POLICY=$P nshash-runtime --root "$ROOT" delete --force alive >/dev/null 2>&1
-assert_eq 0 "$(count_pins_under "$S/pins/")" "delete --force removed it"
+assert_eq 1 "$(count_pins_under "$S/pins/")" "gc keeps a pin a process uses"
+kill $sp
+wait $sp 2>/dev/null
+nshash --state-dir "$S" gc --stale-age 1 >/dev/null 2>&1
+assert_eq 0 "$(count_pins_under "$S/pins/")" "gc removes it once the process is gone"
 assert_host_untouched

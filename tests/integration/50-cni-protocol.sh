@@ -11,10 +11,13 @@ command -v jq >/dev/null || cannot_run "jq missing"
 
 D=$(make_state_dir)
 MOUNTS_BEFORE=$(count_pins_under "$D")
+TMPL=$(make_state_dir) # the templates of the default strategy, outside $D
 n=0
 new_pin() { n=$((n + 1)); P=$D/ns$n; cni_pin_netns "$P"; } # sets P
-conf() { # VERSION [extra json members]
-	echo "{\"cniVersion\":\"$1\",\"name\":\"net1\",\"type\":\"nshash\"${2:+,$2}}"
+conf() { # VERSION [extra json members]; templates in a private stateDir unless one is given
+	local extra=${2:-}
+	[[ $extra == *stateDir* ]] || extra+="${extra:+,}\"stateDir\":\"$TMPL\""
+	echo "{\"cniVersion\":\"$1\",\"name\":\"net1\",\"type\":\"nshash\",$extra}"
 }
 # A prevResult in the shape of each result version.
 prev_result() {

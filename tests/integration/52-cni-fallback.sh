@@ -10,13 +10,14 @@
 require_root
 require_kernel_knobs
 D=$(make_state_dir)
+TMPL=$(make_state_dir) # the templates of the default strategy, outside $D
 make_memcg "nshash-test52-$$" 32M
 
 # cni_call inside the cgroup
 cni_call_limited() { # ONFAILURE
 	local errf
 	errf=$(mktemp)
-	CNI_OUT=$(printf '{"cniVersion":"1.0.0","name":"n","type":"nshash","tcp":16777216,"onFailure":"%s"}' "$1" |
+	CNI_OUT=$(printf '{"cniVersion":"1.0.0","name":"n","type":"nshash","tcp":16777216,"onFailure":"%s","stateDir":"%s"}' "$1" "$TMPL" |
 		in_memcg env CNI_COMMAND=ADD CNI_CONTAINERID=c52 CNI_NETNS="$D/pin" CNI_IFNAME=eth0 "$CNI_PLUGIN" 2>"$errf")
 	CNI_RC=$?
 	CNI_ERR=$(cat "$errf")

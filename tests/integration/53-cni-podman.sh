@@ -17,7 +17,7 @@ cni_test_network 53
 mkdir -p "$D/net"
 cat >"$D/net/$NET.conflist" <<JSON
 {"cniVersion": "0.4.0", "name": "$NET", "plugins": [
-  {"type": "nshash", "tcp": 8192, "udp": 2048, "onFailure": "fail"},
+  {"type": "nshash", "tcp": 8192, "udp": 2048, "onFailure": "fail", "stateDir": "$D/state"},
   {"type": "bridge", "bridge": "$BR", "isGateway": true, "ipMasq": true, "hairpinMode": true,
    "ipam": {"type": "host-local", "routes": [{"dst": "0.0.0.0/0"}], "ranges": [[{"subnet": "$SUBNET.0/24", "gateway": "$SUBNET.1"}]],
             "dataDir": "$D/ipam"}},

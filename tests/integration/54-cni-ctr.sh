@@ -22,7 +22,7 @@ engines_containerd_start "$D/containerd" || cannot_run "containerd did not start
 conflist() { # ONFAILURE
 	cat <<JSON
 {"cniVersion": "1.0.0", "name": "$NET", "plugins": [
-  {"type": "nshash", "tcp": 4096, "udp": 512, "onFailure": "$1"},
+  {"type": "nshash", "tcp": 4096, "udp": 512, "onFailure": "$1", "stateDir": "$D/state"},
   {"type": "bridge", "bridge": "$BR", "isGateway": true, "ipMasq": true,
    "ipam": {"type": "host-local", "ranges": [[{"subnet": "$SUBNET.0/24"}]], "dataDir": "$D/ipam"}},
   {"type": "portmap", "capabilities": {"portMappings": true}}

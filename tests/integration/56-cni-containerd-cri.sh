@@ -23,7 +23,7 @@ cni_containerd_cri_start "$C" || cannot_run "containerd with CRI did not start"
 cp /usr/lib/cni/bridge /usr/lib/cni/host-local /usr/lib/cni/portmap /usr/lib/cni/loopback "$CNI_PLUGIN" "$C/cni-bin/"
 cat >"$C/net.d/10-$NET.conflist" <<JSON
 {"cniVersion": "1.0.0", "name": "$NET", "plugins": [
-  {"type": "nshash", "tcp": 4096, "udp": 1024, "maxTcp": 65536, "maxUdp": 16384, "onFailure": "fail",
+  {"type": "nshash", "tcp": 4096, "udp": 1024, "maxTcp": 65536, "maxUdp": 16384, "onFailure": "fail", "stateDir": "$D/state",
    "capabilities": {"io.kubernetes.cri.pod-annotations": true}},
   {"type": "bridge", "bridge": "$BR", "isGateway": true, "ipMasq": true,
    "ipam": {"type": "host-local", "ranges": [[{"subnet": "$SUBNET.0/24"}]], "dataDir": "$D/ipam"}},

@@ -29,6 +29,7 @@ static struct {
 	int pid_calls;		       /* occupancy reports occ.pid only on its first pid_calls calls (-1: always) */
 	int n_classify, n_inspect, n_occupancy, n_probe, n_replace;
 	struct nshash_create_opts replace_opts;
+	struct nshash_netns_info created;
 } m;
 
 static void mock_reset(void)
@@ -86,20 +87,35 @@ static int mock_probe(struct nshash_probe *p, struct nshash_error *err)
 	return 0;
 }
 
-static int mock_replace(const struct nshash_create_opts *opts, const char *pin, struct nshash_netns_info *info,
-			struct nshash_error *err)
+/* The sized netns made (ADD makes it while it looks inside CNI_NETNS). */
+static int mock_create(const struct nshash_create_opts *opts, int *nsfd, struct nshash_netns_info *info,
+		       struct nshash_error *err)
 {
-	m.n_replace++;
+	*nsfd = -1;
 	m.replace_opts = *opts;
 	if (m.replace_errnum)
-		return nshash_error_set(err, m.replace_errnum, "create netns for %s: mock failure", pin);
+		return nshash_error_set(err, m.replace_errnum, "mock failure");
+	/* as the library: a missing knob or capability fails the creation */
+	if (!m.caps || (opts->sizes.tcp && !m.tcp_knob) || (opts->sizes.udp && !m.udp_knob))
+		return nshash_error_set(err, EPERM, "mock: cannot create");
 	struct nshash_sizes eff = nshash_sizes_effective(opts->sizes);
 	memset(info, 0, sizeof(*info));
 	info->tcp_entries = m.replace_tcp ? m.replace_tcp : (eff.tcp ? (long)eff.tcp : -262144);
 	info->udp_entries = m.replace_udp ? m.replace_udp : (eff.udp ? (long)eff.udp : -16384);
+	m.created = *info;
+	return 0;
+}
+
+/* ... and put where CNI_NETNS was: a replacement (n_replace). */
+static int mock_swap(int nsfd, const char *pin, struct nshash_error *err)
+{
+	(void)nsfd;
+	(void)pin;
+	(void)err;
+	m.n_replace++;
 	if (!m.replace_invisible) { /* the path now shows the new netns */
-		m.tcp = info->tcp_entries;
-		m.udp = info->udp_entries;
+		m.tcp = m.created.tcp_entries;
+		m.udp = m.created.udp_entries;
 	}
 	return 0;
 }
@@ -109,7 +125,8 @@ static const struct nshash_cni_ops mock_ops = {
     .inspect = mock_inspect,
     .occupancy = mock_occupancy,
     .probe = mock_probe,
-    .replace = mock_replace,
+    .create = mock_create,
+    .swap = mock_swap,
 };
 
 /* ---------------------------------------------------------------- helpers */
@@ -231,7 +248,7 @@ static void test_config(void **state)
 	assert_int_equal(cfg.max.tcp, 4096); /* no maxTcp: the default, rounded */
 	assert_int_equal(cfg.max.udp, 128);
 	assert_int_equal(cfg.on_failure, NSHASH_ON_FAILURE_WARN);
-	assert_int_equal(cfg.strategy, NSHASH_STRATEGY_NESTED);
+	assert_int_equal(cfg.strategy, NSHASH_STRATEGY_TEMPLATE);
 	nshash_cni_config_free(&cfg);
 
 	struct {
@@ -473,7 +490,7 @@ static void test_add_kernel(void **state)
 	mock_reset();
 	m.replace_errnum = EPERM;
 	run("ADD", CONF("1.0.0", ",\"tcp\":4096"));
-	expect_error(103, "create netns for /run/netns/cni-1: mock failure");
+	expect_error(103, "replace netns /run/netns/cni-1: mock failure");
 
 	mock_reset();
 	m.replace_invisible = true; /* bound, but the path does not show it */

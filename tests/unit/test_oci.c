@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "oci.h"
+#include "runtime.h"
 
 static struct nshash_policy policy;
 
@@ -457,8 +458,7 @@ static void test_engine_paths(void **state)
 		 CONFIG_WITH("%s", "{\"type\": \"network\", \"path\": \"/run/netns/netns-not-a-uuid\"}"), ann);
 	expect_refused(buf, "cannot inspect the network namespace the config names (/run/netns/netns-not-a-uuid)");
 
-	struct nshash_oci_opts wopts = {
-	    .mode = NSHASH_OCI_WRAPPER, .policy = &policy, .pin_name = "c1-0", .hook_path = "/bin/true"};
+	struct nshash_oci_opts wopts = {.mode = NSHASH_OCI_WRAPPER, .policy = &policy, .pin_name = "c1-0"};
 	struct nshash_oci_result res;
 	struct nshash_error err = {0};
 	char *out = NULL;
@@ -469,33 +469,51 @@ static void test_engine_paths(void **state)
 	assert_null(strstr(err.msg, "transplant"));
 }
 
-static void test_bundle_errors(void **state)
+/* What an older nshash-runtime left in a bundle, and only that, goes. */
+static void test_heal(void **state)
 {
 	(void)state;
-	struct nshash_oci_opts opts = {
-	    .mode = NSHASH_OCI_WRAPPER, .policy = &policy, .pin_name = "c1-0", .hook_path = "/bin/true"};
-	struct nshash_oci_result res;
 	struct nshash_error err = {0};
-	char dir[] = "/tmp/nshash-oci-XXXXXX", path[128];
+	char *out, what[600];
+	size_t len;
+	const char *old = "{\"annotations\":{\"io.nshash.tcp\":\"4096\",\"io.nshash.pin\":\"c1-00ab\",\"x\":\"y\"},"
+			  "\"linux\":{\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"network\",\"path\":"
+			  "\"/nonexistent/nshash-unit/pins/c1-00ab\"}]},\"hooks\":{\"createRuntime\":[{\"path\":"
+			  "\"/usr/bin/nshash-hook\",\"args\":[\"/usr/bin/nshash-hook\",\"createRuntime\",\"--policy\","
+			  "\"/p.json\"]}],\"poststop\":[{\"path\":\"/bin/mine\",\"args\":[\"/bin/mine\",\"poststop\"]},"
+			  "{\"path\":\"/usr/bin/nshash-hook\",\"args\":[\"/usr/bin/nshash-hook\",\"poststop\"]}]},"
+			  "\"f\":2.50}";
 
-	assert_true(nshash_oci_bundle_transform("/nonexistent/bundle", &opts, &res, &err) < 0);
-	assert_string_equal(err.msg, "bundle /nonexistent/bundle: No such file or directory");
-	assert_non_null(mkdtemp(dir));
-	assert_true(nshash_oci_bundle_transform(dir, &opts, &res, &err) < 0);
-	assert_non_null(strstr(err.msg, "config.json: No such file or directory"));
-	snprintf(path, sizeof(path), "%s/config.json", dir);
-	FILE *f = fopen(path, "w");
-	fputs("{\"annotations\": {\"io.nshash.tcp\": \"x\"}}", f);
-	fclose(f);
-	assert_true(nshash_oci_bundle_transform(dir, &opts, &res, &err) < 0);
-	assert_non_null(strstr(err.msg, "io.nshash.tcp"));
-	if (getuid() != 0) {
-		chmod(path, 0);
-		assert_true(nshash_oci_bundle_transform(dir, &opts, &res, &err) < 0);
-		assert_non_null(strstr(err.msg, "Permission denied"));
+	assert_int_equal(nsh_oci_heal(old, strlen(old), &policy, &out, &len, what, sizeof(what), &err), 1);
+	assert_string_equal(out, "{\"annotations\":{\"io.nshash.tcp\":\"4096\",\"x\":\"y\"},\"linux\":{\"namespaces\":"
+				 "[{\"type\":\"pid\"},{\"type\":\"network\"}]},\"hooks\":{\"poststop\":[{\"path\":"
+				 "\"/bin/mine\",\"args\":[\"/bin/mine\",\"poststop\"]}]},\"f\":2.50}");
+	assert_string_equal(what,
+			    "io.nshash.pin=c1-00ab, network namespace path /nonexistent/nshash-unit/pins/c1-00ab, "
+			    "2 nshash-hook entries");
+	assert_int_equal(len, strlen(out));
+	free(out);
+	/* a dead path under pins/ alone; the emptied hooks object goes */
+	const char *path_only = "{\"linux\":{\"namespaces\":[{\"type\":\"network\",\"path\":"
+				"\"/nonexistent/nshash-unit/pins/gone\"}]},\"hooks\":{\"poststop\":[{\"path\":"
+				"\"/x/nshash-hook\",\"args\":[\"/x/nshash-hook\",\"poststop\"]}]}}";
+	assert_int_equal(nsh_oci_heal(path_only, strlen(path_only), &policy, &out, &len, what, sizeof(what), &err), 1);
+	assert_string_equal(out, "{\"linux\":{\"namespaces\":[{\"type\":\"network\"}]}}");
+	free(out);
+	/* nothing of nshash's: untouched (a path elsewhere, hooks without a dead pin, not JSON) */
+	const char *keep[] = {
+	    "{\"linux\":{\"namespaces\":[{\"type\":\"network\",\"path\":\"/run/netns/x\"}]}}",
+	    "{\"linux\":{\"namespaces\":[{\"type\":\"network\",\"path\":\"/nonexistent/nshash-unit/pins/../x\"}]}}",
+	    "{\"hooks\":{\"poststop\":[{\"path\":\"/x/nshash-hook\",\"args\":[\"/x/nshash-hook\",\"poststop\"]}]}}",
+	    "{\"annotations\":{\"io.nshash.pin\":\"a/b\"}}",
+	    "not json",
+	    "[]",
+	};
+	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++) {
+		assert_int_equal(nsh_oci_heal(keep[i], strlen(keep[i]), &policy, &out, &len, what, sizeof(what), &err),
+				 0);
+		assert_null(out);
 	}
-	unlink(path);
-	rmdir(dir);
 }
 
 static void test_args(void **state)
@@ -522,6 +540,20 @@ static void test_args(void **state)
 	assert_string_equal(a.bundle, "/x");
 	assert_string_equal(a.id, "id2");
 	assert_true(a.detach);
+	char *c1[] = {"w", "create", "--config=/c.json", "--pid-file", "p", "id5", NULL};
+	assert_int_equal(nshash_runtime_args_parse(6, c1, &a, &err), 0);
+	assert_string_equal(a.config, "/c.json");
+	assert_string_equal(a.pid_file, "p");
+	assert_string_equal(a.id, "id5");
+	char *c2[] = {"w", "run", "-f", "alt.json", "id6", NULL};
+	assert_int_equal(nshash_runtime_args_parse(5, c2, &a, &err), 0);
+	assert_string_equal(a.config, "alt.json");
+	assert_null(a.pid_file);
+	assert_false(a.force);
+	char *c3[] = {"w", "delete", "-f", "id7", NULL};
+	assert_int_equal(nshash_runtime_args_parse(4, c3, &a, &err), 0);
+	assert_null(a.config);
+	assert_true(a.force);
 	char *v3[] = {"w", "create", "-b", "/y", "id3", NULL};
 	assert_int_equal(nshash_runtime_args_parse(5, v3, &a, &err), 0);
 	assert_string_equal(a.bundle, "/y");
@@ -612,7 +644,7 @@ int main(void)
 	    cmocka_unit_test(test_passthrough),	  cmocka_unit_test(test_bad_annotations),
 	    cmocka_unit_test(test_cap_message),	  cmocka_unit_test(test_network_entry),
 	    cmocka_unit_test(test_request_parse), cmocka_unit_test(test_state),
-	    cmocka_unit_test(test_state_bundle),  cmocka_unit_test(test_bundle_errors),
+	    cmocka_unit_test(test_state_bundle),  cmocka_unit_test(test_heal),
 	    cmocka_unit_test(test_args),	  cmocka_unit_test(test_pin_names),
 	    cmocka_unit_test(test_runtime_find),  cmocka_unit_test(test_own_options),
 	    cmocka_unit_test(test_defaults),	  cmocka_unit_test(test_engine_paths),

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Running the real runtime under nshash-runtime: in place (exec), reading a
+ * sized config through a bind mount that exists only in the wrapper's
+ * private mount namespace, or as a child with signals passed on and its
+ * exit status kept. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "runtime.h"
+
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
+#define N_FORWARDED (sizeof(forwarded) / sizeof(forwarded[0]))
+
+static volatile sig_atomic_t noted;
+static volatile pid_t child_pid;
+
+static void on_signal(int sig, siginfo_t *info, void *uctx)
+{
+	(void)uctx;
+	if (child_pid <= 0) {
+		if (sig != SIGWINCH)
+			noted = sig;
+		return;
+	}
+	/* A terminal's ^C (or ^\, a hangup) goes to the whole foreground
+	 * process group: the runtime got it already. */
+	if (info && info->si_code == SI_KERNEL)
+		return;
+	kill(child_pid, sig);
+}
+
+static void forwarded_set(sigset_t *set)
+{
+	sigemptyset(set);
+	for (size_t i = 0; i < N_FORWARDED; i++)
+		sigaddset(set, forwarded[i]);
+}
+
+void nsh_signals_catch(void)
+{
+	struct sigaction sa = {.sa_sigaction = on_signal, .sa_flags = SA_SIGINFO | SA_RESTART};
+
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < N_FORWARDED; i++)
+		sigaction(forwarded[i], &sa, NULL);
+}
+
+int nsh_signal_noted(void)
+{
+	return noted;
+}
+
+/* In the child, before exec: default dispositions, then the mask of the
+ * wrapper's caller (a signal pending now acts on the child). */
+static void child_signals_reset(const sigset_t *old)
+{
+	for (size_t i = 0; i < N_FORWARDED; i++)
+		signal(forwarded[i], SIG_DFL);
+	sigprocmask(SIG_SETMASK, old, NULL);
+}
+
+int nsh_private_enter(const char *run_dir, struct nsh_mnt_saved *saved, struct nshash_error *err)
+{
+	saved->mnt = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	saved->cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (saved->mnt < 0 || saved->cwd < 0)
+		return nshash_error_set(err, errno, "private mount namespace: save the current one: %s",
+					strerror(errno));
+	if (mkdir(run_dir, 0700) < 0 && errno != EEXIST)
+		return nshash_error_set(err, errno, "create %s: %s", run_dir, strerror(errno));
+	if (unshare(CLONE_NEWNS) < 0)
+		return nshash_error_set(err, errno, "unshare a mount namespace: %s", strerror(errno));
+	if (mount(NULL, "/", NULL, MS_SLAVE | MS_REC, NULL) < 0)
+		return nshash_error_set(err, errno, "make the mounts slaves of the host's: %s", strerror(errno));
+	if (mount("nshash", run_dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0700") < 0)
+		return nshash_error_set(err, errno, "mount a private tmpfs on %s: %s", run_dir, strerror(errno));
+	return 0;
+}
+
+int nsh_private_leave(struct nsh_mnt_saved *saved, struct nshash_error *err)
+{
+	/* setns into a mount namespace moves root and cwd to its root */
+	if (setns(saved->mnt, CLONE_NEWNS) < 0 || fchdir(saved->cwd) < 0)
+		return nshash_error_set(err, errno, "return to the host's mount namespace: %s", strerror(errno));
+	close(saved->mnt);
+	close(saved->cwd);
+	return 0;
+}
+
+int nsh_private_config(const char *run_dir, const char *config, size_t len, const char *target,
+		       struct nshash_error *err)
+{
+	char file[4200];
+	int fd;
+
+	snprintf(file, sizeof(file), "%s/config.json", run_dir);
+	fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return nshash_error_set(err, errno, "write %s: %s", file, strerror(errno));
+	if (nsh_write_all(fd, config, len) < 0) {
+		int e = errno;
+		close(fd);
+		return nshash_error_set(err, e, "write %s: %s", file, strerror(e));
+	}
+	close(fd);
+	if (mount(file, target, NULL, MS_BIND, NULL) < 0)
+		return nshash_error_set(err, errno, "bind the sized config over %s: %s", target, strerror(errno));
+	return 0;
+}
+
+int nsh_runtime_run(const struct nsh_runtime_child *c, int *status, struct nshash_error *err)
+{
+	sigset_t set, old;
+	pid_t pid;
+
+	/* Blocked across the fork: a signal now is handled once child_pid is
+	 * known (passed on), or in the child after its dispositions are reset. */
+	forwarded_set(&set);
+	sigprocmask(SIG_BLOCK, &set, &old);
+	pid = fork();
+	if (pid == 0) {
+		child_signals_reset(&old);
+		execv(c->runtime, c->argv);
+		_exit(127);
+	}
+	int fork_errno = errno;
+	if (pid > 0)
+		child_pid = pid;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (pid < 0)
+		return nshash_error_set(err, fork_errno, "start %s: fork: %s", c->runtime, strerror(fork_errno));
+	while (waitpid(pid, status, 0) < 0) {
+		if (errno != EINTR) {
+			child_pid = 0;
+			return nshash_error_set(err, errno, "wait for %s: %s", c->runtime, strerror(errno));
+		}
+	}
+	child_pid = 0;
+	return 0;
+}
+
+void nsh_exit_as(int status)
+{
+	if (WIFSIGNALED(status)) {
+		int sig = WTERMSIG(status);
+		sigset_t set;
+		struct rlimit no_core = {0, 0};
+		/* die of the same signal, without a core file of our own */
+		setrlimit(RLIMIT_CORE, &no_core);
+		signal(sig, SIG_DFL);
+		sigemptyset(&set);
+		sigaddset(&set, sig);
+		sigprocmask(SIG_UNBLOCK, &set, NULL);
+		raise(sig);
+		_exit(128 + sig);
+	}
+	exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
+}
+
+int nsh_runtime_exec(const char *runtime, char **argv, struct nshash_error *err)
+{
+	/* From here on a signal acts as it would on the runtime itself; one
+	 * noted before (while the config was read) ends us the same way. */
+	int sig = nsh_signal_noted();
+
+	for (size_t i = 0; i < N_FORWARDED; i++)
+		signal(forwarded[i], SIG_DFL);
+	if (sig)
+		raise(sig);
+	execv(runtime, argv);
+	return nshash_error_set(err, errno, "exec %.900s: %s", runtime, strerror(errno));
+}

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* nshash-runtime's own pieces (not the hook's): running the real runtime as
+ * a child with a sized config it reads in place of the user's file, signal
+ * forwarding, exit-status passing, and healing what an older wrapper left in
+ * a bundle.  Not installed. */
+#ifndef NSHASH_RUNTIME_H
+#define NSHASH_RUNTIME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "oci.h"
+
+/* The real runtime started as a child (delete of a container whose pin is
+ * left): signals passed on, its wait status kept. */
+struct nsh_runtime_child {
+	const char *runtime; /* path to exec */
+	char **argv;	     /* argv[0] = runtime, as the wrapper got it otherwise */
+};
+
+/* Catch the signals the wrapper passes on (INT TERM HUP QUIT USR1 USR2
+ * WINCH) from now on.  Before a child exists they are only noted. */
+void nsh_signals_catch(void);
+/* The signal noted before the child existed, 0 = none. */
+int nsh_signal_noted(void);
+/* Start the child and wait for it: 0 and its wait status, or -errno. */
+int nsh_runtime_run(const struct nsh_runtime_child *child, int *status, struct nshash_error *err);
+/* Leave the way the runtime did: its exit code, or the same signal. */
+__attribute__((noreturn)) void nsh_exit_as(int status);
+/* Become the runtime (exec); a signal noted before ends the wrapper the
+ * same way first.  Returns only on failure. */
+int nsh_runtime_exec(const char *runtime, char **argv, struct nshash_error *err);
+
+/* The wrapper's private mount namespace (a slave of the host's: the host's
+ * mounts and unmounts still reach it, nothing made in it reaches the host)
+ * with a tmpfs on `run_dir`: where the sized netns is pinned and the sized
+ * config written, seen by the runtime the wrapper then becomes and by no
+ * other process; all of it goes when the last process in it does.
+ * nsh_private_enter keeps fds on the host's mount namespace and the current
+ * directory in *saved (nsh_private_leave goes back, for a config that turns
+ * out not to be sized). */
+struct nsh_mnt_saved {
+	int mnt, cwd;
+};
+int nsh_private_enter(const char *run_dir, struct nsh_mnt_saved *saved, struct nshash_error *err);
+int nsh_private_leave(struct nsh_mnt_saved *saved, struct nshash_error *err);
+/* Write `config` to RUN_DIR/config.json and bind it over `target` (the file
+ * the runtime reads).  Only inside the private mount namespace. */
+int nsh_private_config(const char *run_dir, const char *config, size_t len, const char *target,
+		       struct nshash_error *err);
+
+/* Healing (heal.c).  A config an older nshash-runtime rewrote carries an
+ * io.nshash.pin and/or a network namespace path under STATE_DIR/pins/ whose
+ * pin is no longer mounted, and its nshash-hook createRuntime/poststop
+ * entries.  Returns 1 with *out (malloc'd) = the config without them and
+ * `what` saying what went, 0 when there is nothing to heal (a live pin is
+ * never touched), or -errno. */
+int nsh_oci_heal(const char *config, size_t len, const struct nshash_policy *policy, char **out, size_t *out_len,
+		 char *what, size_t what_len, struct nshash_error *err);
+/* Rewrite PATH with DATA: temp file in the same directory + rename, same
+ * mode and owner. */
+int nsh_write_replacing(const char *path, const char *data, size_t len, struct nshash_error *err);
+
+#endif
