@@ -47,19 +47,27 @@ static int probe(struct nshash_probe *p, struct nshash_error *err)
 	return 0;
 }
 
-static int replace(const struct nshash_create_opts *opts, const char *pin_path, struct nshash_netns_info *info,
-		   struct nshash_error *err)
+static int create(const struct nshash_create_opts *opts, int *nsfd, struct nshash_netns_info *info,
+		  struct nshash_error *err)
 {
-	(void)pin_path;
 	(void)err;
 	struct nshash_sizes eff = nshash_sizes_effective(opts->sizes);
+	*nsfd = -1;
 	*info = (struct nshash_netns_info){.tcp_entries = eff.tcp ? (long)eff.tcp : -262144,
 					   .udp_entries = eff.udp ? (long)eff.udp : -16384};
 	return 0;
 }
 
+static int swap(int nsfd, const char *pin_path, struct nshash_error *err)
+{
+	(void)nsfd;
+	(void)pin_path;
+	(void)err;
+	return 0;
+}
+
 static const struct nshash_cni_ops ops = {
-    .classify = classify, .inspect = inspect, .occupancy = occupancy, .probe = probe, .replace = replace};
+    .classify = classify, .inspect = inspect, .occupancy = occupancy, .probe = probe, .create = create, .swap = swap};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
