@@ -100,7 +100,11 @@ static void drop_joined_pin(const struct nshash_policy *policy, const struct nsh
 	snprintf(proc, sizeof(proc), "/proc/%d/ns/net", (int)st->pid);
 	if (stat(pin, &a) < 0 || stat(proc, &b) < 0 || a.st_ino != b.st_ino || a.st_dev != b.st_dev)
 		return; /* not this container's netns: poststop or gc decides */
-	if (nshash_oci_cleanup(policy, st->request.pin, &err) < 0)
+	/* The one process known to use it is this container's init, and the
+	 * pin is the one nshash recorded for it (the state parse trusts it
+	 * only with the bundle's netns path to it): unlike poststop's cleanup,
+	 * that use is no reason to keep the path. */
+	if (nshash_pin_remove(pin, &err) < 0)
 		nshash_log(NSHASH_LOG_WARN, st->id, "%s", err.msg);
 	else
 		nshash_log(NSHASH_LOG_INFO, st->id, "removed pin %s/pins/%s (the container's init holds the netns)",
