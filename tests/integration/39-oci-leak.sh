@@ -1,9 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# A container whose create fails after the precreate hook pinned its netns
-# (`podman run --annotation io.nshash.tcp=4096 IMAGE /nonexistent`: podman
-# runs no poststop then) leaks its pin and its tables — until the next hook
-# run reclaims it, without an operator (policy staleAge / reclaimInterval,
+# An engine that dies after the precreate hook pinned a netns leaks the pin
+# and its tables — until the next hook run reclaims it, without an operator (policy staleAge / reclaimInterval,
 # small here so the test need not wait a minute).  And maxTableBytes in the
 # policy: a container past the budget is refused naming it, the use and the
 # request; the reclaimed leak frees its room.
@@ -25,12 +23,19 @@ IMG=localhost/nshash-busybox
 SIZED=(--network none --annotation io.nshash.tcp=4096 --annotation io.nshash.udp=1024)
 usage() { nshash --state-dir "$S" gc --max-idle 999999 --stale-age 999999 --json | jq -r '"\(.table_memory.bytes) \(.table_memory.netns)"'; }
 
-# --- the leak
+# --- a failed create no longer leaks: createRuntime (which runs before the
+# process is exec'd) drops the pin once the init is in the netns
 out=$(podman run --rm "${SIZED[@]}" $IMG /nonexistent 2>&1)
 assert_eq 1 "$([ $? -ne 0 ] && echo 1)" "podman run IMAGE /nonexistent fails"
 sleep 1
+assert_eq 0 "$(engines_pins_left "$S")" "a failed create leaves no pin (createRuntime dropped it)"
+
+# --- the leak that remains: an engine that dies after precreate, before
+# the runtime creates the container (here: the precreate stage alone)
+printf '%s' '{"ociVersion":"1.0.2","hostname":"leak39","annotations":{"io.nshash.tcp":"4096","io.nshash.udp":"1024"},"linux":{"namespaces":[{"type":"network"}]}}' |
+	"$BUILD/nshash-hook" precreate --policy "$P" >/dev/null 2>&1
 leaked=$(ls "$S/pins")
-assert_eq 1 "$(engines_pins_left "$S")" "its pin is left behind (no poststop): $leaked"
+assert_eq 1 "$(engines_pins_left "$S")" "precreate without a container: its pin is left behind: $leaked"
 assert_eq "$EACH 1" "$(usage)" "and its tables count against the budget"
 
 # --- the next hook run reclaims it: no operator
