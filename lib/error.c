@@ -13,7 +13,7 @@ static size_t escape_into(const char *text, char *buf, size_t len, size_t *o, si
 {
 	const unsigned char *p = (const unsigned char *)text;
 	size_t i = 0;
-	for (; p[i] && i < limit; i++) {
+	for (; i < limit && p[i]; i++) {
 		bool esc = p[i] < 0x20 || p[i] == 0x7f || (quoting && (p[i] > 0x7f || p[i] == '"' || p[i] == '\\'));
 		if (quoting ? *o + 8 >= len : *o + (esc ? 4 : 1) >= len)
 			break;

@@ -159,6 +159,7 @@ static int nsh_dump(struct nl_sock *sk, int type, const void *hdr, size_t hdrlen
 	struct nl_msg *m = nlmsg_alloc_simple(type, NLM_F_DUMP);
 	if (!m || nlmsg_append(m, (void *)hdr, hdrlen, NLMSG_ALIGNTO) < 0) {
 		nlmsg_free(m);
+		memset(rp, 0, sizeof(*rp));
 		rp->error = ENOMEM;
 		return -ENOMEM;
 	}
