@@ -62,8 +62,8 @@ static int config_size(json_object *root, const char *key, enum nshash_proto pro
 		return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
 				       "network config key \"%s\": %s is %s; expected a JSON integer "
 				       "0..%u (write \"%s\": %s, not \"%s\")",
-				       key, shown, json_type_word(v), nshash_proto_max(proto), key, digits ? text : "4096",
-				       digits ? text : "4096");
+				       key, shown, json_type_word(v), nshash_proto_max(proto), key,
+				       digits ? text : "4096", digits ? text : "4096");
 	}
 	/* json-c saturates integers beyond int64 (and keeps uint64 ones as
 	 * such): anything that large is out of range anyway. */

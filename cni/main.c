@@ -21,7 +21,8 @@ int main(void)
 	/* Run by hand (no CNI_COMMAND): say what this is, as the reference
 	 * plugins do, instead of a protocol error. */
 	if (!env.command || !env.command[0]) {
-		fprintf(stderr, "CNI nshash plugin version %s (own TCP/UDP hash tables per pod netns; man nshash-cni)\n",
+		fprintf(stderr,
+			"CNI nshash plugin version %s (own TCP/UDP hash tables per pod netns; man nshash-cni)\n",
 			NSHASH_VERSION);
 		fprintf(stderr, "CNI protocol versions supported:");
 		for (int i = 0; nshash_cni_versions[i]; i++)
