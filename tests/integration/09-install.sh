@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# make install into a DESTDIR; a program builds against the installed header
+# make install into a DESTDIR (every file, CNIBINDIR, PREFIX), make uninstall,
+# man page NAMEs; a program builds against the installed header
 # and shared library; the CLI runs clean under valgrind (no leak, no error).
 source "$(dirname "$0")/../lib/common.sh"
 require_root
@@ -11,6 +12,30 @@ make -C "$TOP" install DESTDIR="$D" PREFIX=/usr >"$D/install.log" 2>&1
 assert_eq 0 $? "make install DESTDIR=... PREFIX=/usr"
 for f in usr/bin/nshash usr/include/nshash.h usr/lib/libnshash.a usr/lib/libnshash.so.0 usr/lib/libnshash.so usr/share/man/man8/nshash.8 usr/share/man/man3/libnshash.3; do
 	[ -e "$D/$f" ] && pass "installed $f" || fail "installed $f"
+done
+for f in usr/lib/cni/nshash usr/bin/nshash-hook usr/bin/nshash-runtime etc/nshash/nshash.json \
+	usr/share/containers/oci/hooks.d/nshash.json usr/share/nshash/podman-hooks.d/nshash-precreate.json \
+	usr/share/nshash/containers.conf.d/50-nshash-hooks.conf usr/lib/systemd/system/nshash-gc.timer; do
+	[ -e "$D/$f" ] && pass "installed $f" || fail "installed $f"
+done
+assert_contains "$(cat "$D/usr/share/nshash/containers.conf.d/50-nshash-hooks.conf")" \
+	'hooks_dir = ["/usr/share/containers/oci/hooks.d", "/etc/containers/oci/hooks.d", "/usr/share/nshash/podman-hooks.d"]' \
+	"the podman drop-in lists podman's default hooks dirs and nshash's"
+# The CNI plugin follows PREFIX unless CNIBINDIR says otherwise.
+make -C "$TOP" install DESTDIR="$D/p2" PREFIX=/opt/nsh >/dev/null 2>&1
+[ -x "$D/p2/opt/nsh/lib/cni/nshash" ] && pass "PREFIX=/opt/nsh: the CNI plugin in /opt/nsh/lib/cni" || fail "CNI plugin not under PREFIX"
+make -C "$TOP" install DESTDIR="$D/p3" CNIBINDIR=/opt/cni/bin >/dev/null 2>&1
+[ -x "$D/p3/opt/cni/bin/nshash" ] && pass "CNIBINDIR=/opt/cni/bin puts it there" || fail "CNIBINDIR ignored"
+# make uninstall removes every file install put down (a changed policy stays).
+make -C "$TOP" uninstall DESTDIR="$D/p2" PREFIX=/opt/nsh >/dev/null 2>&1
+assert_eq "" "$(find "$D/p2" -not -type d)" "make uninstall leaves no file behind"
+echo '{"maxTcp": 4096}' >"$D/p3/etc/nshash/nshash.json"
+make -C "$TOP" uninstall DESTDIR="$D/p3" CNIBINDIR=/opt/cni/bin >/dev/null 2>&1
+assert_eq "$D/p3/etc/nshash/nshash.json" "$(find "$D/p3" -not -type d)" "make uninstall keeps a policy the admin changed"
+# Each man page's NAME is its own (apropos lists nshash-cni, not a second nshash).
+for m in "$TOP"/docs/man/*.[1-8]; do
+	n=$(basename "$m"); n=${n%.*}
+	assert_eq "$n" "$(sed -n '/^\.SH NAME/{n;p}' "$m" | sed 's/ \\-.*//')" "man page $(basename "$m"): NAME is $n"
 done
 exported=$(nm -D --defined-only "$D/usr/lib/libnshash.so.0" | awk '$2 != "A" {print $3}' | grep -vc '^nshash_')
 assert_eq 0 "$exported" "the shared library exports only nshash_* symbols"
