@@ -7,10 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "common.h"
 #include "stats.h"
-
-enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
 static const char *const proto_key[2] = {"tcp", "udp"};
 
@@ -301,17 +300,14 @@ static int resolve(const char *arg, char *out, size_t len)
 		errno = 0;
 		long pid = strtol(arg + 4, &end, 10);
 		if (errno || end == arg + 4 || *end || pid <= 0 || pid > 4194304 || arg[4] < '0' || arg[4] > '9') {
-			fprintf(stderr, "nshash: stats: \"%s\": expected pid:PID with a process id\n", arg);
-			return -1;
+			return fail(-1, "stats: \"%s\": expected pid:PID with a process id", arg);
 		}
 		snprintf(out, len, "/proc/%ld/ns/net", pid);
 		return 0;
 	}
 	struct nshash_error err = {0};
-	if (nshash_pin_resolve(arg, out, len, &err) < 0) {
-		fprintf(stderr, "nshash: stats: %s\n", err.msg);
-		return -1;
-	}
+	if (nshash_pin_resolve(arg, out, len, &err) < 0)
+		return fail(-1, "stats: %s", err.msg);
 	return 0;
 }
 
@@ -321,8 +317,7 @@ int stats_command(const char *state_dir, enum stats_format format, int argc, cha
 	const char **only = argc ? calloc((size_t)argc, sizeof(*only)) : NULL;
 	int rc = EXIT_OK;
 	if (argc && (!paths || !only)) {
-		fprintf(stderr, "nshash: out of memory\n");
-		rc = EXIT_FAIL;
+		rc = fail(EXIT_FAIL, "out of memory");
 		goto out;
 	}
 	for (int i = 0; i < argc; i++) {
@@ -335,7 +330,7 @@ int stats_command(const char *state_dir, enum stats_format format, int argc, cha
 	struct nshash_error err = {0};
 	struct nshash_policy policy;
 	if (nshash_policy_load(getenv("NSHASH_POLICY"), &policy, &err) < 0) {
-		fprintf(stderr, "nshash: stats: %s (recommendations ignore the policy's caps)\n", err.msg);
+		fail(0, "stats: %s (recommendations ignore the policy's caps)", err.msg);
 		nshash_policy_defaults(&policy);
 		policy.max = (struct nshash_sizes){NSHASH_TCP_MAX, NSHASH_UDP_MAX};
 	}
@@ -343,8 +338,7 @@ int stats_command(const char *state_dir, enum stats_format format, int argc, cha
 	struct nshash_stats_netns *v = NULL;
 	size_t n = 0;
 	if (nshash_stats_scan(&opts, &v, &n, &err) < 0) {
-		fprintf(stderr, "nshash: %s\n", err.msg);
-		rc = err.errnum == ENOENT || err.errnum == EINVAL ? EXIT_USAGE : EXIT_FAIL;
+		rc = fail_err(err.errnum == ENOENT || err.errnum == EINVAL ? EXIT_USAGE : EXIT_FAIL, &err);
 		goto out;
 	}
 	struct nshash_stats_shared sh[2];
