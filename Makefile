@@ -21,9 +21,9 @@ LIBEXECDIR ?= $(PREFIX)/libexec/nshash
 # /usr/lib/cni (Debian), /opt/cni/bin (upstream): set CNIBINDIR to one of those
 # (make install CNIBINDIR=/usr/lib/cni) or add $(PREFIX)/lib/cni to their plugin dirs.
 CNIBINDIR ?= $(PREFIX)/lib/cni
-HOOKSDIR ?= $(PREFIX)/share/containers/oci/hooks.d
 NSHASHDATADIR ?= $(PREFIX)/share/nshash
 PODMANHOOKSDIR ?= $(NSHASHDATADIR)/podman-hooks.d
+VERIFYHOOKSDIR ?= $(NSHASHDATADIR)/verify-hooks.d
 SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
 SYSCONFDIR ?= /etc
 DESTDIR ?=
@@ -262,27 +262,29 @@ san:
 
 # Everything `make install` puts down, relative to DESTDIR (uninstall removes it).
 INSTALLED = $(BINDIR)/nshash $(BINDIR)/nshash-hook $(BINDIR)/nshash-runtime $(CNIBINDIR)/nshash \
-	$(HOOKSDIR)/nshash.json $(PODMANHOOKSDIR)/nshash-precreate.json \
+	$(PODMANHOOKSDIR)/nshash-precreate.json $(VERIFYHOOKSDIR)/nshash-verify.json \
 	$(NSHASHDATADIR)/containers.conf.d/50-nshash-hooks.conf \
 	$(SYSTEMDUNITDIR)/nshash-gc.service $(SYSTEMDUNITDIR)/nshash-gc.timer \
 	$(LIBDIR)/libnshash.a $(LIBDIR)/libnshash.so.$(SOVERSION) $(LIBDIR)/libnshash.so $(INCLUDEDIR)/nshash.h \
 	$(foreach m,$(wildcard docs/man/*.[1-8]),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
 # podman reads these hooks dirs by default; setting hooks_dir replaces them.
 PODMAN_DEFAULT_HOOKS := /usr/share/containers/oci/hooks.d /etc/containers/oci/hooks.d
-PODMAN_HOOKS_DIRS = $(PODMAN_DEFAULT_HOOKS) $(filter-out $(PODMAN_DEFAULT_HOOKS),$(HOOKSDIR)) $(PODMANHOOKSDIR)
+PODMAN_HOOKS_DIRS = $(PODMAN_DEFAULT_HOOKS) $(PODMANHOOKSDIR)
 comma := ,
 empty :=
 space := $(empty) $(empty)
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(CNIBINDIR) \
-		$(DESTDIR)$(HOOKSDIR) $(DESTDIR)$(PODMANHOOKSDIR) $(DESTDIR)$(NSHASHDATADIR)/containers.conf.d \
+		$(DESTDIR)$(PODMANHOOKSDIR) $(DESTDIR)$(VERIFYHOOKSDIR) $(DESTDIR)$(NSHASHDATADIR)/containers.conf.d \
 		$(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSCONFDIR)/nshash
 	install -m 0755 $(B)/nshash $(B)/nshash-hook $(B)/nshash-runtime $(DESTDIR)$(BINDIR)/
 	install -m 0755 $(B)/cni/nshash $(DESTDIR)$(CNIBINDIR)/nshash
-	# oci-hooks(5) files; precreate in a dir of its own, for podman's hooks_dir only (CRI-O
-	# rejects the stage and would then drop every hook in a shared dir)
-	sed 's|/usr/local/bin/nshash-hook|$(BINDIR)/nshash-hook|' oci-hooks/hooks.d/nshash.json >$(DESTDIR)$(HOOKSDIR)/nshash.json
+	# oci-hooks(5) files in dirs of their own: precreate for podman's hooks_dir only (CRI-O
+	# rejects the stage and would then drop every hook in a shared dir); the createRuntime
+	# verification is opt-in (one more hook exec per container start)
+	sed 's|/usr/local/bin/nshash-hook|$(BINDIR)/nshash-hook|' oci-hooks/verify-hooks.d/nshash-verify.json \
+		>$(DESTDIR)$(VERIFYHOOKSDIR)/nshash-verify.json
 	sed 's|/usr/local/bin/nshash-hook|$(BINDIR)/nshash-hook|' oci-hooks/hooks.d/nshash-precreate.json \
 		>$(DESTDIR)$(PODMANHOOKSDIR)/nshash-precreate.json
 	sed -e 's|^hooks_dir = .*|hooks_dir = [$(subst $(space),$(comma) ,$(patsubst %,"%",$(strip $(PODMAN_HOOKS_DIRS))))]|' \
@@ -290,7 +292,7 @@ install: all
 		>$(DESTDIR)$(NSHASHDATADIR)/containers.conf.d/50-nshash-hooks.conf
 	for u in nshash-gc.service nshash-gc.timer; do \
 		sed 's|/usr/bin/nshash|$(BINDIR)/nshash|' packaging/systemd/$$u >$(DESTDIR)$(SYSTEMDUNITDIR)/$$u; done
-	chmod 0644 $(DESTDIR)$(HOOKSDIR)/nshash.json $(DESTDIR)$(PODMANHOOKSDIR)/nshash-precreate.json \
+	chmod 0644 $(DESTDIR)$(VERIFYHOOKSDIR)/nshash-verify.json $(DESTDIR)$(PODMANHOOKSDIR)/nshash-precreate.json \
 		$(DESTDIR)$(NSHASHDATADIR)/containers.conf.d/50-nshash-hooks.conf $(DESTDIR)$(SYSTEMDUNITDIR)/nshash-gc.*
 	# the policy: never overwrite one that is there
 	[ -e $(DESTDIR)$(SYSCONFDIR)/nshash/nshash.json ] || \
@@ -308,7 +310,8 @@ uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
 	cmp -s packaging/etc/nshash.json $(DESTDIR)$(SYSCONFDIR)/nshash/nshash.json && \
 		rm -f $(DESTDIR)$(SYSCONFDIR)/nshash/nshash.json || true
-	-rmdir $(DESTDIR)$(SYSCONFDIR)/nshash $(DESTDIR)$(PODMANHOOKSDIR) $(DESTDIR)$(NSHASHDATADIR)/containers.conf.d \
+	-rmdir $(DESTDIR)$(SYSCONFDIR)/nshash $(DESTDIR)$(PODMANHOOKSDIR) $(DESTDIR)$(VERIFYHOOKSDIR) \
+		$(DESTDIR)$(NSHASHDATADIR)/containers.conf.d \
 		$(DESTDIR)$(NSHASHDATADIR) 2>/dev/null
 	$(if $(DESTDIR),,ldconfig)
 

@@ -342,6 +342,24 @@ int nshash_pin_remove(const char *path, struct nshash_error *err);
  * plain file, other namespace type), < 0 on error. */
 int nshash_pin_is_netns(const char *path, struct nshash_error *err);
 
+/* Handing a pin over to a container (the precreate hook): start watching
+ * the pin before the runtime can see its path, then wait until a thread
+ * group leader outside the caller's mount namespace (a container's init)
+ * lives in the netns -- woken by inotify when the pin is closed or removed,
+ * never spinning.  Then the pin can go: the container holds the netns. */
+struct nshash_handoff {
+	int fd; /* inotify; -1 when not started */
+	dev_t dev;
+	ino_t ino;     /* the pinned netns */
+	ino_t mnt_ino; /* the caller's mount namespace */
+};
+int nshash_handoff_start(const char *pin, struct nshash_handoff *h, struct nshash_error *err);
+/* The pid of that process, 0 when timeout_ms passed without one, -ENOENT
+ * when the pin was removed or replaced meanwhile, other -errno on errors. */
+pid_t nshash_handoff_wait(const struct nshash_handoff *h, const char *pin, unsigned timeout_ms,
+			  struct nshash_error *err);
+void nshash_handoff_end(struct nshash_handoff *h);
+
 /* ---------------------------------------------------------------- state */
 
 /* Layout of the state dir:

@@ -8,6 +8,7 @@
  * The logic lives in oci-hooks/ and libnshash; this is argv, I/O and exit codes. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/capability.h>
 #include <signal.h>
 #include <stdio.h>
@@ -55,6 +56,55 @@ static void tell_podman(const char *msg)
 	close(fd);
 }
 
+/* The pin has done its work once the container's init is in the netns:
+ * a detached child waits for that (nshash_handoff_wait, woken by inotify)
+ * and removes it, so that no createRuntime hook has to be exec'd for it.
+ * The runtime's create comes seconds after precreate at most; a pin nobody
+ * joined within staleAge is removed too (what the reclaim would do). */
+static void hand_off(const struct nshash_policy *policy, const struct nshash_oci_result *res, const char *who,
+		     struct nshash_handoff *h)
+{
+	pid_t pid = fork();
+
+	if (pid != 0) {
+		if (pid < 0)
+			nshash_log(NSHASH_LOG_WARN, who, "fork: %s: %s stays until the reclaim removes it",
+				   strerror(errno), res->pin_path);
+		nshash_handoff_end(h);
+		return;
+	}
+	/* podman reads our stdout and stderr to their end: let go of them */
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null >= 0) {
+		dup2(null, STDIN_FILENO);
+		dup2(null, STDOUT_FILENO);
+		dup2(null, STDERR_FILENO);
+		if (null > STDERR_FILENO)
+			close(null);
+	}
+	setsid();
+	if (chdir("/") < 0) { /* keep no directory of the caller busy */
+	}
+	struct nshash_error err = {0};
+	unsigned timeout = policy->stale_age > UINT_MAX / 1000 ? UINT_MAX : (unsigned)policy->stale_age * 1000;
+	pid_t user = nshash_handoff_wait(h, res->pin_path, timeout, &err);
+	nshash_handoff_end(h);
+	if (user == -ENOENT)
+		_exit(0); /* removed already (a createRuntime hook, the reclaim) */
+	if (user < 0)
+		nshash_log(NSHASH_LOG_WARN, who, "%s", err.msg);
+	if (nshash_pin_remove(res->pin_path, &err) < 0)
+		nshash_log(NSHASH_LOG_WARN, who, "%s", err.msg);
+	else if (user > 0)
+		nshash_log(NSHASH_LOG_INFO, who, "removed pin %s (pid %d, the container's init, holds the netns)",
+			   res->pin_path, (int)user);
+	else if (user == 0)
+		nshash_log(NSHASH_LOG_WARN, who,
+			   "removed pin %s: no container joined its netns within staleAge (%lld s)", res->pin_path,
+			   (long long)policy->stale_age);
+	_exit(0);
+}
+
 static int precreate(const struct nshash_policy *policy, const char *in, size_t len)
 {
 	struct nshash_oci_opts opts = {.mode = NSHASH_OCI_PRECREATE, .policy = policy};
@@ -73,8 +123,14 @@ static int precreate(const struct nshash_policy *policy, const char *in, size_t 
 		tell_podman(err.msg);
 		return 1;
 	}
+	/* watched before the runtime can know the path */
+	struct nshash_handoff h = {.fd = -1};
+	bool watching = res.action == NSHASH_OCI_SIZED && nshash_handoff_start(res.pin_path, &h, &err) == 0;
+	if (res.action == NSHASH_OCI_SIZED && !watching)
+		nshash_log(NSHASH_LOG_WARN, who, "%s: the pin stays until the reclaim removes it", err.msg);
 	if (nsh_write_all(STDOUT_FILENO, out, out_len) < 0) {
 		nshash_log(NSHASH_LOG_ERROR, who, "write config to stdout: %s", strerror(errno));
+		nshash_handoff_end(&h);
 		if (res.action == NSHASH_OCI_SIZED && nshash_pin_remove(res.pin_path, &err) < 0)
 			nshash_log(NSHASH_LOG_ERROR, NULL, "%s", err.msg);
 		free(out);
@@ -82,6 +138,8 @@ static int precreate(const struct nshash_policy *policy, const char *in, size_t 
 	}
 	free(out);
 	nshash_oci_log_result(who, &res);
+	if (watching)
+		hand_off(policy, &res, who, &h);
 	return 0;
 }
 

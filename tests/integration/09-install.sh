@@ -14,7 +14,7 @@ for f in usr/bin/nshash usr/include/nshash.h usr/lib/libnshash.a usr/lib/libnsha
 	[ -e "$D/$f" ] && pass "installed $f" || fail "installed $f"
 done
 for f in usr/lib/cni/nshash usr/bin/nshash-hook usr/bin/nshash-runtime etc/nshash/nshash.json \
-	usr/share/containers/oci/hooks.d/nshash.json usr/share/nshash/podman-hooks.d/nshash-precreate.json \
+	usr/share/nshash/verify-hooks.d/nshash-verify.json usr/share/nshash/podman-hooks.d/nshash-precreate.json \
 	usr/share/nshash/containers.conf.d/50-nshash-hooks.conf usr/lib/systemd/system/nshash-gc.timer; do
 	[ -e "$D/$f" ] && pass "installed $f" || fail "installed $f"
 done

@@ -32,8 +32,10 @@ assert_eq "4096 1024 1" "$out" "podman --network none: tcp=4096 udp=1024 inside,
 pins_gone && pass "pin removed after --rm" || fail "pin left after --rm: $(ls "$S/pins")"
 assert_contains "$(cat "$D/nshash.log")" "requested tcp=4096 udp=1024, effective tcp=4096 udp=1024" "precreate logged requested and effective sizes"
 assert_contains "$(grep precreate "$D/nshash.log")" "info: hostname " "precreate names the container by its hostname"
-assert_contains "$(cat "$D/nshash.log")" "nshash-hook[state]" "verify hook ran"
-assert_contains "$(cat "$D/nshash.log")" "removed pin $S/pins/oci-" "the verify hook removed the pin once the init was in its netns"
+for _ in $(seq 30); do grep -q "removed pin" "$D/nshash.log" && break; sleep 0.1; done
+assert_contains "$(cat "$D/nshash.log")" "removed pin $S/pins/oci-" "the precreate hook's child removed the pin once the init was in its netns"
+assert_contains "$(cat "$D/nshash.log")" ", the container's init, holds the netns)" "... naming the init's pid"
+assert_not_contains "$(cat "$D/nshash.log")" "nshash-hook[state]" "no createRuntime hook ran (the verification is opt-in)"
 
 out=$(podman run --rm --network none $IMG sh -c "$SHOW")
 assert_eq "$GLOBAL 1" "$out" "no annotations: global tables"
@@ -67,8 +69,8 @@ assert_eq "" "$(podman ps -aq)" "refusals left no container"
 
 # --- the verify hook refuses a container whose netns is not what was asked:
 # only the verify/cleanup file installed, so nothing sizes the netns
-mkdir -p "$D/hooks-verify-only"
-cp "$D/hooks/nshash.json" "$D/hooks-verify-only/"
+engines_hooks_dir "$D/hooks-verify-only" "$P" verify
+rm "$D/hooks-verify-only/nshash-precreate.json"
 sed -i "s|hooks_dir = \\[\"$D/hooks\"\\]|hooks_dir = [\"$D/hooks-verify-only\"]|" "$CONTAINERS_CONF"
 out=$(podman run --rm --network none --annotation io.nshash.tcp=4096 $IMG true 2>&1)
 rc=$?

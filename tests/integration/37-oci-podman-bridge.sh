@@ -182,7 +182,6 @@ engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/nshash.log\"}"
 # takes 20-60 ms here): the container
 # fails to start, rm succeeds, nothing is left
 mkdir -p "$D/hooks-kill"
-cp "$D/hooks/nshash.json" "$D/hooks-kill/"
 cat >"$D/kill-hook" <<EOF
 #!/bin/bash
 exec 3<&0

@@ -23,17 +23,21 @@ IMG=localhost/nshash-busybox
 SIZED=(--network none --annotation io.nshash.tcp=4096 --annotation io.nshash.udp=1024)
 usage() { nshash --state-dir "$S" gc --max-idle 999999 --stale-age 999999 --json | jq -r '"\(.table_memory.bytes) \(.table_memory.netns)"'; }
 
-# --- a failed create no longer leaks: createRuntime (which runs before the
-# process is exec'd) drops the pin once the init is in the netns
+# --- a failed create does not leak: the precreate hook's child drops the
+# pin once the init is in the netns (before the process is exec'd)
 out=$(podman run --rm "${SIZED[@]}" $IMG /nonexistent 2>&1)
 assert_eq 1 "$([ $? -ne 0 ] && echo 1)" "podman run IMAGE /nonexistent fails"
 sleep 1
-assert_eq 0 "$(engines_pins_left "$S")" "a failed create leaves no pin (createRuntime dropped it)"
+assert_eq 0 "$(engines_pins_left "$S")" "a failed create leaves no pin (the precreate hook's child dropped it)"
 
 # --- the leak that remains: an engine that dies after precreate, before
-# the runtime creates the container (here: the precreate stage alone)
+# the runtime creates the container, and the hook's waiting child killed
+# with it (here: the precreate stage alone, then SIGKILL to the child)
 printf '%s' '{"ociVersion":"1.0.2","hostname":"leak39","annotations":{"io.nshash.tcp":"4096","io.nshash.udp":"1024"},"linux":{"namespaces":[{"type":"network"}]}}' |
 	"$BUILD/nshash-hook" precreate --policy "$P" >/dev/null 2>&1
+child=$(pgrep -f "/nshash-hook precreate --policy $P\$")
+assert_eq 1 "$(wc -w <<<"$child")" "the hook left one child waiting for the container"
+kill -KILL $child
 leaked=$(ls "$S/pins")
 assert_eq 1 "$(engines_pins_left "$S")" "precreate without a container: its pin is left behind: $leaked"
 assert_eq "$EACH 1" "$(usage)" "and its tables count against the budget"

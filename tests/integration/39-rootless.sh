@@ -74,9 +74,9 @@ out=$(as_user podman run --rm --network none --annotation io.nshash.tcp=4096 --a
 assert_eq "4096 1024" "$out" "rootless podman --network none + annotations: tcp=4096 udp=1024"
 log=$(cat "$D/home/nshash.log" 2>/dev/null)
 assert_contains "$log" "sized netns pinned at $STATE/pins/oci-" "the precreate hook pinned it under the user's state dir"
-assert_contains "$log" "verified pid" "the verify hook checked it from inside the user namespace"
 for _ in $(seq 30); do grep -q "removed pin" <<<"$(cat "$D/home/nshash.log")" && break; sleep 0.2; done
-assert_contains "$(cat "$D/home/nshash.log")" "removed pin $STATE/pins/oci-" "poststop removed the pin"
+assert_contains "$(cat "$D/home/nshash.log")" "removed pin $STATE/pins/oci-" "the precreate hook's child removed the pin (inside the user namespace)"
+assert_contains "$(cat "$D/home/nshash.log")" ", the container's init, holds the netns)" "... once the init was in the netns"
 assert_eq "" "$(ls "$STATE/pins" 2>/dev/null)" "no pin file left"
 out=$(as_user podman run --rm --network none --annotation io.nshash.tcp=lots localhost/nshash-busybox true 2>&1)
 rc=$?

@@ -133,9 +133,9 @@ assert_eq "$VICTIM" "$(pin_state "$S/pins/victim")" "wrapper: the other containe
 
 # real podman without the precreate file (only verify + cleanup installed,
 # as an admin might): the user's io.nshash.pin must not reach the pin
-engines_hooks_dir "$D/hooks-all" "$P"
+engines_hooks_dir "$D/hooks-all" "$P" verify
 mkdir -p "$D/hooks"
-cp "$D/hooks-all/nshash.json" "$D/hooks/"
+cp "$D/hooks-all/nshash-verify.json" "$D/hooks/"
 engines_podman_setup "$D/podman" "hooks_dir = [\"$D/hooks\"]" || cannot_run "podman setup failed"
 victim
 out=$($TO podman run --rm --network none --annotation io.nshash.tcp=4096 --annotation io.nshash.pin=victim \

@@ -41,7 +41,7 @@ apt-get -o Dpkg::Use-Pty=0 install -y ./nshash_*.deb ./libnshash0_*.deb ./libnsh
 echo "== check"; nshash check; echo "check-rc=$?"
 echo "== files"
 for f in /usr/bin/nshash /usr/bin/nshash-hook /usr/bin/nshash-runtime /usr/lib/cni/nshash \
-	/usr/share/containers/oci/hooks.d/nshash.json /usr/share/nshash/podman-hooks.d/nshash-precreate.json \
+	/usr/share/nshash/verify-hooks.d/nshash-verify.json /usr/share/nshash/podman-hooks.d/nshash-precreate.json \
 	/usr/share/nshash/containers.conf.d/50-nshash-hooks.conf /etc/nshash/nshash.json \
 	/lib/systemd/system/nshash-gc.service /lib/systemd/system/nshash-gc.timer \
 	/etc/systemd/system/timers.target.wants/nshash-gc.timer \
@@ -51,7 +51,7 @@ for f in /usr/bin/nshash /usr/bin/nshash-hook /usr/bin/nshash-runtime /usr/lib/c
 	[ -e "$f" ] && echo "have $f" || echo "MISSING $f"
 done
 echo "conffiles: $(cat /var/lib/dpkg/info/nshash.conffiles)"
-grep -h "\"path\"" /usr/share/containers/oci/hooks.d/nshash.json /usr/share/nshash/podman-hooks.d/nshash-precreate.json
+grep -h "\"path\"" /usr/share/nshash/verify-hooks.d/nshash-verify.json /usr/share/nshash/podman-hooks.d/nshash-precreate.json
 echo "== create"; nshash create --tcp 4096 --udp 1024 pkg-test >/dev/null && ip netns exec pkg-test cat /proc/sys/net/ipv4/tcp_ehash_entries; nshash delete pkg-test
 echo "== podman"
 apt-get -o Dpkg::Use-Pty=0 install -y podman runc >>/root/apt.log 2>&1 || { tail -20 /root/apt.log; exit 1; }

@@ -15,7 +15,7 @@
 #   engines_crun_ns CMD ARGS...           any command (e.g. nshash-runtime) in that namespace
 #   engines_podman_setup DIR [LINES]      private containers.conf/storage.conf, image localhost/nshash-busybox;
 #                                         LINES go at the end of containers.conf, after [engine]
-#   engines_hooks_dir DIR POLICY          the shipped hooks.d files pointing at build/ and POLICY
+#   engines_hooks_dir DIR POLICY [verify] the shipped hooks.d files (+ the opt-in verify hook) pointing at build/ and POLICY
 #   engines_containerd_start DIR [--cri TOML] [ENV..]  private containerd; exports CONTAINERD_ADDRESS
 #   engines_iptables_snapshot             remember chains, links, ip_forward; restored at exit
 #   engines_policy FILE JSON              write a policy file
@@ -140,12 +140,13 @@ engines_podman_cleanup() {
 	rm -rf "$d"
 }
 
-# engines_hooks_dir DIR POLICY: the shipped hooks.d files, pointed at
-# build/nshash-hook and a private policy.
+# engines_hooks_dir DIR POLICY [verify]: the shipped hooks.d files (podman's
+# precreate), with `verify` also the opt-in createRuntime verification,
+# pointed at build/nshash-hook and a private policy.
 engines_hooks_dir() {
 	local d=$1 policy=$2 f
 	mkdir -p "$d"
-	for f in "$TOP"/oci-hooks/hooks.d/*.json; do
+	for f in "$TOP"/oci-hooks/hooks.d/*.json ${3:+"$TOP"/oci-hooks/verify-hooks.d/*.json}; do
 		jq --arg p "$BUILD/nshash-hook" --arg pol "$policy" \
 			'.hook.path = $p | .hook.args = .hook.args + ["--policy", $pol]' "$f" >"$d/$(basename "$f")"
 	done

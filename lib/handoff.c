@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Handing a pinned netns over to a container: wait, without spinning, until
+ * the container's first process lives in it, so that the pin can go and the
+ * container alone holds the netns.  A runtime joins a netns path by opening
+ * it (setns, then close): inotify reports the close on the pin's nsfs inode,
+ * and a deletion in the pin's directory (the pin removed by someone else).
+ * The process that counts is a thread group leader in the netns whose mount
+ * namespace is not the caller's: a runtime's init unshares its own right
+ * after joining, while a tool looking in from the host (`nshash stats`)
+ * enters from a thread of a process in the host's. */
+#include <ctype.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "internal.h"
+
+#define TICK_MS	    1000 /* check the pin and look again at least this often */
+#define BACKOFF_MAX 256	 /* after a close: look again at 1, 2, 4 ... ms */
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int nshash_handoff_start(const char *pin, struct nshash_handoff *h, struct nshash_error *err)
+{
+	char dir[PATH_MAX];
+	struct stat st;
+	const char *slash = strrchr(pin, '/');
+
+	h->fd = -1;
+	if (!slash || slash == pin || (size_t)(slash - pin) >= sizeof(dir))
+		return nshash_error_set(err, EINVAL, "hand over %s: not an absolute path to a pin", pin);
+	memcpy(dir, pin, (size_t)(slash - pin));
+	dir[slash - pin] = '\0';
+	if (stat(pin, &st) < 0)
+		return nshash_error_set(err, errno, "hand over %s: %s", pin, strerror(errno));
+	h->dev = st.st_dev;
+	h->ino = st.st_ino;
+	if (stat("/proc/self/ns/mnt", &st) < 0)
+		return nshash_error_set(err, errno, "hand over %s: /proc/self/ns/mnt: %s", pin, strerror(errno));
+	h->mnt_ino = st.st_ino;
+	h->fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	if (h->fd < 0)
+		return nshash_error_set(err, errno, "hand over %s: inotify: %s", pin, strerror(errno));
+	if (inotify_add_watch(h->fd, pin, IN_CLOSE | IN_DONT_FOLLOW) < 0 ||
+	    inotify_add_watch(h->fd, dir, IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF | IN_ONLYDIR) < 0) {
+		int e = errno;
+		nshash_handoff_end(h);
+		return nshash_error_set(err, e, "hand over %s: watch it: %s", pin, strerror(e));
+	}
+	return 0;
+}
+
+void nshash_handoff_end(struct nshash_handoff *h)
+{
+	if (h->fd >= 0)
+		close(h->fd);
+	h->fd = -1;
+}
+
+/* The pin still there, still this netns? */
+static bool still_pinned(const struct nshash_handoff *h, const char *pin)
+{
+	struct stat st;
+	return stat(pin, &st) == 0 && st.st_dev == h->dev && st.st_ino == h->ino;
+}
+
+/* A thread group leader in the netns, outside the caller's mount
+ * namespace: its pid, 0 none, -errno. */
+static pid_t joined(const struct nshash_handoff *h)
+{
+	cleanup_close int procfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	char want[48], link[64], path[64];
+	pid_t self = getpid(), found = 0;
+
+	if (procfd < 0)
+		return -errno;
+	DIR *d = fdopendir(procfd);
+	if (!d)
+		return -errno;
+	procfd = -1; /* the DIR owns it */
+	snprintf(want, sizeof(want), "net:[%llu]", (unsigned long long)h->ino);
+	size_t want_len = strlen(want);
+	struct dirent *de;
+	while (!found && (de = readdir(d))) {
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		pid_t pid = (pid_t)atoi(de->d_name);
+		if (pid == self)
+			continue;
+		snprintf(path, sizeof(path), "%d/ns/net", (int)pid);
+		ssize_t n = readlinkat(dirfd(d), path, link, sizeof(link));
+		if (n != (ssize_t)want_len || memcmp(link, want, want_len) != 0)
+			continue;
+		struct stat mnt;
+		snprintf(path, sizeof(path), "%d/ns/mnt", (int)pid);
+		if (fstatat(dirfd(d), path, &mnt, 0) == 0 && mnt.st_ino != h->mnt_ino)
+			found = pid;
+	}
+	closedir(d);
+	return found;
+}
+
+/* Read what inotify has; true if the pin was closed by someone. */
+static bool drain(int fd)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	bool closed = false;
+	ssize_t n;
+
+	while ((n = read(fd, buf, sizeof(buf))) > 0) {
+		for (char *p = buf; p < buf + n;) {
+			const struct inotify_event *ev = (const struct inotify_event *)p;
+			if (ev->mask & IN_CLOSE)
+				closed = true;
+			p += sizeof(*ev) + ev->len;
+		}
+	}
+	return closed;
+}
+
+pid_t nshash_handoff_wait(const struct nshash_handoff *h, const char *pin, unsigned timeout_ms,
+			  struct nshash_error *err)
+{
+	long long deadline = now_ms() + timeout_ms;
+	int backoff = 0;
+
+	for (;;) {
+		long long left = deadline - now_ms();
+		if (left <= 0)
+			return 0;
+		int wait = backoff ? backoff : TICK_MS;
+		struct pollfd p = {.fd = h->fd, .events = POLLIN};
+		int n = poll(&p, 1, left < wait ? (int)left : wait);
+		if (n < 0 && errno != EINTR)
+			return nshash_error_set(err, errno, "wait for a process in %s: poll: %s", pin, strerror(errno));
+		bool closed = n > 0 && drain(h->fd);
+		if (!still_pinned(h, pin))
+			return nshash_error_set(err, ENOENT, "%s: removed or replaced meanwhile", pin);
+		pid_t pid = joined(h);
+		if (pid < 0)
+			return nshash_error_set(err, -pid, "wait for a process in %s: /proc: %s", pin, strerror(-pid));
+		if (pid > 0)
+			return pid;
+		/* a runtime's init unshares its mount namespace just after it
+		 * joined: look again soon after each close */
+		if (closed)
+			backoff = 1;
+		else if (backoff)
+			backoff = backoff >= BACKOFF_MAX ? 0 : backoff * 2;
+	}
+}

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# The precreate hook hands its pin over without a createRuntime hook: a
+# detached child of the hook waits (inotify on the pin, no polling loop)
+# until a process that is not in the host's mount namespace -- a container's
+# init -- lives in the netns, then removes the pin.  A tool entering from the
+# host does not count; a pin nobody joins goes after staleAge; a pin removed
+# by someone else ends the child at once; the hook's caller never waits for
+# the child (podman reads the hook's stdout to its end).
+source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/engines.sh"
+require_root
+require_kernel_knobs
+command -v nsenter >/dev/null && command -v unshare >/dev/null || cannot_run "nsenter and unshare (util-linux) needed"
+
+engines_oci_setup
+engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/nshash.log\", \"staleAge\": 30}"
+CONFIG='{"ociVersion":"1.0.2","hostname":"HOST","annotations":{"io.nshash.tcp":"4096","io.nshash.udp":"1024"},"linux":{"namespaces":[{"type":"network"},{"type":"mount"}]}}'
+watchers() { pgrep -f "/nshash-hook precreate --policy $P\$" | tr '\n' ' ' | sed 's/ $//'; }
+on_exit 'for p in $(watchers); do kill -KILL $p; done 2>/dev/null'
+on_exit 'kill -KILL $JOINER $TOOL 2>/dev/null'
+# precreate HOST: the config on stdout as podman takes it (through a pipe
+# that must reach its end), the pin's path in $PIN
+precreate() {
+	local out
+	out=$(printf '%s' "${CONFIG/HOST/$1}" | timeout 20 "$BUILD/nshash-hook" precreate --policy "$P" | cat)
+	PIN=$(jq -r '.linux.namespaces[0].path' <<<"$out")
+}
+pin_mounted() { [ "$(count_pins_under "$PIN")" = 1 ] && echo yes || echo no; }
+wait_log() { for _ in $(seq 50); do grep -q "$1" "$D/nshash.log" && return 0; sleep 0.1; done; return 1; }
+
+# --- a tool from the host's mount namespace does not count; an init does
+start=$(date +%s)
+precreate h43a
+assert_eq 1 $(($(date +%s) - start < 10)) "the hook's caller reads its stdout to the end at once (the child let go of it)"
+assert_contains "$PIN" "$S/pins/oci-" "precreate pinned a sized netns"
+assert_eq yes "$(pin_mounted)" "pin mounted"
+w=$(watchers)
+assert_eq 1 "$(wc -w <<<"$w")" "one detached child waits for the container: pid $w"
+assert_eq "$w" "$(ps -o sid= -p "$w" | tr -d ' ')" "it leads a session of its own (no terminal, no job control signals)"
+nsenter --net="$PIN" sleep 30 &
+TOOL=$!
+sleep 0.5
+assert_eq "4096 1024" "$(netns_sizes_of_pid $TOOL)" "a host tool entered the sized netns"
+assert_eq yes "$(pin_mounted)" "a process in the host's mount namespace does not take the pin away"
+nsenter --net="$PIN" unshare -m sleep 30 &
+JOINER=$!
+wait_log "removed pin $PIN (pid $JOINER, the container's init, holds the netns)" &&
+	pass "an init in a mount namespace of its own: the child removed the pin and logged its pid" ||
+	fail "pin not handed over: $(tail -2 "$D/nshash.log")"
+assert_eq no "$(pin_mounted)" "pin unmounted"
+[ -e "$PIN" ] && fail "pin file left" || pass "pin file removed"
+assert_eq "4096 1024" "$(netns_sizes_of_pid $JOINER)" "the init keeps its sized netns"
+for _ in $(seq 20); do [ -z "$(watchers)" ] && break; sleep 0.1; done
+assert_eq "" "$(watchers)" "the child is gone"
+kill -KILL $JOINER $TOOL 2>/dev/null
+wait $JOINER $TOOL 2>/dev/null
+
+# --- the pin removed by someone else (gc, a createRuntime hook): the
+# child ends at once, quietly
+precreate h43b
+assert_eq yes "$(pin_mounted)" "second pin"
+nshash --state-dir "$S" delete "$PIN" >/dev/null 2>&1 || { umount "$PIN" && rm -f "$PIN"; }
+for _ in $(seq 20); do [ -z "$(watchers)" ] && break; sleep 0.1; done
+assert_eq "" "$(watchers)" "pin removed by someone else: the child ended"
+assert_not_contains "$(grep h43b "$D/nshash.log")" "removed pin" "... without claiming the removal"
+
+# --- nobody joins within staleAge: the child removes the pin itself
+engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/nshash.log\", \"staleAge\": 1}"
+precreate h43c
+assert_eq yes "$(pin_mounted)" "third pin"
+wait_log "hostname h43c: removed pin $PIN: no container joined its netns within staleAge (1 s)" &&
+	pass "nobody joined within staleAge: removed, with a warning" || fail "not removed: $(tail -2 "$D/nshash.log")"
+assert_eq no "$(pin_mounted)" "unmounted"
+for _ in $(seq 20); do [ -z "$(watchers)" ] && break; sleep 0.1; done
+assert_eq "" "$(watchers)" "the child is gone"
+
+assert_eq 0 "$(engines_pins_left "$S")" "no pin left"
+assert_host_untouched
