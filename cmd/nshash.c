@@ -448,7 +448,10 @@ static int cmd_show(struct cli *c, int argc, char **argv)
 
 static const char *kind_name(enum nshash_entry_kind k)
 {
-	return k == NSHASH_ENTRY_TEMPLATE ? "template" : k == NSHASH_ENTRY_CONTAINER ? "container" : "netns";
+	return k == NSHASH_ENTRY_TEMPLATE    ? "template"
+	       : k == NSHASH_ENTRY_CONTAINER ? "container"
+	       : k == NSHASH_ENTRY_SPARE     ? "spare"
+					     : "netns";
 }
 
 static void size_cell(const struct nshash_entry *e, bool udp, char *buf, size_t len)
@@ -470,12 +473,13 @@ static void size_cell(const struct nshash_entry *e, bool udp, char *buf, size_t 
 /* list shows what the caller may read; say what it could not. */
 static void note_unreadable(const char *state_dir)
 {
-	char dirs[3][4200];
+	char dirs[4][4200];
 	const char *sd = state_dir && *state_dir ? state_dir : NSHASH_DEFAULT_STATE_DIR;
 	snprintf(dirs[0], sizeof(dirs[0]), "%s", NSHASH_NETNS_RUN_DIR);
 	snprintf(dirs[1], sizeof(dirs[1]), "%s/templates", sd);
 	snprintf(dirs[2], sizeof(dirs[2]), "%s/pins", sd);
-	for (int i = 0; i < 3; i++) {
+	snprintf(dirs[3], sizeof(dirs[3]), "%s/spares", sd);
+	for (int i = 0; i < 4; i++) {
 		DIR *d = opendir(dirs[i]);
 		if (d)
 			closedir(d);
@@ -644,6 +648,7 @@ static int cmd_gc(struct cli *c, int argc, char **argv)
 	if (c->json) {
 		json_object *j = json_object_new_object();
 		json_object_object_add(j, "templates_removed", json_object_new_int64((int64_t)rep.templates_removed));
+		json_object_object_add(j, "spares_removed", json_object_new_int64((int64_t)rep.spares_removed));
 		json_object_object_add(j, "stale_removed", json_object_new_int64((int64_t)rep.stale_removed));
 		json_object_object_add(j, "orphans_removed", json_object_new_int64((int64_t)rep.orphans_removed));
 		json_object_object_add(j, "kept", json_object_new_int64((int64_t)rep.kept));
@@ -655,9 +660,10 @@ static int cmd_gc(struct cli *c, int argc, char **argv)
 	} else {
 		json_object_put(seen.paths);
 		printf(
-		    "%s%zu template(s), %zu stale pin file(s), %zu orphaned container pin(s); kept %zu of nshash's\n",
-		    c->dry_run ? "would remove " : "removed ", rep.templates_removed, rep.stale_removed,
-		    rep.orphans_removed, rep.kept);
+		    "%s%zu template(s), %zu spare(s), %zu stale pin file(s), %zu orphaned container pin(s); kept %zu "
+		    "of nshash's\n",
+		    c->dry_run ? "would remove " : "removed ", rep.templates_removed, rep.spares_removed,
+		    rep.stale_removed, rep.orphans_removed, rep.kept);
 		print_usage_text(&rep.usage, c->create.max_table_bytes);
 	}
 	return EXIT_OK;

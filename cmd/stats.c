@@ -55,6 +55,7 @@ static const char *kind_name(const struct nshash_stats_netns *e)
 		return e->host ? "host" : "process";
 	return e->kind == NSHASH_ENTRY_TEMPLATE	   ? "template"
 	       : e->kind == NSHASH_ENTRY_CONTAINER ? "container"
+	       : e->kind == NSHASH_ENTRY_SPARE	   ? "spare"
 						   : "netns";
 }
 

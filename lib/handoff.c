@@ -8,8 +8,6 @@
  * namespace is not the caller's: a runtime's init unshares its own right
  * after joining, while a tool looking in from the host (`nshash stats`)
  * enters from a thread of a process in the host's. */
-#include <ctype.h>
-#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
@@ -79,36 +77,9 @@ static bool still_pinned(const struct nshash_handoff *h, const char *pin)
  * namespace: its pid, 0 none, -errno. */
 static pid_t joined(const struct nshash_handoff *h)
 {
-	cleanup_close int procfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	char want[48], link[64], path[64];
-	pid_t self = getpid(), found = 0;
-
-	if (procfd < 0)
-		return -errno;
-	DIR *d = fdopendir(procfd);
-	if (!d)
-		return -errno;
-	procfd = -1; /* the DIR owns it */
-	snprintf(want, sizeof(want), "net:[%llu]", (unsigned long long)h->ino);
-	size_t want_len = strlen(want);
-	struct dirent *de;
-	while (!found && (de = readdir(d))) {
-		if (!isdigit((unsigned char)de->d_name[0]))
-			continue;
-		pid_t pid = (pid_t)atoi(de->d_name);
-		if (pid == self)
-			continue;
-		snprintf(path, sizeof(path), "%d/ns/net", (int)pid);
-		ssize_t n = readlinkat(dirfd(d), path, link, sizeof(link));
-		if (n != (ssize_t)want_len || memcmp(link, want, want_len) != 0)
-			continue;
-		struct stat mnt;
-		snprintf(path, sizeof(path), "%d/ns/mnt", (int)pid);
-		if (fstatat(dirfd(d), path, &mnt, 0) == 0 && mnt.st_ino != h->mnt_ino)
-			found = pid;
-	}
-	closedir(d);
-	return found;
+	struct nsh_scan_item it = {.ino = h->ino, .want = NSH_SCAN_LEADERS, .not_mnt = h->mnt_ino};
+	int r = nsh_netns_scan(&it, 1, true, 0);
+	return r < 0 ? r : it.pid;
 }
 
 /* Read what inotify has; true if the pin was closed by someone. */

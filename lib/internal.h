@@ -72,9 +72,10 @@ enum nsh_scan_source {
 };
 struct nsh_scan_item {
 	uint64_t ino;
-	unsigned want; /* enum nsh_scan_source bits */
-	unsigned held; /* out: the source that holds it, 0 = nothing found */
-	pid_t pid;     /* out */
+	unsigned want;	  /* enum nsh_scan_source bits */
+	uint64_t not_mnt; /* a leader in this mount namespace does not count (0: any does) */
+	unsigned held;	  /* out: the source that holds it, 0 = nothing found */
+	pid_t pid;	  /* out */
 };
 /* One pass over /proc for all items (cheap sources first, stops when every
  * item is resolved).  Returns how many are held, -ETIMEDOUT when it took

@@ -405,6 +405,9 @@ static int netns_new_recorded(const struct nshash_create_opts *opts, const char 
 	int r = validate_request(opts->sizes, err);
 	if (r < 0)
 		return r;
+	/* a spare is recorded in the ledger already */
+	if (nshash_spare_take(opts, nsfd, info) == 1)
+		return 0;
 	const char *state_dir = nsh_state_dir(opts->state_dir);
 	struct nshash_sizes eff = nshash_sizes_effective(opts->sizes);
 	if (opts->max_table_bytes) {

@@ -189,6 +189,12 @@ struct nshash_create_opts {
 	 * Every sized creation is recorded in the state dir's ledger, with or
 	 * without a budget (see "table memory budget" below). */
 	uint64_t max_table_bytes;
+	/* Spares (template strategy, no budget, lo up): keep up to this many
+	 * netns of these sizes made ahead of need in STATE_DIR/spares.  A
+	 * creation then takes one when there is one, with no unshare on its
+	 * path; the caller refills with nshash_spare_fill() off its own path
+	 * (after its answer went out).  0 = none (the default). */
+	unsigned spares;
 };
 
 /* Create a sized netns and return an O_CLOEXEC fd to it in *nsfd, verified.
@@ -199,6 +205,17 @@ int nshash_netns_new(const struct nshash_create_opts *opts, int *nsfd, struct ns
  * O_EXCL and bind-mounted last; on any failure nothing is left. */
 int nshash_netns_create(const struct nshash_create_opts *opts, const char *pin_path, struct nshash_netns_info *info,
 			struct nshash_error *err);
+/* Make spares until opts->spares of opts->sizes are ready (each made and
+ * recorded like nshash_netns_create does).  The number made, 0 also when
+ * spares do not apply to opts or another caller is filling right now, or
+ * -errno.  Spares unused for longer than gc's template idle age go with
+ * nshash_gc(). */
+int nshash_spare_fill(const struct nshash_create_opts *opts, struct nshash_error *err);
+/* Take a spare of opts->sizes (see above): 1 with an O_CLOEXEC fd to it in
+ * *nsfd (no longer pinned, read back into info), 0 when there is none.
+ * Must run in the mount namespace the spares were made in (an unmount in
+ * another one would not reach them). */
+int nshash_spare_take(const struct nshash_create_opts *opts, int *nsfd, struct nshash_netns_info *info);
 /* Replace the netns pinned at `pin_path` (an nsfs bind mount) with a new
  * sized one at the same path: detach the old mount, bind the new one.  On
  * failure after the detach, the old netns is bound back. */
@@ -369,7 +386,7 @@ void nshash_handoff_end(struct nshash_handoff *h);
  *                                  template's sysctls once a transplant read them
  *   DIR/pins/ID               pins made for containers by the hook/wrapper
  */
-enum nshash_entry_kind { NSHASH_ENTRY_NETNS, NSHASH_ENTRY_TEMPLATE, NSHASH_ENTRY_CONTAINER };
+enum nshash_entry_kind { NSHASH_ENTRY_NETNS, NSHASH_ENTRY_TEMPLATE, NSHASH_ENTRY_CONTAINER, NSHASH_ENTRY_SPARE };
 
 struct nshash_entry {
 	char *path;	  /* malloc'd; freed by nshash_list_free() */
@@ -380,7 +397,7 @@ struct nshash_entry {
 	int unknown;		       /* errno when it could not be looked at (not ours to
 					* judge: EACCES, EPERM as non-root); 0 = known */
 	struct nshash_netns_info info; /* valid when pinned and not unknown */
-	int64_t last_used;	       /* templates: unix time of last use, else 0 */
+	int64_t last_used;	       /* templates: unix time of last use; spares: when made; else 0 */
 };
 
 /* Every pin under /run/netns and the state dir (NULL = the default).  Free
@@ -391,18 +408,20 @@ void nshash_list_free(struct nshash_entry *entries, size_t count);
 
 struct nshash_gc_opts {
 	const char *state_dir;
-	int64_t template_max_idle; /* seconds; templates unused longer are removed; <0 never */
+	int64_t template_max_idle; /* seconds; templates unused longer, and spares made longer
+				    * ago, are removed; <0 never */
 	int64_t stale_min_age;	   /* seconds; unmounted pin files, and container pins
 				    * no process uses, older than this go */
 	bool dry_run;
 	/* Called with each path removed (or, under dry_run, that would be) and
-	 * why: "damaged template", "idle template", "stale pin file",
-	 * "orphaned container pin".  NULL: not called. */
+	 * why: "damaged template", "idle template", "idle spare", "stale pin
+	 * file", "orphaned container pin".  NULL: not called. */
 	void (*removed)(const char *path, const char *why, void *ctx);
 	void *ctx;
 };
 struct nshash_gc_report {
 	size_t templates_removed;
+	size_t spares_removed;		 /* spares older than template_max_idle */
 	size_t stale_removed;		 /* unmounted pin files a creator left */
 	size_t orphans_removed;		 /* container pins no process uses (a crashed hook or wrapper) */
 	size_t kept;			 /* templates and container pins (the state dir's) left in place */

@@ -91,6 +91,18 @@ static uint64_t ns_link_ino(const char *link, const char *type)
 	return *end == ']' ? (uint64_t)v : 0;
 }
 
+/* The mount namespace of PID (its inode), 0 unknown. */
+static uint64_t mnt_of(struct scan *s, pid_t pid)
+{
+	char path[64], link[64];
+	snprintf(path, sizeof(path), "%d/ns/mnt", (int)pid);
+	ssize_t len = readlinkat(s->procfd, path, link, sizeof(link) - 1);
+	if (len <= 0)
+		return 0;
+	link[len] = '\0';
+	return ns_link_ino(link, "mnt");
+}
+
 /* Mark every unresolved item with inode `ino` that wants `source`. */
 static void hit(struct scan *s, uint64_t ino, unsigned source, pid_t pid)
 {
@@ -106,6 +118,11 @@ static void hit(struct scan *s, uint64_t ino, unsigned source, pid_t pid)
 		struct nsh_scan_item *it = &s->items[s->order[lo].idx];
 		if (it->held || !(it->want & source))
 			continue;
+		if (source == NSH_SCAN_LEADERS && it->not_mnt) {
+			uint64_t mnt = mnt_of(s, pid);
+			if (!mnt || mnt == it->not_mnt)
+				continue;
+		}
 		it->held = source;
 		it->pid = pid;
 		s->left--;

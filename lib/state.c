@@ -180,6 +180,11 @@ static int scan_dir(const char *dir, enum nshash_entry_kind kind, struct entry_l
 		e->name = e->path + strlen(dir) + 1;
 		e->kind = kind;
 		look_at(e);
+		if (kind == NSHASH_ENTRY_SPARE && !e->unknown) {
+			struct stat st;
+			if (lstat(e->path, &st) == 0) /* the file a spare is bound on: made then */
+				e->last_used = st.st_mtime;
+		}
 		if (kind == NSHASH_ENTRY_TEMPLATE && !e->unknown) {
 			struct nshash_sizes eff;
 			e->damaged = !e->pinned || !template_name_parse(e->name, &eff) ||
@@ -216,6 +221,9 @@ int nshash_list(const char *state_dir, struct nshash_entry **out, size_t *count,
 	snprintf(dir, sizeof(dir), "%s/pins", state_dir);
 	if (r == 0)
 		r = scan_dir(dir, NSHASH_ENTRY_CONTAINER, &l, err);
+	snprintf(dir, sizeof(dir), "%s/spares", state_dir);
+	if (r == 0)
+		r = scan_dir(dir, NSHASH_ENTRY_SPARE, &l, err);
 	if (r < 0) {
 		nshash_list_free(l.v, l.n);
 		return r;
@@ -259,6 +267,8 @@ static int gc_entries(const struct nshash_gc_opts *opts, struct nshash_entry *v,
 		} else if (e->kind == NSHASH_ENTRY_TEMPLATE) {
 			remove = e->damaged ||
 				 (opts->template_max_idle >= 0 && now - e->last_used >= opts->template_max_idle);
+		} else if (e->kind == NSHASH_ENTRY_SPARE) {
+			remove = opts->template_max_idle >= 0 && now - e->last_used >= opts->template_max_idle;
 		}
 		if (!remove) {
 			/* Only what nshash owns counts as kept: /run/netns holds anyone's. */
@@ -278,11 +288,16 @@ static int gc_entries(const struct nshash_gc_opts *opts, struct nshash_entry *v,
 				unlink(stamp);
 			}
 		}
-		const char *why = stale ? "stale pin file" : e->damaged ? "damaged template" : "idle template";
+		const char *why = stale				  ? "stale pin file"
+				  : e->kind == NSHASH_ENTRY_SPARE ? "idle spare"
+				  : e->damaged			  ? "damaged template"
+								  : "idle template";
 		if (opts->removed)
 			opts->removed(e->path, why, opts->ctx);
 		if (stale)
 			rep->stale_removed++;
+		else if (e->kind == NSHASH_ENTRY_SPARE)
+			rep->spares_removed++;
 		else
 			rep->templates_removed++;
 	}

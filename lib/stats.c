@@ -440,6 +440,9 @@ static int scan_pins(struct scan *s, const char *state_dir, struct nshash_error 
 	snprintf(dir, sizeof(dir), "%s/pins", state_dir);
 	if (r == 0)
 		r = scan_pin_dir(s, dir, NSHASH_ENTRY_CONTAINER, err);
+	snprintf(dir, sizeof(dir), "%s/spares", state_dir);
+	if (r == 0)
+		r = scan_pin_dir(s, dir, NSHASH_ENTRY_SPARE, err);
 	return r;
 }
 
@@ -468,6 +471,9 @@ static int scan_only(struct scan *s, const struct nshash_stats_opts *opts, struc
 			snprintf(dir, sizeof(dir), "%s/pins/", sd);
 			if (strncmp(path, dir, strlen(dir)) == 0)
 				s->v[before].kind = NSHASH_ENTRY_CONTAINER;
+			snprintf(dir, sizeof(dir), "%s/spares/", sd);
+			if (strncmp(path, dir, strlen(dir)) == 0)
+				s->v[before].kind = NSHASH_ENTRY_SPARE;
 		}
 	}
 	return 0;
