@@ -88,6 +88,7 @@ struct nshash_cni_config {
 	enum nshash_strategy strategy; /* "strategy", default nested */
 	char state_dir[1024];	       /* "stateDir", "" = library default */
 	uint64_t max_table_bytes;      /* "maxTableBytes": node-wide budget, 0 = none */
+	unsigned spares;	       /* "spares": sized netns kept ready per size pair */
 	struct json_object *json;      /* the whole document */
 };
 /* Decode and validate stdin: code 6 when it is not exactly one JSON object,
@@ -129,6 +130,9 @@ struct nshash_cni_output {
 	char log[2048];	   /* what goes to stderr ("" = nothing) */
 	bool have_config;  /* the network config was valid: state_dir is its stateDir */
 	char state_dir[1024];
+	/* ADD made or took a sized netns: spares of these sizes to refill
+	 * (refill.spares 0 = none), once the answer is out */
+	struct nshash_create_opts refill;
 };
 /* Run one invocation: env + stdin → output.  Never exits or prints. */
 void nshash_cni_run(const struct nshash_cni_env *env, const char *input, size_t len, const struct nshash_cni_ops *ops,

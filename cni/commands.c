@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ADD, CHECK, STATUS and VERSION. */
+#include <errno.h>
 #include <json-c/json.h>
 #include <limits.h>
 #include <pthread.h>
@@ -7,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -108,13 +110,19 @@ static int request_and_netns(struct run *r, struct nshash_sizes *req, bool *from
 	return netns_kind_checked(r, kind, detail, dlen);
 }
 
-/* Occupancy of the netns, giving a process found inside up to
- * ops->process_grace_ms to leave (a plugin of a parallel network).  Runs
- * in a thread of its own while the sized netns is made: it touches only
+/* What lives in the netns, giving a process found inside up to
+ * ops->process_grace_ms to leave (a plugin of a parallel network), and
+ * first (`inspect`) whether it has the requested sizes already.  Runs in a
+ * thread of its own while the sized netns is made or taken: it touches only
  * its job, never the run's output or error. */
 struct occupancy_job {
 	const struct nshash_cni_ops *ops;
 	const char *netns;
+	struct nshash_sizes req;
+	bool inspect; /* in: look at the sizes first */
+	bool already; /* out: it has them: nothing to replace */
+	int ir;	      /* the inspection: 0 or -errno (ie) */
+	struct nshash_error ie;
 	struct nshash_occupancy occ;
 	unsigned waited; /* ms */
 	int r;		 /* 0 or -errno (e) */
@@ -126,6 +134,14 @@ static void *occupancy_settled(void *arg)
 	struct occupancy_job *j = arg;
 	const unsigned step_ms = 10;
 
+	if (j->inspect) {
+		struct nshash_netns_info info;
+		struct nshash_error ignored;
+		j->ir = j->ops->inspect(j->netns, &info, &j->ie);
+		j->already = j->ir == 0 && nshash_verify(&info, j->req, j->netns, &ignored) == 0;
+		if (j->ir < 0 || j->already)
+			return NULL;
+	}
 	for (;;) {
 		j->r = j->ops->occupancy(j->netns, &j->occ, &j->e);
 		if (j->r < 0 || !j->occ.pid || j->occ.links || j->waited >= j->ops->process_grace_ms)
@@ -208,15 +224,31 @@ static int create_failed(struct run *r, struct nshash_sizes req, const char *wan
 	return soft_failure(r, code, "replace netns %s: %s", r->env->netns, ce->msg);
 }
 
-/* ADD, apply: make the sized netns while the occupancy job looks inside
- * CNI_NETNS (the /proc scan costs as much as the creation, and on two
- * cores they overlap), then, if nothing lives there, swap it in and check
- * it through the path.  0, 1 (refused or failed under onFailure warn), or
+/* The netns at CNI_NETNS after the swap: the one made (the same nsfs
+ * inode; its sizes were read when it was made and never change), as the
+ * next plugins and the runtime will open it -- by the path. */
+static int shows_made(const char *netns, const struct nshash_netns_info *made, struct nshash_error *e)
+{
+	struct stat st;
+	if (stat(netns, &st) < 0)
+		return nshash_error_set(e, errno, "stat: %s", strerror(errno));
+	if ((uint64_t)st.st_ino != made->inode)
+		return nshash_error_set(e, EIO, "it shows netns inode %llu, not %llu (replaced meanwhile?)",
+					(unsigned long long)st.st_ino, (unsigned long long)made->inode);
+	return 0;
+}
+
+/* ADD, apply: make (or take a spare of) the sized netns while the
+ * occupancy job looks inside CNI_NETNS (the /proc scan costs as much as the
+ * creation, and on two cores they overlap), then, if nothing lives there,
+ * swap it in and check it through the path.  0, 1 (refused or failed under
+ * onFailure warn), 2 (with `inspect`: CNI_NETNS has the sizes already), or
  * -errno. */
-static int add_replace(struct run *r, struct nshash_sizes req, const char *want, struct nshash_netns_info *seen)
+static int add_replace(struct run *r, struct nshash_sizes req, const char *want, bool inspect,
+		       struct nshash_netns_info *seen)
 {
 	const char *netns = r->env->netns;
-	struct occupancy_job job = {.ops = r->ops, .netns = netns};
+	struct occupancy_job job = {.ops = r->ops, .netns = netns, .req = req, .inspect = inspect};
 	struct nshash_netns_info info;
 	struct nshash_error e;
 	pthread_t thread;
@@ -229,12 +261,15 @@ static int add_replace(struct run *r, struct nshash_sizes req, const char *want,
 	    .keep_lo_down = false,
 	    .max_table_bytes = r->cfg.max_table_bytes,
 	};
+	bool threaded = pthread_create(&thread, NULL, occupancy_settled, &job) == 0;
 	/* The pod pays for its tables where the runtime says which cgroup is
-	 * the pod's (not with replaced system operations: unit tests). */
+	 * the pod's (not with replaced system operations: unit tests); a
+	 * spare, made by an earlier call, only where it does not. */
 	struct nsh_cni_charge charge = {0};
 	if (r->ops == &nshash_cni_system_ops)
 		nsh_cni_charge_enter(r, &charge);
-	bool threaded = pthread_create(&thread, NULL, occupancy_settled, &job) == 0;
+	if (!charge.entered)
+		opts.spares = r->cfg.spares;
 	int created = r->ops->create(&opts, &nsfd, &info, &e);
 
 	if (threaded)
@@ -242,7 +277,16 @@ static int add_replace(struct run *r, struct nshash_sizes req, const char *want,
 	else
 		occupancy_settled(&job);
 	nsh_cni_charge_leave(r, &charge);
-	s = add_occupied(r, want, &job);
+	if (created == 0 && opts.spares && r->ops == &nshash_cni_system_ops) {
+		r->out->refill = opts;
+		r->out->refill.state_dir = NULL; /* main sets out->state_dir: r->cfg is gone by then */
+	}
+	if (job.inspect && job.ir < 0)
+		s = nshash_cni_fail(&r->err, NSHASH_CNI_E_IO, NULL, "%s", job.ie.msg);
+	else if (job.already)
+		s = 2; /* the netns made is dropped unused */
+	else
+		s = add_occupied(r, want, &job);
 	if (s == 0 && created < 0)
 		s = create_failed(r, req, want, &e);
 	if (s == 0 && nshash_verify(&info, req, netns, &e) < 0)
@@ -255,8 +299,13 @@ static int add_replace(struct run *r, struct nshash_sizes req, const char *want,
 	if (s != 0)
 		return s;
 	/* What the next plugins and the runtime will open is the path, not
-	 * the netns the library made: look again through the path. */
-	if (r->ops->inspect(netns, seen, &e) < 0 || nshash_verify(seen, req, netns, &e) < 0) {
+	 * the netns the library made: look again through the path (with the
+	 * system operations, by identity: the same netns is the same sizes). */
+	int looked = r->ops == &nshash_cni_system_ops && info.inode ? shows_made(netns, &info, &e)
+								    : r->ops->inspect(netns, seen, &e);
+	if (looked == 0 && r->ops == &nshash_cni_system_ops && info.inode)
+		*seen = info;
+	if (looked < 0 || nshash_verify(seen, req, netns, &e) < 0) {
 		return soft_failure(r, NSHASH_CNI_E_CREATE, "after replacing the netns, %s does not show it: %s", netns,
 				    e.msg);
 	}
@@ -277,18 +326,28 @@ int nsh_cni_cmd_add(struct run *r)
 	sizes_text(req, want, sizeof(want));
 	struct nshash_error e;
 	struct nshash_netns_info info;
-	char resolved[PATH_MAX];
-	if (r->ops->inspect(inspected_path(netns, kind, resolved), &info, &e) < 0)
-		return nshash_cni_fail(&r->err, NSHASH_CNI_E_IO, NULL, "%s", e.msg);
-	if (nshash_verify(&info, req, netns, &e) == 0) {
-		nsh_cni_log(r, "%s already has %s", netns, want);
-		return nsh_cni_add_result(r);
+	char resolved[PATH_MAX], names[256];
+	/* The common case, the runtime's own pin with nothing before nshash:
+	 * whether it has the sizes already is looked at while the new netns is
+	 * made.  Anything else is looked at first, then refused or kept. */
+	bool common = kind == NSHASH_PATH_PIN && !prev_sandbox_interfaces(r, names, sizeof(names));
+	if (!common) {
+		if (r->ops->inspect(inspected_path(netns, kind, resolved), &info, &e) < 0)
+			return nshash_cni_fail(&r->err, NSHASH_CNI_E_IO, NULL, "%s", e.msg);
+		if (nshash_verify(&info, req, netns, &e) == 0) {
+			nsh_cni_log(r, "%s already has %s", netns, want);
+			return nsh_cni_add_result(r);
+		}
 	}
 
 	struct nshash_netns_info seen;
 	s = add_refusal(r, want, kind, detail);
 	if (s == 0)
-		s = add_replace(r, req, want, &seen);
+		s = add_replace(r, req, want, common, &seen);
+	if (s == 2) {
+		nsh_cni_log(r, "%s already has %s", netns, want);
+		return nsh_cni_add_result(r);
+	}
 	if (s != 0)
 		return s < 0 ? s : nsh_cni_add_result(r);
 	char have[96];

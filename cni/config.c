@@ -229,6 +229,27 @@ static int config_sizes(json_object *root, struct nshash_cni_config *cfg, struct
 	return config_bytes(root, "maxTableBytes", &cfg->max_table_bytes, err);
 }
 
+/* spares: a JSON integer 0..NSHASH_MAX_SPARES, absent = the default. */
+static int config_spares(json_object *root, struct nshash_cni_config *cfg, struct nshash_cni_failure *err)
+{
+	json_object *v;
+	cfg->spares = NSHASH_DEFAULT_SPARES;
+	if (!json_object_object_get_ex(root, "spares", &v))
+		return 0;
+	char shown[96];
+	json_shown(v, shown, sizeof(shown));
+	int64_t n = json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : -1;
+	if (n < 0 || n > NSHASH_MAX_SPARES)
+		return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
+				       "network config key \"spares\": %s is %s; expected a JSON integer 0..%d (sized "
+				       "netns kept ready per size pair, 0 = none)",
+				       shown,
+				       json_object_is_type(v, json_type_int) ? "out of range" : json_type_word(v),
+				       NSHASH_MAX_SPARES);
+	cfg->spares = (unsigned)n;
+	return 0;
+}
+
 /* onFailure, strategy, stateDir. */
 static int config_choices(json_object *root, struct nshash_cni_config *cfg, struct nshash_cni_failure *err)
 {
@@ -306,6 +327,8 @@ int nshash_cni_config_parse(const char *text, size_t len, struct nshash_cni_conf
 	r = config_sizes(root, cfg, err);
 	if (r == 0)
 		r = config_choices(root, cfg, err);
+	if (r == 0)
+		r = config_spares(root, cfg, err);
 	if (r == 0)
 		r = config_objects(root, err);
 	return r;

@@ -66,6 +66,12 @@ int main(void)
 		fprintf(stderr, "nshash: write the result to stdout: %s\n", strerror(errno));
 		status = 1;
 	}
+	/* The next ADD of these sizes takes a spare: a detached child makes
+	 * it now that the answer is out. */
+	if (out.refill.spares && status == 0) {
+		out.refill.state_dir = out.state_dir;
+		nsh_spares_refill(&out.refill);
+	}
 	/* Orphans of containers whose create failed, now that the engine has
 	 * its answer: rate-limited, one stat most of the time. */
 	char msg[1400];

@@ -27,6 +27,8 @@ struct stat;
 #define NSHASH_POLICY_DEFAULT_MAX_TCP	262144u /* 2 MiB of buckets */
 #define NSHASH_POLICY_DEFAULT_MAX_UDP	16384u	/* 1 MiB of buckets */
 #define NSHASH_POLICY_DEFAULT_STALE_AGE 60	/* staleAge: as nshash gc --stale-age */
+#define NSHASH_DEFAULT_SPARES		1	/* spares: netns made ahead per size pair */
+#define NSHASH_MAX_SPARES		16
 /* Annotation nshash writes into a transformed config: the pin's name under
  * STATE_DIR/pins.  Refused when a user supplies it. */
 #define NSHASH_ANNOTATION_PIN "io.nshash.pin"
@@ -46,6 +48,7 @@ struct nshash_policy {
 	uint64_t max_table_bytes;	   /* maxTableBytes: node-wide budget, 0 = none */
 	int64_t stale_age;		   /* staleAge: unused container pins older than this are reclaimed */
 	int64_t reclaim_interval;	   /* reclaimInterval: seconds between reclaim runs (0 = every run) */
+	unsigned spares;		   /* spares: sized netns made ahead per size pair (0 = none) */
 };
 
 void nshash_policy_defaults(struct nshash_policy *policy);
@@ -72,6 +75,17 @@ enum nshash_log_level {
  * wrapper or plugin run.  1 with a message for the log (pins removed, or
  * an error: never fatal), else 0. */
 int nsh_reclaim_orphans(const char *state_dir, int64_t stale_age, int64_t interval, char *msg, size_t len);
+/* Stdin, stdout and stderr to /dev/null, every other fd but `keep` (-1:
+ * none) closed, a session of its own, cwd /: for a child that outlives its
+ * caller. */
+void nsh_detach(int keep);
+/* Fork a detached child that runs nshash_spare_fill(opts) (logging a
+ * failure) and exits.  Its pid, 0 when opts asks for no spares, -1 when the
+ * fork failed (no spare this time). */
+pid_t nsh_spares_refill(const struct nshash_create_opts *opts);
+/* Lower the calling process's CPU priority (nice 10): work made off a
+ * container's start path. */
+void nsh_background(void);
 
 void nshash_log_setup(const char *program, const struct nshash_policy *policy);
 void nshash_log(enum nshash_log_level level, const char *id, const char *fmt, ...)

@@ -25,6 +25,7 @@ void nshash_policy_defaults(struct nshash_policy *policy)
 	policy->syslog = true; /* podman shows a hook's stderr nowhere but "exit status 1" */
 	policy->stale_age = NSHASH_POLICY_DEFAULT_STALE_AGE;
 	policy->reclaim_interval = NSHASH_RECLAIM_INTERVAL;
+	policy->spares = NSHASH_DEFAULT_SPARES;
 	nsh_default_state_dir(policy->state_dir, sizeof(policy->state_dir));
 	snprintf(policy->source, sizeof(policy->source), "defaults");
 }
@@ -133,6 +134,10 @@ static int policy_key(struct nshash_policy *p, const char *key, struct json_obje
 		r = policy_count(val, source, key, 365 * 86400, &p->stale_age, err);
 	} else if (!strcmp(key, "reclaimInterval")) {
 		r = policy_count(val, source, key, 365 * 86400, &p->reclaim_interval, err);
+	} else if (!strcmp(key, "spares")) {
+		int64_t v = 0;
+		r = policy_count(val, source, key, NSHASH_MAX_SPARES, &v, err);
+		p->spares = (unsigned)v;
 	} else if (!strcmp(key, "syslog")) {
 		if (!json_object_is_type(val, json_type_boolean))
 			r = nshash_error_set(err, EINVAL, "%s: key \"syslog\": expected true or false", source);
@@ -144,7 +149,7 @@ static int policy_key(struct nshash_policy *p, const char *key, struct json_obje
 		r = nshash_error_set(
 		    err, EINVAL,
 		    "%s: unknown key \"%s\" (known: maxTcp, maxUdp, maxTableBytes, onFailure, strategy, "
-		    "stateDir, runtime, hookPath, logFile, syslog, staleAge, reclaimInterval)",
+		    "stateDir, runtime, hookPath, logFile, syslog, staleAge, reclaimInterval, spares)",
 		    source, key);
 	}
 	return r;

@@ -73,26 +73,20 @@ static void hand_off(const struct nshash_policy *policy, const struct nshash_oci
 		nshash_handoff_end(h);
 		return;
 	}
-	/* podman reads our stdout and stderr to their end: let go of them */
-	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (null >= 0) {
-		dup2(null, STDIN_FILENO);
-		dup2(null, STDOUT_FILENO);
-		dup2(null, STDERR_FILENO);
-		if (null > STDERR_FILENO)
-			close(null);
-	}
-	setsid();
-	if (chdir("/") < 0) { /* keep no directory of the caller busy */
-	}
+	/* podman reads our stdout and stderr to their end: let go of them
+	 * (the inotify fd stays: it is why we are here) */
+	nsh_detach(h->fd);
+	nsh_background();
 	struct nshash_error err = {0};
 	unsigned timeout = policy->stale_age > UINT_MAX / 1000 ? UINT_MAX : (unsigned)policy->stale_age * 1000;
 	pid_t user = nshash_handoff_wait(h, res->pin_path, timeout, &err);
 	nshash_handoff_end(h);
 	if (user == -ENOENT)
 		_exit(0); /* removed already (a createRuntime hook, the reclaim) */
-	if (user < 0)
-		nshash_log(NSHASH_LOG_WARN, who, "%s", err.msg);
+	if (user < 0) {	  /* cannot tell: the reclaim decides later, with its own look */
+		nshash_log(NSHASH_LOG_WARN, who, "%s: %s stays until the reclaim removes it", err.msg, res->pin_path);
+		_exit(0);
+	}
 	if (nshash_pin_remove(res->pin_path, &err) < 0)
 		nshash_log(NSHASH_LOG_WARN, who, "%s", err.msg);
 	else if (user > 0)
@@ -102,6 +96,17 @@ static void hand_off(const struct nshash_policy *policy, const struct nshash_oci
 		nshash_log(NSHASH_LOG_WARN, who,
 			   "removed pin %s: no container joined its netns within staleAge (%lld s)", res->pin_path,
 			   (long long)policy->stale_age);
+	/* the next container of these sizes takes a spare: make it now that
+	 * this one runs (not while its runtime creates it) */
+	struct nshash_create_opts copts = {
+	    .sizes = res->request.sizes,
+	    .strategy = policy->strategy,
+	    .state_dir = policy->state_dir,
+	    .max_table_bytes = policy->max_table_bytes,
+	    .spares = policy->spares,
+	};
+	if (user > 0 && nshash_spare_fill(&copts, &err) < 0)
+		nshash_log(NSHASH_LOG_WARN, who, "%s (not fatal: the next container is made without one)", err.msg);
 	_exit(0);
 }
 

@@ -30,6 +30,15 @@ enum nshash_oci_mode {
 	NSHASH_OCI_PRECREATE = 0, /* podman's precreate: config on stdin */
 	NSHASH_OCI_WRAPPER = 1,	  /* nshash-runtime: the path only (no io.nshash.pin) */
 };
+/* wrapper: a spare netns taken in the host's mount namespace before the
+ * private one was entered (nshash_spare_take: an unmount there would not
+ * reach the host's spares) */
+struct nshash_oci_spare {
+	int fd; /* -1 none */
+	struct nshash_sizes sizes;
+	struct nshash_netns_info info;
+	bool used; /* out: pinned for this container */
+};
 struct nshash_oci_opts {
 	enum nshash_oci_mode mode;
 	const struct nshash_policy *policy;
@@ -40,6 +49,7 @@ struct nshash_oci_opts {
 	/* wrapper: sizes from --nshash-tcp/--nshash-udp, used when the config
 	 * has no io.nshash.tcp/udp annotation; NULL = none */
 	const struct nshash_sizes *defaults;
+	struct nshash_oci_spare *spare; /* wrapper: NULL = none */
 };
 enum nshash_oci_action {
 	NSHASH_OCI_UNTOUCHED = 0, /* no nshash annotations: output = input */

@@ -116,19 +116,42 @@ static char *read_config(const char *id, const char *bundle, const char *target,
 /* Does the config ask for sizes (its annotations, else the wrapper's
  * --nshash-tcp/--nshash-udp)?  1 yes, 0 no, -1 a bad request (the
  * transform reports it).  Cheap: most configs never name nshash. */
-static int asks_sizes(const char *text, size_t len, const struct nshash_runtime_defaults *d)
+static int asks_sizes(const char *text, size_t len, const struct nshash_runtime_defaults *d, struct nshash_sizes *sizes)
 {
 	struct nshash_oci_request req;
 	struct nshash_error err;
 	bool by_default = d->present && (d->sizes.tcp || d->sizes.udp);
 
+	*sizes = d->sizes;
 	if (!memmem(text, len, NSHASH_ANNOTATION_PREFIX, strlen(NSHASH_ANNOTATION_PREFIX)))
 		return by_default;
 	if (nshash_oci_request_parse(text, len, &req, &err) < 0)
 		return -1;
-	if (req.present) /* annotations win, wholly */
+	if (req.present) { /* annotations win, wholly */
+		*sizes = req.sizes;
 		return req.sizes.tcp || req.sizes.udp;
+	}
 	return by_default;
+}
+
+/* In the host's mount namespace, before the private one: take a spare of
+ * the requested sizes (the transform pins it if it sizes the container
+ * with them) and have a child make the next one meanwhile. */
+static void spare_get(const struct nshash_policy *policy, struct nshash_sizes sizes, struct nshash_oci_spare *spare)
+{
+	struct nshash_create_opts copts = {
+	    .sizes = sizes,
+	    .strategy = policy->strategy,
+	    .state_dir = policy->state_dir,
+	    .max_table_bytes = policy->max_table_bytes,
+	    .spares = policy->spares,
+	};
+	spare->fd = -1;
+	if (!policy->spares)
+		return;
+	if (nshash_spare_take(&copts, &spare->fd, &spare->info) == 1)
+		spare->sizes = sizes;
+	nsh_spares_refill(&copts);
 }
 
 /* create / run: size in the private mount namespace, become the runtime. */
@@ -154,10 +177,16 @@ static void wrap_create(const struct nshash_policy *policy, const struct nshash_
 		die(NULL, err.msg); /* names the bad id */
 	config_target(args, target, sizeof(target));
 	text = read_config(args->id, args->config ? NULL : args->bundle ? args->bundle : ".", target, policy, &len);
-	int asks = asks_sizes(text, len, defaults);
+	struct nshash_sizes sizes;
+	int asks = asks_sizes(text, len, defaults, &sizes);
 	if (asks == 0) {
 		free(text);
 		return; /* exec */
+	}
+	struct nshash_oci_spare spare = {.fd = -1};
+	if (asks > 0) {
+		spare_get(policy, sizes, &spare);
+		opts.spare = &spare;
 	}
 	snprintf(run_dir, sizeof(run_dir), "%s/run", policy->state_dir);
 	snprintf(pin_path, sizeof(pin_path), "%s/netns", run_dir);
@@ -168,6 +197,8 @@ static void wrap_create(const struct nshash_policy *policy, const struct nshash_
 		die(args->id, err.msg);
 	}
 	free(text);
+	if (spare.fd >= 0)
+		close(spare.fd); /* pinned now, or not wanted after all */
 	nshash_oci_log_result(args->id, &res);
 	if (res.action != NSHASH_OCI_SIZED) {
 		/* the runtime joins the netns the config names, from the host's

@@ -252,12 +252,25 @@ static int create_pinned(struct transform *t, struct nshash_error *err)
 		if (r == 0)
 			r = nshash_pin_dir_prepare(dir, err);
 	}
-	if (r == 0) {
+	struct nshash_oci_spare *spare = t->opts->spare;
+	struct nshash_sizes want = nshash_sizes_effective(res->request.sizes), have = {0};
+	if (spare && spare->fd >= 0)
+		have = nshash_sizes_effective(spare->sizes);
+	if (r == 0 && spare && spare->fd >= 0 && have.tcp == want.tcp && have.udp == want.udp) {
+		r = nshash_pin_fd(spare->fd, res->pin_path, err);
+		if (r == 0) {
+			res->info = spare->info;
+			spare->used = true;
+		}
+	} else if (r == 0) {
 		struct nshash_create_opts copts = {
 		    .sizes = res->request.sizes,
 		    .strategy = policy->strategy,
 		    .state_dir = policy->state_dir,
 		    .max_table_bytes = policy->max_table_bytes,
+		    /* the wrapper takes its spare before entering its private
+		     * mount namespace, never in it */
+		    .spares = t->opts->mode == NSHASH_OCI_WRAPPER ? 0 : policy->spares,
 		};
 		r = nshash_netns_create(&copts, res->pin_path, &res->info, err);
 	}

@@ -92,6 +92,8 @@ make_private_mount() {
 }
 cleanup_state_dir() {
 	local d=$1 m
+	# A child making spares (after a container's start) finishes first.
+	[ -e "$d/spares/.lock" ] && timeout 10 flock "$d/spares/.lock" true
 	# Every mount under it: pins (nsfs) and the shared bind mounts of pin dirs.
 	awk -v d="$d" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r | while read -r m; do umount -l "$m"; done
 	rm -rf "$d"

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Refilling the spares (nshash_spare_fill) off the caller's path: in a
+ * detached child that holds none of the caller's files (an engine reads the
+ * hook's, wrapper's or plugin's output to its end) and ends when the spares
+ * are made. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "common.h"
+
+void nsh_detach(int keep)
+{
+	/* syslog's socket goes too: disconnected properly, it is opened again
+	 * at the next message (never a send on an fd number reused since) */
+	closelog();
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null >= 0) {
+		dup2(null, STDIN_FILENO);
+		dup2(null, STDOUT_FILENO);
+		dup2(null, STDERR_FILENO);
+	}
+	if (keep > STDERR_FILENO) {
+		if (keep > STDERR_FILENO + 1)
+			close_range(STDERR_FILENO + 1, (unsigned)keep - 1, 0);
+		close_range((unsigned)keep + 1, ~0U, 0);
+	} else {
+		close_range(STDERR_FILENO + 1, ~0U, 0);
+	}
+	setsid();
+	if (chdir("/") < 0) { /* keep no directory of the caller busy */
+	}
+}
+
+void nsh_background(void)
+{
+	/* behind the containers being started, not in their way (a nice
+	 * level, not SCHED_IDLE: the creation takes the rtnl lock, and a
+	 * holder that never runs would stall every netlink user) */
+	if (setpriority(PRIO_PROCESS, 0, 10) < 0) { /* not fatal */
+	}
+}
+
+pid_t nsh_spares_refill(const struct nshash_create_opts *opts)
+{
+	if (!opts->spares)
+		return 0;
+	pid_t pid = fork();
+	if (pid != 0)
+		return pid; /* the parent; -1: no spare this time */
+	nsh_detach(-1);
+	nsh_background();
+	struct nshash_error err = {0};
+	if (nshash_spare_fill(opts, &err) < 0)
+		nshash_log(NSHASH_LOG_WARN, NULL, "%s (not fatal: the next container is made without one)", err.msg);
+	_exit(0);
+}

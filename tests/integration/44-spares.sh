@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Spares: a sized netns made ahead of need per size pair (STATE_DIR/spares),
+# taken by the next creation of those sizes so that no unshare is on its
+# path, and made again by a detached child once the answer is out.  The CNI
+# plugin, the wrapper and the precreate hook; exact sizes; a spare is never
+# handed to two pods (parallel ADDs); "spares": 0, other sizes and a table
+# budget leave them alone; gc removes idle ones; bad values are refused.
+source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/engines.sh"
+source "$(dirname "$0")/../lib/cni.sh"
+require_root
+require_kernel_knobs
+command -v jq >/dev/null || cannot_run "jq needed"
+command -v flock >/dev/null || cannot_run "flock (util-linux) needed"
+
+engines_oci_setup
+NSH=$BUILD/nshash
+# ready: the child making spares is done (it holds the lock while it works)
+ready() { sleep 0.05; [ -e "$S/spares/.lock" ] && timeout 10 flock "$S/spares/.lock" true; }
+spares() { find "$S/spares" -maxdepth 1 -name "tcp$1-udp$2.*" 2>/dev/null | sort; }
+mounted() { awk -v d="$S/spares/" '$9 == "nsfs" && index($5, d) == 1 {n++} END {print n+0}' /proc/self/mountinfo; }
+conf() { echo "{\"cniVersion\":\"1.0.0\",\"name\":\"n44\",\"type\":\"nshash\",\"tcp\":$1,\"udp\":$2,\"stateDir\":\"$S\"${3:-}}"; }
+pin() { cni_pin_netns "$D/$1"; }
+on_exit 'for f in "$D"/pod*; do umount "$f" 2>/dev/null; done'
+
+# --- the CNI plugin: the first ADD makes its netns and then a spare
+pin pod1
+cni_call ADD "$D/pod1" "$(conf 4096 1024)"
+assert_eq 0 "$CNI_RC" "ADD ($CNI_ERR)"
+assert_eq "4096 1024" "$(netns_sizes_at "$D/pod1")" "pod1 sized"
+ready
+s1=$(spares 4096 1024)
+assert_eq 1 "$(wc -l <<<"$s1")" "one spare made after the answer: $(basename "$s1")"
+assert_eq 1 "$(mounted)" "mounted (an nsfs pin)"
+assert_eq "4096 1024" "$(netns_sizes_at "$s1")" "the spare has the sizes"
+assert_eq "UP" "$(nsenter --net="$s1" ip -br link show lo | awk '{print $2}' | sed 's/UNKNOWN/UP/')" "its lo is up"
+ino1=$(netns_inode_at "$s1")
+assert_eq "700" "$(stat -c %a "$S/spares")" "spares dir 0700"
+
+# --- the next ADD of those sizes takes it, and a new one is made
+pin pod2
+cni_call ADD "$D/pod2" "$(conf 4096 1024)"
+assert_eq 0 "$CNI_RC" "second ADD ($CNI_ERR)"
+assert_eq "$ino1" "$(netns_inode_at "$D/pod2")" "pod2 got the spare's netns"
+assert_eq "4096 1024" "$(netns_sizes_at "$D/pod2")" "pod2 sized"
+[ -e "$s1" ] && fail "the taken spare's file is left" || pass "the taken spare's pin is gone"
+ready
+s2=$(spares 4096 1024)
+assert_eq 1 "$(wc -l <<<"$s2")" "one spare again"
+[ "$(netns_inode_at "$s2")" != "$ino1" ] && pass "a new netns" || fail "the spare was handed out twice"
+
+# --- "spares": 0 neither takes nor makes; other sizes do not take it
+ino2=$(netns_inode_at "$s2")
+pin pod3
+cni_call ADD "$D/pod3" "$(conf 4096 1024 ',"spares":0')"
+assert_eq 0 "$CNI_RC" "ADD with spares 0"
+[ "$(netns_inode_at "$D/pod3")" != "$ino2" ] && pass "spares 0: the spare stays where it is" || fail "spares 0 took the spare"
+ready
+assert_eq "$s2" "$(spares 4096 1024)" "spares 0: nothing made"
+pin pod4
+cni_call ADD "$D/pod4" "$(conf 2048 512)"
+assert_eq "2048 512" "$(netns_sizes_at "$D/pod4")" "other sizes: exact"
+assert_eq "$s2" "$(spares 4096 1024)" "other sizes: the 4096/1024 spare untouched"
+ready
+assert_eq 1 "$(spares 2048 512 | wc -l)" "a spare of the other sizes made"
+
+# --- parallel ADDs: every pod its own netns, each exact
+for i in $(seq 20); do pin par$i; done
+for i in $(seq 20); do
+	printf '%s' "$(conf 4096 1024)" | env -i CNI_COMMAND=ADD CNI_CONTAINERID=par$i CNI_NETNS="$D/par$i" \
+		CNI_IFNAME=eth0 CNI_PATH=/usr/lib/cni "$CNI_PLUGIN" >"$D/par$i.out" 2>&1 &
+done
+wait
+ok=0
+for i in $(seq 20); do [ "$(netns_sizes_at "$D/par$i")" = "4096 1024" ] && ok=$((ok + 1)); done
+assert_eq 20 "$ok" "20 parallel ADDs: all exact"
+assert_eq 20 "$(for i in $(seq 20); do netns_inode_at "$D/par$i"; done | sort -u | wc -l)" "20 distinct netns (no spare handed out twice)"
+ready
+assert_eq 1 "$(spares 4096 1024 | wc -l)" "one spare per size pair afterwards"
+for i in $(seq 20); do umount "$D/par$i" && rm -f "$D/par$i"; done
+
+# --- a table budget: no spares (they would hold bytes nobody asked for)
+S0=$S
+S=$(make_state_dir)
+pin pod5
+cni_call ADD "$D/pod5" "$(conf 4096 1024 ',"maxTableBytes":100000000')"
+assert_eq "4096 1024" "$(netns_sizes_at "$D/pod5")" "budget: sized"
+sleep 0.3
+assert_eq "" "$(spares 4096 1024)" "budget: no spare made"
+S=$S0
+
+# --- list shows them; gc removes idle ones
+out=$("$NSH" --state-dir "$S" list --json)
+assert_eq 2 "$(jq '[.[] | select(.kind == "spare")] | length' <<<"$out")" "list: two spares (kind spare)"
+out=$("$NSH" --state-dir "$S" gc --json)
+assert_eq 0 "$(jq .spares_removed <<<"$out")" "gc keeps fresh spares"
+out=$("$NSH" --state-dir "$S" gc --max-idle 0 --json)
+assert_eq 2 "$(jq .spares_removed <<<"$out")" "gc --max-idle 0 removes both"
+assert_eq 0 "$(mounted)" "nothing mounted under spares/"
+
+# --- bad values
+cni_call ADD "$D/pod5" "$(conf 4096 1024 ',"spares":17')"
+assert_cni_error 7 'network config key "spares": 17 is out of range; expected a JSON integer 0..16' "CNI: spares 17 refused"
+cni_call ADD "$D/pod5" "$(conf 4096 1024 ',"spares":"1"')"
+assert_cni_error 7 'network config key "spares": "1" is a string' "CNI: spares as a string refused"
+engines_policy "$P" "{\"stateDir\": \"$S\", \"spares\": 17}"
+out=$(NSHASH_POLICY=$P nshash-runtime --root "$D/root" state x 2>&1)
+assert_contains "$out" "key \"spares\"" "policy: spares 17 refused, naming the key"
+
+# --- the wrapper: the second container runs in the spare the first left
+engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/log\"}"
+engines_busybox_rootfs "$D/rootfs"
+engines_runc_bundle "$D/b" sh -c 'readlink /proc/self/ns/net; cat /proc/sys/net/ipv4/tcp_ehash_entries /proc/sys/net/ipv4/udp_hash_entries'
+jq --arg r "$D/rootfs" '.root.path = $r' "$D/b/config.json" >"$D/x" && mv "$D/x" "$D/b/config.json"
+engines_bundle_annotate "$D/b" io.nshash.tcp=8192 io.nshash.udp=256
+out=$(NSHASH_POLICY=$P nshash-runtime --root "$D/root" run -b "$D/b" w1 </dev/null 2>&1)
+assert_eq "8192 256" "$(tail -2 <<<"$out" | tr '\n' ' ' | sed 's/ $//')" "wrapper: sized"
+ready
+sw=$(spares 8192 256)
+assert_eq 1 "$(wc -l <<<"$sw")" "wrapper: a spare made"
+want="net:[$(netns_inode_at "$sw")]"
+out=$(NSHASH_POLICY=$P nshash-runtime --root "$D/root" run -b "$D/b" w2 </dev/null 2>&1)
+assert_eq "$want" "$(head -1 <<<"$out")" "wrapper: the second container runs in the spare"
+assert_eq "8192 256" "$(tail -2 <<<"$out" | tr '\n' ' ' | sed 's/ $//')" "wrapper: sized"
+ready
+engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/log\", \"spares\": 0}"
+sw=$(spares 8192 256)
+out=$(NSHASH_POLICY=$P nshash-runtime --root "$D/root" run -b "$D/b" w3 </dev/null 2>&1)
+[ "$(head -1 <<<"$out")" != "net:[$(netns_inode_at "$sw")]" ] && pass "wrapper, spares 0: the spare not taken" ||
+	fail "wrapper, spares 0: took the spare"
+assert_eq "$sw" "$(spares 8192 256)" "wrapper, spares 0: none made"
+
+# --- the precreate hook: takes the spare, its child makes the next one once the init is in
+engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/log\"}"
+CONFIG='{"ociVersion":"1.0.2","hostname":"h44","annotations":{"io.nshash.tcp":"8192","io.nshash.udp":"256"},"linux":{"namespaces":[{"type":"network"},{"type":"mount"}]}}'
+hin=$(netns_inode_at "$sw")
+pinp=$(printf '%s' "$CONFIG" | "$BUILD/nshash-hook" precreate --policy "$P" | jq -r '.linux.namespaces[0].path')
+assert_eq "$hin" "$(netns_inode_at "$pinp")" "precreate: pinned the spare"
+nsenter --net="$pinp" unshare -m sleep 30 &
+JOINER=$!
+on_exit "kill -KILL $JOINER 2>/dev/null"
+for _ in $(seq 50); do [ -e "$pinp" ] || break; sleep 0.1; done
+ready
+s3=$(spares 8192 256)
+assert_eq 1 "$(wc -l <<<"$s3")" "precreate: the hook's child made the next spare after the hand-over"
+[ "$(netns_inode_at "$s3")" != "$hin" ] && pass "... a new netns" || fail "... the same netns"
+kill -KILL $JOINER
+
+"$NSH" --state-dir "$S" gc --max-idle 0 >/dev/null
+assert_eq 0 "$(mounted)" "nothing left under spares/"
+assert_host_untouched
