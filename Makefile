@@ -242,6 +242,10 @@ $(B)/tests/%: tests/unit/%.c $(LIB_A)
 $(B)/bench/%: bench/%.c $(LIB_A)
 	@mkdir -p $(@D)
 	$(LINK) $(NSH_CPPFLAGS) $(CPPFLAGS) -o $@ $< $(LIB_A) $(LDLIBS) -lm
+# static like the plugin it stands next to in bench/cni-add
+$(B)/bench/cni-noop: bench/cni-noop.c
+	@mkdir -p $(@D)
+	$(LINK) $(NSH_CPPFLAGS) $(CPPFLAGS) -o $@ $< $(BIN_LDLIBS)
 
 # libFuzzer harnesses (SANITIZE=1 trees only: clang, coverage-instrumented
 # objects).  Each links what it parses: its front-end's objects.
