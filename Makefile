@@ -69,7 +69,7 @@ ifeq ($(SANITIZE),1)
 BIN_LDLIBS = $(CLI_LDLIBS)
 endif
 
-SOVERSION := 0
+SOVERSION := 1
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 LIB_OBJS := $(call obj,$(sort $(wildcard lib/*.c)))
 LIB_A := $(B)/libnshash.a

@@ -35,7 +35,7 @@
 extern "C" {
 #endif
 
-#define NSHASH_VERSION		 "0.1.0"
+#define NSHASH_VERSION		 "0.2.0"
 #define NSHASH_TCP_MAX		 16777216u /* largest tcp_child_ehash_entries */
 #define NSHASH_UDP_MAX		 65536u	   /* largest udp_child_hash_entries */
 #define NSHASH_UDP_MIN		 128u	   /* the kernel rounds UDP tables up to this */
@@ -44,7 +44,7 @@ extern "C" {
 
 /* The one error type.  Passed by pointer to every function that can fail
  * (NULL = the caller does not want the message); usable by value (a plain
- * struct).  Its size is part of the ABI: msg stays 1024 bytes in NSHASH_0. */
+ * struct).  Its size is part of the ABI: msg stays 1024 bytes in NSHASH_1. */
 struct nshash_error {
 	int errnum;	/* positive errno, or 0 for none */
 	char msg[1024]; /* "what: to what: why", NUL-terminated, cut to fit */

@@ -10,7 +10,7 @@ D=$(mktemp -d /tmp/nshash-t09.XXXXXX)
 on_exit "rm -rf $D"
 make -C "$TOP" install DESTDIR="$D" PREFIX=/usr >"$D/install.log" 2>&1
 assert_eq 0 $? "make install DESTDIR=... PREFIX=/usr"
-for f in usr/bin/nshash usr/include/nshash.h usr/lib/libnshash.a usr/lib/libnshash.so.0 usr/lib/libnshash.so usr/share/man/man8/nshash.8 usr/share/man/man3/libnshash.3; do
+for f in usr/bin/nshash usr/include/nshash.h usr/lib/libnshash.a usr/lib/libnshash.so.1 usr/lib/libnshash.so usr/share/man/man8/nshash.8 usr/share/man/man3/libnshash.3; do
 	[ -e "$D/$f" ] && pass "installed $f" || fail "installed $f"
 done
 for f in usr/lib/cni/nshash usr/bin/nshash-hook usr/bin/nshash-runtime etc/nshash/nshash.json \
@@ -37,10 +37,10 @@ for m in "$TOP"/docs/man/*.[1-8]; do
 	n=$(basename "$m"); n=${n%.*}
 	assert_eq "$n" "$(sed -n '/^\.SH NAME/{n;p}' "$m" | sed 's/ \\-.*//')" "man page $(basename "$m"): NAME is $n"
 done
-exported=$(nm -D --defined-only "$D/usr/lib/libnshash.so.0" | awk '$2 != "A" {print $3}' | grep -vc '^nshash_')
+exported=$(nm -D --defined-only "$D/usr/lib/libnshash.so.1" | awk '$2 != "A" {print $3}' | grep -vc '^nshash_')
 assert_eq 0 "$exported" "the shared library exports only nshash_* symbols"
 want=$(grep -o 'nshash_[a-z_0-9]*(' "$D/usr/include/nshash.h" | tr -d '(' | sort -u | tr '\n' ' ')
-have=$(nm -D --defined-only "$D/usr/lib/libnshash.so.0" | awk '$2 != "A" {sub(/@.*/, "", $3); print $3}' | sort -u | tr '\n' ' ')
+have=$(nm -D --defined-only "$D/usr/lib/libnshash.so.1" | awk '$2 != "A" {sub(/@.*/, "", $3); print $3}' | sort -u | tr '\n' ' ')
 assert_eq "$want" "$have" "the shared library exports exactly the functions nshash.h declares"
 cat >"$D/use.c" <<'C'
 #include <nshash.h>

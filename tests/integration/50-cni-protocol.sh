@@ -104,7 +104,10 @@ new_pin
 cni_call ADD "$P" "$(conf $V "\"tcp\":2048,\"udp\":256,\"strategy\":\"template\",\"stateDir\":\"$D/state\"")"
 assert_eq "0 2048 256" "$CNI_RC $(netns_sizes_at "$P")" "strategy template: exact sizes"
 assert_eq "1" "$(count_pins_under "$D/state/templates/")" "strategy template: one template pinned under stateDir"
-n=$((n + 1)) # the template is one more nsfs mount under $D
+sleep 0.05
+timeout 10 flock "$D/state/spares/.lock" true # the child making the spare is done
+assert_eq "1" "$(count_pins_under "$D/state/spares/")" "and, after the answer, one spare of those sizes"
+n=$((n + 2)) # the template and the spare are two more nsfs mounts under $D
 
 # ---- pod annotations through runtimeConfig
 ann() { echo "\"runtimeConfig\":{\"io.kubernetes.cri.pod-annotations\":{$1}}"; }

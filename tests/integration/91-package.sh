@@ -22,8 +22,8 @@ assert_eq 0 "$rc" "make deb ($((SECONDS - start)) s)"
 [ $rc -eq 0 ] || { sed 's/^/#   /' "$log" | tail -30; exit 1; }
 lint=$(grep -E '^[EW]: ' "$TOP/build/deb/lintian.log")
 assert_eq "" "$lint" "lintian: no error or warning"
-debs=$(cd "$TOP/build/deb" && ls nshash_*.deb libnshash0_*.deb libnshash-dev_*.deb 2>/dev/null | tr '\n' ' ')
-assert_eq 3 "$(wc -w <<<"$debs")" "three packages: nshash, libnshash0, libnshash-dev"
+debs=$(cd "$TOP/build/deb" && ls nshash_*.deb libnshash1_*.deb libnshash-dev_*.deb 2>/dev/null | tr '\n' ' ')
+assert_eq 3 "$(wc -w <<<"$debs")" "three packages: nshash, libnshash1, libnshash-dev"
 
 chroot_base
 R=$(mktemp -d /var/tmp/nshash-pkg.XXXXXX)
@@ -37,7 +37,7 @@ out=$(chroot_run "$R" '
 set -e
 cd /root/debs
 apt-get -o Dpkg::Use-Pty=0 update >/root/apt.log 2>&1
-apt-get -o Dpkg::Use-Pty=0 install -y ./nshash_*.deb ./libnshash0_*.deb ./libnshash-dev_*.deb >>/root/apt.log 2>&1 || { tail -20 /root/apt.log; exit 1; }
+apt-get -o Dpkg::Use-Pty=0 install -y ./nshash_*.deb ./libnshash1_*.deb ./libnshash-dev_*.deb >>/root/apt.log 2>&1 || { tail -20 /root/apt.log; exit 1; }
 echo "== check"; nshash check; echo "check-rc=$?"
 echo "== files"
 for f in /usr/bin/nshash /usr/bin/nshash-hook /usr/bin/nshash-runtime /usr/lib/cni/nshash \
@@ -47,7 +47,7 @@ for f in /usr/bin/nshash /usr/bin/nshash-hook /usr/bin/nshash-runtime /usr/lib/c
 	/etc/systemd/system/timers.target.wants/nshash-gc.timer \
 	/usr/share/man/man8/nshash.8.gz /usr/share/man/man8/nshash-hook.8.gz /usr/share/man/man8/nshash-runtime.8.gz \
 	/usr/share/man/man8/nshash-cni.8.gz /usr/share/man/man5/nshash.json.5.gz /usr/include/nshash.h \
-	/usr/lib/x86_64-linux-gnu/libnshash.so.0 /usr/lib/x86_64-linux-gnu/libnshash.so /usr/lib/x86_64-linux-gnu/libnshash.a; do
+	/usr/lib/x86_64-linux-gnu/libnshash.so.1 /usr/lib/x86_64-linux-gnu/libnshash.so /usr/lib/x86_64-linux-gnu/libnshash.a; do
 	[ -e "$f" ] && echo "have $f" || echo "MISSING $f"
 done
 echo "conffiles: $(cat /var/lib/dpkg/info/nshash.conffiles)"
