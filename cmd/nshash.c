@@ -106,7 +106,7 @@ static const char show_usage[] =
 static const char list_usage[] =
     "Usage: nshash list [--max-table-bytes BYTES] [-j]\n"
     "\n"
-    "Every pin under /run/netns and the state dir (templates, container pins), with sizes;\n"
+    "Every pin under /run/netns and the state dir (templates, container pins, spares), with sizes;\n"
     "a template shows what its children get (child:N), unmounted pin files are marked stale.\n";
 
 static const char delete_usage[] =
@@ -117,11 +117,12 @@ static const char delete_usage[] =
 
 static const char gc_usage[] = "Usage: nshash gc [--max-idle SECONDS] [--stale-age SECONDS] [--dry-run] [-j]\n"
 			       "\n"
-			       "Remove damaged templates, templates unused for --max-idle seconds (default 3600),\n"
+			       "Remove damaged templates, templates unused and spares made --max-idle seconds ago\n"
+			       "(default 3600),\n"
 			       "pin files a crashed creator left unmounted and container pins no process uses\n"
 			       "(both older than --stale-age, default 60).  Prints each path removed and why;\n"
 			       "--dry-run prints what would go and removes nothing.  `kept` counts what nshash\n"
-			       "owns (templates, container pins) and left in place.\n";
+			       "owns (templates, container pins, spares) and left in place.\n";
 
 static const char reclaim_usage[] =
     "Usage: nshash reclaim [--stale-age SECONDS] [--interval SECONDS] [--dry-run] [-j]\n"
@@ -515,6 +516,8 @@ static int cmd_list(struct cli *c, int argc, char **argv)
 				json_object_object_add(o, "damaged", json_object_new_boolean(v[i].damaged));
 				json_object_object_add(o, "last_used", json_object_new_int64(v[i].last_used));
 			}
+			if (v[i].kind == NSHASH_ENTRY_SPARE)
+				json_object_object_add(o, "made", json_object_new_int64(v[i].last_used));
 			json_object_array_add(a, o);
 		}
 		print_json(a);
@@ -570,10 +573,10 @@ static bool in_pin_dir(const char *path, const char *state_dir)
 	const char *slash = strrchr(path, '/');
 	size_t n = slash ? (size_t)(slash - path) : 0;
 	const char *sd = state_dir ? state_dir : NSHASH_DEFAULT_STATE_DIR;
-	const char *subs[] = {"", "/pins", "/templates"};
+	const char *subs[] = {"", "/pins", "/templates", "/spares"};
 	if (n == strlen(NSHASH_NETNS_RUN_DIR) && !strncmp(path, NSHASH_NETNS_RUN_DIR, n))
 		return true;
-	for (int i = 0; i < 3; i++) {
+	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
 		char dir[4096];
 		snprintf(dir, sizeof(dir), "%s%s", sd, subs[i]);
 		if (n == strlen(dir) && !strncmp(path, dir, n))

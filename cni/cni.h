@@ -85,7 +85,7 @@ struct nshash_cni_config {
 	struct nshash_sizes sizes; /* network defaults (0 = not given) */
 	struct nshash_sizes max;   /* maxTcp / maxUdp (absent = the default) */
 	enum nshash_on_failure on_failure;
-	enum nshash_strategy strategy; /* "strategy", default nested */
+	enum nshash_strategy strategy; /* "strategy", default template */
 	char state_dir[1024];	       /* "stateDir", "" = library default */
 	uint64_t max_table_bytes;      /* "maxTableBytes": node-wide budget, 0 = none */
 	unsigned spares;	       /* "spares": sized netns kept ready per size pair */

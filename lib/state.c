@@ -182,7 +182,9 @@ static int scan_dir(const char *dir, enum nshash_entry_kind kind, struct entry_l
 		look_at(e);
 		if (kind == NSHASH_ENTRY_SPARE && !e->unknown) {
 			struct stat st;
-			if (lstat(e->path, &st) == 0) /* the file a spare is bound on: made then */
+			/* the mounted netns's nsfs inode: its times are those of
+			 * its first open, when the spare was made */
+			if (stat(e->path, &st) == 0)
 				e->last_used = st.st_mtime;
 		}
 		if (kind == NSHASH_ENTRY_TEMPLATE && !e->unknown) {
