@@ -79,6 +79,13 @@ int nshash_pin_resolve(const char *arg, char *out, size_t outlen, struct nshash_
 
 int nshash_pin_dir_prepare(const char *dir, struct nshash_error *err)
 {
+	/* Made before (a mount point of its own, which only this function
+	 * makes it): nothing to do.  Re-asserting the propagation on every
+	 * container start would take the mount namespace's lock each time. */
+	struct statx stx;
+	if (statx(AT_FDCWD, dir, AT_SYMLINK_NOFOLLOW, STATX_TYPE, &stx) == 0 && S_ISDIR(stx.stx_mode) &&
+	    (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) && (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT))
+		return 0;
 	int r = nsh_mkdir_p(dir, 0755, err);
 	if (r < 0)
 		return r;
