@@ -129,19 +129,23 @@ struct occupancy_job {
 	struct nshash_error e;
 };
 
+/* The inspection half of the job (its own thread: the /proc scan of the
+ * other half is the longest step of an ADD). */
+static void *inspect_only(void *arg)
+{
+	struct occupancy_job *j = arg;
+	struct nshash_netns_info info;
+	struct nshash_error ignored;
+	j->ir = j->ops->inspect(j->netns, &info, &j->ie);
+	j->already = j->ir == 0 && nshash_verify(&info, j->req, j->netns, &ignored) == 0;
+	return NULL;
+}
+
 static void *occupancy_settled(void *arg)
 {
 	struct occupancy_job *j = arg;
 	const unsigned step_ms = 10;
 
-	if (j->inspect) {
-		struct nshash_netns_info info;
-		struct nshash_error ignored;
-		j->ir = j->ops->inspect(j->netns, &info, &j->ie);
-		j->already = j->ir == 0 && nshash_verify(&info, j->req, j->netns, &ignored) == 0;
-		if (j->ir < 0 || j->already)
-			return NULL;
-	}
 	for (;;) {
 		j->r = j->ops->occupancy(j->netns, &j->occ, &j->e);
 		if (j->r < 0 || !j->occ.pid || j->occ.links || j->waited >= j->ops->process_grace_ms)
@@ -261,7 +265,9 @@ static int add_replace(struct run *r, struct nshash_sizes req, const char *want,
 	    .keep_lo_down = false,
 	    .max_table_bytes = r->cfg.max_table_bytes,
 	};
+	pthread_t inspector;
 	bool threaded = pthread_create(&thread, NULL, occupancy_settled, &job) == 0;
+	bool inspecting = inspect && pthread_create(&inspector, NULL, inspect_only, &job) == 0;
 	/* The pod pays for its tables where the runtime says which cgroup is
 	 * the pod's (not with replaced system operations: unit tests); a
 	 * spare, made by an earlier call, only where it does not. */
@@ -272,6 +278,10 @@ static int add_replace(struct run *r, struct nshash_sizes req, const char *want,
 		opts.spares = r->cfg.spares;
 	int created = r->ops->create(&opts, &nsfd, &info, &e);
 
+	if (inspecting)
+		pthread_join(inspector, NULL);
+	else if (inspect)
+		inspect_only(&job);
 	if (threaded)
 		pthread_join(thread, NULL);
 	else
