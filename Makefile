@@ -24,6 +24,8 @@ CNIBINDIR ?= $(PREFIX)/lib/cni
 NSHASHDATADIR ?= $(PREFIX)/share/nshash
 PODMANHOOKSDIR ?= $(NSHASHDATADIR)/podman-hooks.d
 VERIFYHOOKSDIR ?= $(NSHASHDATADIR)/verify-hooks.d
+# where 0.1.0 installed its createRuntime hook file (install and uninstall remove it)
+OLDHOOKFILE = $(PREFIX)/share/containers/oci/hooks.d/nshash.json
 SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
 SYSCONFDIR ?= /etc
 DESTDIR ?=
@@ -287,6 +289,8 @@ install: all
 	# oci-hooks(5) files in dirs of their own: precreate for podman's hooks_dir only (CRI-O
 	# rejects the stage and would then drop every hook in a shared dir); the createRuntime
 	# verification is opt-in (one more hook exec per container start)
+	# 0.1.0 put its createRuntime hook where podman and CRI-O always look: gone (opt-in now)
+	if grep -qs nshash-hook $(DESTDIR)$(OLDHOOKFILE); then rm -f $(DESTDIR)$(OLDHOOKFILE); fi
 	sed 's|/usr/local/bin/nshash-hook|$(BINDIR)/nshash-hook|' oci-hooks/verify-hooks.d/nshash-verify.json \
 		>$(DESTDIR)$(VERIFYHOOKSDIR)/nshash-verify.json
 	sed 's|/usr/local/bin/nshash-hook|$(BINDIR)/nshash-hook|' oci-hooks/hooks.d/nshash-precreate.json \
@@ -312,6 +316,7 @@ install: all
 # Removes what install put down; the policy only when it is still the shipped one.
 uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	if grep -qs nshash-hook $(DESTDIR)$(OLDHOOKFILE); then rm -f $(DESTDIR)$(OLDHOOKFILE); fi
 	cmp -s packaging/etc/nshash.json $(DESTDIR)$(SYSCONFDIR)/nshash/nshash.json && \
 		rm -f $(DESTDIR)$(SYSCONFDIR)/nshash/nshash.json || true
 	-rmdir $(DESTDIR)$(SYSCONFDIR)/nshash $(DESTDIR)$(PODMANHOOKSDIR) $(DESTDIR)$(VERIFYHOOKSDIR) \

@@ -233,9 +233,11 @@ static int create_failed(struct run *r, struct nshash_sizes req, const char *wan
  * next plugins and the runtime will open it -- by the path. */
 static int shows_made(const char *netns, const struct nshash_netns_info *made, struct nshash_error *e)
 {
-	struct stat st;
-	if (stat(netns, &st) < 0)
+	struct stat st, nsfs;
+	if (stat(netns, &st) < 0 || stat("/proc/thread-self/ns/net", &nsfs) < 0)
 		return nshash_error_set(e, errno, "stat: %s", strerror(errno));
+	if (st.st_dev != nsfs.st_dev)
+		return nshash_error_set(e, EIO, "it is no network namespace any more (replaced meanwhile?)");
 	if ((uint64_t)st.st_ino != made->inode)
 		return nshash_error_set(e, EIO, "it shows netns inode %llu, not %llu (replaced meanwhile?)",
 					(unsigned long long)st.st_ino, (unsigned long long)made->inode);

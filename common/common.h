@@ -77,8 +77,8 @@ enum nshash_log_level {
 int nsh_reclaim_orphans(const char *state_dir, int64_t stale_age, int64_t interval, char *msg, size_t len);
 /* Stdin, stdout and stderr to /dev/null, every other fd but `keep` (-1:
  * none) closed, a session of its own, cwd /: for a child that outlives its
- * caller. */
-void nsh_detach(int keep);
+ * caller.  Returns `keep` (moved above stdio if it was one of them). */
+int nsh_detach(int keep);
 /* Fork a detached child that runs nshash_spare_fill(opts) (logging a
  * failure) and exits.  Its pid, 0 when opts asks for no spares, -1 when the
  * fork failed (no spare this time). */

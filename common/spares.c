@@ -13,8 +13,14 @@
 
 #include "common.h"
 
-void nsh_detach(int keep)
+int nsh_detach(int keep)
 {
+	/* above stdio, which /dev/null is about to take over */
+	if (keep >= 0 && keep <= STDERR_FILENO) {
+		int moved = fcntl(keep, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+		close(keep);
+		keep = moved;
+	}
 	/* syslog's socket goes too: disconnected properly, it is opened again
 	 * at the next message (never a send on an fd number reused since) */
 	closelog();
@@ -34,6 +40,7 @@ void nsh_detach(int keep)
 	setsid();
 	if (chdir("/") < 0) { /* keep no directory of the caller busy */
 	}
+	return keep;
 }
 
 void nsh_background(void)
@@ -47,7 +54,8 @@ void nsh_background(void)
 
 pid_t nsh_spares_refill(const struct nshash_create_opts *opts)
 {
-	if (!opts->spares)
+	/* as nshash_spare_fill() decides, without a fork for nothing */
+	if (!opts->spares || opts->max_table_bytes || opts->strategy != NSHASH_STRATEGY_TEMPLATE || opts->keep_lo_down)
 		return 0;
 	pid_t pid = fork();
 	if (pid != 0)

@@ -40,6 +40,9 @@ int nshash_handoff_start(const char *pin, struct nshash_handoff *h, struct nshas
 		return nshash_error_set(err, EINVAL, "hand over %s: not an absolute path to a pin", pin);
 	memcpy(dir, pin, (size_t)(slash - pin));
 	dir[slash - pin] = '\0';
+	if (strlen(slash + 1) >= sizeof(h->name))
+		return nshash_error_set(err, ENAMETOOLONG, "hand over %s: name too long", pin);
+	snprintf(h->name, sizeof(h->name), "%s", slash + 1);
 	if (stat(pin, &st) < 0)
 		return nshash_error_set(err, errno, "hand over %s: %s", pin, strerror(errno));
 	h->dev = st.st_dev;
@@ -51,7 +54,7 @@ int nshash_handoff_start(const char *pin, struct nshash_handoff *h, struct nshas
 	if (h->fd < 0)
 		return nshash_error_set(err, errno, "hand over %s: inotify: %s", pin, strerror(errno));
 	if (inotify_add_watch(h->fd, pin, IN_CLOSE | IN_DONT_FOLLOW) < 0 ||
-	    inotify_add_watch(h->fd, dir, IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF | IN_ONLYDIR) < 0) {
+	    (h->dir_wd = inotify_add_watch(h->fd, dir, IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF | IN_ONLYDIR)) < 0) {
 		int e = errno;
 		nshash_handoff_end(h);
 		return nshash_error_set(err, e, "hand over %s: watch it: %s", pin, strerror(e));
@@ -82,9 +85,12 @@ static pid_t joined(const struct nshash_handoff *h)
 	return r < 0 ? r : it.pid;
 }
 
-/* Read what inotify has; true if the pin was closed by someone. */
-static bool drain(int fd)
+/* Read what inotify has; true if the pin was closed by someone, or
+ * removed (or its directory): a reason to look.  Other pins' removals in
+ * the same directory are not (every waiting child would scan /proc). */
+static bool drain(const struct nshash_handoff *h)
 {
+	int fd = h->fd;
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
 	bool closed = false;
 	ssize_t n;
@@ -92,7 +98,8 @@ static bool drain(int fd)
 	while ((n = read(fd, buf, sizeof(buf))) > 0) {
 		for (char *p = buf; p < buf + n;) {
 			const struct inotify_event *ev = (const struct inotify_event *)p;
-			if (ev->mask & IN_CLOSE)
+			if (ev->wd != h->dir_wd || (ev->mask & (IN_DELETE_SELF | IN_IGNORED)) ||
+			    (ev->len && strcmp(ev->name, h->name) == 0))
 				closed = true;
 			p += sizeof(*ev) + ev->len;
 		}
@@ -103,7 +110,7 @@ static bool drain(int fd)
 pid_t nshash_handoff_wait(const struct nshash_handoff *h, const char *pin, unsigned timeout_ms,
 			  struct nshash_error *err)
 {
-	long long deadline = now_ms() + timeout_ms;
+	long long deadline = now_ms() + timeout_ms, looked = now_ms();
 	int backoff = 0;
 
 	for (;;) {
@@ -115,7 +122,10 @@ pid_t nshash_handoff_wait(const struct nshash_handoff *h, const char *pin, unsig
 		int n = poll(&p, 1, left < wait ? (int)left : wait);
 		if (n < 0 && errno != EINTR)
 			return nshash_error_set(err, errno, "wait for a process in %s: poll: %s", pin, strerror(errno));
-		bool closed = n > 0 && drain(h->fd);
+		bool closed = n > 0 && drain(h);
+		if (n > 0 && !closed && now_ms() - looked < TICK_MS)
+			continue; /* another pin's removal */
+		looked = now_ms();
 		if (!still_pinned(h, pin))
 			return nshash_error_set(err, ENOENT, "%s: removed or replaced meanwhile", pin);
 		pid_t pid = joined(h);

@@ -367,8 +367,10 @@ int nshash_pin_is_netns(const char *path, struct nshash_error *err);
 struct nshash_handoff {
 	int fd; /* inotify; -1 when not started */
 	dev_t dev;
-	ino_t ino;     /* the pinned netns */
-	ino_t mnt_ino; /* the caller's mount namespace */
+	ino_t ino;	/* the pinned netns */
+	ino_t mnt_ino;	/* the caller's mount namespace */
+	int dir_wd;	/* the watch on the pin's directory */
+	char name[256]; /* the pin's name in it: other names' removals are not ours */
 };
 int nshash_handoff_start(const char *pin, struct nshash_handoff *h, struct nshash_error *err);
 /* The pid of that process, 0 when timeout_ms passed without one, -ENOENT

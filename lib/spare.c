@@ -5,8 +5,10 @@
  * made like any other sized netns (template, verified, lo up, recorded in
  * the table ledger); nobody but root can reach the 0700 state dir, and a
  * netns's table sizes never change, so a spare is as good as new until it
- * is taken.  Racing takers are decided by the unmount: one wins, the others
- * find the path no longer mounted and look at the next. */
+ * is taken.  Takers queue on spares/.take for the few syscalls a take is:
+ * an unmount decides nothing between mount namespaces (a taker in a slave
+ * one detaches only its own copy), the unlink that ends a take does (the
+ * kernel detaches a deleted file's mounts everywhere). */
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -41,9 +43,14 @@ int nshash_spare_take(const struct nshash_create_opts *opts, int *nsfd, struct n
 		return 0;
 	if ((size_t)snprintf(dir, sizeof(dir), "%s/spares", nsh_state_dir(opts->state_dir)) >= sizeof(dir))
 		return 0;
+	char lock[PATH_MAX + 8];
+	snprintf(lock, sizeof(lock), "%s/.take", dir);
+	cleanup_close int lockfd = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (lockfd < 0 || flock(lockfd, LOCK_EX) < 0)
+		return 0; /* none made yet (no directory), or not ours to take from */
 	DIR *d = opendir(dir);
 	if (!d)
-		return 0; /* none made yet */
+		return 0;
 	struct dirent *de;
 	size_t plen = strlen(prefix);
 	int taken = 0;
@@ -55,11 +62,10 @@ int nshash_spare_take(const struct nshash_create_opts *opts, int *nsfd, struct n
 		const char *not_netns;
 		if (nsh_path_open_netns(path, false, &fd, &not_netns) < 0)
 			continue;
-		if (not_netns || umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0) {
-			close(fd); /* being made, or taken by someone else just now */
+		if (not_netns || umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0 || unlink(path) < 0) {
+			close(fd); /* being made, or gone */
 			continue;
 		}
-		unlink(path);
 		/* Verified when it was made, and sizes never change; read back
 		 * all the same (the caller reports them). */
 		struct nshash_error ignored;

@@ -75,10 +75,13 @@ static void hand_off(const struct nshash_policy *policy, const struct nshash_oci
 	}
 	/* podman reads our stdout and stderr to their end: let go of them
 	 * (the inotify fd stays: it is why we are here) */
-	nsh_detach(h->fd);
+	h->fd = nsh_detach(h->fd);
 	nsh_background();
 	struct nshash_error err = {0};
-	unsigned timeout = policy->stale_age > UINT_MAX / 1000 ? UINT_MAX : (unsigned)policy->stale_age * 1000;
+	/* staleAge 0 asks the reclaim to take unused pins at once: never a
+	 * reason to take this one before its runtime had a chance to open it */
+	int64_t wait_s = policy->stale_age ? policy->stale_age : NSHASH_POLICY_DEFAULT_STALE_AGE;
+	unsigned timeout = wait_s > UINT_MAX / 1000 ? UINT_MAX : (unsigned)wait_s * 1000;
 	pid_t user = nshash_handoff_wait(h, res->pin_path, timeout, &err);
 	nshash_handoff_end(h);
 	if (user == -ENOENT)
@@ -93,9 +96,11 @@ static void hand_off(const struct nshash_policy *policy, const struct nshash_oci
 		nshash_log(NSHASH_LOG_INFO, who, "removed pin %s (pid %d, the container's init, holds the netns)",
 			   res->pin_path, (int)user);
 	else if (user == 0)
-		nshash_log(NSHASH_LOG_WARN, who,
-			   "removed pin %s: no container joined its netns within staleAge (%lld s)", res->pin_path,
-			   (long long)policy->stale_age);
+		nshash_log(
+		    NSHASH_LOG_WARN, who,
+		    "removed pin %s: no container was seen in its netns within %lld s (staleAge; a container that "
+		    "joined and ended in between is not seen)",
+		    res->pin_path, (long long)wait_s);
 	/* the next container of these sizes takes a spare: make it now that
 	 * this one runs (not while its runtime creates it) */
 	struct nshash_create_opts copts = {

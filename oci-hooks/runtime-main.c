@@ -146,8 +146,11 @@ static void spare_get(const struct nshash_policy *policy, struct nshash_sizes si
 	    .max_table_bytes = policy->max_table_bytes,
 	    .spares = policy->spares,
 	};
+	struct nshash_error ignored;
 	spare->fd = -1;
-	if (!policy->spares)
+	/* only sizes the policy allows: a refused request must not leave a
+	 * spare (nor a template) of its sizes behind */
+	if (!policy->spares || nshash_sizes_cap(sizes, policy->max, "policy", &ignored) < 0)
 		return;
 	if (nshash_spare_take(&copts, &spare->fd, &spare->info) == 1)
 		spare->sizes = sizes;

@@ -8,8 +8,14 @@ require_root
 
 D=$(mktemp -d /tmp/nshash-t09.XXXXXX)
 on_exit "rm -rf $D"
+# what 0.1.0 left where podman and CRI-O always look, next to someone else's hook
+OLD=$D/usr/share/containers/oci/hooks.d
+mkdir -p "$OLD"
+echo '{"hook": {"path": "/usr/bin/nshash-hook", "args": ["nshash-hook", "state"]}}' >"$OLD/nshash.json"
+echo '{"hook": {"path": "/usr/bin/other-hook"}}' >"$OLD/other.json"
 make -C "$TOP" install DESTDIR="$D" PREFIX=/usr >"$D/install.log" 2>&1
 assert_eq 0 $? "make install DESTDIR=... PREFIX=/usr"
+assert_eq "other.json" "$(ls "$OLD")" "install removed 0.1.0's createRuntime hook file, kept another package's"
 for f in usr/bin/nshash usr/include/nshash.h usr/lib/libnshash.a usr/lib/libnshash.so.1 usr/lib/libnshash.so usr/share/man/man8/nshash.8 usr/share/man/man3/libnshash.3; do
 	[ -e "$D/$f" ] && pass "installed $f" || fail "installed $f"
 done

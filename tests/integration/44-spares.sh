@@ -16,8 +16,16 @@ command -v flock >/dev/null || cannot_run "flock (util-linux) needed"
 
 engines_oci_setup
 NSH=$BUILD/nshash
-# ready: the child making spares is done (it holds the lock while it works)
-ready() { sleep 0.05; [ -e "$S/spares/.lock" ] && timeout 10 flock "$S/spares/.lock" true; }
+# ready: every detached child making spares has ended (a fork of the
+# plugin, the wrapper or the hook: same command line)
+ready() {
+	local i
+	for i in $(seq 200); do
+		pgrep -f -- "^$CNI_PLUGIN\$|nshash-runtime --root $D/root|nshash-hook precreate --policy $P\$" >/dev/null || return 0
+		sleep 0.05
+	done
+	fail "a child making spares did not end within 10 s"
+}
 spares() { find "$S/spares" -maxdepth 1 -name "tcp$1-udp$2.*" 2>/dev/null | sort; }
 mounted() { awk -v d="$S/spares/" '$9 == "nsfs" && index($5, d) == 1 {n++} END {print n+0}' /proc/self/mountinfo; }
 conf() { echo "{\"cniVersion\":\"1.0.0\",\"name\":\"n44\",\"type\":\"nshash\",\"tcp\":$1,\"udp\":$2,\"stateDir\":\"$S\"${3:-}}"; }
@@ -56,8 +64,12 @@ pin pod3
 cni_call ADD "$D/pod3" "$(conf 4096 1024 ',"spares":0')"
 assert_eq 0 "$CNI_RC" "ADD with spares 0"
 [ "$(netns_inode_at "$D/pod3")" != "$ino2" ] && pass "spares 0: the spare stays where it is" || fail "spares 0 took the spare"
+pin pod3b
+cni_call ADD "$D/pod3b" "$(conf 1024 256 ',"spares":0')"
+assert_eq "1024 256" "$(netns_sizes_at "$D/pod3b")" "spares 0, new sizes: exact"
 ready
-assert_eq "$s2" "$(spares 4096 1024)" "spares 0: nothing made"
+assert_eq "$s2" "$(spares 4096 1024)" "spares 0: the other spare untouched"
+assert_eq "" "$(spares 1024 256)" "spares 0: none made of its sizes"
 pin pod4
 cni_call ADD "$D/pod4" "$(conf 2048 512)"
 assert_eq "2048 512" "$(netns_sizes_at "$D/pod4")" "other sizes: exact"
@@ -65,20 +77,30 @@ assert_eq "$s2" "$(spares 4096 1024)" "other sizes: the 4096/1024 spare untouche
 ready
 assert_eq 1 "$(spares 2048 512 | wc -l)" "a spare of the other sizes made"
 
-# --- parallel ADDs: every pod its own netns, each exact
+# --- parallel ADDs taking from 16 spares: every pod its own netns, each exact
+S16=',"spares":16'
+pin pre16
+cni_call ADD "$D/pre16" "$(conf 512 128 "$S16")"
+ready
+assert_eq 16 "$(spares 512 128 | wc -l)" "spares 16: sixteen made after the answer"
+before=$(for f in $(spares 512 128); do netns_inode_at "$f"; done | sort)
 for i in $(seq 20); do pin par$i; done
 for i in $(seq 20); do
-	printf '%s' "$(conf 4096 1024)" | env -i CNI_COMMAND=ADD CNI_CONTAINERID=par$i CNI_NETNS="$D/par$i" \
+	printf '%s' "$(conf 512 128 "$S16")" | env -i CNI_COMMAND=ADD CNI_CONTAINERID=par$i CNI_NETNS="$D/par$i" \
 		CNI_IFNAME=eth0 CNI_PATH=/usr/lib/cni "$CNI_PLUGIN" >"$D/par$i.out" 2>&1 &
 done
 wait
 ok=0
-for i in $(seq 20); do [ "$(netns_sizes_at "$D/par$i")" = "4096 1024" ] && ok=$((ok + 1)); done
+for i in $(seq 20); do [ "$(netns_sizes_at "$D/par$i")" = "512 128" ] && ok=$((ok + 1)); done
 assert_eq 20 "$ok" "20 parallel ADDs: all exact"
-assert_eq 20 "$(for i in $(seq 20); do netns_inode_at "$D/par$i"; done | sort -u | wc -l)" "20 distinct netns (no spare handed out twice)"
+got=$(for i in $(seq 20); do netns_inode_at "$D/par$i"; done | sort)
+assert_eq 20 "$(uniq <<<"$got" | wc -l)" "20 distinct netns (no spare handed out twice)"
+took=$(comm -12 <(echo "$before") <(echo "$got") | wc -l)
+[ "$took" -ge 2 ] && pass "$took of them took one of the sixteen (others took refills, or made theirs)" || fail "only $took took one of the sixteen"
 ready
-assert_eq 1 "$(spares 4096 1024 | wc -l)" "one spare per size pair afterwards"
+assert_eq 16 "$(spares 512 128 | wc -l)" "sixteen again afterwards"
 for i in $(seq 20); do umount "$D/par$i" && rm -f "$D/par$i"; done
+umount "$D/pre16" && rm -f "$D/pre16"
 
 # --- a table budget: no spares (they would hold bytes nobody asked for)
 S0=$S
@@ -86,17 +108,17 @@ S=$(make_state_dir)
 pin pod5
 cni_call ADD "$D/pod5" "$(conf 4096 1024 ',"maxTableBytes":100000000')"
 assert_eq "4096 1024" "$(netns_sizes_at "$D/pod5")" "budget: sized"
-sleep 0.3
+ready
 assert_eq "" "$(spares 4096 1024)" "budget: no spare made"
 S=$S0
 
 # --- list shows them; gc removes idle ones
 out=$("$NSH" --state-dir "$S" list --json)
-assert_eq 2 "$(jq '[.[] | select(.kind == "spare")] | length' <<<"$out")" "list: two spares (kind spare)"
+assert_eq 18 "$(jq '[.[] | select(.kind == "spare")] | length' <<<"$out")" "list: eighteen spares (kind spare)"
 out=$("$NSH" --state-dir "$S" gc --json)
 assert_eq 0 "$(jq .spares_removed <<<"$out")" "gc keeps fresh spares"
 out=$("$NSH" --state-dir "$S" gc --max-idle 0 --json)
-assert_eq 2 "$(jq .spares_removed <<<"$out")" "gc --max-idle 0 removes both"
+assert_eq 18 "$(jq .spares_removed <<<"$out")" "gc --max-idle 0 removes all"
 assert_eq 0 "$(mounted)" "nothing mounted under spares/"
 
 # --- bad values
@@ -129,7 +151,19 @@ sw=$(spares 8192 256)
 out=$(NSHASH_POLICY=$P nshash-runtime --root "$D/root" run -b "$D/b" w3 </dev/null 2>&1)
 [ "$(head -1 <<<"$out")" != "net:[$(netns_inode_at "$sw")]" ] && pass "wrapper, spares 0: the spare not taken" ||
 	fail "wrapper, spares 0: took the spare"
-assert_eq "$sw" "$(spares 8192 256)" "wrapper, spares 0: none made"
+cp -r "$D/b" "$D/b2"
+engines_bundle_annotate "$D/b2" io.nshash.tcp=16384 io.nshash.udp=512
+out=$(NSHASH_POLICY=$P nshash-runtime --root "$D/root" run -b "$D/b2" w4 </dev/null 2>&1)
+assert_eq "16384 512" "$(tail -2 <<<"$out" | tr '\n' ' ' | sed 's/ $//')" "wrapper, spares 0, new sizes: sized"
+ready
+assert_eq "$sw" "$(spares 8192 256)" "wrapper, spares 0: the other spare untouched"
+assert_eq "" "$(spares 16384 512)" "wrapper, spares 0: none made of its sizes"
+# a request above the policy's cap is refused and leaves no spare of its sizes
+engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/log\", \"maxTcp\": 8192}"
+out=$(NSHASH_POLICY=$P nshash-runtime --root "$D/root" run -b "$D/b2" w5 </dev/null 2>&1)
+assert_contains "$out" "policy" "above maxTcp: refused"
+ready
+assert_eq "" "$(spares 16384 512)" "above maxTcp: no spare of its sizes made"
 
 # --- the precreate hook: takes the spare, its child makes the next one once the init is in
 engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/log\"}"
