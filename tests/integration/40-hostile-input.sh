@@ -156,7 +156,7 @@ assert_eq "yes" "$([ -e "$D/empty" ] && echo yes)" "delete: the empty file is st
 OUT=$($TO $NSHASH --state-dir "$S" delete "$S/pins/stale" 2>&1); RC=$?
 expect 0 "" "delete removes an empty unmounted pin file in the state dir"
 assert_eq "gone" "$([ -e "$S/pins/stale" ] || echo gone)" "(removed)"
-$NSHASH create --tcp 128 "$D/pin" >/dev/null && $NSHASH delete "$D/pin" && [ ! -e "$D/pin" ] &&
+$NSHASH --state-dir "$S" create --tcp 128 "$D/pin" >/dev/null && $NSHASH delete "$D/pin" && [ ! -e "$D/pin" ] &&
 	pass "delete still removes a mounted pin anywhere" || fail "delete of a mounted pin failed"
 
 # ================================================================ 3: untrusted netns paths

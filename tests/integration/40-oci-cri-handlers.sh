@@ -36,7 +36,7 @@ cni_containerd_cri_start "$C" "$(handler nshash "$W"; handler nshash-4k "$D/nsha
 cp /usr/lib/cni/bridge /usr/lib/cni/host-local /usr/lib/cni/loopback "$CNI_PLUGIN" "$C/cni-bin/"
 cat >"$C/net.d/10-$NET.conflist" <<JSON
 {"cniVersion": "1.0.0", "name": "$NET", "plugins": [
-  {"type": "nshash", "tcp": 4096, "udp": 1024, "maxTcp": 65536, "maxUdp": 16384,
+  {"type": "nshash", "tcp": 4096, "udp": 1024, "maxTcp": 65536, "maxUdp": 16384, "stateDir": "$S",
    "capabilities": {"io.kubernetes.cri.pod-annotations": true}},
   {"type": "bridge", "bridge": "$BR", "isGateway": true,
    "ipam": {"type": "host-local", "ranges": [[{"subnet": "$SUBNET.0/24"}]], "dataDir": "$D/ipam"}},

@@ -18,7 +18,12 @@ V=1.0.0
 TO="timeout -k 2 10"
 n=0
 new_pin() { n=$((n + 1)); P=$D/ns$n; cni_pin_netns "$P"; } # sets P
-conf() { echo "{\"cniVersion\":\"$V\",\"name\":\"net1\",\"type\":\"nshash\"${1:+,$1}}"; }
+STATE=$(make_state_dir) # templates and spares, never the host's /run/nshash
+conf() { # [extra json members]; stateDir $STATE unless one is given
+	local extra=${1:-}
+	[[ $extra == *stateDir* ]] || extra+="${extra:+,}\"stateDir\":\"$STATE\""
+	echo "{\"cniVersion\":\"$V\",\"name\":\"net1\",\"type\":\"nshash\",$extra}"
+}
 shared() { netns_sizes_at "$1" | awk '{print ($1 < 0 && $2 < 0) ? "shared" : $0}'; }
 # plugin VAR=VALUE... < stdin: CNI_RC, CNI_OUT, CNI_ERR, with a timeout
 plugin() {
