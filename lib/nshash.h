@@ -206,9 +206,9 @@ int nshash_netns_new(const struct nshash_create_opts *opts, int *nsfd, struct ns
 int nshash_netns_create(const struct nshash_create_opts *opts, const char *pin_path, struct nshash_netns_info *info,
 			struct nshash_error *err);
 /* Make spares until opts->spares of opts->sizes are ready (each made and
- * recorded like nshash_netns_create does).  The number made, 0 also when
- * spares do not apply to opts or another caller is filling right now, or
- * -errno.  Spares unused for longer than gc's template idle age go with
+ * recorded like nshash_netns_create does), after any other filler of the
+ * state dir is done.  The number made (0 also when spares do not apply to
+ * opts), or -errno.  Spares unused for longer than gc's template idle age go with
  * nshash_gc(). */
 int nshash_spare_fill(const struct nshash_create_opts *opts, struct nshash_error *err);
 /* Take a spare of opts->sizes (see above): 1 with an O_CLOEXEC fd to it in

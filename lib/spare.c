@@ -118,19 +118,19 @@ int nshash_spare_fill(const struct nshash_create_opts *opts, struct nshash_error
 		r = nshash_pin_dir_prepare(dir, err);
 	if (r < 0)
 		return nshash_error_prefix(err, "spares");
-	/* One filler per state dir at a time; the others leave it to it. */
+	/* One filler per state dir at a time; the others wait their turn and
+	 * count again (takes meanwhile leave fewer than the one before saw). */
 	snprintf(lock, sizeof(lock), "%s/.lock", dir);
 	cleanup_close int lockfd = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (lockfd < 0)
 		return nshash_error_set(err, errno, "spares: open %s: %s", lock, strerror(errno));
-	if (flock(lockfd, LOCK_EX | LOCK_NB) < 0)
-		return errno == EWOULDBLOCK
-			   ? 0
-			   : nshash_error_set(err, errno, "spares: lock %s: %s", lock, strerror(errno));
+	if (flock(lockfd, LOCK_EX) < 0)
+		return nshash_error_set(err, errno, "spares: lock %s: %s", lock, strerror(errno));
 	struct nshash_create_opts one = *opts;
 	one.spares = 0;
 	int made = 0;
-	for (unsigned have = spares_ready(dir, prefix); have < opts->spares; have++) {
+	/* counted again after each one made: takers do not wait for us */
+	for (unsigned n = 0; n < opts->spares && spares_ready(dir, prefix) < opts->spares; n++) {
 		uint64_t rnd;
 		if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
 			return nshash_error_set(err, errno, "spares: getrandom: %s", strerror(errno));
