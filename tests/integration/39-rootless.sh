@@ -108,7 +108,7 @@ assert_eq "true" "$(cd / && as_user unshare -Urmn "$N" check --json 2>/dev/null 
 # list and gc as the user: root's pins are not the user's to judge
 HOSTPIN=nshash-t39-$$
 on_exit "$BUILD/nshash delete $HOSTPIN"
-"$BUILD/nshash" create --tcp 1024 "$HOSTPIN" >/dev/null || fail "root could not create /run/netns/$HOSTPIN"
+"$BUILD/nshash" --state-dir "$(make_state_dir)" create --tcp 1024 "$HOSTPIN" >/dev/null || fail "root could not create /run/netns/$HOSTPIN"
 touch -d '-1 hour' "/run/netns/$HOSTPIN" 2>/dev/null
 out=$(cd / && as_user "$N" --state-dir /run/nshash list 2>&1)
 rc=$?

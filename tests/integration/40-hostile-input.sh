@@ -58,7 +58,7 @@ mkdir -p "$S/pins"
 victim() {
 	if [ "$(count_pins_under "$S/pins/victim")" -lt 1 ]; then
 		rm -f "$S/pins/victim"
-		$NSHASH create --tcp 256 "$S/pins/victim" >/dev/null || cannot_run "cannot create a victim pin"
+		$NSHASH --state-dir "$S" create --tcp 256 "$S/pins/victim" >/dev/null || cannot_run "cannot create a victim pin"
 	fi
 	VICTIM=$(pin_state "$S/pins/victim")
 }
