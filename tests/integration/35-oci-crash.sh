@@ -81,7 +81,7 @@ assert_eq 0 "$(count_pins_under "$S/pins/")" "no pin mounted"
 # a pin in use is kept (the wrapper leaves none on the host: a pin as an
 # older version left it, with a process inside)
 mkdir -p "$S/pins"
-nshash create --tcp 4096 "$S/pins/alive-0" >/dev/null
+nshash --state-dir "$S" create --tcp 4096 "$S/pins/alive-0" >/dev/null
 nsenter --net="$S/pins/alive-0" sleep 30 &
 sp=$!
 sleep 1.2
