@@ -59,6 +59,9 @@ int nshash_policy_parse(const char *text, size_t len, const char *source, struct
 /* Load `path` (NULL = NSHASH_DEFAULT_POLICY_PATH).  ENOENT = defaults. */
 int nshash_policy_load(const char *path, struct nshash_policy *policy, struct nshash_error *err);
 const char *nshash_on_failure_name(enum nshash_on_failure on_failure);
+/* How the policy has netns of `sizes` made: strategy, state dir, budget,
+ * spares. */
+struct nshash_create_opts nsh_policy_create_opts(const struct nshash_policy *policy, struct nshash_sizes sizes);
 
 /* ------------------------------------------------------------ logger */
 /* The one logger of the front-ends: one line per action on stderr

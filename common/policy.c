@@ -222,3 +222,14 @@ int nshash_policy_load(const char *path, struct nshash_policy *policy, struct ns
 	free(text);
 	return r;
 }
+
+struct nshash_create_opts nsh_policy_create_opts(const struct nshash_policy *policy, struct nshash_sizes sizes)
+{
+	return (struct nshash_create_opts){
+	    .sizes = sizes,
+	    .strategy = policy->strategy,
+	    .state_dir = policy->state_dir,
+	    .max_table_bytes = policy->max_table_bytes,
+	    .spares = policy->spares,
+	};
+}

@@ -54,8 +54,7 @@ void nsh_background(void)
 
 pid_t nsh_spares_refill(const struct nshash_create_opts *opts)
 {
-	/* as nshash_spare_fill() decides, without a fork for nothing */
-	if (!opts->spares || opts->max_table_bytes || opts->strategy != NSHASH_STRATEGY_TEMPLATE || opts->keep_lo_down)
+	if (!nshash_spares_apply(opts)) /* no fork for nothing */
 		return 0;
 	pid_t pid = fork();
 	if (pid != 0)

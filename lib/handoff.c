@@ -15,19 +15,11 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "internal.h"
 
 #define TICK_MS	    1000 /* check the pin and look again at least this often */
 #define BACKOFF_MAX 256	 /* after a close: look again at 1, 2, 4 ... ms */
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 int nshash_handoff_start(const char *pin, struct nshash_handoff *h, struct nshash_error *err)
 {
@@ -110,11 +102,11 @@ static bool drain(const struct nshash_handoff *h)
 pid_t nshash_handoff_wait(const struct nshash_handoff *h, const char *pin, unsigned timeout_ms,
 			  struct nshash_error *err)
 {
-	long long deadline = now_ms() + timeout_ms, looked = now_ms();
+	int64_t deadline = nsh_monotonic_ms() + timeout_ms, looked = nsh_monotonic_ms();
 	int backoff = 0;
 
 	for (;;) {
-		long long left = deadline - now_ms();
+		int64_t left = deadline - nsh_monotonic_ms();
 		if (left <= 0)
 			return 0;
 		int wait = backoff ? backoff : TICK_MS;
@@ -123,9 +115,9 @@ pid_t nshash_handoff_wait(const struct nshash_handoff *h, const char *pin, unsig
 		if (n < 0 && errno != EINTR)
 			return nshash_error_set(err, errno, "wait for a process in %s: poll: %s", pin, strerror(errno));
 		bool closed = n > 0 && drain(h);
-		if (n > 0 && !closed && now_ms() - looked < TICK_MS)
+		if (n > 0 && !closed && nsh_monotonic_ms() - looked < TICK_MS)
 			continue; /* another pin's removal */
-		looked = now_ms();
+		looked = nsh_monotonic_ms();
 		if (!still_pinned(h, pin))
 			return nshash_error_set(err, ENOENT, "%s: removed or replaced meanwhile", pin);
 		pid_t pid = joined(h);

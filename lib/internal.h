@@ -4,7 +4,9 @@
 #define NSHASH_INTERNAL_H
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "nshash.h"
@@ -20,6 +22,13 @@ static inline void nsh_closep(int *fd)
 		close(*fd);
 		errno = saved;
 	}
+}
+/* CLOCK_MONOTONIC in milliseconds: deadlines and waits. */
+static inline int64_t nsh_monotonic_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 #define cleanup_free  __attribute__((cleanup(nsh_freep)))
 #define cleanup_close __attribute__((cleanup(nsh_closep)))

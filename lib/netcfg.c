@@ -1208,15 +1208,12 @@ static int compare_once(struct nl_sock *sk, const struct nsh_netcfg *want, struc
 
 int nsh_netcfg_compare(struct nl_sock *sk, const struct nsh_netcfg *want, unsigned wait_ms, struct nshash_error *err)
 {
-	struct timespec start, now;
-	clock_gettime(CLOCK_MONOTONIC, &start);
+	int64_t start = nsh_monotonic_ms();
 	for (unsigned delay_us = 200;; delay_us = delay_us < 20000 ? delay_us * 2 : delay_us) {
 		int r = compare_once(sk, want, err);
 		if (r == 0 || r != -EIO)
 			return r;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		long ms = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
-		if (ms >= (long)wait_ms)
+		if (nsh_monotonic_ms() - start >= (int64_t)wait_ms)
 			return r;
 		usleep(delay_us);
 	}

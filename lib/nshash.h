@@ -211,6 +211,10 @@ int nshash_netns_create(const struct nshash_create_opts *opts, const char *pin_p
  * opts), or -errno.  Spares unused for longer than gc's template idle age go with
  * nshash_gc(). */
 int nshash_spare_fill(const struct nshash_create_opts *opts, struct nshash_error *err);
+/* Whether spares apply to opts at all (spares > 0, template strategy, no
+ * budget, lo up): what nshash_spare_fill() and nshash_spare_take() check,
+ * for a caller deciding whether to fork a filler. */
+bool nshash_spares_apply(const struct nshash_create_opts *opts);
 /* Take a spare of opts->sizes (see above): 1 with an O_CLOEXEC fd to it in
  * *nsfd (no longer pinned, read back into info), 0 when there is none.
  * Must run in the mount namespace the spares were made in (an unmount in

@@ -35,22 +35,15 @@ struct scan {
 	int procfd;
 	unsigned flags; /* union of the items' wants */
 	pid_t self;
-	dev_t nsfs_dev;	 /* the device of every namespace inode */
-	uint64_t *mntns; /* mount namespaces whose mount table was read */
-	double deadline; /* CLOCK_MONOTONIC seconds; 0 = none */
+	dev_t nsfs_dev;	  /* the device of every namespace inode */
+	uint64_t *mntns;  /* mount namespaces whose mount table was read */
+	int64_t deadline; /* nsh_monotonic_ms(); 0 = none */
 	unsigned ticks;
 	bool expired;
 	bool can_ptrace; /* CAP_SYS_PTRACE: every process's /proc is ours to read */
 	bool denied;	 /* a source could not be read: what is unresolved may be held */
 	size_t nmntns, capmntns;
 };
-
-static double monotonic(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* A look at /proc failed: a process that is gone (ENOENT, ESRCH) holds
  * nothing.  Without CAP_SYS_PTRACE (a caller that dropped it) other
@@ -69,7 +62,7 @@ static bool go_on(struct scan *s)
 {
 	if (!s->left || s->expired)
 		return false;
-	if (s->deadline > 0 && (++s->ticks & 255) == 0 && monotonic() > s->deadline)
+	if (s->deadline > 0 && (++s->ticks & 255) == 0 && nsh_monotonic_ms() > s->deadline)
 		s->expired = true;
 	return !s->expired;
 }
@@ -294,7 +287,7 @@ int nsh_netns_scan(struct nsh_scan_item *items, size_t n, bool skip_self, unsign
 	qsort(order, n, sizeof(*order), cmp_slot);
 	s.order = order;
 	if (max_ms)
-		s.deadline = monotonic() + max_ms / 1000.0;
+		s.deadline = nsh_monotonic_ms() + max_ms;
 	cap_t caps = cap_get_proc();
 	cap_flag_value_t ptrace = CAP_CLEAR;
 	s.can_ptrace = caps && cap_get_flag(caps, CAP_SYS_PTRACE, CAP_EFFECTIVE, &ptrace) == 0 && ptrace == CAP_SET;

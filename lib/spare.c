@@ -21,7 +21,7 @@
 
 #include "internal.h"
 
-static bool spares_usable(const struct nshash_create_opts *opts)
+bool nshash_spares_apply(const struct nshash_create_opts *opts)
 {
 	/* under a budget a spare would hold bytes nobody asked for */
 	return opts->spares && opts->strategy == NSHASH_STRATEGY_TEMPLATE && !opts->max_table_bytes &&
@@ -39,7 +39,7 @@ int nshash_spare_take(const struct nshash_create_opts *opts, int *nsfd, struct n
 {
 	char dir[PATH_MAX], prefix[80], path[PATH_MAX];
 	*nsfd = -1;
-	if (!spares_usable(opts) || spare_prefix(opts, prefix, sizeof(prefix)) < 0)
+	if (!nshash_spares_apply(opts) || spare_prefix(opts, prefix, sizeof(prefix)) < 0)
 		return 0;
 	if ((size_t)snprintf(dir, sizeof(dir), "%s/spares", nsh_state_dir(opts->state_dir)) >= sizeof(dir))
 		return 0;
@@ -108,7 +108,7 @@ static unsigned spares_ready(const char *dir, const char *prefix)
 int nshash_spare_fill(const struct nshash_create_opts *opts, struct nshash_error *err)
 {
 	char dir[PATH_MAX], prefix[80], lock[PATH_MAX + 8], path[PATH_MAX];
-	if (!spares_usable(opts))
+	if (!nshash_spares_apply(opts))
 		return 0;
 	if (spare_prefix(opts, prefix, sizeof(prefix)) < 0)
 		return nshash_error_set(err, ENAMETOOLONG, "spares: name too long");

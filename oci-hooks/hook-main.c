@@ -103,13 +103,7 @@ static void hand_off(const struct nshash_policy *policy, const struct nshash_oci
 		    res->pin_path, (long long)wait_s);
 	/* the next container of these sizes takes a spare: make it now that
 	 * this one runs (not while its runtime creates it) */
-	struct nshash_create_opts copts = {
-	    .sizes = res->request.sizes,
-	    .strategy = policy->strategy,
-	    .state_dir = policy->state_dir,
-	    .max_table_bytes = policy->max_table_bytes,
-	    .spares = policy->spares,
-	};
+	struct nshash_create_opts copts = nsh_policy_create_opts(policy, res->request.sizes);
 	if (user > 0 && nshash_spare_fill(&copts, &err) < 0)
 		nshash_log(NSHASH_LOG_WARN, who, "%s (not fatal: the next container is made without one)", err.msg);
 	_exit(0);

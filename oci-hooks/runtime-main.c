@@ -139,13 +139,7 @@ static int asks_sizes(const char *text, size_t len, const struct nshash_runtime_
  * with them) and have a child make the next one meanwhile. */
 static void spare_get(const struct nshash_policy *policy, struct nshash_sizes sizes, struct nshash_oci_spare *spare)
 {
-	struct nshash_create_opts copts = {
-	    .sizes = sizes,
-	    .strategy = policy->strategy,
-	    .state_dir = policy->state_dir,
-	    .max_table_bytes = policy->max_table_bytes,
-	    .spares = policy->spares,
-	};
+	struct nshash_create_opts copts = nsh_policy_create_opts(policy, sizes);
 	struct nshash_error ignored;
 	spare->fd = -1;
 	/* only sizes the policy allows: a refused request must not leave a

@@ -263,15 +263,11 @@ static int create_pinned(struct transform *t, struct nshash_error *err)
 			spare->used = true;
 		}
 	} else if (r == 0) {
-		struct nshash_create_opts copts = {
-		    .sizes = res->request.sizes,
-		    .strategy = policy->strategy,
-		    .state_dir = policy->state_dir,
-		    .max_table_bytes = policy->max_table_bytes,
-		    /* the wrapper takes its spare before entering its private
-		     * mount namespace, never in it */
-		    .spares = t->opts->mode == NSHASH_OCI_WRAPPER ? 0 : policy->spares,
-		};
+		struct nshash_create_opts copts = nsh_policy_create_opts(policy, res->request.sizes);
+		/* the wrapper takes its spare before entering its private
+		 * mount namespace, never in it */
+		if (t->opts->mode == NSHASH_OCI_WRAPPER)
+			copts.spares = 0;
 		r = nshash_netns_create(&copts, res->pin_path, &res->info, err);
 	}
 	if (r < 0 && policy->on_failure == NSHASH_ON_FAILURE_WARN) {
