@@ -112,8 +112,9 @@ static int request_and_netns(struct run *r, struct nshash_sizes *req, bool *from
 
 /* What lives in the netns, giving a process found inside up to
  * ops->process_grace_ms to leave (a plugin of a parallel network), and
- * first (`inspect`) whether it has the requested sizes already.  Runs in a
- * thread of its own while the sized netns is made or taken: it touches only
+ * (`inspect`, inspect_only() in a thread of its own) whether it has the
+ * requested sizes already.  Runs in a thread of its own while the sized
+ * netns is made or taken: it touches only
  * its job, never the run's output or error. */
 struct occupancy_job {
 	const struct nshash_cni_ops *ops;
