@@ -47,17 +47,9 @@ sandbox_pid() { ctr -n k8s.io task ls 2>/dev/null | awk -v id="$1" '$1 == id {pr
 for _ in $(seq 50); do grep -q "$NET" "$C/containerd.log" 2>/dev/null && break; sleep 0.1; done
 sleep 1
 runp() { # HANDLER NAME [K=V...]: a sandbox id, or "" (the error in $D/err)
-	local h=$1 n=$2 i
+	local h=$1 n=$2
 	shift 2
-	for i in 1 2 3; do
-		"${CRI[@]}" "$CRI_SOCK" runp --handler="$h" "$n" "uid-$n" default "$@" 2>"$D/err" && return
-		# containerd's own loopback ADD runs in parallel with the chain and
-		# can catch the nshash CNI plugin between unmounting the pod's
-		# netns pin and binding the sized one (seen in 56 too): not what
-		# this test is about, so try again, and say so
-		grep -q 'plugin type="loopback" failed (add): unknown FS magic' "$D/err" || return
-		echo "# RunPodSandbox $n hit the CNI plugin's replace window (loopback): retried" >&2
-	done
+	cni_cri_runp "$D/err" --handler="$h" "$n" "uid-$n" default "$@"
 }
 
 A=$(runp nshash pod-a)

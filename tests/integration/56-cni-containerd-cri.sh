@@ -37,7 +37,7 @@ sandbox_pid() { ctr -n k8s.io task ls 2>/dev/null | awk -v id="$1" '$1 == id {pr
 for _ in $(seq 50); do grep -q "$NET" "$C/containerd.log" 2>/dev/null && break; sleep 0.1; done
 sleep 1
 
-A=$("${CRI[@]}" "$CRI_SOCK" runp pod-a uid-a default io.nshash.tcp=32768 io.nshash.udp=2048 app=x 2>"$D/err")
+A=$(cni_cri_runp "$D/err" pod-a uid-a default io.nshash.tcp=32768 io.nshash.udp=2048 app=x)
 [ -n "$A" ] && pass "RunPodSandbox with io.nshash.* annotations" || fail "RunPodSandbox failed: $(cat "$D/err")"
 PA=$(sandbox_pid "$A")
 assert_eq "32768 2048" "$(netns_sizes_of_pid "${PA:-0}" 2>/dev/null)" "the pod's netns has the annotated sizes (runtimeConfig from containerd CRI)"
@@ -46,7 +46,7 @@ assert_contains "$ADDR" "$SUBNET." "the pod has eth0 from the rest of the chain 
 assert_eq "UP" "$(nsenter -t "${PA:-0}" -n ip -br link show lo 2>/dev/null | awk '{print $2}' | sed 's/UNKNOWN/UP/')" "lo is up in the pod"
 if nsenter -t "${PA:-0}" -n busybox ping -c1 -W2 "$SUBNET.1" >/dev/null 2>&1; then pass "ping from the pod to the gateway"; else fail "ping to $SUBNET.1 failed"; fi
 
-B=$("${CRI[@]}" "$CRI_SOCK" runp pod-b uid-b default 2>"$D/err")
+B=$(cni_cri_runp "$D/err" pod-b uid-b default)
 [ -n "$B" ] && pass "RunPodSandbox without annotations" || fail "RunPodSandbox failed: $(cat "$D/err")"
 assert_eq "4096 1024" "$(netns_sizes_of_pid "$(sandbox_pid "$B")" 2>/dev/null)" "without annotations the pod gets the network default"
 assert_eq "2" "$(count_pins_under "$NETNS_DIR/")" "one netns pin per pod"
