@@ -60,6 +60,12 @@ int nsh_netns_return(int home, struct nshash_error *err);
 /* Read the tables of the calling thread's netns. `full` adds child knobs and
  * derived limits (slower in a fresh netns). */
 int nsh_read_info_here(struct nshash_netns_info *info, bool full, struct nshash_error *err);
+/* ns.c: nshash_inspect_fd, and *fd a new fd on the same netns opened from
+ * inside it (through nsfs's own mount).  A bind mount or open_tree clone
+ * made from an fd opened through a mount that was since detached (a taken
+ * spare's) makes, in a shared directory, copies in the peers that an
+ * unmount does not reach (Linux 6.18): their netns would outlive the pin. */
+int nsh_inspect_reopen(int nsfd, int *fd, struct nshash_netns_info *info, struct nshash_error *err);
 int nsh_fd_is_netns(int fd);
 /* scan.c: a process (not this one) whose thread group leader is in the
  * netns with nsfs inode dev:ino; 0 if none, -errno if /proc cannot be read. */

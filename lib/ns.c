@@ -183,12 +183,15 @@ struct nshash_sizes nshash_info_sizes(const struct nshash_netns_info *info)
 
 static int inspect_here(const void *arg, int *fd, struct nshash_netns_info *info, struct nshash_error *err)
 {
-	(void)fd;
 	int r = nsh_netns_enter(*(const int *)arg, "to inspect it", err);
-	return r < 0 ? r : nsh_read_info_here(info, true, err);
+	if (r < 0 || (r = nsh_read_info_here(info, true, err)) < 0 || !fd)
+		return r;
+	/* the netns opened anew from inside: through no mount but nsfs's own */
+	*fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	return *fd < 0 ? nshash_error_set(err, errno, "open /proc/thread-self/ns/net: %s", strerror(errno)) : 0;
 }
 
-int nshash_inspect_fd(int nsfd, struct nshash_netns_info *info, struct nshash_error *err)
+static int inspect_fd(int nsfd, int *reopened, struct nshash_netns_info *info, struct nshash_error *err)
 {
 	if (!nsh_fd_is_netns(nsfd))
 		return nshash_error_set(err, EINVAL, "inspect fd %d: not a network namespace", nsfd);
@@ -197,13 +200,25 @@ int nshash_inspect_fd(int nsfd, struct nshash_netns_info *info, struct nshash_er
 	if (r < 0)
 		return r;
 	if (nsh_can_return(home) == -EPERM) /* in a user namespace: see child.c */
-		return nsh_in_child(inspect_here, &nsfd, NULL, info, err);
-	r = nsh_netns_enter(nsfd, "to inspect it", err);
-	if (r < 0)
-		return r;
-	r = nsh_read_info_here(info, true, err);
+		return nsh_in_child(inspect_here, &nsfd, reopened, info, err);
+	r = inspect_here(&nsfd, reopened, info, err);
 	int r2 = nsh_netns_return(home, err);
+	if (r2 < 0 && reopened && *reopened >= 0) {
+		close(*reopened);
+		*reopened = -1;
+	}
 	return r2 < 0 ? r2 : r;
+}
+
+int nshash_inspect_fd(int nsfd, struct nshash_netns_info *info, struct nshash_error *err)
+{
+	return inspect_fd(nsfd, NULL, info, err);
+}
+
+int nsh_inspect_reopen(int nsfd, int *fd, struct nshash_netns_info *info, struct nshash_error *err)
+{
+	*fd = -1;
+	return inspect_fd(nsfd, fd, info, err);
 }
 
 static int inspect_open(const char *path, const char *shown, struct nshash_netns_info *info, struct nshash_error *err)

@@ -67,11 +67,16 @@ int nshash_spare_take(const struct nshash_create_opts *opts, int *nsfd, struct n
 			continue;
 		}
 		/* Verified when it was made, and sizes never change; read back
-		 * all the same (the caller reports them). */
+		 * all the same (the caller reports them), and the netns opened
+		 * anew from inside: fd came through the mount just detached. */
 		struct nshash_error ignored;
-		if (nshash_inspect_fd(fd, info, &ignored) < 0 ||
-		    nshash_verify(info, opts->sizes, "spare", &ignored) < 0) {
-			close(fd);
+		int clean = -1;
+		int r = nsh_inspect_reopen(fd, &clean, info, &ignored);
+		close(fd);
+		fd = clean;
+		if (r < 0 || nshash_verify(info, opts->sizes, "spare", &ignored) < 0) {
+			if (fd >= 0)
+				close(fd);
 			continue;
 		}
 		struct stat st;
