@@ -491,17 +491,60 @@ static int open_pinned(const char *pin_path, struct nshash_error *err)
 	return fd;
 }
 
+#ifndef MOVE_MOUNT_BENEATH
+#define MOVE_MOUNT_BENEATH 0x00000200 /* Linux 6.5; not in glibc 2.36's headers */
+#endif
+
+/* The new netns mounted beneath the old pin's mount (the very one oldfd
+ * was opened through), then the old one detached: the path never shows
+ * anything but a netns.  0, -errno from the mount beneath (nothing
+ * changed), or 1 with *e set: beneath, but the old pin stays on top. */
+static int swap_beneath(int nsfd, int oldfd, const char *pin_path, int *e)
+{
+	cleanup_close int tree = open_tree(nsfd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+	if (tree < 0)
+		return -errno;
+	/* a spare's fd is opened through its pin, a shared mount: the clone
+	 * would join the spares' peer group (and an unmount would then not
+	 * propagate to the copies a shared pin dir makes) */
+	struct mount_attr priv = {.propagation = MS_PRIVATE};
+	if (mount_setattr(tree, "", AT_EMPTY_PATH, &priv, sizeof(priv)) < 0)
+		return -errno;
+	if (move_mount(tree, "", oldfd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH | MOVE_MOUNT_BENEATH) < 0)
+		return -errno;
+	if (umount2(pin_path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0) {
+		*e = errno;
+		return 1;
+	}
+	return 0;
+}
+
 int nshash_netns_swap(int nsfd, const char *pin_path, struct nshash_error *err)
 {
 	cleanup_close int oldfd = open_pinned(pin_path, err);
 	if (oldfd < 0)
 		return oldfd;
+	int e = 0, r = swap_beneath(nsfd, oldfd, pin_path, &e);
+	if (r == 0)
+		return 0;
+	if (r > 0)
+		return nshash_error_set(
+		    err, e,
+		    "replace netns %s: the new netns is mounted beneath the old pin, which could not "
+		    "be unmounted: %s (unmount %s once more to uncover it)",
+		    pin_path, strerror(e), pin_path);
+	/* Before Linux 6.5 (EINVAL: no such flag) or without the new mount
+	 * API: unmount, then bind onto the file beneath (for that instant the
+	 * path is a plain file; a runtime opening it then fails). */
+	if (r != -EINVAL && r != -ENOSYS)
+		return nshash_error_set(err, -r, "replace netns %s: mount the new netns beneath the old pin: %s",
+					pin_path, strerror(-r));
 	if (umount2(pin_path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
 		return nshash_error_set(err, errno, "replace netns %s: unmount the old pin: %s (not a mount point?)",
 					pin_path, strerror(errno));
 	/* The file under the old mount, held without following a link. */
 	cleanup_close int target = open(pin_path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	int r = target < 0 ? -errno : nsh_bind_fd(nsfd, target);
+	r = target < 0 ? -errno : nsh_bind_fd(nsfd, target);
 	if (r < 0) {
 		const char *restored = target >= 0 && nsh_bind_fd(oldfd, target) == 0
 					   ? "old netns bound back"

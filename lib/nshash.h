@@ -221,8 +221,9 @@ bool nshash_spares_apply(const struct nshash_create_opts *opts);
  * another one would not reach them). */
 int nshash_spare_take(const struct nshash_create_opts *opts, int *nsfd, struct nshash_netns_info *info);
 /* Replace the netns pinned at `pin_path` (an nsfs bind mount) with a new
- * sized one at the same path: detach the old mount, bind the new one.  On
- * failure after the detach, the old netns is bound back. */
+ * sized one at the same path: the new one mounted beneath the old mount,
+ * then the old one detached (Linux 6.5+; before, detach then bind, and on
+ * failure after the detach the old netns is bound back). */
 int nshash_netns_replace(const struct nshash_create_opts *opts, const char *pin_path, struct nshash_netns_info *info,
 			 struct nshash_error *err);
 /* The second half of nshash_netns_replace: put the netns of `nsfd` (made

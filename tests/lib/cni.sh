@@ -242,18 +242,12 @@ cni_containerd_cri_start() {
 }
 
 # cni_cri_runp ERRFILE ARGS...: `crictl runp ARGS...` (through $CRI on
-# $CRI_SOCK) as kubelet runs a sandbox, retrying it when it failed: prints
-# the sandbox id, or nothing (the error in ERRFILE).  containerd's own
-# loopback ADD runs in parallel with the pod network's chain and can catch
-# the nshash plugin between unmounting the pod's netns pin and binding the
-# sized one ("unknown FS magic"): kubelet retries such a sandbox, and so do
-# the tests, saying so on stderr, up to three times.
+# $CRI_SOCK): prints the sandbox id, or nothing (the error in ERRFILE).
+# Not retried: containerd runs its loopback ADD in parallel with the pod
+# network's chain, and the nshash plugin's swap must never let it see the
+# pin's path without a netns ("unknown FS magic"; docs/cni.md).
 cni_cri_runp() {
-	local errf=$1 i
+	local errf=$1
 	shift
-	for i in 1 2 3; do
-		"${CRI[@]}" "$CRI_SOCK" runp "$@" 2>"$errf" && return
-		grep -q 'plugin type="loopback" failed (add): unknown FS magic' "$errf" || return
-		echo "# RunPodSandbox hit the CNI plugin's replace window (loopback): retried" >&2
-	done
+	"${CRI[@]}" "$CRI_SOCK" runp "$@" 2>"$errf"
 }
