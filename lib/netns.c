@@ -504,9 +504,8 @@ static int swap_beneath(int nsfd, int oldfd, const char *pin_path, int *e)
 	cleanup_close int tree = open_tree(nsfd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
 	if (tree < 0)
 		return -errno;
-	/* a spare's fd is opened through its pin, a shared mount: the clone
-	 * would join the spares' peer group (and an unmount would then not
-	 * propagate to the copies a shared pin dir makes) */
+	/* nsfd may have been opened through any pin: a clone of a shared
+	 * mount joins its peer group, and this pin belongs to no other */
 	struct mount_attr priv = {.propagation = MS_PRIVATE};
 	if (mount_setattr(tree, "", AT_EMPTY_PATH, &priv, sizeof(priv)) < 0)
 		return -errno;
@@ -533,12 +532,10 @@ int nshash_netns_swap(int nsfd, const char *pin_path, struct nshash_error *err)
 		    "replace netns %s: the new netns is mounted beneath the old pin, which could not "
 		    "be unmounted: %s (unmount %s once more to uncover it)",
 		    pin_path, strerror(e), pin_path);
-	/* Before Linux 6.5 (EINVAL: no such flag) or without the new mount
-	 * API: unmount, then bind onto the file beneath (for that instant the
-	 * path is a plain file; a runtime opening it then fails). */
-	if (r != -EINVAL && r != -ENOSYS)
-		return nshash_error_set(err, -r, "replace netns %s: mount the new netns beneath the old pin: %s",
-					pin_path, strerror(-r));
+	/* Nothing changed.  Before Linux 6.5 (EINVAL: no such flag), without
+	 * the new mount API, or where it cannot mount beneath: unmount, then
+	 * bind onto the file beneath (for that instant the path is a plain
+	 * file; a runtime opening it then fails). */
 	if (umount2(pin_path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
 		return nshash_error_set(err, errno, "replace netns %s: unmount the old pin: %s (not a mount point?)",
 					pin_path, strerror(errno));
