@@ -144,6 +144,10 @@ static int precreate(const struct nshash_policy *policy, const char *in, size_t 
 	nshash_oci_log_result(who, &res);
 	if (watching)
 		hand_off(policy, &res, who, &h);
+	if (res.action == NSHASH_OCI_TRANSPLANTED) { /* podman holds its netns: no hand-over, a refill now */
+		struct nshash_create_opts copts = nsh_policy_create_opts(policy, res.request.sizes);
+		nsh_spares_refill(&copts);
+	}
 	return 0;
 }
 

@@ -290,7 +290,8 @@ static int transform_transplant(struct transform *t, struct nshash_error *err)
 	const struct nshash_policy *policy = t->opts->policy;
 	struct nshash_oci_result *res = t->res;
 	struct nshash_transplant_opts topts = {
-	    .create = {.sizes = res->request.sizes, .strategy = policy->strategy, .state_dir = policy->state_dir},
+	    /* the policy's budget and spares, as for any creation */
+	    .create = nsh_policy_create_opts(policy, res->request.sizes),
 	    .engine_made = true, /* podman, which runs the hook, made it and holds it open (its handle on the path) */
 	};
 	struct nshash_transplant_report rep;

@@ -7,6 +7,7 @@
 # --restart on-failure, two networks, an IPv6 network, DNS by name between
 # two containers, macvlan, 20 containers in parallel with 4 size pairs, pod
 # members refused with what to do, onFailure warn, the hook SIGKILLed midway,
+# the policy's budget and spares,
 # podman's CNI backend without nshash in the conflist.  Nothing left after rm.
 # The test's own networks (subnets 10.137-10.140.0.0/24, fd37::/64, bridges
 # nsh37*) keep it apart from anything else podman runs on the machine.
@@ -206,6 +207,29 @@ assert_eq 0 "$(left_on_bridge nsh37br0)" "SIGKILL: no veth left on the bridge"
 assert_eq 0 "$(rules_for 10.137.0.)" "SIGKILL: no firewall rule for the network's containers left"
 assert_eq 0 "$(engines_pins_left "$S")" "SIGKILL: no pin left"
 sed -i "s|hooks_dir = \\[\"$D/hooks-kill\"\\]|hooks_dir = [\"$D/hooks\"]|" "$CONTAINERS_CONF"
+
+# --- the policy's table memory budget and spares apply to a transplant as
+# to any creation (tcp 4096 + udp 1024 need 98304 bytes)
+engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/nshash.log\", \"maxTableBytes\": 65536}"
+out=$(podman run --rm $(ANN 4096 1024) $IMG true 2>&1)
+assert_contains "$out" "this request (tcp 4096, udp 1024) needs 98304 bytes; free some or raise maxTableBytes" \
+	"budget: a bridge container over maxTableBytes is refused, the budget named"
+assert_contains "$out" "maxTableBytes 65536 would be passed" "budget: the refusal gives the budget"
+assert_eq "0 0" "$(left_on_bridge nsh37br0) $(rules_for 10.137.0.)" "budget: the refused container left no veth and no rule"
+engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/nshash.log\"}"
+spares512() { # the spares of tcp 512 / udp 128 once no filler runs
+	[ -e "$S/spares/.lock" ] && timeout 10 flock "$S/spares/.lock" true
+	ls "$S/spares" 2>/dev/null | grep '^tcp512-udp128\.' | sort
+}
+podman run --rm $(ANN 512 128) $IMG true 2>"$D/err" || fail "spares: first run: $(cat "$D/err")"
+a=$(spares512)
+assert_eq 1 "$(grep -c . <<<"$a")" "spares: a transplant leaves one spare of its sizes for the next (tcp 512, udp 128)"
+out=$(podman run --rm $(ANN 512 128) $IMG sh -c "$SIZES; ping -c1 -W2 10.137.0.1 >/dev/null && echo gw-ok" 2>"$D/err")
+assert_eq "512 128
+gw-ok" "$out" "spares: the next one is sized and reaches its gateway"
+b=$(spares512)
+assert_eq "1 taken" "$(grep -c . <<<"$b") $([ -n "$a" ] && ! grep -qx "$a" <<<"$b" && echo taken)" \
+	"spares: it took that spare (gone from spares/) and its refill made another"
 
 # --- podman's CNI backend, nshash not in the conflist: the hook does it
 podman rm -a -f -t 0 >/dev/null 2>&1
