@@ -495,61 +495,100 @@ static int open_pinned(const char *pin_path, struct nshash_error *err)
 #define MOVE_MOUNT_BENEATH 0x00000200 /* Linux 6.5; not in glibc 2.36's headers */
 #endif
 
-/* The new netns mounted beneath the old pin's mount (the very one oldfd
- * was opened through), then the old one detached: the path never shows
- * anything but a netns.  0, -errno from the mount beneath (nothing
- * changed), or 1 with *e set: beneath, but the old pin stays on top. */
-static int swap_beneath(int nsfd, int oldfd, const char *pin_path, int *e)
+/* A detached copy of the mount fd was opened through (or of nsfs's own
+ * mount), private: what a pin is mounted from.  It must be made while
+ * that mount is attached: a copy of a detached mount, made into a shared
+ * directory, leaves copies in the peers that an unmount does not reach
+ * (Linux 6.18; see nsh_inspect_reopen). */
+static int clone_private(int fd)
 {
-	cleanup_close int tree = open_tree(nsfd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+	int tree = open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
 	if (tree < 0)
 		return -errno;
-	/* nsfd may have been opened through any pin: a clone of a shared
-	 * mount joins its peer group, and this pin belongs to no other */
-	struct mount_attr priv = {.propagation = MS_PRIVATE};
-	if (mount_setattr(tree, "", AT_EMPTY_PATH, &priv, sizeof(priv)) < 0)
-		return -errno;
-	if (move_mount(tree, "", oldfd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH | MOVE_MOUNT_BENEATH) < 0)
-		return -errno;
-	if (umount2(pin_path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0) {
-		*e = errno;
-		return 1;
+	struct mount_attr priv = {.propagation = MS_PRIVATE}; /* the pin belongs to no peer group */
+	if (mount_setattr(tree, "", AT_EMPTY_PATH, &priv, sizeof(priv)) < 0) {
+		int e = errno;
+		close(tree);
+		return -e;
 	}
-	return 0;
+	return tree;
 }
 
-int nshash_netns_swap(int nsfd, const char *pin_path, struct nshash_error *err)
+/* The mount a clone of tree is attached at the file `target` (an O_PATH fd). */
+static int mount_tree_at(int tree, int target)
 {
+	return move_mount(tree, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0 ? -errno : 0;
+}
+
+/* True when fd was opened through a mount other than nsfs's own (a pin):
+ * one that may be detached by now. */
+static bool through_a_pin(int fd)
+{
+	struct statx a, b;
+	return statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &a) == 0 &&
+	       statx(AT_FDCWD, "/proc/thread-self/ns/net", 0, STATX_MNT_ID, &b) == 0 && (a.stx_mask & STATX_MNT_ID) &&
+	       a.stx_mnt_id != b.stx_mnt_id;
+}
+
+/* swap, and *placed: the new netns is mounted at pin_path (under the old
+ * pin, when unmounting that failed). */
+static int swap(int nsfd, const char *pin_path, bool *placed, struct nshash_error *err)
+{
+	*placed = false;
 	cleanup_close int oldfd = open_pinned(pin_path, err);
 	if (oldfd < 0)
 		return oldfd;
-	int e = 0, r = swap_beneath(nsfd, oldfd, pin_path, &e);
-	if (r == 0)
+	/* the caller's fd may have come through a pin since removed */
+	cleanup_close int clean = -1;
+	if (through_a_pin(nsfd)) {
+		struct nshash_netns_info ignored;
+		int r = nsh_inspect_reopen(nsfd, &clean, &ignored, err);
+		if (r < 0)
+			return nshash_error_prefix(err, "replace netns %s", pin_path);
+		nsfd = clean;
+	}
+	/* The new netns mounted beneath the old pin's mount (the very one
+	 * oldfd was opened through), then the old one detached: the path
+	 * never shows anything but a netns. */
+	cleanup_close int tree = clone_private(nsfd);
+	if (tree >= 0 && move_mount(tree, "", oldfd, "",
+				    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH | MOVE_MOUNT_BENEATH) == 0) {
+		*placed = true;
+		if (umount2(pin_path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
+			return nshash_error_set(err, errno,
+						"replace netns %s: the new netns is mounted beneath the old pin, which "
+						"could not be unmounted: %s (unmount %s once more to uncover it)",
+						pin_path, strerror(errno), pin_path);
 		return 0;
-	if (r > 0)
-		return nshash_error_set(
-		    err, e,
-		    "replace netns %s: the new netns is mounted beneath the old pin, which could not "
-		    "be unmounted: %s (unmount %s once more to uncover it)",
-		    pin_path, strerror(e), pin_path);
-	/* Nothing changed.  Before Linux 6.5 (EINVAL: no such flag), without
-	 * the new mount API, or where it cannot mount beneath: unmount, then
-	 * bind onto the file beneath (for that instant the path is a plain
-	 * file; a runtime opening it then fails). */
+	}
+	/* Nothing changed.  Before Linux 6.5 (EINVAL: no such flag), or where
+	 * a seccomp filter refuses the new mount API: unmount, then mount on
+	 * the file beneath (for that instant the path is a plain file; a
+	 * runtime opening it then fails).  The old netns's copy is made
+	 * before its mount is detached, to put it back with. */
+	cleanup_close int restore = clone_private(oldfd);
 	if (umount2(pin_path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
 		return nshash_error_set(err, errno, "replace netns %s: unmount the old pin: %s (not a mount point?)",
 					pin_path, strerror(errno));
 	/* The file under the old mount, held without following a link. */
 	cleanup_close int target = open(pin_path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	r = target < 0 ? -errno : nsh_bind_fd(nsfd, target);
+	int r = target < 0 ? -errno : tree >= 0 ? mount_tree_at(tree, target) : nsh_bind_fd(nsfd, target);
 	if (r < 0) {
-		const char *restored = target >= 0 && nsh_bind_fd(oldfd, target) == 0
-					   ? "old netns bound back"
-					   : "old netns could NOT be bound back";
-		return nshash_error_set(err, r, "replace netns %s: bind the new netns: %s (%s)", pin_path, strerror(-r),
-					restored);
+		const char *restored =
+		    target >= 0 && (restore >= 0 ? mount_tree_at(restore, target) : nsh_bind_fd(oldfd, target)) == 0
+			? "old netns put back"
+			: "old netns could NOT be put back";
+		return nshash_error_set(err, r, "replace netns %s: mount the new netns: %s (%s)", pin_path,
+					strerror(-r), restored);
 	}
+	*placed = true;
 	return 0;
+}
+
+int nshash_netns_swap(int nsfd, const char *pin_path, struct nshash_error *err)
+{
+	bool placed;
+	return swap(nsfd, pin_path, &placed, err);
 }
 
 int nshash_netns_replace(const struct nshash_create_opts *opts, const char *pin_path, struct nshash_netns_info *info,
@@ -563,8 +602,9 @@ int nshash_netns_replace(const struct nshash_create_opts *opts, const char *pin_
 	int r = netns_new_recorded(opts, pin_path, &nsfd, info, &ticket, err);
 	if (r < 0)
 		return nshash_error_prefix(err, "replace netns %s", pin_path);
-	r = nshash_netns_swap(nsfd, pin_path, err);
-	if (r < 0)
+	bool placed;
+	r = swap(nsfd, pin_path, &placed, err);
+	if (r < 0 && !placed) /* placed: alive at pin_path, and counted */
 		nsh_ledger_cancel(nsh_state_dir(opts->state_dir), &ticket);
 	return r;
 }
