@@ -243,11 +243,19 @@ cni_containerd_cri_start() {
 
 # cni_cri_runp ERRFILE ARGS...: `crictl runp ARGS...` (through $CRI on
 # $CRI_SOCK): prints the sandbox id, or nothing (the error in ERRFILE).
-# Not retried: containerd runs its loopback ADD in parallel with the pod
-# network's chain, and the nshash plugin's swap must never let it see the
-# pin's path without a netns ("unknown FS magic"; docs/cni.md).
+# containerd runs its loopback ADD in parallel with the pod network's chain;
+# from Linux 6.5 the nshash plugin's swap never lets it see the pin's path
+# without a netns, so a failure is a failure.  Before 6.5 the swap has a
+# window ("unknown FS magic"; docs/cni.md) that kubelet retries: so do the
+# tests there, saying so on stderr, up to three times.
 cni_cri_runp() {
-	local errf=$1
+	local errf=$1 i tries=1
 	shift
-	"${CRI[@]}" "$CRI_SOCK" runp "$@" 2>"$errf"
+	uname -r | awk -F. '{exit !($1 > 6 || ($1 == 6 && $2 + 0 >= 5))}' || tries=3
+	for i in $(seq "$tries"); do
+		"${CRI[@]}" "$CRI_SOCK" runp "$@" 2>"$errf" && return
+		grep -q 'plugin type="loopback" failed (add): unknown FS magic' "$errf" || return
+		[ "$i" -lt "$tries" ] && echo "# RunPodSandbox hit the CNI plugin's replace window (loopback, kernel < 6.5): retried" >&2
+	done
+	return 1
 }

@@ -3,7 +3,7 @@
 """watch-netns.py PATH READY: look at PATH as fast as possible until SIGTERM
 and count the looks at which it was not a netns pin (a plain file, or
 nothing) — what a runtime opening the path at that instant would get.
-Touches READY once the first look is done; at SIGTERM prints
+Touches READY just before its first look; at SIGTERM prints
 "LOOKS GAPS" and exits."""
 import os
 import signal
