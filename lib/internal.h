@@ -175,6 +175,14 @@ void nsh_pin_unclaim(const char *path, int fd);
 /* pin.c: bind-mount the netns behind nsfd onto the file open as targetfd
  * (never re-resolving a path); -errno. */
 int nsh_bind_fd(int nsfd, int targetfd);
+/* pin.c: a detached copy (open_tree) of the mount fd was opened through
+ * (or of nsfs's own), made private: what a pin is mounted from; -errno.
+ * Make it while that mount is attached: a copy of a detached mount, mounted
+ * in a shared directory, leaves copies in the peers that an unmount does not
+ * reach (Linux 6.18; see nsh_inspect_reopen). */
+int nsh_mount_clone(int fd);
+/* pin.c: attach that copy at the file open as `target` (O_PATH); -errno. */
+int nsh_mount_tree_at(int tree, int target);
 /* pin.c: what to do about a failed mount (errno e), "" when nothing to say:
  * a bind mount needs CAP_SYS_ADMIN over the mount namespace (a user
  * namespace needs a mount namespace of its own), a root-owned directory

@@ -495,31 +495,6 @@ static int open_pinned(const char *pin_path, struct nshash_error *err)
 #define MOVE_MOUNT_BENEATH 0x00000200 /* Linux 6.5; not in glibc 2.36's headers */
 #endif
 
-/* A detached copy of the mount fd was opened through (or of nsfs's own
- * mount), private: what a pin is mounted from.  It must be made while
- * that mount is attached: a copy of a detached mount, made into a shared
- * directory, leaves copies in the peers that an unmount does not reach
- * (Linux 6.18; see nsh_inspect_reopen). */
-static int clone_private(int fd)
-{
-	int tree = open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
-	if (tree < 0)
-		return -errno;
-	struct mount_attr priv = {.propagation = MS_PRIVATE}; /* the pin belongs to no peer group */
-	if (mount_setattr(tree, "", AT_EMPTY_PATH, &priv, sizeof(priv)) < 0) {
-		int e = errno;
-		close(tree);
-		return -e;
-	}
-	return tree;
-}
-
-/* The mount a clone of tree is attached at the file `target` (an O_PATH fd). */
-static int mount_tree_at(int tree, int target)
-{
-	return move_mount(tree, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0 ? -errno : 0;
-}
-
 /* True when fd was opened through a mount other than nsfs's own (a pin):
  * one that may be detached by now. */
 static bool through_a_pin(int fd)
@@ -550,7 +525,7 @@ static int swap(int nsfd, const char *pin_path, bool *placed, struct nshash_erro
 	/* The new netns mounted beneath the old pin's mount (the very one
 	 * oldfd was opened through), then the old one detached: the path
 	 * never shows anything but a netns. */
-	cleanup_close int tree = clone_private(nsfd);
+	cleanup_close int tree = nsh_mount_clone(nsfd);
 	if (tree >= 0 && move_mount(tree, "", oldfd, "",
 				    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH | MOVE_MOUNT_BENEATH) == 0) {
 		*placed = true;
@@ -566,16 +541,16 @@ static int swap(int nsfd, const char *pin_path, bool *placed, struct nshash_erro
 	 * the file beneath (for that instant the path is a plain file; a
 	 * runtime opening it then fails).  The old netns's copy is made
 	 * before its mount is detached, to put it back with. */
-	cleanup_close int restore = clone_private(oldfd);
+	cleanup_close int restore = nsh_mount_clone(oldfd);
 	if (umount2(pin_path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
 		return nshash_error_set(err, errno, "replace netns %s: unmount the old pin: %s (not a mount point?)",
 					pin_path, strerror(errno));
 	/* The file under the old mount, held without following a link. */
 	cleanup_close int target = open(pin_path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	int r = target < 0 ? -errno : tree >= 0 ? mount_tree_at(tree, target) : nsh_bind_fd(nsfd, target);
+	int r = target < 0 ? -errno : tree >= 0 ? nsh_mount_tree_at(tree, target) : nsh_bind_fd(nsfd, target);
 	if (r < 0) {
 		const char *restored =
-		    target >= 0 && (restore >= 0 ? mount_tree_at(restore, target) : nsh_bind_fd(oldfd, target)) == 0
+		    target >= 0 && (restore >= 0 ? nsh_mount_tree_at(restore, target) : nsh_bind_fd(oldfd, target)) == 0
 			? "old netns put back"
 			: "old netns could NOT be put back";
 		return nshash_error_set(err, r, "replace netns %s: mount the new netns: %s (%s)", pin_path,

@@ -134,6 +134,25 @@ int nsh_bind_fd(int nsfd, int targetfd)
 	return mount(src, dst, "none", MS_BIND, NULL) < 0 ? -errno : 0;
 }
 
+int nsh_mount_clone(int fd)
+{
+	int tree = open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+	if (tree < 0)
+		return -errno;
+	struct mount_attr priv = {.propagation = MS_PRIVATE}; /* the pin belongs to no peer group */
+	if (mount_setattr(tree, "", AT_EMPTY_PATH, &priv, sizeof(priv)) < 0) {
+		int e = errno;
+		close(tree);
+		return -e;
+	}
+	return tree;
+}
+
+int nsh_mount_tree_at(int tree, int target)
+{
+	return move_mount(tree, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0 ? -errno : 0;
+}
+
 int nsh_pin_claim(const char *path, const char *what, int *fd, struct nshash_error *err)
 {
 	*fd = open(path, O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0);

@@ -28,6 +28,7 @@
 struct tp {
 	const char *path;
 	int home, pfd, sfd;
+	int restore;		   /* a copy of P's mount made before it was detached: to put back */
 	struct nl_sock *skp, *sks; /* rtnetlink in P, in S */
 	struct nsh_netcfg p;	   /* P as found */
 	struct nsh_netcfg s;	   /* S when new: links, rules */
@@ -594,6 +595,7 @@ static int bind_at(int nsfd, const char *path)
 static int tp_swap_mount(struct tp *t, struct nshash_error *err)
 {
 	t->touched = true;
+	t->restore = nsh_mount_clone(t->pfd); /* -errno: bound back from pfd instead */
 	if (umount2(t->path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
 		return nshash_error_set(err, errno, "unmount %s: %s", t->path, strerror(errno));
 	t->unmounted = true;
@@ -625,7 +627,15 @@ static int tp_undo(struct tp *t, struct nshash_error *err)
 		return nshash_error_set(err, errno, "unmount the sized netns from %s: %s", t->path, strerror(errno));
 	t->bound = false;
 	if (t->unmounted) {
-		int r = bind_at(t->pfd, t->path);
+		int r;
+		if (t->restore >= 0) {
+			int target = open(t->path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+			r = target < 0 ? -errno : nsh_mount_tree_at(t->restore, target);
+			if (target >= 0)
+				close(target);
+		} else {
+			r = bind_at(t->pfd, t->path);
+		}
 		if (r < 0)
 			return nshash_error_set(err, r, "bind the original netns back at %s: %s", t->path,
 						strerror(-r));
@@ -651,6 +661,8 @@ static void tp_close(struct tp *t)
 		nl_socket_free(t->sks);
 	nsh_closep(&t->pfd);
 	nsh_closep(&t->sfd);
+	if (t->restore >= 0)
+		nsh_closep(&t->restore);
 	nsh_closep(&t->home);
 }
 
@@ -675,7 +687,7 @@ int nshash_netns_transplant(const struct nshash_transplant_opts *opts, const cha
 	if (!rep)
 		rep = &scratch;
 	memset(rep, 0, sizeof(*rep));
-	struct tp t = {.path = path, .home = -1, .pfd = -1, .sfd = -1};
+	struct tp t = {.path = path, .home = -1, .pfd = -1, .sfd = -1, .restore = -1};
 	int r = tp_open(&t, err);
 	if (r == 0)
 		r = tp_check_processes(&t, opts->engine_made, err);
