@@ -110,16 +110,23 @@ static int validate_request(struct nshash_sizes s, struct nshash_error *err)
 /* The knobs of every requested protocol must exist in the caller's own
  * netns, before any parent is made: a kernel without them is refused up
  * front, and so is a caller whose /proc/sys/net/ipv4 hides them (a fresh
- * netns would see the real ones there and quietly succeed).  access() is a
- * couple of microseconds; nshash_probe() is not needed on the hot path. */
+ * netns would see the real ones there and quietly succeed).  One walk down
+ * /proc/sys/net/ipv4, both names looked up beside each other: a walk from
+ * / compares against one cached "ipv4" dentry for every netns whose
+ * sysctls anyone looked at, dead ones included (docs/kernel.md), which on
+ * a host that made many netns is the dearest step here.  nshash_probe()
+ * is not needed on the hot path. */
 static int require_knobs(struct nshash_sizes s, struct nshash_error *err)
 {
 	/* Once seen, a knob stays: a long-lived caller looks only once. */
 	static bool seen_tcp, seen_udp;
-	bool tcp_ok =
-	    !s.tcp || __atomic_load_n(&seen_tcp, __ATOMIC_RELAXED) || access(NSH_SYSCTL_DIR NSH_TCP_CHILD, F_OK) == 0;
-	bool udp_ok =
-	    !s.udp || __atomic_load_n(&seen_udp, __ATOMIC_RELAXED) || access(NSH_SYSCTL_DIR NSH_UDP_CHILD, F_OK) == 0;
+	bool tcp_ok = !s.tcp || __atomic_load_n(&seen_tcp, __ATOMIC_RELAXED);
+	bool udp_ok = !s.udp || __atomic_load_n(&seen_udp, __ATOMIC_RELAXED);
+	if (!tcp_ok || !udp_ok) {
+		cleanup_close int dir = nsh_sysctl_dir_open();
+		tcp_ok = tcp_ok || (dir >= 0 && faccessat(dir, NSH_TCP_CHILD, F_OK, 0) == 0);
+		udp_ok = udp_ok || (dir >= 0 && faccessat(dir, NSH_UDP_CHILD, F_OK, 0) == 0);
+	}
 	if (s.tcp && tcp_ok)
 		__atomic_store_n(&seen_tcp, true, __ATOMIC_RELAXED);
 	if (s.udp && udp_ok)
