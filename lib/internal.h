@@ -181,8 +181,10 @@ int nsh_bind_fd(int nsfd, int targetfd);
  * in a shared directory, leaves copies in the peers that an unmount does not
  * reach (Linux 6.18; see nsh_inspect_reopen). */
 int nsh_mount_clone(int fd);
-/* pin.c: attach that copy at the file open as `target` (O_PATH); -errno. */
-int nsh_mount_tree_at(int tree, int target);
+/* pin.c: attach that copy `tree` at the file open as `target` (O_PATH), or
+ * where there is none (tree < 0: -errno of nsh_mount_clone) bind nsfd
+ * there; -errno. */
+int nsh_mount_at(int tree, int nsfd, int target);
 /* pin.c: what to do about a failed mount (errno e), "" when nothing to say:
  * a bind mount needs CAP_SYS_ADMIN over the mount namespace (a user
  * namespace needs a mount namespace of its own), a root-owned directory

@@ -554,12 +554,11 @@ static int swap(int nsfd, const char *pin_path, bool *placed, struct nshash_erro
 					pin_path, strerror(errno));
 	/* The file under the old mount, held without following a link. */
 	cleanup_close int target = open(pin_path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	int r = target < 0 ? -errno : tree >= 0 ? nsh_mount_tree_at(tree, target) : nsh_bind_fd(nsfd, target);
+	int r = target < 0 ? -errno : nsh_mount_at(tree, nsfd, target);
 	if (r < 0) {
-		const char *restored =
-		    target >= 0 && (restore >= 0 ? nsh_mount_tree_at(restore, target) : nsh_bind_fd(oldfd, target)) == 0
-			? "old netns put back"
-			: "old netns could NOT be put back";
+		const char *restored = target >= 0 && nsh_mount_at(restore, oldfd, target) == 0
+					   ? "old netns put back"
+					   : "old netns could NOT be put back";
 		return nshash_error_set(err, r, "replace netns %s: mount the new netns: %s (%s)", pin_path,
 					strerror(-r), restored);
 	}

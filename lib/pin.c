@@ -148,8 +148,10 @@ int nsh_mount_clone(int fd)
 	return tree;
 }
 
-int nsh_mount_tree_at(int tree, int target)
+int nsh_mount_at(int tree, int nsfd, int target)
 {
+	if (tree < 0)
+		return nsh_bind_fd(nsfd, target);
 	return move_mount(tree, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0 ? -errno : 0;
 }
 

@@ -17,7 +17,6 @@
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/random.h>
-#include <sys/stat.h>
 
 #include "internal.h"
 
@@ -79,10 +78,7 @@ int nshash_spare_take(const struct nshash_create_opts *opts, int *nsfd, struct n
 				close(fd);
 			continue;
 		}
-		struct stat st;
-		if (fstat(fd, &st) == 0)
-			info->inode = st.st_ino;
-		*nsfd = fd;
+		*nsfd = fd; /* info->inode: read inside it, as the sizes */
 		taken = 1;
 	}
 	closedir(d);

@@ -580,14 +580,15 @@ static int tp_restore_into(struct tp *t, int nsfd, struct nl_sock *sk, const str
 	return r2 < 0 ? r2 : r;
 }
 
-/* Bind the netns behind nsfd onto the file at path, never following a
- * symlink there (the path is the engine's; see pin.c). */
-static int bind_at(int nsfd, const char *path)
+/* Mount the copy `tree` (or, tree < 0, bind the netns behind nsfd) onto
+ * the file at path, never following a symlink there (the path is the
+ * engine's; see pin.c). */
+static int bind_at(int tree, int nsfd, const char *path)
 {
 	int target = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (target < 0)
 		return -errno;
-	int r = nsh_bind_fd(nsfd, target);
+	int r = nsh_mount_at(tree, nsfd, target);
 	close(target);
 	return r;
 }
@@ -601,7 +602,7 @@ static int tp_swap_mount(struct tp *t, struct nshash_error *err)
 	t->unmounted = true;
 	if (nshash_pin_is_netns(t->path, err) != 0)
 		return nshash_error_set(err, EBUSY, "%s: another netns is mounted under it (stacked mounts)", t->path);
-	int r = bind_at(t->sfd, t->path);
+	int r = bind_at(-1, t->sfd, t->path);
 	if (r < 0)
 		return nshash_error_set(err, r, "bind the sized netns at %s: %s", t->path, strerror(-r));
 	t->bound = true;
@@ -627,15 +628,7 @@ static int tp_undo(struct tp *t, struct nshash_error *err)
 		return nshash_error_set(err, errno, "unmount the sized netns from %s: %s", t->path, strerror(errno));
 	t->bound = false;
 	if (t->unmounted) {
-		int r;
-		if (t->restore >= 0) {
-			int target = open(t->path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-			r = target < 0 ? -errno : nsh_mount_tree_at(t->restore, target);
-			if (target >= 0)
-				close(target);
-		} else {
-			r = bind_at(t->pfd, t->path);
-		}
+		int r = bind_at(t->restore, t->pfd, t->path);
 		if (r < 0)
 			return nshash_error_set(err, r, "bind the original netns back at %s: %s", t->path,
 						strerror(-r));
@@ -661,8 +654,7 @@ static void tp_close(struct tp *t)
 		nl_socket_free(t->sks);
 	nsh_closep(&t->pfd);
 	nsh_closep(&t->sfd);
-	if (t->restore >= 0)
-		nsh_closep(&t->restore);
+	nsh_closep(&t->restore);
 	nsh_closep(&t->home);
 }
 
