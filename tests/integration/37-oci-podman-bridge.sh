@@ -218,7 +218,7 @@ assert_contains "$out" "maxTableBytes 65536 would be passed" "budget: the refusa
 assert_eq "0 0" "$(left_on_bridge nsh37br0) $(rules_for 10.137.0.)" "budget: the refused container left no veth and no rule"
 engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/nshash.log\"}"
 spares512() { # the spares of tcp 512 / udp 128 once no filler runs
-	[ -e "$S/spares/.lock" ] && timeout 10 flock "$S/spares/.lock" true
+	spares_settled "$S"
 	ls "$S/spares" 2>/dev/null | grep '^tcp512-udp128\.' | sort
 }
 podman run --rm $(ANN 512 128) $IMG true 2>"$D/err" || fail "spares: first run: $(cat "$D/err")"

@@ -105,7 +105,7 @@ cni_call ADD "$P" "$(conf $V "\"tcp\":2048,\"udp\":256,\"strategy\":\"template\"
 assert_eq "0 2048 256" "$CNI_RC $(netns_sizes_at "$P")" "strategy template: exact sizes"
 assert_eq "1" "$(count_pins_under "$D/state/templates/")" "strategy template: one template pinned under stateDir"
 sleep 0.05
-timeout 10 flock "$D/state/spares/.lock" true # the child making the spare is done
+spares_settled "$D/state" # the child making the spare is done
 assert_eq "1" "$(count_pins_under "$D/state/spares/")" "and, after the answer, one spare of those sizes"
 n=$((n + 2)) # the template and the spare are two more nsfs mounts under $D
 

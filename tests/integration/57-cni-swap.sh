@@ -16,9 +16,8 @@
 require_root
 require_kernel_knobs
 command -v python3 >/dev/null || cannot_run "python3 missing"
-read -r KMAJ KMIN < <(uname -r | awk -F. '{print $1, $2 + 0}')
 BENEATH=0
-((KMAJ > 6 || (KMAJ == 6 && KMIN >= 5))) && BENEATH=1
+kernel_at_least 6 5 && BENEATH=1
 
 D=$(make_state_dir)
 TMPL=$(make_state_dir)
@@ -30,7 +29,7 @@ conf() { echo "{\"cniVersion\":\"1.0.0\",\"name\":\"net1\",\"type\":\"nshash\",\
 mounts_at() { awk -v p="$1" '$5 == p {n++} END {print n+0}' /proc/self/mountinfo; }
 # the one spare of these sizes once no filler runs (the one the ADD before forked)
 spare_ready() {
-	[ -e "$TMPL/spares/.lock" ] && timeout 10 flock "$TMPL/spares/.lock" true
+	spares_settled "$TMPL"
 	SPARE=$(find "$TMPL/spares" -maxdepth 1 -name 'tcp2048-udp1024.*' 2>/dev/null | head -1)
 	[ -n "$SPARE" ] && [ "$(count_pins_under "$SPARE")" = 1 ]
 }

@@ -251,7 +251,7 @@ cni_containerd_cri_start() {
 cni_cri_runp() {
 	local errf=$1 i tries=1
 	shift
-	uname -r | awk -F. '{exit !($1 > 6 || ($1 == 6 && $2 + 0 >= 5))}' || tries=3
+	kernel_at_least 6 5 || tries=3
 	for i in $(seq "$tries"); do
 		"${CRI[@]}" "$CRI_SOCK" runp "$@" 2>"$errf" && return
 		grep -q 'plugin type="loopback" failed (add): unknown FS magic' "$errf" || return

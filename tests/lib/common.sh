@@ -90,10 +90,18 @@ make_private_mount() {
 	mount --bind "$1" "$1" && mount --make-private --make-unbindable "$1" ||
 		cannot_run "cannot make $1 a private mount"
 }
+# spares_settled STATE_DIR: the children making spares there (they hold
+# STATE_DIR/spares/.lock while they work) are done, or 10 s passed.
+spares_settled() {
+	[ -e "$1/spares/.lock" ] || return 0
+	timeout 10 flock "$1/spares/.lock" true
+}
+# kernel_at_least MAJOR MINOR: the running kernel is that version or later.
+kernel_at_least() { uname -r | awk -F. -v M="$1" -v m="$2" '{exit !($1 > M || ($1 == M && $2 + 0 >= m))}'; }
 cleanup_state_dir() {
 	local d=$1 m
 	# A child making spares (after a container's start) finishes first.
-	[ -e "$d/spares/.lock" ] && timeout 10 flock "$d/spares/.lock" true
+	spares_settled "$d"
 	# Every mount under it: pins (nsfs) and the shared bind mounts of pin dirs.
 	awk -v d="$d" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r | while read -r m; do umount -l "$m"; done
 	rm -rf "$d"
