@@ -44,9 +44,21 @@ static inline int64_t nsh_monotonic_ms(void)
 int nsh_sysctl_read(const char *name, long *value);
 /* The same relative to an fd of NSH_SYSCTL_DIR opened in the netns
  * (nsh_sysctl_dir_open: fd or -errno).  With many netns, every path lookup
- * under /proc/sys/net walks one dentry per netns (~0.2 ms at 1000): open the
+ * under /proc/sys/net walks one dentry per live netns that looked there
+ * (~0.5 ms at 2000, ~2 ms in a fresh netns; docs/kernel.md): open the
  * directory once per netns and read its files relative to it. */
 int nsh_sysctl_dir_open(void);
+/* The same through `proc` (a root fd from nsh_proc_private), or the
+ * caller's /proc when proc < 0. */
+int nsh_sysctl_dir_open_in(int proc);
+/* A proc instance of our own (fsopen + fsmount, attached nowhere): lookups
+ * through it compare only against the dentries made through it, never the
+ * host's.  Its root fd, or -errno (no new mount API, seccomp, a user
+ * namespace without a visible /proc...: use the caller's /proc then).  It
+ * costs ~50 us to make and ~250 us of CPU when its last fd closes (the
+ * unmount waits for an RCU grace period): for background work that looks
+ * into many fresh netns, not for a caller's own path. */
+int nsh_proc_private(void);
 int nsh_sysctl_read_at(int dirfd, const char *name, long *value);
 int nsh_sysctl_write(const char *name, long value);
 
@@ -57,14 +69,17 @@ int nsh_netns_enter(int nsfd, const char *what, struct nshash_error *err);
 /* Return to `home`.  If that fails the thread is stranded in another netns:
  * the error says so loudly. */
 int nsh_netns_return(int home, struct nshash_error *err);
-/* Read the tables of the calling thread's netns. `full` adds child knobs and
- * derived limits (slower in a fresh netns). */
-int nsh_read_info_here(struct nshash_netns_info *info, bool full, struct nshash_error *err);
+/* Read the tables of the calling thread's netns (through `proc`, see
+ * nsh_sysctl_dir_open_in). `full` adds child knobs and derived limits
+ * (slower in a fresh netns). */
+int nsh_read_info_here(int proc, struct nshash_netns_info *info, bool full, struct nshash_error *err);
 /* ns.c: nshash_inspect_fd, and *fd a new fd on the same netns opened from
  * inside it (through nsfs's own mount).  A bind mount or open_tree clone
  * made from an fd opened through a mount that was since detached (a taken
  * spare's) makes, in a shared directory, copies in the peers that an
- * unmount does not reach (Linux 6.18): their netns would outlive the pin. */
+ * unmount does not reach (Linux 6.18): their netns would outlive the pin.
+ * info NULL: only the reopen, no /proc/sys lookup (each one compares
+ * against a dentry of every live netns that looked there: docs/kernel.md). */
 int nsh_inspect_reopen(int nsfd, int *fd, struct nshash_netns_info *info, struct nshash_error *err);
 int nsh_fd_is_netns(int fd);
 /* scan.c: a process (not this one) whose thread group leader is in the
@@ -218,6 +233,10 @@ int nsh_lock_state(const char *state_dir, int *lockfd, struct nshash_error *err)
  * it a missing dir passes. */
 int nsh_state_dir_check(const char *dir, bool create, struct nshash_error *err);
 void nsh_template_name(struct nshash_sizes eff, char *buf, size_t len);
+/* netns.c: nshash_netns_new(), its verification read through `proc` (see
+ * nsh_sysctl_dir_open_in). */
+int nsh_netns_new_via(const struct nshash_create_opts *opts, int proc, int *nsfd, struct nshash_netns_info *info,
+		      struct nshash_error *err);
 /* netns.c: an fd on the template that nshash_netns_new() uses for `opts`
  * (template strategy, template built) and the path of its use stamp;
  * -ENOENT otherwise. */

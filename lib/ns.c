@@ -149,11 +149,11 @@ static void read_or(int dirfd, const char *name, long *out, long fallback)
 		*out = fallback;
 }
 
-int nsh_read_info_here(struct nshash_netns_info *info, bool full, struct nshash_error *err)
+int nsh_read_info_here(int proc, struct nshash_netns_info *info, bool full, struct nshash_error *err)
 {
 	struct nshash_netns_info i = {
 	    .tcp_child = -1, .udp_child = -1, .tcp_max_tw_buckets = -1, .tcp_max_syn_backlog = -1};
-	cleanup_close int dir = nsh_sysctl_dir_open();
+	cleanup_close int dir = nsh_sysctl_dir_open_in(proc);
 	if (dir < 0)
 		return nshash_error_set(err, -dir, "open " NSH_SYSCTL_DIR ": %s", strerror(-dir));
 	int r = nsh_sysctl_read_at(dir, NSH_TCP_ENTRIES, &i.tcp_entries);
@@ -181,10 +181,16 @@ struct nshash_sizes nshash_info_sizes(const struct nshash_netns_info *info)
 				     info->udp_entries > 0 ? (uint32_t)info->udp_entries : 0};
 }
 
+struct inspect_req {
+	int nsfd;
+	bool read; /* false: only reopen it (no /proc/sys lookup) */
+};
+
 static int inspect_here(const void *arg, int *fd, struct nshash_netns_info *info, struct nshash_error *err)
 {
-	int r = nsh_netns_enter(*(const int *)arg, "to inspect it", err);
-	if (r < 0 || (r = nsh_read_info_here(info, true, err)) < 0 || !fd)
+	const struct inspect_req *q = arg;
+	int r = nsh_netns_enter(q->nsfd, q->read ? "to inspect it" : "to reopen it", err);
+	if (r < 0 || (q->read && (r = nsh_read_info_here(-1, info, true, err)) < 0) || !fd)
 		return r;
 	/* the netns opened anew from inside: through no mount but nsfs's own */
 	*fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
@@ -194,14 +200,19 @@ static int inspect_here(const void *arg, int *fd, struct nshash_netns_info *info
 static int inspect_fd(int nsfd, int *reopened, struct nshash_netns_info *info, struct nshash_error *err)
 {
 	if (!nsh_fd_is_netns(nsfd))
-		return nshash_error_set(err, EINVAL, "inspect fd %d: not a network namespace", nsfd);
+		return nshash_error_set(err, EINVAL, "%s fd %d: not a network namespace", info ? "inspect" : "reopen",
+					nsfd);
+	struct nshash_netns_info unread;
+	struct inspect_req q = {nsfd, info != NULL};
+	if (!info)
+		info = &unread;
 	cleanup_close int home = -1;
 	int r = nsh_netns_open_current(&home, err);
 	if (r < 0)
 		return r;
 	if (nsh_can_return(home) == -EPERM) /* in a user namespace: see child.c */
-		return nsh_in_child(inspect_here, &nsfd, reopened, info, err);
-	r = inspect_here(&nsfd, reopened, info, err);
+		return nsh_in_child(inspect_here, &q, reopened, info, err);
+	r = inspect_here(&q, reopened, info, err);
 	int r2 = nsh_netns_return(home, err);
 	if (r2 < 0 && reopened && *reopened >= 0) {
 		close(*reopened);

@@ -216,7 +216,8 @@ int nshash_spare_fill(const struct nshash_create_opts *opts, struct nshash_error
  * for a caller deciding whether to fork a filler. */
 bool nshash_spares_apply(const struct nshash_create_opts *opts);
 /* Take a spare of opts->sizes (see above): 1 with an O_CLOEXEC fd to it in
- * *nsfd (no longer pinned, read back into info), 0 when there is none.
+ * *nsfd (no longer pinned; info: the sizes verified when it was made, which
+ * its name carries, and its inode), 0 when there is none.
  * Must run in the mount namespace the spares were made in (an unmount in
  * another one would not reach them). */
 int nshash_spare_take(const struct nshash_create_opts *opts, int *nsfd, struct nshash_netns_info *info);

@@ -1,13 +1,18 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Spares: sized netns made ahead of need and pinned in STATE_DIR/spares/
- * as SIZES.RANDOM (SIZES the template's name), so that a creation of those
- * sizes costs no unshare (and no `lo` up) on its caller's path.  A spare is
+ * (SIZES, the template's name, starts each name), so that a creation of
+ * those sizes costs no unshare (and no `lo` up) on its caller's path.  A spare is
  * made like any other sized netns (template, verified, lo up, recorded in
  * the table ledger); nobody but root can reach the 0700 state dir, and a
  * netns's table sizes never change, so a spare is as good as new until it
- * is taken.  Takers queue on spares/.take for the few syscalls a take is:
- * an unmount decides nothing between mount namespaces (a taker in a slave
- * one detaches only its own copy), the unlink that ends a take does (the
+ * is taken.  Its name carries what its verification read,
+ * SIZES.TCP.UDP.RANDOM (the raw *_hash_entries: negative = the shared
+ * table of that many buckets), so a take reads no /proc/sys: each lookup
+ * there compares against a dentry of every live netns that looked
+ * (docs/kernel.md).  A spare named SIZES.RANDOM (0.2.0) is read back.
+ * Takers queue on spares/.take for the few syscalls a take is: an
+ * unmount decides nothing between mount namespaces (a taker in a slave one
+ * detaches only its own copy), the unlink that ends a take does (the
  * kernel detaches a deleted file's mounts everywhere). */
 #include <dirent.h>
 #include <fcntl.h>
@@ -17,6 +22,7 @@
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 
 #include "internal.h"
 
@@ -32,6 +38,25 @@ static int spare_prefix(const struct nshash_create_opts *opts, char *buf, size_t
 	char name[64];
 	nsh_template_name(nshash_sizes_effective(opts->sizes), name, sizeof(name));
 	return (size_t)snprintf(buf, len, "%s.", name) >= len ? -ENAMETOOLONG : 0;
+}
+
+/* "TCP.UDP.RANDOM" (after SIZES.): the entries its verification read, as
+ * a creation reports them (child knobs and derived limits unread). */
+static bool spare_name_info(const char *rest, struct nshash_netns_info *info)
+{
+	long tcp, udp;
+	int used = -1;
+	char hex[17];
+	if (sscanf(rest, "%ld.%ld.%16[0-9a-f]%n", &tcp, &udp, hex, &used) != 3 || used < 0 || rest[used] ||
+	    strlen(hex) != 16 || !tcp || !udp)
+		return false;
+	*info = (struct nshash_netns_info){.tcp_entries = tcp,
+					   .udp_entries = udp,
+					   .tcp_child = -1,
+					   .udp_child = -1,
+					   .tcp_max_tw_buckets = -1,
+					   .tcp_max_syn_backlog = -1};
+	return true;
 }
 
 int nshash_spare_take(const struct nshash_create_opts *opts, int *nsfd, struct nshash_netns_info *info)
@@ -65,20 +90,26 @@ int nshash_spare_take(const struct nshash_create_opts *opts, int *nsfd, struct n
 			close(fd); /* being made, or gone */
 			continue;
 		}
-		/* Verified when it was made, and sizes never change; read back
-		 * all the same (the caller reports them), and the netns opened
-		 * anew from inside: fd came through the mount just detached. */
+		/* Verified when it was made, and sizes never change: what its
+		 * name says it read (else read back), and the netns opened anew
+		 * from inside: fd came through the mount just detached. */
 		struct nshash_error ignored;
 		int clean = -1;
-		int r = nsh_inspect_reopen(fd, &clean, info, &ignored);
+		bool named = spare_name_info(de->d_name + plen, info);
+		int r = nsh_inspect_reopen(fd, &clean, named ? NULL : info, &ignored);
 		close(fd);
 		fd = clean;
+		struct stat st;
+		if (r == 0 && named)
+			r = fstat(fd, &st) < 0 ? -errno : 0;
+		if (r == 0 && named)
+			info->inode = st.st_ino;
 		if (r < 0 || nshash_verify(info, opts->sizes, "spare", &ignored) < 0) {
 			if (fd >= 0)
 				close(fd);
 			continue;
 		}
-		*nsfd = fd; /* info->inode: read inside it, as the sizes */
+		*nsfd = fd;
 		taken = 1;
 	}
 	closedir(d);
@@ -130,15 +161,29 @@ int nshash_spare_fill(const struct nshash_create_opts *opts, struct nshash_error
 	struct nshash_create_opts one = *opts;
 	one.spares = 0;
 	int made = 0;
+	/* Each spare is verified in a fresh netns, where the first lookup under
+	 * /proc/sys compares against a dentry of every live netns that looked
+	 * there (~2 ms at 2000): through a proc of our own it meets only ours.
+	 * Its teardown at close is this background filler's, off every path;
+	 * made once there is a spare to make. */
+	cleanup_close int proc = -1;
 	/* counted again after each one made: takers do not wait for us */
 	for (unsigned n = 0; n < opts->spares && spares_ready(dir, prefix) < opts->spares; n++) {
 		uint64_t rnd;
 		if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
 			return nshash_error_set(err, errno, "spares: getrandom: %s", strerror(errno));
-		if ((size_t)snprintf(path, sizeof(path), "%s/%s%016llx", dir, prefix, (unsigned long long)rnd) >=
-		    sizeof(path))
+		/* made and verified first, then named after what it has */
+		cleanup_close int fd = -1;
+		struct nshash_netns_info info;
+		if (made == 0)
+			proc = nsh_proc_private(); /* < 0: the caller's /proc */
+		r = nsh_netns_new_via(&one, proc, &fd, &info, err);
+		if (r < 0)
+			return nshash_error_prefix(err, "spare");
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s%ld.%ld.%016llx", dir, prefix, info.tcp_entries,
+				     info.udp_entries, (unsigned long long)rnd) >= sizeof(path))
 			return nshash_error_set(err, ENAMETOOLONG, "spares: path too long");
-		r = nshash_netns_create(&one, path, NULL, err);
+		r = nshash_pin_fd(fd, path, err);
 		if (r < 0)
 			return nshash_error_prefix(err, "spare");
 		made++;

@@ -123,7 +123,7 @@ static int read_netns(int home, int nsfd, struct nshash_netns_info *info, struct
 	int r = nsh_netns_enter(nsfd, "to count its sockets", err);
 	if (r < 0)
 		return r;
-	r = info ? nsh_read_info_here(info, false, err) : 0;
+	r = info ? nsh_read_info_here(-1, info, false, err) : 0;
 	if (r == 0)
 		r = sockets_here(s, err);
 	int r2 = nsh_netns_return(home, err);

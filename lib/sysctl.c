@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -19,6 +21,23 @@ int nsh_sysctl_dir_open(void)
 {
 	int fd = open(NSH_SYSCTL_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	return fd < 0 ? -errno : fd;
+}
+
+int nsh_sysctl_dir_open_in(int proc)
+{
+	if (proc < 0)
+		return nsh_sysctl_dir_open();
+	int fd = openat(proc, "sys/net/ipv4/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+int nsh_proc_private(void)
+{
+	cleanup_close int fs = fsopen("proc", FSOPEN_CLOEXEC);
+	if (fs < 0 || fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+		return -errno;
+	int m = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+	return m < 0 ? -errno : m;
 }
 
 int nsh_sysctl_read_at(int dirfd, const char *name, long *value)

@@ -274,7 +274,7 @@ static int tp_read_p(struct tp *t, struct nshash_error *err)
 	if (r == 0)
 		r = nsh_netcfg_read(t->skp, NSH_CFG_ALL, &t->p, err);
 	if (r == 0)
-		r = nsh_read_info_here(&info, false, err);
+		r = nsh_read_info_here(-1, &info, false, err);
 	int r2 = nsh_netns_return(t->home, err);
 	if (r2 < 0)
 		return r2;

@@ -181,6 +181,68 @@ assert_eq 1 "$(wc -l <<<"$s3")" "precreate: the hook's child made the next spare
 [ "$(netns_inode_at "$s3")" != "$hin" ] && pass "... a new netns" || fail "... the same netns"
 kill -KILL $JOINER
 
+# --- a spare's name carries what its verification read; a take reads no /proc/sys
+engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/log\"}"
+G=$(unshare -n cat /proc/sys/net/ipv4/udp_hash_entries) # the shared UDP table, as a child sees it
+cp -r "$D/b" "$D/b3"
+jq 'del(.annotations["io.nshash.udp"]) | .annotations["io.nshash.tcp"] = "2048"' "$D/b3/config.json" >"$D/x" &&
+	mv "$D/x" "$D/b3/config.json"
+NSHASH_POLICY=$P nshash-runtime --root "$D/root" run -b "$D/b3" n1 </dev/null >/dev/null 2>&1
+ready
+sn=$(spares 2048 0)
+[[ "$(basename "$sn")" =~ ^tcp2048-udp0\.2048\.$G\.[0-9a-f]{16}$ ]] && pass "named tcp2048-udp0.2048.$G.RANDOM (udp shared)" ||
+	fail "spare name: '$(basename "$sn")', expected tcp2048-udp0.2048.$G.RANDOM"
+assert_eq "2048 $G" "$(netns_sizes_at "$sn")" "... which is what it has"
+[[ "$(basename "$s1")" =~ ^tcp4096-udp1024\.4096\.1024\.[0-9a-f]{16}$ ]] && pass "the CNI plugin's: tcp4096-udp1024.4096.1024.RANDOM" ||
+	fail "CNI spare name: '$(basename "$s1")'"
+: >"$D/log"
+sn_ino=$(netns_inode_at "$sn")
+NSHASH_POLICY=$P strace -f -qq -e trace=openat,execve,fsopen -o "$D/trace" \
+	nshash-runtime --root "$D/root" run -b "$D/b3" n2 </dev/null >"$D/n2.out" 2>&1
+assert_eq "net:[$sn_ino]" "$(head -1 "$D/n2.out")" "traced: the container runs in that spare"
+ready
+main=$(awk 'NR == 1 {print $1}' "$D/trace")
+# the wrapper's own calls, until its first exec of runc
+wrapper=$(awk -v p="$main" '$1 == p && NR > 1 && /execve\(.*\/runc"/ {exit} $1 == p' "$D/trace")
+grep -q "nshash-runtime" <<<"$(head -1 <<<"$wrapper")" && grep -qF "$S/spares/tcp2048-udp0." <<<"$wrapper" &&
+	pass "traced the wrapper's take" || fail "the trace has no take: $(head -3 <<<"$wrapper")"
+assert_eq "" "$(grep -F '/proc/sys' <<<"$wrapper")" "the take opened nothing under /proc/sys on the container's path"
+assert_contains "$(cat "$D/log")" "effective tcp=2048 udp=$G" "the sizes logged are the ones its name carries"
+refill=$(awk -v p="$main" '$1 != p' "$D/trace")
+assert_contains "$refill" 'fsopen("proc"' "the refill makes a proc of its own"
+grep -qE 'openat\([0-9]+, "sys/net/ipv4/"' <<<"$refill" && pass "... and reads the new spare's sizes through it" ||
+	fail "the refill read no sysctl through its own proc"
+# without the new mount API (seccomp, old kernel) the refill verifies through /proc
+"$NSH" --state-dir "$S" gc --max-idle 0 >/dev/null
+NSHASH_POLICY=$P python3 "$TOP/tests/lib/no-syscall.py" fsopen strace -f -qq -e trace=fsopen,openat -o "$D/trace" \
+	nshash-runtime --root "$D/root" run -b "$D/b3" n5 </dev/null >"$D/n5.out" 2>&1
+assert_eq "2048 $G" "$(tail -2 "$D/n5.out" | tr '\n' ' ' | sed 's/ $//')" "fsopen refused: sized"
+ready
+sn=$(spares 2048 0)
+[[ "$(basename "$sn")" =~ ^tcp2048-udp0\.2048\.$G\.[0-9a-f]{16}$ ]] && pass "fsopen refused: the refill made $(basename "$sn")" ||
+	fail "fsopen refused: spare '$(basename "$sn")'"
+grep -qE 'fsopen\("proc".*= -1 ENOSYS' "$D/trace" && pass "... it was refused" || fail "fsopen was not refused: $(grep fsopen "$D/trace")"
+assert_eq "2048 $G" "$(netns_sizes_at "$sn")" "... and has what its name says"
+# a 0.2.0 spare (SIZES.RANDOM) is still taken, its sizes read back
+"$NSH" --state-dir "$S" gc --max-idle 0 >/dev/null
+"$NSH" --state-dir "$S" create --tcp 2048 "$S/spares/tcp2048-udp0.0123456789abcdef" >/dev/null
+old=$(netns_inode_at "$S/spares/tcp2048-udp0.0123456789abcdef")
+: >"$D/log"
+out=$(NSHASH_POLICY=$P nshash-runtime --root "$D/root" run -b "$D/b3" n3 </dev/null 2>&1)
+assert_eq "net:[$old]" "$(head -1 <<<"$out")" "a spare named as 0.2.0 named them is taken"
+assert_contains "$(cat "$D/log")" "effective tcp=2048 udp=$G" "... its sizes read back"
+ready
+# a name that does not match the request: not handed out, dropped
+"$NSH" --state-dir "$S" gc --max-idle 0 >/dev/null
+"$NSH" --state-dir "$S" create --tcp 2048 "$S/spares/tcp2048-udp0.1024.$G.0123456789abcdef" >/dev/null
+bad=$(netns_inode_at "$S/spares/tcp2048-udp0.1024.$G.0123456789abcdef")
+out=$(NSHASH_POLICY=$P nshash-runtime --root "$D/root" run -b "$D/b3" n4 </dev/null 2>&1)
+[ "$(head -1 <<<"$out")" != "net:[$bad]" ] && pass "a spare whose name says tcp 1024 is not taken for 2048" ||
+	fail "took a spare whose name does not match"
+assert_eq "2048 $G" "$(tail -2 <<<"$out" | tr '\n' ' ' | sed 's/ $//')" "... the container sized exactly"
+[ -e "$S/spares/tcp2048-udp0.1024.$G.0123456789abcdef" ] && fail "the mismatched spare is left" || pass "... and that spare is dropped"
+ready
+
 "$NSH" --state-dir "$S" gc --max-idle 0 >/dev/null
 assert_eq 0 "$(mounted)" "nothing left under spares/"
 assert_host_untouched

@@ -110,7 +110,7 @@ assert_eq "0 0" "$(count_pins_under "$D/iso/shared") $(count_pins_under "$D/iso/
 
 # the same without the new mount API: open_tree refused (seccomp), as on a
 # kernel before 5.2 or under a profile that filters it
-printf '#!/bin/sh\nexec python3 %s %s\n' "$TOP/tests/lib/no-open-tree.py" "$CNI_PLUGIN" >"$D/plugin-no-open-tree"
+printf '#!/bin/sh\nexec python3 %s open_tree %s\n' "$TOP/tests/lib/no-syscall.py" "$CNI_PLUGIN" >"$D/plugin-no-open-tree"
 chmod +x "$D/plugin-no-open-tree"
 CNI_PLUGIN=$D/plugin-no-open-tree
 shared_dir old-api
