@@ -233,10 +233,15 @@ int nsh_lock_state(const char *state_dir, int *lockfd, struct nshash_error *err)
  * it a missing dir passes. */
 int nsh_state_dir_check(const char *dir, bool create, struct nshash_error *err);
 void nsh_template_name(struct nshash_sizes eff, char *buf, size_t len);
-/* netns.c: nshash_netns_new(), its verification read through `proc` (see
- * nsh_sysctl_dir_open_in). */
-int nsh_netns_new_via(const struct nshash_create_opts *opts, int proc, int *nsfd, struct nshash_netns_info *info,
-		      struct nshash_error *err);
+/* netns.c: nshash_netns_create() (no budget, no spare taken) at a path
+ * named after what the new netns was verified to have: namer writes it
+ * into path (len) from info, or fails with err set.  The verification reads
+ * through `proc` (see nsh_sysctl_dir_open_in).  Recorded in the ledger with
+ * that pin before it is bound, the record cancelled if the pin fails. */
+typedef int (*nsh_pin_namer)(const struct nshash_netns_info *info, void *arg, char *path, size_t len,
+			     struct nshash_error *err);
+int nsh_netns_create_named(const struct nshash_create_opts *opts, int proc, nsh_pin_namer namer, void *arg, char *path,
+			   size_t len, struct nshash_error *err);
 /* netns.c: an fd on the template that nshash_netns_new() uses for `opts`
  * (template strategy, template built) and the path of its use stamp;
  * -ENOENT otherwise. */

@@ -448,11 +448,32 @@ int nshash_netns_new(const struct nshash_create_opts *opts, int *nsfd, struct ns
 	return netns_new_recorded(opts, -1, NULL, nsfd, info, &ticket, err);
 }
 
-int nsh_netns_new_via(const struct nshash_create_opts *opts, int proc, int *nsfd, struct nshash_netns_info *info,
-		      struct nshash_error *err)
+int nsh_netns_create_named(const struct nshash_create_opts *opts, int proc, nsh_pin_namer namer, void *arg, char *path,
+			   size_t len, struct nshash_error *err)
 {
+	if (opts->max_table_bytes)
+		return nshash_error_set(err, EINVAL, "create netns: a named pin cannot be reserved under a budget");
+	int r = validate_request(opts->sizes, err);
+	if (r < 0)
+		return r;
+	cleanup_close int nsfd = -1;
+	struct nshash_netns_info info;
+	r = netns_make(opts, proc, &nsfd, &info, err);
+	if (r < 0)
+		return r;
+	r = namer(&info, arg, path, len, err);
+	if (r < 0)
+		return r;
+	/* committed with its pin before the pin exists, as any creation */
+	const char *state_dir = nsh_state_dir(opts->state_dir);
 	struct nsh_ticket ticket;
-	return netns_new_recorded(opts, proc, NULL, nsfd, info, &ticket, err);
+	memset(&ticket, 0, sizeof(ticket));
+	r = nsh_ledger_commit(state_dir, &ticket, nshash_sizes_effective(opts->sizes), nsfd, path, false, err);
+	if (r == 0)
+		r = nshash_pin_fd(nsfd, path, err);
+	if (r < 0)
+		nsh_ledger_cancel(state_dir, &ticket);
+	return r;
 }
 
 static bool in_netns_run_dir(const char *path)

@@ -393,7 +393,8 @@ void nshash_handoff_end(struct nshash_handoff *h);
  *   DIR/templates/tcpT-udpU.used   touched on every use (gc age); holds the
  *                                  template's sysctls once a transplant read them
  *   DIR/pins/ID               pins made for containers by the hook/wrapper
- *   DIR/spares/tcpT-udpU.RAND spares: sized netns made ahead of need
+ *   DIR/spares/tcpT-udpU.TCP.UDP.RAND   spares: sized netns made ahead of
+ *                             need, named after the *_hash_entries they have
  */
 enum nshash_entry_kind { NSHASH_ENTRY_NETNS, NSHASH_ENTRY_TEMPLATE, NSHASH_ENTRY_CONTAINER, NSHASH_ENTRY_SPARE };
 

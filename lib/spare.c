@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mount.h>
@@ -40,15 +41,30 @@ static int spare_prefix(const struct nshash_create_opts *opts, char *buf, size_t
 	return (size_t)snprintf(buf, len, "%s.", name) >= len ? -ENAMETOOLONG : 0;
 }
 
+/* One "-?DIGITS" then `end` at *p; false when it is not there. */
+static bool name_number(const char **p, char end, long *out)
+{
+	const char *q = *p + (**p == '-');
+	if (*q < '0' || *q > '9')
+		return false;
+	char *e;
+	errno = 0;
+	*out = strtol(*p, &e, 10);
+	if (errno || *e != end)
+		return false;
+	*p = e + 1;
+	return true;
+}
+
 /* "TCP.UDP.RANDOM" (after SIZES.): the entries its verification read, as
- * a creation reports them (child knobs and derived limits unread). */
+ * a creation reports them (child knobs and derived limits unread).  UDP 0:
+ * no udp_hash_entries (Linux 6.1), what a creation reports there too. */
 static bool spare_name_info(const char *rest, struct nshash_netns_info *info)
 {
 	long tcp, udp;
-	int used = -1;
-	char hex[17];
-	if (sscanf(rest, "%ld.%ld.%16[0-9a-f]%n", &tcp, &udp, hex, &used) != 3 || used < 0 || rest[used] ||
-	    strlen(hex) != 16 || !tcp || !udp)
+	const char *p = rest;
+	if (!name_number(&p, '.', &tcp) || !name_number(&p, '.', &udp) || !tcp || strlen(p) != 16 ||
+	    strspn(p, "0123456789abcdef") != 16)
 		return false;
 	*info = (struct nshash_netns_info){.tcp_entries = tcp,
 					   .udp_entries = udp,
@@ -57,6 +73,21 @@ static bool spare_name_info(const char *rest, struct nshash_netns_info *info)
 					   .tcp_max_tw_buckets = -1,
 					   .tcp_max_syn_backlog = -1};
 	return true;
+}
+
+struct spare_name {
+	const char *dir, *prefix;
+	uint64_t rnd;
+};
+
+static int spare_namer(const struct nshash_netns_info *info, void *arg, char *path, size_t len,
+		       struct nshash_error *err)
+{
+	const struct spare_name *n = arg;
+	if ((size_t)snprintf(path, len, "%s/%s%ld.%ld.%016llx", n->dir, n->prefix, info->tcp_entries, info->udp_entries,
+			     (unsigned long long)n->rnd) >= len)
+		return nshash_error_set(err, ENAMETOOLONG, "spares: path too long");
+	return 0;
 }
 
 int nshash_spare_take(const struct nshash_create_opts *opts, int *nsfd, struct nshash_netns_info *info)
@@ -94,21 +125,23 @@ int nshash_spare_take(const struct nshash_create_opts *opts, int *nsfd, struct n
 		 * name says it read (else read back), and the netns opened anew
 		 * from inside: fd came through the mount just detached. */
 		struct nshash_error ignored;
+		struct nshash_netns_info got;
 		int clean = -1;
-		bool named = spare_name_info(de->d_name + plen, info);
-		int r = nsh_inspect_reopen(fd, &clean, named ? NULL : info, &ignored);
+		bool named = spare_name_info(de->d_name + plen, &got);
+		int r = nsh_inspect_reopen(fd, &clean, named ? NULL : &got, &ignored);
 		close(fd);
 		fd = clean;
 		struct stat st;
 		if (r == 0 && named)
 			r = fstat(fd, &st) < 0 ? -errno : 0;
 		if (r == 0 && named)
-			info->inode = st.st_ino;
-		if (r < 0 || nshash_verify(info, opts->sizes, "spare", &ignored) < 0) {
+			got.inode = st.st_ino;
+		if (r < 0 || nshash_verify(&got, opts->sizes, "spare", &ignored) < 0) {
 			if (fd >= 0)
 				close(fd);
 			continue;
 		}
+		*info = got;
 		*nsfd = fd;
 		taken = 1;
 	}
@@ -173,17 +206,10 @@ int nshash_spare_fill(const struct nshash_create_opts *opts, struct nshash_error
 		if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
 			return nshash_error_set(err, errno, "spares: getrandom: %s", strerror(errno));
 		/* made and verified first, then named after what it has */
-		cleanup_close int fd = -1;
-		struct nshash_netns_info info;
 		if (made == 0)
 			proc = nsh_proc_private(); /* < 0: the caller's /proc */
-		r = nsh_netns_new_via(&one, proc, &fd, &info, err);
-		if (r < 0)
-			return nshash_error_prefix(err, "spare");
-		if ((size_t)snprintf(path, sizeof(path), "%s/%s%ld.%ld.%016llx", dir, prefix, info.tcp_entries,
-				     info.udp_entries, (unsigned long long)rnd) >= sizeof(path))
-			return nshash_error_set(err, ENAMETOOLONG, "spares: path too long");
-		r = nshash_pin_fd(fd, path, err);
+		struct spare_name name = {dir, prefix, rnd};
+		r = nsh_netns_create_named(&one, proc, spare_namer, &name, path, sizeof(path), err);
 		if (r < 0)
 			return nshash_error_prefix(err, "spare");
 		made++;

@@ -183,7 +183,7 @@ kill -KILL $JOINER
 
 # --- a spare's name carries what its verification read; a take reads no /proc/sys
 engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/log\"}"
-G=$(unshare -n cat /proc/sys/net/ipv4/udp_hash_entries) # the shared UDP table, as a child sees it
+G=-$(tr -d - </proc/sys/net/ipv4/udp_hash_entries) # the global UDP table, as a netns sharing it reads it
 cp -r "$D/b" "$D/b3"
 jq 'del(.annotations["io.nshash.udp"]) | .annotations["io.nshash.tcp"] = "2048"' "$D/b3/config.json" >"$D/x" &&
 	mv "$D/x" "$D/b3/config.json"
@@ -193,6 +193,8 @@ sn=$(spares 2048 0)
 [[ "$(basename "$sn")" =~ ^tcp2048-udp0\.2048\.$G\.[0-9a-f]{16}$ ]] && pass "named tcp2048-udp0.2048.$G.RANDOM (udp shared)" ||
 	fail "spare name: '$(basename "$sn")', expected tcp2048-udp0.2048.$G.RANDOM"
 assert_eq "2048 $G" "$(netns_sizes_at "$sn")" "... which is what it has"
+awk -v p="$sn" '$1 == "N" && substr($0, length($0) - length(p) + 1) == p' "$S/ledger" | grep -q . &&
+	pass "its ledger record names its pin (the cheap proof of life)" || fail "no ledger record with pin $sn"
 [[ "$(basename "$s1")" =~ ^tcp4096-udp1024\.4096\.1024\.[0-9a-f]{16}$ ]] && pass "the CNI plugin's: tcp4096-udp1024.4096.1024.RANDOM" ||
 	fail "CNI spare name: '$(basename "$s1")'"
 : >"$D/log"
@@ -208,7 +210,10 @@ grep -q "nshash-runtime" <<<"$(head -1 <<<"$wrapper")" && grep -qF "$S/spares/tc
 	pass "traced the wrapper's take" || fail "the trace has no take: $(head -3 <<<"$wrapper")"
 assert_eq "" "$(grep -F '/proc/sys' <<<"$wrapper")" "the take opened nothing under /proc/sys on the container's path"
 assert_contains "$(cat "$D/log")" "effective tcp=2048 udp=$G" "the sizes logged are the ones its name carries"
-refill=$(awk -v p="$main" '$1 != p' "$D/trace")
+# the refill: the process that took the fillers' lock
+filler=$(awk -v p="$main" -v l="\"$S/spares/.lock\"" '$1 != p && index($0, l) {print $1; exit}' "$D/trace")
+[ -n "$filler" ] && pass "traced the refill (pid $filler)" || fail "no process took the fillers' lock"
+refill=$(awk -v p="${filler:-none}" '$1 == p' "$D/trace")
 assert_contains "$refill" 'fsopen("proc"' "the refill makes a proc of its own"
 grep -qE 'openat\([0-9]+, "sys/net/ipv4/"' <<<"$refill" && pass "... and reads the new spare's sizes through it" ||
 	fail "the refill read no sysctl through its own proc"
@@ -221,7 +226,9 @@ ready
 sn=$(spares 2048 0)
 [[ "$(basename "$sn")" =~ ^tcp2048-udp0\.2048\.$G\.[0-9a-f]{16}$ ]] && pass "fsopen refused: the refill made $(basename "$sn")" ||
 	fail "fsopen refused: spare '$(basename "$sn")'"
-grep -qE 'fsopen\("proc".*= -1 ENOSYS' "$D/trace" && pass "... it was refused" || fail "fsopen was not refused: $(grep fsopen "$D/trace")"
+filler=$(awk -v l="\"$S/spares/.lock\"" 'index($0, l) {print $1; exit}' "$D/trace")
+grep -E "^${filler:-none} " "$D/trace" | grep -qE 'fsopen\("proc".*= -1 ENOSYS' && pass "... its fsopen was refused" ||
+	fail "the refill's fsopen was not refused: $(grep fsopen "$D/trace")"
 assert_eq "2048 $G" "$(netns_sizes_at "$sn")" "... and has what its name says"
 # a 0.2.0 spare (SIZES.RANDOM) is still taken, its sizes read back
 "$NSH" --state-dir "$S" gc --max-idle 0 >/dev/null
