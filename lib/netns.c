@@ -114,8 +114,8 @@ static int validate_request(struct nshash_sizes s, struct nshash_error *err)
  * /proc/sys/net/ipv4, both names looked up beside each other: a walk from
  * / compares against one cached dentry for every live netns whose sysctls
  * anyone looked at (docs/kernel.md), ~0.5 ms on a host running 2000
- * containers.  nshash_probe() is not needed on the hot path.  netns_make()
- * skips this when the template is pinned. */
+ * containers.  nshash_probe() is not needed on the hot path; the template
+ * path skips this when the template is pinned. */
 static int require_knobs(struct nshash_sizes s, struct nshash_error *err)
 {
 	/* Once seen, a knob stays: a long-lived caller looks only once. */
@@ -275,10 +275,18 @@ static int new_from_template(const struct nshash_create_opts *opts, int proc, in
 	 * are checked every time (a few microseconds). */
 	if ((r = nsh_state_dir_check(state_dir, false, err)) < 0)
 		return r;
+	/* A pinned template was made on this kernel since boot, its knobs set
+	 * and read back: it proves them, without the walk.  Without one they
+	 * are checked before anything is made. */
+	cleanup_close int found = template_open(&t);
+	if (found < 0 && (r = require_knobs(opts->sizes, err)) < 0)
+		return r;
 	for (int attempt = 0; attempt < 2; attempt++) {
 		cleanup_close int tfd = -1;
-		r = template_get(state_dir, &t, eff, home, attempt > 0, &tfd, err);
-		if (r < 0)
+		if (attempt == 0 && found >= 0) {
+			tfd = found;
+			found = -1;
+		} else if ((r = template_get(state_dir, &t, eff, home, attempt > 0, &tfd, err)) < 0)
 			return r;
 		r = nsh_netns_enter(tfd, t.path, err);
 		if (r < 0)
@@ -359,15 +367,8 @@ static int new_plain(const struct nshash_create_opts *opts, int proc, int home, 
 static int netns_make(const struct nshash_create_opts *opts, int proc, int *nsfd, struct nshash_netns_info *info,
 		      struct nshash_error *err)
 {
-	/* A pinned template was made on this kernel since boot, knobs set and
-	 * read back: it proves them, without the walk. */
-	char stamp[PATH_MAX];
-	cleanup_close int tfd = -1;
-	int r = nsh_template_fd(opts, &tfd, stamp, sizeof(stamp));
-	if (r < 0 && (r = require_knobs(opts->sizes, err)) < 0)
-		return r;
 	cleanup_close int home = -1;
-	r = nsh_netns_open_current(&home, err);
+	int r = nsh_netns_open_current(&home, err);
 	if (r < 0)
 		return r;
 	/* Prove we may come back before leaving: setns needs CAP_SYS_ADMIN over
@@ -376,7 +377,12 @@ static int netns_make(const struct nshash_create_opts *opts, int proc, int *nsfd
 	 * CAP_SYS_ADMIN in its own user namespace it can still make netns
 	 * owned by that one: a helper process does it (nested, no state). */
 	struct nshash_sizes eff = nshash_sizes_effective(opts->sizes);
-	r = nsh_can_return(home);
+	int back = nsh_can_return(home);
+	/* new_from_template() checks the knobs itself, after the state dir: a
+	 * pinned template proves them. */
+	if ((back < 0 || opts->strategy != NSHASH_STRATEGY_TEMPLATE) && (r = require_knobs(opts->sizes, err)) < 0)
+		return r;
+	r = back;
 	if (r < 0) {
 		struct nshash_probe p;
 		if (r == -EPERM && nshash_probe(&p, NULL) == 0 && !p.cap_sys_admin)

@@ -132,10 +132,10 @@ int nshash_spare_take(const struct nshash_create_opts *opts, int *nsfd, struct n
 		close(fd);
 		fd = clean;
 		struct stat st;
-		if (r == 0 && named)
+		if (r == 0 && named) {
 			r = fstat(fd, &st) < 0 ? -errno : 0;
-		if (r == 0 && named)
 			got.inode = st.st_ino;
+		}
 		if (r < 0 || nshash_verify(&got, opts->sizes, "spare", &ignored) < 0) {
 			if (fd >= 0)
 				close(fd);
