@@ -38,11 +38,18 @@ template_of() { # TCP UDP → template name (effective sizes)
 }
 lock_free() { flock -n -E 99 "$STATE/lock" true; }
 
-# Kill delays: uniform in 0..D µs, D starting at 2 ms.  Machines and load
+# Kill delays: uniform in 0..D µs, D starting at twice the median creation
+# measured here (a pool pair, its template built).  Machines and load
 # differ, so D adapts: a creator that finished first shrinks it (not below
-# 2 ms), a killed one stretches it — about half are killed, and the kills
-# land in every phase, from exec to the final bind.
-max_delay_us=2000 max_seen_us=2000
+# half that median: a fixed 2 ms floor let most creators finish first on a
+# quiet machine), a killed one stretches it — about half are killed, and the
+# kills land in every phase, from exec to the final bind.
+cal() { exec nshash --state-dir "$STATE" create --tcp 4096 --udp 4096 "$PINS/cal$BASHPID"; }
+cal_us=$(median_us 7 cal)
+nshash --state-dir "$STATE" delete "$PINS"/cal* >/dev/null 2>&1
+min_delay_us=$((cal_us / 2 > 100 ? cal_us / 2 : 100))
+max_delay_us=$((2 * cal_us > min_delay_us ? 2 * cal_us : min_delay_us)) max_seen_us=0
+echo "# a creation takes ${cal_us} µs here (median of 7)"
 killed=0 completed=0 first_build_kills=0 mid_build_kills=0 rebuild_kills=0 host_bad=0 lock_held=0 errors=()
 : >"$WORK/requests"
 for ((i = 0; i < ITERATIONS; i++)); do
@@ -90,7 +97,7 @@ for ((i = 0; i < ITERATIONS; i++)); do
 	esac
 	if [ $rc = 0 ]; then
 		max_delay_us=$((max_delay_us * 19 / 20))
-		[ $max_delay_us -lt 2000 ] && max_delay_us=2000
+		[ $max_delay_us -lt $min_delay_us ] && max_delay_us=$min_delay_us
 	elif [ $rc = 137 ] && [ $max_delay_us -lt 100000 ]; then
 		max_delay_us=$((max_delay_us * 21 / 20))
 	fi
@@ -99,7 +106,7 @@ for ((i = 0; i < ITERATIONS; i++)); do
 		host_bad=$((host_bad + 1))
 	lock_free || lock_held=$((lock_held + 1))
 done
-echo "# kill delays were uniform in 0..D µs, D between 2000 and $max_seen_us (ending at $max_delay_us)"
+echo "# kill delays were uniform in 0..D µs, D between $min_delay_us and $max_seen_us (ending at $max_delay_us)"
 echo "# $ITERATIONS creators: $killed killed (of them $first_build_kills during a create that had to build its template first — $mid_build_kills of those before the template was bound — and $rebuild_kills while a damaged one was rebuilt), $completed finished first"
 
 assert_eq "" "${errors[*]:0:3}" "no creator failed on what an earlier one left behind (first 3 shown)"

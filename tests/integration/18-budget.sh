@@ -112,7 +112,7 @@ done
 assert_eq "$((10 * EACH)) 10" "$(usage)" "still exactly 10 counted"
 
 # ---------------------------------------------------------------- SIGKILLed creators
-# Random kill points (0-4 ms) over 40 budgeted creators; afterwards the
+# Random kill points over 40 budgeted creators; afterwards the
 # account must be exactly the mounted pins (a kill after the bind leaves a
 # complete, counted pin), and a burst under a budget must admit exactly
 # what is left.
@@ -121,12 +121,18 @@ ns gc >/dev/null
 settled 0
 assert_eq "0 0" "$(usage)" "all deleted: nothing counted"
 mkfifo "$WORK/fifo" && exec 9<>"$WORK/fifo"
+# The kill window: uniform in 0..T, T the median creation measured here
+# (a fixed 0-4 ms let most creators finish first on a quiet machine).
+cal() { exec nshash --state-dir "$STATE" create --tcp 4096 --udp 1024 --max-table-bytes $((100 * EACH)) "$PINS/cal$BASHPID"; }
+window_us=$(median_us 7 cal)
+ns delete "$PINS"/cal* >/dev/null 2>&1
+echo "# kill delays uniform in 0..$window_us µs (the measured median creation)"
 killed=0
 for i in $(seq 40); do
 	# nshash itself, not the ns function: SIGKILL must hit the creator
 	nshash --state-dir "$STATE" create --tcp 4096 --udp 1024 --max-table-bytes $((100 * EACH)) "$PINS/k$i" >/dev/null 2>&1 &
 	pid=$!
-	read -r -t "$(printf '0.%06d' $((RANDOM % 4000)))" -u 9 _
+	read -r -t "$(printf '%d.%06d' $((d = (RANDOM * 32768 + RANDOM) % (window_us + 1), d / 1000000)) $((d % 1000000)))" -u 9 _
 	kill -KILL $pid 2>/dev/null
 	wait $pid 2>/dev/null
 	[ $? = 137 ] && killed=$((killed + 1))

@@ -46,6 +46,25 @@ fifo_sleep_init() {
 	mkfifo "$1/sleep.fifo" && exec 9<>"$1/sleep.fifo"
 }
 fifo_sleep() { read -r -t "$1" -u 9 _ || true; }
+# median_us N CMD...: the median wall time of N runs of CMD, in µs, started
+# the way a test starts its victims (in the background, then waited for;
+# a shell function given as CMD should exec its command, as a victim is one
+# process).
+# Kill tests take their delay window from it: fixed windows let creators
+# finish first on a quiet machine, or never on a loaded one.
+median_us() {
+	local n=$1 i s e
+	shift
+	local -a v=()
+	for ((i = 0; i < n; i++)); do
+		s=${EPOCHREALTIME/./}
+		"$@" >/dev/null 2>&1 &
+		wait $!
+		e=${EPOCHREALTIME/./}
+		v+=($((e - s)))
+	done
+	printf '%s\n' "${v[@]}" | sort -n | sed -n "$(((n + 1) / 2))p"
+}
 # Long tests run a copy of build/nshash taken at their start: a rebuild of
 # the tree meanwhile (exit 126, "text file busy") must not fail a creator.
 use_nshash_snapshot() {
