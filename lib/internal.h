@@ -127,6 +127,7 @@ struct nsh_record {
 	uint64_t bytes;
 	struct nshash_sizes sizes; /* effective */
 	uint64_t ino;		   /* N */
+	uint64_t ctime_ns;	   /* N: its nsfs inode's ctime at commit, 0 = unknown */
 	int handle_type;	   /* N: nsfs file handle (name_to_handle_at), */
 	unsigned handle_len;	   /* 0 = none: opening it tells whether the */
 	unsigned char handle[32];  /* netns still exists (ESTALE when gone) */

@@ -4,13 +4,16 @@
  *
  * One line per event, appended under the state lock:
  *   R ID BYTES TCP UDP PID START TIME PIN   a budgeted creation under way
- *   N ID BYTES TCP UDP INO FH TIME PIN      a sized netns (nsfs inode INO, file
+ *   N ID BYTES TCP UDP INO@CT FH TIME PIN   a sized netns (nsfs inode INO with
+ *                                           ctime CT in ns, "@CT" optional; file
  *                                           handle FH = TYPE.HEX or "-")
  *   X ID                                    cancelled / gone
  *   H COUNT                                 first line of a rewritten file:
  *                                           COUNT records were live then
  * The last line of an ID is its state.  PIN is the rest of the line ("-" =
- * none); PID/START (the creator's start time, /proc/PID/stat field 22)
+ * none); a line is a record only when whole and valid (a writer killed
+ * mid-append leaves a last line without its newline: ignored, and closed
+ * by the next append; see append_line); PID/START (the creator's start time, /proc/PID/stat field 22)
  * tell a creator that died from a live one without trusting pid reuse.
  *
  * A creation under a budget reserves before the netns is made, so parallel
@@ -83,6 +86,20 @@ static bool word_field(char **p, char *out, size_t len)
 	return true;
 }
 
+/* "INO" or "INO@CTIME" (the nsfs inode's ctime in ns, written since the
+ * inode number alone is reused: see pinned_at). */
+static bool ino_field(char **p, uint64_t *ino, uint64_t *ctime_ns)
+{
+	char *at = strchr(*p, '@'), *sp = strchr(*p, ' ');
+	*ctime_ns = 0;
+	if (!at || (sp && sp < at))
+		return u64_field(p, ino);
+	*at = ' '; /* "INO CTIME": two number fields */
+	bool ok = u64_field(p, ino) && u64_field(p, ctime_ns) && *ctime_ns;
+	*at = '@';
+	return ok;
+}
+
 /* "TYPE.HEX" (an nsfs file handle) or "-". */
 static bool handle_field(char **p, struct nsh_record *r)
 {
@@ -133,7 +150,8 @@ static bool parse_line(char *line, struct nsh_record *r)
 	if (r->kind == 'X')
 		return *p == '\0';
 	uint64_t tcp, udp, a, b = 0, t;
-	if (!u64_field(&p, &r->bytes) || !u64_field(&p, &tcp) || !u64_field(&p, &udp) || !u64_field(&p, &a) ||
+	if (!u64_field(&p, &r->bytes) || !u64_field(&p, &tcp) || !u64_field(&p, &udp) ||
+	    !(r->kind == 'N' ? ino_field(&p, &a, &r->ctime_ns) : u64_field(&p, &a)) ||
 	    (r->kind == 'R' && !u64_field(&p, &b)) || (r->kind == 'N' && !handle_field(&p, r)) || !u64_field(&p, &t) ||
 	    !*p)
 		return false;
@@ -324,22 +342,50 @@ static int ledger_load(const char *state_dir, struct nsh_ledger *l, struct nshas
 	return 0;
 }
 
-/* Append one line; *size (optional) = the file's size afterwards. */
+/* Under the lock: append one line; *size (optional) = the file's size
+ * afterwards.  The file must end with a whole line before and after:
+ * - a last line left without its newline (a writer killed inside its
+ *   write, or a failed write whose undo failed too) is closed first with a
+ *   "\n", so it stays a line of its own (a record only if what was written
+ *   of it is a whole valid record, see nsh_ledger_parse) and never
+ *   swallows this one;
+ * - a short write is continued; a write that fails (ENOSPC on a full /run)
+ *   is undone: the file is cut back to its size before, and the caller
+ *   fails (a creation is cancelled). */
 static int append_line(const char *state_dir, const char *line, off_t *size, struct nshash_error *err)
 {
 	char path[PATH_MAX];
 	int r = ledger_path(state_dir, "ledger", path, sizeof(path), err);
 	if (r < 0)
 		return r;
-	cleanup_close int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	cleanup_close int fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return nshash_error_set(err, errno, "open ledger %s: %s", path, strerror(errno));
-	size_t len = strlen(line);
-	ssize_t w = write(fd, line, len);
-	if (w != (ssize_t)len)
-		return nshash_error_set(err, w < 0 ? errno : EIO, "append to ledger %s: %s", path,
-					w < 0 ? strerror(errno) : "short write");
 	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return nshash_error_set(err, EINVAL, "ledger %s: not a regular file", path);
+	char buf[PATH_MAX + 258], last = '\n';
+	size_t len = 0, n = strlen(line);
+	if (st.st_size > 0 && (pread(fd, &last, 1, st.st_size - 1) != 1 || last != '\n'))
+		buf[len++] = '\n';
+	if (n > sizeof(buf) - len)
+		return nshash_error_set(err, EINVAL, "append to ledger %s: line too long", path);
+	memcpy(buf + len, line, n);
+	len += n;
+	for (size_t done = 0; done < len;) {
+		ssize_t w = write(fd, buf + done, len - done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			int e = w < 0 ? errno : EIO;
+			if (done && ftruncate(fd, st.st_size) < 0) {
+				/* left torn: the next append closes the line */
+			}
+			return nshash_error_set(err, e, "append to ledger %s: %s%s", path, strerror(e),
+						done ? " (after a short write, undone)" : "");
+		}
+		done += (size_t)w;
+	}
 	if (size)
 		*size = fstat(fd, &st) == 0 ? st.st_size : 0;
 	return 0;
@@ -359,8 +405,14 @@ static void format_record(const struct nsh_record *r, char *buf, size_t len)
 			for (unsigned i = 0; i < r->handle_len && n > 0 && (size_t)n + 3 <= sizeof(fh); i++)
 				n += snprintf(fh + n, sizeof(fh) - (size_t)n, "%02x", r->handle[i]);
 		}
-		snprintf(buf, len, "N %s %llu %u %u %llu %s %lld %s\n", r->id, (unsigned long long)r->bytes,
-			 r->sizes.tcp, r->sizes.udp, (unsigned long long)r->ino, fh, (long long)r->time, pin);
+		char ino[48];
+		if (r->ctime_ns)
+			snprintf(ino, sizeof(ino), "%llu@%llu", (unsigned long long)r->ino,
+				 (unsigned long long)r->ctime_ns);
+		else
+			snprintf(ino, sizeof(ino), "%llu", (unsigned long long)r->ino);
+		snprintf(buf, len, "N %s %llu %u %u %s %s %lld %s\n", r->id, (unsigned long long)r->bytes,
+			 r->sizes.tcp, r->sizes.udp, ino, fh, (long long)r->time, pin);
 	}
 }
 
@@ -435,12 +487,33 @@ static uint64_t own_start(pid_t pid)
 	return cached_start;
 }
 
-/* Its pin still holds its netns (the cheap proof of life). */
+/* Its pin still holds its netns (the cheap proof of life, one syscall).
+ * The inode number alone proves nothing: nsfs inode numbers are reused
+ * (lowest free id), and a new netns pinned at the same path often gets the
+ * number of a dead one.  With a file handle (a 64-bit namespace id, never
+ * reused) the pin's handle must be the recorded one.  Without one (older
+ * kernels) the pin's inode must also have the recorded ctime: the nsfs
+ * inode is made (ctime = now) when the netns is first opened and lives as
+ * long as an fd or a mount holds it, so from the creator's fd to its pin
+ * the ctime stays, and a new netns has a new inode with a new ctime.  No
+ * match is no proof either way: the handle or a /proc scan decides. */
 static bool pinned_at(const struct nsh_record *r)
 {
+	if (!r->pin || r->pin[0] != '/')
+		return false;
+	if (r->handle_len) {
+		struct {
+			struct file_handle fh;
+			unsigned char bytes[sizeof(r->handle)];
+		} h = {.fh.handle_bytes = sizeof(r->handle)};
+		int mount_id;
+		return name_to_handle_at(AT_FDCWD, r->pin, &h.fh, &mount_id, 0) == 0 &&
+		       h.fh.handle_type == r->handle_type && h.fh.handle_bytes == r->handle_len &&
+		       memcmp(h.fh.f_handle, r->handle, r->handle_len) == 0;
+	}
 	struct stat st;
-	return r->pin && r->pin[0] == '/' && stat(r->pin, &st) == 0 && (uint64_t)st.st_ino == r->ino &&
-	       major(st.st_dev) == 0;
+	return r->ctime_ns && stat(r->pin, &st) == 0 && (uint64_t)st.st_ino == r->ino && major(st.st_dev) == 0 &&
+	       (uint64_t)st.st_ctim.tv_sec * 1000000000u + (uint64_t)st.st_ctim.tv_nsec == r->ctime_ns;
 }
 
 /* Does the netns of an N record still exist?  Its nsfs file handle says
@@ -732,8 +805,10 @@ static bool ledger_looks_grown(const char *state_dir, off_t size)
 static void record_identity(int nsfd, struct nsh_record *rec)
 {
 	struct stat st;
-	if (fstat(nsfd, &st) == 0)
+	if (fstat(nsfd, &st) == 0) {
 		rec->ino = st.st_ino;
+		rec->ctime_ns = (uint64_t)st.st_ctim.tv_sec * 1000000000u + (uint64_t)st.st_ctim.tv_nsec;
+	}
 	struct {
 		struct file_handle fh;
 		unsigned char bytes[sizeof(rec->handle)];
