@@ -43,6 +43,7 @@
 #define LEDGER_SLACK	  64	      /* dead lines tolerated before a rewrite */
 #define LEDGER_SCAN_MS	  1000	      /* a creator waits at most this for a /proc scan */
 #define LEDGER_LINE_GUESS 256	      /* bytes per line, for the append path's size check */
+#define LEDGER_RESUME_S	  60	      /* a cut scan is gone on with within this */
 
 uint64_t nshash_sizes_bytes(struct nshash_sizes eff)
 {
@@ -175,6 +176,31 @@ static bool parse_line(char *line, struct nsh_record *r)
 	return true;
 }
 
+/* "S TIME PASS PID SUB [ID ID ...]": where a cut budget scan stopped. */
+static bool parse_scan(char *line, struct nsh_ledger *l)
+{
+	if (line[0] != 'S' || line[1] != ' ')
+		return false;
+	char *p = line + 2;
+	uint64_t t, pass, pid, sub;
+	if (!u64_field(&p, &t) || !u64_field(&p, &pass) || !u64_field(&p, &pid) || !u64_field(&p, &sub) ||
+	    t > INT64_MAX || pass > 2 || pid > INT32_MAX || sub > UINT32_MAX)
+		return false;
+	for (const char *q = p; *q; q += NSH_LEDGER_ID_LEN + 1) {
+		for (int k = 0; k < NSH_LEDGER_ID_LEN; k++)
+			if (!((q[k] >= '0' && q[k] <= '9') || (q[k] >= 'a' && q[k] <= 'f')))
+				return false;
+		if (q[NSH_LEDGER_ID_LEN] == '\0')
+			break;
+		if (q[NSH_LEDGER_ID_LEN] != ' ')
+			return false;
+	}
+	l->scan.time = (int64_t)t;
+	l->scan.pos = (struct nsh_scan_pos){(unsigned)pass, (pid_t)pid, (unsigned)sub};
+	l->scan.ids = p;
+	return true;
+}
+
 static int cmp_id_seq(const void *a, const void *b)
 {
 	const struct nsh_record *x = a, *y = b;
@@ -241,7 +267,9 @@ int nsh_ledger_parse(char *text, size_t len, struct nsh_ledger *l)
 		char tail;
 		if (l->lines == 1 && sscanf(text + i, "H %llu%c", &base, &tail) == 1) {
 			l->base = base > SIZE_MAX / 4 ? SIZE_MAX / 4 : (size_t)base;
-		} else if (strlen(text + i) == end - i && parse_line(text + i, &r)) {
+		} else if (strlen(text + i) != end - i || parse_scan(text + i, l)) {
+			/* a NUL inside: not a line of ours; or the last cut scan */
+		} else if (parse_line(text + i, &r)) {
 			if (l->n == cap) {
 				cap = cap ? 2 * cap : 64;
 				struct nsh_record *v = realloc(l->v, cap * sizeof(*v));
@@ -280,6 +308,7 @@ void nsh_ledger_free(struct nsh_ledger *l)
 {
 	free(l->v);
 	free(l->text);
+	free(l->scan_buf);
 	memset(l, 0, sizeof(*l));
 }
 
@@ -437,13 +466,16 @@ static int ledger_rewrite(const char *state_dir, struct nsh_ledger *l, struct ns
 	for (size_t i = 0; i < l->n; i++)
 		kept += !l->v[i].drop;
 	fprintf(f, "H %zu\n", kept);
+	if (l->scan.ids && *l->scan.ids && l->scan.pos.pass < 2) /* a cut scan to go on with */
+		fprintf(f, "S %lld %u %d %u %s\n", (long long)l->scan.time, l->scan.pos.pass, (int)l->scan.pos.pid,
+			l->scan.pos.sub, l->scan.ids);
 	for (size_t i = 0; i < l->n; i++) {
 		if (l->v[i].drop)
 			continue;
 		format_record(&l->v[i], line, sizeof(line));
 		fputs(line, f);
 	}
-	if (fclose(f) != 0 || rename(tmp, path) < 0) {
+	if (ferror(f) | (fclose(f) != 0) || rename(tmp, path) < 0) {
 		int e = errno;
 		unlink(tmp);
 		return nshash_error_set(err, e, "write ledger %s: %s", path, strerror(e));
@@ -620,36 +652,170 @@ static int collect_unverified(struct nsh_ledger *l, struct nsh_scan_item **items
 	return (int)n;
 }
 
-/* Under the lock: scan for the unverified records and drop the gone ones.
- * A scan longer than max_ms (0 = no limit) drops nothing: -ETIMEDOUT. */
-static int reconcile_locked(struct nsh_ledger *l, unsigned max_ms, size_t *dropped, struct nshash_error *err)
+static int64_t boot_seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (int64_t)ts.tv_sec;
+}
+
+/* Is id one of "ID ID ..." (validated by the parser, or made here)? */
+static bool id_listed(const char *ids, const char *id)
+{
+	for (const char *p = ids; p && *p; p += NSH_LEDGER_ID_LEN + (p[NSH_LEDGER_ID_LEN] == ' '))
+		if (strncmp(p, id, NSH_LEDGER_ID_LEN) == 0)
+			return true;
+	return false;
+}
+
+/* What was known of an N record before the lock was let go. */
+struct verdict {
+	char id[NSH_LEDGER_ID_LEN + 1];
+	uint64_t ino;
+	bool drop, checked;
+	int item; /* its scan item, -1 none */
+};
+
+static int cmp_verdict(const void *a, const void *b)
+{
+	return strcmp(((const struct verdict *)a)->id, ((const struct verdict *)b)->id);
+}
+
+/* Under the lock: record where a cut scan stopped (and for which records),
+ * or that none is to be gone on with (ids ""). */
+static int note_scan(const char *state_dir, struct nsh_ledger *l, struct nsh_scan_pos pos, const char *ids,
+		     struct nshash_error *err)
+{
+	size_t len = strlen(ids) + 64;
+	char *line = malloc(len);
+	if (!line)
+		return nshash_error_set(err, ENOMEM, "reconcile the table ledger: out of memory");
+	int n = snprintf(line, len, "S %lld %u %d %u %s\n", (long long)boot_seconds(), pos.pass, (int)pos.pid,
+			 pos.sub, ids);
+	int r = append_line(state_dir, line, NULL, err);
+	line[n - 1] = '\0';
+	free(l->scan_buf);
+	l->scan_buf = line;
+	l->scan.time = boot_seconds();
+	l->scan.pos = pos;
+	l->scan.ids = line + n - 1 - strlen(ids);
+	return r;
+}
+
+/* Under the lock (*lockfd), on a loaded ledger *l: drop the N records
+ * whose netns is gone.  The pin or the file handle tell in a syscall each;
+ * what they cannot tell (no handle: kernels before nsfs file handles) only
+ * a /proc scan can, and the scan runs with the lock let go, so creators go
+ * on meanwhile.  Then the lock is taken again, *l read again, and what was
+ * found applies to the records still there (same id, same inode); records
+ * added meanwhile are not judged.  A record the scan found held by nothing
+ * is dropped if its pin does not hold it now either (a creator binds its
+ * pin before it closes its fd: a netns that moved from the fd to the pin
+ * while the scan ran shows here).
+ *
+ * A scan longer than max_ms (0 = no limit) is cut: what it did not find
+ * keeps counting (-ETIMEDOUT), and where it got to is recorded with the
+ * ids of those records (an "S" line).  The next reconcile within
+ * LEDGER_RESUME_S goes on from there for them, so a scan that cannot end
+ * within max_ms still ends, in parts, and their records go without a gc.
+ * (A netns handed, between two parts, from a process not yet looked at to
+ * one already looked at, the first then gone, is missed: as it would be
+ * within one scan, only with the pause in between.) */
+static int reconcile(const char *state_dir, int *lockfd, struct nsh_ledger *l, unsigned max_ms, size_t *dropped,
+		     struct nshash_error *err)
 {
 	cleanup_free struct nsh_scan_item *items = NULL;
 	cleanup_free size_t *index = NULL;
 	int n = collect_unverified(l, &items, &index, dropped);
-	if (n < 0)
-		return nshash_error_set(err, -n, "reconcile the table ledger: %s", strerror(-n));
-	int r = n ? nsh_netns_scan(items, (size_t)n, false, max_ms) : 0;
-	if (r == -ETIMEDOUT)
+	if (n <= 0)
+		return n < 0 ? nshash_error_set(err, -n, "reconcile the table ledger: %s", strerror(-n)) : 0;
+	/* Go on with a cut scan (its records first), else start one. */
+	struct nsh_scan_pos pos = {0, 0, 0};
+	int64_t age = boot_seconds() - l->scan.time;
+	size_t m = 0;
+	if (l->scan.ids && *l->scan.ids && l->scan.pos.pass < 2 && age >= 0 && age <= LEDGER_RESUME_S)
+		for (int i = 0; i < n; i++)
+			if (id_listed(l->scan.ids, l->v[index[i]].id)) {
+				struct nsh_scan_item it = items[m];
+				size_t x = index[m];
+				items[m] = items[i], index[m] = index[i];
+				items[i] = it, index[i] = x;
+				m++;
+			}
+	if (m)
+		pos = l->scan.pos;
+	else
+		m = (size_t)n;
+	bool had_scan = l->scan.ids && *l->scan.ids;
+	cleanup_free struct verdict *v = calloc(l->n, sizeof(*v));
+	if (!v)
+		return nshash_error_set(err, ENOMEM, "reconcile the table ledger: out of memory");
+	size_t nv = 0;
+	for (size_t i = 0; i < l->n; i++) {
+		const struct nsh_record *r = &l->v[i];
+		if (r->kind != 'N')
+			continue;
+		int item = -1;
+		for (size_t k = 0; k < m; k++)
+			if (index[k] == i)
+				item = (int)k;
+		v[nv] = (struct verdict){.ino = r->ino, .drop = r->drop, .checked = r->checked, .item = item};
+		memcpy(v[nv++].id, r->id, sizeof(r->id));
+	}
+	qsort(v, nv, sizeof(*v), cmp_verdict);
+	nsh_ledger_free(l);
+	close(*lockfd);
+	*lockfd = -1;
+	int sr = nsh_netns_scan_from(items, m, false, max_ms, &pos);
+	int r = nsh_lock_state(state_dir, lockfd, err);
+	if (r == 0)
+		r = ledger_load(state_dir, l, err);
+	if (r < 0)
+		return r;
+	bool complete = sr >= 0;
+	size_t idlen = 0;
+	cleanup_free char *ids = calloc(m, NSH_LEDGER_ID_LEN + 1);
+	for (size_t i = 0; i < l->n; i++) {
+		struct nsh_record *rec = &l->v[i];
+		struct verdict key = {.item = -1};
+		memcpy(key.id, rec->id, sizeof(key.id));
+		struct verdict *f = rec->kind == 'N' ? bsearch(&key, v, nv, sizeof(*v), cmp_verdict) : NULL;
+		if (!f || f->ino != rec->ino)
+			continue;
+		rec->drop |= f->drop;
+		rec->checked |= f->checked;
+		if (f->item < 0 || rec->drop)
+			continue;
+		if (items[f->item].held) {
+			rec->checked = true;
+		} else if (complete) {
+			rec->checked = true;
+			if (!pinned_at(rec)) {
+				rec->drop = true;
+				(*dropped)++;
+			}
+		} else if (sr == -ETIMEDOUT && ids) {
+			if (idlen)
+				ids[idlen++] = ' ';
+			memcpy(ids + idlen, rec->id, NSH_LEDGER_ID_LEN);
+			idlen += NSH_LEDGER_ID_LEN;
+		}
+	}
+	if (sr == -ETIMEDOUT && idlen)
+		r = note_scan(state_dir, l, pos, ids, err);
+	else if (had_scan)
+		r = note_scan(state_dir, l, (struct nsh_scan_pos){2, 0, 0}, "", err); /* ended */
+	if (r < 0)
+		return r;
+	if (sr == -ETIMEDOUT)
 		return nshash_error_set(err, ETIMEDOUT,
 					"reconcile the table ledger: the /proc scan took longer than %u ms", max_ms);
-	if (r == -EACCES) /* what could not be seen keeps counting */
+	if (sr == -EACCES) /* what could not be seen keeps counting */
 		return nshash_error_set(err, EACCES,
 					"reconcile the table ledger: some processes' /proc could not be read "
 					"(needs CAP_SYS_PTRACE)");
-	if (r < 0)
-		return nshash_error_set(err, -r, "reconcile the table ledger: read /proc: %s", strerror(-r));
-	for (int k = 0; k < n; k++) {
-		struct nsh_record *rec = &l->v[index[k]];
-		rec->checked = true;
-		/* Not held during the scan, and still not pinned after it: a
-		 * creator binds its pin before it closes its fd, so a netns that
-		 * moved from the fd to the pin while the scan ran shows here. */
-		if (!items[k].held && !pinned_at(rec)) {
-			rec->drop = true;
-			(*dropped)++;
-		}
-	}
+	if (sr < 0)
+		return nshash_error_set(err, -sr, "reconcile the table ledger: read /proc: %s", strerror(-sr));
 	return 0;
 }
 
@@ -673,11 +839,11 @@ static bool grown(const struct nsh_ledger *l)
 }
 
 /* Under the lock, on a loaded ledger: reconcile and rewrite. */
-static int compact_locked(const char *state_dir, struct nsh_ledger *l, struct nshash_error *err)
+static int compact(const char *state_dir, int *lockfd, struct nsh_ledger *l, struct nshash_error *err)
 {
 	size_t dropped = 0;
+	int r = reconcile(state_dir, lockfd, l, LEDGER_SCAN_MS, &dropped, err);
 	drop_dead_creators(l);
-	int r = reconcile_locked(l, LEDGER_SCAN_MS, &dropped, err);
 	return r < 0 && !NSH_SCAN_INCOMPLETE(r) ? r : ledger_rewrite(state_dir, l, err);
 }
 
@@ -747,13 +913,14 @@ int nsh_ledger_reserve(const char *state_dir, struct nshash_sizes eff, uint64_t 
 		/* Only now is it worth a look: records whose pins are gone may
 		 * still count (a process holds the netns) or not. */
 		size_t dropped = 0;
-		r = reconcile_locked(&l, LEDGER_SCAN_MS, &dropped, err);
+		r = reconcile(state_dir, &lockfd, &l, LEDGER_SCAN_MS, &dropped, err);
 		if (NSH_SCAN_INCOMPLETE(r))
 			r = 0; /* what could not be checked keeps counting */
 		if (r < 0) {
 			nsh_ledger_free(&l);
 			return nshash_error_prefix(err, "table memory budget");
 		}
+		drop_dead_creators(&l); /* read again */
 		usage_of(&l, true, &u);
 	}
 	bool over = u.bytes + t->bytes > max || t->bytes > max;
@@ -859,7 +1026,7 @@ int nsh_ledger_commit(const char *state_dir, struct nsh_ticket *t, struct nshash
 	if (ledger_looks_grown(state_dir, size)) {
 		struct nsh_ledger l;
 		if (ledger_load(state_dir, &l, NULL) == 0)
-			compact_locked(state_dir, &l, NULL);
+			compact(state_dir, &lockfd, &l, NULL);
 		nsh_ledger_free(&l);
 	}
 	return 0;
@@ -910,9 +1077,10 @@ static int ledger_account(const char *state_dir, const uint64_t *gone, size_t ng
 		size_t before = *dropped;
 		int timed_out = 0;
 		if (scan)
-			r = reconcile_locked(&l, max_ms, dropped, err);
+			r = reconcile(state_dir, &lockfd, &l, max_ms, dropped, err);
 		if (NSH_SCAN_INCOMPLETE(r))
 			timed_out = -ETIMEDOUT, r = 0;
+		rewrite |= drop_dead_creators(&l); /* read again after a scan */
 		rewrite |= *dropped > before;
 		if (r == 0 && (rewrite || worth_rewrite(&l)))
 			r = ledger_rewrite(state_dir, &l, err);

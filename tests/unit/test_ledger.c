@@ -15,8 +15,10 @@
 #include <string.h>
 #include <sched.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -262,7 +264,7 @@ static int torn_teardown(void **state)
 {
 	(void)state;
 	for (int i = 0; i < 2; i++) {
-		if (strchr(torn_dirs[i], 'X'))
+		if (strcmp(torn_dirs[i], "/tmp/nshash-unit-torn-XXXXXX") == 0)
 			continue; /* not made */
 		remove_dir(torn_dirs[i]);
 		strcpy(torn_dirs[i], "/tmp/nshash-unit-torn-XXXXXX");
@@ -399,6 +401,68 @@ static void test_inode_reuse(void **state)
 	in_child(inode_reuse_child);
 }
 
+/* A budget scan cut by its time limit goes on where it stopped: records
+ * of netns that are gone are dropped without a gc even when no scan ever
+ * ends within the limit (here 1 ms, with a process holding 20000 fds, the
+ * last one a netns that only that fd keeps).  Records without file
+ * handles, as older kernels write them, need the scan.  Needs root. */
+static int cut_scan_child(const char *dir)
+{
+	int home = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC), pfd[2];
+	if (home < 0 || pipe(pfd) < 0)
+		return 2;
+	pid_t holder = fork();
+	if (holder == 0) {
+		struct rlimit rl;
+		getrlimit(RLIMIT_NOFILE, &rl);
+		rl.rlim_cur = rl.rlim_max > 20000 ? 20000 : rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		int nfd = unshare(CLONE_NEWNET) == 0 ? open("/proc/self/ns/net", O_RDONLY) : -1;
+		struct stat st;
+		if (nfd < 0 || fstat(nfd, &st) < 0 || setns(home, CLONE_NEWNET) < 0 ||
+		    dup2(nfd, (int)rl.rlim_cur - 1) < 0)
+			_exit(1);
+		close(nfd);
+		while (open("/dev/null", O_RDONLY) >= 0) {
+		}
+		unsigned long long ino = st.st_ino;
+		if (write(pfd[1], &ino, sizeof(ino)) != sizeof(ino))
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	unsigned long long ino = 0;
+	if (read(pfd[0], &ino, sizeof(ino)) != sizeof(ino))
+		return 3;
+	char text[256];
+	snprintf(text, sizeof(text),
+		 "N " ID1 " 32768 4096 0 12345 - 1 -\n" /* no netns has inode 12345 */
+		 "N " ID2 " 1024 128 0 %llu - 1 -\n",	/* held by the fd */
+		 ino);
+	write_file(dir, "ledger", text);
+	int cut = 0, rc = 4;
+	struct nshash_table_usage u = {0};
+	for (int i = 0; i < 3000 && u.bytes != 1024; i++) {
+		size_t dropped;
+		struct nshash_error err = {0};
+		int r = nsh_ledger_reconcile(dir, NULL, 0, 1, &dropped, &u, &err);
+		if (r < 0 && r != -ETIMEDOUT)
+			break;
+		cut += r == -ETIMEDOUT;
+	}
+	if (u.bytes == 1024 && u.netns == 1)
+		rc = cut > 1 ? 0 : 5; /* it took more than one part */
+	kill(holder, SIGKILL);
+	waitpid(holder, NULL, 0);
+	return rc;
+}
+
+static void test_cut_scan_goes_on(void **state)
+{
+	(void)state;
+	in_child(cut_scan_child);
+}
+
 /* nshash_reclaim's rate limit needs no privilege: a dir with no pins. */
 static void test_reclaim_rate_limit(void **state)
 {
@@ -462,6 +526,7 @@ int main(void)
 	    cmocka_unit_test_teardown(test_torn_line_repaired, torn_teardown),
 	    cmocka_unit_test(test_short_write_undone),
 	    cmocka_unit_test(test_inode_reuse),
+	    cmocka_unit_test(test_cut_scan_goes_on),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
