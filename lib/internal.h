@@ -113,6 +113,19 @@ struct nsh_scan_item {
  * -EACCES when some process's sources could not be read and items are
  * left, or -errno when /proc cannot be read. */
 int nsh_netns_scan(struct nsh_scan_item *items, size_t n, bool skip_self, unsigned max_ms);
+/* A scan is two passes over /proc in pid order (threads, then fds and
+ * mounts); a position in it: */
+struct nsh_scan_pos {
+	unsigned pass; /* 0 threads, 1 fds and mounts, 2 done */
+	pid_t pid;     /* the first process of that pass not fully seen */
+	unsigned sub;  /* of its threads, fds and mount lines, those seen */
+};
+/* The same scan from *pos on (NULL: from the start); *pos becomes where a
+ * scan cut by max_ms stopped (-ETIMEDOUT), {2, 0} when it got to the end.
+ * An item not found by scans that together cover the whole sequence was
+ * held by nothing the moment each part looked (see ledger.c). */
+int nsh_netns_scan_from(struct nsh_scan_item *items, size_t n, bool skip_self, unsigned max_ms,
+			struct nsh_scan_pos *pos);
 /* The scan could not see everything (time limit, or -EACCES: a process's
  * /proc could not be read, e.g. without CAP_SYS_PTRACE): whatever it did
  * not find may still be held. */
@@ -127,6 +140,7 @@ struct nsh_record {
 	uint64_t bytes;
 	struct nshash_sizes sizes; /* effective */
 	uint64_t ino;		   /* N */
+	uint64_t ctime_ns;	   /* N: its nsfs inode's ctime at commit, 0 = unknown */
 	int handle_type;	   /* N: nsfs file handle (name_to_handle_at), */
 	unsigned handle_len;	   /* 0 = none: opening it tells whether the */
 	unsigned char handle[32];  /* netns still exists (ESTALE when gone) */
@@ -144,6 +158,15 @@ struct nsh_ledger {
 	size_t lines; /* lines in the file, live or not */
 	size_t base;  /* records at the last rewrite (its "H COUNT" line) */
 	char *text;
+	/* The last "S TIME PASS PID SUB ID..." line: a budget scan cut by its time
+	 * limit at that position (CLOCK_BOOTTIME seconds TIME), with the ids
+	 * of the records it had not found held yet (ids: "ID ID ...", "" none). */
+	struct {
+		int64_t time;
+		struct nsh_scan_pos pos;
+		const char *ids;
+	} scan;
+	char *scan_buf; /* owns scan.ids when made here, not parsed */
 };
 /* Parse ledger text in place (lines are NUL-terminated); the last event
  * of each id wins.  -ENOMEM or 0; free with nsh_ledger_free. */

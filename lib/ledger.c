@@ -4,13 +4,16 @@
  *
  * One line per event, appended under the state lock:
  *   R ID BYTES TCP UDP PID START TIME PIN   a budgeted creation under way
- *   N ID BYTES TCP UDP INO FH TIME PIN      a sized netns (nsfs inode INO, file
+ *   N ID BYTES TCP UDP INO@CT FH TIME PIN   a sized netns (nsfs inode INO with
+ *                                           ctime CT in ns, "@CT" optional; file
  *                                           handle FH = TYPE.HEX or "-")
  *   X ID                                    cancelled / gone
  *   H COUNT                                 first line of a rewritten file:
  *                                           COUNT records were live then
  * The last line of an ID is its state.  PIN is the rest of the line ("-" =
- * none); PID/START (the creator's start time, /proc/PID/stat field 22)
+ * none); a line is a record only when whole and valid (a writer killed
+ * mid-append leaves a last line without its newline: ignored, and closed
+ * by the next append; see append_line); PID/START (the creator's start time, /proc/PID/stat field 22)
  * tell a creator that died from a live one without trusting pid reuse.
  *
  * A creation under a budget reserves before the netns is made, so parallel
@@ -40,6 +43,7 @@
 #define LEDGER_SLACK	  64	      /* dead lines tolerated before a rewrite */
 #define LEDGER_SCAN_MS	  1000	      /* a creator waits at most this for a /proc scan */
 #define LEDGER_LINE_GUESS 256	      /* bytes per line, for the append path's size check */
+#define LEDGER_RESUME_S	  60	      /* a cut scan is gone on with within this */
 
 uint64_t nshash_sizes_bytes(struct nshash_sizes eff)
 {
@@ -81,6 +85,20 @@ static bool word_field(char **p, char *out, size_t len)
 	out[n] = '\0';
 	*p = sp ? sp + 1 : s + n;
 	return true;
+}
+
+/* "INO" or "INO@CTIME" (the nsfs inode's ctime in ns, written since the
+ * inode number alone is reused: see pinned_at). */
+static bool ino_field(char **p, uint64_t *ino, uint64_t *ctime_ns)
+{
+	char *at = strchr(*p, '@'), *sp = strchr(*p, ' ');
+	*ctime_ns = 0;
+	if (!at || (sp && sp < at))
+		return u64_field(p, ino);
+	*at = ' '; /* "INO CTIME": two number fields */
+	bool ok = u64_field(p, ino) && u64_field(p, ctime_ns) && *ctime_ns;
+	*at = '@';
+	return ok;
 }
 
 /* "TYPE.HEX" (an nsfs file handle) or "-". */
@@ -133,7 +151,8 @@ static bool parse_line(char *line, struct nsh_record *r)
 	if (r->kind == 'X')
 		return *p == '\0';
 	uint64_t tcp, udp, a, b = 0, t;
-	if (!u64_field(&p, &r->bytes) || !u64_field(&p, &tcp) || !u64_field(&p, &udp) || !u64_field(&p, &a) ||
+	if (!u64_field(&p, &r->bytes) || !u64_field(&p, &tcp) || !u64_field(&p, &udp) ||
+	    !(r->kind == 'N' ? ino_field(&p, &a, &r->ctime_ns) : u64_field(&p, &a)) ||
 	    (r->kind == 'R' && !u64_field(&p, &b)) || (r->kind == 'N' && !handle_field(&p, r)) || !u64_field(&p, &t) ||
 	    !*p)
 		return false;
@@ -154,6 +173,31 @@ static bool parse_line(char *line, struct nsh_record *r)
 	}
 	r->time = (int64_t)t;
 	r->pin = strcmp(p, "-") == 0 ? "" : p;
+	return true;
+}
+
+/* "S TIME PASS PID SUB [ID ID ...]": where a cut budget scan stopped. */
+static bool parse_scan(char *line, struct nsh_ledger *l)
+{
+	if (line[0] != 'S' || line[1] != ' ')
+		return false;
+	char *p = line + 2;
+	uint64_t t, pass, pid, sub;
+	if (!u64_field(&p, &t) || !u64_field(&p, &pass) || !u64_field(&p, &pid) || !u64_field(&p, &sub) ||
+	    t > INT64_MAX || pass > 2 || pid > INT32_MAX || sub > UINT32_MAX)
+		return false;
+	for (const char *q = p; *q; q += NSH_LEDGER_ID_LEN + 1) {
+		for (int k = 0; k < NSH_LEDGER_ID_LEN; k++)
+			if (!((q[k] >= '0' && q[k] <= '9') || (q[k] >= 'a' && q[k] <= 'f')))
+				return false;
+		if (q[NSH_LEDGER_ID_LEN] == '\0')
+			break;
+		if (q[NSH_LEDGER_ID_LEN] != ' ')
+			return false;
+	}
+	l->scan.time = (int64_t)t;
+	l->scan.pos = (struct nsh_scan_pos){(unsigned)pass, (pid_t)pid, (unsigned)sub};
+	l->scan.ids = p;
 	return true;
 }
 
@@ -223,7 +267,9 @@ int nsh_ledger_parse(char *text, size_t len, struct nsh_ledger *l)
 		char tail;
 		if (l->lines == 1 && sscanf(text + i, "H %llu%c", &base, &tail) == 1) {
 			l->base = base > SIZE_MAX / 4 ? SIZE_MAX / 4 : (size_t)base;
-		} else if (strlen(text + i) == end - i && parse_line(text + i, &r)) {
+		} else if (strlen(text + i) != end - i || parse_scan(text + i, l)) {
+			/* a NUL inside: not a line of ours; or the last cut scan */
+		} else if (parse_line(text + i, &r)) {
 			if (l->n == cap) {
 				cap = cap ? 2 * cap : 64;
 				struct nsh_record *v = realloc(l->v, cap * sizeof(*v));
@@ -262,6 +308,7 @@ void nsh_ledger_free(struct nsh_ledger *l)
 {
 	free(l->v);
 	free(l->text);
+	free(l->scan_buf);
 	memset(l, 0, sizeof(*l));
 }
 
@@ -324,22 +371,50 @@ static int ledger_load(const char *state_dir, struct nsh_ledger *l, struct nshas
 	return 0;
 }
 
-/* Append one line; *size (optional) = the file's size afterwards. */
+/* Under the lock: append one line; *size (optional) = the file's size
+ * afterwards.  The file must end with a whole line before and after:
+ * - a last line left without its newline (a writer killed inside its
+ *   write, or a failed write whose undo failed too) is closed first with a
+ *   "\n", so it stays a line of its own (a record only if what was written
+ *   of it is a whole valid record, see nsh_ledger_parse) and never
+ *   swallows this one;
+ * - a short write is continued; a write that fails (ENOSPC on a full /run)
+ *   is undone: the file is cut back to its size before, and the caller
+ *   fails (a creation is cancelled). */
 static int append_line(const char *state_dir, const char *line, off_t *size, struct nshash_error *err)
 {
 	char path[PATH_MAX];
 	int r = ledger_path(state_dir, "ledger", path, sizeof(path), err);
 	if (r < 0)
 		return r;
-	cleanup_close int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	cleanup_close int fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return nshash_error_set(err, errno, "open ledger %s: %s", path, strerror(errno));
-	size_t len = strlen(line);
-	ssize_t w = write(fd, line, len);
-	if (w != (ssize_t)len)
-		return nshash_error_set(err, w < 0 ? errno : EIO, "append to ledger %s: %s", path,
-					w < 0 ? strerror(errno) : "short write");
 	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return nshash_error_set(err, EINVAL, "ledger %s: not a regular file", path);
+	char buf[PATH_MAX + 258], last = '\n';
+	size_t len = 0, n = strlen(line);
+	if (st.st_size > 0 && (pread(fd, &last, 1, st.st_size - 1) != 1 || last != '\n'))
+		buf[len++] = '\n';
+	if (n > sizeof(buf) - len)
+		return nshash_error_set(err, EINVAL, "append to ledger %s: line too long", path);
+	memcpy(buf + len, line, n);
+	len += n;
+	for (size_t done = 0; done < len;) {
+		ssize_t w = write(fd, buf + done, len - done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			int e = w < 0 ? errno : EIO;
+			if (done && ftruncate(fd, st.st_size) < 0) {
+				/* left torn: the next append closes the line */
+			}
+			return nshash_error_set(err, e, "append to ledger %s: %s%s", path, strerror(e),
+						done ? " (after a short write, undone)" : "");
+		}
+		done += (size_t)w;
+	}
 	if (size)
 		*size = fstat(fd, &st) == 0 ? st.st_size : 0;
 	return 0;
@@ -359,8 +434,14 @@ static void format_record(const struct nsh_record *r, char *buf, size_t len)
 			for (unsigned i = 0; i < r->handle_len && n > 0 && (size_t)n + 3 <= sizeof(fh); i++)
 				n += snprintf(fh + n, sizeof(fh) - (size_t)n, "%02x", r->handle[i]);
 		}
-		snprintf(buf, len, "N %s %llu %u %u %llu %s %lld %s\n", r->id, (unsigned long long)r->bytes,
-			 r->sizes.tcp, r->sizes.udp, (unsigned long long)r->ino, fh, (long long)r->time, pin);
+		char ino[48];
+		if (r->ctime_ns)
+			snprintf(ino, sizeof(ino), "%llu@%llu", (unsigned long long)r->ino,
+				 (unsigned long long)r->ctime_ns);
+		else
+			snprintf(ino, sizeof(ino), "%llu", (unsigned long long)r->ino);
+		snprintf(buf, len, "N %s %llu %u %u %s %s %lld %s\n", r->id, (unsigned long long)r->bytes,
+			 r->sizes.tcp, r->sizes.udp, ino, fh, (long long)r->time, pin);
 	}
 }
 
@@ -385,13 +466,16 @@ static int ledger_rewrite(const char *state_dir, struct nsh_ledger *l, struct ns
 	for (size_t i = 0; i < l->n; i++)
 		kept += !l->v[i].drop;
 	fprintf(f, "H %zu\n", kept);
+	if (l->scan.ids && *l->scan.ids && l->scan.pos.pass < 2) /* a cut scan to go on with */
+		fprintf(f, "S %lld %u %d %u %s\n", (long long)l->scan.time, l->scan.pos.pass, (int)l->scan.pos.pid,
+			l->scan.pos.sub, l->scan.ids);
 	for (size_t i = 0; i < l->n; i++) {
 		if (l->v[i].drop)
 			continue;
 		format_record(&l->v[i], line, sizeof(line));
 		fputs(line, f);
 	}
-	if (fclose(f) != 0 || rename(tmp, path) < 0) {
+	if (ferror(f) | (fclose(f) != 0) || rename(tmp, path) < 0) {
 		int e = errno;
 		unlink(tmp);
 		return nshash_error_set(err, e, "write ledger %s: %s", path, strerror(e));
@@ -435,12 +519,33 @@ static uint64_t own_start(pid_t pid)
 	return cached_start;
 }
 
-/* Its pin still holds its netns (the cheap proof of life). */
+/* Its pin still holds its netns (the cheap proof of life, one syscall).
+ * The inode number alone proves nothing: nsfs inode numbers are reused
+ * (lowest free id), and a new netns pinned at the same path often gets the
+ * number of a dead one.  With a file handle (a 64-bit namespace id, never
+ * reused) the pin's handle must be the recorded one.  Without one (older
+ * kernels) the pin's inode must also have the recorded ctime: the nsfs
+ * inode is made (ctime = now) when the netns is first opened and lives as
+ * long as an fd or a mount holds it, so from the creator's fd to its pin
+ * the ctime stays, and a new netns has a new inode with a new ctime.  No
+ * match is no proof either way: the handle or a /proc scan decides. */
 static bool pinned_at(const struct nsh_record *r)
 {
+	if (!r->pin || r->pin[0] != '/')
+		return false;
+	if (r->handle_len) {
+		struct {
+			struct file_handle fh;
+			unsigned char bytes[sizeof(r->handle)];
+		} h = {.fh.handle_bytes = sizeof(r->handle)};
+		int mount_id;
+		return name_to_handle_at(AT_FDCWD, r->pin, &h.fh, &mount_id, 0) == 0 &&
+		       h.fh.handle_type == r->handle_type && h.fh.handle_bytes == r->handle_len &&
+		       memcmp(h.fh.f_handle, r->handle, r->handle_len) == 0;
+	}
 	struct stat st;
-	return r->pin && r->pin[0] == '/' && stat(r->pin, &st) == 0 && (uint64_t)st.st_ino == r->ino &&
-	       major(st.st_dev) == 0;
+	return r->ctime_ns && stat(r->pin, &st) == 0 && (uint64_t)st.st_ino == r->ino && major(st.st_dev) == 0 &&
+	       (uint64_t)st.st_ctim.tv_sec * 1000000000u + (uint64_t)st.st_ctim.tv_nsec == r->ctime_ns;
 }
 
 /* Does the netns of an N record still exist?  Its nsfs file handle says
@@ -547,36 +652,170 @@ static int collect_unverified(struct nsh_ledger *l, struct nsh_scan_item **items
 	return (int)n;
 }
 
-/* Under the lock: scan for the unverified records and drop the gone ones.
- * A scan longer than max_ms (0 = no limit) drops nothing: -ETIMEDOUT. */
-static int reconcile_locked(struct nsh_ledger *l, unsigned max_ms, size_t *dropped, struct nshash_error *err)
+static int64_t boot_seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (int64_t)ts.tv_sec;
+}
+
+/* Is id one of "ID ID ..." (validated by the parser, or made here)? */
+static bool id_listed(const char *ids, const char *id)
+{
+	for (const char *p = ids; p && *p; p += NSH_LEDGER_ID_LEN + (p[NSH_LEDGER_ID_LEN] == ' '))
+		if (strncmp(p, id, NSH_LEDGER_ID_LEN) == 0)
+			return true;
+	return false;
+}
+
+/* What was known of an N record before the lock was let go. */
+struct verdict {
+	char id[NSH_LEDGER_ID_LEN + 1];
+	uint64_t ino;
+	bool drop, checked;
+	int item; /* its scan item, -1 none */
+};
+
+static int cmp_verdict(const void *a, const void *b)
+{
+	return strcmp(((const struct verdict *)a)->id, ((const struct verdict *)b)->id);
+}
+
+/* Under the lock: record where a cut scan stopped (and for which records),
+ * or that none is to be gone on with (ids ""). */
+static int note_scan(const char *state_dir, struct nsh_ledger *l, struct nsh_scan_pos pos, const char *ids,
+		     struct nshash_error *err)
+{
+	size_t len = strlen(ids) + 64;
+	char *line = malloc(len);
+	if (!line)
+		return nshash_error_set(err, ENOMEM, "reconcile the table ledger: out of memory");
+	int n = snprintf(line, len, "S %lld %u %d %u %s\n", (long long)boot_seconds(), pos.pass, (int)pos.pid,
+			 pos.sub, ids);
+	int r = append_line(state_dir, line, NULL, err);
+	line[n - 1] = '\0';
+	free(l->scan_buf);
+	l->scan_buf = line;
+	l->scan.time = boot_seconds();
+	l->scan.pos = pos;
+	l->scan.ids = line + n - 1 - strlen(ids);
+	return r;
+}
+
+/* Under the lock (*lockfd), on a loaded ledger *l: drop the N records
+ * whose netns is gone.  The pin or the file handle tell in a syscall each;
+ * what they cannot tell (no handle: kernels before nsfs file handles) only
+ * a /proc scan can, and the scan runs with the lock let go, so creators go
+ * on meanwhile.  Then the lock is taken again, *l read again, and what was
+ * found applies to the records still there (same id, same inode); records
+ * added meanwhile are not judged.  A record the scan found held by nothing
+ * is dropped if its pin does not hold it now either (a creator binds its
+ * pin before it closes its fd: a netns that moved from the fd to the pin
+ * while the scan ran shows here).
+ *
+ * A scan longer than max_ms (0 = no limit) is cut: what it did not find
+ * keeps counting (-ETIMEDOUT), and where it got to is recorded with the
+ * ids of those records (an "S" line).  The next reconcile within
+ * LEDGER_RESUME_S goes on from there for them, so a scan that cannot end
+ * within max_ms still ends, in parts, and their records go without a gc.
+ * (A netns handed, between two parts, from a process not yet looked at to
+ * one already looked at, the first then gone, is missed: as it would be
+ * within one scan, only with the pause in between.) */
+static int reconcile(const char *state_dir, int *lockfd, struct nsh_ledger *l, unsigned max_ms, size_t *dropped,
+		     struct nshash_error *err)
 {
 	cleanup_free struct nsh_scan_item *items = NULL;
 	cleanup_free size_t *index = NULL;
 	int n = collect_unverified(l, &items, &index, dropped);
-	if (n < 0)
-		return nshash_error_set(err, -n, "reconcile the table ledger: %s", strerror(-n));
-	int r = n ? nsh_netns_scan(items, (size_t)n, false, max_ms) : 0;
-	if (r == -ETIMEDOUT)
+	if (n <= 0)
+		return n < 0 ? nshash_error_set(err, -n, "reconcile the table ledger: %s", strerror(-n)) : 0;
+	/* Go on with a cut scan (its records first), else start one. */
+	struct nsh_scan_pos pos = {0, 0, 0};
+	int64_t age = boot_seconds() - l->scan.time;
+	size_t m = 0;
+	if (l->scan.ids && *l->scan.ids && l->scan.pos.pass < 2 && age >= 0 && age <= LEDGER_RESUME_S)
+		for (int i = 0; i < n; i++)
+			if (id_listed(l->scan.ids, l->v[index[i]].id)) {
+				struct nsh_scan_item it = items[m];
+				size_t x = index[m];
+				items[m] = items[i], index[m] = index[i];
+				items[i] = it, index[i] = x;
+				m++;
+			}
+	if (m)
+		pos = l->scan.pos;
+	else
+		m = (size_t)n;
+	bool had_scan = l->scan.ids && *l->scan.ids;
+	cleanup_free struct verdict *v = calloc(l->n, sizeof(*v));
+	if (!v)
+		return nshash_error_set(err, ENOMEM, "reconcile the table ledger: out of memory");
+	size_t nv = 0;
+	for (size_t i = 0; i < l->n; i++) {
+		const struct nsh_record *r = &l->v[i];
+		if (r->kind != 'N')
+			continue;
+		int item = -1;
+		for (size_t k = 0; k < m; k++)
+			if (index[k] == i)
+				item = (int)k;
+		v[nv] = (struct verdict){.ino = r->ino, .drop = r->drop, .checked = r->checked, .item = item};
+		memcpy(v[nv++].id, r->id, sizeof(r->id));
+	}
+	qsort(v, nv, sizeof(*v), cmp_verdict);
+	nsh_ledger_free(l);
+	close(*lockfd);
+	*lockfd = -1;
+	int sr = nsh_netns_scan_from(items, m, false, max_ms, &pos);
+	int r = nsh_lock_state(state_dir, lockfd, err);
+	if (r == 0)
+		r = ledger_load(state_dir, l, err);
+	if (r < 0)
+		return r;
+	bool complete = sr >= 0;
+	size_t idlen = 0;
+	cleanup_free char *ids = calloc(m, NSH_LEDGER_ID_LEN + 1);
+	for (size_t i = 0; i < l->n; i++) {
+		struct nsh_record *rec = &l->v[i];
+		struct verdict key = {.item = -1};
+		memcpy(key.id, rec->id, sizeof(key.id));
+		struct verdict *f = rec->kind == 'N' ? bsearch(&key, v, nv, sizeof(*v), cmp_verdict) : NULL;
+		if (!f || f->ino != rec->ino)
+			continue;
+		rec->drop |= f->drop;
+		rec->checked |= f->checked;
+		if (f->item < 0 || rec->drop)
+			continue;
+		if (items[f->item].held) {
+			rec->checked = true;
+		} else if (complete) {
+			rec->checked = true;
+			if (!pinned_at(rec)) {
+				rec->drop = true;
+				(*dropped)++;
+			}
+		} else if (sr == -ETIMEDOUT && ids) {
+			if (idlen)
+				ids[idlen++] = ' ';
+			memcpy(ids + idlen, rec->id, NSH_LEDGER_ID_LEN);
+			idlen += NSH_LEDGER_ID_LEN;
+		}
+	}
+	if (sr == -ETIMEDOUT && idlen)
+		r = note_scan(state_dir, l, pos, ids, err);
+	else if (had_scan)
+		r = note_scan(state_dir, l, (struct nsh_scan_pos){2, 0, 0}, "", err); /* ended */
+	if (r < 0)
+		return r;
+	if (sr == -ETIMEDOUT)
 		return nshash_error_set(err, ETIMEDOUT,
 					"reconcile the table ledger: the /proc scan took longer than %u ms", max_ms);
-	if (r == -EACCES) /* what could not be seen keeps counting */
+	if (sr == -EACCES) /* what could not be seen keeps counting */
 		return nshash_error_set(err, EACCES,
 					"reconcile the table ledger: some processes' /proc could not be read "
 					"(needs CAP_SYS_PTRACE)");
-	if (r < 0)
-		return nshash_error_set(err, -r, "reconcile the table ledger: read /proc: %s", strerror(-r));
-	for (int k = 0; k < n; k++) {
-		struct nsh_record *rec = &l->v[index[k]];
-		rec->checked = true;
-		/* Not held during the scan, and still not pinned after it: a
-		 * creator binds its pin before it closes its fd, so a netns that
-		 * moved from the fd to the pin while the scan ran shows here. */
-		if (!items[k].held && !pinned_at(rec)) {
-			rec->drop = true;
-			(*dropped)++;
-		}
-	}
+	if (sr < 0)
+		return nshash_error_set(err, -sr, "reconcile the table ledger: read /proc: %s", strerror(-sr));
 	return 0;
 }
 
@@ -600,11 +839,11 @@ static bool grown(const struct nsh_ledger *l)
 }
 
 /* Under the lock, on a loaded ledger: reconcile and rewrite. */
-static int compact_locked(const char *state_dir, struct nsh_ledger *l, struct nshash_error *err)
+static int compact(const char *state_dir, int *lockfd, struct nsh_ledger *l, struct nshash_error *err)
 {
 	size_t dropped = 0;
+	int r = reconcile(state_dir, lockfd, l, LEDGER_SCAN_MS, &dropped, err);
 	drop_dead_creators(l);
-	int r = reconcile_locked(l, LEDGER_SCAN_MS, &dropped, err);
 	return r < 0 && !NSH_SCAN_INCOMPLETE(r) ? r : ledger_rewrite(state_dir, l, err);
 }
 
@@ -674,13 +913,14 @@ int nsh_ledger_reserve(const char *state_dir, struct nshash_sizes eff, uint64_t 
 		/* Only now is it worth a look: records whose pins are gone may
 		 * still count (a process holds the netns) or not. */
 		size_t dropped = 0;
-		r = reconcile_locked(&l, LEDGER_SCAN_MS, &dropped, err);
+		r = reconcile(state_dir, &lockfd, &l, LEDGER_SCAN_MS, &dropped, err);
 		if (NSH_SCAN_INCOMPLETE(r))
 			r = 0; /* what could not be checked keeps counting */
 		if (r < 0) {
 			nsh_ledger_free(&l);
 			return nshash_error_prefix(err, "table memory budget");
 		}
+		drop_dead_creators(&l); /* read again */
 		usage_of(&l, true, &u);
 	}
 	bool over = u.bytes + t->bytes > max || t->bytes > max;
@@ -732,8 +972,10 @@ static bool ledger_looks_grown(const char *state_dir, off_t size)
 static void record_identity(int nsfd, struct nsh_record *rec)
 {
 	struct stat st;
-	if (fstat(nsfd, &st) == 0)
+	if (fstat(nsfd, &st) == 0) {
 		rec->ino = st.st_ino;
+		rec->ctime_ns = (uint64_t)st.st_ctim.tv_sec * 1000000000u + (uint64_t)st.st_ctim.tv_nsec;
+	}
 	struct {
 		struct file_handle fh;
 		unsigned char bytes[sizeof(rec->handle)];
@@ -784,7 +1026,7 @@ int nsh_ledger_commit(const char *state_dir, struct nsh_ticket *t, struct nshash
 	if (ledger_looks_grown(state_dir, size)) {
 		struct nsh_ledger l;
 		if (ledger_load(state_dir, &l, NULL) == 0)
-			compact_locked(state_dir, &l, NULL);
+			compact(state_dir, &lockfd, &l, NULL);
 		nsh_ledger_free(&l);
 	}
 	return 0;
@@ -835,9 +1077,10 @@ static int ledger_account(const char *state_dir, const uint64_t *gone, size_t ng
 		size_t before = *dropped;
 		int timed_out = 0;
 		if (scan)
-			r = reconcile_locked(&l, max_ms, dropped, err);
+			r = reconcile(state_dir, &lockfd, &l, max_ms, dropped, err);
 		if (NSH_SCAN_INCOMPLETE(r))
 			timed_out = -ETIMEDOUT, r = 0;
+		rewrite |= drop_dead_creators(&l); /* read again after a scan */
 		rewrite |= *dropped > before;
 		if (r == 0 && (rewrite || worth_rewrite(&l)))
 			r = ledger_rewrite(state_dir, &l, err);

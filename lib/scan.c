@@ -38,6 +38,10 @@ struct scan {
 	dev_t nsfs_dev;	  /* the device of every namespace inode */
 	uint64_t *mntns;  /* mount namespaces whose mount table was read */
 	int64_t deadline; /* nsh_monotonic_ms(); 0 = none */
+	pid_t from, at;	  /* the first pid the pass looks at; the one it is at */
+	unsigned skip;	  /* entries of `from` seen by an earlier part: not again */
+	unsigned seen;	  /* entries (threads, fds, mount lines) of `at` looked at */
+	unsigned looked;  /* entries looked at (not skipped): a part ends only after some */
 	unsigned ticks;
 	bool expired;
 	bool can_ptrace; /* CAP_SYS_PTRACE: every process's /proc is ours to read */
@@ -57,14 +61,28 @@ static void failed_look(struct scan *s)
 }
 
 /* Something left to find, and time left (the clock is read every 256
- * steps: a process with a million fds must not hold a hook up). */
+ * steps: a process with a million fds must not hold a hook up; and not
+ * before 256 looks, so that a scan going on where one stopped gets on). */
 static bool go_on(struct scan *s)
 {
 	if (!s->left || s->expired)
 		return false;
-	if (s->deadline > 0 && (++s->ticks & 255) == 0 && nsh_monotonic_ms() > s->deadline)
+	if (s->deadline > 0 && s->looked >= 256 && (++s->ticks & 255) == 0 && nsh_monotonic_ms() > s->deadline)
 		s->expired = true;
 	return !s->expired;
+}
+
+/* An entry of the process a cut scan stopped in, seen by that part: skip
+ * it; else count it as seen (where the next part goes on). */
+static bool skipped(struct scan *s)
+{
+	if (s->skip) {
+		s->skip--;
+		return true;
+	}
+	s->seen++;
+	s->looked++;
+	return false;
 }
 
 static int cmp_slot(const void *a, const void *b)
@@ -152,7 +170,7 @@ static void scan_links(struct scan *s, pid_t pid, unsigned source)
 	}
 	struct dirent *de;
 	while (go_on(s) && (de = readdir(d))) {
-		if (!isdigit((unsigned char)de->d_name[0]))
+		if (!isdigit((unsigned char)de->d_name[0]) || skipped(s))
 			continue;
 		if (source == NSH_SCAN_FDS) {
 			/* An fd opened through a pin reads as the pin's path, not
@@ -210,6 +228,8 @@ static void scan_mounts(struct scan *s, pid_t pid)
 	char *line = NULL;
 	size_t cap = 0;
 	while (go_on(s) && getline(&line, &cap, f) > 0) {
+		if (skipped(s))
+			continue;
 		/* Fields: id parent major:minor root mountpoint ... */
 		char *root = line;
 		for (int i = 0; i < 3 && root; i++) {
@@ -246,8 +266,12 @@ static int scan_pass(struct scan *s, unsigned sources)
 		if (!isdigit((unsigned char)de->d_name[0]))
 			continue;
 		pid_t pid = (pid_t)atoi(de->d_name);
-		if (pid == s->self && (s->flags & NSH_SCAN_SKIP_SELF))
+		if (pid < s->from || (pid == s->self && (s->flags & NSH_SCAN_SKIP_SELF)))
 			continue;
+		s->at = pid; /* /proc lists processes in pid order */
+		s->looked++;
+		s->seen = pid == s->from ? s->skip : 0;
+		s->skip = pid == s->from ? s->skip : 0;
 		char path[64];
 		if (sources & NSH_SCAN_LEADERS) {
 			snprintf(path, sizeof(path), "%d/ns/net", (int)pid);
@@ -265,6 +289,12 @@ static int scan_pass(struct scan *s, unsigned sources)
 }
 
 int nsh_netns_scan(struct nsh_scan_item *items, size_t n, bool skip_self, unsigned max_ms)
+{
+	return nsh_netns_scan_from(items, n, skip_self, max_ms, NULL);
+}
+
+int nsh_netns_scan_from(struct nsh_scan_item *items, size_t n, bool skip_self, unsigned max_ms,
+			struct nsh_scan_pos *pos)
 {
 	static const unsigned cheap = NSH_SCAN_LEADERS | NSH_SCAN_THREADS, dear = NSH_SCAN_FDS | NSH_SCAN_MOUNTS;
 	struct scan s = {
@@ -301,13 +331,20 @@ int nsh_netns_scan(struct nsh_scan_item *items, size_t n, bool skip_self, unsign
 	if (s.procfd < 0)
 		return -errno;
 	int r = 0;
-	if (s.flags & cheap)
+	unsigned pass = pos ? pos->pass : 0;
+	s.from = s.at = pos && pos->pass < 2 ? pos->pid : 0;
+	s.skip = pos && pos->pass < 2 ? pos->sub : 0;
+	if (pass == 0 && (s.flags & cheap))
 		r = scan_pass(&s, s.flags & cheap);
+	if (pass == 0 && !s.expired)
+		pass = 1, s.from = s.at = 0, s.skip = s.seen = 0;
 	if (r == 0 && s.left && (s.flags & dear))
 		r = scan_pass(&s, s.flags & dear);
 	close(s.procfd);
 	free(s.mntns);
 	size_t found = n - s.left;
+	if (pos) /* where to go on: the process it was at is looked at again */
+		*pos = s.expired ? (struct nsh_scan_pos){pass, s.at, s.seen} : (struct nsh_scan_pos){2, 0, 0};
 	if (r == 0 && s.expired)
 		r = -ETIMEDOUT;
 	else if (r == 0 && s.denied && s.left)

@@ -30,6 +30,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			for (size_t j = i + 1; j < l.n; j++)
 				CHECK(strcmp(r->id, l.v[j].id) != 0);
 		}
+		/* a cut scan's ids: whole ids, inside the text */
+		CHECK(!l.scan.ids || (l.scan.ids >= text && l.scan.ids <= text + size &&
+				      (strlen(l.scan.ids) + 1) % (NSH_LEDGER_ID_LEN + 1) <= 1));
 		free(l.v);
 	}
 	free(text);

@@ -5,7 +5,8 @@
 # a budget that admits 10 → exactly 10), every refusal naming the budget,
 # the use and the request; a netns still counts while a thread, an fd or a
 # process holds it after its pin is gone; creators SIGKILLed at random
-# points leave the account right (the next reader or gc reconciles).
+# points leave the account right (the next reader or gc reconciles); a
+# torn last line does not swallow the next record.
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/hard.sh"
 require_root
@@ -176,6 +177,24 @@ ns delete "$PINS/cli-1"
 settled 1
 cni_call ADD "$PINS/pod2" "$(conf)"
 assert_eq "0 4096 1024" "$CNI_RC $(raw_sizes "$PINS/pod2")" "the CLI pin deleted: the pod fits"
+
+# ---------------------------------------------------------------- a torn ledger line
+# A writer killed mid-append (or a failed write on a full /run) leaves the
+# last line without its newline: written here by hand, as the kill leaves
+# it.  The next record must not be glued onto it (it was lost: its netns
+# never counted, and two 96 KiB netns lived under a 96 KiB budget).
+TORN=$(make_state_dir)
+printf 'N 0123456789abcdef %d 4096 1024 40265' $EACH >"$TORN/ledger"
+nt() { nshash --state-dir "$TORN" "$@"; }
+assert_rc 0 "a creation (no budget: its commit only) after a torn last line" -- nt create --tcp 4096 --udp 1024 "$PINS/torn-a"
+assert_eq "N 0123456789abcdef $EACH 4096 1024 40265" "$(head -1 "$TORN/ledger")" "the torn line closed as a line of its own"
+assert_eq "table memory: $EACH bytes (96 KiB) in 1 netns sized by nshash" "$(nt list | tail -1)" \
+	"the record after the torn line counts"
+err=$(nt create --tcp 4096 --udp 1024 --max-table-bytes $EACH "$PINS/torn-b" 2>&1)
+assert_eq "nshash: create netns $PINS/torn-b: table memory budget: maxTableBytes $EACH would be passed: $EACH bytes in use by 1 network namespace(s), this request (tcp 4096, udp 1024) needs $EACH bytes; free some or raise maxTableBytes" \
+	"$err" "a second 96 KiB netns under a 96 KiB budget: refused"
+assert_eq "" "$(ls "$PINS/torn-b" 2>/dev/null)" "the refused creation left no pin"
+nt delete "$PINS/torn-a"
 
 # ---------------------------------------------------------------- the pod's memory cgroup pays
 # runtimeConfig.cgroupPath (containerd's CRI, capability "cgroupPath"): the
