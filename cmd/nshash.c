@@ -114,10 +114,10 @@ static const char delete_usage[] =
 static const char gc_usage[] = "Usage: nshash gc [--max-idle SECONDS] [--stale-age SECONDS] [--dry-run] [-j]\n"
 			       "\n"
 			       "Remove damaged templates, templates unused and spares made --max-idle seconds ago\n"
-			       "(default 3600),\n"
-			       "pin files a crashed creator left unmounted (never one that is a mount point in\n"
-			       "another mount namespace) and container pins no process uses (both claimed\n"
-			       "longer than --stale-age ago, default and floor 60).  Prints each path removed and why;\n"
+			       "(default 3600), pin files a crashed creator left unmounted (never one that is a\n"
+			       "mount point in another mount namespace) and container pins no process uses (both\n"
+			       "claimed longer than --stale-age seconds ago: default 60, and never less than 60).\n"
+			       "Prints each path removed and why;\n"
 			       "--dry-run prints what would go and removes nothing.  `kept` counts what nshash\n"
 			       "owns (templates, container pins, spares) and left in place.\n";
 
@@ -125,9 +125,9 @@ static const char reclaim_usage[] =
     "Usage: nshash reclaim [--stale-age SECONDS] [--interval SECONDS] [--dry-run] [-j]\n"
     "\n"
     "What every hook, wrapper and plugin run does, rate-limited: remove container pins no\n"
-    "thread or open fd holds (claimed longer than --stale-age ago, default and floor 60)\n"
-    "and drop table-ledger\n"
-    "records of netns that are gone.  With --interval, only if no run started within that\n"
+    "thread or open fd holds (claimed longer than --stale-age seconds ago: default 60,\n"
+    "and never less than 60) and drop table-ledger records of netns that are gone.\n"
+    "With --interval, only if no run started within that\n"
     "many seconds (default 0: now).\n";
 
 static const char check_usage[] = "Usage: nshash check [-j]\n"

@@ -453,7 +453,8 @@ int nsh_mounted_elsewhere(const char *const *paths, size_t n, bool *mounted)
 			continue;
 		}
 		size_t i = 0;
-		while (i < nseen && !(seen[i].mnt == mnt.st_ino && seen[i].dev == root.st_dev && seen[i].ino == root.st_ino))
+		while (i < nseen &&
+		       !(seen[i].mnt == mnt.st_ino && seen[i].dev == root.st_dev && seen[i].ino == root.st_ino))
 			i++;
 		if (i < nseen)
 			continue;

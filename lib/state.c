@@ -257,7 +257,8 @@ static const char *gc_verdict(const struct nshash_gc_opts *opts, const struct ns
 		/* An unmounted pin file: a creator died between claiming the
 		 * name and binding, or an old mount vanished.  Leave young
 		 * ones alone: a creator may be working on them right now. */
-		int64_t min_age = opts->stale_min_age < NSHASH_STALE_AGE_MIN ? NSHASH_STALE_AGE_MIN : opts->stale_min_age;
+		int64_t min_age =
+		    opts->stale_min_age < NSHASH_STALE_AGE_MIN ? NSHASH_STALE_AGE_MIN : opts->stale_min_age;
 		int64_t age = stale_pin_age(e->path, now);
 		return age >= 0 && age >= min_age ? "stale pin file" : NULL;
 	}
