@@ -94,15 +94,26 @@ static int claim_run(const char *state_dir, int64_t interval, int *stampfd, bool
  * mount may not be cloned (unbindable), of the nearest mount above that
  * may, provided the dir reached there is the very same (a self-bind, the
  * way nshash and ip-netns make pin dirs).  -errno when neither works. */
-static int open_under(const char *dir, int dfd)
+static int open_under(const char *dir, const struct stat *want)
 {
-	struct stat want, got;
-	if (fstat(dfd, &want) < 0)
+	struct stat got;
+	char real[PATH_MAX], top[PATH_MAX];
+	/* walked up from the real path: a link on the way (/var/run) would
+	 * lead out of the clone */
+	if (!realpath(dir, real))
 		return -errno;
-	char top[PATH_MAX];
+	dir = real;
 	snprintf(top, sizeof(top), "%s", dir);
 	for (;;) {
 		int tree = open_tree(AT_FDCWD, top, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+		/* out of the source's peer group: no pin made meanwhile shows up
+		 * in it (the names are checked to be on the dir's device anyway) */
+		struct mount_attr priv = {.propagation = MS_PRIVATE};
+		if (tree >= 0 && mount_setattr(tree, "", AT_EMPTY_PATH, &priv, sizeof(priv)) < 0) {
+			int e = errno;
+			close(tree);
+			return -e;
+		}
 		if (tree >= 0) {
 			const char *rel = dir + strlen(top);
 			while (*rel == '/')
@@ -113,7 +124,7 @@ static int open_under(const char *dir, int dfd)
 				close(tree);
 			if (fd < 0)
 				return -e;
-			if (fstat(fd, &got) < 0 || got.st_dev != want.st_dev || got.st_ino != want.st_ino) {
+			if (fstat(fd, &got) < 0 || got.st_dev != want->st_dev || got.st_ino != want->st_ino) {
 				close(fd);
 				return -EXDEV; /* another filesystem is mounted on it */
 			}
@@ -138,7 +149,13 @@ static int list_candidates(const char *dir, int64_t min_age, struct pin_candidat
 	if (!d)
 		return errno == ENOENT ? 0 : nshash_error_set(err, errno, "reclaim: list %s: %s", dir, strerror(errno));
 	int dfd = dirfd(d);
-	cleanup_close int under = open_under(dir, dfd);
+	struct stat dir_st;
+	if (fstat(dfd, &dir_st) < 0) {
+		int e = errno;
+		closedir(d);
+		return nshash_error_set(err, e, "reclaim: stat %s: %s", dir, strerror(e));
+	}
+	cleanup_close int under = open_under(dir, &dir_st);
 	if (under < 0) {
 		closedir(d);
 		return nshash_error_set(err, -under, "reclaim: read the claim times under %s: %s (nothing removed)",
@@ -156,9 +173,10 @@ static int list_candidates(const char *dir, int64_t min_age, struct pin_candidat
 		struct stat st, claim;
 		if (de->d_type != DT_REG && de->d_type != DT_UNKNOWN)
 			continue;
-		/* the claimed file itself: not a regular empty file is not ours */
+		/* the claimed file itself, on the dir's filesystem (never a
+		 * mount's nsfs inode): not a regular empty file is not ours */
 		if (fstatat(under, de->d_name, &claim, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(claim.st_mode) ||
-		    claim.st_size != 0)
+		    claim.st_size != 0 || claim.st_dev != dir_st.st_dev)
 			continue;
 		if (now < claim.st_mtime || now - claim.st_mtime < min_age)
 			continue;
