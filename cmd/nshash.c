@@ -114,9 +114,10 @@ static const char delete_usage[] =
 static const char gc_usage[] = "Usage: nshash gc [--max-idle SECONDS] [--stale-age SECONDS] [--dry-run] [-j]\n"
 			       "\n"
 			       "Remove damaged templates, templates unused and spares made --max-idle seconds ago\n"
-			       "(default 3600),\n"
-			       "pin files a crashed creator left unmounted and container pins no process uses\n"
-			       "(both older than --stale-age, default 60).  Prints each path removed and why;\n"
+			       "(default 3600), pin files a crashed creator left unmounted (never one that is a\n"
+			       "mount point in another mount namespace) and container pins no process uses (both\n"
+			       "claimed longer than --stale-age seconds ago: default 60, and never less than 60).\n"
+			       "Prints each path removed and why;\n"
 			       "--dry-run prints what would go and removes nothing.  `kept` counts what nshash\n"
 			       "owns (templates, container pins, spares) and left in place.\n";
 
@@ -124,8 +125,9 @@ static const char reclaim_usage[] =
     "Usage: nshash reclaim [--stale-age SECONDS] [--interval SECONDS] [--dry-run] [-j]\n"
     "\n"
     "What every hook, wrapper and plugin run does, rate-limited: remove container pins no\n"
-    "thread or open fd holds (older than --stale-age, default 60) and drop table-ledger\n"
-    "records of netns that are gone.  With --interval, only if no run started within that\n"
+    "thread or open fd holds (claimed longer than --stale-age seconds ago: default 60,\n"
+    "and never less than 60) and drop table-ledger records of netns that are gone.\n"
+    "With --interval, only if no run started within that\n"
     "many seconds (default 0: now).\n";
 
 static const char check_usage[] = "Usage: nshash check [-j]\n"
@@ -626,11 +628,22 @@ static void gc_removed(const char *path, const char *why, void *ctx)
 	}
 }
 
+/* A --stale-age under the library's floor is raised to it: say so. */
+static void stale_age_note(const struct cli *c)
+{
+	if (c->stale_age < NSHASH_STALE_AGE_MIN)
+		fprintf(stderr,
+			"nshash: --stale-age %lld is below the floor of %d s: pins claimed less than %d s ago are "
+			"kept (a runtime may be about to open them)\n",
+			(long long)c->stale_age, NSHASH_STALE_AGE_MIN, NSHASH_STALE_AGE_MIN);
+}
+
 static int cmd_gc(struct cli *c, int argc, char **argv)
 {
 	(void)argv;
 	if (argc != 0)
 		return fail(EXIT_USAGE, "gc: takes no arguments");
+	stale_age_note(c);
 	struct gc_seen seen = {.json = c->json, .dry_run = c->dry_run, .paths = json_object_new_array()};
 	struct nshash_gc_opts o = {.state_dir = c->state_dir,
 				   .template_max_idle = c->max_idle,
@@ -673,6 +686,7 @@ static int cmd_reclaim(struct cli *c, int argc, char **argv)
 	(void)argv;
 	if (argc != 0)
 		return fail(EXIT_USAGE, "reclaim: takes no arguments");
+	stale_age_note(c);
 	struct nshash_reclaim_opts o = {
 	    .state_dir = c->state_dir, .min_age = c->stale_age, .interval = c->interval, .dry_run = c->dry_run};
 	struct nshash_reclaim_report rep;

@@ -77,7 +77,9 @@ int main(void)
 		nsh_spares_refill(&out.refill);
 	}
 	/* Orphans of containers whose create failed, now that the engine has
-	 * its answer: rate-limited, one stat most of the time. */
+	 * its answer: rate-limited, one stat most of the time.  An ADD makes
+	 * no pin under STATE/pins (it sizes the runtime's own pin at
+	 * CNI_NETNS), so this run's work is never among them. */
 	char msg[1400];
 	if (out.have_config && nsh_reclaim_orphans(out.state_dir, NSHASH_POLICY_DEFAULT_STALE_AGE,
 						   NSHASH_RECLAIM_INTERVAL, msg, sizeof(msg)))

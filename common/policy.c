@@ -132,6 +132,9 @@ static int policy_key(struct nshash_policy *p, const char *key, struct json_obje
 		p->max_table_bytes = (uint64_t)v;
 	} else if (!strcmp(key, "staleAge")) {
 		r = policy_count(val, source, key, 365 * 86400, &p->stale_age, err);
+		/* the floor covers a runtime's open of a pin just handed to it */
+		if (r == 0 && p->stale_age < NSHASH_STALE_AGE_MIN)
+			p->stale_age = NSHASH_STALE_AGE_MIN;
 	} else if (!strcmp(key, "reclaimInterval")) {
 		r = policy_count(val, source, key, 365 * 86400, &p->reclaim_interval, err);
 	} else if (!strcmp(key, "spares")) {

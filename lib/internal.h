@@ -130,6 +130,12 @@ int nsh_netns_scan_from(struct nsh_scan_item *items, size_t n, bool skip_self, u
  * /proc could not be read, e.g. without CAP_SYS_PTRACE): whatever it did
  * not find may still be held. */
 #define NSH_SCAN_INCOMPLETE(r) ((r) == -ETIMEDOUT || (r) == -EACCES)
+/* Which of paths[] (absolute) are mount points in a mount namespace other
+ * than the caller's (any mount on them, read from the mount table of one
+ * process per mount namespace and root): mounted[i].  0, -EACCES when some
+ * process's table could not be read (what is unmarked may be mounted
+ * there), or -errno. */
+int nsh_mounted_elsewhere(const char *const *paths, size_t n, bool *mounted);
 
 /* ledger.c: the table ledger (STATE_DIR/ledger).  A record's pin points
  * into nsh_ledger.text. */

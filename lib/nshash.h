@@ -269,9 +269,18 @@ int nshash_table_usage(const char *state_dir, bool reconcile, struct nshash_tabl
  * the last `interval` seconds (the mtime of STATE_DIR/reclaim.stamp, claimed
  * with a non-blocking flock, so concurrent callers never scan twice); a
  * skipped call costs one stat(2).  One /proc pass serves all pins. */
+/* The floor of every stale age (reclaim's min_age, gc's stale_min_age):
+ * below it a value is taken as this.  It covers the longest legitimate gap
+ * between a pin's claim and its runtime's open (a precreate hook's pin is
+ * opened by `runc create` well under a second later on an idle host,
+ * seconds on a loaded one); it equals the hooks' default staleAge. */
+#define NSHASH_STALE_AGE_MIN 60
 struct nshash_reclaim_opts {
 	const char *state_dir;
-	int64_t min_age;  /* seconds; younger container pins are never orphans */
+	/* Seconds; container pins claimed more recently (the mtime of the file
+	 * under the mount, never the netns's age) are never orphans.  Below
+	 * NSHASH_STALE_AGE_MIN it is NSHASH_STALE_AGE_MIN. */
+	int64_t min_age;
 	int64_t interval; /* seconds between runs; 0 = run now */
 	bool dry_run;
 	/* Longest /proc scan, ms (0 = no limit): fds of processes with millions
@@ -421,7 +430,10 @@ struct nshash_gc_opts {
 	int64_t template_max_idle; /* seconds; templates unused longer, and spares made longer
 				    * ago, are removed; <0 never */
 	int64_t stale_min_age;	   /* seconds; unmounted pin files, and container pins
-				    * no process uses, older than this go */
+				    * no process uses, claimed longer ago than this
+				    * go (at least NSHASH_STALE_AGE_MIN); an unmounted
+				    * file that is a mount point in another mount
+				    * namespace is kept */
 	bool dry_run;
 	/* Called with each path removed (or, under dry_run, that would be) and
 	 * why: "damaged template", "idle template", "idle spare", "stale pin

@@ -9,13 +9,25 @@
  * interval: at most one run per interval scans, everyone else pays a
  * stat(2).  A pin is an orphan when it is older than the stale age and no
  * thread and no open fd of any process holds its netns; one /proc pass
- * decides for all pins at once. */
+ * decides for all pins at once.
+ *
+ * A pin's age is its own: the time its file was claimed (O_EXCL, just
+ * before the bind), never its netns's.  A spare taken for a container is a
+ * netns made minutes earlier, and the nsfs inode the pin shows carries
+ * that netns's times.  The claimed file lies under the mount; a clone of
+ * the pins directory's mount alone (open_tree without AT_RECURSIVE, or of
+ * the mount above when that one is unbindable) shows it, with the mtime it
+ * got when it was created.  Nothing is written on a
+ * container's start for it, and a crash cannot leave it wrong.  Below
+ * NSHASH_STALE_AGE_MIN no age is taken: that is how long a runtime may
+ * legitimately take to open a pin handed to it. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -77,7 +89,57 @@ static int claim_run(const char *state_dir, int64_t interval, int *stampfd, bool
 	return 0;
 }
 
-/* The container pins old enough to be orphans: mounted, nsfs netns. */
+/* An fd on `dir` as it is without anything mounted below it: the dir in a
+ * clone of its own mount alone (open_tree, not recursive), or, when that
+ * mount may not be cloned (unbindable), of the nearest mount above that
+ * may, provided the dir reached there is the very same (a self-bind, the
+ * way nshash and ip-netns make pin dirs).  -errno when neither works. */
+static int open_under(const char *dir, const struct stat *want)
+{
+	struct stat got;
+	char real[PATH_MAX], top[PATH_MAX];
+	/* walked up from the real path: a link on the way (/var/run) would
+	 * lead out of the clone */
+	if (!realpath(dir, real))
+		return -errno;
+	dir = real;
+	snprintf(top, sizeof(top), "%s", dir);
+	for (;;) {
+		int tree = open_tree(AT_FDCWD, top, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+		/* out of the source's peer group: no pin made meanwhile shows up
+		 * in it (the names are checked to be on the dir's device anyway) */
+		struct mount_attr priv = {.propagation = MS_PRIVATE};
+		if (tree >= 0 && mount_setattr(tree, "", AT_EMPTY_PATH, &priv, sizeof(priv)) < 0) {
+			int e = errno;
+			close(tree);
+			return -e;
+		}
+		if (tree >= 0) {
+			const char *rel = dir + strlen(top);
+			while (*rel == '/')
+				rel++;
+			int fd = *rel ? openat(tree, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : tree;
+			int e = errno;
+			if (fd != tree)
+				close(tree);
+			if (fd < 0)
+				return -e;
+			if (fstat(fd, &got) < 0 || got.st_dev != want->st_dev || got.st_ino != want->st_ino) {
+				close(fd);
+				return -EXDEV; /* another filesystem is mounted on it */
+			}
+			return fd;
+		}
+		char *slash = strrchr(top, '/');
+		if (errno != EINVAL || !slash || top[1] == '\0')
+			return -errno;
+		slash[slash == top ? 1 : 0] = '\0';
+	}
+}
+
+/* The container pins old enough to be orphans: mounted, nsfs netns,
+ * claimed at least min_age seconds ago (the mtime of the file under the
+ * mount, read through `under`, a clone of the directory's mount alone). */
 static int list_candidates(const char *dir, int64_t min_age, struct pin_candidate **out, size_t *count, size_t *seen,
 			   struct nshash_error *err)
 {
@@ -87,6 +149,18 @@ static int list_candidates(const char *dir, int64_t min_age, struct pin_candidat
 	if (!d)
 		return errno == ENOENT ? 0 : nshash_error_set(err, errno, "reclaim: list %s: %s", dir, strerror(errno));
 	int dfd = dirfd(d);
+	struct stat dir_st;
+	if (fstat(dfd, &dir_st) < 0) {
+		int e = errno;
+		closedir(d);
+		return nshash_error_set(err, e, "reclaim: stat %s: %s", dir, strerror(e));
+	}
+	cleanup_close int under = open_under(dir, &dir_st);
+	if (under < 0) {
+		closedir(d);
+		return nshash_error_set(err, -under, "reclaim: read the claim times under %s: %s (nothing removed)",
+					dir, strerror(-under));
+	}
 	struct pin_candidate *v = NULL;
 	size_t n = 0, cap = 0;
 	time_t now = time(NULL);
@@ -96,15 +170,18 @@ static int list_candidates(const char *dir, int64_t min_age, struct pin_candidat
 		if (de->d_name[0] == '.')
 			continue;
 		(*seen)++;
-		struct stat st;
-		/* Following the mount (not a symlink) shows the nsfs inode: its
-		 * ctime is when the netns was first opened, i.e. created. */
+		struct stat st, claim;
 		if (de->d_type != DT_REG && de->d_type != DT_UNKNOWN)
+			continue;
+		/* the claimed file itself, on the dir's filesystem (never a
+		 * mount's nsfs inode): not a regular empty file is not ours */
+		if (fstatat(under, de->d_name, &claim, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(claim.st_mode) ||
+		    claim.st_size != 0 || claim.st_dev != dir_st.st_dev)
+			continue;
+		if (now < claim.st_mtime || now - claim.st_mtime < min_age)
 			continue;
 		cleanup_close int fd = openat(dfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 		if (fd < 0 || !nsh_fd_is_netns(fd) || fstat(fd, &st) < 0)
-			continue;
-		if (min_age > 0 && now - st.st_ctime < min_age)
 			continue;
 		if (n == cap) {
 			size_t ncap = cap ? 2 * cap : 64;
@@ -138,7 +215,8 @@ int nshash_reclaim(const struct nshash_reclaim_opts *opts, struct nshash_reclaim
 		return nshash_error_set(err, ENAMETOOLONG, "state dir %s: path too long", state_dir);
 	cleanup_free struct pin_candidate *cand = NULL;
 	size_t n = 0;
-	r = list_candidates(dir, opts->min_age, &cand, &n, &rep->pins_seen, err);
+	int64_t min_age = opts->min_age < NSHASH_STALE_AGE_MIN ? NSHASH_STALE_AGE_MIN : opts->min_age;
+	r = list_candidates(dir, min_age, &cand, &n, &rep->pins_seen, err);
 	if (r < 0)
 		return r;
 	cleanup_free struct nsh_scan_item *items = calloc(n ? n : 1, sizeof(*items));

@@ -288,6 +288,17 @@ static int scan_pass(struct scan *s, unsigned sources)
 	return 0;
 }
 
+/* CAP_SYS_PTRACE in effect: every process's /proc is ours to read. */
+static bool can_ptrace(void)
+{
+	cap_t caps = cap_get_proc();
+	cap_flag_value_t ptrace = CAP_CLEAR;
+	bool yes = caps && cap_get_flag(caps, CAP_SYS_PTRACE, CAP_EFFECTIVE, &ptrace) == 0 && ptrace == CAP_SET;
+	if (caps)
+		cap_free(caps);
+	return yes;
+}
+
 int nsh_netns_scan(struct nsh_scan_item *items, size_t n, bool skip_self, unsigned max_ms)
 {
 	return nsh_netns_scan_from(items, n, skip_self, max_ms, NULL);
@@ -318,11 +329,7 @@ int nsh_netns_scan_from(struct nsh_scan_item *items, size_t n, bool skip_self, u
 	s.order = order;
 	if (max_ms)
 		s.deadline = nsh_monotonic_ms() + max_ms;
-	cap_t caps = cap_get_proc();
-	cap_flag_value_t ptrace = CAP_CLEAR;
-	s.can_ptrace = caps && cap_get_flag(caps, CAP_SYS_PTRACE, CAP_EFFECTIVE, &ptrace) == 0 && ptrace == CAP_SET;
-	if (caps)
-		cap_free(caps);
+	s.can_ptrace = can_ptrace();
 	struct stat st;
 	if (stat("/proc/thread-self/ns/net", &st) < 0)
 		return -errno;
@@ -378,5 +385,134 @@ int nsh_proc_netns_each(int (*fn)(pid_t pid, const struct stat *ns, void *arg), 
 			r = fn(pid, &st, arg);
 	}
 	closedir(proc);
+	return r;
+}
+
+/* mountinfo escapes space, tab, newline and backslash as \ooo: undo it in
+ * place (the field ends at the first space). */
+static char *mountinfo_field(char *s)
+{
+	char *end = strchr(s, ' ');
+	if (end)
+		*end = '\0';
+	char *w = s;
+	for (char *r = s; *r; w++) {
+		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' && r[3] >= '0' &&
+		    r[3] <= '7') {
+			*w = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+			r += 4;
+		} else {
+			*w = *r++;
+		}
+	}
+	*w = '\0';
+	return s;
+}
+
+/* Mark each of paths[] that is a mount point in PID's mount table. */
+static int mounted_in(int procfd, pid_t pid, const char *const *paths, size_t n, bool *mounted)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "%d/mountinfo", (int)pid);
+	int fd = openat(procfd, path, O_RDONLY | O_CLOEXEC);
+	FILE *f = fd >= 0 ? fdopen(fd, "re") : NULL;
+	if (!f) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		return -e;
+	}
+	char *line = NULL;
+	size_t cap = 0;
+	while (getline(&line, &cap, f) > 0) {
+		/* Fields: id parent major:minor root mountpoint ... */
+		char *mp = line;
+		for (int i = 0; i < 4 && mp; i++) {
+			mp = strchr(mp, ' ');
+			if (mp)
+				mp++;
+		}
+		if (!mp)
+			continue;
+		mountinfo_field(mp);
+		for (size_t i = 0; i < n; i++)
+			if (!mounted[i] && strcmp(mp, paths[i]) == 0)
+				mounted[i] = true;
+	}
+	free(line);
+	fclose(f);
+	return 0;
+}
+
+int nsh_mounted_elsewhere(const char *const *paths, size_t n, bool *mounted)
+{
+	for (size_t i = 0; i < n; i++)
+		mounted[i] = false;
+	if (n == 0)
+		return 0;
+	struct stat self;
+	if (stat("/proc/self/ns/mnt", &self) < 0)
+		return -errno;
+	DIR *proc = opendir("/proc");
+	if (!proc)
+		return -errno;
+	int procfd = dirfd(proc);
+	/* one mount table per (mount namespace, root): a chrooted process's
+	 * table leaves out what lies outside its root */
+	struct seen {
+		uint64_t mnt;
+		dev_t dev;
+		ino_t ino;
+	} *seen = NULL;
+	size_t nseen = 0, capseen = 0;
+	/* as in the scan above: with CAP_SYS_PTRACE, a process still refused
+	 * (an LSM, a supervisor above our user namespace) is not one nshash
+	 * could have pinned for; without it, nothing unmarked is proven */
+	bool denied = false, ptrace = can_ptrace();
+	int r = 0;
+	struct dirent *de;
+	while ((de = readdir(proc))) {
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		pid_t pid = (pid_t)atoi(de->d_name);
+		char path[64];
+		struct stat mnt, root;
+		snprintf(path, sizeof(path), "%d/ns/mnt", (int)pid);
+		if (fstatat(procfd, path, &mnt, 0) < 0) {
+			denied |= errno != ENOENT && errno != ESRCH && !ptrace;
+			continue;
+		}
+		if (mnt.st_ino == self.st_ino && mnt.st_dev == self.st_dev)
+			continue; /* our own view, which the caller looked at */
+		snprintf(path, sizeof(path), "%d/root", (int)pid);
+		if (fstatat(procfd, path, &root, 0) < 0) {
+			denied |= errno != ENOENT && errno != ESRCH && !ptrace;
+			continue;
+		}
+		size_t i = 0;
+		while (i < nseen &&
+		       !(seen[i].mnt == mnt.st_ino && seen[i].dev == root.st_dev && seen[i].ino == root.st_ino))
+			i++;
+		if (i < nseen)
+			continue;
+		if (nseen == capseen) {
+			size_t cap = capseen ? 2 * capseen : 16;
+			struct seen *v = realloc(seen, cap * sizeof(*v));
+			if (!v) {
+				r = -ENOMEM;
+				break;
+			}
+			seen = v;
+			capseen = cap;
+		}
+		seen[nseen++] = (struct seen){mnt.st_ino, root.st_dev, root.st_ino};
+		int m = mounted_in(procfd, pid, paths, n, mounted);
+		if (m < 0 && m != -ENOENT && m != -ESRCH && !ptrace)
+			denied = true;
+	}
+	free(seen);
+	closedir(proc);
+	if (r == 0 && denied)
+		r = -EACCES;
 	return r;
 }

@@ -248,31 +248,80 @@ static int64_t stale_pin_age(const char *path, time_t now)
 	return (int64_t)(now - st.st_mtime);
 }
 
+/* What gc removes among the listed entries, and why (NULL: kept). */
+static const char *gc_verdict(const struct nshash_gc_opts *opts, const struct nshash_entry *e, time_t now)
+{
+	if (e->unknown)
+		return NULL; /* what cannot be inspected is not ours to remove */
+	if (!e->pinned) {
+		/* An unmounted pin file: a creator died between claiming the
+		 * name and binding, or an old mount vanished.  Leave young
+		 * ones alone: a creator may be working on them right now. */
+		int64_t min_age =
+		    opts->stale_min_age < NSHASH_STALE_AGE_MIN ? NSHASH_STALE_AGE_MIN : opts->stale_min_age;
+		int64_t age = stale_pin_age(e->path, now);
+		return age >= 0 && age >= min_age ? "stale pin file" : NULL;
+	}
+	if (e->kind == NSHASH_ENTRY_TEMPLATE) {
+		if (e->damaged)
+			return "damaged template";
+		return opts->template_max_idle >= 0 && now - e->last_used >= opts->template_max_idle ? "idle template"
+												     : NULL;
+	}
+	if (e->kind == NSHASH_ENTRY_SPARE)
+		return opts->template_max_idle >= 0 && now - e->last_used >= opts->template_max_idle ? "idle spare"
+												     : NULL;
+	return NULL;
+}
+
+/* Stale pin files that are mount points in another mount namespace (an
+ * engine's slave copy of /run, where it pinned a netns only there) are
+ * live: unlinking one would detach that mount everywhere.  Keep them, and
+ * keep all when some mount namespace's table cannot be read. */
+static int gc_keep_foreign(struct nshash_entry *v, size_t n, const char **why, struct nshash_error *err)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		k += why[i] && !v[i].pinned;
+	if (!k)
+		return 0;
+	cleanup_free const char **paths = calloc(k, sizeof(*paths));
+	cleanup_free size_t *idx = calloc(k, sizeof(*idx));
+	cleanup_free bool *mounted = calloc(k, sizeof(*mounted));
+	if (!paths || !idx || !mounted)
+		return nshash_error_set(err, ENOMEM, "gc: out of memory");
+	k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (why[i] && !v[i].pinned) {
+			idx[k] = i;
+			paths[k++] = v[i].path;
+		}
+	int r = nsh_mounted_elsewhere(paths, k, mounted);
+	if (r < 0 && r != -EACCES)
+		return nshash_error_set(err, -r, "gc: read the mount tables under /proc: %s", strerror(-r));
+	for (size_t j = 0; j < k; j++)
+		if (r < 0 || mounted[j])
+			why[idx[j]] = NULL;
+	return 0;
+}
+
 /* Remove what gc removes among the listed entries, counting it. */
 static int gc_entries(const struct nshash_gc_opts *opts, struct nshash_entry *v, size_t n, struct nshash_gc_report *rep,
 		      struct nshash_error *err)
 {
-	int r;
 	time_t now = time(NULL);
+	cleanup_free const char **why = calloc(n ? n : 1, sizeof(*why));
+	if (!why)
+		return nshash_error_set(err, ENOMEM, "gc: out of memory");
+	for (size_t i = 0; i < n; i++)
+		why[i] = gc_verdict(opts, &v[i], now);
+	int r = gc_keep_foreign(v, n, why, err);
+	if (r < 0)
+		return r;
 	for (size_t i = 0; i < n; i++) {
 		struct nshash_entry *e = &v[i];
-		bool remove = false, stale = false;
-		if (e->unknown) {
-			continue; /* what cannot be inspected is not ours to remove */
-		} else if (!e->pinned) {
-			/* An unmounted pin file: a creator died between claiming the
-			 * name and binding, or an old mount vanished.  Leave young
-			 * ones alone: a creator may be working on them right now. */
-			int64_t age = stale_pin_age(e->path, now);
-			stale = age >= 0 && age >= opts->stale_min_age;
-			remove = stale;
-		} else if (e->kind == NSHASH_ENTRY_TEMPLATE) {
-			remove = e->damaged ||
-				 (opts->template_max_idle >= 0 && now - e->last_used >= opts->template_max_idle);
-		} else if (e->kind == NSHASH_ENTRY_SPARE) {
-			remove = opts->template_max_idle >= 0 && now - e->last_used >= opts->template_max_idle;
-		}
-		if (!remove) {
+		bool stale = !e->pinned;
+		if (!why[i]) {
 			/* Only what nshash owns counts as kept: /run/netns holds anyone's. */
 			if (e->kind != NSHASH_ENTRY_NETNS)
 				rep->kept++;
@@ -290,12 +339,8 @@ static int gc_entries(const struct nshash_gc_opts *opts, struct nshash_entry *v,
 				unlink(stamp);
 			}
 		}
-		const char *why = stale				  ? "stale pin file"
-				  : e->kind == NSHASH_ENTRY_SPARE ? "idle spare"
-				  : e->damaged			  ? "damaged template"
-								  : "idle template";
 		if (opts->removed)
-			opts->removed(e->path, why, opts->ctx);
+			opts->removed(e->path, why[i], opts->ctx);
 		if (stale)
 			rep->stale_removed++;
 		else if (e->kind == NSHASH_ENTRY_SPARE)

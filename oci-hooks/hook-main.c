@@ -78,9 +78,9 @@ static void hand_off(const struct nshash_policy *policy, const struct nshash_oci
 	h->fd = nsh_detach(h->fd);
 	nsh_background();
 	struct nshash_error err = {0};
-	/* staleAge 0 asks the reclaim to take unused pins at once: never a
-	 * reason to take this one before its runtime had a chance to open it */
-	int64_t wait_s = policy->stale_age ? policy->stale_age : NSHASH_POLICY_DEFAULT_STALE_AGE;
+	/* staleAge has a floor (a runtime's open of the pin may take that
+	 * long): the policy raised a smaller one to it */
+	int64_t wait_s = policy->stale_age < NSHASH_STALE_AGE_MIN ? NSHASH_STALE_AGE_MIN : policy->stale_age;
 	unsigned timeout = wait_s > UINT_MAX / 1000 ? UINT_MAX : (unsigned)wait_s * 1000;
 	pid_t user = nshash_handoff_wait(h, res->pin_path, timeout, &err);
 	nshash_handoff_end(h);
@@ -275,6 +275,12 @@ int main(int argc, char **argv)
 		free(in);
 		return 1;
 	}
+	/* Whatever the stage: orphans of containers whose create failed.
+	 * Before the stage's work: a pin this run makes does not exist yet, so
+	 * no run ever reclaims its own. */
+	char msg[1400];
+	if (nsh_reclaim_orphans(policy.state_dir, policy.stale_age, policy.reclaim_interval, msg, sizeof(msg)))
+		nshash_log(NSHASH_LOG_INFO, NULL, "%s", msg);
 	if (!strcmp(stage, "precreate")) {
 		rc = precreate(&policy, in, len);
 	} else if (nshash_oci_state_parse(in, len, &st, &err) < 0) {
@@ -287,9 +293,5 @@ int main(int argc, char **argv)
 		rc = verify(&policy, &st);
 	}
 	free(in);
-	/* Whatever the stage: orphans of containers whose create failed. */
-	char msg[1400];
-	if (nsh_reclaim_orphans(policy.state_dir, policy.stale_age, policy.reclaim_interval, msg, sizeof(msg)))
-		nshash_log(NSHASH_LOG_INFO, NULL, "%s", msg);
 	return rc;
 }

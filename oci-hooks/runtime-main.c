@@ -316,7 +316,8 @@ int main(int argc, char **argv)
 	say_who(argc, argv, &args, runtime);
 
 	/* Orphans of containers whose create failed after the hook pinned them
-	 * (one stat, but for one call per reclaimInterval). */
+	 * (one stat, but for one call per reclaimInterval).  Before anything
+	 * of this run is made: no run ever reclaims its own pin. */
 	char msg[1400];
 	if (nsh_reclaim_orphans(policy.state_dir, policy.stale_age, policy.reclaim_interval, msg, sizeof(msg)))
 		nshash_log(NSHASH_LOG_INFO, args.id, "%s", msg);

@@ -163,6 +163,8 @@ assert_eq "" "$(grep -v -e "^$PINS/c[0-9]*\$" -e "^$STATE/templates/tcp[0-9]*-ud
 	"every leftover file is a pin or template name a creator was claiming"
 assert_eq "" "$(for f in $left; do [ -s "$f" ] && echo "$f"; done)" "every leftover file is empty (a claimed name, never data)"
 before_gc="$(mounted_pins "$PINS" | grep -c .) $(mounted_pins "$STATE/templates" | grep -c .)"
+# claimed longer ago than the 60 s floor of any --stale-age
+for f in $left; do touch -d '-2 min' "$f"; done
 # gc in a private mount namespace where /run/netns is the test's pin dir:
 # --stale-age 0 would otherwise race any other `ip netns add` on this host
 # between its file and its mount.  What others keep in /run/netns is put

@@ -41,6 +41,14 @@ assert_eq "fd leader orphan thread" "$(pins)" "four container pins"
 out=$(ns reclaim --stale-age 3600 --json)
 assert_eq "true 4 0" "$(jq -r '"\(.ran) \(.pins_seen) \(.orphans_removed)"' <<<"$out")" \
 	"reclaim --stale-age 3600: looks at 4 pins, removes none (all young)"
+# A pin's age is its claim's (the file under its mount), with a floor of
+# 60 s that no --stale-age lowers: just made, all four are kept.
+out=$(ns reclaim --stale-age 0 --json 2>"$WORK/note")
+assert_eq "true 4 0" "$(jq -r '"\(.ran) \(.pins_seen) \(.orphans_removed)"' <<<"$out")" \
+	"reclaim --stale-age 0: pins claimed just now are kept (the 60 s floor)"
+assert_eq "nshash: --stale-age 0 is below the floor of 60 s: pins claimed less than 60 s ago are kept (a runtime may be about to open them)" \
+	"$(cat "$WORK/note")" "... and it says so"
+age_claims 120 "$STATE"/pins/*
 out=$(ns reclaim --stale-age 0 --dry-run --json)
 assert_eq "1 fd leader orphan thread" "$(jq -r .orphans_removed <<<"$out") $(pins)" "--dry-run: would remove 1, removes nothing"
 # Without CAP_SYS_PTRACE other processes' fds are hidden: nothing is
@@ -66,12 +74,13 @@ wait $LEADER 2>/dev/null
 
 # ---------------------------------------------------------------- rate limit
 rm -f "$STATE/reclaim.stamp"
-for i in $(seq 20); do ns reclaim --interval 60 --stale-age 0 --json >"$WORK/r$i" 2>&1 & done
+for i in $(seq 20); do ns reclaim --interval 60 --stale-age 0 --json >"$WORK/r$i" 2>/dev/null & done
 wait
 assert_eq "1 19" "$(cat "$WORK"/r* | jq -r .ran | grep -c true) $(cat "$WORK"/r* | jq -r .ran | grep -c false)" \
 	"20 callers at once with --interval 60: exactly one runs"
 assert_eq "" "$(pins)" "that one run removed the last orphan"
 ns create --tcp 1024 "$STATE/pins/later" >/dev/null
+age_claims 120 "$STATE/pins/later"
 assert_eq false "$(ns reclaim --interval 60 --stale-age 0 --json | jq -r .ran)" "within the interval: skipped"
 assert_eq later "$(pins)" "a skipped run removes nothing"
 touch -d '-61 seconds' "$STATE/reclaim.stamp"
@@ -88,6 +97,7 @@ for i in $(seq $N); do ns create --tcp 128 "$STATE/pins/m$i" >/dev/null || { fai
 held=()
 for i in $(seq 2 $N); do held+=("$STATE/pins/m$i"); done
 hold fd "${held[@]}"
+age_claims 120 "$STATE"/pins/*
 start=$(date +%s%N)
 out=$(ns reclaim --stale-age 0 --json)
 ms=$((($(date +%s%N) - start) / 1000000))
@@ -100,4 +110,87 @@ out=$(ns reclaim --stale-age 0 --json)
 assert_eq "$((N - 1)) 0" "$(jq -r '"\(.orphans_removed) \(.table_memory.netns)"' <<<"$out")" \
 	"the holder gone: the other $((N - 1)) go in one run, nothing left in the ledger"
 assert_eq 0 "$(count_pins_under "$STATE/pins/")" "no pin mounted"
+
+# ---------------------------------------------------------------- a pin's age is its own
+# The precreate hook with the shipped defaults (staleAge 60, reclaimInterval
+# 60, spares 1): container A's start leaves a spare; a minute later B of
+# the same size takes it.  B's pin is a netns made a minute ago, but its
+# pin was claimed just now: neither the hook's own reclaim nor the reclaim
+# and gc right after take it.
+HS=$(make_state_dir)
+PH=$WORK/policy.json
+printf '{"stateDir": "%s", "logFile": "%s/hook.log", "syslog": false}\n' "$HS" "$WORK" >"$PH"
+CONFIG='{"ociVersion":"1.0.2","hostname":"HOST","annotations":{"io.nshash.tcp":"4096","io.nshash.udp":"1024"},"linux":{"namespaces":[{"type":"network"},{"type":"mount"}]}}'
+precreate() { printf '%s' "${CONFIG/HOST/$1}" | timeout 20 nshash-hook precreate --policy "$PH" | jq -r '.linux.namespaces[0].path'; }
+watchers() { pgrep -f "nshash-hook precreate --policy $PH\$" | tr '\n' ' ' | sed 's/ $//'; }
+on_exit 'for p in $(watchers); do kill -KILL $p; done'
+mounted() { [ "$(count_pins_under "$1")" = 1 ] && echo yes || echo no; }
+pa=$(precreate h19a)
+nsenter --net="$pa" unshare -m sleep 300 &
+JA=$!
+on_exit "kill -KILL $JA"
+for _ in $(seq 100); do [ "$(mounted "$pa")" = no ] && [ -z "$(watchers)" ] && break; sleep 0.1; done
+spares_settled "$HS"
+assert_eq "no 1" "$(mounted "$pa") $(ls "$HS/spares" | grep -c '^tcp4096-udp1024\.')" \
+	"A's init joined: its pin handed over, one spare of its size made"
+echo "# waiting 62 s: the spare's netns becomes older than the default staleAge"
+sleep 62
+pb=$(precreate h19b)
+assert_eq "yes 0" "$(mounted "$pb") $(ls "$HS/spares" | grep -c '^tcp4096-udp1024\.')" \
+	"B took the spare (made 62 s ago): its pin survives the hook's own reclaim"
+out=$(nshash --state-dir "$HS" reclaim --json)
+assert_eq "true 0 yes" "$(jq -r '"\(.ran) \(.orphans_removed)"' <<<"$out") $(mounted "$pb")" \
+	"nshash reclaim (default stale age) right after keeps it: claimed just now"
+out=$(nshash --state-dir "$HS" gc --json)
+assert_eq "0 yes" "$(jq -r .orphans_removed <<<"$out") $(mounted "$pb")" "nshash gc right after keeps it too"
+# an orphan by its claim's age is still reclaimed: B's hook child killed
+# (the engine died), nothing holds the netns
+kill -KILL $(watchers)
+out=$(nshash --state-dir "$HS" gc --json)
+assert_eq "0 yes" "$(jq -r .orphans_removed <<<"$out") $(mounted "$pb")" \
+	"nothing holds it, but claimed less than 60 s ago: gc keeps it"
+age_claims 61 "$pb"
+out=$(nshash --state-dir "$HS" gc --json)
+assert_eq "1 no" "$(jq -r .orphans_removed <<<"$out") $(mounted "$pb")" "claimed 61 s ago, nothing holds it: gc reclaims it"
+assert_eq "$pb (orphaned container pin)" "$(jq -r '.paths[] | "\(.path) (\(.why))"' <<<"$out")" "... named as an orphan"
+
+# staleAge 0 in the policy is the floor, 60 s: a fresh pin outlives the
+# hook's own reclaim (reclaimInterval 0: every run reclaims) and the next
+# hook run's
+printf '{"stateDir": "%s", "logFile": "%s/hook.log", "syslog": false, "staleAge": 0, "reclaimInterval": 0}\n' \
+	"$HS" "$WORK" >"$PH"
+pd=$(precreate h19d)
+assert_eq yes "$(mounted "$pd")" "staleAge 0: the hook's own reclaim keeps its fresh pin"
+pe=$(precreate h19e)
+assert_eq "yes yes" "$(mounted "$pd") $(mounted "$pe")" "staleAge 0: the next hook run's reclaim keeps it too"
+kill -KILL $(watchers)
+assert_eq "0 yes yes" "$(nshash --state-dir "$HS" gc --stale-age 0 --json 2>/dev/null | jq -r .orphans_removed) $(mounted "$pd") $(mounted "$pe")" \
+	"gc --stale-age 0: unheld pins claimed just now are kept"
+nshash delete "$pd" "$pe" >/dev/null
+kill -KILL $JA
+wait $JA 2>/dev/null
+assert_eq 0 "$(count_pins_under "$HS/pins/")" "no hook pin left"
+
+# ---------------------------------------------------------------- another mount namespace's pin
+# An engine in a mount namespace of its own (a slave of the host's) pins a
+# netns there: the host sees an empty, unmounted file, old enough to look
+# stale.  gc keeps it while it is a mount point in any mount namespace, and
+# removes it once it is not.
+F=$STATE/pins/f19
+unshare -m --propagation slave sh -c "nshash --state-dir '$STATE' create --tcp 1024 '$F' >/dev/null && exec sleep 300" &
+H=$!
+on_exit "kill -KILL $H"
+for _ in $(seq 50); do nsenter -t $H -m findmnt -n "$F" >/dev/null 2>&1 && break; sleep 0.1; done
+touch -d '-5 min' "$F"
+assert_eq "0 nsfs" "$(count_pins_under "$F") $(nsenter -t $H -m findmnt -n -o FSTYPE "$F")" \
+	"the engine's pin: a mount in its namespace only, a 5 minutes old empty file on the host"
+out=$(ns gc --json)
+assert_eq "0 nsfs" "$(jq -r .stale_removed <<<"$out") $(nsenter -t $H -m findmnt -n -o FSTYPE "$F")" \
+	"gc keeps a pin file that is a mount point in another mount namespace"
+[ -e "$F" ] && pass "the file is still there" || fail "gc unlinked $F"
+kill -KILL $H
+wait $H 2>/dev/null
+out=$(ns gc --json)
+assert_eq "1 $F (stale pin file)" "$(jq -r .stale_removed <<<"$out") $(jq -r '.paths[] | "\(.path) (\(.why))"' <<<"$out")" \
+	"that namespace gone: gc removes the stale file"
 assert_host_untouched

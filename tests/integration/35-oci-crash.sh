@@ -73,7 +73,7 @@ assert_eq 0 "$(ls "$S/pins" | grep -c '^crash')" "delete --force removed every w
 # pins younger than --stale-age are left alone (a creator may be at work)
 nshash --state-dir "$S" gc --stale-age 3600 >/dev/null 2>&1
 assert_contains "$(ls "$S/pins")" "oci-" "gc --stale-age 3600 keeps young orphans"
-sleep 1
+age_claims 120 "$S"/pins/* # a pin's age is its claim's, 60 s at least
 nshash --state-dir "$S" gc --stale-age 1 >"$D/gc.out" 2>&1
 assert_eq 0 "$?" "nshash gc succeeds"
 assert_eq "" "$(ls "$S/pins")" "nshash gc removed every pin without a container (needs nshash_gc to call nshash_oci_gc_orphans)"
@@ -84,7 +84,8 @@ mkdir -p "$S/pins"
 nshash --state-dir "$S" create --tcp 4096 "$S/pins/alive-0" >/dev/null
 nsenter --net="$S/pins/alive-0" sleep 30 &
 sp=$!
-sleep 1.2
+sleep 0.2
+age_claims 120 "$S/pins/alive-0"
 nshash --state-dir "$S" gc --stale-age 1 >/dev/null 2>&1
 assert_eq 1 "$(count_pins_under "$S/pins/")" "gc keeps a pin a process uses"
 kill $sp

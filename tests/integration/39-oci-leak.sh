@@ -43,7 +43,7 @@ assert_eq 1 "$(engines_pins_left "$S")" "precreate without a container: its pin 
 assert_eq "$EACH 1" "$(usage)" "and its tables count against the budget"
 
 # --- the next hook run reclaims it: no operator
-sleep 1 # older than staleAge
+age_claims 61 "$S/pins/$leaked" # claimed longer ago than staleAge (its floor: 60)
 out=$(podman run --rm --network none --annotation io.nshash.tcp=128 $IMG true 2>&1)
 assert_eq 0 $? "another sized container runs ($out)"
 for _ in $(seq 50); do [ -z "$(ls "$S/pins")" ] && break; sleep 0.1; done

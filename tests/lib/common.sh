@@ -96,6 +96,15 @@ spares_settled() {
 	[ -e "$1/spares/.lock" ] || return 0
 	timeout 10 flock "$1/spares/.lock" true
 }
+# age_claims SECONDS PIN...: make each pin's claim SECONDS older.  A pin's
+# age (what gc and the reclaim go by) is the mtime of the file claimed under
+# its mount, seen here through a non-recursive bind of its directory in a
+# private mount namespace (nothing of it shows on the host).
+age_claims() {
+	unshare -m --propagation private sh -c 's=$1; shift; m=$(mktemp -d /tmp/nshash-age.XXXXXX) || exit 1
+		for p; do mount --bind "${p%/*}" "$m" && touch -d "-$s seconds" "$m/${p##*/}"; umount "$m"; done
+		rmdir "$m"' _ "$@"
+}
 # kernel_at_least MAJOR MINOR: the running kernel is that version or later.
 kernel_at_least() { uname -r | awk -F. -v M="$1" -v m="$2" '{exit !($1 > M || ($1 == M && $2 + 0 >= m))}'; }
 cleanup_state_dir() {

@@ -90,6 +90,25 @@ static void test_all_keys(void **state)
 	assert_int_equal(p.max.tcp, 0);
 }
 
+/* staleAge has a floor: a pin just handed to a runtime is never an orphan
+ * before it (0 used to make every fresh unheld pin one). */
+static void test_stale_age_floor(void **state)
+{
+	(void)state;
+	struct nshash_policy p;
+	struct nshash_error e = {0};
+	nshash_policy_defaults(&p);
+	assert_int_equal(p.stale_age, 60);
+	assert_int_equal(NSHASH_STALE_AGE_MIN, 60);
+	assert_int_equal(parse("{\"staleAge\": 0}", &p, &e), 0);
+	assert_int_equal(p.stale_age, NSHASH_STALE_AGE_MIN);
+	assert_int_equal(parse("{\"staleAge\": 59}", &p, &e), 0);
+	assert_int_equal(p.stale_age, NSHASH_STALE_AGE_MIN);
+	assert_int_equal(parse("{\"staleAge\": 61}", &p, &e), 0);
+	assert_int_equal(p.stale_age, 61);
+	assert_error("{\"staleAge\": -1}", "staleAge");
+}
+
 static void test_errors(void **state)
 {
 	(void)state;
@@ -149,10 +168,8 @@ static void test_load(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_defaults),
-	    cmocka_unit_test(test_all_keys),
-	    cmocka_unit_test(test_errors),
-	    cmocka_unit_test(test_load),
+	    cmocka_unit_test(test_defaults), cmocka_unit_test(test_all_keys), cmocka_unit_test(test_stale_age_floor),
+	    cmocka_unit_test(test_errors),   cmocka_unit_test(test_load),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
