@@ -11,6 +11,7 @@
  * wrapper's.
  * Policy file: $NSHASH_POLICY, else /etc/nshash/nshash.json. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,19 +76,26 @@ static void config_target(const struct nshash_runtime_args *args, char *out, siz
 		die(args->id, err.msg);
 }
 
-/* Read the config; heal what an older wrapper left in it (rewriting the
- * file once).  The text to transform, malloc'd. */
+/* Read the config (the file itself, never through a symbolic link: *st is
+ * the file the sized config is later bound over); heal what an older
+ * wrapper left in it (rewriting the file once).  The text to transform,
+ * malloc'd. */
 static char *read_config(const char *id, const char *bundle, const char *target, const struct nshash_policy *policy,
-			 size_t *len)
+			 size_t *len, struct stat *st)
 {
 	struct nshash_error err = {0};
 	char *text, *healed, what[600];
 	size_t healed_len;
-	int r = nsh_read_file(target, NSHASH_OCI_CONFIG_MAX_BYTES, &text, len, &err);
+	int r = nsh_read_file_flags(target, O_NOFOLLOW, NSHASH_OCI_CONFIG_MAX_BYTES, &text, len, st, &err);
 
 	if (r < 0) {
 		if (bundle)
 			nshash_error_prefix(&err, "bundle %s", bundle);
+		if (S_ISLNK(st->st_mode))
+			nshash_error_set(&err, ELOOP,
+					 "%s: nshash-runtime binds the sized config over the file the runtime reads and "
+					 "follows no symbolic link to it; make it a regular file",
+					 err.msg);
 		die(id, err.msg);
 	}
 	/* cheap test first: a leftover names a pin */
@@ -105,6 +113,8 @@ static char *read_config(const char *id, const char *bundle, const char *target,
 		snprintf(shown, sizeof(shown), "%s", target);
 	if (nsh_write_replacing(target, healed, healed_len, &err) < 0)
 		nshash_log(NSHASH_LOG_WARN, id, "%s (left as it was)", err.msg);
+	else if (lstat(target, st) < 0 || !S_ISREG(st->st_mode))
+		die(id, "healed config replaced before it was read back"); /* the new inode is what is bound over */
 	else
 		nshash_log(NSHASH_LOG_INFO, id, "healed %s: removed what an older nshash-runtime left there (%s)",
 			   shown, what);
@@ -173,7 +183,9 @@ static void wrap_create(const struct nshash_policy *policy, const struct nshash_
 	if (nshash_oci_wrapper_pin_name(args->id, args->root, pin, sizeof(pin), &err) < 0)
 		die(NULL, err.msg); /* names the bad id */
 	config_target(args, target, sizeof(target));
-	text = read_config(args->id, args->config ? NULL : args->bundle ? args->bundle : ".", target, policy, &len);
+	struct stat config_st = {0};
+	text = read_config(args->id, args->config ? NULL : args->bundle ? args->bundle : ".", target, policy, &len,
+			   &config_st);
 	struct nshash_sizes sizes;
 	int asks = asks_sizes(text, len, defaults, &sizes);
 	if (asks == 0) {
@@ -185,6 +197,10 @@ static void wrap_create(const struct nshash_policy *policy, const struct nshash_
 		spare_get(policy, sizes, &spare);
 		opts.spare = &spare;
 	}
+	/* STATE/run, and STATE itself on the first start after a boot: made
+	 * (0700) or checked here, on the host, before the private namespace */
+	if (asks > 0 && nshash_state_subdir(policy->state_dir, "run", run_dir, sizeof(run_dir), &err) < 0)
+		die(args->id, err.msg);
 	snprintf(run_dir, sizeof(run_dir), "%s/run", policy->state_dir);
 	snprintf(pin_path, sizeof(pin_path), "%s/netns", run_dir);
 	if (asks > 0 && nsh_private_enter(run_dir, &saved, &err) < 0)
@@ -218,7 +234,7 @@ static void wrap_create(const struct nshash_policy *policy, const struct nshash_
 				 target, NSHASH_ANNOTATION_TCP, NSHASH_ANNOTATION_UDP);
 		die(args->id, err.msg);
 	}
-	if (nsh_private_config(run_dir, sized, sized_len, target, &err) < 0)
+	if (nsh_private_config(run_dir, sized, sized_len, target, &config_st, &err) < 0)
 		die(args->id, err.msg);
 	free(sized);
 	close(saved.mnt);
