@@ -325,6 +325,18 @@ forge "annotation value with a newline" precreate "$(cfg '"io.nshash.tcp": "1\nF
 forge "hostname with a newline" precreate '{"hostname": "h\nFORGED", "annotations": {"io.nshash.tcp": "x"}, "linux": {"namespaces": [{"type": "network"}]}}' 'hostname h\x0aFORGED'
 forge "container id with a newline" createRuntime '{"id": "c\nFORGED", "annotations": {"io.nshash.tcp": "4096"}}' 'state of c\x0aFORGED has no pid'
 forge "carriage return and escape" createRuntime '{"id": "c\r\u001b[2KFORGED", "annotations": {"io.nshash.tcp": "4096"}}' 'state of c\x0d\x1b[2KFORGED has no pid'
+# issue 19: a logFile that is not a regular file never hangs a binary (a
+# FIFO without a reader blocked the open) and is said, once; nothing is written through a link
+LOGFILE_HINT="nothing is logged there; name a regular file (or a path that does not exist yet) in the policy"
+printf 'kept\n' >"$D/log-target"
+ln -s "$D/log-target" "$D/log-link"
+for c in "fifo:a FIFO" "null:a character device" "log-link:a symbolic link"; do
+	engines_policy "$D/pol-lf.json" "{\"stateDir\": \"$S\", \"logFile\": \"$D/${c%%:*}\"}"
+	OUT=$(printf '%s' "$(cfg '"io.nshash.tcp": "x"')" | $TO "$H" precreate --policy "$D/pol-lf.json" 2>&1 >/dev/null); RC=$?
+	expect 1 "logFile $D/${c%%:*}: not a regular file (${c#*:}): $LOGFILE_HINT" "logFile ${c#*:}: no hang, refused and said"
+	assert_eq 1 "$(grep -c "logFile $D/" <<<"$OUT")" "logFile ${c#*:}: said once"
+done
+assert_eq "kept" "$(cat "$D/log-target")" "logFile a symbolic link: nothing written to its target"
 # runc's text log, which containerd reads: one line, quotes escaped
 rm -f "$D/runc.log"
 (cd "$D/wb" && NSHASH_POLICY=$P $TO nshash-runtime --root "$D/runc-root" --log "$D/runc.log" --log-format text create $'x\nFORGED" level=info msg="fine' >/dev/null 2>&1)
