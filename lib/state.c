@@ -111,13 +111,15 @@ int nsh_state_dir_check(const char *dir, bool create, struct nshash_error *err)
 	int r = state_dir_name_check(dir, err);
 	if (r < 0)
 		return r;
-	if (create) {
-		/* what it makes is 0700 (parents too); what exists is only checked */
+	/* what it makes is 0700 (parents too); what exists is only checked */
+	bool exists = lstat(dir, &st) == 0;
+	if (!exists && errno == ENOENT && create) {
 		r = nsh_mkdir_p(dir, 0700, err);
 		if (r < 0 && r != -ENOTDIR)
 			return r;
+		exists = lstat(dir, &st) == 0;
 	}
-	if (lstat(dir, &st) < 0) {
+	if (!exists) {
 		if (errno == ENOENT && !create)
 			return 0;
 		return nshash_error_set(err, errno, "state dir %s: %s", dir, strerror(errno));

@@ -210,7 +210,7 @@ fnv() { # FNV-1a of $1, as the wrapper names pins for a --root
 	printf '%08x' $h
 }
 OLD=$S/pins/t38k1-$(fnv "$ROOT")
-mkdir -p "$S/pins" && touch "$OLD" && mount --bind "/proc/$(runc --root "$ROOT" state t38k1 | jq -r .pid)/ns/net" "$OLD"
+mkdir -p -m 0700 "$S/pins" && touch "$OLD" && mount --bind "/proc/$(runc --root "$ROOT" state t38k1 | jq -r .pid)/ns/net" "$OLD"
 r1=$(st runc --root "$ROOT" delete t38k1)
 r2=$(st nshash-runtime --root "$ROOT" delete t38k1)
 assert_eq "$r1" "$r2" "delete of a running container: the wrapper exits like runc ($r1)"

@@ -53,7 +53,7 @@ pin_state() { # PATH: "mounted INODE" or "gone"
 }
 
 # ================================================================ 1: pins
-mkdir -p "$S/pins"
+mkdir -p -m 0700 "$S/pins"
 # victim: (re)create the other container's pin if a case removed it; VICTIM
 # is what it must still be after the next case
 victim() {
