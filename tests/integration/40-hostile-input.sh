@@ -265,6 +265,10 @@ OUT=$($TO $NSHASH --state-dir "$D/st-755" create --tcp 128 "$D/p3" 2>&1); RC=$?
 expect 1 "state dir $D/st-755: open to group or others (mode 0755): $KEEP_HINT" "CLI: an existing 0755 state dir: refused"
 assert_eq "755  no-pin" "$(stat -c %a "$D/st-755") $(ls -A "$D/st-755") $([ -e "$D/p3" ] && echo pin || echo no-pin)" \
 	"CLI: the 0755 state dir: mode unchanged, nothing made in it, no pin file"
+mkdir -m 0755 "$D/st-755r" && mkdir -m 0700 "$D/st-755r/pins" # something to reclaim
+OUT=$($TO $NSHASH --state-dir "$D/st-755r" reclaim 2>&1); RC=$?
+expect 1 "reclaim: state dir $D/st-755r: open to group or others (mode 0755): $KEEP_HINT" "CLI reclaim: an existing 0755 state dir: refused"
+assert_eq "755 pins" "$(stat -c %a "$D/st-755r") $(ls -A "$D/st-755r")" "CLI reclaim: mode unchanged, no reclaim.stamp made"
 mkdir -m 0750 "$D/st-750"
 check_state_dir "policy: an existing 0750 state dir: refused" "$D/st-750" "state dir $D/st-750: open to group or others (mode 0750): $KEEP_HINT"
 assert_eq 750 "$(stat -c %a "$D/st-750")" "policy: the 0750 state dir: mode unchanged"

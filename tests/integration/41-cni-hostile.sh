@@ -6,7 +6,8 @@
 # line; \u0000 in strings and keys is refused; a prevResult interface named
 # null; exactly 16 MiB of stdin; valid JSON that is not an object; EACCES
 # on CNI_NETNS; stdout closed or full; "runtimeConfig": null; a "stateDir"
-# of / or an existing 0755 directory refused, never chmod'ed (issue 19).
+# of / or an existing 0755 directory refused, never chmod'ed, one that does
+# not exist yet made 0700 (issue 19).
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/cni.sh"
 require_root
@@ -115,6 +116,13 @@ nul "onFailure with \\u0000" '"tcp":8192,"onFailure":"warn\u0000"'
 printf '{"cniVersion":"1.0.0\\u0000x","name":"n","tcp":8192}' >"$D/c.json"
 plugin CNI_NETNS="$P" <"$D/c.json"
 assert_cni_error 6 '\u0000 (a NUL character) in a string' "cniVersion with \\u0000"
+
+# ---- issue 19: a stateDir that does not exist yet (nor its parent): made 0700 by the first ADD
+new_pin
+conf "\"tcp\":4096,\"spares\":0,\"stateDir\":\"$D/fresh/state\"" >"$D/c-fresh.json"
+plugin CNI_NETNS="$P" <"$D/c-fresh.json"
+assert_eq "0 4096 700 700" "$CNI_RC $(netns_sizes_at "$P" | cut -d' ' -f1) $(stat -c %a "$D/fresh" "$D/fresh/state" | tr '\n' ' ' | sed 's/ $//')" \
+	"stateDir that does not exist yet: made 0700 (parent too), the netns sized $CNI_ERR"
 
 # ---- issue 19: a "stateDir" naming / or an existing 0755 directory is refused,
 # never chmod'ed, nothing made in it, the netns left shared
