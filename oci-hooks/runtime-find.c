@@ -47,7 +47,7 @@ static bool find_in_path(const char *name, const char *self, char *out, size_t o
 	return false;
 }
 
-/* " (PATH's relative entry gave X: not used; ...)" when one did. */
+/* What the error adds when a relative PATH entry had the runtime, else "". */
 static const char *skipped_note(const char *skipped, char *buf, size_t len)
 {
 	if (!skipped[0])

@@ -91,11 +91,14 @@ static char *read_config(const char *id, const char *bundle, const char *target,
 	if (r < 0) {
 		if (bundle)
 			nshash_error_prefix(&err, "bundle %s", bundle);
-		if (S_ISLNK(st->st_mode))
+		if (S_ISLNK(st->st_mode)) {
+			char why[sizeof(err.msg)];
+			snprintf(why, sizeof(why), "%s", err.msg);
 			nshash_error_set(&err, ELOOP,
 					 "%s: nshash-runtime binds the sized config over the file the runtime reads and "
 					 "follows no symbolic link to it; make it a regular file",
-					 err.msg);
+					 why);
+		}
 		die(id, err.msg);
 	}
 	/* cheap test first: a leftover names a pin */
@@ -113,8 +116,8 @@ static char *read_config(const char *id, const char *bundle, const char *target,
 		snprintf(shown, sizeof(shown), "%s", target);
 	if (nsh_write_replacing(target, healed, healed_len, &err) < 0)
 		nshash_log(NSHASH_LOG_WARN, id, "%s (left as it was)", err.msg);
-	else if (lstat(target, st) < 0 || !S_ISREG(st->st_mode))
-		die(id, "healed config replaced before it was read back"); /* the new inode is what is bound over */
+	else if (lstat(target, st) < 0 || !S_ISREG(st->st_mode)) /* the new inode is what is bound over */
+		die(id, "the healed config is no longer a regular file (replaced meanwhile): try again");
 	else
 		nshash_log(NSHASH_LOG_INFO, id, "healed %s: removed what an older nshash-runtime left there (%s)",
 			   shown, what);
@@ -192,15 +195,16 @@ static void wrap_create(const struct nshash_policy *policy, const struct nshash_
 		free(text);
 		return; /* exec */
 	}
+	/* STATE/run, and STATE itself on the first start after a boot: made
+	 * (0700) or checked here, on the host, before the private namespace
+	 * (and before a refused state dir could have a spare made) */
+	if (asks > 0 && nshash_state_subdir(policy->state_dir, "run", run_dir, sizeof(run_dir), &err) < 0)
+		die(args->id, err.msg);
 	struct nshash_oci_spare spare = {.fd = -1};
 	if (asks > 0) {
 		spare_get(policy, sizes, &spare);
 		opts.spare = &spare;
 	}
-	/* STATE/run, and STATE itself on the first start after a boot: made
-	 * (0700) or checked here, on the host, before the private namespace */
-	if (asks > 0 && nshash_state_subdir(policy->state_dir, "run", run_dir, sizeof(run_dir), &err) < 0)
-		die(args->id, err.msg);
 	snprintf(run_dir, sizeof(run_dir), "%s/run", policy->state_dir);
 	snprintf(pin_path, sizeof(pin_path), "%s/netns", run_dir);
 	if (asks > 0 && nsh_private_enter(run_dir, &saved, &err) < 0)
