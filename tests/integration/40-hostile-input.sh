@@ -3,7 +3,8 @@
 # Hostile input to nshash-hook, nshash-runtime and the nshash CLI (issue 10):
 # a user-set io.nshash.pin never removes another container's pin, in any
 # stage; FIFOs, device nodes and symlinks where a netns, a config or a policy
-# is expected never hang a binary nor get opened as files; container-supplied
+# is expected (the policy's logFile too: issue 19) never hang a binary nor
+# get opened as files; container-supplied
 # strings never forge a log line (log file, syslog, runc's log, stderr);
 # `nshash delete` removes only pins; the state dir and the policy file are
 # checked (owner, mode, symlinks; an existing one is never chmod'ed, / and
