@@ -138,6 +138,10 @@ int nsh_read_file(const char *path, size_t max, char **out, size_t *out_len, str
  * file read, for owner and mode checks. */
 int nsh_read_file_stat(const char *path, size_t max, char **out, size_t *out_len, struct stat *st,
 		       struct nshash_error *err);
+/* The same, `oflags` added to the O_PATH open (O_NOFOLLOW: a symbolic link
+ * is refused as not a regular file). */
+int nsh_read_file_flags(const char *path, int oflags, size_t max, char **out, size_t *out_len, struct stat *st,
+			struct nshash_error *err);
 /* Write all of p (retrying short writes and EINTR): 0, or -1 with errno. */
 int nsh_write_all(int fd, const char *p, size_t len);
 

@@ -13,6 +13,12 @@
 int nsh_read_file_stat(const char *path, size_t max, char **out, size_t *out_len, struct stat *st,
 		       struct nshash_error *err)
 {
+	return nsh_read_file_flags(path, 0, max, out, out_len, st, err);
+}
+
+int nsh_read_file_flags(const char *path, int oflags, size_t max, char **out, size_t *out_len, struct stat *st,
+			struct nshash_error *err)
+{
 	struct stat scratch;
 	char fdpath[64];
 	int r;
@@ -21,7 +27,7 @@ int nsh_read_file_stat(const char *path, size_t max, char **out, size_t *out_len
 		st = &scratch;
 	/* O_PATH first: a FIFO would block the read, a device's driver would
 	 * run; only a regular file is opened for reading, the same inode. */
-	int pfd = open(path, O_PATH | O_CLOEXEC);
+	int pfd = open(path, O_PATH | O_CLOEXEC | oflags);
 	if (pfd < 0 || fstat(pfd, st) < 0) {
 		r = nshash_error_set(err, errno, "read %s: %s", path, strerror(errno));
 		goto out;

@@ -2,10 +2,12 @@
 /* The front-ends' logger: one line per action on stderr, and to the
  * policy's logFile, syslog (warnings and errors always) and an extra sink
  * (the wrapper's runtime log). */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
@@ -52,6 +54,43 @@ void nshash_log_setup(const char *program, const struct nshash_policy *policy)
 	}
 }
 
+/* The log file for one line: a regular file only, opened without waiting
+ * (a FIFO with no reader fails at once, one with a reader is refused after
+ * the open: never a hang) and without following a symbolic link.  What is
+ * refused is said once, as a warning to the other sinks, and the file is
+ * not tried again in this process.  -1: no log file now. */
+static int log_file_open(void)
+{
+	if (!log_cfg.log_file[0])
+		return -1;
+	struct stat st;
+	const char *why = NULL;
+	int fd = -1, e = 0;
+	if (lstat(log_cfg.log_file, &st) == 0 && !S_ISREG(st.st_mode))
+		why = nshash_file_kind(st.st_mode);
+	else if ((fd = open(log_cfg.log_file,
+			    O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0640)) < 0)
+		e = errno;
+	else if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		why = nshash_file_kind(st.st_mode);
+	if (!why && !e)
+		return fd;
+	if (fd >= 0)
+		close(fd);
+	char file[sizeof(log_cfg.log_file)];
+	snprintf(file, sizeof(file), "%s", log_cfg.log_file);
+	log_cfg.log_file[0] = '\0'; /* once; and the warning below does not come back here */
+	if (why)
+		nshash_log(NSHASH_LOG_WARN, NULL,
+			   "logFile %s: not a regular file (%s): nothing is logged there; name a regular file (or "
+			   "a path that does not exist yet) in the policy",
+			   file, why);
+	else
+		nshash_log(NSHASH_LOG_WARN, NULL, "logFile %s: cannot open: %s: nothing is logged there", file,
+			   e == ELOOP ? "a symbolic link" : strerror(e));
+	return -1;
+}
+
 void nshash_log(enum nshash_log_level level, const char *id, const char *fmt, ...)
 {
 	va_list ap;
@@ -87,21 +126,19 @@ void nshash_vlog(enum nshash_log_level level, const char *id, const char *fmt, v
 		snprintf(line, sizeof(line), "%s: %s%s%s", log_cfg.program, id ? id : "", id ? ": " : "", msg);
 		log_cfg.sink(log_cfg.sink_ctx, names[level], line);
 	}
-	if (log_cfg.log_file[0]) {
-		int fd = open(log_cfg.log_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
-		if (fd >= 0) {
-			char line[3072], ts[64];
-			time_t now = time(NULL);
-			struct tm tm;
-			gmtime_r(&now, &tm);
-			strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
-			int n = snprintf(line, sizeof(line), "%s %s[%d] %s: %s%s%s\n", ts, log_cfg.program,
-					 (int)getpid(), names[level], id ? id : "", id ? ": " : "", msg);
-			if (n > 0 && write(fd, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) < 0) {
-				/* logging never fails the caller */
-			}
-			close(fd);
+	int fd = log_file_open();
+	if (fd >= 0) {
+		char line[3072], ts[64];
+		time_t now = time(NULL);
+		struct tm tm;
+		gmtime_r(&now, &tm);
+		strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		int n = snprintf(line, sizeof(line), "%s %s[%d] %s: %s%s%s\n", ts, log_cfg.program, (int)getpid(),
+				 names[level], id ? id : "", id ? ": " : "", msg);
+		if (n > 0 && write(fd, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) < 0) {
+			/* logging never fails the caller */
 		}
+		close(fd);
 	}
 	/* on by default: a warning (onFailure warn: the container runs on the
 	 * shared tables) must reach a log people read even without a log file */

@@ -256,10 +256,11 @@ int nsh_mkdir_p(const char *path, mode_t mode, struct nshash_error *err);
 /* state.c */
 const char *nsh_state_dir(const char *dir);
 int nsh_lock_state(const char *state_dir, int *lockfd, struct nshash_error *err);
-/* A state dir (or its pins/, templates/): a directory, not a symlink, owned
- * by the caller's euid (root), not writable by group or others; a wider
- * mode is narrowed to 0700.  `create` makes it (0700) when missing; without
- * it a missing dir passes. */
+/* A state dir (or its pins/, templates/): not a system directory (by its
+ * resolved name, checked before anything is made), a directory, not a
+ * symlink, owned by the caller's euid (root), no mode bit for group or
+ * others: refused otherwise, never chmod'ed.  `create` makes it (0700,
+ * missing parents too) when missing; without it a missing dir passes. */
 int nsh_state_dir_check(const char *dir, bool create, struct nshash_error *err);
 void nsh_template_name(struct nshash_sizes eff, char *buf, size_t len);
 /* netns.c: nshash_netns_create() (no budget, no spare taken) at a path

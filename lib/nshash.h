@@ -451,10 +451,12 @@ struct nshash_gc_report {
 	struct nshash_table_usage usage; /* table memory in use afterwards */
 };
 int nshash_gc(const struct nshash_gc_opts *opts, struct nshash_gc_report *report, struct nshash_error *err);
-/* Make STATE_DIR/SUB (SUB "pins" or "templates"; out receives the path) the
- * way nshash keeps its state: each a directory owned by the caller (root),
- * not a symbolic link, not writable by group or others (refused otherwise),
- * created 0700 and narrowed to 0700. */
+/* Make STATE_DIR/SUB (SUB "pins", "templates", "run"...; out receives the
+ * path) the way nshash keeps its state: STATE_DIR and STATE_DIR/SUB each a
+ * directory owned by the caller (root), not a symbolic link, not open to
+ * group or others, not a system directory (docs/design.md "The state dir");
+ * what is missing is created 0700 (parents too), what exists is refused
+ * when it is not so, never chmod'ed. */
 int nshash_state_subdir(const char *state_dir, const char *sub, char *out, size_t outlen, struct nshash_error *err);
 
 /* ---------------------------------------------------------------- errors */

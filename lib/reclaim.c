@@ -67,6 +67,10 @@ static int claim_run(const char *state_dir, int64_t interval, int *stampfd, bool
 		return 0;
 	if (!existed && !has_work(state_dir))
 		return 0; /* leave no file where nothing of ours is */
+	/* nor in a directory nshash does not accept as a state dir */
+	int r = existed ? 0 : nsh_state_dir_check(state_dir, false, err);
+	if (r < 0)
+		return nshash_error_prefix(err, "reclaim");
 	*stampfd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
 	if (*stampfd < 0) {
 		if (errno == ENOENT)

@@ -76,8 +76,6 @@ int nsh_private_enter(const char *run_dir, struct nsh_mnt_saved *saved, struct n
 	if (saved->mnt < 0 || saved->cwd < 0)
 		return nshash_error_set(err, errno, "private mount namespace: save the current one: %s",
 					strerror(errno));
-	if (mkdir(run_dir, 0700) < 0 && errno != EEXIST)
-		return nshash_error_set(err, errno, "create %s: %s", run_dir, strerror(errno));
 	if (unshare(CLONE_NEWNS) < 0)
 		return nshash_error_set(err, errno, "unshare a mount namespace: %s", strerror(errno));
 	if (mount(NULL, "/", NULL, MS_SLAVE | MS_REC, NULL) < 0)
@@ -98,24 +96,36 @@ int nsh_private_leave(struct nsh_mnt_saved *saved, struct nshash_error *err)
 }
 
 int nsh_private_config(const char *run_dir, const char *config, size_t len, const char *target,
-		       struct nshash_error *err)
+		       const struct stat *read, struct nshash_error *err)
 {
-	char file[4200];
+	char file[4200], fdpath[64];
+	struct stat st;
 	int fd;
+
+	/* The file the config was read from, opened once without following a
+	 * symbolic link, and mounted over through that fd: nothing in the
+	 * bundle is resolved twice. */
+	int tfd = open(target, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (tfd < 0 || fstat(tfd, &st) < 0)
+		return nshash_error_set(err, errno, "bind the sized config over %s: %s", target, strerror(errno));
+	if (!S_ISREG(st.st_mode) || st.st_dev != read->st_dev || st.st_ino != read->st_ino)
+		return close(tfd), nshash_error_set(err, ESTALE,
+					"bind the sized config over %s: it is no longer the file that was read (%s now): "
+					"something replaced it meanwhile; try again",
+					target, nshash_file_kind(st.st_mode));
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", tfd);
 
 	snprintf(file, sizeof(file), "%s/config.json", run_dir);
 	fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return nshash_error_set(err, errno, "write %s: %s", file, strerror(errno));
-	if (nsh_write_all(fd, config, len) < 0) {
-		int e = errno;
+	int r = 0;
+	if (fd < 0 || nsh_write_all(fd, config, len) < 0)
+		r = nshash_error_set(err, errno, "write %s: %s", file, strerror(errno));
+	if (fd >= 0)
 		close(fd);
-		return nshash_error_set(err, e, "write %s: %s", file, strerror(e));
-	}
-	close(fd);
-	if (mount(file, target, NULL, MS_BIND, NULL) < 0)
-		return nshash_error_set(err, errno, "bind the sized config over %s: %s", target, strerror(errno));
-	return 0;
+	if (r == 0 && mount(file, fdpath, NULL, MS_BIND, NULL) < 0)
+		r = nshash_error_set(err, errno, "bind the sized config over %s: %s", target, strerror(errno));
+	close(tfd);
+	return r;
 }
 
 int nsh_runtime_run(const struct nsh_runtime_child *c, int *status, struct nshash_error *err)

@@ -11,6 +11,7 @@
  * wrapper's.
  * Policy file: $NSHASH_POLICY, else /etc/nshash/nshash.json. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,19 +76,29 @@ static void config_target(const struct nshash_runtime_args *args, char *out, siz
 		die(args->id, err.msg);
 }
 
-/* Read the config; heal what an older wrapper left in it (rewriting the
- * file once).  The text to transform, malloc'd. */
+/* Read the config (the file itself, never through a symbolic link: *st is
+ * the file the sized config is later bound over); heal what an older
+ * wrapper left in it (rewriting the file once).  The text to transform,
+ * malloc'd. */
 static char *read_config(const char *id, const char *bundle, const char *target, const struct nshash_policy *policy,
-			 size_t *len)
+			 size_t *len, struct stat *st)
 {
 	struct nshash_error err = {0};
 	char *text, *healed, what[600];
 	size_t healed_len;
-	int r = nsh_read_file(target, NSHASH_OCI_CONFIG_MAX_BYTES, &text, len, &err);
+	int r = nsh_read_file_flags(target, O_NOFOLLOW, NSHASH_OCI_CONFIG_MAX_BYTES, &text, len, st, &err);
 
 	if (r < 0) {
 		if (bundle)
 			nshash_error_prefix(&err, "bundle %s", bundle);
+		if (S_ISLNK(st->st_mode)) {
+			char why[sizeof(err.msg)];
+			snprintf(why, sizeof(why), "%s", err.msg);
+			nshash_error_set(&err, ELOOP,
+					 "%s: nshash-runtime binds the sized config over the file the runtime reads and "
+					 "follows no symbolic link to it; make it a regular file",
+					 why);
+		}
 		die(id, err.msg);
 	}
 	/* cheap test first: a leftover names a pin */
@@ -105,6 +116,8 @@ static char *read_config(const char *id, const char *bundle, const char *target,
 		snprintf(shown, sizeof(shown), "%s", target);
 	if (nsh_write_replacing(target, healed, healed_len, &err) < 0)
 		nshash_log(NSHASH_LOG_WARN, id, "%s (left as it was)", err.msg);
+	else if (lstat(target, st) < 0 || !S_ISREG(st->st_mode)) /* the new inode is what is bound over */
+		die(id, "the healed config is no longer a regular file (replaced meanwhile): try again");
 	else
 		nshash_log(NSHASH_LOG_INFO, id, "healed %s: removed what an older nshash-runtime left there (%s)",
 			   shown, what);
@@ -173,13 +186,20 @@ static void wrap_create(const struct nshash_policy *policy, const struct nshash_
 	if (nshash_oci_wrapper_pin_name(args->id, args->root, pin, sizeof(pin), &err) < 0)
 		die(NULL, err.msg); /* names the bad id */
 	config_target(args, target, sizeof(target));
-	text = read_config(args->id, args->config ? NULL : args->bundle ? args->bundle : ".", target, policy, &len);
+	struct stat config_st = {0};
+	text = read_config(args->id, args->config ? NULL : args->bundle ? args->bundle : ".", target, policy, &len,
+			   &config_st);
 	struct nshash_sizes sizes;
 	int asks = asks_sizes(text, len, defaults, &sizes);
 	if (asks == 0) {
 		free(text);
 		return; /* exec */
 	}
+	/* STATE/run, and STATE itself on the first start after a boot: made
+	 * (0700) or checked here, on the host, before the private namespace
+	 * (and before a refused state dir could have a spare made) */
+	if (asks > 0 && nshash_state_subdir(policy->state_dir, "run", run_dir, sizeof(run_dir), &err) < 0)
+		die(args->id, err.msg);
 	struct nshash_oci_spare spare = {.fd = -1};
 	if (asks > 0) {
 		spare_get(policy, sizes, &spare);
@@ -218,7 +238,7 @@ static void wrap_create(const struct nshash_policy *policy, const struct nshash_
 				 target, NSHASH_ANNOTATION_TCP, NSHASH_ANNOTATION_UDP);
 		die(args->id, err.msg);
 	}
-	if (nsh_private_config(run_dir, sized, sized_len, target, &err) < 0)
+	if (nsh_private_config(run_dir, sized, sized_len, target, &config_st, &err) < 0)
 		die(args->id, err.msg);
 	free(sized);
 	close(saved.mnt);

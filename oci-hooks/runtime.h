@@ -12,6 +12,8 @@
 
 #include "oci.h"
 
+struct stat;
+
 /* The real runtime started as a child (delete of a container whose pin is
  * left): signals passed on, its wait status kept. */
 struct nsh_runtime_child {
@@ -34,7 +36,7 @@ int nsh_runtime_exec(const char *runtime, char **argv, struct nshash_error *err)
 
 /* The wrapper's private mount namespace (a slave of the host's: the host's
  * mounts and unmounts still reach it, nothing made in it reaches the host)
- * with a tmpfs on `run_dir`: where the sized netns is pinned and the sized
+ * with a tmpfs on `run_dir` (made by the caller, nshash_state_subdir): where the sized netns is pinned and the sized
  * config written, seen by the runtime the wrapper then becomes and by no
  * other process; all of it goes when the last process in it does.
  * nsh_private_enter keeps fds on the host's mount namespace and the current
@@ -46,9 +48,11 @@ struct nsh_mnt_saved {
 int nsh_private_enter(const char *run_dir, struct nsh_mnt_saved *saved, struct nshash_error *err);
 int nsh_private_leave(struct nsh_mnt_saved *saved, struct nshash_error *err);
 /* Write `config` to RUN_DIR/config.json and bind it over `target` (the file
- * the runtime reads).  Only inside the private mount namespace. */
+ * the runtime reads), opened without following a symbolic link and refused
+ * unless it is the regular file `read` (dev, inode) the config was read
+ * from.  Only inside the private mount namespace. */
 int nsh_private_config(const char *run_dir, const char *config, size_t len, const char *target,
-		       struct nshash_error *err);
+		       const struct stat *read, struct nshash_error *err);
 
 /* Healing (heal.c).  A config an older nshash-runtime rewrote carries an
  * io.nshash.pin and/or a network namespace path under STATE_DIR/pins/ whose

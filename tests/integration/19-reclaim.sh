@@ -13,7 +13,7 @@ command -v jq >/dev/null || cannot_run "jq needed"
 command -v setpriv >/dev/null || cannot_run "setpriv (util-linux) needed"
 
 STATE=$(make_state_dir)
-mkdir -p "$STATE/pins"
+mkdir -p -m 0700 "$STATE/pins"
 make_private_mount "$STATE/pins"
 WORK=$(mktemp -d /tmp/nshash-t19.XXXXXX)
 on_exit "rm -rf '$WORK'"

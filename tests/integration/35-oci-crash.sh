@@ -80,7 +80,7 @@ assert_eq "" "$(ls "$S/pins")" "nshash gc removed every pin without a container 
 assert_eq 0 "$(count_pins_under "$S/pins/")" "no pin mounted"
 # a pin in use is kept (the wrapper leaves none on the host: a pin as an
 # older version left it, with a process inside)
-mkdir -p "$S/pins"
+mkdir -p -m 0700 "$S/pins"
 nshash --state-dir "$S" create --tcp 4096 "$S/pins/alive-0" >/dev/null
 nsenter --net="$S/pins/alive-0" sleep 30 &
 sp=$!

@@ -17,6 +17,11 @@
 #     path under STATE/pins/ that no longer exists, its hooks) heals
 #   - SIGTERM while sizing or while the runtime starts: status 143, nothing left
 #   - parallel foreground runs of one bundle
+#   - issue 19: the first sized start with no state dir yet (a fresh path,
+#     and the default /run/nshash in a private mount namespace with an empty
+#     /run, as after a boot) makes it 0700; a config.json that is a symbolic
+#     link is refused, the bundle untouched; a relative PATH entry is never
+#     where the runtime is found
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/engines.sh"
 require_root
@@ -205,7 +210,7 @@ fnv() { # FNV-1a of $1, as the wrapper names pins for a --root
 	printf '%08x' $h
 }
 OLD=$S/pins/t38k1-$(fnv "$ROOT")
-mkdir -p "$S/pins" && touch "$OLD" && mount --bind "/proc/$(runc --root "$ROOT" state t38k1 | jq -r .pid)/ns/net" "$OLD"
+mkdir -p -m 0700 "$S/pins" && touch "$OLD" && mount --bind "/proc/$(runc --root "$ROOT" state t38k1 | jq -r .pid)/ns/net" "$OLD"
 r1=$(st runc --root "$ROOT" delete t38k1)
 r2=$(st nshash-runtime --root "$ROOT" delete t38k1)
 assert_eq "$r1" "$r2" "delete of a running container: the wrapper exits like runc ($r1)"
@@ -268,4 +273,59 @@ for i in 1 2 3 4 5 6; do [ "$(cat "$D/p$i.out")" = "8192 256" ] && ok=$((ok + 1)
 assert_eq 6 "$ok" "6 parallel runs of one bundle: each sized"
 unchanged p1 "after 6 parallel runs"
 assert_eq "0 0" "$(pins) $(pin_files)" "no pin after the parallel runs"
+
+# ---- issue 19: the first sized start after a boot, when no state dir exists yet
+CMD=$SIZES
+bundle f1 io.nshash.tcp=4096 io.nshash.udp=512
+FS=$D/fresh/a/state # $D/fresh does not exist
+on_exit "cleanup_state_dir '$FS'"
+engines_policy "$D/policy-fresh.json" "{\"stateDir\": \"$FS\", \"spares\": 0}"
+out=$(cd "$D/f1" && NSHASH_POLICY=$D/policy-fresh.json nshash-runtime --root "$ROOT" run t38f1 2>"$D/err")
+assert_eq "4096 512" "$out" "a state dir that does not exist yet: made by the first sized start $(cat "$D/err")"
+assert_eq "700 700 700 700" "$(stat -c %a "$D/fresh" "$D/fresh/a" "$FS" "$FS/run" | tr '\n' ' ' | sed 's/ $//')" \
+	"the state dir, its missing parents and run/: made 0700"
+unchanged f1 "after the first start with a new state dir"
+# The default path (/run/nshash, no stateDir in the policy) with /run empty,
+# as after a boot: an empty tmpfs over /run in a private mount namespace, so
+# the host's /run/nshash is never touched (whatever is made goes with it).
+host_run_nshash() { stat -c '%a %i' /run/nshash 2>/dev/null || echo absent; }
+HOST_RN=$(host_run_nshash)
+engines_policy "$D/policy-default.json" '{"spares": 0}'
+out=$(cd "$D/f1" && NSHASH_POLICY=$D/policy-default.json unshare -m --propagation private sh -c \
+	"mount -t tmpfs -o mode=0755 nshash-t38 /run && nshash-runtime --root '$ROOT' run t38f2 &&
+	 stat -c %a /run/nshash /run/nshash/run | tr '\n' ' '" 2>"$D/err")
+assert_eq "4096 512
+700 700 " "$out" "the default state dir, absent as after a boot: made 0700 by the first sized start $(cat "$D/err")"
+assert_eq "$HOST_RN" "$(host_run_nshash)" "the host's /run/nshash untouched by that"
+
+# ---- issue 19: config.json a symbolic link: refused, the bundle untouched
+bundle s1 io.nshash.tcp=4096
+mv "$D/s1/config.json" "$D/s1-real.json"
+ln -s "$D/s1-real.json" "$D/s1/config.json"
+out=$(nshash-runtime --root "$ROOT" run -b "$D/s1" t38s1 2>&1 </dev/null)
+rc=$?
+assert_eq 1 "$rc" "config.json a symbolic link: exit 1"
+assert_contains "$out" "bundle $D/s1: read $D/s1/config.json: not a regular file (a symbolic link): nshash-runtime binds the sized config over the file the runtime reads and follows no symbolic link to it; make it a regular file" \
+	"config.json a symbolic link: refused, saying what to do"
+assert_eq "$D/s1-real.json" "$(readlink "$D/s1/config.json")" "config.json a symbolic link: the link unchanged"
+cmp -s "$D/s1.orig" "$D/s1-real.json" && pass "config.json a symbolic link: its target byte for byte" ||
+	fail "config.json a symbolic link: its target changed"
+assert_eq 0 "$(awk -v d="$D/" 'index($5, d) == 1' /proc/self/mountinfo | wc -l)" "config.json a symbolic link: nothing mounted under the test dir"
+
+# ---- issue 19: relative PATH entries are skipped by the runtime lookup
+mkdir -p "$D/relbin" "$D/absbin"
+printf '#!/bin/sh\necho RELATIVE\n' >"$D/relbin/nshash-t38-rt"
+printf '#!/bin/sh\necho ABSOLUTE\n' >"$D/absbin/nshash-t38-rt"
+chmod 0755 "$D/relbin/nshash-t38-rt" "$D/absbin/nshash-t38-rt"
+engines_policy "$D/policy-rel.json" "{\"stateDir\": \"$S\", \"runtime\": \"nshash-t38-rt\"}"
+out=$(cd "$D" && PATH=relbin:$D/absbin:$PATH NSHASH_POLICY=$D/policy-rel.json nshash-runtime list 2>&1)
+assert_eq "ABSOLUTE" "$out" "a relative PATH entry before an absolute one: the absolute one's runtime runs"
+out=$(cd "$D" && PATH=relbin:$PATH NSHASH_POLICY=$D/policy-rel.json nshash-runtime list 2>&1)
+rc=$?
+assert_eq 1 "$rc" "only a relative PATH entry has the runtime: exit 1"
+assert_contains "$out" "runtime \"nshash-t38-rt\" (policy $D/policy-rel.json): not found in PATH (a relative PATH entry gives \"relbin/nshash-t38-rt\", which nshash-runtime does not use" \
+	"only a relative PATH entry has the runtime: not run, and said so"
+assert_not_contains "$out" "RELATIVE" "the relative entry's runtime never ran"
+out=$(cd "$D/relbin" && PATH=:$D/absbin NSHASH_POLICY=$D/policy-rel.json "$BUILD/nshash-runtime" list 2>&1)
+assert_eq "ABSOLUTE" "$out" "an empty PATH entry (the current directory) is skipped too"
 assert_host_untouched

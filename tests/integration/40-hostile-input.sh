@@ -3,10 +3,12 @@
 # Hostile input to nshash-hook, nshash-runtime and the nshash CLI (issue 10):
 # a user-set io.nshash.pin never removes another container's pin, in any
 # stage; FIFOs, device nodes and symlinks where a netns, a config or a policy
-# is expected never hang a binary nor get opened as files; container-supplied
+# is expected (the policy's logFile too: issue 19) never hang a binary nor
+# get opened as files; container-supplied
 # strings never forge a log line (log file, syslog, runc's log, stderr);
 # `nshash delete` removes only pins; the state dir and the policy file are
-# checked (owner, mode, symlinks) and a symlink swapped in after the pin is
+# checked (owner, mode, symlinks; an existing one is never chmod'ed, / and
+# system directories are refused: issue 19) and a symlink swapped in after the pin is
 # claimed mounts nothing over its target; \u0000 in JSON keys is refused;
 # the 16 MiB config and 64 KiB policy limits are inclusive.
 # Every binary runs under `timeout`: a hang is a failure with exit 124.
@@ -52,7 +54,7 @@ pin_state() { # PATH: "mounted INODE" or "gone"
 }
 
 # ================================================================ 1: pins
-mkdir -p "$S/pins"
+mkdir -p -m 0700 "$S/pins"
 # victim: (re)create the other container's pin if a case removed it; VICTIM
 # is what it must still be after the next case
 victim() {
@@ -252,6 +254,49 @@ OUT=$($TO $NSHASH --state-dir "$D/st-link" create --tcp 128 "$D/p2" 2>&1); RC=$?
 expect 1 "state dir $D/st-link: a symbolic link (give the real path)" "CLI: state dir a symlink: refused"
 assert_eq "" "$(ls "$D/st-real")" "nothing created through the symlink"
 
+# issue 19: an existing directory is never chmod'ed; / and system directories
+# are refused as state dirs, by the policy and by the CLI, before anything is made
+KEEP_HINT="nshash never changes the mode of a directory it did not create: give a directory only its owner can open (mode 0700), or one that does not exist yet (nshash creates it 0700)"
+SYS_HINT="never a state dir (refused: /, every directory directly under /, /var or /run/user, everything under /usr, /etc, /boot, /proc, /sys or /dev, and /run/netns): give a directory of nshash's own, e.g. /run/nshash, which it creates 0700 on first use"
+dir_state() { stat -c '%a %U' "$1"; ls -A "$1" | md5sum; }
+mkdir -m 0755 "$D/st-755"
+check_state_dir "policy: an existing 0755 state dir: refused" "$D/st-755" "state dir $D/st-755: open to group or others (mode 0755): $KEEP_HINT"
+assert_eq "755 " "$(stat -c %a "$D/st-755") $(ls -A "$D/st-755")" "policy: the 0755 state dir: mode unchanged, nothing made in it"
+OUT=$($TO $NSHASH --state-dir "$D/st-755" create --tcp 128 "$D/p3" 2>&1); RC=$?
+expect 1 "state dir $D/st-755: open to group or others (mode 0755): $KEEP_HINT" "CLI: an existing 0755 state dir: refused"
+assert_eq "755  no-pin" "$(stat -c %a "$D/st-755") $(ls -A "$D/st-755") $([ -e "$D/p3" ] && echo pin || echo no-pin)" \
+	"CLI: the 0755 state dir: mode unchanged, nothing made in it, no pin file"
+mkdir -m 0755 "$D/st-755r" && mkdir -m 0700 "$D/st-755r/pins" # something to reclaim
+OUT=$($TO $NSHASH --state-dir "$D/st-755r" reclaim 2>&1); RC=$?
+expect 1 "reclaim: state dir $D/st-755r: open to group or others (mode 0755): $KEEP_HINT" "CLI reclaim: an existing 0755 state dir: refused"
+assert_eq "755 pins" "$(stat -c %a "$D/st-755r") $(ls -A "$D/st-755r")" "CLI reclaim: mode unchanged, no reclaim.stamp made"
+mkdir -m 0750 "$D/st-750"
+check_state_dir "policy: an existing 0750 state dir: refused" "$D/st-750" "state dir $D/st-750: open to group or others (mode 0750): $KEEP_HINT"
+assert_eq 750 "$(stat -c %a "$D/st-750")" "policy: the 0750 state dir: mode unchanged"
+# A build that chmods would make / 0700: the system cases run only after the
+# scratch case above showed this one does not.
+if [ "$(stat -c %a "$D/st-755")" = 755 ] && [ "$RC" = 1 ]; then
+	ln -s / "$D/to-root"
+	for c in "/:the root directory" "/usr:a directory directly under /" "/etc:a directory directly under /" \
+		"/root:a directory directly under /" "/usr/local:a directory under /usr" "/var/lib:a directory directly under /var" \
+		"$D/.. (/tmp):a directory directly under /" "$D/to-root (/):the root directory" "/usr/nshash-t40-$$:a directory under /usr"; do
+		sd=${c%%:*} why=${c#*:} real=${sd%% (*}
+		before=$(dir_state "$(realpath -m "$real")" 2>&1)
+		OUT=$($TO $NSHASH --state-dir "$real" create --tcp 128 "$D/p4" 2>&1); RC=$?
+		expect 1 "state dir $sd: $why, $SYS_HINT" "CLI: --state-dir $sd refused"
+		if [[ $real != *..* ]]; then # the policy refuses ".." itself
+			engines_policy "$D/pol-st.json" "{\"stateDir\": \"$real\"}"
+			hook precreate "$(cfg '"io.nshash.tcp": "4096"')" "$D/pol-st.json"
+			expect 1 "state dir $sd: $why, $SYS_HINT" "policy: stateDir $sd refused"
+		fi
+		assert_eq "$before" "$(dir_state "$(realpath -m "$real")" 2>&1)" "$sd: mode, owner and entries unchanged"
+	done
+	assert_eq "no" "$([ -e "/usr/nshash-t40-$$" ] && echo yes || echo no)" "a refused state dir that did not exist is not made"
+	assert_eq "no-pin" "$([ -e "$D/p4" ] && echo pin || echo no-pin)" "no pin file left by the refused state dirs"
+else
+	fail "the 0755 scratch state dir was not refused: / and the system directories not tried"
+fi
+
 # a symlink swapped in right after the pin is claimed: the bind mount must
 # not follow it (the creator is held on the state lock meanwhile)
 mkdir -p "$D/race"
@@ -285,6 +330,18 @@ forge "annotation value with a newline" precreate "$(cfg '"io.nshash.tcp": "1\nF
 forge "hostname with a newline" precreate '{"hostname": "h\nFORGED", "annotations": {"io.nshash.tcp": "x"}, "linux": {"namespaces": [{"type": "network"}]}}' 'hostname h\x0aFORGED'
 forge "container id with a newline" createRuntime '{"id": "c\nFORGED", "annotations": {"io.nshash.tcp": "4096"}}' 'state of c\x0aFORGED has no pid'
 forge "carriage return and escape" createRuntime '{"id": "c\r\u001b[2KFORGED", "annotations": {"io.nshash.tcp": "4096"}}' 'state of c\x0d\x1b[2KFORGED has no pid'
+# issue 19: a logFile that is not a regular file never hangs a binary (a
+# FIFO without a reader blocked the open) and is said, once; nothing is written through a link
+LOGFILE_HINT="nothing is logged there; name a regular file (or a path that does not exist yet) in the policy"
+printf 'kept\n' >"$D/log-target"
+ln -s "$D/log-target" "$D/log-link"
+for c in "fifo:a FIFO" "null:a character device" "log-link:a symbolic link"; do
+	engines_policy "$D/pol-lf.json" "{\"stateDir\": \"$S\", \"logFile\": \"$D/${c%%:*}\"}"
+	OUT=$(printf '%s' "$(cfg '"io.nshash.tcp": "x"')" | $TO "$H" precreate --policy "$D/pol-lf.json" 2>&1 >/dev/null); RC=$?
+	expect 1 "logFile $D/${c%%:*}: not a regular file (${c#*:}): $LOGFILE_HINT" "logFile ${c#*:}: no hang, refused and said"
+	assert_eq 1 "$(grep -c "logFile $D/" <<<"$OUT")" "logFile ${c#*:}: said once"
+done
+assert_eq "kept" "$(cat "$D/log-target")" "logFile a symbolic link: nothing written to its target"
 # runc's text log, which containerd reads: one line, quotes escaped
 rm -f "$D/runc.log"
 (cd "$D/wb" && NSHASH_POLICY=$P $TO nshash-runtime --root "$D/runc-root" --log "$D/runc.log" --log-format text create $'x\nFORGED" level=info msg="fine' >/dev/null 2>&1)

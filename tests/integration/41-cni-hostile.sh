@@ -5,7 +5,9 @@
 # and CNI_IFNAME follow the reference plugins' rules and never forge a log
 # line; \u0000 in strings and keys is refused; a prevResult interface named
 # null; exactly 16 MiB of stdin; valid JSON that is not an object; EACCES
-# on CNI_NETNS; stdout closed or full; "runtimeConfig": null.
+# on CNI_NETNS; stdout closed or full; "runtimeConfig": null; a "stateDir"
+# of / or an existing 0755 directory refused, never chmod'ed, one that does
+# not exist yet made 0700 (issue 19).
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/cni.sh"
 require_root
@@ -114,6 +116,36 @@ nul "onFailure with \\u0000" '"tcp":8192,"onFailure":"warn\u0000"'
 printf '{"cniVersion":"1.0.0\\u0000x","name":"n","tcp":8192}' >"$D/c.json"
 plugin CNI_NETNS="$P" <"$D/c.json"
 assert_cni_error 6 '\u0000 (a NUL character) in a string' "cniVersion with \\u0000"
+
+# ---- issue 19: a stateDir that does not exist yet (nor its parent): made 0700 by the first ADD
+new_pin
+conf "\"tcp\":4096,\"spares\":0,\"stateDir\":\"$D/fresh/state\"" >"$D/c-fresh.json"
+plugin CNI_NETNS="$P" <"$D/c-fresh.json"
+assert_eq "0 4096 700 700" "$CNI_RC $(netns_sizes_at "$P" | cut -d' ' -f1) $(stat -c %a "$D/fresh" "$D/fresh/state" | tr '\n' ' ' | sed 's/ $//')" \
+	"stateDir that does not exist yet: made 0700 (parent too), the netns sized $CNI_ERR"
+
+# ---- issue 19: a "stateDir" naming / or an existing 0755 directory is refused,
+# never chmod'ed, nothing made in it, the netns left shared
+new_pin
+mkdir -m 0755 "$D/st-755"
+conf "\"tcp\":4096,\"stateDir\":\"$D/st-755\"" >"$D/c.json"
+plugin CNI_NETNS="$P" <"$D/c.json"
+assert_cni_error 103 "state dir $D/st-755: open to group or others (mode 0755): nshash never changes the mode of a directory it did not create" \
+	"stateDir an existing 0755 directory: refused"
+assert_eq "755 " "$(stat -c %a "$D/st-755") $(ls -A "$D/st-755")" "stateDir 0755: mode unchanged, nothing made in it"
+assert_eq shared "$(shared "$P")" "stateDir 0755: netns left shared"
+# A build that chmods would make / 0700: "/" only after the scratch case showed this one does not.
+if [ "$(stat -c %a "$D/st-755")" = 755 ] && [ "$CNI_RC" -ne 0 ]; then
+	root_state() { stat -c '%a %U' /; ls -A / | md5sum; }
+	before=$(root_state)
+	conf '"tcp":4096,"stateDir":"/"' >"$D/c.json"
+	plugin CNI_NETNS="$P" <"$D/c.json"
+	assert_cni_error 103 "state dir /: the root directory, never a state dir" "stateDir \"/\": refused"
+	assert_eq "$before" "$(root_state)" "stateDir \"/\": / keeps its mode, owner and entries"
+	assert_eq shared "$(shared "$P")" "stateDir \"/\": netns left shared"
+else
+	fail "the 0755 scratch stateDir was not refused: \"/\" not tried"
+fi
 
 # ---- exactly 16 MiB of stdin is read; valid JSON that is not an object
 body=$(conf '"tcp":2048')
