@@ -130,9 +130,11 @@ struct nshash_cni_output {
 	char log[2048];	   /* what goes to stderr ("" = nothing) */
 	bool have_config;  /* the network config was valid: state_dir is its stateDir */
 	char state_dir[1024];
-	/* ADD made or took a sized netns: spares of these sizes to refill
-	 * (refill.spares 0 = none), once the answer is out */
+	/* ADD gave the pod a sized netns (refill_due): spares of these sizes
+	 * to refill (refill.spares 0 = none: idle ones may still be dropped),
+	 * once the answer is out */
 	struct nshash_create_opts refill;
+	bool refill_due;
 };
 /* Run one invocation: env + stdin → output.  Never exits or prints. */
 void nshash_cni_run(const struct nshash_cni_env *env, const char *input, size_t len, const struct nshash_cni_ops *ops,

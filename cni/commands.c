@@ -290,10 +290,6 @@ static int add_replace(struct run *r, struct nshash_sizes req, const char *want,
 	else
 		occupancy_settled(&job);
 	nsh_cni_charge_leave(r, &charge);
-	if (created == 0 && opts.spares && r->ops == &nshash_cni_system_ops) {
-		r->out->refill = opts;
-		r->out->refill.state_dir = NULL; /* main sets out->state_dir: r->cfg is gone by then */
-	}
 	if (job.inspect && job.ir < 0)
 		s = nshash_cni_fail(&r->err, NSHASH_CNI_E_IO, NULL, "%s", job.ie.msg);
 	else if (job.already)
@@ -321,6 +317,13 @@ static int add_replace(struct run *r, struct nshash_sizes req, const char *want,
 	if (looked < 0 || nshash_verify(seen, req, netns, &e) < 0) {
 		return soft_failure(r, NSHASH_CNI_E_CREATE, "after replacing the netns, %s does not show it: %s", netns,
 				    e.msg);
+	}
+	/* The pod has its netns: the next ADD of these sizes takes a spare
+	 * (never after an ADD refused, failed or warned: it used none). */
+	if (r->ops == &nshash_cni_system_ops) {
+		r->out->refill = opts;
+		r->out->refill.state_dir = NULL; /* main sets out->state_dir: r->cfg is gone by then */
+		r->out->refill_due = true;
 	}
 	return 0;
 }

@@ -72,7 +72,7 @@ int main(void)
 	}
 	/* The next ADD of these sizes takes a spare: a detached child makes
 	 * it now that the answer is out. */
-	if (out.refill.spares && status == 0) {
+	if (out.refill_due && status == 0) {
 		out.refill.state_dir = out.state_dir;
 		nsh_spares_refill(&out.refill);
 	}

@@ -49,6 +49,9 @@ struct nshash_policy {
 	int64_t stale_age;		   /* staleAge: unused container pins older than this are reclaimed */
 	int64_t reclaim_interval;	   /* reclaimInterval: seconds between reclaim runs (0 = every run) */
 	unsigned spares;		   /* spares: sized netns made ahead per size pair (0 = none) */
+	unsigned max_spares;		   /* maxSpares: spares in the state dir, all size pairs */
+	uint64_t max_spare_bytes;	   /* maxSpareBytes: their table bytes */
+	int64_t spare_max_idle;		   /* spareMaxIdle: seconds before an untaken spare goes */
 };
 
 void nshash_policy_defaults(struct nshash_policy *policy);
@@ -86,6 +89,16 @@ int nsh_detach(int keep);
  * failure) and exits.  Its pid, 0 when opts asks for no spares, -1 when the
  * fork failed (no spare this time). */
 pid_t nsh_spares_refill(const struct nshash_create_opts *opts);
+/* The same, forked now but at work only once nsh_spares_refill_go() is
+ * called with the fd returned (O_CLOEXEC; -1: no child): a caller that
+ * must fork from where it is now and knows only later whether its netns
+ * was used.  Closing the fd unused (an exec, an exit) ends the child. */
+int nsh_spares_refill_gated(const struct nshash_create_opts *opts);
+void nsh_spares_refill_go(int go);
+/* What the child does, for a caller that is such a child already: make
+ * the spares (nshash_spare_fill) or, where they do not apply, drop those
+ * idle for the idle time (nshash_spare_expire), logging failures. */
+void nsh_spares_work(const struct nshash_create_opts *opts);
 /* Lower the calling process's CPU priority (nice 10): work made off a
  * container's start path. */
 void nsh_background(void);

@@ -26,6 +26,9 @@ void nshash_policy_defaults(struct nshash_policy *policy)
 	policy->stale_age = NSHASH_POLICY_DEFAULT_STALE_AGE;
 	policy->reclaim_interval = NSHASH_RECLAIM_INTERVAL;
 	policy->spares = NSHASH_DEFAULT_SPARES;
+	policy->max_spares = NSHASH_DEFAULT_MAX_SPARES;
+	policy->max_spare_bytes = NSHASH_DEFAULT_MAX_SPARE_BYTES;
+	policy->spare_max_idle = NSHASH_DEFAULT_SPARE_MAX_IDLE;
 	nsh_default_state_dir(policy->state_dir, sizeof(policy->state_dir));
 	snprintf(policy->source, sizeof(policy->source), "defaults");
 }
@@ -141,6 +144,25 @@ static int policy_key(struct nshash_policy *p, const char *key, struct json_obje
 		int64_t v = 0;
 		r = policy_count(val, source, key, NSHASH_MAX_SPARES, &v, err);
 		p->spares = (unsigned)v;
+	} else if (!strcmp(key, "maxSpares")) {
+		int64_t v = 0;
+		r = policy_count(val, source, key, 4096, &v, err);
+		if (r == 0 && v == 0)
+			r = nshash_error_set(err, EINVAL, "%s: key \"maxSpares\": 0 is out of range 1..4096 (for no spares "
+					     "at all set \"spares\": 0)", source);
+		p->max_spares = (unsigned)v;
+	} else if (!strcmp(key, "maxSpareBytes")) {
+		int64_t v = 0;
+		r = policy_count(val, source, key, INT64_MAX, &v, err);
+		if (r == 0 && v == 0)
+			r = nshash_error_set(err, EINVAL, "%s: key \"maxSpareBytes\": 0 is out of range (for no spares at "
+					     "all set \"spares\": 0)", source);
+		p->max_spare_bytes = (uint64_t)v;
+	} else if (!strcmp(key, "spareMaxIdle")) {
+		r = policy_count(val, source, key, 365 * 86400, &p->spare_max_idle, err);
+		if (r == 0 && p->spare_max_idle == 0)
+			r = nshash_error_set(err, EINVAL, "%s: key \"spareMaxIdle\": 0 is out of range 1..%d (seconds)",
+					     source, 365 * 86400);
 	} else if (!strcmp(key, "syslog")) {
 		if (!json_object_is_type(val, json_type_boolean))
 			r = nshash_error_set(err, EINVAL, "%s: key \"syslog\": expected true or false", source);
@@ -152,7 +174,8 @@ static int policy_key(struct nshash_policy *p, const char *key, struct json_obje
 		r = nshash_error_set(
 		    err, EINVAL,
 		    "%s: unknown key \"%s\" (known: maxTcp, maxUdp, maxTableBytes, onFailure, strategy, "
-		    "stateDir, runtime, hookPath, logFile, syslog, staleAge, reclaimInterval, spares)",
+		    "stateDir, runtime, hookPath, logFile, syslog, staleAge, reclaimInterval, spares, maxSpares, "
+		    "maxSpareBytes, spareMaxIdle)",
 		    source, key);
 	}
 	return r;
@@ -234,5 +257,8 @@ struct nshash_create_opts nsh_policy_create_opts(const struct nshash_policy *pol
 	    .state_dir = policy->state_dir,
 	    .max_table_bytes = policy->max_table_bytes,
 	    .spares = policy->spares,
+	    .max_spares = policy->max_spares,
+	    .max_spare_bytes = policy->max_spare_bytes,
+	    .spare_max_idle = policy->spare_max_idle,
 	};
 }

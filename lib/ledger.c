@@ -24,7 +24,8 @@
  * without a budget records only the commit.  Readers rewrite the file
  * (temp + rename) when dead lines pile up.
  *
- * A record counts until its netns is gone.  Cheap check: its pin still
+ * A record counts until its netns is gone; a spare's, from when it is
+ * taken (its pin under STATE_DIR/spares/ no longer holds it).  Cheap check: its pin still
  * holds that inode.  Otherwise a /proc scan decides (threads, fds, mounts
  * of every mount namespace); that scan runs only when a creation would be
  * refused, in nshash_reclaim() and in nshash_table_usage(reconcile). */
@@ -587,14 +588,23 @@ static bool drop_dead_creators(struct nsh_ledger *l)
 	return changed;
 }
 
+/* A spare not taken yet (still pinned under STATE_DIR/spares/): it counts
+ * only once taken, as the netns of the container that took it. */
+static bool idle_spare(const char *state_dir, const struct nsh_record *r)
+{
+	size_t n = strlen(state_dir);
+	return r->kind == 'N' && r->pin && strncmp(r->pin, state_dir, n) == 0 && !strncmp(r->pin + n, "/spares/", 8) &&
+	       pinned_at(r);
+}
+
 /* Sum what counts.  With `verify`, also count the records not proven
  * alive by their pin (a stat each: only where it matters). */
-static void usage_of(const struct nsh_ledger *l, bool verify, struct nshash_table_usage *u)
+static void usage_of(const char *state_dir, const struct nsh_ledger *l, bool verify, struct nshash_table_usage *u)
 {
 	memset(u, 0, sizeof(*u));
 	for (size_t i = 0; i < l->n; i++) {
 		const struct nsh_record *r = &l->v[i];
-		if (r->drop)
+		if (r->drop || idle_spare(state_dir, r))
 			continue;
 		u->bytes += r->bytes;
 		u->netns++;
@@ -905,7 +915,7 @@ int nsh_ledger_reserve(const char *state_dir, struct nshash_sizes eff, uint64_t 
 	}
 	drop_dead_creators(&l);
 	struct nshash_table_usage u;
-	usage_of(&l, false, &u);
+	usage_of(state_dir, &l, false, &u);
 	/* A grown ledger is checked and rewritten (its new base resets the
 	 * doubling), else the next creator would check it all again. */
 	bool rewrite = grown(&l);
@@ -921,7 +931,7 @@ int nsh_ledger_reserve(const char *state_dir, struct nshash_sizes eff, uint64_t 
 			return nshash_error_prefix(err, "table memory budget");
 		}
 		drop_dead_creators(&l); /* read again */
-		usage_of(&l, true, &u);
+		usage_of(state_dir, &l, true, &u);
 	}
 	bool over = u.bytes + t->bytes > max || t->bytes > max;
 	struct nsh_record rec = {.kind = 'R',
@@ -1084,7 +1094,7 @@ static int ledger_account(const char *state_dir, const uint64_t *gone, size_t ng
 		rewrite |= *dropped > before;
 		if (r == 0 && (rewrite || worth_rewrite(&l)))
 			r = ledger_rewrite(state_dir, &l, err);
-		usage_of(&l, true, usage);
+		usage_of(state_dir, &l, true, usage);
 		if (r == 0)
 			r = timed_out;
 	}

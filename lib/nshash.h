@@ -195,7 +195,19 @@ struct nshash_create_opts {
 	 * path; the caller refills with nshash_spare_fill() off its own path
 	 * (after its answer went out).  0 = none (the default). */
 	unsigned spares;
+	/* Node-wide bounds on the spares of the state dir, whatever asks for
+	 * them (checked by the filler at work): their total count over every
+	 * size pair (0 = NSHASH_DEFAULT_MAX_SPARES) and their total table bytes
+	 * (0 = NSHASH_DEFAULT_MAX_SPARE_BYTES); and the idle expiry: a spare not
+	 * taken, and a template not used, within this many seconds is removed
+	 * by the next filler (0 = NSHASH_DEFAULT_SPARE_MAX_IDLE). */
+	unsigned max_spares;
+	uint64_t max_spare_bytes;
+	int64_t spare_max_idle;
 };
+#define NSHASH_DEFAULT_MAX_SPARES      16u
+#define NSHASH_DEFAULT_MAX_SPARE_BYTES (32ull << 20)
+#define NSHASH_DEFAULT_SPARE_MAX_IDLE  600
 
 /* Create a sized netns and return an O_CLOEXEC fd to it in *nsfd, verified.
  * Nothing is pinned. */
@@ -211,6 +223,10 @@ int nshash_netns_create(const struct nshash_create_opts *opts, const char *pin_p
  * opts), or -errno.  Spares unused for longer than gc's template idle age go with
  * nshash_gc(). */
 int nshash_spare_fill(const struct nshash_create_opts *opts, struct nshash_error *err);
+/* Remove the spares of the state dir (NULL = the default) made `max_idle`
+ * seconds ago or longer and not taken, and the templates not used for as
+ * long (what nshash_spare_fill() does first).  The number removed, or -errno. */
+int nshash_spare_expire(const char *state_dir, int64_t max_idle, struct nshash_error *err);
 /* Whether spares apply to opts at all (spares > 0, template strategy, no
  * budget, lo up): what nshash_spare_fill() and nshash_spare_take() check,
  * for a caller deciding whether to fork a filler. */

@@ -3,9 +3,10 @@
  * (SIZES, the template's name, starts each name), so that a creation of
  * those sizes costs no unshare (and no `lo` up) on its caller's path.  A spare is
  * made like any other sized netns (template, verified, lo up, recorded in
- * the table ledger); nobody but root can reach the 0700 state dir, and a
- * netns's table sizes never change, so a spare is as good as new until it
- * is taken.  Its name carries what its verification read,
+ * the table ledger); a netns's table sizes never change, but a spare is
+ * reachable (by root) through copies of its mount in other mount
+ * namespaces until it is taken, so a take looks for a thread inside it
+ * (a /proc pass) and drops such a spare.  Its name carries what its verification read,
  * SIZES.TCP.UDP.RANDOM (the raw *_hash_entries: negative = the shared
  * table of that many buckets), so a take reads no /proc/sys: each lookup
  * there compares against a dentry of every live netns that looked
@@ -13,7 +14,13 @@
  * Takers queue on spares/.take for the few syscalls a take is: an
  * unmount decides nothing between mount namespaces (a taker in a slave one
  * detaches only its own copy), the unlink that ends a take does (the
- * kernel detaches a deleted file's mounts everywhere). */
+ * kernel detaches a deleted file's mounts everywhere).
+ * Bounded node-wide: at most max_spares spares of max_spare_bytes table
+ * bytes in the state dir over every size pair, and those not taken within
+ * spare_max_idle seconds go (with the templates unused as long) when the
+ * next filler runs.  One filler at a time: the others leave a want marker,
+ * spares/.want.tcpT-udpU.N, and go; the filler at work makes what the
+ * markers ask for until none is left. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -24,8 +31,12 @@
 #include <sys/mount.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "internal.h"
+
+#define SPARE_SCAN_MS 50 /* a take looks this long at most for a thread inside (else: not taken) */
+#define WANT_PREFIX   ".want."
 
 bool nshash_spares_apply(const struct nshash_create_opts *opts)
 {
@@ -90,6 +101,24 @@ static int spare_namer(const struct nshash_netns_info *info, void *arg, char *pa
 	return 0;
 }
 
+/* A thread besides the taker's is in the netns (whoever entered it
+ * through a copy of its pin in another mount namespace): 1; none: 0; the
+ * look could not tell (longer than SPARE_SCAN_MS, or /proc hidden): -1,
+ * not handed out either.
+ * Its mounts are gone by now (unlinked).  Threads only: an fd holder is
+ * not inside, and the fd pass costs more than making a netns. */
+static int spare_entered(uint64_t ino)
+{
+	struct nsh_scan_item item = {.ino = ino, .want = NSH_SCAN_LEADERS | NSH_SCAN_THREADS};
+	int r = nsh_netns_scan(&item, 1, true, SPARE_SCAN_MS);
+	return r == 0 ? 0 : r > 0 ? 1 : -1;
+}
+
+static int64_t spare_idle(const struct nshash_create_opts *opts)
+{
+	return opts->spare_max_idle ? opts->spare_max_idle : NSHASH_DEFAULT_SPARE_MAX_IDLE;
+}
+
 int nshash_spare_take(const struct nshash_create_opts *opts, int *nsfd, struct nshash_netns_info *info)
 {
 	char dir[PATH_MAX], prefix[80], path[PATH_MAX];
@@ -136,7 +165,18 @@ int nshash_spare_take(const struct nshash_create_opts *opts, int *nsfd, struct n
 			r = fstat(fd, &st) < 0 ? -errno : 0;
 			got.inode = st.st_ino;
 		}
-		if (r < 0 || nshash_verify(&got, opts->sizes, "spare", &ignored) < 0) {
+		/* ours now (unlinked): the look needs no lock, and racing
+		 * takers do not queue behind it */
+		int entered = 1;
+		if (r == 0 && nshash_verify(&got, opts->sizes, "spare", &ignored) == 0) {
+			flock(lockfd, LOCK_UN);
+			entered = spare_entered(got.inode);
+			if (entered && flock(lockfd, LOCK_EX) < 0) {
+				close(fd);
+				break;
+			}
+		}
+		if (entered) {
 			if (fd >= 0)
 				close(fd);
 			continue;
@@ -149,30 +189,222 @@ int nshash_spare_take(const struct nshash_create_opts *opts, int *nsfd, struct n
 	return taken;
 }
 
-/* Mounted spares with this prefix in dir. */
-static unsigned spares_ready(const char *dir, const char *prefix)
+/* "tcpT-udpU." at the start of a spare's name → its effective sizes. */
+static bool spare_name_sizes(const char *name, struct nshash_sizes *eff)
 {
+	unsigned t, u;
+	int n = 0;
+	if (sscanf(name, "tcp%u-udp%u.%n", &t, &u, &n) != 2 || n == 0)
+		return false;
+	*eff = (struct nshash_sizes){t, u};
+	return true;
+}
+
+/* What spares/ holds: mounted spares with this prefix (NULL: none), and
+ * of every size pair, with their table bytes. */
+struct spare_count {
+	unsigned mine, all;
+	uint64_t bytes;
+};
+
+static struct spare_count spares_ready(const char *dir, const char *prefix)
+{
+	struct spare_count c = {0};
+	DIR *d = opendir(dir);
+	if (!d)
+		return c;
+	char path[PATH_MAX];
+	struct dirent *de;
+	size_t plen = prefix ? strlen(prefix) : 0;
+	struct nshash_sizes eff;
+	while ((de = readdir(d))) {
+		struct nshash_error ignored;
+		if (!spare_name_sizes(de->d_name, &eff) ||
+		    (size_t)snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= sizeof(path) ||
+		    nshash_pin_is_netns(path, &ignored) != 1)
+			continue;
+		c.all++;
+		c.bytes += nshash_sizes_bytes(eff);
+		c.mine += prefix && strncmp(de->d_name, prefix, plen) == 0;
+	}
+	closedir(d);
+	return c;
+}
+
+/* Under spares/.take: spares made max_idle seconds ago or longer (their
+ * nsfs inode's times are those of its first open, when it was made). */
+static int expire_spares(const char *dir, int64_t max_idle, time_t now, struct nshash_error *err)
+{
+	char lock[PATH_MAX + 8], path[PATH_MAX];
+	snprintf(lock, sizeof(lock), "%s/.take", dir);
+	cleanup_close int lockfd = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (lockfd < 0 || flock(lockfd, LOCK_EX) < 0)
+		return 0; /* none made yet */
 	DIR *d = opendir(dir);
 	if (!d)
 		return 0;
-	char path[PATH_MAX];
-	unsigned n = 0;
+	int n = 0;
 	struct dirent *de;
-	size_t plen = strlen(prefix);
+	struct nshash_sizes eff;
 	while ((de = readdir(d))) {
-		struct nshash_error ignored;
-		if (strncmp(de->d_name, prefix, plen) == 0 &&
-		    (size_t)snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) < sizeof(path) &&
-		    nshash_pin_is_netns(path, &ignored) == 1)
+		struct stat st;
+		if (!spare_name_sizes(de->d_name, &eff) ||
+		    (size_t)snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= sizeof(path) ||
+		    stat(path, &st) < 0 || now - st.st_mtime < max_idle || nshash_pin_is_netns(path, err) != 1)
+			continue;
+		if (nshash_pin_remove(path, err) == 0)
 			n++;
 	}
 	closedir(d);
 	return n;
 }
 
+/* Under the state lock: templates whose .used stamp is max_idle old. */
+static int expire_templates(const char *state_dir, int64_t max_idle, time_t now, struct nshash_error *err)
+{
+	char dir[PATH_MAX], path[PATH_MAX], stamp[PATH_MAX + 8];
+	if ((size_t)snprintf(dir, sizeof(dir), "%s/templates", state_dir) >= sizeof(dir))
+		return 0;
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	cleanup_close int lockfd = -1;
+	if (nsh_lock_state(state_dir, &lockfd, err) < 0) {
+		closedir(d);
+		return nshash_error_prefix(err, "expire idle templates");
+	}
+	int n = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		struct stat st;
+		size_t len = strlen(de->d_name);
+		if (strncmp(de->d_name, "tcp", 3) != 0 || (len > 5 && !strcmp(de->d_name + len - 5, ".used")) ||
+		    (size_t)snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= sizeof(path))
+			continue;
+		snprintf(stamp, sizeof(stamp), "%s.used", path);
+		/* no stamp: a template being built (or a 0.1 one): its own age */
+		if ((stat(stamp, &st) < 0 && stat(path, &st) < 0) || now - st.st_mtime < max_idle)
+			continue;
+		if (nshash_pin_remove(path, err) == 0) {
+			unlink(stamp);
+			n++;
+		}
+	}
+	closedir(d);
+	return n;
+}
+
+int nshash_spare_expire(const char *state_dir, int64_t max_idle, struct nshash_error *err)
+{
+	char dir[PATH_MAX];
+	state_dir = nsh_state_dir(state_dir);
+	if (max_idle < 0 || (size_t)snprintf(dir, sizeof(dir), "%s/spares", state_dir) >= sizeof(dir))
+		return 0;
+	time_t now = time(NULL);
+	struct nshash_error ignored;
+	int n = expire_spares(dir, max_idle, now, &ignored);
+	int t = expire_templates(state_dir, max_idle, now, err);
+	return t < 0 ? t : n + t;
+}
+
+/* Ask for `want` spares of `prefix` (a want marker the filler at work
+ * reads), 0 or -errno. */
+static int want_mark(const char *dir, const char *prefix, unsigned want, struct nshash_error *err)
+{
+	char path[PATH_MAX];
+	if ((size_t)snprintf(path, sizeof(path), "%s/" WANT_PREFIX "%s%u", dir, prefix, want) >= sizeof(path))
+		return nshash_error_set(err, ENAMETOOLONG, "spares: path too long");
+	int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return nshash_error_set(err, errno, "spares: create %s: %s", path, strerror(errno));
+	close(fd);
+	return 0;
+}
+
+/* Take one want marker: its sizes and count; false when none is left. */
+static bool want_next(const char *dir, struct nshash_sizes *eff, unsigned *want)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return false;
+	bool got = false;
+	struct dirent *de;
+	char path[PATH_MAX];
+	while (!got && (de = readdir(d))) {
+		unsigned t, u, w;
+		int n = 0;
+		if (strncmp(de->d_name, WANT_PREFIX, strlen(WANT_PREFIX)) != 0 ||
+		    sscanf(de->d_name + strlen(WANT_PREFIX), "tcp%u-udp%u.%u%n", &t, &u, &w, &n) != 3 ||
+		    de->d_name[strlen(WANT_PREFIX) + (size_t)n] != '\0' ||
+		    (size_t)snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= sizeof(path))
+			continue;
+		/* gone: taken by us, or by a filler before us */
+		if (unlink(path) < 0)
+			continue;
+		*eff = (struct nshash_sizes){t, u};
+		*want = w;
+		got = true;
+	}
+	closedir(d);
+	return got;
+}
+
+static bool wants_left(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return false;
+	struct dirent *de;
+	bool any = false;
+	while (!any && (de = readdir(d)))
+		any = strncmp(de->d_name, WANT_PREFIX, strlen(WANT_PREFIX)) == 0;
+	closedir(d);
+	return any;
+}
+
+/* Make spares of eff until `want` are ready, within the node-wide bounds;
+ * the number made or -errno.  *proc: the filler's own proc, made once. */
+static int fill_pair(const struct nshash_create_opts *opts, const char *dir, struct nshash_sizes eff, unsigned want,
+		     int *proc, struct nshash_error *err)
+{
+	char prefix[80], path[PATH_MAX];
+	struct nshash_create_opts one = *opts;
+	one.sizes = eff;
+	one.spares = 0;
+	if (spare_prefix(&one, prefix, sizeof(prefix)) < 0)
+		return nshash_error_set(err, ENAMETOOLONG, "spares: name too long");
+	unsigned max = opts->max_spares ? opts->max_spares : NSHASH_DEFAULT_MAX_SPARES;
+	uint64_t max_bytes = opts->max_spare_bytes ? opts->max_spare_bytes : NSHASH_DEFAULT_MAX_SPARE_BYTES;
+	uint64_t bytes = nshash_sizes_bytes(nshash_sizes_effective(eff));
+	int made = 0;
+	/* counted again after each one made: takers do not wait for us */
+	for (unsigned n = 0; n < want; n++) {
+		struct spare_count c = spares_ready(dir, prefix);
+		if (c.mine >= want || c.all >= max || c.bytes + bytes > max_bytes)
+			break;
+		uint64_t rnd;
+		if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+			return nshash_error_set(err, errno, "spares: getrandom: %s", strerror(errno));
+		/* Each spare is verified in a fresh netns, where the first lookup
+		 * under /proc/sys compares against a dentry of every live netns
+		 * that looked there (~2 ms at 2000): through a proc of our own it
+		 * meets only ours.  Its teardown at close is this background
+		 * filler's, off every path; made once there is a spare to make. */
+		if (*proc == -2)
+			*proc = nsh_proc_private(); /* < 0: the caller's /proc */
+		/* made and verified first, then named after what it has */
+		struct spare_name name = {dir, prefix, rnd};
+		int r = nsh_netns_create_named(&one, *proc, spare_namer, &name, path, sizeof(path), err);
+		if (r < 0)
+			return nshash_error_prefix(err, "spare");
+		made++;
+	}
+	return made;
+}
+
 int nshash_spare_fill(const struct nshash_create_opts *opts, struct nshash_error *err)
 {
-	char dir[PATH_MAX], prefix[80], lock[PATH_MAX + 8], path[PATH_MAX];
+	char dir[PATH_MAX], prefix[80], lock[PATH_MAX + 8];
 	if (!nshash_spares_apply(opts))
 		return 0;
 	if (spare_prefix(opts, prefix, sizeof(prefix)) < 0)
@@ -183,36 +415,38 @@ int nshash_spare_fill(const struct nshash_create_opts *opts, struct nshash_error
 		r = nshash_pin_dir_prepare(dir, err);
 	if (r < 0)
 		return nshash_error_prefix(err, "spares");
-	/* One filler per state dir at a time; the others wait their turn and
-	 * count again (takes meanwhile leave fewer than the one before saw). */
+	/* What this call asks for, for whichever filler is at work: the
+	 * marker first, then the lock.  Finding the lock taken, we leave: its
+	 * holder looks for markers after it lets go, later than ours came. */
+	unsigned want = opts->spares > NSHASH_DEFAULT_MAX_SPARES ? NSHASH_DEFAULT_MAX_SPARES : opts->spares;
+	r = want_mark(dir, prefix, want, err);
+	if (r < 0)
+		return r;
 	snprintf(lock, sizeof(lock), "%s/.lock", dir);
 	cleanup_close int lockfd = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (lockfd < 0)
 		return nshash_error_set(err, errno, "spares: open %s: %s", lock, strerror(errno));
-	if (flock(lockfd, LOCK_EX) < 0)
-		return nshash_error_set(err, errno, "spares: lock %s: %s", lock, strerror(errno));
-	struct nshash_create_opts one = *opts;
-	one.spares = 0;
+	if (flock(lockfd, LOCK_EX | LOCK_NB) < 0)
+		return errno == EWOULDBLOCK ? 0 : nshash_error_set(err, errno, "spares: lock %s: %s", lock, strerror(errno));
+	int64_t idle = spare_idle(opts);
+	cleanup_close int proc = -2;
 	int made = 0;
-	/* Each spare is verified in a fresh netns, where the first lookup under
-	 * /proc/sys compares against a dentry of every live netns that looked
-	 * there (~2 ms at 2000): through a proc of our own it meets only ours.
-	 * Its teardown at close is this background filler's, off every path;
-	 * made once there is a spare to make. */
-	cleanup_close int proc = -1;
-	/* counted again after each one made: takers do not wait for us */
-	for (unsigned n = 0; n < opts->spares && spares_ready(dir, prefix) < opts->spares; n++) {
-		uint64_t rnd;
-		if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
-			return nshash_error_set(err, errno, "spares: getrandom: %s", strerror(errno));
-		/* made and verified first, then named after what it has */
-		if (made == 0)
-			proc = nsh_proc_private(); /* < 0: the caller's /proc */
-		struct spare_name name = {dir, prefix, rnd};
-		r = nsh_netns_create_named(&one, proc, spare_namer, &name, path, sizeof(path), err);
-		if (r < 0)
-			return nshash_error_prefix(err, "spare");
-		made++;
+	for (;;) {
+		struct nshash_error ignored;
+		nshash_spare_expire(state_dir, idle, &ignored);
+		struct nshash_sizes eff;
+		while (want_next(dir, &eff, &want)) {
+			r = fill_pair(opts, dir, eff, want, &proc, err);
+			if (r < 0)
+				return r;
+			made += r;
+		}
+		/* A marker left after our last look came from a filler that
+		 * found us at work: let go, and go on if one is still there (a
+		 * filler that took the lock meanwhile makes it, after us). */
+		flock(lockfd, LOCK_UN);
+		if (!wants_left(dir) || flock(lockfd, LOCK_EX) < 0)
+			break;
 	}
 	return made;
 }

@@ -104,8 +104,8 @@ static void hand_off(const struct nshash_policy *policy, const struct nshash_oci
 	/* the next container of these sizes takes a spare: make it now that
 	 * this one runs (not while its runtime creates it) */
 	struct nshash_create_opts copts = nsh_policy_create_opts(policy, res->request.sizes);
-	if (user > 0 && nshash_spare_fill(&copts, &err) < 0)
-		nshash_log(NSHASH_LOG_WARN, who, "%s (not fatal: the next container is made without one)", err.msg);
+	if (user > 0)
+		nsh_spares_work(&copts);
 	_exit(0);
 }
 

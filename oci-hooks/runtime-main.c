@@ -149,19 +149,22 @@ static int asks_sizes(const char *text, size_t len, const struct nshash_runtime_
 
 /* In the host's mount namespace, before the private one: take a spare of
  * the requested sizes (the transform pins it if it sizes the container
- * with them) and have a child make the next one meanwhile. */
-static void spare_get(const struct nshash_policy *policy, struct nshash_sizes sizes, struct nshash_oci_spare *spare)
+ * with them) and fork the child that makes the next one once the container
+ * is sized (*go; a refused start refills nothing). */
+static void spare_get(const struct nshash_policy *policy, struct nshash_sizes sizes, struct nshash_oci_spare *spare,
+		      int *go)
 {
 	struct nshash_create_opts copts = nsh_policy_create_opts(policy, sizes);
 	struct nshash_error ignored;
 	spare->fd = -1;
+	*go = -1;
 	/* only sizes the policy allows: a refused request must not leave a
 	 * spare (nor a template) of its sizes behind */
-	if (!policy->spares || nshash_sizes_cap(sizes, policy->max, "policy", &ignored) < 0)
+	if (nshash_sizes_cap(sizes, policy->max, "policy", &ignored) < 0)
 		return;
-	if (nshash_spare_take(&copts, &spare->fd, &spare->info) == 1)
+	if (policy->spares && nshash_spare_take(&copts, &spare->fd, &spare->info) == 1)
 		spare->sizes = sizes;
-	nsh_spares_refill(&copts);
+	*go = nsh_spares_refill_gated(&copts);
 }
 
 /* create / run: size in the private mount namespace, become the runtime. */
@@ -201,8 +204,9 @@ static void wrap_create(const struct nshash_policy *policy, const struct nshash_
 	if (asks > 0 && nshash_state_subdir(policy->state_dir, "run", run_dir, sizeof(run_dir), &err) < 0)
 		die(args->id, err.msg);
 	struct nshash_oci_spare spare = {.fd = -1};
+	int refill = -1;
 	if (asks > 0) {
-		spare_get(policy, sizes, &spare);
+		spare_get(policy, sizes, &spare, &refill);
 		opts.spare = &spare;
 	}
 	snprintf(run_dir, sizeof(run_dir), "%s/run", policy->state_dir);
@@ -241,6 +245,7 @@ static void wrap_create(const struct nshash_policy *policy, const struct nshash_
 	if (nsh_private_config(run_dir, sized, sized_len, target, &config_st, &err) < 0)
 		die(args->id, err.msg);
 	free(sized);
+	nsh_spares_refill_go(refill); /* sized: the next one of its sizes is made meanwhile */
 	close(saved.mnt);
 	close(saved.cwd);
 }

@@ -223,4 +223,43 @@ if [ -e "$root/memory.usage_in_bytes" ]; then
 else
 	echo "# no cgroup-v1 memory controller here: the cgroup v2 path of charging is not exercised"
 fi
+
+# ---------------------------------------------------------------- spares do not count until taken
+# Spares made before a budget applies (ADDs without maxTableBytes) hold table
+# bytes nobody asked for: they must not get a pod refused on an empty node.
+S2=$(make_state_dir)
+sconf() { echo "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"nshash\",\"tcp\":4096,\"udp\":1024,\"onFailure\":\"fail\",\"stateDir\":\"$S2\",\"spares\":3$1}"; }
+cni_pin_netns "$PINS/sp1"
+cni_call ADD "$PINS/sp1" "$(sconf '')"
+assert_eq "0 4096 1024" "$CNI_RC $(raw_sizes "$PINS/sp1")" "ADD without a budget: sized"
+spares_settled "$S2"
+assert_eq 3 "$(find "$S2/spares" -maxdepth 1 -name 'tcp4096-udp1024.*' | wc -l)" "three spares made after it"
+nshash --state-dir "$S2" delete "$PINS/sp1"
+# the kernel frees a deleted netns asynchronously: until then it counts
+s2_bytes() { nshash --state-dir "$S2" gc --max-idle 999999 --json | jq -r .table_memory.bytes; }
+s2_settled() { for _ in $(seq 100); do [ "$(s2_bytes)" = "$1" ] && return 0; sleep 0.1; done; return 1; }
+s2_settled 0 || fail "the deleted pod's netns still counts after 10 s"
+cni_pin_netns "$PINS/sp2"
+cni_call ADD "$PINS/sp2" "$(sconf ",\"maxTableBytes\":$EACH")"
+assert_eq "0 4096 1024" "$CNI_RC $(raw_sizes "$PINS/sp2")" "maxTableBytes $EACH (one pod) with three idle spares and no pod: the pod fits ($(cni_field .msg))"
+cni_pin_netns "$PINS/sp3"
+cni_call ADD "$PINS/sp3" "$(sconf ",\"maxTableBytes\":$EACH")"
+assert_cni_error 105 "table memory budget: maxTableBytes $EACH would be passed: $EACH bytes in use by 1 network namespace(s), this request (tcp 4096, udp 1024) needs $EACH bytes" \
+	"the second pod: refused, counting the first pod only (not the spares)"
+# a spare taken counts, as the container's netns it has become
+n2() { nshash --state-dir "$S2" "$@"; }
+n2 delete "$PINS/sp2"
+rm -f "$PINS/sp3"
+s2_settled 0 || fail "the deleted pod's netns still counts after 10 s"
+cni_pin_netns "$PINS/sp4"
+cni_call ADD "$PINS/sp4" "$(sconf '')" # no budget: takes a spare
+assert_eq "0 4096 1024" "$CNI_RC $(raw_sizes "$PINS/sp4")" "an ADD without a budget takes a spare"
+spares_settled "$S2"
+cni_pin_netns "$PINS/sp5"
+cni_call ADD "$PINS/sp5" "$(sconf ",\"maxTableBytes\":$EACH")"
+assert_cni_error 105 "$EACH bytes in use by 1 network namespace(s)" "the taken spare counts against the budget"
+n2 delete "$PINS/sp4"
+umount "$PINS/sp5" 2>/dev/null
+rm -f "$PINS/sp5"
+nshash --state-dir "$S2" gc --max-idle 0 >/dev/null
 assert_host_untouched

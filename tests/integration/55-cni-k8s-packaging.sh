@@ -56,6 +56,20 @@ check(re.search(r"COPY --from=build /nshash " + re.escape(env.get("NSHASH_BINARY
       "the image has the plugin at NSHASH_BINARY")
 check("-static" in containerfile, "the image's plugin is statically linked (it runs on the node)")
 check(int(env.get("WATCH_SECONDS", "0")) > 0, "the installer keeps watching (WATCH_SECONDS > 0)")
+gcs = [x for x in spec["containers"] if x["name"] == "gc"]
+check(len(gcs) == 1, "a gc container reclaims what nshash leaves")
+g = gcs[0] if gcs else {"command": [], "env": [], "volumeMounts": []}
+genv = {e["name"]: e.get("value") for e in g.get("env", [])}
+gm = [m for m in g["volumeMounts"] if m["mountPath"] == genv.get("NSHASH_STATE_DIR")]
+check(g["command"][:1] == ["/opt/nshash/gc-loop.sh"] and "COPY packaging/kubernetes/gc-loop.sh /opt/nshash/gc-loop.sh" in containerfile,
+      "it runs gc-loop.sh, which the image has")
+check(re.search(r"COPY --from=build /nshash-cli " + re.escape(genv.get("NSHASH_CLI", "?")) + r"\n", containerfile) is not None,
+      "the image has the nshash CLI at NSHASH_CLI")
+check(len(gm) == 1 and host(gm[0]["name"]) == "/run/nshash" and gm[0].get("mountPropagation") == "Bidirectional",
+      "NSHASH_STATE_DIR is the node's /run/nshash, Bidirectional (its unmounts reach the node)")
+check(spec.get("hostPID") is True and g.get("securityContext", {}).get("privileged") is True,
+      "gc sees the node's processes (hostPID) and may unmount (privileged)")
+check(0 < int(genv.get("GC_SECONDS", "0")) <= 3600, "gc runs at least hourly")
 print("ENTRY " + json.dumps(entry))
 PY
 )
@@ -73,6 +87,19 @@ EX=$K/10-nshash-bridge.conflist
 assert_eq "nshash" "$(jq -r '.plugins[0].type' "$EX")" "the example conflist puts nshash first"
 assert_eq "$(jq -c . "$K/nshash-entry.json")" "$(jq -c '.plugins[0]' "$EX")" "the example's entry is the shipped entry"
 assert_eq '["nshash","bridge","portmap","loopback"]' "$(jq -c '[.plugins[].type]' "$EX")" "the example chains the tested plugins"
+
+# ---- gc-loop.sh on a fake node: idle spares and templates go
+GS=$(make_state_dir)
+GP=$(mktemp -d /tmp/nshash-t55.XXXXXX)
+on_exit "umount $GP/gcpod 2>/dev/null; rm -rf $GP"
+cni_pin_netns "$GP/gcpod"
+cni_call ADD "$GP/gcpod" "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"nshash\",\"tcp\":4096,\"udp\":1024,\"stateDir\":\"$GS\"}"
+spares_settled "$GS"
+assert_eq 1 "$(ls "$GS/spares" | grep -c '^tcp4096-udp1024\.')" "gc loop: a spare on the node"
+umount "$GP/gcpod" && rm -f "$GP/gcpod"
+NSHASH_CLI=$BUILD/nshash NSHASH_STATE_DIR=$GS GC_MAX_IDLE=0 GC_ONCE=1 "$K/gc-loop.sh" 2>"$GP/gc.err"
+assert_contains "$(cat "$GP/gc.err")" "removed 1 template(s), 1 spare(s)" "gc loop: one run removes the idle template and spare"
+assert_eq "" "$(ls "$GS/spares" | grep '^tcp')" "gc loop: no spare left"
 
 # ---- the docs cover every config key the plugin reads and every code it returns
 KEYS=$(grep -oE 'config_(size|string)\(root, "[A-Za-z]+"' "$TOP/cni/config.c" | grep -oE '"[A-Za-z]+"' | tr -d '"' | grep -v '^name$' | sort -u | tr '\n' ' ')

@@ -109,6 +109,28 @@ static void test_stale_age_floor(void **state)
 	assert_error("{\"staleAge\": -1}", "staleAge");
 }
 
+/* The spares' node-wide bounds: defaults, values, what reaches the engine. */
+static void test_spare_bounds(void **state)
+{
+	(void)state;
+	struct nshash_policy p;
+	struct nshash_error e = {0};
+	assert_int_equal(parse("{}", &p, &e), 0);
+	assert_int_equal(p.max_spares, 16);
+	assert_true(p.max_spare_bytes == 32u << 20);
+	assert_int_equal(p.spare_max_idle, 600);
+	assert_int_equal(parse("{\"maxSpares\": 3, \"maxSpareBytes\": 200000, \"spareMaxIdle\": 2}", &p, &e), 0);
+	struct nshash_create_opts o = nsh_policy_create_opts(&p, (struct nshash_sizes){4096, 1024});
+	assert_int_equal(o.max_spares, 3);
+	assert_true(o.max_spare_bytes == 200000);
+	assert_int_equal(o.spare_max_idle, 2);
+	assert_error("{\"maxSpares\": 0}", "key \"maxSpares\": 0 is out of range 1..4096 (for no spares at all set \"spares\": 0)");
+	assert_error("{\"maxSpares\": 4097}", "key \"maxSpares\": 4097 is out of range (0..4096)");
+	assert_error("{\"maxSpareBytes\": 0}", "key \"maxSpareBytes\": 0 is out of range");
+	assert_error("{\"spareMaxIdle\": 0}", "key \"spareMaxIdle\": 0 is out of range 1..31536000 (seconds)");
+	assert_error("{\"spareMaxIdle\": \"600\"}", "key \"spareMaxIdle\": expected an integer");
+}
+
 static void test_errors(void **state)
 {
 	(void)state;
@@ -168,8 +190,12 @@ static void test_load(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_defaults), cmocka_unit_test(test_all_keys), cmocka_unit_test(test_stale_age_floor),
-	    cmocka_unit_test(test_errors),   cmocka_unit_test(test_load),
+	    cmocka_unit_test(test_defaults),
+	    cmocka_unit_test(test_all_keys),
+	    cmocka_unit_test(test_stale_age_floor),
+	    cmocka_unit_test(test_spare_bounds),
+	    cmocka_unit_test(test_errors),
+	    cmocka_unit_test(test_load),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
