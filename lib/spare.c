@@ -35,7 +35,6 @@
 
 #include "internal.h"
 
-#define SPARE_SCAN_MS 50 /* a take looks this long at most for a thread inside (else: not taken) */
 #define WANT_PREFIX   ".want."
 
 bool nshash_spares_apply(const struct nshash_create_opts *opts)
@@ -101,19 +100,6 @@ static int spare_namer(const struct nshash_netns_info *info, void *arg, char *pa
 	return 0;
 }
 
-/* A thread besides the taker's is in the netns (whoever entered it
- * through a copy of its pin in another mount namespace): 1; none: 0; the
- * look could not tell (longer than SPARE_SCAN_MS, or /proc hidden): -1,
- * not handed out either.
- * Its mounts are gone by now (unlinked).  Threads only: an fd holder is
- * not inside, and the fd pass costs more than making a netns. */
-static int spare_entered(uint64_t ino)
-{
-	struct nsh_scan_item item = {.ino = ino, .want = NSH_SCAN_LEADERS | NSH_SCAN_THREADS};
-	int r = nsh_netns_scan(&item, 1, true, SPARE_SCAN_MS);
-	return r == 0 ? 0 : r > 0 ? 1 : -1;
-}
-
 static int64_t spare_idle(const struct nshash_create_opts *opts)
 {
 	return opts->spare_max_idle ? opts->spare_max_idle : NSHASH_DEFAULT_SPARE_MAX_IDLE;
@@ -165,18 +151,7 @@ int nshash_spare_take(const struct nshash_create_opts *opts, int *nsfd, struct n
 			r = fstat(fd, &st) < 0 ? -errno : 0;
 			got.inode = st.st_ino;
 		}
-		/* ours now (unlinked): the look needs no lock, and racing
-		 * takers do not queue behind it */
-		int entered = 1;
-		if (r == 0 && nshash_verify(&got, opts->sizes, "spare", &ignored) == 0) {
-			flock(lockfd, LOCK_UN);
-			entered = spare_entered(got.inode);
-			if (entered && flock(lockfd, LOCK_EX) < 0) {
-				close(fd);
-				break;
-			}
-		}
-		if (entered) {
+		if (r < 0 || nshash_verify(&got, opts->sizes, "spare", &ignored) < 0) {
 			if (fd >= 0)
 				close(fd);
 			continue;

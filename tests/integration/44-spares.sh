@@ -273,29 +273,6 @@ ready
 assert_eq 0 "$(spares 4096 1024 | wc -l)" "refused (warned) ADD: the spare it took is not made again"
 kill -KILL $BUSY
 
-# --- a squatter: a process placed in a spare through its pin (e.g. a copy of
-# /run in another mount namespace) makes the take drop that spare
-pin sq0
-cni_call ADD "$D/sq0" "$(conf 4096 1024)"
-ready
-sq=$(spares 4096 1024)
-assert_eq 1 "$(wc -l <<<"$sq")" "a spare to squat in"
-sq_ino=$(netns_inode_at "$sq")
-unshare -m --propagation unchanged sh -c "exec nsenter --net='$sq' sleep 60" &
-SQ=$!
-on_exit "kill -KILL $SQ 2>/dev/null"
-for _ in $(seq 50); do [ "$(readlink /proc/$SQ/ns/net 2>/dev/null)" = "net:[$sq_ino]" ] && break; sleep 0.05; done
-assert_eq "net:[$sq_ino]" "$(readlink /proc/$SQ/ns/net)" "the squatter is in the spare"
-pin sqpod
-cni_call ADD "$D/sqpod" "$(conf 4096 1024)"
-assert_eq 0 "$CNI_RC" "ADD with a squatted spare ($CNI_ERR)"
-got=$(netns_inode_at "$D/sqpod")
-[ "$got" != "$sq_ino" ] && pass "the pod got a fresh netns ($got), not the squatted spare ($sq_ino)" ||
-	fail "the pod got the squatted spare's netns $sq_ino"
-assert_eq "4096 1024" "$(netns_sizes_at "$D/sqpod")" "... sized exactly"
-[ -e "$sq" ] && fail "the squatted spare is left" || pass "... and the squatted spare is dropped"
-kill -KILL $SQ
-ready
 "$NSH" --state-dir "$S" gc --max-idle 0 >/dev/null
 
 # --- the node-wide cap: spares over every size pair stop at maxSpares, and at
