@@ -60,7 +60,11 @@ int main(void)
 		return 1;
 	}
 	signal(SIGPIPE, SIG_IGN); /* a closed stdout is reported, not fatal */
-	nshash_cni_run(&env, input, len, NULL, &out);
+	/* node-side settings (state dir, caps, budget, spares): the policy
+	 * file of the hook and the wrapper, never the network config alone */
+	static struct nshash_cni_node node;
+	nshash_cni_node_load(&node);
+	nshash_cni_run(&env, input, len, NULL, &node, &out);
 	free(input);
 	if (out.log[0])
 		fputs(out.log, stderr);
@@ -79,8 +83,8 @@ int main(void)
 	/* Orphans of containers whose create failed, now that the engine has
 	 * its answer: rate-limited, one stat most of the time. */
 	char msg[1400];
-	if (out.have_config && nsh_reclaim_orphans(out.state_dir, NSHASH_POLICY_DEFAULT_STALE_AGE,
-						   NSHASH_RECLAIM_INTERVAL, msg, sizeof(msg)))
+	if (out.have_config &&
+	    nsh_reclaim_orphans(out.state_dir, out.stale_age, out.reclaim_interval, msg, sizeof(msg)))
 		fprintf(stderr, "nshash: %s\n", msg);
 	nshash_cni_output_free(&out);
 	return status;

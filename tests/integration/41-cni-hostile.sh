@@ -19,6 +19,7 @@ TO="timeout -k 2 10"
 n=0
 new_pin() { n=$((n + 1)); P=$D/ns$n; cni_pin_netns "$P"; } # sets P
 STATE=$(make_state_dir) # templates and spares, never the host's /run/nshash
+cni_node_policy "$D/node.json" "$STATE"
 conf() { # [extra json members]; stateDir $STATE unless one is given
 	local extra=${1:-}
 	[[ $extra == *stateDir* ]] || extra+="${extra:+,}\"stateDir\":\"$STATE\""
@@ -30,7 +31,7 @@ plugin() {
 	local errf
 	errf=$(mktemp)
 	CNI_OUT=$($TO env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin CNI_COMMAND=ADD CNI_CONTAINERID=ctr-1 \
-		CNI_IFNAME=eth0 CNI_PATH=/usr/lib/cni "$@" "$CNI_PLUGIN" 2>"$errf")
+		NSHASH_POLICY="$NSHASH_POLICY" CNI_IFNAME=eth0 CNI_PATH=/usr/lib/cni "$@" "$CNI_PLUGIN" 2>"$errf")
 	CNI_RC=$?
 	CNI_ERR=$(cat "$errf")
 	rm -f "$errf"
@@ -55,7 +56,10 @@ for t in null null-link; do
 done
 
 # ---- EACCES: the real cause, not "a symbolic link to ," (run as nobody)
-CNI_OUT=$(conf '"tcp":4096' | $TO env -i CNI_COMMAND=ADD CNI_CONTAINERID=c CNI_IFNAME=eth0 CNI_NETNS=/proc/1/ns/net \
+# (the node's policy where nobody can read it, with the same state dir)
+PUB=$(mktemp /tmp/nshash-41-policy.XXXXXX) && on_exit "rm -f $PUB"
+chmod 0644 "$PUB" && cp "$NSHASH_POLICY" "$PUB"
+CNI_OUT=$(conf '"tcp":4096' | $TO env -i NSHASH_POLICY="$PUB" CNI_COMMAND=ADD CNI_CONTAINERID=c CNI_IFNAME=eth0 CNI_NETNS=/proc/1/ns/net \
 	setpriv --reuid=65534 --regid=65534 --clear-groups "$CNI_PLUGIN" 2>/dev/null)
 CNI_RC=$?
 assert_cni_error 4 "CNI_NETNS=/proc/1/ns/net: " "EACCES on CNI_NETNS: code 4"
@@ -131,6 +135,60 @@ new_pin
 conf '"tcp":4096,"runtimeConfig":null' >"$D/c.json"
 plugin CNI_NETNS="$P" <"$D/c.json"
 assert_eq "0 4096" "$CNI_RC $(netns_sizes_at "$P" | cut -d' ' -f1)" "runtimeConfig null accepted"
+
+# ---- node-side settings (docs/cni.md): a network config (in a multi-tenant
+# cluster a tenant's NetworkAttachmentDefinition) may lower them, never raise
+# them, and never choose the state dir
+# (never "/" or a system dir here: a build without the rule would take it)
+ELSE=$(make_state_dir) # another directory, as a tenant would name it
+chmod 0755 "$ELSE"
+new_pin
+INO=$(netns_inode_at "$P")
+conf '"tcp":4096,"stateDir":"'"$ELSE"'"' >"$D/c.json"
+plugin CNI_NETNS="$P" NSHASH_POLICY="$NSHASH_POLICY" <"$D/c.json"
+assert_cni_error 7 "network config key \"stateDir\": \"$ELSE\" is not this node's state dir \"$STATE\" ($NSHASH_POLICY); the state dir is a node setting: remove the key from the network config, or set stateDir in the node's policy file" "stateDir elsewhere: refused"
+assert_eq "755 0 $INO" "$(stat -c %a "$ELSE") $(find "$ELSE" -mindepth 1 | wc -l) $(netns_inode_at "$P")" "stateDir elsewhere: that dir untouched, CNI_NETNS not replaced"
+plugin CNI_COMMAND=DEL CNI_NETNS="$P" NSHASH_POLICY="$NSHASH_POLICY" <"$D/c.json"
+assert_eq "0 " "$CNI_RC $CNI_OUT" "stateDir elsewhere: DEL still succeeds"
+
+# spares 16 in the network: the node's (1 by default) holds
+S41=$(make_state_dir)
+cni_node_policy "$D/node-spares.json" "$S41"
+new_pin
+printf '{"cniVersion":"1.0.0","name":"n","type":"nshash","tcp":1024,"udp":256,"spares":16}' >"$D/c.json"
+plugin CNI_NETNS="$P" NSHASH_POLICY="$NSHASH_POLICY" <"$D/c.json"
+sleep 0.2
+spares_settled "$S41"
+assert_eq "0 1024 256" "$CNI_RC $(netns_sizes_at "$P")" "spares 16 in the network: ADD sized"
+assert_eq 1 "$(find "$S41/spares" -maxdepth 1 -name 'tcp1024-udp256.*' | wc -l)" "spares 16 in the network: the node's 1 spare made, not 16"
+assert_contains "$CNI_ERR" "warning: network config key \"spares\": 16 is above this node's spares 1 ($NSHASH_POLICY); using 1: a network config may lower node settings, never raise them" "spares 16: the warning names the key and the node's value"
+
+# maxTcp above the node's cap does not raise it; nor maxUdp
+cni_node_policy "$D/node-caps.json" "$S41" '"maxTcp": 8192, "maxUdp": 1024, "spares": 0'
+new_pin
+printf '{"cniVersion":"1.0.0","name":"n","type":"nshash","tcp":4096,"maxTcp":65536,"maxUdp":16384,"runtimeConfig":{"io.kubernetes.cri.pod-annotations":{"io.nshash.tcp":"16384"}}}' >"$D/c.json"
+plugin CNI_NETNS="$P" NSHASH_POLICY="$NSHASH_POLICY" <"$D/c.json"
+assert_cni_error 102 "pod annotations: tcp size 16384 (effective 16384) is above the allowed maximum 8192 (maxTcp)" "maxTcp 65536 over a node cap of 8192: an annotation of 16384 refused"
+assert_contains "$CNI_ERR" "network config key \"maxTcp\": 65536 is above this node's maxTcp 8192" "maxTcp: the warning names the node's value"
+assert_eq "shared" "$(shared "$P")" "maxTcp: the netns was not replaced"
+printf '{"cniVersion":"1.0.0","name":"n","type":"nshash","tcp":16384}' >"$D/c.json"
+plugin CNI_NETNS="$P" NSHASH_POLICY="$NSHASH_POLICY" <"$D/c.json"
+assert_cni_error 7 "network config: tcp size 16384 (effective 16384) is above the allowed maximum 8192 (maxTcp): the network default must not exceed this node's maxTcp 8192 / maxUdp 1024 ($NSHASH_POLICY)" "a network default above the node's cap: refused"
+
+# maxTableBytes above the node's budget does not raise it: one tcp 4096
+# netns (32768 bytes) fits the node's 40000, a second does not
+S41b=$(make_state_dir)
+cni_node_policy "$D/node-budget.json" "$S41b" '"maxTableBytes": 40000'
+printf '{"cniVersion":"1.0.0","name":"n","type":"nshash","tcp":4096,"maxTableBytes":100000000}' >"$D/c.json"
+new_pin
+plugin CNI_NETNS="$P" NSHASH_POLICY="$NSHASH_POLICY" <"$D/c.json"
+assert_eq "0 4096" "$CNI_RC $(netns_sizes_at "$P" | cut -d' ' -f1)" "budget: the first netns fits the node's 40000 bytes"
+assert_contains "$CNI_ERR" "network config key \"maxTableBytes\": 100000000 is above this node's maxTableBytes 40000" "budget: the warning names the node's value"
+new_pin
+plugin CNI_NETNS="$P" NSHASH_POLICY="$NSHASH_POLICY" <"$D/c.json"
+assert_cni_error 105 "table memory budget: maxTableBytes 40000 would be passed" "maxTableBytes 100000000 over a node budget of 40000: the second netns refused"
+assert_eq "shared" "$(shared "$P")" "budget: the netns was not replaced"
+cni_node_policy "$D/node.json" "$STATE"
 
 # ---- the result cannot be written: exit 1 and say so
 new_pin

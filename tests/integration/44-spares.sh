@@ -28,7 +28,13 @@ ready() {
 }
 spares() { find "$S/spares" -maxdepth 1 -name "tcp$1-udp$2.*" 2>/dev/null | sort; }
 mounted() { awk -v d="$S/spares/" '$9 == "nsfs" && index($5, d) == 1 {n++} END {print n+0}' /proc/self/mountinfo; }
-conf() { echo "{\"cniVersion\":\"1.0.0\",\"name\":\"n44\",\"type\":\"nshash\",\"tcp\":$1,\"udp\":$2,\"stateDir\":\"$S\"${3:-}}"; }
+# The node allows 16 spares; a network asks for 1 unless it says otherwise.
+cni_node_policy "$D/node.json" "$S" '"spares": 16'
+conf() {
+	local x=${3:-}
+	[[ $x == *spares* ]] || x+=',"spares":1'
+	echo "{\"cniVersion\":\"1.0.0\",\"name\":\"n44\",\"type\":\"nshash\",\"tcp\":$1,\"udp\":$2,\"stateDir\":\"$S\"$x}"
+}
 pin() { cni_pin_netns "$D/$1"; }
 on_exit 'for f in "$D"/pod*; do umount "$f" 2>/dev/null; done'
 
@@ -86,7 +92,7 @@ assert_eq 16 "$(spares 512 128 | wc -l)" "spares 16: sixteen made after the answ
 before=$(for f in $(spares 512 128); do netns_inode_at "$f"; done | sort)
 for i in $(seq 20); do pin par$i; done
 for i in $(seq 20); do
-	printf '%s' "$(conf 512 128 "$S16")" | env -i CNI_COMMAND=ADD CNI_CONTAINERID=par$i CNI_NETNS="$D/par$i" \
+	printf '%s' "$(conf 512 128 "$S16")" | env -i NSHASH_POLICY="$NSHASH_POLICY" CNI_COMMAND=ADD CNI_CONTAINERID=par$i CNI_NETNS="$D/par$i" \
 		CNI_IFNAME=eth0 CNI_PATH=/usr/lib/cni "$CNI_PLUGIN" >"$D/par$i.out" 2>&1 &
 done
 wait
@@ -105,12 +111,14 @@ umount "$D/pre16" && rm -f "$D/pre16"
 # --- a table budget: no spares (they would hold bytes nobody asked for)
 S0=$S
 S=$(make_state_dir)
+cni_node_policy "$D/node-budget.json" "$S" '"spares": 16'
 pin pod5
 cni_call ADD "$D/pod5" "$(conf 4096 1024 ',"maxTableBytes":100000000')"
 assert_eq "4096 1024" "$(netns_sizes_at "$D/pod5")" "budget: sized"
 ready
 assert_eq "" "$(spares 4096 1024)" "budget: no spare made"
 S=$S0
+cni_node_policy "$D/node.json" "$S" '"spares": 16'
 
 # --- list shows them; gc removes idle ones
 out=$("$NSH" --state-dir "$S" list --json)

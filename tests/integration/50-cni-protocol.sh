@@ -12,6 +12,7 @@ command -v jq >/dev/null || cannot_run "jq missing"
 D=$(make_state_dir)
 MOUNTS_BEFORE=$(count_pins_under "$D")
 TMPL=$(make_state_dir) # the templates of the default strategy, outside $D
+cni_node_policy "$D/node.json" "$TMPL" # the node's state dir: the network config may only name it
 n=0
 new_pin() { n=$((n + 1)); P=$D/ns$n; cni_pin_netns "$P"; } # sets P
 conf() { # VERSION [extra json members]; templates in a private stateDir unless one is given
@@ -101,7 +102,9 @@ done
 V=1.0.0
 # ---- strategy template: sized through a template pinned under stateDir
 new_pin
+cni_node_policy "$D/node-state.json" "$D/state"
 cni_call ADD "$P" "$(conf $V "\"tcp\":2048,\"udp\":256,\"strategy\":\"template\",\"stateDir\":\"$D/state\"")"
+cni_node_policy "$D/node.json" "$TMPL"
 assert_eq "0 2048 256" "$CNI_RC $(netns_sizes_at "$P")" "strategy template: exact sizes"
 assert_eq "1" "$(count_pins_under "$D/state/templates/")" "strategy template: one template pinned under stateDir"
 sleep 0.05
