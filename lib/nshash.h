@@ -162,11 +162,13 @@ int nshash_path_classify(const char *path, enum nshash_path_kind *kind, char *de
 struct nshash_occupancy {
 	unsigned links;	      /* interfaces other than lo */
 	char link_names[256]; /* "eth0, veth1" (cut when long) */
-	pid_t pid;	      /* a process inside, 0 none */
+	pid_t pid;	      /* a process with a thread inside (any thread), 0 none */
 	char comm[32];	      /* its /proc/PID/comm */
 };
 /* Enters the netns at `path` (the calling thread only) to list its
- * interfaces, and scans /proc for a process inside.  0 or -errno. */
+ * interfaces, and scans /proc for a process with any thread inside (an fd
+ * on it does not count: a runtime may hold one over the CNI ADD, as
+ * podman keeps its netns handle open).  0 or -errno. */
 int nshash_netns_occupancy(const char *path, struct nshash_occupancy *occ, struct nshash_error *err);
 
 /* ---------------------------------------------------------------- create */
