@@ -371,9 +371,12 @@ int nshash_pin_is_netns(const char *path, struct nshash_error *err);
  * the pin before the runtime can see its path, then wait until a thread
  * group leader outside the caller's mount namespace (a container's init)
  * lives in the netns -- woken by inotify when the pin is closed or removed,
- * never spinning.  Then the pin can go: the container holds the netns. */
+ * never spinning.  Then the pin can go: the container holds the netns.
+ * At most 8 waiters per pin directory hold an inotify instance (root has
+ * 128 for every daemon); the others look once a second until one is free. */
 struct nshash_handoff {
-	int fd; /* inotify; -1 when not started */
+	int fd;	  /* inotify; -1 when not started, or waiting without one */
+	int slot; /* the lock on DIR/.handoff.N that lets it hold one; -1 none */
 	dev_t dev;
 	ino_t ino;	/* the pinned netns */
 	ino_t mnt_ino;	/* the caller's mount namespace */
@@ -383,8 +386,7 @@ struct nshash_handoff {
 int nshash_handoff_start(const char *pin, struct nshash_handoff *h, struct nshash_error *err);
 /* The pid of that process, 0 when timeout_ms passed without one, -ENOENT
  * when the pin was removed or replaced meanwhile, other -errno on errors. */
-pid_t nshash_handoff_wait(const struct nshash_handoff *h, const char *pin, unsigned timeout_ms,
-			  struct nshash_error *err);
+pid_t nshash_handoff_wait(struct nshash_handoff *h, const char *pin, unsigned timeout_ms, struct nshash_error *err);
 void nshash_handoff_end(struct nshash_handoff *h);
 
 /* ---------------------------------------------------------------- state */
