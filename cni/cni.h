@@ -81,7 +81,7 @@ int nshash_cni_env_check(const struct nshash_cni_env *env, enum nshash_cni_comma
 struct nshash_cni_config {
 	char cni_version[32];
 	char name[256];
-	bool has_tcp, has_udp;	   /* "tcp" / "udp" given */
+	bool has_tcp, has_udp; /* "tcp" / "udp" given */
 	bool has_max_tcp, has_max_udp, has_spares, has_on_failure;
 	struct nshash_sizes sizes; /* network defaults (0 = not given) */
 	struct nshash_sizes max;   /* maxTcp / maxUdp (absent = the default) */

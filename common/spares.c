@@ -38,7 +38,7 @@ void nsh_detach(int *keep, size_t n)
 		dup2(null, STDERR_FILENO);
 	}
 	/* every fd above stdio but the kept ones: the gaps between them */
-	int sorted[8];
+	int sorted[8] = {0};
 	size_t k = 0;
 	for (size_t i = 0; i < n && k < sizeof(sorted) / sizeof(sorted[0]); i++)
 		if (keep[i] > STDERR_FILENO)

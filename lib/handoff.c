@@ -25,9 +25,9 @@
 
 #include "internal.h"
 
-#define TICK_MS	     1000 /* check the pin and look again at least this often */
-#define BACKOFF_MAX  256  /* after a close: look again at 1, 2, 4 ... ms */
-#define HANDOFF_SLOTS 8	  /* waiters per pin directory with an inotify instance */
+#define TICK_MS	      1000 /* check the pin and look again at least this often */
+#define BACKOFF_MAX   256  /* after a close: look again at 1, 2, 4 ... ms */
+#define HANDOFF_SLOTS 8	   /* waiters per pin directory with an inotify instance */
 
 /* The directory part of the pin's path into dir (its name is h->name). */
 static void pin_dir(const char *pin, const struct nshash_handoff *h, char dir[PATH_MAX])
