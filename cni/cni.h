@@ -81,12 +81,13 @@ int nshash_cni_env_check(const struct nshash_cni_env *env, enum nshash_cni_comma
 struct nshash_cni_config {
 	char cni_version[32];
 	char name[256];
-	bool has_tcp, has_udp;	   /* "tcp" / "udp" given */
+	bool has_tcp, has_udp; /* "tcp" / "udp" given */
+	bool has_max_tcp, has_max_udp, has_spares, has_on_failure;
 	struct nshash_sizes sizes; /* network defaults (0 = not given) */
 	struct nshash_sizes max;   /* maxTcp / maxUdp (absent = the default) */
 	enum nshash_on_failure on_failure;
 	enum nshash_strategy strategy; /* "strategy", default template */
-	char state_dir[1024];	       /* "stateDir", "" = library default */
+	char state_dir[1024];	       /* "stateDir" ("" = absent); the node's after _node() */
 	uint64_t max_table_bytes;      /* "maxTableBytes": node-wide budget, 0 = none */
 	unsigned spares;	       /* "spares": sized netns kept ready per size pair */
 	struct json_object *json;      /* the whole document */
@@ -97,6 +98,14 @@ struct nshash_cni_config {
 int nshash_cni_config_parse(const char *text, size_t len, struct nshash_cni_config *cfg,
 			    struct nshash_cni_failure *err);
 void nshash_cni_config_free(struct nshash_cni_config *cfg);
+/* Apply the node's policy (nshash.json(5)) to a parsed config: the state
+ * dir is the node's (a different "stateDir" is code 7); maxTcp, maxUdp,
+ * maxTableBytes and spares are the lower of the network's and the node's (a
+ * network value above the node's is lowered, with a line in `warn`); the
+ * network default above the resulting cap is code 7; strategy is nested when
+ * either says so; onFailure is the network's, else the node's. */
+int nshash_cni_config_node(struct nshash_cni_config *cfg, const struct nshash_policy *node, char *warn, size_t wlen,
+			   struct nshash_cni_failure *err);
 /* The sizes this attachment asks for: the network defaults overridden per
  * protocol by the pod annotations io.nshash.tcp / io.nshash.udp from
  * runtimeConfig["io.kubernetes.cri.pod-annotations"], refused (code 102)
@@ -130,15 +139,26 @@ struct nshash_cni_output {
 	char log[2048];	   /* what goes to stderr ("" = nothing) */
 	bool have_config;  /* the network config was valid: state_dir is its stateDir */
 	char state_dir[1024];
+	int64_t stale_age, reclaim_interval; /* the node's, for that reclaim */
 	/* ADD gave the pod a sized netns (refill_due): spares of these sizes
 	 * to refill (refill.spares 0 = none: idle ones may still be dropped),
 	 * once the answer is out */
 	struct nshash_create_opts refill;
 	bool refill_due;
 };
-/* Run one invocation: env + stdin → output.  Never exits or prints. */
+/* The node's side: the policy file the hook and the wrapper read
+ * ($NSHASH_POLICY, else /etc/nshash/nshash.json; absent = the defaults). */
+struct nshash_cni_node {
+	struct nshash_policy policy;
+	bool failed; /* it could not be read: `error` says why */
+	struct nshash_error error;
+};
+/* Load it (main.c). */
+void nshash_cni_node_load(struct nshash_cni_node *node);
+/* Run one invocation: env + stdin → output, with the node's policy (NULL =
+ * the defaults).  Never exits or prints. */
 void nshash_cni_run(const struct nshash_cni_env *env, const char *input, size_t len, const struct nshash_cni_ops *ops,
-		    struct nshash_cni_output *out);
+		    const struct nshash_cni_node *node, struct nshash_cni_output *out);
 void nshash_cni_output_free(struct nshash_cni_output *out);
 
 /* ------------------------------------------------- between the plugin's files */

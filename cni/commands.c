@@ -263,7 +263,7 @@ static int add_replace(struct run *r, struct nshash_sizes req, const char *want,
 	struct nshash_create_opts opts = {
 	    .sizes = req,
 	    .strategy = r->cfg.strategy,
-	    .state_dir = r->cfg.state_dir[0] ? r->cfg.state_dir : NULL,
+	    .state_dir = r->cfg.state_dir,
 	    /* lo up: some runtimes raise it before ADD and never again */
 	    .keep_lo_down = false,
 	    .max_table_bytes = r->cfg.max_table_bytes,

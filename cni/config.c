@@ -211,16 +211,15 @@ static int config_bytes(json_object *root, const char *key, uint64_t *out, struc
 /* tcp, udp (network defaults), maxTcp, maxUdp (caps on pods), maxTableBytes. */
 static int config_sizes(json_object *root, struct nshash_cni_config *cfg, struct nshash_cni_failure *err)
 {
-	bool given;
 	if (config_size(root, "tcp", NSHASH_TCP, &cfg->has_tcp, &cfg->sizes.tcp, err) < 0 ||
 	    config_size(root, "udp", NSHASH_UDP, &cfg->has_udp, &cfg->sizes.udp, err) < 0 ||
-	    config_size(root, "maxTcp", NSHASH_TCP, &given, &cfg->max.tcp, err) < 0)
+	    config_size(root, "maxTcp", NSHASH_TCP, &cfg->has_max_tcp, &cfg->max.tcp, err) < 0)
 		return -err->err.errnum;
-	if (!given) /* pods may ask up to the network default, as rounded by the kernel */
+	if (!cfg->has_max_tcp) /* pods may ask up to the network default, as rounded by the kernel */
 		cfg->max.tcp = nshash_size_effective(NSHASH_TCP, cfg->sizes.tcp);
-	if (config_size(root, "maxUdp", NSHASH_UDP, &given, &cfg->max.udp, err) < 0)
+	if (config_size(root, "maxUdp", NSHASH_UDP, &cfg->has_max_udp, &cfg->max.udp, err) < 0)
 		return -err->err.errnum;
-	if (!given)
+	if (!cfg->has_max_udp)
 		cfg->max.udp = nshash_size_effective(NSHASH_UDP, cfg->sizes.udp);
 	struct nshash_error e;
 	if (nshash_sizes_cap(cfg->sizes, cfg->max, "network config", &e) < 0)
@@ -247,6 +246,7 @@ static int config_spares(json_object *root, struct nshash_cni_config *cfg, struc
 				       json_object_is_type(v, json_type_int) ? "out of range" : json_type_word(v),
 				       NSHASH_MAX_SPARES);
 	cfg->spares = (unsigned)n;
+	cfg->has_spares = true;
 	return 0;
 }
 
@@ -258,6 +258,7 @@ static int config_choices(json_object *root, struct nshash_cni_config *cfg, stru
 
 	if (config_string(root, "onFailure", &s, err) < 0)
 		return -err->err.errnum;
+	cfg->has_on_failure = s != NULL;
 	if (s && strcmp(s, "warn") == 0)
 		cfg->on_failure = NSHASH_ON_FAILURE_WARN;
 	else if (s && strcmp(s, "fail") != 0)
@@ -332,6 +333,74 @@ int nshash_cni_config_parse(const char *text, size_t len, struct nshash_cni_conf
 	if (r == 0)
 		r = config_objects(root, err);
 	return r;
+}
+
+/* ----------------------------------------------------------------- node */
+
+/* A network value above the node's: the node's holds, and the log says so
+ * (the network keeps working within the node's limits). */
+static void lowered(char *warn, size_t wlen, const char *key, unsigned long long asked, unsigned long long node,
+		    const char *source)
+{
+	nsh_append(warn, wlen,
+		   "%snetwork config key \"%s\": %llu is above this node's %s %llu (%s); using %llu: a network "
+		   "config may lower node settings, never raise them",
+		   warn[0] ? "\n" : "", key, asked, key, node, source, node);
+}
+
+int nshash_cni_config_node(struct nshash_cni_config *cfg, const struct nshash_policy *node, char *warn, size_t wlen,
+			   struct nshash_cni_failure *err)
+{
+	warn[0] = '\0';
+	/* Where nshash keeps its state is the node's: a network config (in
+	 * a multi-tenant cluster a tenant's NetworkAttachmentDefinition) must
+	 * not point root at another directory.  Naming the node's own is
+	 * allowed (configs written before the rule). */
+	if (cfg->state_dir[0] && strcmp(cfg->state_dir, node->state_dir) != 0)
+		return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
+				       "network config key \"stateDir\": \"%.256s\" is not this node's state dir "
+				       "\"%.256s\" (%.256s); the state dir is a node setting: remove the key from the "
+				       "network config, or set stateDir in the node's policy file",
+				       cfg->state_dir, node->state_dir, node->source);
+	snprintf(cfg->state_dir, sizeof(cfg->state_dir), "%s", node->state_dir);
+
+	if (cfg->has_max_tcp && cfg->max.tcp > node->max.tcp)
+		lowered(warn, wlen, "maxTcp", cfg->max.tcp, node->max.tcp, node->source);
+	if (cfg->has_max_udp && cfg->max.udp > node->max.udp)
+		lowered(warn, wlen, "maxUdp", cfg->max.udp, node->max.udp, node->source);
+	if (cfg->max.tcp > node->max.tcp)
+		cfg->max.tcp = node->max.tcp;
+	if (cfg->max.udp > node->max.udp)
+		cfg->max.udp = node->max.udp;
+	struct nshash_error e;
+	if (nshash_sizes_cap(cfg->sizes, cfg->max, "network config", &e) < 0)
+		return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
+				       "%s: the network default must not exceed this node's maxTcp %u / maxUdp %u "
+				       "(%.256s)",
+				       e.msg, node->max.tcp, node->max.udp, node->source);
+
+	/* the budget: the lower of the two, 0 = none */
+	if (node->max_table_bytes && cfg->max_table_bytes > node->max_table_bytes)
+		lowered(warn, wlen, "maxTableBytes", (unsigned long long)cfg->max_table_bytes,
+			(unsigned long long)node->max_table_bytes, node->source);
+	if (node->max_table_bytes && (!cfg->max_table_bytes || cfg->max_table_bytes > node->max_table_bytes))
+		cfg->max_table_bytes = node->max_table_bytes;
+
+	if (!cfg->has_spares)
+		cfg->spares = node->spares;
+	else if (cfg->spares > node->spares) {
+		lowered(warn, wlen, "spares", cfg->spares, node->spares, node->source);
+		cfg->spares = node->spares;
+	}
+
+	/* template keeps per-size state under the node's dir: only when the
+	 * node allows it; nested keeps none, and any network may choose it */
+	if (node->strategy == NSHASH_STRATEGY_NESTED)
+		cfg->strategy = NSHASH_STRATEGY_NESTED;
+	/* warn or fail is the network's own risk; absent = the node's */
+	if (!cfg->has_on_failure)
+		cfg->on_failure = node->on_failure;
+	return 0;
 }
 
 /* -------------------------------------------------------------- request */

@@ -50,8 +50,10 @@ int main(void)
 	}
 	/* Root on hostile input: before parsing it, keep only what sizing a
 	 * netns needs (namespaces, mounts, lo and sysctls of the new netns,
-	 * /proc of other users' processes); DEL, GC and VERSION need nothing. */
-	static const int keep[] = {CAP_SYS_ADMIN, CAP_NET_ADMIN, CAP_SYS_PTRACE};
+	 * /proc of other users' processes, their fd dirs: mode 0500 of their
+	 * uid, which CAP_SYS_PTRACE alone does not open); DEL, GC and VERSION
+	 * need nothing. */
+	static const int keep[] = {CAP_SYS_ADMIN, CAP_NET_ADMIN, CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH};
 	bool sizes = env.command &&
 		     (!strcmp(env.command, "ADD") || !strcmp(env.command, "CHECK") || !strcmp(env.command, "STATUS"));
 	if (nsh_caps_keep(keep, sizes ? sizeof(keep) / sizeof(keep[0]) : 0, &err) < 0) {
@@ -60,7 +62,11 @@ int main(void)
 		return 1;
 	}
 	signal(SIGPIPE, SIG_IGN); /* a closed stdout is reported, not fatal */
-	nshash_cni_run(&env, input, len, NULL, &out);
+	/* node-side settings (state dir, caps, budget, spares): the policy
+	 * file of the hook and the wrapper, never the network config alone */
+	static struct nshash_cni_node node;
+	nshash_cni_node_load(&node);
+	nshash_cni_run(&env, input, len, NULL, &node, &out);
 	free(input);
 	if (out.log[0])
 		fputs(out.log, stderr);
@@ -81,8 +87,8 @@ int main(void)
 	 * no pin under STATE/pins (it sizes the runtime's own pin at
 	 * CNI_NETNS), so this run's work is never among them. */
 	char msg[1400];
-	if (out.have_config && nsh_reclaim_orphans(out.state_dir, NSHASH_POLICY_DEFAULT_STALE_AGE,
-						   NSHASH_RECLAIM_INTERVAL, msg, sizeof(msg)))
+	if (out.have_config &&
+	    nsh_reclaim_orphans(out.state_dir, out.stale_age, out.reclaim_interval, msg, sizeof(msg)))
 		fprintf(stderr, "nshash: %s\n", msg);
 	nshash_cni_output_free(&out);
 	return status;

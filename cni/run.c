@@ -35,8 +35,41 @@ static void peek_version(const char *input, size_t len, char *out, size_t outlen
 	json_object_put(root);
 }
 
+void nshash_cni_node_load(struct nshash_cni_node *node)
+{
+	memset(node, 0, sizeof(*node));
+	if (nshash_policy_load(getenv("NSHASH_POLICY"), &node->policy, &node->error) < 0) {
+		node->failed = true;
+		nshash_policy_defaults(&node->policy);
+	}
+}
+
+/* The config as the node allows it (warnings logged), or code 7. */
+static int node_applied(struct run *r, const struct nshash_cni_node *node)
+{
+	struct nshash_cni_node defaults;
+	if (!node) {
+		memset(&defaults, 0, sizeof(defaults));
+		nshash_policy_defaults(&defaults.policy);
+		node = &defaults;
+	}
+	if (node->failed)
+		return nshash_cni_fail(&r->err, NSHASH_CNI_E_CONFIG, NULL, "node policy: %s", node->error.msg);
+	char warn[2048];
+	int rc = nshash_cni_config_node(&r->cfg, &node->policy, warn, sizeof(warn), &r->err);
+	for (char *line = warn, *next; rc == 0 && *line; line = next) {
+		next = line + strcspn(line, "\n");
+		if (*next)
+			*next++ = '\0';
+		nsh_cni_log(r, "warning: %s", line);
+	}
+	r->out->stale_age = node->policy.stale_age;
+	r->out->reclaim_interval = node->policy.reclaim_interval;
+	return rc;
+}
+
 void nshash_cni_run(const struct nshash_cni_env *env, const char *input, size_t len, const struct nshash_cni_ops *ops,
-		    struct nshash_cni_output *out)
+		    const struct nshash_cni_node *node, struct nshash_cni_output *out)
 {
 	memset(out, 0, sizeof(*out));
 	struct run r = {.env = env, .ops = ops ? ops : &nshash_cni_system_ops, .out = out};
@@ -48,6 +81,8 @@ void nshash_cni_run(const struct nshash_cni_env *env, const char *input, size_t 
 	}
 	if (rc == 0)
 		rc = nshash_cni_config_parse(input, len, &r.cfg, &r.err);
+	if (rc == 0)
+		rc = node_applied(&r, node); /* DEL passes a refusal too, below */
 	/* The spec's DEL rule: release what can be released, never fail for a
 	 * config ADD would have refused (nshash keeps nothing per attachment). */
 	if (rc < 0 && r.command == NSHASH_CNI_DEL && r.err.code == NSHASH_CNI_E_CONFIG) {
@@ -60,8 +95,7 @@ void nshash_cni_run(const struct nshash_cni_env *env, const char *input, size_t 
 	if (rc == 0) {
 		/* for the caller's reclaim after the run */
 		out->have_config = true;
-		snprintf(out->state_dir, sizeof(out->state_dir), "%s",
-			 r.cfg.state_dir[0] ? r.cfg.state_dir : NSHASH_DEFAULT_STATE_DIR);
+		snprintf(out->state_dir, sizeof(out->state_dir), "%s", r.cfg.state_dir);
 		switch (r.command) {
 		case NSHASH_CNI_ADD:
 			rc = nsh_cni_cmd_add(&r);

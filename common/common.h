@@ -81,10 +81,11 @@ enum nshash_log_level {
  * wrapper or plugin run.  1 with a message for the log (pins removed, or
  * an error: never fatal), else 0. */
 int nsh_reclaim_orphans(const char *state_dir, int64_t stale_age, int64_t interval, char *msg, size_t len);
-/* Stdin, stdout and stderr to /dev/null, every other fd but `keep` (-1:
- * none) closed, a session of its own, cwd /: for a child that outlives its
- * caller.  Returns `keep` (moved above stdio if it was one of them). */
-int nsh_detach(int keep);
+/* Stdin, stdout and stderr to /dev/null, every other fd but the `n` of
+ * `keep` (at most 8; -1 entries: none) closed, a session of its own, cwd /:
+ * for a child that outlives its caller.  A kept fd that was one of stdio
+ * is moved above them: `keep` is updated. */
+void nsh_detach(int *keep, size_t n);
 /* Fork a detached child that runs nshash_spare_fill(opts) (logging a
  * failure) and exits.  Its pid, 0 when opts asks for no spares, -1 when the
  * fork failed (no spare this time). */

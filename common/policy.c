@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The admin policy file (nshash.json(5)) read by nshash-hook and nshash-runtime:
+/* The admin policy file (nshash.json(5)) read by nshash-hook, nshash-runtime and
+ * the CNI plugin (its node-side settings):
  * caps on what annotations may ask for, what to do when sizing fails, where
  * state lives, which runtime to exec, where to log. */
 #include <errno.h>

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -18,14 +19,20 @@
 
 #include "common.h"
 
-int nsh_detach(int keep)
+static int cmp_int(const void *a, const void *b)
+{
+	return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
+}
+
+void nsh_detach(int *keep, size_t n)
 {
 	/* above stdio, which /dev/null is about to take over */
-	if (keep >= 0 && keep <= STDERR_FILENO) {
-		int moved = fcntl(keep, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
-		close(keep);
-		keep = moved;
-	}
+	for (size_t i = 0; i < n; i++)
+		if (keep[i] >= 0 && keep[i] <= STDERR_FILENO) {
+			int moved = fcntl(keep[i], F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+			close(keep[i]);
+			keep[i] = moved;
+		}
 	/* syslog's socket goes too: disconnected properly, it is opened again
 	 * at the next message (never a send on an fd number reused since) */
 	closelog();
@@ -35,17 +42,23 @@ int nsh_detach(int keep)
 		dup2(null, STDOUT_FILENO);
 		dup2(null, STDERR_FILENO);
 	}
-	if (keep > STDERR_FILENO) {
-		if (keep > STDERR_FILENO + 1)
-			close_range(STDERR_FILENO + 1, (unsigned)keep - 1, 0);
-		close_range((unsigned)keep + 1, ~0U, 0);
-	} else {
-		close_range(STDERR_FILENO + 1, ~0U, 0);
+	/* every fd above stdio but the kept ones: the gaps between them */
+	int sorted[8] = {0};
+	size_t k = 0;
+	for (size_t i = 0; i < n && k < sizeof(sorted) / sizeof(sorted[0]); i++)
+		if (keep[i] > STDERR_FILENO)
+			sorted[k++] = keep[i];
+	qsort(sorted, k, sizeof(sorted[0]), cmp_int);
+	unsigned from = STDERR_FILENO + 1;
+	for (size_t i = 0; i < k; i++) {
+		if ((unsigned)sorted[i] > from)
+			close_range(from, (unsigned)sorted[i] - 1, 0);
+		from = (unsigned)sorted[i] + 1;
 	}
+	close_range(from, ~0U, 0);
 	setsid();
 	if (chdir("/") < 0) { /* keep no directory of the caller busy */
 	}
-	return keep;
 }
 
 void nsh_background(void)
@@ -103,7 +116,7 @@ static pid_t refill_fork(const struct nshash_create_opts *opts, int go)
 	pid_t pid = fork();
 	if (pid != 0)
 		return pid; /* the parent; -1: no spare this time */
-	go = nsh_detach(go);
+	nsh_detach(&go, 1); /* go < 0: none to keep */
 	nsh_background();
 	char byte;
 	if (go >= 0 && read(go, &byte, 1) != 1)

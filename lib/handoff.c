@@ -4,6 +4,12 @@
  * container alone holds the netns.  A runtime joins a netns path by opening
  * it (setns, then close): inotify reports the close on the pin's nsfs inode,
  * and a deletion in the pin's directory (the pin removed by someone else).
+ * An inotify instance counts against the user's fs.inotify.
+ * max_user_instances (128 for root by default, shared with systemd, kubelet
+ * and every other root daemon): at most HANDOFF_SLOTS waiters per pin
+ * directory hold one, each under a lock on DIR/.handoff.N; the others look
+ * once a second (as every waiter does besides) and take a slot when one is
+ * free.
  * The process that counts is a thread group leader in the netns whose mount
  * namespace is not the caller's: a runtime's init unshares its own right
  * after joining, while a tool looking in from the host (`nshash stats`)
@@ -13,13 +19,65 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 
 #include "internal.h"
 
-#define TICK_MS	    1000 /* check the pin and look again at least this often */
-#define BACKOFF_MAX 256	 /* after a close: look again at 1, 2, 4 ... ms */
+#define TICK_MS	      1000 /* check the pin and look again at least this often */
+#define BACKOFF_MAX   256  /* after a close: look again at 1, 2, 4 ... ms */
+#define HANDOFF_SLOTS 8	   /* waiters per pin directory with an inotify instance */
+
+/* The directory part of the pin's path into dir (its name is h->name). */
+static void pin_dir(const char *pin, const struct nshash_handoff *h, char dir[PATH_MAX])
+{
+	size_t n = strlen(pin) - strlen(h->name) - 1;
+	memcpy(dir, pin, n);
+	dir[n] = '\0';
+}
+
+/* A free slot of DIR: the locked file's fd, -1 when all are taken (or
+ * cannot be made: then nobody gets inotify, everyone looks each second). */
+static int take_slot(const char *dir)
+{
+	char path[PATH_MAX + 32];
+	for (int i = 0; i < HANDOFF_SLOTS; i++) {
+		snprintf(path, sizeof(path), "%s/.handoff.%d", dir, i);
+		int fd = open(path, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
+		if (fd < 0)
+			return -1;
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			return fd;
+		close(fd);
+	}
+	return -1;
+}
+
+/* With a slot: an inotify instance watching the pin and its directory.
+ * Without one (or when inotify fails: EMFILE), fd stays -1: the wait
+ * looks each second. */
+static int watch(struct nshash_handoff *h, const char *pin, struct nshash_error *err)
+{
+	char dir[PATH_MAX];
+	pin_dir(pin, h, dir);
+	h->slot = take_slot(dir);
+	if (h->slot < 0)
+		return 0;
+	h->fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	if (h->fd < 0) {
+		close(h->slot);
+		h->slot = -1;
+		return 0;
+	}
+	if (inotify_add_watch(h->fd, pin, IN_CLOSE | IN_DONT_FOLLOW) < 0 ||
+	    (h->dir_wd = inotify_add_watch(h->fd, dir, IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF | IN_ONLYDIR)) < 0) {
+		int e = errno;
+		nshash_handoff_end(h);
+		return nshash_error_set(err, e, "hand over %s: watch it: %s", pin, strerror(e));
+	}
+	return 0;
+}
 
 int nshash_handoff_start(const char *pin, struct nshash_handoff *h, struct nshash_error *err)
 {
@@ -28,6 +86,7 @@ int nshash_handoff_start(const char *pin, struct nshash_handoff *h, struct nshas
 	const char *slash = strrchr(pin, '/');
 
 	h->fd = -1;
+	h->slot = -1;
 	if (!slash || slash == pin || (size_t)(slash - pin) >= sizeof(dir))
 		return nshash_error_set(err, EINVAL, "hand over %s: not an absolute path to a pin", pin);
 	memcpy(dir, pin, (size_t)(slash - pin));
@@ -42,23 +101,17 @@ int nshash_handoff_start(const char *pin, struct nshash_handoff *h, struct nshas
 	if (stat("/proc/self/ns/mnt", &st) < 0)
 		return nshash_error_set(err, errno, "hand over %s: /proc/self/ns/mnt: %s", pin, strerror(errno));
 	h->mnt_ino = st.st_ino;
-	h->fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-	if (h->fd < 0)
-		return nshash_error_set(err, errno, "hand over %s: inotify: %s", pin, strerror(errno));
-	if (inotify_add_watch(h->fd, pin, IN_CLOSE | IN_DONT_FOLLOW) < 0 ||
-	    (h->dir_wd = inotify_add_watch(h->fd, dir, IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF | IN_ONLYDIR)) < 0) {
-		int e = errno;
-		nshash_handoff_end(h);
-		return nshash_error_set(err, e, "hand over %s: watch it: %s", pin, strerror(e));
-	}
-	return 0;
+	return watch(h, pin, err);
 }
 
 void nshash_handoff_end(struct nshash_handoff *h)
 {
 	if (h->fd >= 0)
 		close(h->fd);
+	if (h->slot >= 0)
+		close(h->slot); /* the slot is free for the next waiter */
 	h->fd = -1;
+	h->slot = -1;
 }
 
 /* The pin still there, still this netns? */
@@ -99,8 +152,7 @@ static bool drain(const struct nshash_handoff *h)
 	return closed;
 }
 
-pid_t nshash_handoff_wait(const struct nshash_handoff *h, const char *pin, unsigned timeout_ms,
-			  struct nshash_error *err)
+pid_t nshash_handoff_wait(struct nshash_handoff *h, const char *pin, unsigned timeout_ms, struct nshash_error *err)
 {
 	int64_t deadline = nsh_monotonic_ms() + timeout_ms, looked = nsh_monotonic_ms();
 	int backoff = 0;
@@ -110,7 +162,7 @@ pid_t nshash_handoff_wait(const struct nshash_handoff *h, const char *pin, unsig
 		if (left <= 0)
 			return 0;
 		int wait = backoff ? backoff : TICK_MS;
-		struct pollfd p = {.fd = h->fd, .events = POLLIN};
+		struct pollfd p = {.fd = h->fd, .events = POLLIN}; /* fd -1: a plain sleep */
 		int n = poll(&p, 1, left < wait ? (int)left : wait);
 		if (n < 0 && errno != EINTR)
 			return nshash_error_set(err, errno, "wait for a process in %s: poll: %s", pin, strerror(errno));
@@ -120,6 +172,9 @@ pid_t nshash_handoff_wait(const struct nshash_handoff *h, const char *pin, unsig
 		looked = nsh_monotonic_ms();
 		if (!still_pinned(h, pin))
 			return nshash_error_set(err, ENOENT, "%s: removed or replaced meanwhile", pin);
+		struct nshash_error ignored;
+		if (h->fd < 0) /* a slot may be free by now (else: look each second) */
+			watch(h, pin, &ignored);
 		pid_t pid = joined(h);
 		if (pid < 0)
 			return nshash_error_set(err, -pid, "wait for a process in %s: /proc: %s", pin, strerror(-pid));

@@ -162,11 +162,13 @@ int nshash_path_classify(const char *path, enum nshash_path_kind *kind, char *de
 struct nshash_occupancy {
 	unsigned links;	      /* interfaces other than lo */
 	char link_names[256]; /* "eth0, veth1" (cut when long) */
-	pid_t pid;	      /* a process inside, 0 none */
+	pid_t pid;	      /* a process with a thread inside (any thread), 0 none */
 	char comm[32];	      /* its /proc/PID/comm */
 };
 /* Enters the netns at `path` (the calling thread only) to list its
- * interfaces, and scans /proc for a process inside.  0 or -errno. */
+ * interfaces, and scans /proc for a process with any thread inside (an fd
+ * on it does not count: a runtime may hold one over the CNI ADD, as
+ * podman keeps its netns handle open).  0 or -errno. */
 int nshash_netns_occupancy(const char *path, struct nshash_occupancy *occ, struct nshash_error *err);
 
 /* ---------------------------------------------------------------- create */
@@ -394,9 +396,12 @@ int nshash_pin_is_netns(const char *path, struct nshash_error *err);
  * the pin before the runtime can see its path, then wait until a thread
  * group leader outside the caller's mount namespace (a container's init)
  * lives in the netns -- woken by inotify when the pin is closed or removed,
- * never spinning.  Then the pin can go: the container holds the netns. */
+ * never spinning.  Then the pin can go: the container holds the netns.
+ * At most 8 waiters per pin directory hold an inotify instance (root has
+ * 128 for every daemon); the others look once a second until one is free. */
 struct nshash_handoff {
-	int fd; /* inotify; -1 when not started */
+	int fd;	  /* inotify; -1 when not started, or waiting without one */
+	int slot; /* the lock on DIR/.handoff.N that lets it hold one; -1 none */
 	dev_t dev;
 	ino_t ino;	/* the pinned netns */
 	ino_t mnt_ino;	/* the caller's mount namespace */
@@ -406,8 +411,7 @@ struct nshash_handoff {
 int nshash_handoff_start(const char *pin, struct nshash_handoff *h, struct nshash_error *err);
 /* The pid of that process, 0 when timeout_ms passed without one, -ENOENT
  * when the pin was removed or replaced meanwhile, other -errno on errors. */
-pid_t nshash_handoff_wait(const struct nshash_handoff *h, const char *pin, unsigned timeout_ms,
-			  struct nshash_error *err);
+pid_t nshash_handoff_wait(struct nshash_handoff *h, const char *pin, unsigned timeout_ms, struct nshash_error *err);
 void nshash_handoff_end(struct nshash_handoff *h);
 
 /* ---------------------------------------------------------------- state */

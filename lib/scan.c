@@ -6,7 +6,8 @@
  * /proc/PID/ns/net), or a bind mount of it in any mount namespace.
  *
  * Each item says which of these count for it: the CNI occupancy check asks
- * only "is a process inside"; orphan reclaim asks "does anyone use it"
+ * only "is a thread inside" (any thread: a Go plugin's LockOSThread + setns
+ * is not its process's leader); orphan reclaim asks "does anyone use it"
  * (threads and fds, not the pin's own mount); the table ledger asks "is it
  * alive at all" (mounts too).  One pass over /proc answers all items, the
  * cheap sources first: leaders and threads in a first pass, fds and the
@@ -45,6 +46,7 @@ struct scan {
 	unsigned ticks;
 	bool expired;
 	bool can_ptrace; /* CAP_SYS_PTRACE: every process's /proc is ours to read */
+	bool can_fds;	 /* and CAP_DAC_READ_SEARCH (or _OVERRIDE): its fd dir, 0500 of its uid, too */
 	bool denied;	 /* a source could not be read: what is unresolved may be held */
 	size_t nmntns, capmntns;
 };
@@ -160,10 +162,23 @@ static void scan_links(struct scan *s, pid_t pid, unsigned source)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "%d/%s", (int)pid, source == NSH_SCAN_THREADS ? "task" : "fd");
+	if (source == NSH_SCAN_THREADS) {
+		/* procfs counts a process's threads in its task dir's link
+		 * count (2 + threads): one stat skips the single-threaded */
+		struct stat st;
+		if (fstatat(s->procfd, path, &st, 0) == 0 && st.st_nlink <= 3)
+			return;
+	}
 	int dfd = openat(s->procfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
 	if (!d) {
-		failed_look(s);
+		/* /proc/PID/fd is the process's uid's, mode 0500: CAP_SYS_PTRACE
+		 * alone does not open it (a caller that kept only that, as the
+		 * CNI plugin once did, would call another uid's fds none) */
+		if (source == NSH_SCAN_FDS && (errno == EACCES || errno == EPERM) && !s->can_fds)
+			s->denied = true;
+		else
+			failed_look(s);
 		if (dfd >= 0)
 			close(dfd);
 		return;
@@ -299,6 +314,18 @@ static bool can_ptrace(void)
 	return yes;
 }
 
+/* CAP_DAC_READ_SEARCH (or _OVERRIDE): another uid's /proc/PID/fd (0500) opens. */
+static bool can_read_fd_dirs(void)
+{
+	cap_t caps = cap_get_proc();
+	cap_flag_value_t search = CAP_CLEAR, override = CAP_CLEAR;
+	bool yes = caps && ((cap_get_flag(caps, CAP_DAC_READ_SEARCH, CAP_EFFECTIVE, &search) == 0 && search == CAP_SET) ||
+			    (cap_get_flag(caps, CAP_DAC_OVERRIDE, CAP_EFFECTIVE, &override) == 0 && override == CAP_SET));
+	if (caps)
+		cap_free(caps);
+	return yes;
+}
+
 int nsh_netns_scan(struct nsh_scan_item *items, size_t n, bool skip_self, unsigned max_ms)
 {
 	return nsh_netns_scan_from(items, n, skip_self, max_ms, NULL);
@@ -330,6 +357,7 @@ int nsh_netns_scan_from(struct nsh_scan_item *items, size_t n, bool skip_self, u
 	if (max_ms)
 		s.deadline = nsh_monotonic_ms() + max_ms;
 	s.can_ptrace = can_ptrace();
+	s.can_fds = s.can_ptrace && can_read_fd_dirs();
 	struct stat st;
 	if (stat("/proc/thread-self/ns/net", &st) < 0)
 		return -errno;
@@ -362,7 +390,8 @@ int nsh_netns_scan_from(struct nsh_scan_item *items, size_t n, bool skip_self, u
 pid_t nsh_netns_user(dev_t dev, ino_t ino)
 {
 	(void)dev; /* every namespace inode lives on the one nsfs */
-	struct nsh_scan_item it = {.ino = ino, .want = NSH_SCAN_LEADERS};
+	/* any thread: a Go plugin's LockOSThread + setns is not the leader */
+	struct nsh_scan_item it = {.ino = ino, .want = NSH_SCAN_THREADS};
 	int r = nsh_netns_scan(&it, 1, true, 0);
 	return r < 0 ? r : it.pid;
 }

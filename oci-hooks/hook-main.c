@@ -74,8 +74,11 @@ static void hand_off(const struct nshash_policy *policy, const struct nshash_oci
 		return;
 	}
 	/* podman reads our stdout and stderr to their end: let go of them
-	 * (the inotify fd stays: it is why we are here) */
-	h->fd = nsh_detach(h->fd);
+	 * (the inotify fd and its slot's lock stay: they are why we are here) */
+	int keep[2] = {h->fd, h->slot};
+	nsh_detach(keep, 2);
+	h->fd = keep[0];
+	h->slot = keep[1];
 	nsh_background();
 	struct nshash_error err = {0};
 	/* staleAge has a floor (a runtime's open of the pin may take that
@@ -128,7 +131,7 @@ static int precreate(const struct nshash_policy *policy, const char *in, size_t 
 		return 1;
 	}
 	/* watched before the runtime can know the path */
-	struct nshash_handoff h = {.fd = -1};
+	struct nshash_handoff h = {.fd = -1, .slot = -1};
 	bool watching = res.action == NSHASH_OCI_SIZED && nshash_handoff_start(res.pin_path, &h, &err) == 0;
 	if (res.action == NSHASH_OCI_SIZED && !watching)
 		nshash_log(NSHASH_LOG_WARN, who, "%s: the pin stays until the reclaim removes it", err.msg);

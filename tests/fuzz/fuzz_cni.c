@@ -5,7 +5,8 @@
  * CNI_ARGS) and stdin (network config, prevResult, runtimeConfig with pod
  * annotations) all come from the input, NUL-separated in that order.  The
  * output must be a status 0/1, at most one JSON document on stdout, and a
- * log line without control characters but tabs. */
+ * log of whole lines, each the plugin's own, without control characters
+ * but tabs. */
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,11 +92,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				     .args = field[4],
 				     .path = "/usr/lib/cni"};
 	struct nshash_cni_output out;
-	nshash_cni_run(&env, buf + at, size - at, &ops, &out);
+	nshash_cni_run(&env, buf + at, size - at, &ops, NULL, &out); /* the node's defaults */
 	CHECK(out.status == 0 || out.status == 1);
 	CHECK(memchr(out.log, '\0', sizeof(out.log)));
+	/* one or more whole lines, each the plugin's own (no input starts one) */
+	CHECK(!out.log[0] || strncmp(out.log, "nshash[", 7) == 0);
 	for (const char *p = out.log; *p; p++)
-		CHECK((unsigned char)*p >= 0x20 || *p == '\t' || (*p == '\n' && p[1] == '\0'));
+		CHECK((unsigned char)*p >= 0x20 || *p == '\t' ||
+		      (*p == '\n' && (p[1] == '\0' || strncmp(p + 1, "nshash[", 7) == 0)));
 	if (out.stdout_text) {
 		json_object *j = json_tokener_parse(out.stdout_text);
 		CHECK(j); /* whatever is printed is JSON */

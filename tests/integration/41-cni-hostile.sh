@@ -21,6 +21,7 @@ TO="timeout -k 2 10"
 n=0
 new_pin() { n=$((n + 1)); P=$D/ns$n; cni_pin_netns "$P"; } # sets P
 STATE=$(make_state_dir) # templates and spares, never the host's /run/nshash
+cni_node_policy "$D/node.json" "$STATE"
 conf() { # [extra json members]; stateDir $STATE unless one is given
 	local extra=${1:-}
 	[[ $extra == *stateDir* ]] || extra+="${extra:+,}\"stateDir\":\"$STATE\""
@@ -32,7 +33,7 @@ plugin() {
 	local errf
 	errf=$(mktemp)
 	CNI_OUT=$($TO env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin CNI_COMMAND=ADD CNI_CONTAINERID=ctr-1 \
-		CNI_IFNAME=eth0 CNI_PATH=/usr/lib/cni "$@" "$CNI_PLUGIN" 2>"$errf")
+		NSHASH_POLICY="$NSHASH_POLICY" CNI_IFNAME=eth0 CNI_PATH=/usr/lib/cni "$@" "$CNI_PLUGIN" 2>"$errf")
 	CNI_RC=$?
 	CNI_ERR=$(cat "$errf")
 	rm -f "$errf"
@@ -57,7 +58,10 @@ for t in null null-link; do
 done
 
 # ---- EACCES: the real cause, not "a symbolic link to ," (run as nobody)
-CNI_OUT=$(conf '"tcp":4096' | $TO env -i CNI_COMMAND=ADD CNI_CONTAINERID=c CNI_IFNAME=eth0 CNI_NETNS=/proc/1/ns/net \
+# (the node's policy where nobody can read it, with the same state dir)
+PUB=$(mktemp /tmp/nshash-41-policy.XXXXXX) && on_exit "rm -f $PUB"
+chmod 0644 "$PUB" && cp "$NSHASH_POLICY" "$PUB"
+CNI_OUT=$(conf '"tcp":4096' | $TO env -i NSHASH_POLICY="$PUB" CNI_COMMAND=ADD CNI_CONTAINERID=c CNI_IFNAME=eth0 CNI_NETNS=/proc/1/ns/net \
 	setpriv --reuid=65534 --regid=65534 --clear-groups "$CNI_PLUGIN" 2>/dev/null)
 CNI_RC=$?
 assert_cni_error 4 "CNI_NETNS=/proc/1/ns/net: " "EACCES on CNI_NETNS: code 4"
@@ -163,6 +167,113 @@ new_pin
 conf '"tcp":4096,"runtimeConfig":null' >"$D/c.json"
 plugin CNI_NETNS="$P" <"$D/c.json"
 assert_eq "0 4096" "$CNI_RC $(netns_sizes_at "$P" | cut -d' ' -f1)" "runtimeConfig null accepted"
+
+# ---- node-side settings (docs/cni.md): a network config (in a multi-tenant
+# cluster a tenant's NetworkAttachmentDefinition) may lower them, never raise
+# them, and never choose the state dir
+# (never "/" or a system dir here: a build without the rule would take it)
+ELSE=$(make_state_dir) # another directory, as a tenant would name it
+chmod 0755 "$ELSE"
+new_pin
+INO=$(netns_inode_at "$P")
+conf '"tcp":4096,"stateDir":"'"$ELSE"'"' >"$D/c.json"
+plugin CNI_NETNS="$P" NSHASH_POLICY="$NSHASH_POLICY" <"$D/c.json"
+assert_cni_error 7 "network config key \"stateDir\": \"$ELSE\" is not this node's state dir \"$STATE\" ($NSHASH_POLICY); the state dir is a node setting: remove the key from the network config, or set stateDir in the node's policy file" "stateDir elsewhere: refused"
+assert_eq "755 0 $INO" "$(stat -c %a "$ELSE") $(find "$ELSE" -mindepth 1 | wc -l) $(netns_inode_at "$P")" "stateDir elsewhere: that dir untouched, CNI_NETNS not replaced"
+plugin CNI_COMMAND=DEL CNI_NETNS="$P" NSHASH_POLICY="$NSHASH_POLICY" <"$D/c.json"
+assert_eq "0 " "$CNI_RC $CNI_OUT" "stateDir elsewhere: DEL still succeeds"
+
+# spares 16 in the network: the node's (1 by default) holds
+S41=$(make_state_dir)
+cni_node_policy "$D/node-spares.json" "$S41"
+new_pin
+# (each config names the node's state dir: allowed, and a build without the
+# rule keeps to it too instead of the host's /run/nshash)
+printf '{"cniVersion":"1.0.0","name":"n","type":"nshash","tcp":1024,"udp":256,"spares":16,"stateDir":"%s"}' "$S41" >"$D/c.json"
+plugin CNI_NETNS="$P" NSHASH_POLICY="$NSHASH_POLICY" <"$D/c.json"
+sleep 0.2
+spares_settled "$S41"
+assert_eq "0 1024 256" "$CNI_RC $(netns_sizes_at "$P")" "spares 16 in the network: ADD sized"
+assert_eq 1 "$(find "$S41/spares" -maxdepth 1 -name 'tcp1024-udp256.*' | wc -l)" "spares 16 in the network: the node's 1 spare made, not 16"
+assert_contains "$CNI_ERR" "warning: network config key \"spares\": 16 is above this node's spares 1 ($NSHASH_POLICY); using 1: a network config may lower node settings, never raise them" "spares 16: the warning names the key and the node's value"
+
+# maxTcp above the node's cap does not raise it; nor maxUdp
+cni_node_policy "$D/node-caps.json" "$S41" '"maxTcp": 8192, "maxUdp": 1024, "spares": 0'
+new_pin
+printf '{"cniVersion":"1.0.0","name":"n","type":"nshash","tcp":4096,"maxTcp":65536,"maxUdp":16384,"stateDir":"%s","runtimeConfig":{"io.kubernetes.cri.pod-annotations":{"io.nshash.tcp":"16384"}}}' "$S41" >"$D/c.json"
+plugin CNI_NETNS="$P" NSHASH_POLICY="$NSHASH_POLICY" <"$D/c.json"
+assert_cni_error 102 "pod annotations: tcp size 16384 (effective 16384) is above the allowed maximum 8192 (maxTcp)" "maxTcp 65536 over a node cap of 8192: an annotation of 16384 refused"
+assert_contains "$CNI_ERR" "network config key \"maxTcp\": 65536 is above this node's maxTcp 8192" "maxTcp: the warning names the node's value"
+assert_eq "shared" "$(shared "$P")" "maxTcp: the netns was not replaced"
+printf '{"cniVersion":"1.0.0","name":"n","type":"nshash","tcp":16384,"stateDir":"%s"}' "$S41" >"$D/c.json"
+plugin CNI_NETNS="$P" NSHASH_POLICY="$NSHASH_POLICY" <"$D/c.json"
+assert_cni_error 7 "network config: tcp size 16384 (effective 16384) is above the allowed maximum 8192 (maxTcp): the network default must not exceed this node's maxTcp 8192 / maxUdp 1024 ($NSHASH_POLICY)" "a network default above the node's cap: refused"
+
+# maxTableBytes above the node's budget does not raise it: one tcp 4096
+# netns (32768 bytes) fits the node's 40000, a second does not
+S41b=$(make_state_dir)
+cni_node_policy "$D/node-budget.json" "$S41b" '"maxTableBytes": 40000'
+printf '{"cniVersion":"1.0.0","name":"n","type":"nshash","tcp":4096,"maxTableBytes":100000000,"stateDir":"%s"}' "$S41b" >"$D/c.json"
+new_pin
+plugin CNI_NETNS="$P" NSHASH_POLICY="$NSHASH_POLICY" <"$D/c.json"
+assert_eq "0 4096" "$CNI_RC $(netns_sizes_at "$P" | cut -d' ' -f1)" "budget: the first netns fits the node's 40000 bytes"
+assert_contains "$CNI_ERR" "network config key \"maxTableBytes\": 100000000 is above this node's maxTableBytes 40000" "budget: the warning names the node's value"
+new_pin
+plugin CNI_NETNS="$P" NSHASH_POLICY="$NSHASH_POLICY" <"$D/c.json"
+assert_cni_error 105 "table memory budget: maxTableBytes 40000 would be passed" "maxTableBytes 100000000 over a node budget of 40000: the second netns refused"
+assert_eq "shared" "$(shared "$P")" "budget: the netns was not replaced"
+cni_node_policy "$D/node.json" "$STATE"
+
+# ---- who is in CNI_NETNS: any thread, not only a thread group leader (a Go
+# plugin's LockOSThread + setns); an fd holder of another uid is seen
+new_pin
+cat >"$D/thread.py" <<'PY'
+import ctypes, os, sys, threading, time
+libc = ctypes.CDLL(None, use_errno=True)
+fd = os.open(sys.argv[1], os.O_RDONLY)
+def enter():
+    if libc.setns(fd, 0x40000000) != 0:
+        os._exit(1)
+    open(sys.argv[2], "w").close()
+    time.sleep(600)
+threading.Thread(target=enter, daemon=True).start()
+time.sleep(600)
+PY
+python3 "$D/thread.py" "$P" "$D/thread.in" &
+TPID=$!
+on_exit "kill $TPID 2>/dev/null"
+for _ in $(seq 100); do [ -e "$D/thread.in" ] && break; sleep 0.05; done
+conf '"tcp":4096' >"$D/c.json"
+INO=$(netns_inode_at "$P")
+plugin CNI_NETNS="$P" <"$D/c.json"
+assert_cni_error 100 "cannot size the netns $P (tcp 4096, udp shared): process $TPID (python3) already lives in it (still after 3000 ms); a netns can be replaced only before anything joins it" "a non-leader thread in CNI_NETNS: refused as occupied"
+assert_eq "$INO" "$(netns_inode_at "$P")" "a non-leader thread in CNI_NETNS: not replaced"
+kill "$TPID" && wait "$TPID" 2>/dev/null
+
+# an fd of a uid-65534 process is all that holds a container pin's netns:
+# /proc/PID/fd is that uid's, mode 0500, and CAP_SYS_PTRACE alone does not
+# open it.  The scan must not take "cannot look" for "nothing holds it":
+# with the plugin's old capability set it says it could not see everything,
+# with the plugin's set it sees the holder; the pin stays either way.
+S41c=$(make_state_dir)
+mkdir -m 0700 "$S41c/pins"
+"$BUILD/nshash" --state-dir "$S41c" create --tcp 128 "$S41c/pins/held" >/dev/null
+(exec 9<"$S41c/pins/held" && exec setpriv --reuid=65534 --regid=65534 --clear-groups sleep 600) &
+HPID=$!
+on_exit "kill $HPID 2>/dev/null"
+for _ in $(seq 100); do [ "$(stat -c %u "/proc/$HPID" 2>/dev/null)" = 65534 ] && [ -e "/proc/$HPID/fd/9" ] && break; sleep 0.05; done
+sleep 2 # older than the staleAge of 1 s below
+reclaim_as() { setpriv --bounding-set="-all,$1" "$BUILD/nshash" --state-dir "$S41c" reclaim --stale-age 1 --dry-run -j | jq -c '[.orphans_removed, .incomplete]'; }
+assert_eq "[0,true]" "$(reclaim_as +sys_admin,+net_admin,+sys_ptrace)" "an fd of another uid, without CAP_DAC_READ_SEARCH: not called unheld (incomplete)"
+assert_eq "[0,false]" "$(reclaim_as +sys_admin,+net_admin,+sys_ptrace,+dac_read_search)" "an fd of another uid, with the plugin's capabilities: seen"
+cni_node_policy "$D/node-fd.json" "$S41c" '"staleAge": 1, "reclaimInterval": 0'
+new_pin
+printf '{"cniVersion":"1.0.0","name":"n","type":"nshash"}' >"$D/c.json"
+plugin CNI_NETNS="$P" NSHASH_POLICY="$NSHASH_POLICY" <"$D/c.json"
+assert_eq "0 nsfs" "$CNI_RC $(stat -f -c %T "$S41c/pins/held")" "the plugin's reclaim (staleAge 1 from the node) keeps the pin another uid's fd holds"
+assert_not_contains "$CNI_ERR" "reclaim" "and neither removes nor gives up ($CNI_ERR)"
+kill "$HPID" && wait "$HPID" 2>/dev/null
+cni_node_policy "$D/node.json" "$STATE"
 
 # ---- the result cannot be written: exit 1 and say so
 new_pin

@@ -71,6 +71,6 @@ assert_eq 0 "$(engines_pins_left "$S")" "poststop removed the pin"
 CD=$(make_state_dir)
 cni_pin_netns "$CD/ns1"
 printf '{"cniVersion": "1.0.0", "name": "n", "type": "nshash", "tcp": 4096, "stateDir": "%s"}' "$S" >"$D/cni.json"
-watch "CNI ADD" stdout "$D/cni.json" env CNI_COMMAND=ADD CNI_CONTAINERID=c42 CNI_IFNAME=eth0 CNI_NETNS="$CD/ns1" "$CNI_PLUGIN"
+watch "CNI ADD" stdout "$D/cni.json" env NSHASH_POLICY="$P" CNI_COMMAND=ADD CNI_CONTAINERID=c42 CNI_IFNAME=eth0 CNI_NETNS="$CD/ns1" "$CNI_PLUGIN"
 assert_eq 4096 "$(netns_sizes_at "$CD/ns1" | cut -d' ' -f1)" "CNI ADD sized the netns"
 assert_host_untouched

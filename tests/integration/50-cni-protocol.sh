@@ -12,6 +12,7 @@ command -v jq >/dev/null || cannot_run "jq missing"
 D=$(make_state_dir)
 MOUNTS_BEFORE=$(count_pins_under "$D")
 TMPL=$(make_state_dir) # the templates of the default strategy, outside $D
+cni_node_policy "$D/node.json" "$TMPL" # the node's state dir: the network config may only name it
 n=0
 new_pin() { n=$((n + 1)); P=$D/ns$n; cni_pin_netns "$P"; } # sets P
 conf() { # VERSION [extra json members]; templates in a private stateDir unless one is given
@@ -101,7 +102,9 @@ done
 V=1.0.0
 # ---- strategy template: sized through a template pinned under stateDir
 new_pin
+cni_node_policy "$D/node-state.json" "$D/state"
 cni_call ADD "$P" "$(conf $V "\"tcp\":2048,\"udp\":256,\"strategy\":\"template\",\"stateDir\":\"$D/state\"")"
+cni_node_policy "$D/node.json" "$TMPL"
 assert_eq "0 2048 256" "$CNI_RC $(netns_sizes_at "$P")" "strategy template: exact sizes"
 assert_eq "1" "$(count_pins_under "$D/state/templates/")" "strategy template: one template pinned under stateDir"
 sleep 0.05
@@ -158,6 +161,14 @@ bad 7 '"stateDir": "run/x" is not a clean absolute path' "relative stateDir" "$(
 bad 7 '"prevResult" is an array' "prevResult not an object" "$(conf $V '"tcp":4096,"prevResult":[]')"
 bad 4 "CNI_CONTAINERID" "empty CNI_CONTAINERID" "$(conf $V '"tcp":4096')" CNI_CONTAINERID=
 bad 4 "CNI_IFNAME" "missing CNI_IFNAME" "$(conf $V '"tcp":4096')" CNI_IFNAME=
+# the node's policy file (docs/cni.md, node settings): unreadable or malformed is
+# code 7 naming it; DEL still succeeds
+cp "$D/node.json" "$D/node-ww.json" && chmod 0666 "$D/node-ww.json"
+bad 7 "node policy: policy file $D/node-ww.json: writable by group or others (mode 0666)" "a world-writable node policy" "$(conf $V '"tcp":4096')" NSHASH_POLICY="$D/node-ww.json"
+printf '{"stateDir": "%s", "maxTcp": "big"}' "$TMPL" >"$D/node-bad.json"
+bad 7 "node policy: $D/node-bad.json: key \"maxTcp\": expected an integer" "a malformed node policy" "$(conf $V '"tcp":4096')" NSHASH_POLICY="$D/node-bad.json"
+cni_call DEL "$P" "$(conf $V '"tcp":4096')" NSHASH_POLICY="$D/node-bad.json"
+assert_cni_ok_silent "a malformed node policy: DEL still succeeds"
 bad 4 'CNI_COMMAND="FROB" is not a CNI command' "unknown command" "$(conf $V)" CNI_COMMAND=FROB
 bad 4 'CNI_NETNS="netns/x" is not an absolute path' "relative CNI_NETNS" "$(conf $V '"tcp":4096')" CNI_NETNS=netns/x
 CNI_OUT=$(head -c 17000000 /dev/zero | tr '\0' ' ' | CNI_COMMAND=ADD "$CNI_PLUGIN" 2>/dev/null)

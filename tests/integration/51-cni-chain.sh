@@ -15,6 +15,7 @@ command -v busybox >/dev/null || cannot_run "busybox (for ping) missing"
 D=$(make_state_dir)
 cni_test_network 51
 export CNI_CACHE_DIR=$D/cache
+cni_node_policy "$D/node.json" "$D/state"
 mkdir -p "$CNI_CACHE_DIR"
 LIST=$D/$NET.conflist
 cat >"$LIST" <<JSON

@@ -12,6 +12,7 @@ require_kernel_knobs
 D=$(make_state_dir)
 TMPL=$(make_state_dir) # the templates of the default strategy, outside $D
 make_memcg "nshash-test52-$$" 32M
+cni_node_policy "$D/node.json" "$TMPL" '"maxTcp": 16777216' # a 128 MiB table is the point here
 
 # cni_call inside the cgroup
 cni_call_limited() { # ONFAILURE

@@ -15,6 +15,7 @@ D=$(make_state_dir)
 engines_iptables_snapshot
 cni_test_network 53
 mkdir -p "$D/net"
+cni_node_policy "$D/node.json" "$D/state" # podman passes its environment to the plugins
 cat >"$D/net/$NET.conflist" <<JSON
 {"cniVersion": "0.4.0", "name": "$NET", "plugins": [
   {"type": "nshash", "tcp": 8192, "udp": 2048, "onFailure": "fail", "stateDir": "$D/state"},

@@ -17,6 +17,7 @@ D=$(make_state_dir)
 engines_iptables_snapshot
 cni_test_network 54
 engines_busybox_rootfs "$D/rootfs"
+cni_node_policy "$D/node.json" "$D/state" # ctr runs the plugins with its environment
 engines_containerd_start "$D/containerd" || cannot_run "containerd did not start"
 
 conflist() { # ONFAILURE

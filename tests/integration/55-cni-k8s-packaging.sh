@@ -148,10 +148,11 @@ assert_eq "" "$(ls "$D/node/net" | grep -v -e '^10-bridge.conflist$' -e '^10-bri
 export CNI_CACHE_DIR=$D/cache
 mkdir -p "$CNI_CACHE_DIR"
 cni_pin_netns "$D/pod"
-# the installed entry as it is, but its templates and spares in a state dir of
-# this test's, never the host's /run/nshash
+# the installed entry as it is; the node's policy puts its templates and spares
+# in a state dir of this test's, never the host's /run/nshash
 STATE=$(make_state_dir)
-jq --arg s "$STATE" '.plugins[0].stateDir = $s' "$D/node/net/10-bridge.conflist" >"$D/run.conflist"
+cni_node_policy "$D/node.json" "$STATE"
+cp "$D/node/net/10-bridge.conflist" "$D/run.conflist"
 cni_chain ADD "$D/run.conflist" "$D/pod" pod '{"io.kubernetes.cri.pod-annotations":{"io.nshash.tcp":"16384"}}'
 assert_eq "0 16384 1024" "$CNI_RC $(netns_sizes_at "$D/pod")" "ADD through the installed conflist: annotation size (tcp) and default (udp)"
 assert_contains "$(nsenter --net="$D/pod" ip -4 -o addr show dev eth0)" "$SUBNET." "and eth0 from the bridge"

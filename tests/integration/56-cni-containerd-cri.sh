@@ -19,7 +19,8 @@ D=$(make_state_dir)
 engines_iptables_snapshot
 cni_test_network 56
 C=$D/containerd
-cni_containerd_cri_start "$C" || cannot_run "containerd with CRI did not start"
+cni_node_policy "$D/node.json" "$D/state" # containerd passes its environment to the plugins
+cni_containerd_cri_start "$C" "" NSHASH_POLICY="$NSHASH_POLICY" || cannot_run "containerd with CRI did not start"
 cp /usr/lib/cni/bridge /usr/lib/cni/host-local /usr/lib/cni/portmap /usr/lib/cni/loopback "$CNI_PLUGIN" "$C/cni-bin/"
 cat >"$C/net.d/10-$NET.conflist" <<JSON
 {"cniVersion": "1.0.0", "name": "$NET", "plugins": [

@@ -21,6 +21,7 @@ kernel_at_least 6 5 && BENEATH=1
 
 D=$(make_state_dir)
 TMPL=$(make_state_dir)
+cni_node_policy "$D/node.json" "$TMPL"
 N=${NSHASH_SWAP_ADDS:-25}
 W=
 on_exit '[ -n "$W" ] && kill "$W"'

@@ -4,15 +4,24 @@ CNI_PLUGIN=$BUILD/cni/nshash
 CNI_VERSIONS="0.3.0 0.3.1 0.4.0 1.0.0 1.1.0"
 [ -x "$CNI_PLUGIN" ] || cannot_run "$CNI_PLUGIN not built"
 
+# cni_node_policy FILE STATE-DIR [JSON-MEMBERS]: the node's policy file
+# (nshash.json(5), where the plugin takes its state dir, caps, budget and
+# spares from) with that stateDir, exported as NSHASH_POLICY; cni_call and
+# cni_chain pass it to the plugin.
+cni_node_policy() {
+	printf '{"stateDir": "%s", "syslog": false%s}\n' "$2" "${3:+, $3}" >"$1"
+	export NSHASH_POLICY=$1
+}
+
 # cni_call COMMAND NETNS CONFIG-JSON [VAR=VALUE...]: runs the plugin as a
-# runtime does.  Sets CNI_OUT (stdout), CNI_ERR (stderr), CNI_RC.
+# runtime does (with $NSHASH_POLICY).  Sets CNI_OUT (stdout), CNI_ERR (stderr), CNI_RC.
 cni_call() {
 	local cmd=$1 netns=$2 conf=$3
 	shift 3
 	local errf
 	errf=$(mktemp)
 	CNI_OUT=$(printf '%s' "$conf" | env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin CNI_COMMAND="$cmd" \
-		CNI_CONTAINERID=ctr-1 CNI_NETNS="$netns" CNI_IFNAME=eth0 CNI_PATH=/usr/lib/cni \
+		${NSHASH_POLICY:+NSHASH_POLICY="$NSHASH_POLICY"} CNI_CONTAINERID=ctr-1 CNI_NETNS="$netns" CNI_IFNAME=eth0 CNI_PATH=/usr/lib/cni \
 		CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=p;FOO=bar" "$@" \
 		"$CNI_PLUGIN" 2>"$errf")
 	CNI_RC=$?
@@ -133,7 +142,7 @@ cni_chain() {
 		for d in $dirs; do [ -x "$d/$type" ] && bin=$d/$type && break; done
 		[ -n "$bin" ] || { CNI_RC=1 CNI_OUT="no plugin $type"; rm -f "$errf"; return; }
 		out=$(printf '%s' "$conf" | env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin CNI_COMMAND="$cmd" \
-			CNI_CONTAINERID="$id" CNI_NETNS="$netns" CNI_IFNAME=eth0 CNI_PATH="${dirs// /:}" \
+			${NSHASH_POLICY:+NSHASH_POLICY="$NSHASH_POLICY"} CNI_CONTAINERID="$id" CNI_NETNS="$netns" CNI_IFNAME=eth0 CNI_PATH="${dirs// /:}" \
 			CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=$id" "$bin" 2>>"$errf")
 		rc=$?
 		if [ $rc -ne 0 ]; then

@@ -132,6 +132,17 @@ static const struct nshash_cni_ops mock_ops = {
 /* ---------------------------------------------------------------- helpers */
 
 static struct nshash_cni_output out;
+/* the node's policy: the defaults but for its state dir and caps */
+static struct nshash_cni_node node;
+
+static const struct nshash_cni_node *test_node(void)
+{
+	nshash_policy_defaults(&node.policy);
+	snprintf(node.policy.state_dir, sizeof(node.policy.state_dir), "/run/x");
+	node.policy.max = (struct nshash_sizes){16777216, 65536}; /* the network's caps apply */
+	node.failed = false;
+	return &node;
+}
 
 static void run(const char *command, const char *config)
 {
@@ -144,7 +155,7 @@ static void run(const char *command, const char *config)
 	    .path = "/opt/cni/bin",
 	};
 	nshash_cni_output_free(&out);
-	nshash_cni_run(&env, config, strlen(config), &mock_ops, &out);
+	nshash_cni_run(&env, config, strlen(config), &mock_ops, test_node(), &out);
 }
 
 static void expect_error(int code, const char *fragment)
@@ -281,6 +292,105 @@ static void test_config(void **state)
 			fail_msg("%s: want %d \"%s\", got %d %d \"%s\"", bad[i].conf, bad[i].code, bad[i].fragment, r,
 				 err.code, err.err.msg);
 	}
+}
+
+/* Node-side settings: the node's policy bounds the network config. */
+static void test_config_node(void **state)
+{
+	(void)state;
+	struct nshash_cni_config cfg;
+	struct nshash_cni_failure err;
+	char warn[1024];
+	struct nshash_policy pol;
+	nshash_policy_defaults(&pol);
+	snprintf(pol.state_dir, sizeof(pol.state_dir), "/run/node");
+	snprintf(pol.source, sizeof(pol.source), "/etc/n.json");
+	pol.max.tcp = 8192;
+	pol.max.udp = 1024;
+	pol.max_table_bytes = 100000;
+	pol.spares = 2;
+	pol.on_failure = NSHASH_ON_FAILURE_WARN;
+
+	/* nothing said: the node's values */
+	const char *c = CONF("1.0.0", ",\"tcp\":4096");
+	assert_int_equal(nshash_cni_config_parse(c, strlen(c), &cfg, &err), 0);
+	assert_int_equal(nshash_cni_config_node(&cfg, &pol, warn, sizeof(warn), &err), 0);
+	assert_string_equal(cfg.state_dir, "/run/node");
+	assert_int_equal(cfg.spares, 2);
+	assert_int_equal(cfg.max_table_bytes, 100000);
+	assert_int_equal(cfg.max.tcp, 4096);
+	assert_int_equal(cfg.on_failure, NSHASH_ON_FAILURE_WARN);
+	assert_string_equal(warn, "");
+	nshash_cni_config_free(&cfg);
+
+	/* less: taken; the node's own state dir: accepted */
+	c = CONF("1.0.0", ",\"maxTcp\":2048,\"maxTableBytes\":5000,\"spares\":0,\"onFailure\":\"fail\","
+			  "\"stateDir\":\"/run/node\",\"strategy\":\"nested\"");
+	assert_int_equal(nshash_cni_config_parse(c, strlen(c), &cfg, &err), 0);
+	assert_int_equal(nshash_cni_config_node(&cfg, &pol, warn, sizeof(warn), &err), 0);
+	assert_int_equal(cfg.max.tcp, 2048);
+	assert_int_equal(cfg.max_table_bytes, 5000);
+	assert_int_equal(cfg.spares, 0);
+	assert_int_equal(cfg.on_failure, NSHASH_ON_FAILURE_FAIL);
+	assert_int_equal(cfg.strategy, NSHASH_STRATEGY_NESTED);
+	assert_string_equal(warn, "");
+	nshash_cni_config_free(&cfg);
+
+	/* more: the node's values hold, each named */
+	c = CONF("1.0.0", ",\"maxTcp\":65536,\"maxUdp\":4096,\"maxTableBytes\":900000,\"spares\":16");
+	assert_int_equal(nshash_cni_config_parse(c, strlen(c), &cfg, &err), 0);
+	assert_int_equal(nshash_cni_config_node(&cfg, &pol, warn, sizeof(warn), &err), 0);
+	assert_int_equal(cfg.max.tcp, 8192);
+	assert_int_equal(cfg.max.udp, 1024);
+	assert_int_equal(cfg.max_table_bytes, 100000);
+	assert_int_equal(cfg.spares, 2);
+	assert_non_null(strstr(warn, "network config key \"maxTcp\": 65536 is above this node's maxTcp 8192 "
+				     "(/etc/n.json); using 8192"));
+	assert_non_null(strstr(warn, "\"maxUdp\": 4096 is above this node's maxUdp 1024"));
+	assert_non_null(strstr(warn, "\"maxTableBytes\": 900000 is above this node's maxTableBytes 100000"));
+	assert_non_null(strstr(warn, "\"spares\": 16 is above this node's spares 2"));
+	nshash_cni_config_free(&cfg);
+
+	/* a default above the node's cap, another state dir: refused */
+	c = CONF("1.0.0", ",\"tcp\":16384");
+	assert_int_equal(nshash_cni_config_parse(c, strlen(c), &cfg, &err), 0);
+	assert_true(nshash_cni_config_node(&cfg, &pol, warn, sizeof(warn), &err) < 0);
+	assert_int_equal(err.code, 7);
+	assert_non_null(strstr(err.err.msg, "tcp size 16384 (effective 16384) is above the allowed maximum 8192"));
+	assert_non_null(strstr(err.err.msg, "this node's maxTcp 8192 / maxUdp 1024 (/etc/n.json)"));
+	nshash_cni_config_free(&cfg);
+	c = CONF("1.0.0", ",\"stateDir\":\"/\"");
+	assert_int_equal(nshash_cni_config_parse(c, strlen(c), &cfg, &err), 0);
+	assert_true(nshash_cni_config_node(&cfg, &pol, warn, sizeof(warn), &err) < 0);
+	assert_int_equal(err.code, 7);
+	assert_non_null(strstr(err.err.msg, "network config key \"stateDir\": \"/\" is not this node's state dir "
+					    "\"/run/node\" (/etc/n.json)"));
+	nshash_cni_config_free(&cfg);
+
+	/* a node that says nested: a network cannot ask for templates */
+	pol.strategy = NSHASH_STRATEGY_NESTED;
+	c = CONF("1.0.0", ",\"strategy\":\"template\"");
+	assert_int_equal(nshash_cni_config_parse(c, strlen(c), &cfg, &err), 0);
+	assert_int_equal(nshash_cni_config_node(&cfg, &pol, warn, sizeof(warn), &err), 0);
+	assert_int_equal(cfg.strategy, NSHASH_STRATEGY_NESTED);
+	nshash_cni_config_free(&cfg);
+
+	/* an unreadable node policy fails ADD (code 7), never DEL */
+	struct nshash_cni_env env = {.command = "ADD", .containerid = "c", .netns = "/run/netns/p", .ifname = "eth0"};
+	struct nshash_cni_node bad;
+	memset(&bad, 0, sizeof(bad));
+	nshash_policy_defaults(&bad.policy);
+	bad.failed = true;
+	snprintf(bad.error.msg, sizeof(bad.error.msg), "policy file /p: owned by uid 5, not root");
+	c = CONF("1.0.0", ",\"tcp\":4096");
+	nshash_cni_output_free(&out);
+	nshash_cni_run(&env, c, strlen(c), &mock_ops, &bad, &out);
+	expect_error(7, "node policy: policy file /p: owned by uid 5, not root");
+	env.command = "DEL";
+	nshash_cni_output_free(&out);
+	nshash_cni_run(&env, c, strlen(c), &mock_ops, &bad, &out);
+	assert_int_equal(out.status, 0);
+	nshash_cni_output_free(&out);
 }
 
 static void request_of(const char *conf, int want_rc, uint32_t tcp, uint32_t udp, bool from_ann, const char *fragment)
@@ -435,7 +545,7 @@ static void test_add_waits_for_a_passing_process(void **state)
 	m.occ.pid = 77;
 	m.pid_calls = 2;
 	nshash_cni_output_free(&out);
-	nshash_cni_run(&env, c, strlen(c), &ops, &out);
+	nshash_cni_run(&env, c, strlen(c), &ops, test_node(), &out);
 	expect_output("{\"cniVersion\":\"1.0.0\"}");
 	assert_int_equal(m.n_replace, 1);
 	assert_non_null(strstr(out.log, "waited 20 ms for a process to leave /run/netns/p"));
@@ -444,7 +554,7 @@ static void test_add_waits_for_a_passing_process(void **state)
 	m.occ.pid = 77;
 	snprintf(m.occ.comm, sizeof(m.occ.comm), "sleep");
 	nshash_cni_output_free(&out);
-	nshash_cni_run(&env, c, strlen(c), &ops, &out);
+	nshash_cni_run(&env, c, strlen(c), &ops, test_node(), &out);
 	expect_error(100, "process 77 (sleep) already lives in it (still after 100 ms)");
 	assert_int_equal(m.n_occupancy, 11);
 	assert_int_equal(m.n_replace, 0);
@@ -571,7 +681,7 @@ static void test_error_json(void **state)
 	struct nshash_cni_env env = {.command = "ADD"};
 	const char *c = CONF("0.4.0", "");
 	nshash_cni_output_free(&out);
-	nshash_cni_run(&env, c, strlen(c), &mock_ops, &out);
+	nshash_cni_run(&env, c, strlen(c), &mock_ops, test_node(), &out);
 	expect_error(4, "CNI_CONTAINERID, CNI_NETNS, CNI_IFNAME");
 	assert_non_null(strstr(out.stdout_text, "\"cniVersion\":\"0.4.0\""));
 	nshash_cni_output_free(&out);
@@ -583,6 +693,7 @@ int main(void)
 	    cmocka_unit_test(test_versions),
 	    cmocka_unit_test(test_env),
 	    cmocka_unit_test(test_config),
+	    cmocka_unit_test(test_config_node),
 	    cmocka_unit_test(test_request),
 	    cmocka_unit_test(test_add_nothing_requested),
 	    cmocka_unit_test(test_add_replaces_empty_pin),
