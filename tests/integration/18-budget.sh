@@ -162,6 +162,8 @@ assert_eq "$((n + 5)) $(((n + 5) * EACH))" "$(mounted) $(usage | cut -d' ' -f1)"
 # The CNI plugin with maxTableBytes, on the same state dir: pods past the
 # budget get code 105 naming it; the pins above still count.
 source "$TOP/tests/lib/cni.sh"
+# the node's policy names the state dir (a network config may only name the node's)
+cni_node_policy "$WORK/node.json" "$STATE" '"maxTcp": 1048576' # the cgroupPath case asks 1 Mi
 ns delete "$PINS"/* >/dev/null 2>&1
 settled 0
 ns create --tcp 4096 --udp 1024 "$PINS/cli-1" >/dev/null
@@ -228,6 +230,7 @@ fi
 # Spares made before a budget applies (ADDs without maxTableBytes) hold table
 # bytes nobody asked for: they must not get a pod refused on an empty node.
 S2=$(make_state_dir)
+cni_node_policy "$WORK/node2.json" "$S2" '"spares": 3'
 sconf() { echo "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"nshash\",\"tcp\":4096,\"udp\":1024,\"onFailure\":\"fail\",\"stateDir\":\"$S2\",\"spares\":3$1}"; }
 cni_pin_netns "$PINS/sp1"
 cni_call ADD "$PINS/sp1" "$(sconf '')"

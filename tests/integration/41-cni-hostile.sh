@@ -122,7 +122,9 @@ plugin CNI_NETNS="$P" <"$D/c.json"
 assert_cni_error 6 '\u0000 (a NUL character) in a string' "cniVersion with \\u0000"
 
 # ---- issue 19: a stateDir that does not exist yet (nor its parent): made 0700 by the first ADD
+# (the node's policy names it: a network config may only name the node's)
 new_pin
+cni_node_policy "$D/node-fresh.json" "$D/fresh/state"
 conf "\"tcp\":4096,\"spares\":0,\"stateDir\":\"$D/fresh/state\"" >"$D/c-fresh.json"
 plugin CNI_NETNS="$P" <"$D/c-fresh.json"
 assert_eq "0 4096 700 700" "$CNI_RC $(netns_sizes_at "$P" | cut -d' ' -f1) $(stat -c %a "$D/fresh" "$D/fresh/state" | tr '\n' ' ' | sed 's/ $//')" \
@@ -132,6 +134,7 @@ assert_eq "0 4096 700 700" "$CNI_RC $(netns_sizes_at "$P" | cut -d' ' -f1) $(sta
 # never chmod'ed, nothing made in it, the netns left shared
 new_pin
 mkdir -m 0755 "$D/st-755"
+cni_node_policy "$D/node-755.json" "$D/st-755"
 conf "\"tcp\":4096,\"stateDir\":\"$D/st-755\"" >"$D/c.json"
 plugin CNI_NETNS="$P" <"$D/c.json"
 assert_cni_error 103 "state dir $D/st-755: open to group or others (mode 0755): nshash never changes the mode of a directory it did not create" \
@@ -142,6 +145,7 @@ assert_eq shared "$(shared "$P")" "stateDir 0755: netns left shared"
 if [ "$(stat -c %a "$D/st-755")" = 755 ] && [ "$CNI_RC" -ne 0 ]; then
 	root_state() { stat -c '%a %U' /; ls -A / | md5sum; }
 	before=$(root_state)
+	cni_node_policy "$D/node-root.json" /
 	conf '"tcp":4096,"stateDir":"/"' >"$D/c.json"
 	plugin CNI_NETNS="$P" <"$D/c.json"
 	assert_cni_error 103 "state dir /: the root directory, never a state dir" "stateDir \"/\": refused"
@@ -150,6 +154,7 @@ if [ "$(stat -c %a "$D/st-755")" = 755 ] && [ "$CNI_RC" -ne 0 ]; then
 else
 	fail "the 0755 scratch stateDir was not refused: \"/\" not tried"
 fi
+cni_node_policy "$D/node.json" "$STATE"
 
 # ---- exactly 16 MiB of stdin is read; valid JSON that is not an object
 body=$(conf '"tcp":2048')
@@ -262,15 +267,15 @@ mkdir -m 0700 "$S41c/pins"
 HPID=$!
 on_exit "kill $HPID 2>/dev/null"
 for _ in $(seq 100); do [ "$(stat -c %u "/proc/$HPID" 2>/dev/null)" = 65534 ] && [ -e "/proc/$HPID/fd/9" ] && break; sleep 0.05; done
-sleep 2 # older than the staleAge of 1 s below
-reclaim_as() { setpriv --bounding-set="-all,$1" "$BUILD/nshash" --state-dir "$S41c" reclaim --stale-age 1 --dry-run -j | jq -c '[.orphans_removed, .incomplete]'; }
+age_claims 120 "$S41c/pins/held" # older than the staleAge (its 60 s floor) below
+reclaim_as() { setpriv --bounding-set="-all,$1" "$BUILD/nshash" --state-dir "$S41c" reclaim --stale-age 60 --dry-run -j | jq -c '[.orphans_removed, .incomplete]'; }
 assert_eq "[0,true]" "$(reclaim_as +sys_admin,+net_admin,+sys_ptrace)" "an fd of another uid, without CAP_DAC_READ_SEARCH: not called unheld (incomplete)"
 assert_eq "[0,false]" "$(reclaim_as +sys_admin,+net_admin,+sys_ptrace,+dac_read_search)" "an fd of another uid, with the plugin's capabilities: seen"
 cni_node_policy "$D/node-fd.json" "$S41c" '"staleAge": 1, "reclaimInterval": 0'
 new_pin
 printf '{"cniVersion":"1.0.0","name":"n","type":"nshash"}' >"$D/c.json"
 plugin CNI_NETNS="$P" NSHASH_POLICY="$NSHASH_POLICY" <"$D/c.json"
-assert_eq "0 nsfs" "$CNI_RC $(stat -f -c %T "$S41c/pins/held")" "the plugin's reclaim (staleAge 1 from the node) keeps the pin another uid's fd holds"
+assert_eq "0 nsfs" "$CNI_RC $(stat -f -c %T "$S41c/pins/held")" "the plugin's reclaim (staleAge 1 from the node, raised to 60) keeps the pin another uid's fd holds"
 assert_not_contains "$CNI_ERR" "reclaim" "and neither removes nor gives up ($CNI_ERR)"
 kill "$HPID" && wait "$HPID" 2>/dev/null
 cni_node_policy "$D/node.json" "$STATE"

@@ -92,6 +92,7 @@ assert_eq '["nshash","bridge","portmap","loopback"]' "$(jq -c '[.plugins[].type]
 GS=$(make_state_dir)
 GP=$(mktemp -d /tmp/nshash-t55.XXXXXX)
 on_exit "umount $GP/gcpod 2>/dev/null; rm -rf $GP"
+cni_node_policy "$GP/node.json" "$GS" # the node's state dir, which gc-loop.sh is given
 cni_pin_netns "$GP/gcpod"
 cni_call ADD "$GP/gcpod" "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"nshash\",\"tcp\":4096,\"udp\":1024,\"stateDir\":\"$GS\"}"
 spares_settled "$GS"
@@ -100,6 +101,7 @@ umount "$GP/gcpod" && rm -f "$GP/gcpod"
 NSHASH_CLI=$BUILD/nshash NSHASH_STATE_DIR=$GS GC_MAX_IDLE=0 GC_ONCE=1 "$K/gc-loop.sh" 2>"$GP/gc.err"
 assert_contains "$(cat "$GP/gc.err")" "removed 1 template(s), 1 spare(s)" "gc loop: one run removes the idle template and spare"
 assert_eq "" "$(ls "$GS/spares" | grep '^tcp')" "gc loop: no spare left"
+unset NSHASH_POLICY
 
 # ---- the docs cover every config key the plugin reads and every code it returns
 KEYS=$(grep -oE 'config_(size|string)\(root, "[A-Za-z]+"' "$TOP/cni/config.c" | grep -oE '"[A-Za-z]+"' | tr -d '"' | grep -v '^name$' | sort -u | tr '\n' ' ')
