@@ -70,6 +70,14 @@ check(len(gm) == 1 and host(gm[0]["name"]) == "/run/nshash" and gm[0].get("mount
 check(spec.get("hostPID") is True and g.get("securityContext", {}).get("privileged") is True,
       "gc sees the node's processes (hostPID) and may unmount (privileged)")
 check(0 < int(genv.get("GC_SECONDS", "0")) <= 3600, "gc runs at least hourly")
+st = vols.get("nshash-state", {}).get("hostPath", {})
+check(st.get("path") == "/run/nshash" and st.get("type") == "Directory",
+      "the node's /run/nshash is mounted as it is (type Directory: DirectoryOrCreate would make it 0755, which nshash refuses)")
+inits = [x for x in spec.get("initContainers", []) if x["name"] == "state-dir"]
+im = {m["name"]: m["mountPath"] for m in (inits[0]["volumeMounts"] if inits else [])}
+check(len(inits) == 1 and host([n for n, p in im.items() if p == "/host/run"][0] if "/host/run" in im.values() else "x") == "/run",
+      "an init container sees the node's /run at /host/run")
+print("STATEDIR " + json.dumps(inits[0]["command"][2] if inits else ""))
 print("ENTRY " + json.dumps(entry))
 PY
 )
@@ -78,9 +86,25 @@ while read -r line; do
 	ok\ *) pass "${line#ok }" ;;
 	FAIL\ *) fail "${line#FAIL }" ;;
 	ENTRY\ *) ENTRY=${line#ENTRY } ;;
+	STATEDIR\ *) STATEDIR_SH=$(jq -r . <<<"${line#STATEDIR }") ;;
 	*) fail "manifest check: $line" ;;
 	esac
 done <<<"$out"
+# ---- the init container's script on a scratch /run: absent, left 0755, a symlink
+SR=$(mktemp -d /tmp/nshash-t55-run.XXXXXX)
+on_exit "rm -rf '$SR'"
+init_sh() { sh -c "${STATEDIR_SH//\/host\/run/$SR}" 2>&1; }
+out=$(init_sh)
+assert_eq "0 700 root" "$? $(stat -c '%a %U' "$SR/nshash")" "state-dir init: an absent /run/nshash is made 0700 ($out)"
+"$BUILD/nshash" --state-dir "$SR/nshash" list >/dev/null 2>&1
+assert_eq 0 "$?" "... and nshash takes it as its state dir"
+chmod 0755 "$SR/nshash"
+out=$(init_sh)
+assert_eq "0 700" "$? $(stat -c '%a' "$SR/nshash")" "state-dir init: one an earlier manifest left 0755 is narrowed ($out)"
+rmdir "$SR/nshash" && mkdir "$SR/elsewhere" && ln -s elsewhere "$SR/nshash"
+out=$(init_sh)
+assert_eq "1 755 elsewhere" "$? $(stat -c '%a' "$SR/elsewhere") $(readlink "$SR/nshash")" "state-dir init: a symlink is refused, its target untouched"
+assert_contains "$out" "$SR/nshash is a symbolic link: remove it" "... saying so"
 cni_call GC "" "$(jq -c '. + {cniVersion: "1.1.0", name: "k8s"} | del(.capabilities)' <<<"${ENTRY:-{\}}")"
 assert_cni_ok_silent "the shipped entry is a valid nshash config"
 EX=$K/10-nshash-bridge.conflist
