@@ -531,6 +531,9 @@ static void test_args(void **state)
 	assert_int_equal(a.subcommand_index, 7);
 	assert_string_equal(a.root, "/run/containerd/runc/default");
 	assert_string_equal(a.bundle, "/b");
+	assert_int_equal(a.bundle_argi, 9); /* where the sibling bundle goes */
+	assert_false(a.bundle_inline);
+	assert_int_equal(a.config_argi, 0);
 	assert_string_equal(a.id, "id1");
 	char *v2[] = {"w",   "--root=/r", "--systemd-cgroup", "run", "-d", "--bundle=/x", "--console-socket", "/s",
 		      "id2", NULL};
@@ -538,16 +541,23 @@ static void test_args(void **state)
 	assert_string_equal(a.root, "/r");
 	assert_string_equal(a.subcommand, "run");
 	assert_string_equal(a.bundle, "/x");
+	assert_int_equal(a.bundle_argi, 5);
+	assert_true(a.bundle_inline);
 	assert_string_equal(a.id, "id2");
 	assert_true(a.detach);
 	char *c1[] = {"w", "create", "--config=/c.json", "--pid-file", "p", "id5", NULL};
 	assert_int_equal(nshash_runtime_args_parse(6, c1, &a, &err), 0);
 	assert_string_equal(a.config, "/c.json");
+	assert_int_equal(a.config_argi, 2);
+	assert_true(a.config_inline);
+	assert_int_equal(a.bundle_argi, 0);
 	assert_string_equal(a.pid_file, "p");
 	assert_string_equal(a.id, "id5");
 	char *c2[] = {"w", "run", "-f", "alt.json", "id6", NULL};
 	assert_int_equal(nshash_runtime_args_parse(5, c2, &a, &err), 0);
 	assert_string_equal(a.config, "alt.json");
+	assert_int_equal(a.config_argi, 3);
+	assert_false(a.config_inline);
 	assert_null(a.pid_file);
 	assert_false(a.force);
 	char *c3[] = {"w", "delete", "-f", "id7", NULL};
@@ -566,6 +576,7 @@ static void test_args(void **state)
 	char *v5[] = {"w", "create", "id5", NULL}; /* bundle = cwd */
 	assert_int_equal(nshash_runtime_args_parse(3, v5, &a, &err), 0);
 	assert_null(a.bundle);
+	assert_int_equal(a.bundle_argi, 0);
 	assert_string_equal(a.id, "id5");
 	char *v6[] = {"w", "delete", "--force", "id6", NULL};
 	assert_int_equal(nshash_runtime_args_parse(4, v6, &a, &err), 0);
