@@ -3,8 +3,9 @@
 # containerd 1.6 (private config, root, state and socket) with
 # `ctr run --runc-binary nshash-runtime --annotation io.nshash.*`: sizes
 # inside, no pin after the task is deleted, a bad annotation fails the start
-# with the reason in containerd's error, and `ctr run --cni` through the
-# wrapper gets eth0 in the sized netns.
+# with the reason in containerd's error, an rshared bind mount runs sized
+# from the wrapper's sibling bundle (issue 20), and `ctr run --cni` through
+# the wrapper gets eth0 in the sized netns.
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/engines.sh"
 require_root

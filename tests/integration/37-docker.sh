@@ -10,6 +10,8 @@
 # - a runtime without sizes (and plain runc) leaves the netns alone
 # - --network host and --network container:X are refused when sizes are
 #   asked (accepted when X already has exactly those sizes)
+# - --mount bind-propagation=rshared on a sized runtime: sized, the mount the
+#   container makes under the bind reaches the host (issue 20)
 # - nothing is left after docker rm -f, after restarting dockerd, after
 #   parallel runs; once dockerd is stopped the host is as it was (chains,
 #   rules, bridges, ip_forward, FORWARD policy)
