@@ -6,9 +6,12 @@
  * over the file the runtime reads, and then becomes the real runtime (exec,
  * argv untouched).  The user's bundle is never written, no hook runs, and
  * the pin exists only where the runtime sees it: it goes with the runtime
- * process, however that ends.  On delete a pin an older version left is
- * removed once no process uses it.  The runtime's exit status is always the
- * wrapper's.
+ * process, however that ends.  A container asking for shared mount
+ * propagation is created in the host's mount namespace instead, from a
+ * sibling bundle with the sized config and a pin on the host (sibling.c).
+ * On delete a pin left on the host (an older version's, or a shared one's)
+ * is removed once no process uses it.  The runtime's exit status is always
+ * the wrapper's.
  * Policy file: $NSHASH_POLICY, else /etc/nshash/nshash.json. */
 #include <errno.h>
 #include <fcntl.h>
