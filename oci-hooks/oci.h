@@ -67,7 +67,6 @@ struct nshash_oci_result {
 	char hostname[256];	       /* the config's hostname (podman: the short id), for logs */
 	bool from_defaults;	       /* the request is opts->defaults, not annotations */
 	char moved[256];	       /* TRANSPLANTED: the links moved, "eth0, eth1" */
-	bool shared_propagation;       /* rootfsPropagation or a mount asks for shared propagation */
 };
 /* The one config transform shared by the hook and the wrapper.  On success
  * *out is a malloc'd config (a copy of the input when nothing changed) and,
@@ -123,10 +122,14 @@ struct nshash_runtime_args {
 	const char *root;	/* --root value or NULL */
 	const char *bundle;	/* --bundle/-b value or NULL (= cwd) */
 	const char *config;	/* create/run --config/-f value (crun) or NULL */
-	const char *pid_file;	/* create/run --pid-file value or NULL */
-	const char *id;		/* container id or NULL */
-	bool force;		/* delete --force / -f */
-	bool detach;		/* run --detach / -d */
+	int bundle_argi;	/* argv index holding the bundle (--bundle=V: that word), 0 = none */
+	int config_argi;	/* the same for --config */
+	bool bundle_inline;	/* given as --bundle=V / -b=V */
+	bool config_inline;
+	const char *pid_file; /* create/run --pid-file value or NULL */
+	const char *id;	      /* container id or NULL */
+	bool force;	      /* delete --force / -f */
+	bool detach;	      /* run --detach / -d */
 };
 int nshash_runtime_args_parse(int argc, char *const argv[], struct nshash_runtime_args *args, struct nshash_error *err);
 /* The wrapper's own options among the global ones before the command:
@@ -153,6 +156,10 @@ int nshash_runtime_find(const struct nshash_policy *policy, const char *self, ch
 int nsh_oci_request_from_annotations(struct json_object *ann, struct nshash_oci_request *req, struct nshash_error *err);
 /* transform.c: the config's linux.namespaces entry of type network, or NULL. */
 struct json_object *nsh_oci_network_entry(struct json_object *doc);
+/* transform.c: do mounts the container makes have to reach the host
+ * (linux.rootfsPropagation or a mount option shared/rshared: Kubernetes
+ * "Bidirectional", Docker bind-propagation=rshared)? */
+bool nsh_oci_doc_wants_shared(struct json_object *doc);
 /* refusal.c: why the netns at `path` cannot be used (what it is, what it
  * has, or, `info` NULL, why inspecting it failed: `ierr`) and what to do,
  * in the terms of the engine that wrote `doc`, into out. */

@@ -87,17 +87,22 @@ static int parse_subcommand(int argc, char *const argv[], int i, struct nshash_r
 			continue;
 		}
 		if (create && opt_in(arg, create_val, &v)) {
+			bool inline_ = v != NULL;
 			if (!v) {
 				if (i + 1 >= argc)
 					return nshash_error_set(err, EINVAL, "%s: option %s needs a value",
 								a->subcommand, arg);
 				v = argv[++i];
 			}
-			if (opt_is(arg, "bundle", &dummy) || opt_is(arg, "b", &dummy))
+			if (opt_is(arg, "bundle", &dummy) || opt_is(arg, "b", &dummy)) {
 				a->bundle = v;
-			else if (opt_is(arg, "config", &dummy) || opt_is(arg, "f", &dummy))
+				a->bundle_argi = i;
+				a->bundle_inline = inline_;
+			} else if (opt_is(arg, "config", &dummy) || opt_is(arg, "f", &dummy)) {
 				a->config = v;
-			else if (opt_is(arg, "pid-file", &dummy))
+				a->config_argi = i;
+				a->config_inline = inline_;
+			} else if (opt_is(arg, "pid-file", &dummy))
 				a->pid_file = v;
 		} else if (!strcmp(arg, "-f") || !strcmp(arg, "--force") || !strcmp(arg, "-force")) {
 			a->force = true;

@@ -6,9 +6,12 @@
  * over the file the runtime reads, and then becomes the real runtime (exec,
  * argv untouched).  The user's bundle is never written, no hook runs, and
  * the pin exists only where the runtime sees it: it goes with the runtime
- * process, however that ends.  On delete a pin an older version left is
- * removed once no process uses it.  The runtime's exit status is always the
- * wrapper's.
+ * process, however that ends.  A container asking for shared mount
+ * propagation is created in the host's mount namespace instead, from a
+ * sibling bundle with the sized config and a pin on the host (sibling.c).
+ * On delete a pin left on the host (an older version's, or a shared one's)
+ * is removed once no process uses it.  The runtime's exit status is always
+ * the wrapper's.
  * Policy file: $NSHASH_POLICY, else /etc/nshash/nshash.json. */
 #include <errno.h>
 #include <fcntl.h>
@@ -94,10 +97,11 @@ static char *read_config(const char *id, const char *bundle, const char *target,
 		if (S_ISLNK(st->st_mode)) {
 			char why[sizeof(err.msg)];
 			snprintf(why, sizeof(why), "%s", err.msg);
-			nshash_error_set(&err, ELOOP,
-					 "%s: nshash-runtime binds the sized config over the file the runtime reads and "
-					 "follows no symbolic link to it; make it a regular file",
-					 why);
+			nshash_error_set(
+			    &err, ELOOP,
+			    "%s: nshash-runtime binds the sized config over the file the runtime reads and "
+			    "follows no symbolic link to it; make it a regular file",
+			    why);
 		}
 		die(id, err.msg);
 	}
@@ -167,9 +171,96 @@ static void spare_get(const struct nshash_policy *policy, struct nshash_sizes si
 	*go = nsh_spares_refill_gated(&copts);
 }
 
-/* create / run: size in the private mount namespace, become the runtime. */
-static void wrap_create(const struct nshash_policy *policy, const struct nshash_runtime_args *args,
-			const struct nshash_runtime_defaults *defaults)
+/* The argv the runtime gets for a sibling bundle DIR: runc's --bundle
+ * value replaced, or --bundle DIR added after the command; crun (by_config)
+ * keeps its bundle and gets --config DIR/config.json the same way.
+ * malloc'd (the wrapper execs right after). */
+static char **argv_for_sibling(int argc, char **argv, const struct nshash_runtime_args *args, const char *dir,
+			       bool by_config)
+{
+	char **out = calloc((size_t)argc + 3, sizeof(*out)), *cfg;
+	const char *name = by_config ? "--config" : "--bundle", *value = dir;
+	int at = by_config ? args->config_argi : args->bundle_argi, o = 0;
+	bool inline_ = by_config ? args->config_inline : args->bundle_inline;
+
+	if (!out || asprintf(&cfg, "%s/config.json", dir) < 0)
+		die(args->id, "out of memory");
+	if (by_config)
+		value = cfg;
+	for (int i = 0; i < argc; i++) {
+		char *a = argv[i];
+		if (i == at && i > 0 && asprintf(&a, "%s%s%s", inline_ ? name : "", inline_ ? "=" : "", value) < 0)
+			die(args->id, "out of memory");
+		out[o++] = a;
+		if (i == args->subcommand_index && at == 0) {
+			out[o++] = (char *)name;
+			out[o++] = (char *)value;
+		}
+	}
+	out[o] = NULL;
+	return out;
+}
+
+/* Does the runtime take the config's path (crun's --config)?  runc reads
+ * BUNDLE/config.json only. */
+static bool takes_config(const char *runtime)
+{
+	const char *base = strrchr(runtime, '/');
+	return !strcmp(base ? base + 1 : runtime, "crun");
+}
+
+/* create / run of a sized container asking for shared mount propagation:
+ * in the host's mount namespace, where the container's mounts reach the
+ * host.  The netns is pinned on the host (STATE_DIR/pins/PIN: delete or the
+ * orphan reclaim removes it) and the runtime is given the sibling bundle
+ * STATE_DIR/bundles/PIN; the user's bundle stays untouched.  The argv to
+ * exec, or NULL when the transform did not size (exec as it was). */
+static char **wrap_create_shared(int argc, char **argv, const struct nshash_runtime_args *args, char *text, size_t len,
+				 const char *target, struct nshash_oci_opts *opts, int refill, bool by_config)
+{
+	struct nshash_error err = {0};
+	struct nshash_oci_result res;
+	struct nshash_occupancy occ;
+	char *sized, dir[PATH_MAX], pin_path[PATH_MAX];
+	size_t sized_len;
+
+	opts->pin_path = NULL; /* under STATE_DIR/pins */
+	/* one a killed create of this id left, if nothing uses it */
+	if (nshash_oci_pin_path(opts->policy, opts->pin_name, pin_path, sizeof(pin_path), &err) == 0 &&
+	    nshash_pin_is_netns(pin_path, &err) == 1 && nshash_netns_occupancy(pin_path, &occ, &err) == 0 &&
+	    occ.pid == 0)
+		drop_pin(args->id, pin_path);
+	if (nshash_oci_transform(text, len, opts, &sized, &sized_len, &res, &err) < 0) {
+		nshash_error_prefix(&err, "%s", target);
+		die(args->id, err.msg);
+	}
+	free(text);
+	if (opts->spare && opts->spare->fd >= 0)
+		close(opts->spare->fd);
+	nshash_oci_log_result(args->id, &res);
+	if (res.action != NSHASH_OCI_SIZED) {
+		free(sized);
+		return NULL;
+	}
+	if (nsh_sibling_write(opts->policy->state_dir, opts->pin_name, args->bundle ? args->bundle : ".", sized,
+			      sized_len, dir, sizeof(dir), &err) < 0) {
+		drop_pin(args->id, res.pin_path);
+		die(args->id, err.msg);
+	}
+	free(sized);
+	nshash_log(NSHASH_LOG_INFO, args->id,
+		   "shared mount propagation asked: created in the host's mount namespace from the sized config in %s "
+		   "(%s untouched)",
+		   dir, target);
+	nsh_spares_refill_go(refill);
+	return argv_for_sibling(argc, argv, args, dir, by_config);
+}
+
+/* create / run: size in the private mount namespace, become the runtime.
+ * The argv to exec: argv, or the one for a sibling bundle. */
+static char **wrap_create(int argc, char **argv, const struct nshash_policy *policy,
+			  const struct nshash_runtime_args *args, const struct nshash_runtime_defaults *defaults,
+			  bool by_config)
 {
 	struct nshash_error err = {0};
 	struct nshash_oci_result res;
@@ -190,13 +281,16 @@ static void wrap_create(const struct nshash_policy *policy, const struct nshash_
 		die(NULL, err.msg); /* names the bad id */
 	config_target(args, target, sizeof(target));
 	struct stat config_st = {0};
-	text = read_config(args->id, args->config ? NULL : args->bundle ? args->bundle : ".", target, policy, &len,
-			   &config_st);
+	text = read_config(args->id,
+			   args->config	  ? NULL
+			   : args->bundle ? args->bundle
+					  : ".",
+			   target, policy, &len, &config_st);
 	struct nshash_sizes sizes;
 	int asks = asks_sizes(text, len, defaults, &sizes);
 	if (asks == 0) {
 		free(text);
-		return; /* exec */
+		return argv; /* exec */
 	}
 	/* STATE/run, and STATE itself on the first start after a boot: made
 	 * (0700) or checked here, on the host, before the private namespace
@@ -208,6 +302,10 @@ static void wrap_create(const struct nshash_policy *policy, const struct nshash_
 	if (asks > 0) {
 		spare_get(policy, sizes, &spare, &refill);
 		opts.spare = &spare;
+	}
+	if (asks > 0 && nsh_oci_text_wants_shared(text, len)) {
+		char **shared = wrap_create_shared(argc, argv, args, text, len, target, &opts, refill, by_config);
+		return shared ? shared : argv;
 	}
 	snprintf(run_dir, sizeof(run_dir), "%s/run", policy->state_dir);
 	snprintf(pin_path, sizeof(pin_path), "%s/netns", run_dir);
@@ -227,20 +325,11 @@ static void wrap_create(const struct nshash_policy *policy, const struct nshash_
 		free(sized);
 		if (saved.mnt >= 0 && nsh_private_leave(&saved, &err) < 0)
 			die(args->id, err.msg);
-		return;
+		return argv;
 	}
 	if (saved.mnt < 0) { /* sized although the request looked bad: never pin on the host */
 		drop_pin(args->id, res.pin_path);
 		die(args->id, "internal error: sized outside the private mount namespace");
-	}
-	if (res.shared_propagation) {
-		nshash_error_set(&err, EINVAL,
-				 "%s: cannot size a container that asks for shared mount propagation "
-				 "(rootfsPropagation or a mount option shared/rshared): nshash-runtime hands the "
-				 "runtime the sized config in a private mount namespace, where mounts cannot reach "
-				 "the host; drop %s/%s, or size its netns with `nshash create` and a netns path",
-				 target, NSHASH_ANNOTATION_TCP, NSHASH_ANNOTATION_UDP);
-		die(args->id, err.msg);
 	}
 	if (nsh_private_config(run_dir, sized, sized_len, target, &config_st, &err) < 0)
 		die(args->id, err.msg);
@@ -248,33 +337,43 @@ static void wrap_create(const struct nshash_policy *policy, const struct nshash_
 	nsh_spares_refill_go(refill); /* sized: the next one of its sizes is made meanwhile */
 	close(saved.mnt);
 	close(saved.cwd);
+	return argv;
 }
 
-/* delete: nothing to do unless a pin an older version left for this
- * container is there: then delete, and remove the pin once no process uses
- * its netns.  Never asks `state`. */
+/* delete: nothing to do unless a pin is left for this container (by an
+ * older version, or for a container with shared mount propagation, with
+ * its sibling bundle): then delete, and remove the pin once no process
+ * uses its netns, and the sibling bundle with it.  Never asks `state`. */
 static int wrap_delete(char **argv, const char *runtime, const struct nshash_policy *policy,
 		       const struct nshash_runtime_args *args)
 {
 	struct nshash_error err = {0};
 	struct nshash_occupancy occ;
-	char pin[300], pin_path[4096];
+	char pin[300], pin_path[4096], sib[PATH_MAX];
 	struct stat st;
 	int status;
 
 	if (nshash_oci_wrapper_pin_name(args->id, args->root, pin, sizeof(pin), &err) < 0 ||
 	    nshash_oci_pin_path(policy, pin, pin_path, sizeof(pin_path), &err) < 0 ||
-	    (lstat(pin_path, &st) < 0 && errno == ENOENT))
+	    nsh_sibling_path(policy->state_dir, pin, sib, sizeof(sib), &err) < 0)
+		return -1;
+	bool has_pin = lstat(pin_path, &st) == 0 || errno != ENOENT;
+	bool has_sib = lstat(sib, &st) == 0;
+	if (!has_pin && !has_sib)
 		return -1;
 	struct nsh_runtime_child child = {.runtime = runtime, .argv = argv};
 	if (nsh_runtime_run(&child, &status, &err) < 0)
 		die(args->id, err.msg);
-	if (nshash_pin_is_netns(pin_path, &err) != 1)
-		drop_pin(args->id, pin_path); /* a stale pin file */
-	else if (nshash_netns_occupancy(pin_path, &occ, &err) < 0)
+	bool gone = !has_pin;
+	if (has_pin && nshash_pin_is_netns(pin_path, &err) != 1)
+		drop_pin(args->id, pin_path), gone = true; /* a stale pin file */
+	else if (has_pin && nshash_netns_occupancy(pin_path, &occ, &err) < 0)
 		nshash_log(NSHASH_LOG_WARN, args->id, "keeping pin %s: %s", pin_path, err.msg);
-	else if (occ.pid == 0)
-		drop_pin(args->id, pin_path);
+	else if (has_pin && occ.pid == 0)
+		drop_pin(args->id, pin_path), gone = true;
+	/* the sibling goes with the pin (a poststop hook of this delete read it) */
+	if (has_sib && gone && nsh_sibling_remove(sib, &err) < 0)
+		nshash_log(NSHASH_LOG_WARN, args->id, "%s", err.msg);
 	nsh_exit_as(status);
 }
 
@@ -346,13 +445,18 @@ int main(int argc, char **argv)
 	char msg[1400];
 	if (nsh_reclaim_orphans(policy.state_dir, policy.stale_age, policy.reclaim_interval, msg, sizeof(msg)))
 		nshash_log(NSHASH_LOG_INFO, args.id, "%s", msg);
+	int swept = nsh_sibling_sweep(policy.state_dir, policy.stale_age);
+	if (swept > 0)
+		nshash_log(NSHASH_LOG_INFO, args.id, "removed %d sibling bundle(s) under %s/bundles whose pin is gone",
+			   swept, policy.state_dir);
 
 	/* everything but delete with a leftover pin ends in this exec */
+	char **exec_argv = argv;
 	if (args.subcommand && (!strcmp(args.subcommand, "create") || !strcmp(args.subcommand, "run")))
-		wrap_create(&policy, &args, &defaults);
+		exec_argv = wrap_create(argc, argv, &policy, &args, &defaults, takes_config(runtime));
 	else if (args.subcommand && !strcmp(args.subcommand, "delete") && args.id)
 		wrap_delete(argv, runtime, &policy, &args);
-	if (nsh_runtime_exec(runtime, argv, &err) < 0)
+	if (nsh_runtime_exec(runtime, exec_argv, &err) < 0)
 		die(args.id, err.msg);
 	return 1;
 }

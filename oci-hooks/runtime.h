@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "oci.h"
@@ -53,6 +54,27 @@ int nsh_private_leave(struct nsh_mnt_saved *saved, struct nshash_error *err);
  * from.  Only inside the private mount namespace. */
 int nsh_private_config(const char *run_dir, const char *config, size_t len, const char *target,
 		       const struct stat *read, struct nshash_error *err);
+
+/* The sibling bundle (sibling.c), for a sized container asking for shared
+ * mount propagation, created in the host's mount namespace.  Does the
+ * config (text) ask for it?  A config that does not parse: false (the
+ * transform reports it). */
+bool nsh_oci_text_wants_shared(const char *text, size_t len);
+/* STATE_DIR/bundles/PIN. */
+int nsh_sibling_path(const char *state_dir, const char *pin, char *out, size_t len, struct nshash_error *err);
+/* Make STATE_DIR/bundles/PIN (0700; one left there is replaced) holding
+ * config.json = `config` with root.path and relative bind mount sources
+ * made absolute against the real path of `bundle`; its path in `dir`.
+ * Nothing is left on failure. */
+int nsh_sibling_write(const char *state_dir, const char *pin, const char *bundle, const char *config, size_t len,
+		      char *dir, size_t dir_len, struct nshash_error *err);
+/* Remove a sibling bundle (its config.json, then the directory; gone
+ * already is fine). */
+int nsh_sibling_remove(const char *dir, struct nshash_error *err);
+/* Remove the sibling bundles whose pin (STATE_DIR/pins/PIN) is gone and
+ * that are older than stale_age seconds: what a container that ended
+ * without delete left, once the orphan reclaim took its pin.  How many. */
+int nsh_sibling_sweep(const char *state_dir, int64_t stale_age);
 
 /* Healing (heal.c).  A config an older nshash-runtime rewrote carries an
  * io.nshash.pin and/or a network namespace path under STATE_DIR/pins/ whose

@@ -60,9 +60,7 @@ static bool is_shared(const char *s)
 	return s && (!strcmp(s, "shared") || !strcmp(s, "rshared"));
 }
 
-/* Mounts the container makes must reach the host: linux.rootfsPropagation
- * or a mount option shared/rshared (Kubernetes "Bidirectional"). */
-static bool wants_shared_propagation(struct json_object *doc)
+bool nsh_oci_doc_wants_shared(struct json_object *doc)
 {
 	struct json_object *linux_, *prop, *mounts;
 
@@ -100,7 +98,6 @@ static int transform_parse(struct transform *t, const char *config, size_t len, 
 	if (json_object_object_get_ex(t->doc, "hostname", &h) && json_object_is_type(h, json_type_string))
 		snprintf(t->res->hostname, sizeof(t->res->hostname), "%s", json_object_get_string(h));
 	json_object_object_get_ex(t->doc, "annotations", &t->ann);
-	t->res->shared_propagation = wants_shared_propagation(t->doc);
 	r = nsh_oci_request_from_annotations(t->ann, &t->res->request, err);
 	const struct nshash_sizes *d = t->opts->defaults;
 	if (r == 0 && !t->res->request.present && d && (d->tcp || d->udp)) {

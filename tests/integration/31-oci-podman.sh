@@ -108,6 +108,28 @@ assert_eq "1024 256 1" "$out" "hooks and wrapper together: sized"
 assert_eq 1 "$(grep -c 'sized netns pinned' "$D/nshash.log")" "hooks and wrapper together: sized once (the wrapper kept the hook's pin)"
 pins_gone && pass "hooks and wrapper together: pin removed" || fail "pin left: $(ls "$S/pins")"
 
+# --- nshash-runtime alone with an rshared bind (issue 20): podman asks for
+# rshared rootfs propagation with it; the wrapper creates it from its sibling
+# bundle in the host's mount namespace, and the tmpfs the container mounts
+# under the bind is on the host.  (podman hands its environment to the
+# runtime's create only, through conmon: the delete that removes the pin must
+# find the policy too, as it does at /etc/nshash/nshash.json.)
+sed -i "s|hooks_dir = \\[\"$D/hooks\"\\]|hooks_dir = [\"$D/no-hooks\"]|" "$CONTAINERS_CONF"
+: >"$D/nshash.log"
+HS=$D/pshared
+mkdir -p "$HS" && mount --bind "$HS" "$HS" && mount --make-shared "$HS" || cannot_run "cannot make $HS a shared mount"
+on_exit "umount -R -l '$HS' 2>/dev/null"
+printf '#!/bin/sh\nNSHASH_POLICY=%s exec %s "$@"\n' "$P" "$BUILD/nshash-runtime" >"$D/nshash-runtime-p" && chmod +x "$D/nshash-runtime-p"
+out=$(podman --runtime "$D/nshash-runtime-p" run --rm --network none --cap-add SYS_ADMIN --annotation io.nshash.tcp=2048 \
+	--mount "type=bind,src=$HS,dst=/mnt/h,bind-propagation=rshared" $IMG sh -c "mkdir -p /mnt/h/m && mount -t tmpfs t31p /mnt/h/m && $SHOW" 2>&1)
+assert_eq "2048 ${GLOBAL#* } 1" "$out" "podman --runtime nshash-runtime --mount bind-propagation=rshared: sized"
+assert_contains "$(cat "$D/nshash.log")" "shared mount propagation asked" "... from the sibling bundle in the host's mount namespace"
+assert_eq "tmpfs t31p" "$(findmnt -n -o FSTYPE "$HS/m") $(findmnt -n -o SOURCE "$HS/m")" "the container's mount under its rshared bind is on the host"
+umount -l "$HS/m" 2>/dev/null
+for _ in $(seq 50); do [ -z "$(ls -A "$S/bundles" 2>/dev/null)$(ls -A "$S/pins" 2>/dev/null)" ] && break; sleep 0.1; done
+assert_eq "0 0" "$(ls -A "$S/pins" 2>/dev/null | wc -l) $(ls -A "$S/bundles" 2>/dev/null | wc -l)" "after --rm: no pin, no sibling bundle"
+sed -i "s|hooks_dir = \\[\"$D/no-hooks\"\\]|hooks_dir = [\"$D/hooks\"]|" "$CONTAINERS_CONF"
+
 # --- --network ns: with nshash create (one of the named alternatives)
 on_exit "nshash delete nshash-t31"
 nshash --state-dir "$S" create --tcp 8192 --udp 256 nshash-t31 >/dev/null

@@ -3,8 +3,9 @@
 # containerd 1.6 (private config, root, state and socket) with
 # `ctr run --runc-binary nshash-runtime --annotation io.nshash.*`: sizes
 # inside, no pin after the task is deleted, a bad annotation fails the start
-# with the reason in containerd's error, and `ctr run --cni` through the
-# wrapper gets eth0 in the sized netns.
+# with the reason in containerd's error, an rshared bind mount runs sized
+# from the wrapper's sibling bundle (issue 20), and `ctr run --cni` through
+# the wrapper gets eth0 in the sized netns.
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/engines.sh"
 require_root
@@ -50,6 +51,25 @@ assert_contains "$out" "nshash-runtime: " "containerd's error carries the wrappe
 assert_contains "$out" "io.nshash.tcp" "the message names the key"
 ctr containers rm k4 >/dev/null 2>&1
 assert_eq "" "$(ls "$S/pins")" "bad annotation: no pin"
+
+# an rshared bind (issue 20): created from the wrapper's sibling bundle in
+# the host's mount namespace; containerd runs, lists and removes the task
+# all the same, and the bind is there (ctr sets no rootfsPropagation, so
+# runc keeps the rootfs rslave: what reaches the host is 38-wrapper-propagation's)
+mkdir -p "$D/shared"
+timeout 60 ctr run -d --runc-binary "$W" --runc-root "$D/runc-root" --annotation io.nshash.tcp=4096 --annotation io.nshash.udp=1024 \
+	--mount "type=bind,src=$D/shared,dst=/mnt,options=rbind:rshared" --rootfs "$D/rootfs" k6 /bin/sleep 300 >/dev/null 2>"$D/err"
+assert_eq 0 $? "ctr run -d with an rshared bind mount $(cat "$D/err")"
+pid=$(ctr task ls | awk '$1 == "k6" {print $2}')
+assert_eq "4096 1024" "$(netns_sizes_of_pid "$pid")" "rshared bind: tcp=4096 udp=1024"
+assert_eq "RUNNING" "$(ctr task ls | awk '$1 == "k6" {print $3}')" "containerd sees the task running"
+assert_contains "$(grep k6 "$D/nshash.log")" "shared mount propagation asked" "the wrapper took the host's mount namespace"
+assert_eq "1 1" "$(ls "$S/pins" | wc -l) $(ls "$S/bundles" | wc -l)" "its pin and sibling bundle while it runs"
+ctr task kill -s KILL k6 >/dev/null 2>&1
+for _ in $(seq 50); do ctr task ls | grep -q "k6.*STOPPED" && break; sleep 0.1; done
+ctr task rm k6 >/dev/null 2>&1
+ctr containers rm k6 >/dev/null 2>&1
+assert_eq "0 0 0" "$(engines_pins_left "$S") $(ls "$S/pins" | wc -l) $(ls "$S/bundles" | wc -l)" "task rm: no pin, no sibling bundle"
 
 # ctr run --cni through the wrapper: the CNI plugins configure our sized netns
 NET=nshash-test32

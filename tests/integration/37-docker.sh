@@ -10,6 +10,8 @@
 # - a runtime without sizes (and plain runc) leaves the netns alone
 # - --network host and --network container:X are refused when sizes are
 #   asked (accepted when X already has exactly those sizes)
+# - --mount bind-propagation=rshared on a sized runtime: sized, the mount the
+#   container makes under the bind reaches the host (issue 20)
 # - nothing is left after docker rm -f, after restarting dockerd, after
 #   parallel runs; once dockerd is stopped the host is as it was (chains,
 #   rules, bridges, ip_forward, FORWARD policy)
@@ -150,6 +152,21 @@ assert_eq "" "$bad" "8 containers started at once, 2 size classes: each exactly 
 for i in $(seq 8); do dk rm -f "par$i" >/dev/null 2>&1 & done
 wait
 assert_eq 0 "$(engines_pins_left "$S")" "after parallel rm -f: no pin on the host"
+
+# ---------------------------------------------------------------- bind-propagation=rshared
+# (issue 20) a sized container with an rshared bind: Docker asks for shared
+# rootfs propagation too; the wrapper creates it in the host's mount
+# namespace from its sibling bundle, and the tmpfs it mounts is on the host
+HS=$D/dshared
+mkdir -p "$HS" && mount --bind "$HS" "$HS" && mount --make-shared "$HS" || cannot_run "cannot make $HS a shared mount"
+on_exit "umount -R -l '$HS' 2>/dev/null"
+out=$(dk run --rm --runtime nshash-8k --cap-add SYS_ADMIN --mount "type=bind,src=$HS,dst=/mnt/h,bind-propagation=rshared" \
+	"$DOCKER_IMAGE" sh -c "mkdir -p /mnt/h/m && mount -t tmpfs t37p /mnt/h/m && $SHOW" 2>&1)
+assert_eq "8192 1024" "$out" "docker run --mount bind-propagation=rshared: sized tcp=8192 udp=1024"
+assert_eq "tmpfs t37p" "$(findmnt -n -o FSTYPE "$HS/m") $(findmnt -n -o SOURCE "$HS/m")" "the container's mount under its rshared bind is on the host"
+umount -l "$HS/m" 2>/dev/null
+assert_eq "0 0 0" "$(engines_pins_left "$S") $(ls -A "$S/pins" 2>/dev/null | wc -l) $(ls -A "$S/bundles" 2>/dev/null | wc -l)" \
+	"after docker run --rm: no pin, no sibling bundle"
 
 # ---------------------------------------------------------------- dockerd restart
 dk update --restart always peer >/dev/null

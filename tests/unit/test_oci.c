@@ -3,6 +3,7 @@
  * OCI state parsing, runc-style argv parsing and pin naming.  The paths that
  * create namespaces are covered by tests/integration/3*.sh. */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +15,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -531,6 +533,9 @@ static void test_args(void **state)
 	assert_int_equal(a.subcommand_index, 7);
 	assert_string_equal(a.root, "/run/containerd/runc/default");
 	assert_string_equal(a.bundle, "/b");
+	assert_int_equal(a.bundle_argi, 9); /* where the sibling bundle goes */
+	assert_false(a.bundle_inline);
+	assert_int_equal(a.config_argi, 0);
 	assert_string_equal(a.id, "id1");
 	char *v2[] = {"w",   "--root=/r", "--systemd-cgroup", "run", "-d", "--bundle=/x", "--console-socket", "/s",
 		      "id2", NULL};
@@ -538,16 +543,23 @@ static void test_args(void **state)
 	assert_string_equal(a.root, "/r");
 	assert_string_equal(a.subcommand, "run");
 	assert_string_equal(a.bundle, "/x");
+	assert_int_equal(a.bundle_argi, 5);
+	assert_true(a.bundle_inline);
 	assert_string_equal(a.id, "id2");
 	assert_true(a.detach);
 	char *c1[] = {"w", "create", "--config=/c.json", "--pid-file", "p", "id5", NULL};
 	assert_int_equal(nshash_runtime_args_parse(6, c1, &a, &err), 0);
 	assert_string_equal(a.config, "/c.json");
+	assert_int_equal(a.config_argi, 2);
+	assert_true(a.config_inline);
+	assert_int_equal(a.bundle_argi, 0);
 	assert_string_equal(a.pid_file, "p");
 	assert_string_equal(a.id, "id5");
 	char *c2[] = {"w", "run", "-f", "alt.json", "id6", NULL};
 	assert_int_equal(nshash_runtime_args_parse(5, c2, &a, &err), 0);
 	assert_string_equal(a.config, "alt.json");
+	assert_int_equal(a.config_argi, 3);
+	assert_false(a.config_inline);
 	assert_null(a.pid_file);
 	assert_false(a.force);
 	char *c3[] = {"w", "delete", "-f", "id7", NULL};
@@ -566,6 +578,7 @@ static void test_args(void **state)
 	char *v5[] = {"w", "create", "id5", NULL}; /* bundle = cwd */
 	assert_int_equal(nshash_runtime_args_parse(3, v5, &a, &err), 0);
 	assert_null(a.bundle);
+	assert_int_equal(a.bundle_argi, 0);
 	assert_string_equal(a.id, "id5");
 	char *v6[] = {"w", "delete", "--force", "id6", NULL};
 	assert_int_equal(nshash_runtime_args_parse(4, v6, &a, &err), 0);
@@ -638,6 +651,70 @@ static void test_runtime_find(void **state)
 	assert_non_null(strstr(err.msg, "is nshash-runtime itself"));
 }
 
+/* The sibling bundle (shared mount propagation): what a runtime resolves
+ * against the bundle (root.path, bind mount sources; runtime-spec
+ * config.md "root" and "mounts") becomes absolute against its real path,
+ * nothing else changes; what asks for shared propagation. */
+static void test_sibling(void **state)
+{
+	(void)state;
+	struct nshash_error err = {0};
+	char top[] = "/tmp/nshash-unit-sibling.XXXXXX", bundle[300], sdir[300], dir[4096], file[4200], real[4096];
+	assert_non_null(mkdtemp(top));
+	snprintf(bundle, sizeof(bundle), "%s/b", top);
+	snprintf(sdir, sizeof(sdir), "%s/state", top);
+	assert_int_equal(mkdir(bundle, 0755), 0);
+	assert_non_null(realpath(bundle, real));
+	const char *cfg = "{\"root\": {\"path\": \"rootfs\"}, \"mounts\": ["
+			  "{\"destination\": \"/a\", \"type\": \"bind\", \"source\": \"data\"},"
+			  "{\"destination\": \"/b\", \"source\": \"d2\", \"options\": [\"rbind\", \"rshared\"]},"
+			  "{\"destination\": \"/c\", \"type\": \"bind\", \"source\": \"/abs\"},"
+			  "{\"destination\": \"/t\", \"type\": \"tmpfs\", \"source\": \"tmpfs\"}]}";
+	assert_int_equal(nsh_sibling_write(sdir, "c1-00000000", bundle, cfg, strlen(cfg), dir, sizeof(dir), &err), 0);
+	snprintf(file, sizeof(file), "%s/bundles/c1-00000000", sdir);
+	assert_string_equal(dir, file);
+	struct stat st;
+	assert_int_equal(stat(dir, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0700);
+	snprintf(file, sizeof(file), "%s/config.json", dir);
+	char *text;
+	size_t len;
+	assert_int_equal(nsh_read_file_flags(file, 0, 1 << 20, &text, &len, &st, &err), 0);
+	char want[16384];
+	snprintf(want, sizeof(want),
+		 "{\"root\":{\"path\":\"%s/rootfs\"},\"mounts\":["
+		 "{\"destination\":\"/a\",\"type\":\"bind\",\"source\":\"%s/data\"},"
+		 "{\"destination\":\"/b\",\"source\":\"%s/d2\",\"options\":[\"rbind\",\"rshared\"]},"
+		 "{\"destination\":\"/c\",\"type\":\"bind\",\"source\":\"/abs\"},"
+		 "{\"destination\":\"/t\",\"type\":\"tmpfs\",\"source\":\"tmpfs\"}]}",
+		 real, real, real);
+	assert_string_equal(text, want);
+	free(text);
+	assert_true(nsh_oci_text_wants_shared(cfg, strlen(cfg)));
+	const char *rootfs_shared = "{\"linux\": {\"rootfsPropagation\": \"shared\"}}";
+	assert_true(nsh_oci_text_wants_shared(rootfs_shared, strlen(rootfs_shared)));
+	const char *slave = "{\"linux\": {\"rootfsPropagation\": \"rslave\"}, \"x\": \"shared\"}";
+	assert_false(nsh_oci_text_wants_shared(slave, strlen(slave)));
+	assert_false(nsh_oci_text_wants_shared("{\"shared", 8)); /* bad JSON: the transform says why */
+	/* a sibling whose pin is gone: swept once older than the stale age */
+	assert_int_equal(nsh_sibling_sweep(sdir, 60), 0);
+	struct timespec old[2] = {{.tv_sec = time(NULL) - 120}, {.tv_sec = time(NULL) - 120}};
+	assert_int_equal(utimensat(AT_FDCWD, dir, old, 0), 0);
+	assert_int_equal(nsh_sibling_sweep(sdir, 60), 1);
+	assert_int_equal(stat(dir, &st), -1);
+	/* a relative path that cannot fit: an error, nothing made */
+	char longcfg[5000];
+	snprintf(longcfg, sizeof(longcfg), "{\"root\": {\"path\": \"%04090d\"}}", 0);
+	assert_true(nsh_sibling_write(sdir, "c2-00000000", bundle, longcfg, strlen(longcfg), dir, sizeof(dir), &err) <
+		    0);
+	assert_non_null(strstr(err.msg, "path too long"));
+	snprintf(file, sizeof(file), "%s/bundles/c2-00000000", sdir);
+	assert_int_equal(stat(file, &st), -1);
+	char cmd[400];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", top);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -648,6 +725,7 @@ int main(void)
 	    cmocka_unit_test(test_args),	  cmocka_unit_test(test_pin_names),
 	    cmocka_unit_test(test_runtime_find),  cmocka_unit_test(test_own_options),
 	    cmocka_unit_test(test_defaults),	  cmocka_unit_test(test_engine_paths),
+	    cmocka_unit_test(test_sibling),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The wrapper's sibling bundle, for a sized container that asks for shared
+ * mount propagation: such a container must be created in the host's mount
+ * namespace (mounts it makes reach the host), where no private bind can
+ * hand the runtime the sized config.  STATE_DIR/bundles/PIN holds only
+ * config.json: the sized config, its relative paths (root.path, bind mount
+ * sources) made absolute against the user's bundle, which is never written;
+ * the runtime is given that directory as its bundle. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime.h"
+
+static bool str_is(struct json_object *o, const char *s)
+{
+	return json_object_is_type(o, json_type_string) && !strcmp(json_object_get_string(o), s);
+}
+
+bool nsh_oci_text_wants_shared(const char *text, size_t len)
+{
+	struct json_object *doc;
+	struct nshash_error err;
+
+	if (!memmem(text, len, "shared", 6)) /* cheap: most configs never say it */
+		return false;
+	if (nsh_json_parse_text(text, len, "config", &doc, &err) < 0)
+		return false; /* the transform reports a bad config */
+	bool r = json_object_is_type(doc, json_type_object) && nsh_oci_doc_wants_shared(doc);
+	json_object_put(doc);
+	return r;
+}
+
+/* A mount the runtime binds: type "bind" or an option bind/rbind. */
+static bool is_bind(struct json_object *m)
+{
+	struct json_object *type, *options;
+
+	if (json_object_object_get_ex(m, "type", &type) && str_is(type, "bind"))
+		return true;
+	if (!json_object_object_get_ex(m, "options", &options) || !json_object_is_type(options, json_type_array))
+		return false;
+	for (size_t k = 0; k < json_object_array_length(options); k++) {
+		struct json_object *o = json_object_array_get_idx(options, k);
+		if (str_is(o, "bind") || str_is(o, "rbind"))
+			return true;
+	}
+	return false;
+}
+
+/* obj[key], a relative path, made BASE/path. */
+static int absolutize(struct json_object *obj, const char *key, const char *base, struct nshash_error *err)
+{
+	struct json_object *v;
+	char joined[PATH_MAX];
+
+	if (!json_object_object_get_ex(obj, key, &v) || !json_object_is_type(v, json_type_string))
+		return 0;
+	const char *p = json_object_get_string(v);
+	if (p[0] == '/' || p[0] == '\0')
+		return 0;
+	if ((size_t)snprintf(joined, sizeof(joined), "%s/%s", base, p) >= sizeof(joined))
+		return nshash_error_set(err, ENAMETOOLONG, "config: %s %.100s...: path too long against bundle %s", key,
+					p, base);
+	json_object_object_add(obj, key, json_object_new_string(joined));
+	return 0;
+}
+
+/* The sized config with root.path and bind sources made absolute against
+ * `bundle_real`, serialized (malloc'd). */
+static int rebase(const char *config, size_t len, const char *bundle_real, char **out, size_t *out_len,
+		  struct nshash_error *err)
+{
+	struct json_object *doc, *root, *mounts;
+	int r = nsh_json_parse_text(config, len, "sized config", &doc, err);
+
+	if (r < 0)
+		return r;
+	if (json_object_object_get_ex(doc, "root", &root) && json_object_is_type(root, json_type_object))
+		r = absolutize(root, "path", bundle_real, err);
+	if (r == 0 && json_object_object_get_ex(doc, "mounts", &mounts) && json_object_is_type(mounts, json_type_array))
+		for (size_t i = 0; r == 0 && i < json_object_array_length(mounts); i++) {
+			struct json_object *m = json_object_array_get_idx(mounts, i);
+			if (json_object_is_type(m, json_type_object) && is_bind(m))
+				r = absolutize(m, "source", bundle_real, err);
+		}
+	size_t n = 0;
+	const char *s =
+	    r == 0 ? json_object_to_json_string_length(doc, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n)
+		   : NULL;
+	if (r == 0 && (!s || !(*out = strndup(s, n))))
+		r = nshash_error_set(err, ENOMEM, "sized config: out of memory");
+	*out_len = n;
+	json_object_put(doc);
+	return r;
+}
+
+int nsh_sibling_path(const char *state_dir, const char *pin, char *out, size_t len, struct nshash_error *err)
+{
+	if ((size_t)snprintf(out, len, "%s/bundles/%s", state_dir, pin) >= len)
+		return nshash_error_set(err, ENAMETOOLONG, "%s/bundles/%s: path too long", state_dir, pin);
+	return 0;
+}
+
+int nsh_sibling_remove(const char *dir, struct nshash_error *err)
+{
+	char file[PATH_MAX + 16];
+
+	snprintf(file, sizeof(file), "%s/config.json", dir);
+	if (unlink(file) < 0 && errno != ENOENT)
+		return nshash_error_set(err, errno, "remove %s: %s", file, strerror(errno));
+	if (rmdir(dir) < 0 && errno != ENOENT)
+		return nshash_error_set(err, errno, "remove %s: %s", dir, strerror(errno));
+	return 0;
+}
+
+int nsh_sibling_write(const char *state_dir, const char *pin, const char *bundle, const char *config, size_t len,
+		      char *dir, size_t dir_len, struct nshash_error *err)
+{
+	char real[PATH_MAX], parent[PATH_MAX], file[PATH_MAX + 16], *rebased = NULL;
+	size_t rebased_len = 0;
+	int r;
+
+	/* what the runtime would join relative paths with: the bundle's
+	 * real path (runc: getcwd after chdir into it) */
+	if (!realpath(bundle, real))
+		return nshash_error_set(err, errno, "bundle %s: %s", bundle, strerror(errno));
+	r = nshash_state_subdir(state_dir, "bundles", parent, sizeof(parent), err);
+	if (r == 0)
+		r = nsh_sibling_path(state_dir, pin, dir, dir_len, err);
+	if (r == 0)
+		r = rebase(config, len, real, &rebased, &rebased_len, err);
+	if (r < 0)
+		return r;
+	struct nshash_error ignored;
+	nsh_sibling_remove(dir, &ignored); /* one a killed create of this id left */
+	if (mkdir(dir, 0700) < 0) {
+		r = nshash_error_set(err, errno, "make %s: %s", dir, strerror(errno));
+		free(rebased);
+		return r;
+	}
+	snprintf(file, sizeof(file), "%s/config.json", dir);
+	int fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0 || nsh_write_all(fd, rebased, rebased_len) < 0)
+		r = nshash_error_set(err, errno, "write %s: %s", file, strerror(errno));
+	if (fd >= 0 && close(fd) < 0 && r == 0)
+		r = nshash_error_set(err, errno, "write %s: %s", file, strerror(errno));
+	free(rebased);
+	if (r < 0)
+		nsh_sibling_remove(dir, &ignored);
+	return r;
+}
+
+int nsh_sibling_sweep(const char *state_dir, int64_t stale_age)
+{
+	char dir[PATH_MAX], pin[PATH_MAX + NAME_MAX + 8], sib[PATH_MAX + NAME_MAX + 2];
+	struct stat st;
+	struct dirent *de;
+	int removed = 0;
+	time_t now = time(NULL);
+
+	snprintf(dir, sizeof(dir), "%s/bundles", state_dir);
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		struct nshash_error ignored;
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(sib, sizeof(sib), "%s/%s", dir, de->d_name);
+		snprintf(pin, sizeof(pin), "%s/pins/%s", state_dir, de->d_name);
+		/* its pin comes first and goes first: no pin, and older than
+		 * any create takes, is left by a container gone */
+		if (lstat(pin, &st) == 0 || errno != ENOENT)
+			continue;
+		if (lstat(sib, &st) < 0 || !S_ISDIR(st.st_mode) || now < st.st_mtime || now - st.st_mtime < stale_age)
+			continue;
+		if (nsh_sibling_remove(sib, &ignored) == 0)
+			removed++;
+	}
+	closedir(d);
+	return removed;
+}
