@@ -132,9 +132,12 @@ static int decide_given_pin(struct transform *t, struct nshash_error *err)
 	bool mine =
 	    !opts->pin_name || !strcmp(res->request.pin, opts->pin_name) || !strncmp(res->request.pin, "oci-", 4);
 	if (mine && nshash_pin_is_netns(res->pin_path, err) == 1) {
-		struct nshash_error ierr;
-		if (nshash_inspect_path(res->pin_path, &res->info, &ierr) < 0)
-			memset(&res->info, 0, sizeof(res->info));
+		/* Verified when it was made, and sizes never change: not entered
+		 * again.  Entering it here would also look, to the hook's
+		 * hand-over child, like the container's init arriving (a process
+		 * from another mount namespace: nshash-runtime works in a private
+		 * one), and the pin would be removed before the runtime opens it. */
+		memset(&res->info, 0, sizeof(res->info));
 		res->action = NSHASH_OCI_ALREADY;
 		return KEEP_CONFIG;
 	}
@@ -388,6 +391,11 @@ void nshash_oci_log_result(const char *who, const struct nshash_oci_result *res)
 			   res->pin_path, rq->tcp, rq->udp, res->info.tcp_entries, res->info.udp_entries);
 		break;
 	case NSHASH_OCI_ALREADY:
+		if (!res->info.tcp_entries && !res->info.udp_entries) { /* nshash's own pin, not entered */
+			nshash_log(NSHASH_LOG_INFO, who, "netns %s was sized by nshash: requested tcp=%u udp=%u",
+				   res->pin_path, rq->tcp, rq->udp);
+			break;
+		}
 		nshash_log(NSHASH_LOG_INFO, who,
 			   "netns %s is already sized: requested tcp=%u udp=%u, effective tcp=%ld udp=%ld",
 			   res->pin_path, rq->tcp, rq->udp, res->info.tcp_entries, res->info.udp_entries);

@@ -126,8 +126,8 @@ assert_eq "2048 ${GLOBAL#* } 1" "$out" "podman --runtime nshash-runtime --mount 
 assert_contains "$(cat "$D/nshash.log")" "shared mount propagation asked" "... from the sibling bundle in the host's mount namespace"
 assert_eq "tmpfs t31p" "$(findmnt -n -o FSTYPE "$HS/m") $(findmnt -n -o SOURCE "$HS/m")" "the container's mount under its rshared bind is on the host"
 umount -l "$HS/m" 2>/dev/null
-for _ in $(seq 50); do [ -z "$(ls -A "$S/bundles" 2>/dev/null)$(ls -A "$S/pins" 2>/dev/null)" ] && break; sleep 0.1; done
-assert_eq "0 0" "$(ls -A "$S/pins" 2>/dev/null | wc -l) $(ls -A "$S/bundles" 2>/dev/null | wc -l)" "after --rm: no pin, no sibling bundle"
+for _ in $(seq 50); do [ -z "$(ls -A "$S/bundles" 2>/dev/null)$(ls "$S/pins" 2>/dev/null)" ] && break; sleep 0.1; done
+assert_eq "0 0" "$(ls "$S/pins" 2>/dev/null | wc -l) $(ls -A "$S/bundles" 2>/dev/null | wc -l)" "after --rm: no pin (the hand-over slots .handoff.N stay), no sibling bundle"
 sed -i "s|hooks_dir = \\[\"$D/no-hooks\"\\]|hooks_dir = [\"$D/hooks\"]|" "$CONTAINERS_CONF"
 
 # --- --network ns: with nshash create (one of the named alternatives)

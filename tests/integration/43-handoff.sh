@@ -79,6 +79,26 @@ for _ in $(seq 20); do [ -z "$(watchers)" ] && break; sleep 0.1; done
 assert_eq "" "$(watchers)" "pin removed by someone else: the child ended"
 assert_not_contains "$(grep h43b "$D/nshash.log")" "removed pin" "... without claiming the removal"
 
+# --- podman's hook, then nshash-runtime as its runtime: the wrapper keeps
+# the hook's pin without entering it (from its private mount namespace an
+# entry looked like the container's init to the child, which removed the
+# pin before runc opened it)
+out=$(printf '%s' "${CONFIG/HOST/h43w}" | timeout 20 "$BUILD/nshash-hook" precreate --policy "$P" | cat)
+PIN=$(jq -r '.linux.namespaces[0].path' <<<"$out")
+assert_eq yes "$(pin_mounted)" "the hook's pin, its child waiting"
+mkdir -p "$D/wb/rootfs" "$D/wroot"
+printf '%s\n' "$out" >"$D/wb/config.json"
+engines_policy "$D/policy-w.json" "{\"stateDir\": \"$S\", \"logFile\": \"$D/nshash.log\", \"runtime\": \"/bin/true\"}"
+NSHASH_POLICY=$D/policy-w.json timeout 20 strace -f -qq -e trace=setns -o "$D/w.strace" \
+	"$BUILD/nshash-runtime" --root "$D/wroot" create --bundle "$D/wb" h43w >/dev/null 2>"$D/w.err"
+assert_eq 0 "$?" "nshash-runtime create on the hook's config ($(cat "$D/w.err"))"
+assert_eq "" "$(grep CLONE_NEWNET "$D/w.strace")" "the wrapper does not enter the hook's pin"
+assert_contains "$(cat "$D/nshash.log")" "netns $PIN was sized by nshash: requested tcp=4096 udp=1024" "... and logs that it keeps it"
+sleep 0.5
+assert_eq yes "$(pin_mounted)" "the pin is still there for the runtime"
+nshash --state-dir "$S" delete "$PIN" >/dev/null 2>&1
+for _ in $(seq 20); do [ -z "$(watchers)" ] && break; sleep 0.1; done
+
 # --- staleAge 0 is raised to its floor too: the child waits 60 s
 engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/nshash.log\", \"staleAge\": 0}"
 precreate h43z
