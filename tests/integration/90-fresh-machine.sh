@@ -102,7 +102,7 @@ rm /etc/containers/containers.conf.d/50-nshash-hooks.conf # the link the user ma
 echo "status: $(dpkg-query -W -f="\${db:Status-Abbrev}" nshash 2>/dev/null || echo gone)"
 # Every file of the package, and its own directories (a shared one, /usr/bin, stays).
 while read -r f; do
-	if [ -d "$f" ] && [ ! -L "$f" ]; then case $f in *nshash*) echo "LEFT $f" ;; esac
+	if [ -d "$f" ]; then case $f in *nshash*) echo "LEFT $f" ;; esac
 	elif [ -e "$f" ] || [ -L "$f" ]; then echo "LEFT $f"; fi
 done </root/nshash.files
 echo "files listed: $(wc -l </root/nshash.files)"
@@ -110,7 +110,8 @@ echo "run-nshash: [$(ls -A /run/nshash 2>/dev/null | tr "\n" " ")]"
 echo "nsfs mounts: $(awk "\$9 == \"nsfs\"" /proc/self/mountinfo | wc -l)"
 '
 out=$R/root/fresh.log
-CHROOT_ENV=NSHASH_IN_FRESH_ROOT=1 chroot_run "$R" "(set -e; cd /root; $block) >/root/fresh.log 2>&1; echo \$? >/root/fresh.rc; ($next) >/root/next.log 2>&1" 2>&1
+CHROOT_ENV=NSHASH_IN_FRESH_ROOT=1 chroot_run "$R" "(set -e; cd /root; $block
+) >/root/fresh.log 2>&1; echo \$? >/root/fresh.rc; ($next) >/root/next.log 2>&1" 2>&1
 rc=$(cat "$R/root/fresh.rc" 2>/dev/null || echo none)
 took=$((SECONDS - start))
 echo "# the README's lines in the fresh root: exit $rc ($took s), output:"
