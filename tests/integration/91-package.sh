@@ -84,6 +84,8 @@ apt-get -o Dpkg::Use-Pty=0 install -y gcc libc6-dev >>/root/apt.log 2>&1 && gcc 
 echo "== purge"
 apt-get -o Dpkg::Use-Pty=0 purge -y nshash >>/root/apt.log 2>&1
 ls /etc/nshash 2>&1 | head -1; ls /usr/lib/cni/nshash 2>&1 | head -1
+echo "run-nshash: [$(ls -A /run/nshash 2>/dev/null | tr "\n" " ")]"
+echo "nsfs mounts: $(grep -c " - nsfs " /proc/self/mountinfo)"
 ' 2>&1)
 echo "$out" | sed 's/^/#   /'
 assert_contains "$out" "result: ok" "nshash check right after apt-get install: result ok"
@@ -98,5 +100,8 @@ assert_eq 1024 "$(sed -n '/^== dev/{n;p}' <<<"$out")" "a program builds and runs
 assert_contains "$(sed -n '/^== who/{n;p}' <<<"$out")" "nshash-runtime version " "the installed nshash-runtime names itself"
 assert_contains "$(sed -n '/^== who/{n;n;p}' <<<"$out")" "CNI nshash plugin version " "the installed CNI plugin, run by hand, names itself"
 assert_contains "$(sed -n '/^== purge/,$p' <<<"$out")" "ls: cannot access '/etc/nshash'" "purge removes /etc/nshash"
+# The podman container left a template and spares there (each a pinned netns).
+assert_contains "$(sed -n '/^== purge/,$p' <<<"$out")" "run-nshash: []" "removing the package removes /run/nshash (its idle templates and spares)"
+assert_contains "$(sed -n '/^== purge/,$p' <<<"$out")" "nsfs mounts: 0" "and no pin is left in the root"
 echo "# took $((SECONDS - start)) s"
 assert_host_untouched

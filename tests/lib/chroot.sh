@@ -54,6 +54,9 @@ chroot_new() {
 	tar -C "$r" -xzf "$CHROOT_BASE" || cannot_run "cannot unpack $CHROOT_BASE into $r"
 	chmod 0755 "$r" # a root every user can enter (mktemp -d made it 0700)
 	cp /etc/resolv.conf "$r/etc/resolv.conf"
+	# Its own name, as an installed machine has it (chroot_run sets it at "boot").
+	echo nshash-fresh >"$r/etc/hostname"
+	printf '127.0.0.1\tlocalhost\n127.0.1.1\tnshash-fresh\n::1\tlocalhost ip6-localhost ip6-loopback\n' >"$r/etc/hosts"
 	# dpkg without fsync: a throwaway root, several times faster to install into.
 	echo force-unsafe-io >"$r/etc/dpkg/dpkg.cfg.d/nshash-tests-unsafe-io"
 	mkdir -p "$CHROOT_CACHE/apt-archives/partial"
@@ -83,8 +86,9 @@ chroot_remove() {
 # archive), pivot_root into DIR, then what a booted Debian has: /proc, /sys
 # with the cgroup hierarchies the host has (mounted afresh, same types and
 # options), a tmpfs /dev with the device nodes a machine's programs use plus
-# its own devpts, /dev/shm and mqueue, a tmpfs /run, and / shared (as systemd
-# makes it).  The engines inside keep their state in DIR's /var/lib and the
+# its own devpts, /dev/shm and mqueue, a tmpfs /run, and / shared if the
+# host's / is (systemd makes it so; this VM's is private): the root runs what
+# the host suite runs under the host's conditions.  The engines inside keep their state in DIR's /var/lib and the
 # tmpfs /run, never the host's.  PID 1 is a bash that reaps orphans; when it
 # exits the kernel kills everything left in the namespace (daemons, containers)
 # and the mounts go with the mount namespace: netns pinned inside and their
@@ -93,8 +97,8 @@ chroot_run() {
 	local r=$1 cmd=$2
 	unshare --mount --propagation private --pid --fork --kill-child --uts --ipc bash -c '
 		set -e
-		r=$1 archives=$2 cmd=$3
-		shift 3
+		r=$1 archives=$2 cmd=$3 shared=$4
+		shift 4
 		# The root a machine has is a mount point (ip netns exec remounts it).
 		mount --bind "$r" "$r"
 		mount -t proc proc "$r/proc"
@@ -125,17 +129,17 @@ chroot_run() {
 		mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs "$r/run"
 		mkdir -p "$r/run/lock"
 		mount --bind "$archives" "$r/var/cache/apt/archives"
-		echo nshash-fresh >/proc/sys/kernel/hostname
+		cat "$r/etc/hostname" >/proc/sys/kernel/hostname
 		# pivot_root rather than chroot: the kernel refuses user namespaces
 		# (unshare -U) to a chrooted process, a real machine does not.
 		cd "$r"
 		pivot_root . .
 		umount -l .
 		cd /
-		mount --make-rshared /
+		[ -z "$shared" ] || mount --make-rshared /
 		# Not exec: PID 1 stays a shell that reaps what is orphaned under it.
 		/usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 "$@" \
 			PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin /bin/bash -c "$cmd"
 		exit $?
-	' _ "$r" "$CHROOT_CACHE/apt-archives" "$cmd" ${CHROOT_ENV:-}
+	' _ "$r" "$CHROOT_CACHE/apt-archives" "$cmd" "$(findmnt -no PROPAGATION / | grep shared)" ${CHROOT_ENV:-}
 }
