@@ -63,7 +63,7 @@ EOF
 chown -R "$U:$U" "$D/home"
 engines_busybox_rootfs "$D/rootfs"
 tar -C "$D/rootfs" -c . | as_user podman import -q - localhost/nshash-busybox >/dev/null 2>"$D/import.err" ||
-	cannot_run "rootless podman cannot import an image here: $(tail -1 "$D/import.err")"
+	cannot_run "rootless podman cannot import an image here: $(tail -5 "$D/import.err" | tr "\n" " ")"
 SHOW='echo $(cat /proc/sys/net/ipv4/tcp_ehash_entries) $(cat /proc/sys/net/ipv4/udp_hash_entries)'
 GLOBAL="-$(cat /proc/sys/net/ipv4/tcp_ehash_entries) -$(cat /proc/sys/net/ipv4/udp_hash_entries)"
 

@@ -72,7 +72,7 @@ assert_eq 'apt-get install ./build/deb/nshash_*.deb' "$install_line" "the README
 # may have.
 next='
 cd /root/nshash
-echo "== deb"; make deb >/root/deb.log 2>&1; echo "deb-rc=$?"
+echo "== deb"; make deb >/root/deb.log 2>&1; echo "deb-rc=$?"; grep -E "^[EW]: |Error" /root/deb.log
 echo "== install"; '"$install_line"' -y >/root/pkg.log 2>&1; echo "install-rc=$?"; tail -3 /root/pkg.log
 echo "== check"; nshash check; echo "check-rc=$?"
 echo "== podman"
@@ -147,7 +147,7 @@ for t in $programs; do
 done
 result=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$out" | tail -1)
 echo "# make check in the fresh root: ${result:-no result line}"
-assert_eq "$result" "$(tail -1 "$out")" "make check's last line is its total"
+assert_eq 1 "$(grep -cE '^[0-9]+ passed, [0-9]+ failed$' "$out")" "make check printed one total"
 assert_eq "${result#* passed, }" "0 failed" "make check in the fresh root: nothing failed"
 n=${result%% passed*}
 if [ -z "$SUBSET" ]; then
