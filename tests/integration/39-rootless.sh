@@ -38,8 +38,10 @@ mkdir -p "$D/home" "$D/run" "$D/bin" "$D/hooks"
 chown "$U:$U" "$D/home" "$D/run"
 chmod 700 "$D/run"
 cp "$BUILD/nshash" "$BUILD/nshash-hook" "$D/bin/" && chmod 755 "$D/bin"/*
-as_user() { setpriv --reuid="$U" --regid="$U" --init-groups env -i HOME="$D/home" XDG_RUNTIME_DIR="$D/run" \
-	PATH=/usr/sbin:/usr/bin:/sbin:/bin "$@"; }
+# From the user's home: the checkout may be where the user cannot go (a
+# clone in root's 0700 home: podman then fails with "cannot chdir").
+as_user() { (cd "$D/home" && setpriv --reuid="$U" --regid="$U" --init-groups env -i HOME="$D/home" XDG_RUNTIME_DIR="$D/run" \
+	PATH=/usr/sbin:/usr/bin:/sbin:/bin "$@"); }
 
 # the policy and hooks.d files the user's podman reads
 STATE=$D/run/nshash

@@ -155,6 +155,15 @@ if [ -z "$SUBSET" ]; then
 		fail "the whole make check ran: ${n:-no} assertions, expected >= $FLOOR"
 fi
 
+# The inner logs stay on the host (the root goes at exit); a failed program's
+# whole log goes into this one.
+rm -rf "$BUILD/fresh-root-logs" && cp -r "$R/root/nshash/build/test-logs" "$BUILD/fresh-root-logs" 2>/dev/null &&
+	echo "# the inner programs' logs: $BUILD/fresh-root-logs"
+for t in $(sed -n 's/^\([^ ]*\) \+FAIL (.*/\1/p' "$out"); do
+	echo "# the inner $t.log:"
+	sed 's/^/#   | /' "$R/root/nshash/build/test-logs/$t.log"
+done
+
 # The package, after make check, in the same root.
 nx=$(cat "$R/root/next.log")
 echo "# the package in the fresh root:"
