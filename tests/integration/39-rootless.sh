@@ -90,6 +90,9 @@ assert_contains "$(cat "$D/home/nshash.log")" 'io.nshash.tcp: "lots" is not a de
 
 # the CLI as that user: every error says what to do
 N=$D/bin/nshash
+# Root's state dir as on a machine where root ran nshash (a fresh one has
+# none): made here if missing, removed at exit.
+[ -d /run/nshash ] || { mkdir -m 0700 /run/nshash 2>/dev/null && on_exit "rmdir /run/nshash"; }
 out=$(cd / && as_user unshare -Urn "$N" --state-dir /run/nshash create --tcp 64 "$D/run/x" 2>&1)
 assert_contains "$out" "(the template strategy keeps state there: use --state-dir with a directory you own, or --strategy nested, which keeps none)" "unshare -Urn, root's state dir: the lock error says what to do"
 out=$(cd / && as_user unshare -Urn "$N" create --strategy nested --tcp 64 "$D/run/x" 2>&1)
