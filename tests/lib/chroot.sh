@@ -17,7 +17,17 @@
 
 CHROOT_CACHE=${NSHASH_TEST_CACHE:-/var/cache/nshash-tests}
 CHROOT_MIRROR=${NSHASH_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-CHROOT_BASE=$CHROOT_CACHE/bookworm-minbase.tar.gz
+# CHROOT_SUITE (set before sourcing; default bookworm): the Debian release
+# of the base, e.g. trixie for tests/check-engines.
+CHROOT_SUITE=${CHROOT_SUITE:-bookworm}
+CHROOT_BASE=$CHROOT_CACHE/$CHROOT_SUITE-minbase.tar.gz
+# apt's .debs; another release's roots keep theirs apart (apt locks the
+# directory: two suites' installs running at once would wait on each other).
+if [ "$CHROOT_SUITE" = bookworm ]; then
+	CHROOT_ARCHIVES=$CHROOT_CACHE/apt-archives
+else
+	CHROOT_ARCHIVES=$CHROOT_CACHE/apt-archives-$CHROOT_SUITE
+fi
 
 # chroot_base: make sure the pristine tarball exists; cannot_run (a failure,
 # with debootstrap's reason) when Debian's archive is out of reach.
@@ -28,19 +38,19 @@ chroot_base() {
 	local d log
 	d=$(mktemp -d "$CHROOT_CACHE/base.XXXXXX")
 	log=$d.log
-	echo "# building the base: debootstrap --variant=minbase bookworm ($CHROOT_MIRROR)"
-	if ! debootstrap --variant=minbase bookworm "$d" "$CHROOT_MIRROR" >"$log" 2>&1; then
+	echo "# building the base: debootstrap --variant=minbase $CHROOT_SUITE ($CHROOT_MIRROR)"
+	if ! debootstrap --variant=minbase "$CHROOT_SUITE" "$d" "$CHROOT_MIRROR" >"$log" 2>&1; then
 		local why
 		why=$(grep -E '^E:|^W:' "$log" | tail -3 | tr '\n' ' ')
 		rm -rf "$d" "$log"
-		cannot_run "debootstrap cannot build a Debian 12 base from $CHROOT_MIRROR: ${why:-no reason given}"
+		cannot_run "debootstrap cannot build a $CHROOT_SUITE base from $CHROOT_MIRROR: ${why:-no reason given}"
 	fi
 	rm -f "$d"/var/cache/apt/archives/*.deb
-	# What a fresh Debian 12 installation lists: updates and security too.
+	# What a fresh installation of the release lists: updates and security too.
 	cat >"$d/etc/apt/sources.list" <<-EOF
-		deb $CHROOT_MIRROR bookworm main
-		deb $CHROOT_MIRROR bookworm-updates main
-		deb ${CHROOT_MIRROR%/debian}/debian-security bookworm-security main
+		deb $CHROOT_MIRROR $CHROOT_SUITE main
+		deb $CHROOT_MIRROR $CHROOT_SUITE-updates main
+		deb ${CHROOT_MIRROR%/debian}/debian-security $CHROOT_SUITE-security main
 	EOF
 	chmod 0755 "$d"
 	tar -C "$d" -czf "$CHROOT_BASE.tmp" . && mv "$CHROOT_BASE.tmp" "$CHROOT_BASE"
@@ -59,7 +69,7 @@ chroot_new() {
 	printf '127.0.0.1\tlocalhost\n127.0.1.1\tnshash-fresh\n::1\tlocalhost ip6-localhost ip6-loopback\n' >"$r/etc/hosts"
 	# dpkg without fsync: a throwaway root, several times faster to install into.
 	echo force-unsafe-io >"$r/etc/dpkg/dpkg.cfg.d/nshash-tests-unsafe-io"
-	mkdir -p "$CHROOT_CACHE/apt-archives/partial"
+	mkdir -p "$CHROOT_ARCHIVES/partial"
 }
 
 # Kill what still runs in the root (a daemon a test left), then remove it.
@@ -141,5 +151,5 @@ chroot_run() {
 		/usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 "$@" \
 			PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin /bin/bash -c "$cmd"
 		exit $?
-	' _ "$r" "$CHROOT_CACHE/apt-archives" "$cmd" "$(findmnt -no PROPAGATION / | grep shared)" ${CHROOT_ENV:-}
+	' _ "$r" "$CHROOT_ARCHIVES" "$cmd" "$(findmnt -no PROPAGATION / | grep shared)" ${CHROOT_ENV:-}
 }
