@@ -136,6 +136,7 @@ for i in $(seq 0 19); do
 ok" ] || { bad=$((bad + 1)); echo "# parallel $i: $(cat "$D/par.$i" "$D/par.$i.err" | tr '\n' '|')"; }
 done
 assert_eq 0 "$bad" "20 parallel bridged containers: each has its exact sizes and reaches the gateway"
+[ "$bad" -eq 0 ] || grep -E 'error|refus|cannot' "$D/nshash.log" | tail -5 | sed 's/^/# nshash.log: /'
 assert_eq 0 "$(left_on_bridge nsh37br0)" "parallel: no veth left on the bridge"
 
 # --- a netns named like podman's but given with --network ns: (another
@@ -232,30 +233,39 @@ assert_eq "1 taken" "$(grep -c . <<<"$b") $([ -n "$a" ] && ! grep -qx "$a" <<<"$
 	"spares: it took that spare (gone from spares/) and its refill made another"
 
 # --- podman's CNI backend, nshash not in the conflist: the hook does it
+# (podman 5 has netavark only: there the CNI backend is refused, and the
+# bridge cases above are podman 5's whole story)
 podman rm -a -f -t 0 >/dev/null 2>&1
-mkdir -p "$D/podman-cni/cni"
-cat >"$D/podman-cni/cni/nsh37cni.conflist" <<EOF
-{"cniVersion": "1.0.0", "name": "nsh37cni", "plugins": [
-  {"type": "bridge", "bridge": "nsh37cni0", "isGateway": true, "ipMasq": true,
-   "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.142.0.0/24"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
-  {"type": "portmap", "capabilities": {"portMappings": true}}]}
-EOF
-engines_podman_setup "$D/podman-cni" "hooks_dir = [\"$D/hooks\"]
-[network]
-network_backend = \"cni\"
-network_config_dir = \"$D/podman-cni/cni\"
-cni_plugin_dirs = [\"/usr/lib/cni\"]
-default_network = \"nsh37cni\"" || fail "CANNOT RUN: podman with the CNI backend"
-podman run -d --name cni37 $(ANN 4096 512) -p 18738:80 $IMG sh -c 'echo hello-cni >/tmp/i; exec httpd -f -p 80 -h /tmp' >/dev/null 2>"$D/err"
-assert_eq "4096 512" "$(podman exec cni37 sh -c "$SIZES" 2>/dev/null)" "CNI backend: sized by the hook"
-assert_eq 1 "$(podman exec cni37 sh -c 'ip -o -4 addr show eth0 | grep -c 10.142.0.; ' 2>/dev/null)" "CNI backend: eth0 kept its address"
-out=""
-for _ in $(seq 30); do out=$(curl -s -m 2 http://10.142.0.1:18738/i 2>/dev/null) && [ -n "$out" ] && break; sleep 0.2; done
-assert_eq "hello-cni" "$out" "CNI backend: the published port answers from the host"
-podman rm -f -t 0 cni37 >/dev/null 2>&1
-assert_eq 0 "$(left_on_bridge nsh37cni0)" "CNI backend: no veth left after rm"
-assert_eq 0 "$(rules_for 10.142.0.)" "CNI backend: no rule for the network left after rm"
-ip link del nsh37cni0 2>/dev/null
+if [ "$(engines_podman_major)" -ge 5 ]; then
+	engines_podman_setup "$D/podman-cni" "[network]
+network_backend = \"cni\"" 2>"$D/err"
+	assert_contains "$(cat "$D/err")" "cni support is not enabled in this build, only netavark" \
+		"podman $(engines_podman_major): no CNI backend (netavark only)"
+else
+	mkdir -p "$D/podman-cni/cni"
+	cat >"$D/podman-cni/cni/nsh37cni.conflist" <<-EOF
+	{"cniVersion": "1.0.0", "name": "nsh37cni", "plugins": [
+	  {"type": "bridge", "bridge": "nsh37cni0", "isGateway": true, "ipMasq": true,
+	   "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.142.0.0/24"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+	  {"type": "portmap", "capabilities": {"portMappings": true}}]}
+	EOF
+	engines_podman_setup "$D/podman-cni" "hooks_dir = [\"$D/hooks\"]
+	[network]
+	network_backend = \"cni\"
+	network_config_dir = \"$D/podman-cni/cni\"
+	cni_plugin_dirs = [\"/usr/lib/cni\"]
+	default_network = \"nsh37cni\"" || fail "CANNOT RUN: podman with the CNI backend"
+	podman run -d --name cni37 $(ANN 4096 512) -p 18738:80 $IMG sh -c 'echo hello-cni >/tmp/i; exec httpd -f -p 80 -h /tmp' >/dev/null 2>"$D/err"
+	assert_eq "4096 512" "$(podman exec cni37 sh -c "$SIZES" 2>/dev/null)" "CNI backend: sized by the hook"
+	assert_eq 1 "$(podman exec cni37 sh -c 'ip -o -4 addr show eth0 | grep -c 10.142.0.; ' 2>/dev/null)" "CNI backend: eth0 kept its address"
+	out=""
+	for _ in $(seq 30); do out=$(curl -s -m 2 http://10.142.0.1:18738/i 2>/dev/null) && [ -n "$out" ] && break; sleep 0.2; done
+	assert_eq "hello-cni" "$out" "CNI backend: the published port answers from the host"
+	podman rm -f -t 0 cni37 >/dev/null 2>&1
+	assert_eq 0 "$(left_on_bridge nsh37cni0)" "CNI backend: no veth left after rm"
+	assert_eq 0 "$(rules_for 10.142.0.)" "CNI backend: no rule for the network left after rm"
+	ip link del nsh37cni0 2>/dev/null
+fi
 
 # --- everything removed: nothing left
 podman rm -a -f -t 0 >/dev/null 2>&1
