@@ -38,6 +38,14 @@ echo 'default_network = "nsh37"' >>"$CONTAINERS_CONF" # [network] is the file's 
 IMG=localhost/nshash-busybox
 BB=$ENGINES_BUSYBOX
 ANN() { echo "--annotation io.nshash.tcp=$1 --annotation io.nshash.udp=$2"; }
+# why ARGS...: podman ARGS; when it fails, its error and the hook's last
+# logged error as comments (podman 5's parallel and restart refusals)
+why() {
+	podman "$@" >/dev/null 2>"$D/why.err" && return 0
+	echo "# podman $1 failed: $(tail -2 "$D/why.err" | tr '\n' ' ' | cut -c1-300)"
+	echo "# nshash.log: $(grep -E 'error' "$D/nshash.log" | tail -1)"
+	return 1
+}
 SIZES='echo $(cat /proc/sys/net/ipv4/tcp_ehash_entries) $(cat /proc/sys/net/ipv4/udp_hash_entries)'
 left_on_bridge() { ip -o link show master "$1" 2>/dev/null | wc -l; }
 rules_for() { iptables-save 2>/dev/null | grep -c -- "$1"; }
@@ -54,15 +62,15 @@ assert_eq "-$(cat /proc/sys/net/ipv4/tcp_ehash_entries) -$(cat /proc/sys/net/ipv
 	"no annotations: untouched, shared tables"
 
 # --- -p: a published port reachable from the host; restart, stop/start
-podman run -d --name web $(ANN 2048 512) -p 18737:80 $IMG sh -c 'echo hello-37 >/tmp/i; exec httpd -f -p 80 -h /tmp' >/dev/null
+why run -d --name web $(ANN 2048 512) -p 18737:80 $IMG sh -c 'echo hello-37 >/tmp/i; exec httpd -f -p 80 -h /tmp'
 fetch() { for _ in $(seq 30); do curl -s -m 2 "http://10.137.0.1:18737/i" 2>/dev/null && return; sleep 0.2; done; }
 assert_eq "2048 512" "$(podman exec web sh -c "$SIZES")" "-p: container sized"
 assert_eq "hello-37" "$(fetch)" "-p: the published port answers from the host"
-podman restart -t 0 web >/dev/null
+why restart -t 0 web
 assert_eq "2048 512" "$(podman exec web sh -c "$SIZES")" "podman restart: sized again"
 assert_eq "hello-37" "$(fetch)" "podman restart: the published port answers again"
 podman stop -t 0 web >/dev/null
-podman start web >/dev/null
+why start web
 assert_eq "2048 512" "$(podman exec web sh -c "$SIZES")" "podman stop + start: sized again"
 assert_eq "hello-37" "$(fetch)" "stop + start: the published port answers again"
 podman rm -f -t 0 web >/dev/null
@@ -99,7 +107,7 @@ gw6-ok" "$out" "IPv6 network: sized, global fd37:: address kept, IPv6 gateway an
 
 # --- DNS by name between two containers (aardvark-dns on a user network)
 net37 nsh37dns nsh37brd --subnet 10.140.0.0/24
-podman run -d --name srv37 --network nsh37dns $(ANN 512 128) $IMG sleep 300 >/dev/null
+why run -d --name srv37 --network nsh37dns $(ANN 512 128) $IMG sleep 300
 out=$(podman run --rm --network nsh37dns $(ANN 512 128) $IMG sh -c "$SIZES; nslookup srv37 2>&1 | grep -q 'Address.*10\.140\.0\.' && echo resolved; ping -c1 -W2 srv37 >/dev/null && echo name-ok" 2>"$D/err")
 assert_eq "512 128
 resolved
