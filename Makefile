@@ -99,7 +99,7 @@ FUZZ_SMOKE_SECONDS ?= 4
 SAN := build/san
 ALL_SRCS := $(sort $(wildcard lib/*.c common/*.c oci-hooks/*.c cni/*.c cmd/*.c))
 
-.PHONY: all deps deps-test deps-deb deps-rpm check unit integration demo bench value install uninstall \
+.PHONY: all deps deps-test deps-deb deps-rpm check check-engines unit integration demo bench value install uninstall \
 	deb rpm clean format pkgconfig-check fuzz lint san san-check
 
 all: $(LIB_A) $(LIB_SO) $(BINS)
@@ -119,7 +119,7 @@ deps-rpm:
 # These goals install their dependencies first and then build in a second
 # make, which reads this file (and asks pkg-config) with the packages in place:
 # the first `make demo` on a bare machine works.
-DEPS_test := check unit integration demo bench value fuzz lint san-check
+DEPS_test := check check-engines unit integration demo bench value fuzz lint san-check
 DEPS_deb := deb
 DEPS_rpm := rpm
 ifndef NSHASH_DEPS_DONE
@@ -138,6 +138,11 @@ integration: all
 # The README's test command.  Root, a real kernel (6.2+), real engines.
 check: all $(UNIT_BINS) san
 	@NSHASH_SAN=$(SAN) NSHASH_FUZZ_SMOKE_SECONDS=$(FUZZ_SMOKE_SECONDS) tests/run-all $(UNIT_BINS)
+
+# The engine tests against Debian 13's engines (podman 5, Docker 26,
+# containerd 1.7) in a trixie root entered as a container (tests/check-engines).
+check-engines: all
+	@tests/check-engines
 
 demo: all
 	@tools/demo

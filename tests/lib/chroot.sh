@@ -5,10 +5,11 @@
 #
 #   chroot_base                   pristine base tarball (built once, cached) -> $CHROOT_BASE
 #   chroot_new DIR                a fresh root at DIR from that tarball; removed at exit
-#   chroot_run DIR CMD            run the shell command CMD as root with DIR as / (pivot_root), with /proc,
-#                                 /sys (cgroups included), /dev and a tmpfs /run mounted
-#                                 in a private mount namespace: they vanish with it, and
-#                                 every process left in DIR is killed at exit
+#   chroot_run DIR CMD            run the shell command CMD as root of DIR entered as a
+#                                 container (own mount/PID/UTS/IPC namespaces, pivot_root,
+#                                 /proc, /sys, cgroups, /dev, /run as on a booted machine):
+#                                 every process and mount in it goes when CMD ends
+# (The name is historic: nothing here uses chroot(2).)
 #
 # Cache (NSHASH_TEST_CACHE, default /var/cache/nshash-tests): the base tarball
 # and apt's downloaded .debs, shared by every chroot, so a warm run downloads
@@ -16,7 +17,17 @@
 
 CHROOT_CACHE=${NSHASH_TEST_CACHE:-/var/cache/nshash-tests}
 CHROOT_MIRROR=${NSHASH_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-CHROOT_BASE=$CHROOT_CACHE/bookworm-minbase.tar.gz
+# CHROOT_SUITE (set before sourcing; default bookworm): the Debian release
+# of the base, e.g. trixie for tests/check-engines.
+CHROOT_SUITE=${CHROOT_SUITE:-bookworm}
+CHROOT_BASE=$CHROOT_CACHE/$CHROOT_SUITE-minbase.tar.gz
+# apt's .debs; another release's roots keep theirs apart (apt locks the
+# directory: two suites' installs running at once would wait on each other).
+if [ "$CHROOT_SUITE" = bookworm ]; then
+	CHROOT_ARCHIVES=$CHROOT_CACHE/apt-archives
+else
+	CHROOT_ARCHIVES=$CHROOT_CACHE/apt-archives-$CHROOT_SUITE
+fi
 
 # chroot_base: make sure the pristine tarball exists; cannot_run (a failure,
 # with debootstrap's reason) when Debian's archive is out of reach.
@@ -27,19 +38,19 @@ chroot_base() {
 	local d log
 	d=$(mktemp -d "$CHROOT_CACHE/base.XXXXXX")
 	log=$d.log
-	echo "# building the base: debootstrap --variant=minbase bookworm ($CHROOT_MIRROR)"
-	if ! debootstrap --variant=minbase bookworm "$d" "$CHROOT_MIRROR" >"$log" 2>&1; then
+	echo "# building the base: debootstrap --variant=minbase $CHROOT_SUITE ($CHROOT_MIRROR)"
+	if ! debootstrap --variant=minbase "$CHROOT_SUITE" "$d" "$CHROOT_MIRROR" >"$log" 2>&1; then
 		local why
 		why=$(grep -E '^E:|^W:' "$log" | tail -3 | tr '\n' ' ')
 		rm -rf "$d" "$log"
-		cannot_run "debootstrap cannot build a Debian 12 base from $CHROOT_MIRROR: ${why:-no reason given}"
+		cannot_run "debootstrap cannot build a $CHROOT_SUITE base from $CHROOT_MIRROR: ${why:-no reason given}"
 	fi
 	rm -f "$d"/var/cache/apt/archives/*.deb
-	# What a fresh Debian 12 installation lists: updates and security too.
+	# What a fresh installation of the release lists: updates and security too.
 	cat >"$d/etc/apt/sources.list" <<-EOF
-		deb $CHROOT_MIRROR bookworm main
-		deb $CHROOT_MIRROR bookworm-updates main
-		deb ${CHROOT_MIRROR%/debian}/debian-security bookworm-security main
+		deb $CHROOT_MIRROR $CHROOT_SUITE main
+		deb $CHROOT_MIRROR $CHROOT_SUITE-updates main
+		deb ${CHROOT_MIRROR%/debian}/debian-security $CHROOT_SUITE-security main
 	EOF
 	chmod 0755 "$d"
 	tar -C "$d" -czf "$CHROOT_BASE.tmp" . && mv "$CHROOT_BASE.tmp" "$CHROOT_BASE"
@@ -53,9 +64,12 @@ chroot_new() {
 	tar -C "$r" -xzf "$CHROOT_BASE" || cannot_run "cannot unpack $CHROOT_BASE into $r"
 	chmod 0755 "$r" # a root every user can enter (mktemp -d made it 0700)
 	cp /etc/resolv.conf "$r/etc/resolv.conf"
+	# Its own name, as an installed machine has it (chroot_run sets it at "boot").
+	echo nshash-fresh >"$r/etc/hostname"
+	printf '127.0.0.1\tlocalhost\n127.0.1.1\tnshash-fresh\n::1\tlocalhost ip6-localhost ip6-loopback\n' >"$r/etc/hosts"
 	# dpkg without fsync: a throwaway root, several times faster to install into.
 	echo force-unsafe-io >"$r/etc/dpkg/dpkg.cfg.d/nshash-tests-unsafe-io"
-	mkdir -p "$CHROOT_CACHE/apt-archives/partial"
+	mkdir -p "$CHROOT_ARCHIVES/partial"
 }
 
 # Kill what still runs in the root (a daemon a test left), then remove it.
@@ -76,27 +90,66 @@ chroot_remove() {
 	rm -rf --one-file-system "$r"
 }
 
+# chroot_run DIR CMD: CMD (a bash command line) as root of a machine whose /
+# is DIR, entered as a container, not chroot(2): its own mount, PID, UTS and
+# IPC namespaces (the network namespace is the host's: apt needs the
+# archive), pivot_root into DIR, then what a booted Debian has: /proc, /sys
+# with the cgroup hierarchies the host has (mounted afresh, same types and
+# options), a tmpfs /dev with the device nodes a machine's programs use plus
+# its own devpts, /dev/shm and mqueue, a tmpfs /run, and / shared if the
+# host's / is (systemd makes it so; this VM's is private): the root runs what
+# the host suite runs under the host's conditions.  The engines inside keep their state in DIR's /var/lib and the
+# tmpfs /run, never the host's.  PID 1 is a bash that reaps orphans; when it
+# exits the kernel kills everything left in the namespace (daemons, containers)
+# and the mounts go with the mount namespace: netns pinned inside and their
+# tables too.  Extra environment for CMD: CHROOT_ENV (NAME=VALUE words).
 chroot_run() {
 	local r=$1 cmd=$2
-	unshare -m --propagation private bash -c '
+	unshare --mount --propagation private --pid --fork --kill-child --uts --ipc bash -c '
 		set -e
-		r=$1
+		r=$1 archives=$2 cmd=$3 shared=$4
+		shift 4
 		# The root a machine has is a mount point (ip netns exec remounts it).
 		mount --bind "$r" "$r"
 		mount -t proc proc "$r/proc"
-		mount --rbind /sys "$r/sys"
-		mount --rbind /dev "$r/dev"
-		mount -t tmpfs -o mode=0755 tmpfs "$r/run"
+		mount -t sysfs sysfs "$r/sys"
+		# Every mount the host has under /sys (its cgroup layout: here hybrid,
+		# a tmpfs with v1 hierarchies and cgroup2 under unified), in order.
+		awk '"'"'{for (i = 7; $i != "-"; i++); if (index($5, "/sys/") == 1) print $5, $(i + 1), $(i + 2), $(i + 3)}'"'"' /proc/self/mountinfo |
+			while read -r mp type src opts; do
+				mkdir -p "$r$mp"
+				mount -t "$type" -o "$opts" "$src" "$r$mp"
+			done
+		mount -t tmpfs -o mode=0755,nosuid tmpfs "$r/dev"
+		for n in null zero full random urandom tty net/tun fuse; do
+			[ -e "/dev/$n" ] || continue
+			mkdir -p "$(dirname "$r/dev/$n")"
+			touch "$r/dev/$n"
+			mount --bind "/dev/$n" "$r/dev/$n"
+		done
+		ln -s /proc/self/fd "$r/dev/fd"
+		ln -s /proc/self/fd/0 "$r/dev/stdin"
+		ln -s /proc/self/fd/1 "$r/dev/stdout"
+		ln -s /proc/self/fd/2 "$r/dev/stderr"
+		ln -s pts/ptmx "$r/dev/ptmx"
+		mkdir "$r/dev/pts" "$r/dev/shm" "$r/dev/mqueue"
+		mount -t devpts -o newinstance,ptmxmode=0666,mode=0620,gid=5 devpts "$r/dev/pts"
+		mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs "$r/dev/shm"
+		mount -t mqueue mqueue "$r/dev/mqueue"
+		mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs "$r/run"
 		mkdir -p "$r/run/lock"
-		mount --bind "$2" "$r/var/cache/apt/archives"
-		shift 2
+		mount --bind "$archives" "$r/var/cache/apt/archives"
+		cat "$r/etc/hostname" >/proc/sys/kernel/hostname
 		# pivot_root rather than chroot: the kernel refuses user namespaces
 		# (unshare -U) to a chrooted process, a real machine does not.
 		cd "$r"
 		pivot_root . .
 		umount -l .
 		cd /
-		exec /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
-			PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin /bin/bash -c "$1"
-	' _ "$r" "$CHROOT_CACHE/apt-archives" "$cmd"
+		[ -z "$shared" ] || mount --make-rshared /
+		# Not exec: PID 1 stays a shell that reaps what is orphaned under it.
+		/usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 "$@" \
+			PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin /bin/bash -c "$cmd"
+		exit $?
+	' _ "$r" "$CHROOT_ARCHIVES" "$cmd" "$(findmnt -no PROPAGATION / | grep shared)" ${CHROOT_ENV:-}
 }

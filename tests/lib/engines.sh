@@ -15,6 +15,7 @@
 #   engines_crun_ns CMD ARGS...           any command (e.g. nshash-runtime) in that namespace
 #   engines_podman_setup DIR [LINES]      private containers.conf/storage.conf, image localhost/nshash-busybox;
 #                                         LINES go at the end of containers.conf, after [engine]
+#   engines_podman_major                  podman's major version (4 on Debian 12, 5 on Debian 13)
 #   engines_hooks_dir DIR POLICY [verify] the shipped hooks.d files (+ the opt-in verify hook) pointing at build/ and POLICY
 #   engines_containerd_start DIR [--cri TOML] [ENV..]  private containerd; exports CONTAINERD_ADDRESS
 #   engines_iptables_snapshot             remember chains, links, ip_forward; restored at exit
@@ -22,6 +23,9 @@
 #   engines_pins_left STATE_DIR           nsfs mounts under STATE_DIR/pins
 
 ENGINES_BUSYBOX=${ENGINES_BUSYBOX:-$(command -v busybox || echo /bin/busybox)}
+# podman 5 warns on every command of a machine with cgroup v1 hierarchies
+# (this hybrid layout) on stderr, which the tests read: not on podman 4.
+export PODMAN_IGNORE_CGROUPSV1_WARNING=1
 
 # engines_oci_setup: what every OCI test starts with.  D = a private temp dir
 # (removed at exit), the binaries copied there, S = a private state dir
@@ -110,6 +114,9 @@ engines_podman_setup() {
 	cat >"$d/containers.conf" <<-EOF
 		[containers]
 		default_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]
+		# podman 4's built-in list: podman 5's lacks NET_RAW (busybox ping), MKNOD, AUDIT_WRITE
+		default_capabilities = ["CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "NET_BIND_SERVICE",
+			"NET_RAW", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT", "MKNOD", "AUDIT_WRITE"]
 		[engine]
 		runtime = "runc"
 		cgroup_manager = "cgroupfs"
@@ -132,6 +139,7 @@ engines_podman_setup() {
 	tar -C "$d/rootfs" -c . | podman import -q - localhost/nshash-busybox >/dev/null ||
 		{ echo "# podman import failed" >&2; return 1; }
 }
+engines_podman_major() { podman --version 2>/dev/null | sed -n 's/^podman version \([0-9]*\)\..*/\1/p'; }
 engines_podman_cleanup() {
 	local d=$1 m
 	podman rm -a -f -t 0 >/dev/null 2>&1
