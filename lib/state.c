@@ -423,8 +423,12 @@ static int gc_entries(const struct nshash_gc_opts *opts, struct nshash_entry *v,
 		}
 		if (!opts->dry_run) {
 			r = nshash_pin_remove(e->path, err);
-			if (r == -EINVAL && stale)
-				continue; /* not ours after all (something else is mounted there) */
+			/* not ours after all (something else is mounted there), or a
+			 * live mount this view does not show (EBUSY: a mount point
+			 * here, under a mount of its directory over itself, as
+			 * podman binds /run/netns): kept, and gc goes on */
+			if ((r == -EINVAL || r == -EBUSY) && stale)
+				continue;
 			if (r < 0)
 				return nshash_error_prefix(err, "gc");
 			if (e->kind == NSHASH_ENTRY_TEMPLATE) {
