@@ -7,8 +7,9 @@
 # 1), the default state dir /run/nshash starting absent (as after a boot),
 # podman with the installed hooks_dir drop-in (--network none, a bridge
 # network, and podman --runtime nshash-runtime), nshash-runtime in front of
-# runc on plain bundles (run, and create + start), and the installed CNI
-# plugin's ADD/DEL on pinned netns, over four size pairs.  The day: the first
+# runc on plain bundles (run, and create + start) and as Docker's runtime
+# (one per size pair, runtimeArgs), and the installed CNI plugin's ADD/DEL on
+# pinned netns, over four size pairs.  The day: the first
 # sized start after a boot through each front-end, a morning of starts, a
 # quiet 65 s (more than staleAge and reclaimInterval, real time), the first
 # starts after it, parallel bursts of 8, the packaged timer's `nshash gc`
@@ -32,8 +33,9 @@
 # host's /run/nshash, /etc and /usr/local are never touched.  The leftover
 # checks run inside, before the namespace goes; outside, the script then
 # checks that no process of that namespace outlived it.  podman's bridge
-# network is nsh60 (10.160.0.0/24, bridge nsh60br0); engines have private
-# config and storage (tests/lib/engines.sh).
+# network is nsh60 (10.160.0.0/24, bridge nsh60br0), dockerd's bridge
+# 10.161.0.0/24 in its own netns; engines have private config and storage
+# (tests/lib/engines.sh, tests/lib/docker.sh).
 #
 # SOAK=1 (make soak): the same day with the middle repeated for SOAK_SECONDS
 # (default 1800): rounds of bursts, restarts, gc and pauses of 0-90 s,
@@ -148,6 +150,24 @@ f=$D/podman/networks/nsh60.json
 jq '.network_interface = "nsh60br0"' "$f" >"$f.new" && mv "$f.new" "$f"
 echo 'default_network = "nsh60"' >>"$CONTAINERS_CONF" # [network] is the file's last section
 IMG=localhost/nshash-busybox
+# Docker 20.10 (no --annotation): the installed wrapper registered once per
+# size pair with runtimeArgs, as docs/runtimes.md says; a private dockerd
+# with its own network namespace as its host (tests/lib/docker.sh), its
+# bridge on 10.161.0.0/24
+source "$(dirname "$0")/../lib/docker.sh"
+DOCKER_NET_BASE=10.161 # (docker.sh's default from the test number, 10.260, is no address)
+export DOCKER_NET_BASE
+RUNTIMES=$(for pr in "${PAIRS[@]}"; do
+	set -- $pr
+	jq -n --arg w "$RUNTIME" --arg t "$1" --arg u "$2" \
+		'{("nshash-\($t)-\($u)"): {"path": $w, "runtimeArgs": ["--nshash-tcp=\($t)", "--nshash-udp=\($u)"]}}'
+done | jq -s add)
+docker_start "$D/docker" "$RUNTIMES" || cannot_run "dockerd did not start: $(tail -3 "$D/docker/dockerd.log")"
+docker_mark
+docker_image || cannot_run "docker import of the busybox rootfs failed"
+# podman reads DOCKER_CONFIG (docker.sh's private client dir) too and fails
+# when it has no config.json
+[ -e "$DOCKER_CONFIG/config.json" ] || echo '{}' >"$DOCKER_CONFIG/config.json"
 engines_busybox_rootfs "$D/rootfs"
 engines_runc_bundle "$D/bundle0" true || cannot_run "runc spec failed"
 on_exit "for c in \$(runc list -q 2>/dev/null); do runc delete -f \$c; done"
@@ -165,8 +185,9 @@ mkdir -p "$D/res" "$D/done" "$D/b" /run/netns $PODS
 # bridge), pw podman --runtime nshash-runtime --network none, pnd/pbd the
 # same detached (kept running), wr nshash-runtime run, wd nshash-runtime
 # create + start (kept running), cni an ADD on a netns pinned at $PODS/ID,
-# then DEL and unpin, cnid the same kept (a pod).  Run in the background
-# for bursts.
+# then DEL and unpin, cnid the same kept (a pod), dk docker run --rm
+# --runtime nshash-TCP-UDP (the bridge), dkd the same detached (kept).  Run
+# in the background for bursts.
 ann() { echo "--annotation io.nshash.tcp=$1 --annotation io.nshash.udp=$2"; }
 bundle_for() { # ID TCP UDP ARGS...: a bundle of its own on the shared rootfs
 	local b=$D/b/$1 t=$2 u=$3
@@ -178,6 +199,7 @@ bundle_for() { # ID TCP UDP ARGS...: a bundle of its own on the shared rootfs
 }
 pid_sizes() { [ -n "$1" ] && [ "$1" != 0 ] && nsenter -t "$1" -n sh -c "$SIZES"; }
 podman_sizes() { pid_sizes "$(podman inspect -f '{{.State.Pid}}' "$1" 2>/dev/null)"; }
+docker_sizes() { pid_sizes "$(dk inspect -f '{{.State.Pid}}' "$1" 2>/dev/null)"; }
 runc_sizes() { pid_sizes "$(runc state "$1" 2>/dev/null | jq -r .pid)"; }
 # pod_del ID TCP UDP: the runtime's teardown of a pod: DEL, unmount, remove
 pod_del() {
@@ -206,6 +228,15 @@ launch() {
 			out=$(podman_sizes "$id")
 		rc=$?
 		;;
+	dk)
+		out=$(dk run --rm --runtime "nshash-$t-$u" "$DOCKER_IMAGE" sh -c "$SIZES" 2>"$f.err" </dev/null)
+		rc=$?
+		;;
+	dkd)
+		dk run -d --name "$id" --runtime "nshash-$t-$u" "$DOCKER_IMAGE" sleep 1000000 >/dev/null 2>"$f.err" </dev/null &&
+			out=$(docker_sizes "$id")
+		rc=$?
+		;;
 	wr)
 		bundle_for "$id" "$t" "$u" sh -c "$SIZES" &&
 			out=$(cd "$D/b/$id" && timeout 120 "$RUNTIME" run "$id" 2>"$f.err" </dev/null)
@@ -232,7 +263,8 @@ launch() {
 }
 # restart KIND ID TCP UDP: the long-running container ID again: pstop podman
 # stop + start, prestart podman restart, wre runc kill + delete + create +
-# start through the wrapper, cnire DEL, a new pin, ADD.  Result as launch's.
+# start through the wrapper, cnire DEL, a new pin, ADD, dstop docker stop +
+# start, drestart docker restart.  Result as launch's.
 restart() {
 	local kind=$1 id=$2 t=$3 u=$4 out="" rc f=$D/res/$2.$RANDOM$RANDOM
 	case $kind in
@@ -243,6 +275,14 @@ restart() {
 		;;
 	prestart)
 		timeout 120 podman restart -t 0 "$id" >/dev/null 2>"$f.err" && out=$(podman_sizes "$id")
+		rc=$?
+		;;
+	dstop)
+		dk stop -t 0 "$id" >/dev/null 2>"$f.err" && dk start "$id" >/dev/null 2>>"$f.err" && out=$(docker_sizes "$id")
+		rc=$?
+		;;
+	drestart)
+		dk restart -t 0 "$id" >/dev/null 2>"$f.err" && out=$(docker_sizes "$id")
 		rc=$?
 		;;
 	wre)
@@ -302,6 +342,7 @@ check_running() { # PHASE: each still has its sizes
 		read -r kind id t u <<<"$c"
 		case $kind in
 		pnd | pbd) got=$(podman_sizes "$id") ;;
+		dkd) got=$(docker_sizes "$id") ;;
 		wd) got=$(runc_sizes "$id") ;;
 		cnid) got=$(netns_sizes_at "$PODS/$id" 2>/dev/null) ;;
 		esac
@@ -320,6 +361,7 @@ restart_all() { # restart every long-running one (podman: stop+start, then resta
 		read -r kind id t u <<<"$c"
 		case $kind in
 		pnd | pbd) restart pstop "$id" "$t" "$u" && restart prestart "$id" "$t" "$u" ;;
+		dkd) restart dstop "$id" "$t" "$u" && restart drestart "$id" "$t" "$u" ;;
 		wd) restart wre "$id" "$t" "$u" ;;
 		cnid) restart cnire "$id" "$t" "$u" ;;
 		esac
@@ -382,17 +424,17 @@ boot() {
 
 # ---------------------------------------------------------------- the day
 note "boot: the first sized start after a boot, through each front-end"
-for k in wr pn cni pb; do
+for k in wr dk pn cni pb; do
 	boot
 	nid "$k"
 	# shellcheck disable=SC2046
 	launch "$k" "$ID" $(pair 0)
 done
-collect "after a boot (the state dir absent): wrapper, podman --network none, CNI, podman bridge"
+collect "after a boot (the state dir absent): wrapper, docker, podman --network none, CNI, podman bridge"
 boot
 
 note "morning"
-for k in pnd pbd wd cnid; do
+for k in pnd pbd wd cnid dkd; do
 	for i in 0 1; do
 		# shellcheck disable=SC2046
 		set -- $(pair $((i + ${#RUNNING[@]})))
@@ -401,7 +443,7 @@ for k in pnd pbd wd cnid; do
 		keep "$k" "$ID" "$1" "$2"
 	done
 done
-sweep pn wr cni
+sweep pn wr cni dk
 nid pb && launch pb "$ID" $(pair 1)
 nid pw && launch pw "$ID" $(pair 2)
 collect "morning: detached podman/wrapper containers, CNI pods, --rm runs of every kind"
@@ -409,18 +451,18 @@ check_running "morning"
 
 pause
 note "after a quiet minute"
-sweep pn wr cni
+sweep pn wr cni dk
 nid pb && launch pb "$ID" $(pair 2)
 nid pw && launch pw "$ID" $(pair 3)
 collect "the first starts after ${PAUSE}s of quiet"
 check_running "after ${PAUSE}s of quiet"
 
 note "bursts of 8, the packaged gc ($GC_CMD) during the second"
-burst 8 pn wr cni pb pn wr cni pw
+burst 8 pn wr cni pb dk wr cni pw
 collect "a burst of 8 parallel starts"
 gc_out=$D/gc.out
 (sleep 1; $GC_CMD >"$gc_out" 2>&1; echo "rc=$?" >>"$gc_out") &
-burst 8 wr pn cni pn pb wr cni pn
+burst 8 wr pn cni dk pb wr cni pn
 wait
 collect "a burst of 8 parallel starts with \`$GC_CMD\` running"
 assert_contains "$(cat "$gc_out")" "rc=0" "\`$GC_CMD\` (the packaged timer's command) succeeded"
@@ -435,7 +477,7 @@ if [ "$SOAK" = 1 ]; then
 	note "soak: rounds for ${SOAK_SECONDS}s"
 	round=0
 	pauses=(0 5 20 65 90 2 65)
-	kinds=(pn wr cni pb pn wr cni pw)
+	kinds=(pn wr cni pb dk wr cni pw)
 	while [ $(($(date +%s) - T0)) -lt "$SOAK_SECONDS" ]; do
 		round=$((round + 1))
 		burst 8 "${kinds[@]}"
@@ -443,7 +485,7 @@ if [ "$SOAK" = 1 ]; then
 		if [ $((round % 5)) = 0 ]; then
 			$GC_CMD >"$gc_out" 2>&1 || fail "round $round: \`$GC_CMD\` failed: $(tail -2 "$gc_out")"
 		fi
-		sweep pn wr
+		sweep pn wr dk
 		collect "soak round $round"
 		check_running "soak round $round"
 		p=${pauses[$((round % ${#pauses[@]}))]}
@@ -455,7 +497,7 @@ pause
 note "after the second quiet minute"
 restart_all
 collect "restarts after the second ${PAUSE}s of quiet"
-burst 8 pn cni wr pb pw pn wr cni
+burst 8 pn cni wr pb pw dk wr cni
 collect "a burst of 8 after the second pause"
 check_running "after the second pause"
 
@@ -464,6 +506,7 @@ for c in "${RUNNING[@]}"; do
 	read -r kind id t u <<<"$c"
 	case $kind in
 	pnd | pbd) podman rm -f -t 0 "$id" >/dev/null 2>&1 ;;
+	dkd) dk rm -f "$id" >/dev/null 2>&1 ;;
 	wd) "$RUNTIME" delete -f "$id" >/dev/null 2>&1 ;;
 	cnid) pod_del "$id" "$t" "$u" || fail "CNI DEL $id: $CNI_OUT" ;;
 	esac
@@ -480,6 +523,8 @@ note "starts: $TOTAL, failed: $FAILED; per path (starts/failed):$(kinds_line)"
 assert_eq 0 "$FAILED" "0 failed starts of $TOTAL"
 assert_eq "" "$(podman ps -aq)" "no podman container left"
 assert_eq "" "$(runc list -q 2>/dev/null)" "no runc container left"
+assert_eq "" "$(docker_wait_clean)" "nothing of a docker container left (containers, netns mounts, shims, rules, links)"
+docker_stop
 # podman's poststop cleanup is asynchronous
 for _ in $(seq 50); do [ -z "$(ls -A /run/netns; ls -A $PODS)" ] && break; sleep 0.2; done
 assert_eq "" "$(ls -A /run/netns; ls -A $PODS)" "/run/netns and $PODS empty (podman's and the CNI pods' netns gone)"
