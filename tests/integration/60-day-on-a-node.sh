@@ -326,12 +326,8 @@ collect() {
 		mv "$r" "$D/done/"
 		mv "$D/res/$id.err" "$D/done/" 2>/dev/null
 	done
-	if [ ${#bad[@]} -eq 0 ] && [ $n -gt 0 ]; then
-		pass "$phase: $n starts, every one with its exact sizes"
-	else
-		fail "$phase: ${#bad[@]} of $n starts failed or had other sizes"
-		printf '#   %s\n' "${bad[@]}"
-	fi
+	[ $n -gt 0 ] || bad+=("no start at all")
+	assert_none "$phase: $n starts, every one with its exact sizes" "$n" "${bad[@]}"
 }
 # The long-running containers: "KIND ID TCP UDP" lines.
 RUNNING=()
@@ -348,12 +344,7 @@ check_running() { # PHASE: each still has its sizes
 		esac
 		[ "$got" = "$t $u" ] || bad+=("$kind $id: want '$t $u', read '$got'")
 	done
-	if [ ${#bad[@]} -eq 0 ]; then
-		pass "$phase: the ${#RUNNING[@]} running containers and pods keep their sizes"
-	else
-		fail "$phase: ${#bad[@]} of ${#RUNNING[@]} running containers lost their sizes"
-		printf '#   %s\n' "${bad[@]}"
-	fi
+	assert_none "$phase: the ${#RUNNING[@]} running containers and pods keep their sizes" "${#RUNNING[@]}" "${bad[@]}"
 }
 restart_all() { # restart every long-running one (podman: stop+start, then restart)
 	local c kind id t u
