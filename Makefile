@@ -96,10 +96,12 @@ FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(FUZZ_SRCS))
 # of `make check` (FUZZ_SMOKE_SECONDS).
 FUZZ_SECONDS ?= 60
 FUZZ_SMOKE_SECONDS ?= 4
+# How long `make soak` runs its day on a node (seconds).
+SOAK_SECONDS ?= 1800
 SAN := build/san
 ALL_SRCS := $(sort $(wildcard lib/*.c common/*.c oci-hooks/*.c cni/*.c cmd/*.c))
 
-.PHONY: all deps deps-test deps-deb deps-rpm check check-engines unit integration demo bench value install uninstall \
+.PHONY: all deps deps-test deps-deb deps-rpm check check-engines unit integration soak demo bench value install uninstall \
 	deb rpm clean format pkgconfig-check fuzz lint san san-check
 
 all: $(LIB_A) $(LIB_SO) $(BINS)
@@ -119,7 +121,7 @@ deps-rpm:
 # These goals install their dependencies first and then build in a second
 # make, which reads this file (and asks pkg-config) with the packages in place:
 # the first `make demo` on a bare machine works.
-DEPS_test := check check-engines unit integration demo bench value fuzz lint san-check
+DEPS_test := check check-engines unit integration soak demo bench value fuzz lint san-check
 DEPS_deb := deb
 DEPS_rpm := rpm
 ifndef NSHASH_DEPS_DONE
@@ -143,6 +145,13 @@ check: all $(UNIT_BINS) san
 # containerd 1.7) in a trixie root entered as a container (tests/check-engines).
 check-engines: all
 	@tests/check-engines
+# The day on a node of make check (tests/integration/60-day-on-a-node.sh:
+# the installed binaries, the shipped policy, the state dir absent at first)
+# with its middle repeated for SOAK_SECONDS: hundreds of starts, bursts,
+# restarts, gc and pauses; prints the starts and failures per path and what
+# was left.  Root.  Not part of make check.
+soak: all
+	@SOAK=1 SOAK_SECONDS=$(SOAK_SECONDS) bash tests/integration/60-day-on-a-node.sh
 
 demo: all
 	@tools/demo

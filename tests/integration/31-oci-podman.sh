@@ -4,7 +4,9 @@
 # containers.conf): --network none gets the sizes, restart sizes again, rm
 # leaves nothing; the verify hook refuses a container whose netns is not
 # what was asked; bridge networking is sized by moving podman's configured
-# links; typos in io.nshash.* keys are refused.
+# links; typos in io.nshash.* keys are refused; the hooks and nshash-runtime
+# together, many starts in a row (the hook's child never takes the wrapper
+# for the container's init).
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/engines.sh"
 require_root
@@ -129,6 +131,36 @@ umount -l "$HS/m" 2>/dev/null
 for _ in $(seq 50); do [ -z "$(ls -A "$S/bundles" 2>/dev/null)$(ls "$S/pins" 2>/dev/null)" ] && break; sleep 0.1; done
 assert_eq "0 0" "$(ls "$S/pins" 2>/dev/null | wc -l) $(ls -A "$S/bundles" 2>/dev/null | wc -l)" "after --rm: no pin (the hand-over slots .handoff.N stay), no sibling bundle"
 sed -i "s|hooks_dir = \\[\"$D/no-hooks\"\\]|hooks_dir = [\"$D/hooks\"]|" "$CONTAINERS_CONF"
+
+# --- hooks and wrapper together, many starts in a row: the hook's waiting
+# child must not take the wrapper for the container's init (a thread group
+# leader in the netns in another mount namespace: the wrapper used to enter
+# the hook's netns from its private one to check its sizes) and remove the
+# pin before runc opens it.  On ac9cdec about 1
+# start in 10 to 60 failed: "runc create failed: ... namespace path: lstat
+# STATE/pins/oci-...: no such file or directory", the hook's log naming the
+# wrapper's pid as "the container's init".  Up to NSHASH_HW_STARTS (60)
+# starts within NSHASH_HW_SECONDS (150); a run that hangs is killed after 60 s.
+: >"$D/nshash.log"
+end=$(($(date +%s) + ${NSHASH_HW_SECONDS:-150}))
+bad=()
+n=0
+for i in $(seq "${NSHASH_HW_STARTS:-60}"); do
+	[ "$(date +%s)" -lt "$end" ] || break
+	n=$i
+	t=$((1024 << (i % 4)))
+	out=$(timeout -s KILL 60 podman --runtime "$BUILD/nshash-runtime" run --rm --network none \
+		--annotation io.nshash.tcp=$t --annotation io.nshash.udp=256 $IMG sh -c "$SHOW" 2>&1)
+	rc=$?
+	[ $rc = 137 ] && out="(podman hung 60 s, killed) $out"
+	[ "$out" = "$t 256 1" ] || bad+=("start $i (tcp $t): $(tr '\n' ' ' <<<"$out" | cut -c1-300)")
+done
+assert_none "hooks and wrapper together: $n starts in a row, every one sized" "$n" "${bad[@]}"
+wrappers=$(grep -o 'nshash-runtime\[[0-9]*\]' "$D/nshash.log" | grep -o '[0-9]*' | sort -u)
+inits=$(grep -o "(pid [0-9]*, the container's init" "$D/nshash.log" | grep -o '[0-9]*' | sort -u)
+assert_eq "" "$(comm -12 <(printf '%s\n' "$wrappers") <(printf '%s\n' "$inits") | tr '\n' ' ')" \
+	"hooks and wrapper together: the hook's child never took a wrapper (pid in the log) for the container's init"
+pins_gone && pass "hooks and wrapper together, many starts: no pin left" || fail "pin left: $(ls "$S/pins")"
 
 # --- --network ns: with nshash create (one of the named alternatives)
 on_exit "nshash delete nshash-t31"

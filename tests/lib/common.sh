@@ -65,6 +65,19 @@ assert_rc() {
 	if [ "$rc" -eq "$want" ]; then pass "$desc"; else fail "$desc (exit $rc, expected $want)"; fi
 }
 
+# assert_none DESCRIPTION N [PROBLEM...]: passes when no PROBLEM is given;
+# else fails saying how many of N, each problem on a "#" line.
+assert_none() {
+	local desc=$1 n=$2
+	shift 2
+	if [ $# -eq 0 ]; then
+		pass "$desc"
+	else
+		fail "$desc: $# of $n failed"
+		printf '#   %s\n' "$@"
+	fi
+}
+
 require_root() { [ "$(id -u)" = 0 ] || cannot_run "needs root"; }
 require_kernel_knobs() {
 	[ -e /proc/sys/net/ipv4/tcp_child_ehash_entries ] && [ -e /proc/sys/net/ipv4/udp_child_hash_entries ] ||
