@@ -336,7 +336,7 @@ int nshash_reclaim(const struct nshash_reclaim_opts *opts, struct nshash_reclaim
  * verified through the path.
  *
  * Refused before anything changes (report->refused, errnum EBUSY for a
- * process, EPERM when engine_made and the engine does not hold P,
+ * process, EPERM when engine_made and nothing shows the engine made P,
  * EOPNOTSUPP otherwise; the message names what was found) when
  * the result could not be the same: a process lives in P (a thread, or an
  * fd open on it), netfilter tables (nftables, iptables-legacy) in P, a link
@@ -357,8 +357,11 @@ struct nshash_transplant_opts {
 	bool dry_run;			  /* inspect and decide only; nothing changes */
 	bool engine_made;		  /* P is the netns the engine running the caller (an
 					   * ancestor: podman, through any wrapper) made for this
-					   * container: the engine must hold it open (podman keeps
-					   * it as its handle on the path), and may */
+					   * container: the engine must hold it open (podman 4 keeps
+					   * it as its handle on the path), or have a thread in it
+					   * (podman 5), owning no socket there, or P must have been
+					   * pinned after the caller's parent started (podman 5,
+					   * which may hold nothing on it) */
 };
 struct nshash_transplant_report {
 	unsigned links;		       /* links moved (lo stays) */

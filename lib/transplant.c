@@ -20,8 +20,11 @@
 #include <netlink/msg.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include "netcfg.h"
 
@@ -200,9 +203,90 @@ static bool is_ancestor(pid_t pid)
 	return false;
 }
 
+/* Does `pid` own a socket of netns `ns`?  Each of its socket fds is
+ * copied (pidfd_getfd) and asked for its netns (SIOCGSKNS).  1 (`what`
+ * names the fd), 0, or -1 when it cannot be told (`what` says why): a
+ * socket that might be in P is taken to be. */
+static int socket_in(pid_t pid, const struct stat *ns, char *what, size_t len)
+{
+	char dir[64], target[64];
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
+	cleanup_close int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	DIR *d = pidfd >= 0 ? opendir(dir) : NULL;
+	if (!d) {
+		snprintf(what, len, "whose sockets cannot be listed (%s)", strerror(errno));
+		return -1;
+	}
+	struct dirent *de;
+	int found = 0;
+	while (!found && (de = readdir(d))) {
+		ssize_t n = readlinkat(dirfd(d), de->d_name, target, sizeof(target) - 1);
+		if (n <= 0)
+			continue;
+		target[n] = '\0';
+		if (strncmp(target, "socket:", 7) != 0)
+			continue;
+		cleanup_close int sk = (int)syscall(SYS_pidfd_getfd, pidfd, atoi(de->d_name), 0);
+		if (sk < 0 && errno == EBADF)
+			continue; /* closed since it was listed */
+		cleanup_close int nsfd = sk < 0 ? -1 : ioctl(sk, SIOCGSKNS);
+		struct stat st;
+		if (nsfd < 0 || fstat(nsfd, &st) < 0) {
+			found = -1;
+			snprintf(what, len, "whose socket fd %.16s cannot be placed (%s)", de->d_name, strerror(errno));
+		} else if (st.st_ino == ns->st_ino && st.st_dev == ns->st_dev) {
+			found = 1;
+			snprintf(what, len, "with a socket in it (fd %.16s)", de->d_name);
+		}
+	}
+	closedir(d);
+	return found;
+}
+
+/* Was P pinned after the caller's parent (the engine that runs it) started?
+ * P's nsfs inode is made when the netns first gets a path (podman's bind
+ * mount, right after it made the netns) and lives as long as the pin, so
+ * its ctime is when P was pinned; the parent's start time is in
+ * /proc/PPID/stat (ticks since boot).  A netns pinned before the engine
+ * started (e.g. one given with --network ns:) is not one it made for this
+ * start.  A start time is rounded down to a tick (USER_HZ): P must be
+ * pinned over a tick after it, so that a pin made just before the engine
+ * started is never taken for one made after; ctime's coarse clock, which
+ * lags, errs the same way (a netns podman 5 pins 20-40 ms after it starts
+ * is accepted, one `ip netns add` pinned 3 ms before it is not). */
+static bool pinned_after_parent(const struct stat *ns)
+{
+	pid_t ppid = getppid();
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)ppid);
+	cleanup_close int fd = ppid > 1 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (n <= 0 || getppid() != ppid) /* the parent gone: not the engine */
+		return false;
+	buf[n] = '\0';
+	const char *p = strrchr(buf, ')');
+	unsigned long long start = 0;
+	/* after "pid (comm)": state ppid ... starttime is field 22 */
+	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+			 &start) != 1)
+		return false;
+	struct timespec real, boot;
+	long hz = sysconf(_SC_CLK_TCK);
+	if (hz <= 0 || clock_gettime(CLOCK_REALTIME, &real) < 0 || clock_gettime(CLOCK_BOOTTIME, &boot) < 0)
+		return false;
+	long long boot_at = (real.tv_sec - boot.tv_sec) * 1000000000LL + (real.tv_nsec - boot.tv_nsec);
+	long long started = boot_at + (long long)(start / (unsigned long long)hz) * 1000000000LL +
+			    (long long)(start % (unsigned long long)hz) * (1000000000LL / hz);
+	long long pinned = ns->st_ctim.tv_sec * 1000000000LL + ns->st_ctim.tv_nsec;
+	return pinned > started + 1000000000LL / hz;
+}
+
 /* A process inside P keeps its sockets there: nothing must live in P or
  * hold it (a thread, an open fd) but this process -- and, for a netns the
- * engine running the caller made, that engine, which must then hold it. */
+ * engine running the caller made, that engine, which must then hold it
+ * open or have a thread in it (podman 5 leaves the thread that made the
+ * netns in it: Go cannot end a locked main thread), and own no socket in
+ * it. */
 static int tp_check_processes(struct tp *t, bool engine_made, struct nshash_error *err)
 {
 	struct stat ns;
@@ -224,8 +308,16 @@ static int tp_check_processes(struct tp *t, bool engine_made, struct nshash_erro
 		int uses = pid == self ? USES_NOT : process_uses(pid, &ns, mounts, what, sizeof(what));
 		if (uses == USES_NOT)
 			continue;
-		if (uses == USES_FD && engine_made && is_ancestor(pid)) {
-			engine_holds = true;
+		if (engine_made && is_ancestor(pid)) {
+			char sock[96];
+			if (socket_in(pid, &ns, sock, sizeof(sock)) == 0) {
+				engine_holds = true;
+				continue;
+			}
+			comm_of(pid, comm, sizeof(comm));
+			snprintf(ps, sizeof(ps), "%d", (int)pid);
+			r = refuse(t, EBUSY, err, "the engine, process %s (%s), uses it %s: its sockets would stay behind",
+				   ps, comm, sock);
 			continue;
 		}
 		comm_of(pid, comm, sizeof(comm));
@@ -233,6 +325,10 @@ static int tp_check_processes(struct tp *t, bool engine_made, struct nshash_erro
 		r = refuse(t, EBUSY, err, "process %s (%s) %s: its sockets would stay behind", ps, comm, what);
 	}
 	closedir(proc);
+	/* podman 5 may hold no fd on P, nor leave a thread in it: P pinned
+	 * since the parent started is then the evidence. */
+	if (r == 0 && engine_made && !engine_holds)
+		engine_holds = pinned_after_parent(&ns);
 	free(mounts);
 	if (r == 0 && engine_made && !engine_holds)
 		r = refuse(t, EPERM, err,
