@@ -36,7 +36,8 @@ conf() {
 	echo "{\"cniVersion\":\"1.0.0\",\"name\":\"n44\",\"type\":\"nshash\",\"tcp\":$1,\"udp\":$2,\"stateDir\":\"$S\"$x}"
 }
 pin() { cni_pin_netns "$D/$1"; }
-on_exit 'for f in "$D"/pod*; do umount "$f" 2>/dev/null; done'
+# Every mount made under $D (the pins pod*, pre16, par*, busy*, ...), whatever failed.
+on_exit 'awk -v d="$D/" '"'"'index($5, d) == 1 {print $5}'"'"' /proc/self/mountinfo | sort -r | while read -r m; do umount -l "$m"; done'
 
 # --- the CNI plugin: the first ADD makes its netns and then a spare
 pin pod1

@@ -107,7 +107,8 @@ while read -r f; do
 done </root/nshash.files
 echo "files listed: $(wc -l </root/nshash.files)"
 echo "run-nshash: [$(ls -A /run/nshash 2>/dev/null | tr "\n" " ")]"
-echo "nsfs mounts: $(awk "\$9 == \"nsfs\"" /proc/self/mountinfo | wc -l)"
+echo "nsfs mounts: $(grep -c " - nsfs " /proc/self/mountinfo)"
+grep " - nsfs " /proc/self/mountinfo | cut -d" " -f5 | sed "s/^/nsfs at /"
 '
 out=$R/root/fresh.log
 CHROOT_ENV=NSHASH_IN_FRESH_ROOT=1 chroot_run "$R" "(set -e; cd /root; $block
