@@ -394,12 +394,15 @@ static int append_line(const char *state_dir, const char *line, off_t *size, str
 	struct stat st;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 		return nshash_error_set(err, EINVAL, "ledger %s: not a regular file", path);
-	char buf[PATH_MAX + 258], last = '\n';
+	char stack[PATH_MAX + 258], last = '\n';
 	size_t len = 0, n = strlen(line);
+	/* a record fits on the stack; an S line lists every unproven id */
+	cleanup_free char *heap = n + 1 > sizeof(stack) ? malloc(n + 1) : NULL;
+	char *buf = n + 1 > sizeof(stack) ? heap : stack;
+	if (!buf)
+		return nshash_error_set(err, ENOMEM, "append to ledger %s: out of memory", path);
 	if (st.st_size > 0 && (pread(fd, &last, 1, st.st_size - 1) != 1 || last != '\n'))
 		buf[len++] = '\n';
-	if (n > sizeof(buf) - len)
-		return nshash_error_set(err, EINVAL, "append to ledger %s: line too long", path);
 	memcpy(buf + len, line, n);
 	len += n;
 	for (size_t done = 0; done < len;) {
@@ -758,18 +761,20 @@ static int reconcile(const char *state_dir, int *lockfd, struct nsh_ledger *l, u
 		m = (size_t)n;
 	bool had_scan = l->scan.ids && *l->scan.ids;
 	cleanup_free struct verdict *v = calloc(l->n, sizeof(*v));
-	if (!v)
+	cleanup_free int *item_of = malloc((l->n ? l->n : 1) * sizeof(*item_of)); /* record -> scan item */
+	if (!v || !item_of)
 		return nshash_error_set(err, ENOMEM, "reconcile the table ledger: out of memory");
+	for (size_t i = 0; i < l->n; i++)
+		item_of[i] = -1;
+	for (size_t k = 0; k < m; k++)
+		if (index[k] < l->n)
+			item_of[index[k]] = (int)k;
 	size_t nv = 0;
 	for (size_t i = 0; i < l->n; i++) {
 		const struct nsh_record *r = &l->v[i];
 		if (r->kind != 'N')
 			continue;
-		int item = -1;
-		for (size_t k = 0; k < m; k++)
-			if (index[k] == i)
-				item = (int)k;
-		v[nv] = (struct verdict){.ino = r->ino, .drop = r->drop, .checked = r->checked, .item = item};
+		v[nv] = (struct verdict){.ino = r->ino, .drop = r->drop, .checked = r->checked, .item = item_of[i]};
 		memcpy(v[nv++].id, r->id, sizeof(r->id));
 	}
 	qsort(v, nv, sizeof(*v), cmp_verdict);
