@@ -90,6 +90,10 @@ struct nshash_cni_config {
 	char state_dir[1024];	       /* "stateDir" ("" = absent); the node's after _node() */
 	uint64_t max_table_bytes;      /* "maxTableBytes": node-wide budget, 0 = none */
 	unsigned spares;	       /* "spares": sized netns kept ready per size pair */
+	/* the node's bounds on every size pair's spares (nshash.json(5)) */
+	unsigned max_spares;
+	uint64_t max_spare_bytes;
+	int64_t spare_max_idle;
 	struct json_object *json;      /* the whole document */
 };
 /* Decode and validate stdin: code 6 when it is not exactly one JSON object,

@@ -267,6 +267,9 @@ static int add_replace(struct run *r, struct nshash_sizes req, const char *want,
 	    /* lo up: some runtimes raise it before ADD and never again */
 	    .keep_lo_down = false,
 	    .max_table_bytes = r->cfg.max_table_bytes,
+	    .max_spares = r->cfg.max_spares,
+	    .max_spare_bytes = r->cfg.max_spare_bytes,
+	    .spare_max_idle = r->cfg.spare_max_idle,
 	};
 	pthread_t inspector;
 	bool threaded = pthread_create(&thread, NULL, occupancy_settled, &job) == 0;

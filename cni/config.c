@@ -386,6 +386,9 @@ int nshash_cni_config_node(struct nshash_cni_config *cfg, const struct nshash_po
 	if (node->max_table_bytes && (!cfg->max_table_bytes || cfg->max_table_bytes > node->max_table_bytes))
 		cfg->max_table_bytes = node->max_table_bytes;
 
+	cfg->max_spares = node->max_spares;
+	cfg->max_spare_bytes = node->max_spare_bytes;
+	cfg->spare_max_idle = node->spare_max_idle;
 	if (!cfg->has_spares)
 		cfg->spares = node->spares;
 	else if (cfg->spares > node->spares) {

@@ -87,7 +87,10 @@ int main(void)
 	 * no pin under STATE/pins (it sizes the runtime's own pin at
 	 * CNI_NETNS), so this run's work is never among them. */
 	char msg[1400];
-	if (out.have_config &&
+	/* (not after DEL, GC or VERSION: they ran with every capability
+	 * dropped, and a reclaim that cannot look would only use up the
+	 * interval) */
+	if (out.have_config && sizes &&
 	    nsh_reclaim_orphans(out.state_dir, out.stale_age, out.reclaim_interval, msg, sizeof(msg)))
 		fprintf(stderr, "nshash: %s\n", msg);
 	nshash_cni_output_free(&out);
