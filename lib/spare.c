@@ -5,8 +5,10 @@
  * made like any other sized netns (template, verified, lo up, recorded in
  * the table ledger); a netns's table sizes never change, but a spare is
  * reachable (by root) through copies of its mount in other mount
- * namespaces until it is taken, so a take looks for a thread inside it
- * (a /proc pass) and drops such a spare.  Its name carries what its verification read,
+ * namespaces until it is taken; entering it needs host root, who can enter
+ * any container's netns anyway, so a take does not look for anyone inside
+ * (a /proc pass over every thread would cost more than making a netns:
+ * docs/design.md).  Its name carries what its verification read,
  * SIZES.TCP.UDP.RANDOM (the raw *_hash_entries: negative = the shared
  * table of that many buckets), so a take reads no /proc/sys: each lookup
  * there compares against a dentry of every live netns that looked
