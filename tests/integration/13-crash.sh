@@ -72,11 +72,13 @@ for ((i = 0; i < ITERATIONS; i++)); do
 			rebuild=true
 	fi
 	pin=$PINS/c$i
-	nshash --state-dir "$STATE" create --strategy $strategy --tcp "$t" --udp "$u" "$pin" >/dev/null 2>"$WORK/err" &
-	pid=$!
+	# the delay first: a $(...) after the start would fork on the clock
 	delay=$((RANDOM * 32768 + RANDOM))
 	delay=$((delay % (max_delay_us + 1)))
-	fifo_sleep "$(printf '0.%06d' $delay)"
+	printf -v delay_s '%d.%06d' $((delay / 1000000)) $((delay % 1000000))
+	nshash --state-dir "$STATE" create --strategy $strategy --tcp "$t" --udp "$u" "$pin" >/dev/null 2>"$WORK/err" &
+	pid=$!
+	fifo_sleep "$delay_s"
 	kill -KILL $pid 2>/dev/null
 	wait $pid 2>/dev/null # (no "Killed" job notice)
 	rc=$?

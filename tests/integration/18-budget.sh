@@ -122,18 +122,21 @@ ns gc >/dev/null
 settled 0
 assert_eq "0 0" "$(usage)" "all deleted: nothing counted"
 mkfifo "$WORK/fifo" && exec 9<>"$WORK/fifo"
-# The kill window: uniform in 0..T, T the median creation measured here
+# The kill window: uniform in 0..1.5T, T the median creation measured here
 # (a fixed 0-4 ms let most creators finish first on a quiet machine).
 cal() { exec nshash --state-dir "$STATE" create --tcp 4096 --udp 1024 --max-table-bytes $((100 * EACH)) "$PINS/cal$BASHPID"; }
-window_us=$(median_us 7 cal)
+window_us=$((3 * $(median_us 7 cal) / 2))
 ns delete "$PINS"/cal* >/dev/null 2>&1
-echo "# kill delays uniform in 0..$window_us µs (the measured median creation)"
+echo "# kill delays uniform in 0..$window_us µs (1.5 times the measured median creation)"
 killed=0
 for i in $(seq 40); do
+	# the delay first: a $(...) after the start would fork on the clock
+	d=$(((RANDOM * 32768 + RANDOM) % (window_us + 1)))
+	printf -v delay '%d.%06d' $((d / 1000000)) $((d % 1000000))
 	# nshash itself, not the ns function: SIGKILL must hit the creator
 	nshash --state-dir "$STATE" create --tcp 4096 --udp 1024 --max-table-bytes $((100 * EACH)) "$PINS/k$i" >/dev/null 2>&1 &
 	pid=$!
-	read -r -t "$(printf '%d.%06d' $((d = (RANDOM * 32768 + RANDOM) % (window_us + 1), d / 1000000)) $((d % 1000000)))" -u 9 _
+	read -r -t "$delay" -u 9 _
 	kill -KILL $pid 2>/dev/null
 	wait $pid 2>/dev/null
 	[ $? = 137 ] && killed=$((killed + 1))
