@@ -202,6 +202,17 @@ assert_eq "0 1024 256" "$CNI_RC $(netns_sizes_at "$P")" "spares 16 in the networ
 assert_eq 1 "$(find "$S41/spares" -maxdepth 1 -name 'tcp1024-udp256.*' | wc -l)" "spares 16 in the network: the node's 1 spare made, not 16"
 assert_contains "$CNI_ERR" "warning: network config key \"spares\": 16 is above this node's spares 1 ($NSHASH_POLICY); using 1: a network config may lower node settings, never raise them" "spares 16: the warning names the key and the node's value"
 
+# the node's maxSpares bounds the plugin's filler too (it used the library's 16)
+S41s=$(make_state_dir)
+cni_node_policy "$D/node-maxspares.json" "$S41s" '"spares": 3, "maxSpares": 2'
+new_pin
+printf '{"cniVersion":"1.0.0","name":"n","type":"nshash","tcp":2048,"udp":256}' >"$D/c.json"
+plugin CNI_NETNS="$P" NSHASH_POLICY="$NSHASH_POLICY" <"$D/c.json"
+sleep 0.2
+spares_settled "$S41s"
+assert_eq "0 2" "$CNI_RC $(find "$S41s/spares" -maxdepth 1 -name 'tcp*' | wc -l)" "node spares 3, maxSpares 2: the plugin's filler makes 2"
+"$BUILD/nshash" --state-dir "$S41s" gc --max-idle 0 >/dev/null 2>&1
+
 # maxTcp above the node's cap does not raise it; nor maxUdp
 cni_node_policy "$D/node-caps.json" "$S41" '"maxTcp": 8192, "maxUdp": 1024, "spares": 0'
 new_pin
