@@ -13,7 +13,8 @@ command -v gnuplot >/dev/null || cannot_run "gnuplot missing (tools/ensure-deps 
 OUT=$(mktemp -d)
 on_exit "rm -rf $OUT"
 nr_open=$(cat /proc/sys/fs/nr_open)
-log=$(VALUE_OUT=$OUT VALUE_UDP_CHAINS=0,1 VALUE_TCP_CHAINS=0,1 VALUE_ROUNDS=3 VALUE_SLICE_MS=2 \
+VSTATE=$(make_state_dir) # the host's /run/nshash is not the test's
+log=$(VALUE_OUT=$OUT VALUE_STATE_DIR=$VSTATE VALUE_UDP_CHAINS=0,1 VALUE_TCP_CHAINS=0,1 VALUE_ROUNDS=3 VALUE_SLICE_MS=2 \
 	"$TOP/bench/value" 2>&1)
 assert_eq 0 $? "bench/value with tiny noise exits 0"
 assert_eq "proto,metric,noise_sockets,shared,own" "$(head -1 "$OUT/value.csv")" "CSV header"
