@@ -52,9 +52,9 @@ def inside():
         keep.append(socket.socket(socket.AF_INET, socket.SOCK_DGRAM))
     ready.set()
     threading.Event().wait()
-if mode == "later":  # started before P was pinned: wait for it
-    import time
-    while not os.path.exists(path) or os.stat(path).st_dev == os.stat("/run/netns").st_dev:
+if mode == "later":  # started before P was pinned: wait until it is made
+    import time  # (the go file: make_p's own ip processes have left P)
+    while not os.path.exists(os.environ["GO"]):
         time.sleep(0.05)
 if mode in ("thread", "socket"):
     threading.Thread(target=inside, daemon=True).start()
@@ -82,10 +82,11 @@ assert_contains "$out" "rc=1" "the engine's socket in P: the hook fails"
 [ "$(tcp_of)" -lt 0 ] && pass "the engine's socket in P: P left as it was" || fail "the engine's socket in P: P changed"
 
 ip netns del "$U" 2>/dev/null
-engine later >"$D/later" &
+GO=$D/later.go engine later >"$D/later" &
 later=$!
 sleep 0.5
 make_p
+touch "$D/later.go"
 wait $later
 out=$(cat "$D/later")
 assert_contains "$out" "rc=0" "an engine started before P was pinned, holding nothing on it: the hook succeeds"
