@@ -76,21 +76,8 @@ echo "== deb"; make deb >/root/deb.log 2>&1; echo "deb-rc=$?"; grep -E "^[EW]: |
 echo "== install"; '"$install_line"' -y >/root/pkg.log 2>&1; echo "install-rc=$?"; tail -3 /root/pkg.log
 echo "== check"; nshash check; echo "check-rc=$?"
 echo "== podman"
-mkdir -p /etc/containers/containers.conf.d
-ln -s /usr/share/nshash/containers.conf.d/50-nshash-hooks.conf /etc/containers/containers.conf.d/
-# What this VM needs of any podman (docs/runtimes.md), not nshash set-up.
-cat >/etc/containers/containers.conf <<EOF
-[containers]
-default_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]
-[engine]
-runtime = "runc"
-cgroup_manager = "cgroupfs"
-events_logger = "file"
-EOF
-mkdir -p /root/rootfs/bin && cp "$(command -v busybox)" /root/rootfs/bin/ && cd /root/rootfs
-for c in $(bin/busybox --list); do [ "$c" = busybox ] || ln -sf busybox bin/$c; done
-mkdir -p etc proc sys dev tmp && echo "root:x:0:0:root:/root:/bin/sh" >etc/passwd && echo "root:x:0:" >etc/group
-tar -c . | podman import - localhost/fresh-bb >/dev/null
+mkdir -p /root/rootfs/bin && cp "$(command -v busybox)" /root/rootfs/bin/
+'"$(chroot_podman_lines localhost/fresh-bb)"'
 podman run --rm --network none --annotation io.nshash.tcp=4096 --annotation io.nshash.udp=1024 localhost/fresh-bb \
 	sh -c "echo sized \$(cat /proc/sys/net/ipv4/tcp_ehash_entries) \$(cat /proc/sys/net/ipv4/udp_hash_entries)" 2>&1
 podman rmi -f localhost/fresh-bb >/dev/null 2>&1

@@ -57,20 +57,7 @@ grep -h "\"path\"" /usr/share/nshash/verify-hooks.d/nshash-verify.json /usr/shar
 echo "== create"; nshash create --tcp 4096 --udp 1024 pkg-test >/dev/null && ip netns exec pkg-test cat /proc/sys/net/ipv4/tcp_ehash_entries; nshash delete pkg-test
 echo "== podman"
 apt-get -o Dpkg::Use-Pty=0 install -y podman runc >>/root/apt.log 2>&1 || { tail -20 /root/apt.log; exit 1; }
-mkdir -p /etc/containers/containers.conf.d
-ln -s /usr/share/nshash/containers.conf.d/50-nshash-hooks.conf /etc/containers/containers.conf.d/
-# What this VM needs of any podman (docs/runtimes.md), not nshash set-up.
-cat >/etc/containers/containers.conf <<EOF
-[containers]
-default_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]
-[engine]
-runtime = "runc"
-cgroup_manager = "cgroupfs"
-events_logger = "file"
-EOF
-cd /root/rootfs && for c in $(bin/busybox --list); do [ "$c" = busybox ] || ln -sf busybox bin/$c; done
-mkdir -p etc proc sys dev tmp && echo "root:x:0:0:root:/root:/bin/sh" >etc/passwd && echo "root:x:0:" >etc/group
-tar -c . | podman import - localhost/bb >/dev/null
+'"$(chroot_podman_lines localhost/bb)"'
 podman run --rm --network none --annotation io.nshash.tcp=4096 --annotation io.nshash.udp=1024 localhost/bb \
 	sh -c "echo sized \$(cat /proc/sys/net/ipv4/tcp_ehash_entries) \$(cat /proc/sys/net/ipv4/udp_hash_entries)" 2>&1 || true
 sleep 1

@@ -5,6 +5,9 @@
 #
 #   chroot_base                   pristine base tarball (built once, cached) -> $CHROOT_BASE
 #   chroot_new DIR                a fresh root at DIR from that tarball; removed at exit
+#   chroot_podman_lines IMAGE     shell lines that set up the root's podman with the
+#                                 package's hooks drop-in and import /root/rootfs
+#                                 (bin/busybox in it) as IMAGE
 #   chroot_run DIR CMD            run the shell command CMD as root of DIR entered as a
 #                                 container (own mount/PID/UTS/IPC namespaces, pivot_root,
 #                                 /proc, /sys, cgroups, /dev, /run as on a booted machine):
@@ -152,4 +155,26 @@ chroot_run() {
 			PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin /bin/bash -c "$cmd"
 		exit $?
 	' _ "$r" "$CHROOT_ARCHIVES" "$cmd" "$(findmnt -no PROPAGATION / | grep shared)" ${CHROOT_ENV:-}
+}
+
+# chroot_podman_lines IMAGE: the shell lines a fresh root runs once the
+# package and podman are installed: the package's hooks drop-in linked in,
+# what this VM needs of any podman (docs/runtimes.md; not nshash set-up),
+# and /root/rootfs (bin/busybox already in it) imported as IMAGE.
+chroot_podman_lines() {
+	cat <<EOS
+mkdir -p /etc/containers/containers.conf.d
+ln -s /usr/share/nshash/containers.conf.d/50-nshash-hooks.conf /etc/containers/containers.conf.d/
+cat >/etc/containers/containers.conf <<EOF
+[containers]
+default_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]
+[engine]
+runtime = "runc"
+cgroup_manager = "cgroupfs"
+events_logger = "file"
+EOF
+cd /root/rootfs && for c in \$(bin/busybox --list); do [ "\$c" = busybox ] || ln -sf busybox bin/\$c; done
+mkdir -p etc proc sys dev tmp && echo "root:x:0:0:root:/root:/bin/sh" >etc/passwd && echo "root:x:0:" >etc/group
+tar -c . | podman import - $1 >/dev/null
+EOS
 }
