@@ -84,8 +84,9 @@ COMMON_A := $(B)/libnshash-common.a
 OCI_OBJS := $(call obj,$(filter-out %-main.c,$(sort $(wildcard oci-hooks/*.c))))
 CNI_OBJS := $(call obj,$(filter-out cni/main.c,$(sort $(wildcard cni/*.c))))
 CMD_OBJS := $(call obj,$(filter-out cmd/nshash.c,$(sort $(wildcard cmd/*.c))))
+K8S_OBJS := $(call obj,$(sort $(wildcard k8s/*.c)))
 
-BINS := $(B)/nshash $(B)/nshash-hook $(B)/nshash-runtime $(B)/cni/nshash
+BINS := $(B)/nshash $(B)/nshash-hook $(B)/nshash-runtime $(B)/cni/nshash $(B)/nshash-cni-install
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRCS))
 BENCH_SRCS := $(sort $(wildcard bench/*.c))
@@ -99,7 +100,7 @@ FUZZ_SMOKE_SECONDS ?= 4
 # How long `make soak` runs its day on a node (seconds).
 SOAK_SECONDS ?= 1800
 SAN := build/san
-ALL_SRCS := $(sort $(wildcard lib/*.c common/*.c oci-hooks/*.c cni/*.c cmd/*.c))
+ALL_SRCS := $(sort $(wildcard lib/*.c common/*.c oci-hooks/*.c cni/*.c cmd/*.c k8s/*.c))
 
 .PHONY: all deps deps-test deps-deb deps-rpm check check-engines unit integration soak demo bench value install uninstall \
 	deb rpm clean format pkgconfig-check fuzz lint san san-check
@@ -209,6 +210,9 @@ $(B)/obj/cni/%.o: cni/%.c $(wildcard cni/*.h common/*.h lib/nshash.h) | pkgconfi
 $(B)/obj/cmd/%.o: cmd/%.c $(wildcard cmd/*.h common/*.h lib/nshash.h) | pkgconfig-check
 	@mkdir -p $(@D)
 	$(COMPILE) -Icommon -Icmd -c -o $@ $<
+$(B)/obj/k8s/%.o: k8s/%.c $(wildcard k8s/*.h common/*.h lib/nshash.h) | pkgconfig-check
+	@mkdir -p $(@D)
+	$(COMPILE) -Icommon -Ik8s -c -o $@ $<
 
 $(LIB_A): $(LIB_OBJS)
 	@mkdir -p $(@D)
@@ -235,6 +239,9 @@ $(B)/nshash-runtime: $(call obj,oci-hooks/runtime-main.c) $(OCI_OBJS) $(FRONT_LI
 	$(LINK) -o $@ $^ $(BIN_LDLIBS)
 $(B)/cni/nshash: $(call obj,cni/main.c) $(CNI_OBJS) $(FRONT_LIBS)
 	@mkdir -p $(@D)
+	$(LINK) -o $@ $^ $(BIN_LDLIBS)
+# The Kubernetes installer runs in a FROM-scratch image: static like the plugin.
+$(B)/nshash-cni-install: $(K8S_OBJS) $(FRONT_LIBS)
 	$(LINK) -o $@ $^ $(BIN_LDLIBS)
 
 # Unit tests test the front-ends' logic: each links the objects it needs.
