@@ -378,9 +378,11 @@ enum k8s_pass k8s_chain(struct k8s_ctx *c, char *done, size_t dlen, struct nshas
 	if (file_read(o->net_dir, name, &f, err) < 0)
 		goto out;
 	if (!f.json) {
-		nshash_error_prefix(err, "not touching %s (retried at its next change; a primary CNI may be "
-					 "writing it)",
-				    f.path);
+		char why[sizeof(err->msg)];
+		snprintf(why, sizeof(why), "%s", err->msg);
+		nshash_error_set(err, EINVAL,
+				 "%.900s; not touching it (retried at its next change: a primary CNI may be writing it)",
+				 why);
 		goto out;
 	}
 	const char *dot = strrchr(name, '.');

@@ -174,6 +174,9 @@ int k8s_install(struct k8s_ctx *c)
 			return 1;
 		}
 	}
+	/* watched before the first pass: a change during it wakes the next */
+	if (o->watch)
+		ifd = watch_fd(o);
 	pass(c, &s);
 	status_write(o, &s);
 	if (!o->watch)
