@@ -454,4 +454,69 @@ assert_eq 1 $? "... ready fails"
 assert_contains "$out" "not ready: uninstalled" "... saying uninstalled"
 kill -TERM $W
 wait $W
+
+# ---- through containerd 1.6's CRI (the one kubelet talks to): install ->
+# pods -> upgrade -> uninstall -> the pods made while chained stopped and removed
+. "$TOP/tests/lib/engines.sh"
+cni_require_cri
+C=$D/containerd
+cni_containerd_cri_start "$C" "" NSHASH_POLICY="$NSHASH_POLICY" || cannot_run "containerd with CRI did not start"
+cp /usr/lib/cni/bridge /usr/lib/cni/host-local /usr/lib/cni/portmap /usr/lib/cni/loopback "$C/cni-bin/"
+echo "$BRIDGE_CONF" | jq . >"$C/net.d/10-$NET.conflist"
+chmod 0600 "$C/net.d/10-$NET.conflist"
+csnap() { (cd "$C/net.d" && for f in $(ls -A | LC_ALL=C sort); do echo "$f $(stat -c '%a %u:%g %s' "$f") $(md5sum <"$f" | cut -c1-32)"; done; ls "$C/cni-bin" | tr '\n' ' '); }
+CBEFORE=$(csnap)
+NETNS_DIR=$C/state/io.containerd.grpc.v1.cri/netns
+sandbox_pid() { ctr -n k8s.io task ls 2>/dev/null | awk -v id="$1" '$1 == id {print $2}'; }
+cwatch() { # RUN-DIR ERRFILE: a DaemonSet pod's installer on containerd's dirs (pid in W)
+	mkdir -p "$1"
+	"$INST" --cni-bin-dir "$C/cni-bin" --cni-net-dir "$C/net.d" --plugin "$CNI_PLUGIN" --entry "$ENTRY" --run-dir "$1" \
+		install --watch 30 2>"$2" &
+	W=$!
+	on_exit "kill $W"
+}
+# containerd's CRI reloads its CNI config on a change of the dir (fsnotify);
+# its log shows no reload, so a change is given a second to land
+cri_reloaded() { sleep 1; }
+cwatch "$D/pod1-run" "$D/pod1.err"
+for _ in $(seq 50); do [ "$(jq -r '.plugins[0].type' "$C/net.d/10-$NET.conflist" 2>/dev/null)" = nshash ] && break; sleep 0.1; done
+assert_eq "nshash" "$(jq -r '.plugins[0].type' "$C/net.d/10-$NET.conflist")" "CRI: the installer chained nshash into containerd's conflist"
+cri_reloaded
+A=$(cni_cri_runp "$D/err" pod-a uid-a default io.nshash.tcp=16384)
+[ -n "$A" ] && pass "CRI: RunPodSandbox while chained" || fail "RunPodSandbox failed: $(cat "$D/err")"
+assert_eq "16384 1024" "$(netns_sizes_of_pid "$(sandbox_pid "$A")" 2>/dev/null)" "CRI: the pod is sized (annotation tcp, entry's udp)"
+# upgrade: the old pod gets SIGTERM, the new one starts
+CHAINED=$(csnap)
+kill -TERM $W
+wait $W
+assert_eq "0 $CHAINED" "$? $(csnap)" "upgrade: the old installer's SIGTERM leaves every file as it was"
+cwatch "$D/pod2-run" "$D/pod2.err"
+for _ in $(seq 50); do grep -q "nothing to write" "$D/pod2.err" && break; sleep 0.1; done
+assert_eq "$CHAINED" "$(csnap)" "upgrade: the new installer finds nshash chained and writes nothing"
+assert_contains "$(cat "$D/pod2.err")" "nshash is first in $C/net.d/10-$NET.conflist (nothing to write)" "... saying so"
+B=$(cni_cri_runp "$D/err" pod-b uid-b default)
+[ -n "$B" ] && pass "CRI: RunPodSandbox after the upgrade" || fail "RunPodSandbox failed: $(cat "$D/err")"
+assert_eq "4096 1024" "$(netns_sizes_of_pid "$(sandbox_pid "$B")" 2>/dev/null)" "CRI: sized by the entry's defaults"
+# removal: uninstall (kubectl exec in the running pod), then the pods go
+"$INST" --cni-bin-dir "$C/cni-bin" --cni-net-dir "$C/net.d" --plugin "$CNI_PLUGIN" --run-dir "$D/pod2-run" uninstall 2>"$D/un.err"
+assert_eq "0 $(sed 's/loopback portmap/loopback nshash portmap/' <<<"$CBEFORE")" "$? $(csnap)" \
+	"uninstall: containerd's conflist byte for byte as before (mode 0600), the binary kept"
+cri_reloaded
+"${CRI[@]}" "$CRI_SOCK" stopp "$A" 2>"$D/err" && "${CRI[@]}" "$CRI_SOCK" rmp "$A" 2>>"$D/err"
+assert_eq "0" "$?" "CRI: a pod made while chained is stopped and removed after uninstall ($(cat "$D/err"))"
+"$INST" --cni-bin-dir "$C/cni-bin" --cni-net-dir "$C/net.d" --run-dir "$D/pod2-run" uninstall --remove-binary 2>"$D/un.err"
+assert_eq "0 $CBEFORE" "$? $(csnap)" "uninstall --remove-binary: no nshash file left in containerd's dirs"
+# containerd 1.6 tears a pod's network down with the conflist it has loaded
+# now (go-cni), not the one the pod was made with: no nshash call for DEL
+"${CRI[@]}" "$CRI_SOCK" stopp "$B" 2>"$D/err" && "${CRI[@]}" "$CRI_SOCK" rmp "$B" 2>>"$D/err"
+assert_eq "0" "$?" "CRI: a pod made while chained is stopped and removed with the binary gone too ($(cat "$D/err"))"
+P=$(cni_cri_runp "$D/err" pod-c uid-c default io.nshash.tcp=16384)
+[ -n "$P" ] && pass "CRI: a pod after removal starts (no nshash in the chain)" || fail "RunPodSandbox failed: $(cat "$D/err")"
+assert_contains "$(nsenter -t "$(sandbox_pid "$P")" -n ip -4 -o addr show dev eth0 2>/dev/null)" "$SUBNET." "... with its network"
+"${CRI[@]}" "$CRI_SOCK" stopp "$P" && "${CRI[@]}" "$CRI_SOCK" rmp "$P"
+assert_eq "0 0 0" "$(ctr -n k8s.io task ls -q | wc -l) $(ctr -n k8s.io containers ls -q | wc -l) $(count_pins_under "$NETNS_DIR/")" "CRI: no sandbox, container or netns pin left"
+grep -q "nshash" "$C/containerd.log" && echo "# containerd's log on nshash: $(grep -c nshash "$C/containerd.log") line(s)"
+assert_eq "" "$(grep 'failed to find plugin "nshash"' "$C/containerd.log")" "containerd never missed the nshash binary"
+kill -TERM $W
+wait $W
 assert_host_untouched
