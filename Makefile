@@ -2,7 +2,7 @@
 # nshash — per-network-namespace TCP/UDP hash tables for containers.
 # lib/*.c is libnshash (the engine); common/*.c an internal archive of what
 # the front-ends share; each binary is its front-end's objects (cmd/,
-# oci-hooks/, cni/) + the internal archive + libnshash.a.  docs/design.md.
+# oci-hooks/, cni/, k8s/) + the internal archive + libnshash.a.  docs/design.md.
 #
 # Flags: CFLAGS (default -O2 -g), CPPFLAGS and LDFLAGS are the user's and are
 # honoured; what the build needs (warnings, -fPIC, include dirs, json-c and
@@ -199,7 +199,7 @@ pkgconfig-check:
 	@pkg-config --exists $(PKGS) 2>/dev/null || { echo "nshash: missing build dependencies (pkg-config: $(PKGS)):" \
 		"run 'make deps' as root (installs them with apt), or 'make demo' / 'make check', which do it first" >&2; exit 1; }
 
-# Dependencies point one way: cmd/, oci-hooks/, cni/ -> common/ -> lib/.
+# Dependencies point one way: cmd/, oci-hooks/, cni/, k8s/ -> common/ -> lib/.
 $(B)/obj/lib/%.o: lib/%.c $(wildcard lib/*.h) | pkgconfig-check
 	@mkdir -p $(@D)
 	$(COMPILE) -c -o $@ $<

@@ -42,15 +42,21 @@ static char **conf_files(const char *dir, const char *skip, const char *add, str
 {
 	DIR *d = opendir(dir);
 	if (!d) {
-		nshash_error_set(err, errno, "%s: %s (mount the node's CNI config dir there, or name it with "
-					     "--cni-net-dir)",
+		nshash_error_set(err, errno,
+				 "%s: %s (mount the node's CNI config dir there, or name it with "
+				 "--cni-net-dir)",
 				 dir, strerror(errno));
 		return NULL;
 	}
 	size_t n = 0, cap = 16;
 	char **v = calloc(cap, sizeof(*v));
+	if (!v) {
+		closedir(d);
+		nshash_error_set(err, ENOMEM, "%s: out of memory", dir);
+		return NULL;
+	}
 	struct dirent *de;
-	while (v && (de = readdir(d))) {
+	while ((de = readdir(d))) {
 		struct stat st;
 		if (!conf_ext(de->d_name) || (skip && !strcmp(de->d_name, skip)) || (add && !strcmp(de->d_name, add)))
 			continue;
@@ -62,15 +68,12 @@ static char **conf_files(const char *dir, const char *skip, const char *add, str
 				break;
 			v = nv;
 		}
-		v[n++] = strdup(de->d_name);
+		if ((v[n] = strdup(de->d_name)))
+			n++;
 	}
 	closedir(d);
-	if (!v) {
-		nshash_error_set(err, ENOMEM, "%s: out of memory", dir);
-		return NULL;
-	}
-	if (add)
-		v[n++] = strdup(add);
+	if (add && (v[n] = strdup(add)))
+		n++;
 	v[n] = NULL;
 	qsort(v, n, sizeof(*v), by_name);
 	return v;
@@ -113,8 +116,9 @@ int k8s_lock(const char *dir, struct nshash_error *err)
 {
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
-		return nshash_error_set(err, errno, "%s: %s (mount the node's CNI config dir there, or name it with "
-						    "--cni-net-dir)",
+		return nshash_error_set(err, errno,
+					"%s: %s (mount the node's CNI config dir there, or name it with "
+					"--cni-net-dir)",
 					dir, strerror(errno));
 	while (flock(fd, LOCK_EX) < 0) {
 		if (errno != EINTR) {
@@ -240,9 +244,8 @@ static int file_read(const char *dir, const char *name, struct file *f, struct n
 	path_in(f->path, sizeof(f->path), dir, name);
 	struct stat lst;
 	if (lstat(f->path, &lst) == 0 && S_ISLNK(lst.st_mode))
-		return nshash_error_set(err, ELOOP,
-					"%s is a symbolic link: nshash chains only a regular file (not touching it)",
-					f->path);
+		return nshash_error_set(
+		    err, ELOOP, "%s is a symbolic link: nshash chains only a regular file (not touching it)", f->path);
 	int r = nsh_read_file_stat(f->path, K8S_MAX_FILE, &f->bytes, &f->len, &f->st, err);
 	if (r < 0)
 		return r;
@@ -380,9 +383,9 @@ enum k8s_pass k8s_chain(struct k8s_ctx *c, char *done, size_t dlen, struct nshas
 	if (!f.json) {
 		char why[sizeof(err->msg)];
 		snprintf(why, sizeof(why), "%s", err->msg);
-		nshash_error_set(err, EINVAL,
-				 "%.900s; not touching it (retried at its next change: a primary CNI may be writing it)",
-				 why);
+		nshash_error_set(
+		    err, EINVAL,
+		    "%.900s; not touching it (retried at its next change: a primary CNI may be writing it)", why);
 		goto out;
 	}
 	const char *dot = strrchr(name, '.');
@@ -448,7 +451,8 @@ enum k8s_pass k8s_chain(struct k8s_ctx *c, char *done, size_t dlen, struct nshas
 			goto fail;
 		json_object_object_add(r, "written", json_object_new_string(text));
 		if (record_save(o->net_dir, rec, err) < 0 ||
-		    k8s_write_atomic(f.path, text, strlen(text), f.st.st_mode & 07777, f.st.st_uid, f.st.st_gid, err) < 0)
+		    k8s_write_atomic(f.path, text, strlen(text), f.st.st_mode & 07777, f.st.st_uid, f.st.st_gid, err) <
+			0)
 			goto fail;
 		snprintf(done, dlen, "chained nshash first into %s%s", f.path,
 			 ours || converted ? "" : " (its original kept for uninstall)");
@@ -521,14 +525,17 @@ int k8s_chained(const struct k8s_ctx *c, struct nshash_error *err)
 		/* why it is not chained: first whether it would be refused */
 		plugins_replace(list, c->entry);
 		if (k8s_validate(c, list, note, sizeof(note), err) < 0)
-			r = nshash_error_prefix(err, "%s with nshash's entry of %s is refused", f.path, c->o->entry_path);
+			r = nshash_error_prefix(err, "%s with nshash's entry of %s is refused", f.path,
+						c->o->entry_path);
 		else if (!json_object_object_get_ex(f.json, "plugins", &plugins) ||
 			 !json_object_is_type(plugins, json_type_array) ||
 			 !is_nshash(json_object_array_get_idx(plugins, 0)))
-			r = nshash_error_set(err, ENOENT, "nshash is not plugins[0] of %s (the active CNI config)", f.path);
+			r = nshash_error_set(err, ENOENT, "nshash is not plugins[0] of %s (the active CNI config)",
+					     f.path);
 		else if (!json_object_equal(json_object_array_get_idx(plugins, 0), c->entry))
-			r = nshash_error_set(err, EINVAL, "plugins[0] of %s is not nshash's entry of %s (an earlier one)",
-					     f.path, c->o->entry_path);
+			r = nshash_error_set(err, EINVAL,
+					     "plugins[0] of %s is not nshash's entry of %s (an earlier one)", f.path,
+					     c->o->entry_path);
 	}
 	json_object_put(list);
 	file_free(&f);
@@ -542,7 +549,7 @@ int k8s_conf_mentioning_nshash(const struct k8s_opts *o, char *name, size_t len)
 	int found = 0;
 	for (size_t i = 0; v && v[i] && !found; i++) {
 		struct file f;
-		json_object *plugins;
+		json_object *plugins = NULL;
 		if (file_read(o->net_dir, v[i], &f, &e) < 0)
 			continue;
 		if (f.json && (is_nshash(f.json) || (json_object_object_get_ex(f.json, "plugins", &plugins) &&
@@ -574,8 +581,8 @@ static void strip_entry(const char *dir, const char *name)
 	if (f.json && json_object_object_get_ex(f.json, "plugins", &plugins) &&
 	    json_object_is_type(plugins, json_type_array) && plugins_replace(f.json, NULL)) {
 		char *text = serialized(f.json);
-		if (text && k8s_write_atomic(f.path, text, strlen(text), f.st.st_mode & 07777, f.st.st_uid,
-					     f.st.st_gid, &e) == 0)
+		if (text && k8s_write_atomic(f.path, text, strlen(text), f.st.st_mode & 07777, f.st.st_uid, f.st.st_gid,
+					     &e) == 0)
 			k8s_log("removed nshash's entry from %s (rewritten since nshash chained it: the rest of it "
 				"kept, as json-c writes it)",
 				f.path);
@@ -652,8 +659,9 @@ int k8s_unchain(const struct k8s_opts *o, struct nshash_error *err)
 	}
 	json_object_put(rec);
 	if (failed)
-		return nshash_error_set(err, failed, "uninstall in %s: not everything was restored (see above); the "
-						     "record %s/%s is kept: fix the cause and run uninstall again",
+		return nshash_error_set(err, failed,
+					"uninstall in %s: not everything was restored (see above); the "
+					"record %s/%s is kept: fix the cause and run uninstall again",
 					o->net_dir, o->net_dir, K8S_RECORD);
 	char p[4096];
 	path_in(p, sizeof(p), o->net_dir, K8S_RECORD);

@@ -17,21 +17,21 @@ struct json_object;
 #define K8S_PROG "nshash-cni-install"
 /* In the CNI config dir: names libcni never loads (their extension is none
  * of .conf, .conflist, .json). */
-#define K8S_RECORD    ".nshash-cni-install.state" /* what nshash changed there */
-#define K8S_ORIG_EXT  ".nshash-orig"		  /* FILE + this: FILE's original bytes, mode, owner */
-#define K8S_TMP_EXT   ".nshash-tmp"
+#define K8S_RECORD   ".nshash-cni-install.state" /* what nshash changed there */
+#define K8S_ORIG_EXT ".nshash-orig"		 /* FILE + this: FILE's original bytes, mode, owner */
+#define K8S_TMP_EXT  ".nshash-tmp"
 /* In the run dir (the pod's emptyDir): `uninstall` was run; watchers stop. */
-#define K8S_MARKER    "uninstalled"
-#define K8S_MAX_FILE  (4u << 20)
-#define K8S_JSON_OUT  (JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE)
+#define K8S_MARKER   "uninstalled"
+#define K8S_MAX_FILE (4u << 20)
+#define K8S_JSON_OUT (JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE)
 
 struct k8s_opts {
-	const char *bin_dir;	/* the node's CNI bin dir, as mounted here */
-	const char *net_dir;	/* the node's CNI config dir */
-	const char *plugin;	/* the plugin binary to install (the image's) */
-	const char *entry_path; /* nshash's conflist entry */
-	const char *conf_name;	/* "" = the file libcni picks */
-	const char *run_dir;	/* the uninstall marker; "" = none */
+	const char *bin_dir;	 /* the node's CNI bin dir, as mounted here */
+	const char *net_dir;	 /* the node's CNI config dir */
+	const char *plugin;	 /* the plugin binary to install (the image's) */
+	const char *entry_path;	 /* nshash's conflist entry */
+	const char *conf_name;	 /* "" = the file libcni picks */
+	const char *run_dir;	 /* the uninstall marker; "" = none */
 	const char *status_file; /* Prometheus text file; NULL = none */
 	unsigned watch;		 /* seconds; 0 = one pass */
 	bool remove_binary;	 /* uninstall: the binary too */
@@ -65,8 +65,7 @@ int k8s_install_binary(const struct k8s_opts *o, struct nshash_error *err);
  * network config: 0 valid, -errno with the plugin's reason.  A STATUS
  * that fails only because this container may not size netns (code 50)
  * passes, with that reason in `note`. */
-int k8s_validate(const struct k8s_ctx *c, struct json_object *list, char *note, size_t nlen,
-		 struct nshash_error *err);
+int k8s_validate(const struct k8s_ctx *c, struct json_object *list, char *note, size_t nlen, struct nshash_error *err);
 
 /* ---- conf.c */
 enum k8s_pass { K8S_UNCHANGED, K8S_WROTE, K8S_REFUSED, K8S_FAILED /* a write failed */ };

@@ -67,7 +67,15 @@ int k8s_plugin_run(const char *path, const char *cmd, const char *input, char **
 	char *buf = malloc(cap);
 	long deadline = now_ms() + PLUGIN_TIMEOUT_MS;
 	bool timed_out = false;
-	while (buf) {
+	int ws;
+	if (!buf) {
+		close(outp[0]);
+		kill(pid, SIGKILL);
+		while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
+			;
+		return nshash_error_set(err, ENOMEM, "run %s: out of memory", path);
+	}
+	for (;;) {
 		struct pollfd p = {outp[0], POLLIN, 0};
 		long left = deadline - now_ms();
 		if (left <= 0 || poll(&p, 1, (int)left) == 0) {
@@ -90,11 +98,8 @@ int k8s_plugin_run(const char *path, const char *cmd, const char *input, char **
 	close(outp[0]);
 	if (timed_out)
 		kill(pid, SIGKILL);
-	int ws;
 	while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
 		;
-	if (!buf)
-		return nshash_error_set(err, ENOMEM, "run %s: out of memory", path);
 	buf[len] = '\0';
 	if (timed_out) {
 		free(buf);
@@ -103,8 +108,9 @@ int k8s_plugin_run(const char *path, const char *cmd, const char *input, char **
 	}
 	if (WIFEXITED(ws) && WEXITSTATUS(ws) == 127 && !len) {
 		free(buf);
-		return nshash_error_set(err, ENOEXEC, "run %s: it cannot be executed (missing, not executable or not a "
-						      "binary for this machine)",
+		return nshash_error_set(err, ENOEXEC,
+					"run %s: it cannot be executed (missing, not executable or not a "
+					"binary for this machine)",
 					path);
 	}
 	*status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
@@ -114,8 +120,8 @@ int k8s_plugin_run(const char *path, const char *cmd, const char *input, char **
 
 int k8s_plugin_versions(const char *path, char *versions, size_t len, struct nshash_error *err)
 {
-	char *out;
-	int status;
+	char *out = NULL;
+	int status = -1;
 	json_object *root = NULL, *v;
 	if (k8s_plugin_run(path, "VERSION", "{\"cniVersion\":\"1.0.0\"}", &out, &status, err) < 0)
 		return -err->errnum;
@@ -123,10 +129,11 @@ int k8s_plugin_versions(const char *path, char *versions, size_t len, struct nsh
 	int r = 0;
 	if (status != 0 || nsh_json_decode(out, strlen(out), &root, &f) < 0 ||
 	    !json_object_object_get_ex(root, "supportedVersions", &v) || !json_object_is_type(v, json_type_array)) {
-		r = nshash_error_set(err, EINVAL,
-				     "%s does not answer CNI VERSION with supportedVersions (exit status %d): it is not "
-				     "the nshash CNI plugin; not installing it",
-				     path, status);
+		r = nshash_error_set(
+		    err, EINVAL,
+		    "%s does not answer CNI VERSION with supportedVersions (exit status %d): it is not "
+		    "the nshash CNI plugin; not installing it",
+		    path, status);
 		goto out;
 	}
 	versions[0] = '\0';
@@ -200,13 +207,13 @@ int k8s_validate(const struct k8s_ctx *c, json_object *list, char *note, size_t 
 	json_object_object_add(conf, "cniVersion", json_object_new_string("1.1.0")); /* STATUS needs 1.1.0 */
 	json_object_object_add(conf, "name", json_object_get(name));
 	char path[4096], *out = NULL;
-	int status;
+	int status = -1;
 	snprintf(path, sizeof(path), "%s/nshash", c->o->bin_dir);
 	int r = k8s_plugin_run(path, "STATUS", json_object_to_json_string_ext(conf, JSON_C_TO_STRING_PLAIN), &out,
 			       &status, err);
 	json_object_put(conf);
-	if (r < 0)
-		return r;
+	if (r < 0 || !out)
+		return r < 0 ? r : nshash_error_set(err, EIO, "run %s: no output", path);
 	if (status == 0) {
 		free(out);
 		return 0;
@@ -218,13 +225,14 @@ int k8s_validate(const struct k8s_ctx *c, json_object *list, char *note, size_t 
 	int codev = code ? json_object_get_int(code) : -1;
 	const char *why = msg ? json_object_get_string(msg) : "no error JSON on stdout";
 	if (codev == 50) {
-		snprintf(note, nlen, "the plugin's STATUS here: %.900s (the config is valid; the node's runtime "
-				     "runs the plugin with the capabilities it needs)",
+		snprintf(note, nlen,
+			 "the plugin's STATUS here: %.900s (the config is valid; the node's runtime "
+			 "runs the plugin with the capabilities it needs)",
 			 why);
 		r = 0;
 	} else {
-		r = nshash_error_set(err, EINVAL, "the plugin says (STATUS, exit %d, code %d): %.900s",
-				     status, codev, why);
+		r = nshash_error_set(err, EINVAL, "the plugin says (STATUS, exit %d, code %d): %.900s", status, codev,
+				     why);
 	}
 	json_object_put(res);
 	free(out);

@@ -37,7 +37,8 @@ static void status_write(const struct k8s_opts *o, const struct state *s)
 		return;
 	char text[1024];
 	snprintf(text, sizeof(text),
-		 "# HELP nshash_cni_installed The nshash CNI plugin binary is in the node's CNI bin dir (the image's bytes).\n"
+		 "# HELP nshash_cni_installed The nshash CNI plugin binary is in the node's CNI bin dir (the image's "
+		 "bytes).\n"
 		 "# TYPE nshash_cni_installed gauge\n"
 		 "nshash_cni_installed %d\n"
 		 "# HELP nshash_cni_ready nshash is plugins[0] of the node's active CNI config, with this installer's "

@@ -160,6 +160,18 @@ for c in $CODES; do
 done
 assert_eq "" "$missing" "docs/cni.md and nshash-cni(8) document every key ($KEYS) and code ($CODES)"
 
+# ---- nshash-cni-install: its --help and man page name the same options
+opts=$("$INST" --help | grep -oE -- '--[a-z][a-z-]+' | sort -u)
+missing=""
+for o in $opts; do grep -qF -- "${o//-/\\-}" "$TOP/docs/man/nshash-cni-install.8" || missing+=" $o"; done
+assert_eq "" "$missing" "nshash-cni-install(8) documents every option of --help ($(echo $opts))"
+"$INST" frobnicate 2>"$TOP/build/t55.err"
+assert_eq 2 $? "an unknown command: status 2"
+assert_contains "$(cat "$TOP/build/t55.err")" "frobnicate: no such command (install, uninstall, ready, state-dir PATH); see --help" "... saying what there is"
+rm -f "$TOP/build/t55.err"
+"$INST" ready --watch 3 2>/dev/null
+assert_eq 2 $? "--watch with another command than install is refused"
+
 # ---- nshash-cni-install on scratch node dirs
 D=$(make_state_dir)
 STATE=$(make_state_dir)
