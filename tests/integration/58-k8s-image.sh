@@ -99,8 +99,8 @@ for _ in $(seq 20); do [ -s "$N/run/install.prom" ] && break; sleep 0.1; done
 assert_eq "nshash_cni_installed 1 nshash_cni_ready 1 nshash_cni_chain_writes_total 1 nshash_cni_config_refused_total 0" \
 	"$(grep -v '^#' "$N/run/install.prom" | tr '\n' ' ' | sed 's/ $//')" "the status file in the run dir (emptyDir)"
 
-# removal: kubectl exec ... uninstall, then the pod goes
-out=$(podman exec "$NAME" /usr/bin/nshash-cni-install uninstall 2>&1)
+# removal: kubectl exec ... nshash-cni-install uninstall (as docs/cni.md says), then the pod goes
+out=$(podman exec "$NAME" nshash-cni-install uninstall 2>&1)
 assert_eq "0 $BEFORE" "$? $(snap)" "uninstall through exec: the node's file byte for byte, mode, owner as before ($out)"
 out=$(podman exec "$NAME" "${READY[@]}" 2>&1)
 assert_eq 1 $? "ready fails after uninstall"
