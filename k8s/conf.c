@@ -437,6 +437,9 @@ enum k8s_pass k8s_chain(struct k8s_ctx *c, char *done, size_t dlen, struct nshas
 		goto out;
 	}
 	res = K8S_REFUSED;
+	char rpath[4096], made[4096] = "";
+	path_in(rpath, sizeof(rpath), o->net_dir, K8S_RECORD);
+	bool had_record = access(rpath, F_OK) == 0;
 	rec = record_load(o->net_dir, err);
 	if (!rec)
 		goto out;
@@ -445,10 +448,13 @@ enum k8s_pass k8s_chain(struct k8s_ctx *c, char *done, size_t dlen, struct nshas
 	if (is_list) {
 		bool ours = r && rec_written_is(r, f.bytes, f.len);
 		bool converted = r && strcmp(rec_str(r, "name"), rec_str(r, "target"));
+		bool fresh = !r;
 		if (!r)
 			r = rec_new(rec, name, name);
 		if (!ours && !converted && backup_write(o->net_dir, &f, rec_str(r, "backup"), err) < 0)
 			goto fail;
+		if (fresh)
+			path_in(made, sizeof(made), o->net_dir, rec_str(r, "backup"));
 		json_object_object_add(r, "written", json_object_new_string(text));
 		if (record_save(o->net_dir, rec, err) < 0 ||
 		    k8s_write_atomic(f.path, text, strlen(text), f.st.st_mode & 07777, f.st.st_uid, f.st.st_gid, err) <
@@ -493,7 +499,11 @@ enum k8s_pass k8s_chain(struct k8s_ctx *c, char *done, size_t dlen, struct nshas
 	res = K8S_WROTE;
 	goto out;
 fail:
-	/* the node's files as they were: only the record or a backup may be new */
+	/* the node's files as they were: what this pass made goes again */
+	if (made[0])
+		unlink(made);
+	if (!had_record)
+		unlink(rpath);
 	res = K8S_FAILED;
 out:
 	names_free(order);

@@ -300,6 +300,14 @@ BEFORE=$(snap)
 inst install
 assert_eq '0 ["nshash","calico","bandwidth","portmap"]' "$? $(types "$NET_D/10-calico.conflist")" "calico: nshash first, the misplaced entry moved, once"
 assert_eq "/etc/cni/net.d/calico-kubeconfig" "$(jq -r '.plugins[1].kubernetes.kubeconfig' "$NET_D/10-calico.conflist")" "... paths written as they were (no \\/)"
+# an upgrade with another entry (a new ConfigMap rolled out): rewritten, the original kept
+jq '.tcp = 8192' "$ENTRY" >"$D/entry2.json"
+ENT=$D/entry2.json inst install
+assert_eq '0 8192 ["nshash","calico","bandwidth","portmap"]' "$? $(jq '.plugins[0].tcp' "$NET_D/10-calico.conflist") $(types "$NET_D/10-calico.conflist")" \
+	"a new entry replaces the old one in place"
+out=$(inst ready)
+assert_eq 1 $? "the old installer's ready fails: plugins[0] is not its entry"
+assert_contains "$out" "is not nshash's entry of $ENTRY" "... saying so"
 inst uninstall
 assert_eq "0 $BEFORE" "$? $(snap)" "calico: uninstall restores every file byte for byte"
 
