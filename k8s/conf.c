@@ -267,6 +267,24 @@ static int backup_write(const char *dir, const struct file *f, const char *backu
 	return 0;
 }
 
+/* The file still holds what was read (a primary rewriting it meanwhile is
+ * never overwritten with the merge of its old content): 0, else -EAGAIN. */
+static int still_same(const struct file *f, struct nshash_error *err)
+{
+	char *now = NULL;
+	size_t len = 0;
+	struct nshash_error e;
+	int r = nsh_read_file(f->path, K8S_MAX_FILE, &now, &len, &e);
+	bool same = r == 0 && len == f->len && memcmp(now, f->bytes, len) == 0;
+	free(now);
+	if (same)
+		return 0;
+	return nshash_error_set(err, EAGAIN,
+				"%s changed while nshash was chaining it (the primary CNI writing it?); retried at its "
+				"next change",
+				f->path);
+}
+
 static bool is_nshash(json_object *p)
 {
 	json_object *t;
@@ -456,7 +474,7 @@ enum k8s_pass k8s_chain(struct k8s_ctx *c, char *done, size_t dlen, struct nshas
 		if (fresh)
 			path_in(made, sizeof(made), o->net_dir, rec_str(r, "backup"));
 		json_object_object_add(r, "written", json_object_new_string(text));
-		if (record_save(o->net_dir, rec, err) < 0 ||
+		if (record_save(o->net_dir, rec, err) < 0 || still_same(&f, err) < 0 ||
 		    k8s_write_atomic(f.path, text, strlen(text), f.st.st_mode & 07777, f.st.st_uid, f.st.st_gid, err) <
 			0)
 			goto fail;
@@ -486,7 +504,7 @@ enum k8s_pass k8s_chain(struct k8s_ctx *c, char *done, size_t dlen, struct nshas
 	char tpath[4096], bpath[4096];
 	path_in(tpath, sizeof(tpath), o->net_dir, target);
 	path_in(bpath, sizeof(bpath), o->net_dir, rec_str(r, "backup"));
-	if (record_save(o->net_dir, rec, err) < 0 ||
+	if (record_save(o->net_dir, rec, err) < 0 || still_same(&f, err) < 0 ||
 	    k8s_write_atomic(tpath, text, strlen(text), f.st.st_mode & 07777, f.st.st_uid, f.st.st_gid, err) < 0)
 		goto fail;
 	if (rename(f.path, bpath) < 0) {
@@ -504,7 +522,8 @@ fail:
 		unlink(made);
 	if (!had_record)
 		unlink(rpath);
-	res = K8S_FAILED;
+	/* a primary writing its file: nothing failed, the next change retries */
+	res = err->errnum == EAGAIN ? K8S_REFUSED : K8S_FAILED;
 out:
 	names_free(order);
 	json_object_put(rec);

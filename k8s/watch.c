@@ -133,7 +133,8 @@ static void pass(struct k8s_ctx *c, struct state *s)
 	case K8S_FAILED:
 		s->ready = false;
 		snprintf(line, sizeof(line), "%s%s", p == K8S_REFUSED ? "refused: " : "error: ", e.msg);
-		if (strcmp(s->last, line) && p == K8S_REFUSED && e.errnum != ENOENT)
+		/* not counted: no config yet, a primary writing its file */
+		if (strcmp(s->last, line) && p == K8S_REFUSED && e.errnum != ENOENT && e.errnum != EAGAIN)
 			s->refused++;
 		say_once(s, line);
 		break;
