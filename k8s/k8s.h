@@ -22,6 +22,10 @@ struct json_object;
 #define K8S_TMP_EXT  ".nshash-tmp"
 /* In the run dir (the pod's emptyDir): `uninstall` was run; watchers stop. */
 #define K8S_MARKER   "uninstalled"
+/* In the run dir: the entry the running installer read at its start, which
+ * `ready` checks against (a ConfigMap edited since reaches the node only
+ * with the next pod). */
+#define K8S_ENTRY_COPY "entry.json"
 #define K8S_MAX_FILE (4u << 20)
 #define K8S_JSON_OUT (JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE)
 

@@ -333,9 +333,25 @@ int main(int argc, char **argv)
 		k8s_log("%s: no such command (install, uninstall, ready, state-dir PATH); see --help", cmd);
 		return 2;
 	}
-	entry_load(&c);
-	if (!strcmp(cmd, "ready"))
+	char copy[4200] = "";
+	if (o.run_dir && *o.run_dir)
+		snprintf(copy, sizeof(copy), "%s/%s", o.run_dir, K8S_ENTRY_COPY);
+	if (!strcmp(cmd, "ready")) {
+		/* the running installer's entry, not the ConfigMap's newer one */
+		if (copy[0] && access(copy, F_OK) == 0)
+			o.entry_path = copy;
+		entry_load(&c);
 		return cmd_ready(&c);
+	}
+	entry_load(&c);
+	if (copy[0]) {
+		struct nshash_error we;
+		const char *t = c.entry ? json_object_to_json_string_ext(c.entry, K8S_JSON_OUT) : NULL;
+		if (!t)
+			unlink(copy);
+		else if (k8s_write_atomic(copy, t, strlen(t), 0644, (uid_t)-1, (gid_t)-1, &we) < 0)
+			k8s_log("%s (ready then reads %s)", we.msg, o.entry_path);
+	}
 	struct nshash_error e;
 	if (k8s_plugin_versions(o.plugin, c.versions, sizeof(c.versions), &e) < 0) {
 		k8s_log("%s", e.msg);

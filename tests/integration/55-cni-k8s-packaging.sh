@@ -183,7 +183,7 @@ node() { # fresh node dirs: bin, net, the pod's run dir
 }
 inst() { # ARGS...: the installer on the node dirs, its stderr in $D/inst.err (or $ERR)
 	"$INST" --cni-bin-dir "$D/node/bin" --cni-net-dir "$D/node/net" --plugin "$CNI_PLUGIN" --entry "${ENT:-$ENTRY}" \
-		--run-dir "$D/node/run" "$@" 2>"${ERR:-$D/inst.err}"
+		--run-dir "${RUN:-$D/node/run}" "$@" 2>"${ERR:-$D/inst.err}"
 }
 # the watcher in the background, its pid in W (killed at exit)
 watcher() { # ERRFILE ARGS...
@@ -302,12 +302,12 @@ assert_eq '0 ["nshash","calico","bandwidth","portmap"]' "$? $(types "$NET_D/10-c
 assert_eq "/etc/cni/net.d/calico-kubeconfig" "$(jq -r '.plugins[1].kubernetes.kubeconfig' "$NET_D/10-calico.conflist")" "... paths written as they were (no \\/)"
 # an upgrade with another entry (a new ConfigMap rolled out): rewritten, the original kept
 jq '.tcp = 8192' "$ENTRY" >"$D/entry2.json"
-ENT=$D/entry2.json inst install
+RUN=$D/node/run2 ENT=$D/entry2.json inst install # the new pod's
 assert_eq '0 8192 ["nshash","calico","bandwidth","portmap"]' "$? $(jq '.plugins[0].tcp' "$NET_D/10-calico.conflist") $(types "$NET_D/10-calico.conflist")" \
 	"a new entry replaces the old one in place"
 out=$(inst ready)
-assert_eq 1 $? "the old installer's ready fails: plugins[0] is not its entry"
-assert_contains "$out" "is not nshash's entry of $ENTRY" "... saying so"
+assert_eq 1 $? "the old pod's ready fails: plugins[0] is not the entry its installer read"
+assert_contains "$out" "is not nshash's entry of $D/node/run/entry.json" "... saying so"
 inst uninstall
 assert_eq "0 $BEFORE" "$? $(snap)" "calico: uninstall restores every file byte for byte"
 
@@ -422,7 +422,8 @@ umount "$NET_D"
 node
 echo "$BRIDGE_CONF" >"$NET_D/10-bridge.conflist"
 PROM=$D/node/run/install.prom
-watcher "$D/inst.err" --watch 30 --status-file "$PROM"
+cp "$ENTRY" "$D/live-entry.json"
+ENT=$D/live-entry.json watcher "$D/inst.err" --watch 30 --status-file "$PROM"
 first() { jq -r '.plugins[0].type' "$NET_D/10-bridge.conflist" 2>/dev/null; }
 wait_first() { for _ in $(seq 50); do [ "$(first)" = "$1" ] && return 0; sleep 0.1; done; return 1; }
 wait_first nshash
@@ -442,6 +443,12 @@ assert_eq "3 1 6" "$(grep -c '^nshash-cni-install: chained' "$D/inst.err") $(gre
 assert_eq "nshash_cni_installed 1|nshash_cni_ready 1|nshash_cni_chain_writes_total 3|nshash_cni_config_refused_total 1" \
 	"$(grep -v '^#' "$PROM" | tr '\n' '|' | sed 's/|$//')" "the status file: installed, ready, 3 writes, 1 refusal"
 assert_eq 4 "$(grep -c '^# TYPE nshash_cni_' "$PROM")" "... with # TYPE lines"
+# the ConfigMap edited under a running watcher: not taken (it rides the next pod), ready still true
+jq '.tcp = 8192' "$ENTRY" >"$D/live-entry.json"
+touch "$NET_D/poke.txt" && rm "$NET_D/poke.txt" # a pass
+sleep 0.5
+out=$(ENT=$D/live-entry.json inst ready)
+assert_eq "0 4096" "$? $(jq '.plugins[0].tcp' "$NET_D/10-bridge.conflist")" "an entry edited after start is not taken; ready checks the one the installer read ($out)"
 # the binary removed under a running watcher: put back before anything else
 rm "$D/node/bin/nshash"
 for _ in $(seq 50); do cmp -s "$CNI_PLUGIN" "$D/node/bin/nshash" && break; sleep 0.1; done
