@@ -440,7 +440,7 @@ enum k8s_pass k8s_chain(struct k8s_ctx *c, char *done, size_t dlen, struct nshas
 	plugins_replace(list, c->entry);
 	char note[1200];
 	if (k8s_validate(c, list, note, sizeof(note), err) < 0) {
-		nshash_error_prefix(err, "%s with nshash's entry of %s is refused", f.path, o->entry_path);
+		nshash_error_prefix(err, "%s with nshash's entry of %s", f.path, o->entry_path);
 		goto out;
 	}
 	snprintf(c->warning, sizeof(c->warning), "%s", note);
