@@ -2,7 +2,7 @@
 # nshash — per-network-namespace TCP/UDP hash tables for containers.
 # lib/*.c is libnshash (the engine); common/*.c an internal archive of what
 # the front-ends share; each binary is its front-end's objects (cmd/,
-# oci-hooks/, cni/) + the internal archive + libnshash.a.  docs/design.md.
+# oci-hooks/, cni/, k8s/) + the internal archive + libnshash.a.  docs/design.md.
 #
 # Flags: CFLAGS (default -O2 -g), CPPFLAGS and LDFLAGS are the user's and are
 # honoured; what the build needs (warnings, -fPIC, include dirs, json-c and
@@ -84,8 +84,9 @@ COMMON_A := $(B)/libnshash-common.a
 OCI_OBJS := $(call obj,$(filter-out %-main.c,$(sort $(wildcard oci-hooks/*.c))))
 CNI_OBJS := $(call obj,$(filter-out cni/main.c,$(sort $(wildcard cni/*.c))))
 CMD_OBJS := $(call obj,$(filter-out cmd/nshash.c,$(sort $(wildcard cmd/*.c))))
+K8S_OBJS := $(call obj,$(sort $(wildcard k8s/*.c)))
 
-BINS := $(B)/nshash $(B)/nshash-hook $(B)/nshash-runtime $(B)/cni/nshash
+BINS := $(B)/nshash $(B)/nshash-hook $(B)/nshash-runtime $(B)/cni/nshash $(B)/nshash-cni-install
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRCS))
 BENCH_SRCS := $(sort $(wildcard bench/*.c))
@@ -99,12 +100,17 @@ FUZZ_SMOKE_SECONDS ?= 4
 # How long `make soak` runs its day on a node (seconds).
 SOAK_SECONDS ?= 1800
 SAN := build/san
-ALL_SRCS := $(sort $(wildcard lib/*.c common/*.c oci-hooks/*.c cni/*.c cmd/*.c))
+ALL_SRCS := $(sort $(wildcard lib/*.c common/*.c oci-hooks/*.c cni/*.c cmd/*.c k8s/*.c))
 
 .PHONY: all deps deps-test deps-deb deps-rpm check check-engines unit integration soak demo bench value install uninstall \
-	deb rpm clean format pkgconfig-check fuzz lint san san-check
+	deb rpm clean format pkgconfig-check fuzz lint san san-check image
 
 all: $(LIB_A) $(LIB_SO) $(BINS)
+
+# The version (lib/nshash.h): the image's tag.
+VERSION := $(shell sed -n 's/^\#define NSHASH_VERSION[[:space:]]*"\(.*\)"/\1/p' lib/nshash.h)
+IMAGE ?= localhost/nshash-cni
+IMAGE_BUILDER ?= $(firstword $(shell command -v podman buildah 2>/dev/null))
 
 # Installs what is missing with apt (as root; one line per step, apt's output
 # in build/deps.log).  `deps` is the build's, `deps-test` adds what the demo
@@ -193,7 +199,7 @@ pkgconfig-check:
 	@pkg-config --exists $(PKGS) 2>/dev/null || { echo "nshash: missing build dependencies (pkg-config: $(PKGS)):" \
 		"run 'make deps' as root (installs them with apt), or 'make demo' / 'make check', which do it first" >&2; exit 1; }
 
-# Dependencies point one way: cmd/, oci-hooks/, cni/ -> common/ -> lib/.
+# Dependencies point one way: cmd/, oci-hooks/, cni/, k8s/ -> common/ -> lib/.
 $(B)/obj/lib/%.o: lib/%.c $(wildcard lib/*.h) | pkgconfig-check
 	@mkdir -p $(@D)
 	$(COMPILE) -c -o $@ $<
@@ -209,6 +215,9 @@ $(B)/obj/cni/%.o: cni/%.c $(wildcard cni/*.h common/*.h lib/nshash.h) | pkgconfi
 $(B)/obj/cmd/%.o: cmd/%.c $(wildcard cmd/*.h common/*.h lib/nshash.h) | pkgconfig-check
 	@mkdir -p $(@D)
 	$(COMPILE) -Icommon -Icmd -c -o $@ $<
+$(B)/obj/k8s/%.o: k8s/%.c $(wildcard k8s/*.h common/*.h lib/nshash.h) | pkgconfig-check
+	@mkdir -p $(@D)
+	$(COMPILE) -Icommon -Ik8s -c -o $@ $<
 
 $(LIB_A): $(LIB_OBJS)
 	@mkdir -p $(@D)
@@ -236,6 +245,24 @@ $(B)/nshash-runtime: $(call obj,oci-hooks/runtime-main.c) $(OCI_OBJS) $(FRONT_LI
 $(B)/cni/nshash: $(call obj,cni/main.c) $(CNI_OBJS) $(FRONT_LIBS)
 	@mkdir -p $(@D)
 	$(LINK) -o $@ $^ $(BIN_LDLIBS)
+# The Kubernetes installer runs in a FROM-scratch image: static like the plugin.
+$(B)/nshash-cni-install: $(K8S_OBJS) $(FRONT_LIBS)
+	$(LINK) -o $@ $^ $(BIN_LDLIBS)
+# The CLI for that image, where there is no libc to share: static too.
+$(B)/static/nshash: $(call obj,cmd/nshash.c) $(CMD_OBJS) $(FRONT_LIBS)
+	@mkdir -p $(@D)
+	$(LINK) -o $@ $^ $(BIN_LDLIBS)
+
+# The DaemonSet's image (packaging/kubernetes/Containerfile): FROM scratch,
+# the static binaries built here and the shipped entry, nothing pulled;
+# tagged $(IMAGE):$(VERSION), the tag packaging/kubernetes/nshash-cni.yaml names.
+image: $(B)/cni/nshash $(B)/static/nshash $(B)/nshash-cni-install
+	@[ -n "$(IMAGE_BUILDER)" ] || { echo "nshash: make image needs podman or buildah" >&2; exit 1; }
+	rm -rf $(B)/image && mkdir -p $(B)/image
+	cp $(B)/cni/nshash $(B)/image/nshash-plugin
+	cp $(B)/static/nshash $(B)/nshash-cni-install packaging/kubernetes/nshash-entry.json $(B)/image/
+	$(IMAGE_BUILDER) build --pull=never --build-arg VERSION=$(VERSION) -f packaging/kubernetes/Containerfile \
+		-t $(IMAGE):$(VERSION) $(B)/image
 
 # Unit tests test the front-ends' logic: each links the objects it needs.
 UNIT_INC := -Icommon -Ioci-hooks -Icni
@@ -281,7 +308,8 @@ san:
 		$(patsubst $(B)/%,$(SAN)/%,$(UNIT_BINS) $(FUZZ_BINS))
 
 # Everything `make install` puts down, relative to DESTDIR (uninstall removes it).
-INSTALLED = $(BINDIR)/nshash $(BINDIR)/nshash-hook $(BINDIR)/nshash-runtime $(CNIBINDIR)/nshash \
+INSTALLED = $(BINDIR)/nshash $(BINDIR)/nshash-hook $(BINDIR)/nshash-runtime $(BINDIR)/nshash-cni-install \
+	$(CNIBINDIR)/nshash \
 	$(PODMANHOOKSDIR)/nshash-precreate.json $(VERIFYHOOKSDIR)/nshash-verify.json \
 	$(NSHASHDATADIR)/containers.conf.d/50-nshash-hooks.conf \
 	$(SYSTEMDUNITDIR)/nshash-gc.service $(SYSTEMDUNITDIR)/nshash-gc.timer \
@@ -298,7 +326,7 @@ install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(CNIBINDIR) \
 		$(DESTDIR)$(PODMANHOOKSDIR) $(DESTDIR)$(VERIFYHOOKSDIR) $(DESTDIR)$(NSHASHDATADIR)/containers.conf.d \
 		$(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSCONFDIR)/nshash
-	install -m 0755 $(B)/nshash $(B)/nshash-hook $(B)/nshash-runtime $(DESTDIR)$(BINDIR)/
+	install -m 0755 $(B)/nshash $(B)/nshash-hook $(B)/nshash-runtime $(B)/nshash-cni-install $(DESTDIR)$(BINDIR)/
 	install -m 0755 $(B)/cni/nshash $(DESTDIR)$(CNIBINDIR)/nshash
 	# oci-hooks(5) files in dirs of their own: precreate for podman's hooks_dir only (CRI-O
 	# rejects the stage and would then drop every hook in a shared dir); the createRuntime
@@ -339,7 +367,7 @@ uninstall:
 	$(if $(DESTDIR),,ldconfig)
 
 format:
-	clang-format -i lib/*.[ch] common/*.[ch] cmd/*.c oci-hooks/*.[ch] cni/*.[ch] $(wildcard tests/unit/*.c tests/fuzz/*.[ch] bench/*.c)
+	clang-format -i lib/*.[ch] common/*.[ch] cmd/*.c oci-hooks/*.[ch] cni/*.[ch] k8s/*.[ch] $(wildcard tests/unit/*.c tests/fuzz/*.[ch] bench/*.c)
 
 clean:
-	rm -rf build lib/*.o common/*.o cmd/*.o oci-hooks/*.o cni/*.o
+	rm -rf build lib/*.o common/*.o cmd/*.o oci-hooks/*.o cni/*.o k8s/*.o

@@ -19,7 +19,7 @@ assert_eq "other.json" "$(ls "$OLD")" "install removed 0.1.0's createRuntime hoo
 for f in usr/bin/nshash usr/include/nshash.h usr/lib/libnshash.a usr/lib/libnshash.so.1 usr/lib/libnshash.so usr/share/man/man8/nshash.8 usr/share/man/man3/libnshash.3; do
 	[ -e "$D/$f" ] && pass "installed $f" || fail "installed $f"
 done
-for f in usr/lib/cni/nshash usr/bin/nshash-hook usr/bin/nshash-runtime etc/nshash/nshash.json \
+for f in usr/lib/cni/nshash usr/bin/nshash-hook usr/bin/nshash-runtime usr/bin/nshash-cni-install usr/share/man/man8/nshash-cni-install.8 etc/nshash/nshash.json \
 	usr/share/nshash/verify-hooks.d/nshash-verify.json usr/share/nshash/podman-hooks.d/nshash-precreate.json \
 	usr/share/nshash/containers.conf.d/50-nshash-hooks.conf usr/lib/systemd/system/nshash-gc.timer; do
 	[ -e "$D/$f" ] && pass "installed $f" || fail "installed $f"

@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # packaging/kubernetes: the manifests parse and wire up what the installer
-# relies on; install-cni.sh chains nshash first into a node's conflist (all
-# shapes), idempotently, and uninstalls; and the conflist it writes really
-# works: a chain ADD through it sizes a pinned netns from a pod annotation.
-# Runs against temporary directories only.
+# relies on (its tag is the Makefile's version); nshash-cni-install chains
+# nshash first into a node's active CNI config of every shape (flannel's,
+# calico's, a single .conf, several files), idempotently, refuses bad
+# entries and bad primaries leaving every file as it was, retries a
+# half-written primary, says a read-only dir once, stops on SIGTERM leaving
+# nshash chained, and uninstalls restoring every file byte for byte (mode,
+# owner) while a watcher runs; the conflist it writes works (a chain ADD
+# sizes a pinned netns from a pod annotation); and through a private
+# containerd's CRI: pods made while chained survive an upgrade and are
+# stopped and removed after the uninstall.  Temporary directories only.
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/cni.sh"
 require_root
@@ -12,10 +18,15 @@ require_kernel_knobs
 command -v jq >/dev/null || cannot_run "jq missing"
 python3 -c 'import yaml' 2>/dev/null || cannot_run "python3-yaml missing"
 K=$TOP/packaging/kubernetes
-for f in nshash-cni.yaml install-cni.sh nshash-entry.json Containerfile; do [ -f "$K/$f" ] || cannot_run "$K/$f missing"; done
+INST=$BUILD/nshash-cni-install
+[ -x "$INST" ] || cannot_run "$INST not built"
+for f in nshash-cni.yaml nshash-entry.json Containerfile; do [ -f "$K/$f" ] || cannot_run "$K/$f missing"; done
 
 # ---- the manifests
-out=$(python3 - "$K/nshash-cni.yaml" "$K/nshash-entry.json" "$K/Containerfile" <<'PY' 2>&1
+VERSION=$(sed -n 's/^#define NSHASH_VERSION[[:space:]]*"\(.*\)"/\1/p' "$TOP/lib/nshash.h")
+assert_eq "$VERSION" "$("$BUILD/nshash" --version | grep -oE '[0-9]+\.[0-9]+\.[0-9]+' | head -1)" "nshash --version is lib/nshash.h's version ($VERSION)"
+assert_eq "$VERSION" "$(make -s -C "$TOP" --no-print-directory --eval 'print-version: ; @echo $(VERSION)' print-version)" "the Makefile's VERSION (the image's tag) is it"
+out=$(python3 - "$K/nshash-cni.yaml" "$K/nshash-entry.json" "$K/Containerfile" "$VERSION" <<'PY' 2>&1
 import json, os, re, sys, yaml
 docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
 entry_file = json.load(open(sys.argv[2]))
@@ -50,21 +61,30 @@ entry = json.loads(cm["data"][entry_name])
 check(entry == entry_file, "ConfigMap entry == packaging/kubernetes/nshash-entry.json")
 check(entry.get("type") == "nshash", "entry type nshash")
 check(entry.get("capabilities", {}).get("io.kubernetes.cri.pod-annotations") is True, "entry declares the pod-annotations capability")
-check(c["command"][:2] == ["/opt/nshash/install-cni.sh", "install"], "the container runs install-cni.sh install")
-check("COPY packaging/kubernetes/install-cni.sh /opt/nshash/install-cni.sh" in containerfile, "the image has install-cni.sh where the command expects it")
-check(re.search(r"COPY --from=build /nshash " + re.escape(env.get("NSHASH_BINARY", "?")) + r"\n", containerfile) is not None,
-      "the image has the plugin at NSHASH_BINARY")
-check("-static" in containerfile, "the image's plugin is statically linked (it runs on the node)")
-check(int(env.get("WATCH_SECONDS", "0")) > 0, "the installer keeps watching (WATCH_SECONDS > 0)")
+check(c["command"] == ["/usr/bin/nshash-cni-install", "install", "--watch", "30", "--status-file", "/run/nshash-cni/install.prom"],
+      "the container runs nshash-cni-install install --watch 30 --status-file /run/nshash-cni/install.prom (PID 1: no shell)")
+check(c.get("readinessProbe", {}).get("exec", {}).get("command") == ["/usr/bin/nshash-cni-install", "ready"], "readiness: exec nshash-cni-install ready")
+check("COPY nshash-cni-install /usr/bin/nshash-cni-install" in containerfile, "the image has the installer where the command expects it")
+check(re.search(r"^COPY nshash-plugin " + re.escape(env.get("NSHASH_PLUGIN", "?")) + r"$", containerfile, re.M) is not None,
+      "the image has the plugin at NSHASH_PLUGIN")
+check(re.search(r"^FROM scratch$", containerfile, re.M) is not None and len(re.findall(r"^FROM ", containerfile, re.M)) == 1,
+      "the image is FROM scratch, one stage (nothing pulled)")
+run_mount = [m for m in c["volumeMounts"] if m["mountPath"] == "/run/nshash-cni"]
+check(env.get("NSHASH_CNI_RUN_DIR") == "/run/nshash-cni" and len(run_mount) == 1 and "emptyDir" in vols.get(run_mount[0]["name"], {}),
+      "the run dir (status file, uninstall marker) is an emptyDir at /run/nshash-cni")
+images = [x["image"] for x in spec["containers"] + spec.get("initContainers", [])]
+check(images and all(i == "localhost/nshash-cni:" + sys.argv[4] for i in images), "every container's image is localhost/nshash-cni:" + sys.argv[4] + " (the Makefile's version)")
+sc = c.get("securityContext", {})
+check(sc.get("readOnlyRootFilesystem") is True and sc.get("capabilities", {}).get("drop") == ["ALL"] and
+      sorted(sc.get("capabilities", {}).get("add", [])) == ["CHOWN", "DAC_OVERRIDE", "FOWNER"] and sc.get("runAsUser") == 0,
+      "the installer: read-only root, every capability dropped but CHOWN, DAC_OVERRIDE, FOWNER, uid 0")
+check(0 < int(spec.get("terminationGracePeriodSeconds", 30)) <= 30, "a termination grace period the installer's SIGTERM exit fits in")
 gcs = [x for x in spec["containers"] if x["name"] == "gc"]
 check(len(gcs) == 1, "a gc container reclaims what nshash leaves")
 g = gcs[0] if gcs else {"command": [], "env": [], "volumeMounts": []}
 genv = {e["name"]: e.get("value") for e in g.get("env", [])}
 gm = [m for m in g["volumeMounts"] if m["mountPath"] == genv.get("NSHASH_STATE_DIR")]
-check(g["command"][:1] == ["/opt/nshash/gc-loop.sh"] and "COPY packaging/kubernetes/gc-loop.sh /opt/nshash/gc-loop.sh" in containerfile,
-      "it runs gc-loop.sh, which the image has")
-check(re.search(r"COPY --from=build /nshash-cli " + re.escape(genv.get("NSHASH_CLI", "?")) + r"\n", containerfile) is not None,
-      "the image has the nshash CLI at NSHASH_CLI")
+check("COPY nshash /usr/bin/nshash" in containerfile, "the image has the (static) nshash CLI")
 check(len(gm) == 1 and host(gm[0]["name"]) == "/run/nshash" and gm[0].get("mountPropagation") == "Bidirectional",
       "NSHASH_STATE_DIR is the node's /run/nshash, Bidirectional (its unmounts reach the node)")
 check(spec.get("hostPID") is True and g.get("securityContext", {}).get("privileged") is True,
@@ -77,7 +97,7 @@ inits = [x for x in spec.get("initContainers", []) if x["name"] == "state-dir"]
 im = {m["name"]: m["mountPath"] for m in (inits[0]["volumeMounts"] if inits else [])}
 check(len(inits) == 1 and host([n for n, p in im.items() if p == "/host/run"][0] if "/host/run" in im.values() else "x") == "/run",
       "an init container sees the node's /run at /host/run")
-print("STATEDIR " + json.dumps(inits[0]["command"][2] if inits else ""))
+check(inits and inits[0]["command"] == ["/usr/bin/nshash-cni-install", "state-dir", "/host/run/nshash"], "it runs nshash-cni-install state-dir /host/run/nshash (no shell)")
 print("ENTRY " + json.dumps(entry))
 PY
 )
@@ -86,14 +106,13 @@ while read -r line; do
 	ok\ *) pass "${line#ok }" ;;
 	FAIL\ *) fail "${line#FAIL }" ;;
 	ENTRY\ *) ENTRY=${line#ENTRY } ;;
-	STATEDIR\ *) STATEDIR_SH=$(jq -r . <<<"${line#STATEDIR }") ;;
 	*) fail "manifest check: $line" ;;
 	esac
 done <<<"$out"
 # ---- the init container's script on a scratch /run: absent, left 0755, a symlink
 SR=$(mktemp -d /tmp/nshash-t55-run.XXXXXX)
 on_exit "rm -rf '$SR'"
-init_sh() { sh -c "${STATEDIR_SH//\/host\/run/$SR}" 2>&1; }
+init_sh() { "$INST" state-dir "$SR/nshash" 2>&1; }
 out=$(init_sh)
 assert_eq "0 700 root" "$? $(stat -c '%a %U' "$SR/nshash")" "state-dir init: an absent /run/nshash is made 0700 ($out)"
 "$BUILD/nshash" --state-dir "$SR/nshash" list >/dev/null 2>&1
@@ -141,96 +160,390 @@ for c in $CODES; do
 done
 assert_eq "" "$missing" "docs/cni.md and nshash-cni(8) document every key ($KEYS) and code ($CODES)"
 
-# ---- install-cni.sh on a fake node
+# ---- nshash-cni-install: its --help and man page name the same options
+opts=$("$INST" --help | grep -oE -- '--[a-z][a-z-]+' | sort -u)
+missing=""
+for o in $opts; do grep -qF -- "${o//-/\\-}" "$TOP/docs/man/nshash-cni-install.8" || missing+=" $o"; done
+assert_eq "" "$missing" "nshash-cni-install(8) documents every option of --help ($(echo $opts))"
+"$INST" frobnicate 2>"$TOP/build/t55.err"
+assert_eq 2 $? "an unknown command: status 2"
+assert_contains "$(cat "$TOP/build/t55.err")" "frobnicate: no such command (install, uninstall, ready, state-dir PATH); see --help" "... saying what there is"
+rm -f "$TOP/build/t55.err"
+"$INST" ready --watch 3 2>/dev/null
+assert_eq 2 $? "--watch with another command than install is refused"
+
+# ---- nshash-cni-install on scratch node dirs
 D=$(make_state_dir)
-node() { # fresh node dirs
-	rm -rf "$D/node" && mkdir -p "$D/node/bin" "$D/node/net"
+STATE=$(make_state_dir)
+# the plugin's STATUS (its validation) reads the node policy: this test's
+cni_node_policy "$D/node.json" "$STATE"
+ENTRY=$K/nshash-entry.json
+node() { # fresh node dirs: bin, net, the pod's run dir
+	rm -rf "$D/node" && mkdir -p "$D/node/bin" "$D/node/net" "$D/node/run"
 }
-inst() { # [install|uninstall]
-	CNI_BIN_DIR=$D/node/bin CNI_NET_DIR=$D/node/net NSHASH_BINARY=$CNI_PLUGIN NSHASH_ENTRY=$K/nshash-entry.json \
-		WATCH_SECONDS=0 "$K/install-cni.sh" "${1:-install}" 2>"$D/inst.err"
+inst() { # ARGS...: the installer on the node dirs, its stderr in $D/inst.err (or $ERR)
+	"$INST" --cni-bin-dir "$D/node/bin" --cni-net-dir "$D/node/net" --plugin "$CNI_PLUGIN" --entry "${ENT:-$ENTRY}" \
+		--run-dir "${RUN:-$D/node/run}" "$@" 2>"${ERR:-$D/inst.err}"
 }
+# the watcher in the background, its pid in W (killed at exit)
+watcher() { # ERRFILE ARGS...
+	local e=$1
+	shift
+	"$INST" --cni-bin-dir "$D/node/bin" --cni-net-dir "$D/node/net" --plugin "$CNI_PLUGIN" --entry "${ENT:-$ENTRY}" \
+		--run-dir "$D/node/run" install "$@" 2>"$e" &
+	W=$!
+	on_exit "kill $W"
+}
+# every file of the net dir (hidden ones too): name, mode, owner, size, bytes
+snap() { (cd "$D/node/net" && for f in $(ls -A | LC_ALL=C sort); do echo "$f $(stat -c '%a %u:%g %s' "$f") $(md5sum <"$f" | cut -c1-32)"; done); }
+types() { jq -c '[.plugins[].type]' "$1"; }
+NET_D=$D/node/net
 cni_test_network 55
 BRIDGE_CONF='{"cniVersion":"1.0.0","name":"'$NET'","plugins":[{"type":"bridge","bridge":"'$BR'","isGateway":true,"ipam":{"type":"host-local","ranges":[[{"subnet":"'$SUBNET'.0/24"}]],"dataDir":"'$D'/ipam"}},{"type":"portmap","capabilities":{"portMappings":true}}]}'
-types() { jq -c '[.plugins[].type]' "$1"; }
 
+# flannel's shape: its .conflist 0600 of another owner, a loopback .conf
+# after it, a hand-written conflist mentioning nshash
 node
-echo "$BRIDGE_CONF" >"$D/node/net/10-bridge.conflist"
-echo '{"cniVersion":"1.0.0","name":"other","plugins":[{"type":"loopback"}]}' >"$D/node/net/99-other.conflist"
-inst
-assert_eq 0 $? "install succeeds"
+cat >"$NET_D/10-flannel.conflist" <<'JSON'
+{
+  "name": "cbr0",
+  "cniVersion": "0.3.1",
+  "plugins": [
+    {
+      "type": "flannel",
+      "delegate": {
+        "hairpinMode": true,
+        "isDefaultGateway": true
+      }
+    },
+    {
+      "type": "portmap",
+      "capabilities": {
+        "portMappings": true
+      }
+    }
+  ]
+}
+JSON
+chmod 0600 "$NET_D/10-flannel.conflist" && chown 4321:4322 "$NET_D/10-flannel.conflist"
+echo '{"cniVersion":"0.3.1","name":"lo","type":"loopback"}' >"$NET_D/99-loopback.conf"
+echo '{"cniVersion":"1.0.0","name":"hand","plugins":[{"type":"bridge"},{"type":"nshash","tcp":1}]}' >"$NET_D/50-hand.conflist"
+BEFORE=$(snap)
+inst install
+assert_eq 0 $? "install (flannel's shape) succeeds ($(cat "$D/inst.err" | tr '\n' ' '))"
 cmp -s "$CNI_PLUGIN" "$D/node/bin/nshash" && pass "the binary is installed" || fail "binary not installed"
-assert_eq '["nshash","bridge","portmap"]' "$(types "$D/node/net/10-bridge.conflist")" "nshash chained first into the active conflist"
-assert_eq "$(jq -c . "$K/nshash-entry.json")" "$(jq -c '.plugins[0]' "$D/node/net/10-bridge.conflist")" "the entry is the shipped one"
-assert_eq "$(jq -c '.plugins' <<<"$BRIDGE_CONF")" "$(jq -c '.plugins[1:]' "$D/node/net/10-bridge.conflist")" "the other plugins are unchanged, in order"
-assert_eq '["loopback"]' "$(types "$D/node/net/99-other.conflist")" "an inactive conflist is left alone"
-assert_eq "$(jq -c . <<<"$BRIDGE_CONF")" "$(jq -c . "$D/node/net/10-bridge.conflist.nshash-orig")" "the original is kept as .nshash-orig"
-SUM=$(md5sum <"$D/node/net/10-bridge.conflist")
-inst
-assert_eq "0 $SUM" "$? $(md5sum <"$D/node/net/10-bridge.conflist")" "a second run changes nothing"
-assert_eq "" "$(ls "$D/node/net" | grep -v -e '^10-bridge.conflist$' -e '^10-bridge.conflist.nshash-orig$' -e '^99-other.conflist$')" "no stray files"
+assert_eq "755" "$(stat -c %a "$D/node/bin/nshash")" "... mode 0755"
+assert_eq '["nshash","flannel","portmap"]' "$(types "$NET_D/10-flannel.conflist")" "nshash chained first into the active conflist"
+assert_eq "$(jq -c . "$ENTRY")" "$(jq -c '.plugins[0]' "$NET_D/10-flannel.conflist")" "the entry is the shipped one, as it is"
+assert_eq "cbr0 0.3.1" "$(jq -r '"\(.name) \(.cniVersion)"' "$NET_D/10-flannel.conflist")" "name and version kept"
+assert_eq "600 4321:4322" "$(stat -c '%a %u:%g' "$NET_D/10-flannel.conflist")" "the chained file keeps its mode 0600 and owner"
+assert_eq "$(grep -e 99-loopback -e 50-hand <<<"$BEFORE")" "$(snap | grep -e 99-loopback -e 50-hand)" "the other files are untouched"
+assert_contains "$(cat "$D/inst.err")" "chained nshash first into $NET_D/10-flannel.conflist" "it says what it wrote"
+assert_eq ".nshash-cni-install.state 10-flannel.conflist 10-flannel.conflist.nshash-orig 50-hand.conflist 99-loopback.conf" \
+	"$(ls -A "$NET_D" | LC_ALL=C sort | tr '\n' ' ' | sed 's/ $//')" "what it keeps: a record and the original (names libcni ignores)"
+assert_eq "$(grep '^10-flannel.conflist ' <<<"$BEFORE" | cut -d' ' -f2-)" "$(snap | grep '^10-flannel.conflist.nshash-orig ' | cut -d' ' -f2-)" \
+	"the original's copy: same bytes, mode, owner"
+out=$(inst ready)
+assert_eq "0" "$?" "ready after install ($out)"
+CHAINED=$(snap)
+inst install
+assert_eq "0 $CHAINED" "$? $(snap)" "a second install (an upgrade's) writes nothing"
+assert_not_contains "$(cat "$D/inst.err")" "chained" "... and says nothing was chained"
 
 # ---- the written conflist works: chain ADD with a pod annotation
+cp "$NET_D/10-flannel.conflist" "$D/f.conflist"
+jq --argjson b "$BRIDGE_CONF" '.name = $b.name | .cniVersion = "1.0.0" | .plugins = [.plugins[0]] + $b.plugins' "$D/f.conflist" >"$D/run.conflist"
 export CNI_CACHE_DIR=$D/cache
 mkdir -p "$CNI_CACHE_DIR"
 cni_pin_netns "$D/pod"
-# the installed entry as it is; the node's policy puts its templates and spares
-# in a state dir of this test's, never the host's /run/nshash
-STATE=$(make_state_dir)
-cni_node_policy "$D/node.json" "$STATE"
-cp "$D/node/net/10-bridge.conflist" "$D/run.conflist"
+on_exit "umount '$D/pod'"
 cni_chain ADD "$D/run.conflist" "$D/pod" pod '{"io.kubernetes.cri.pod-annotations":{"io.nshash.tcp":"16384"}}'
-assert_eq "0 16384 1024" "$CNI_RC $(netns_sizes_at "$D/pod")" "ADD through the installed conflist: annotation size (tcp) and default (udp)"
-assert_contains "$(nsenter --net="$D/pod" ip -4 -o addr show dev eth0)" "$SUBNET." "and eth0 from the bridge"
+assert_eq "0 16384 1024" "$CNI_RC $(netns_sizes_at "$D/pod")" "ADD through the installed entry: annotation size (tcp) and default (udp)"
 cni_chain DEL "$D/run.conflist" "$D/pod" pod
-assert_eq 0 "$CNI_RC" "DEL through the installed conflist"
+assert_eq 0 "$CNI_RC" "DEL through it"
 
-# ---- nshash present but not first: moved, not duplicated
-jq '.plugins += [{"type":"nshash","tcp":1}]' <<<"$BRIDGE_CONF" >"$D/node/net/10-bridge.conflist"
-inst
-assert_eq '["nshash","bridge","portmap"]' "$(types "$D/node/net/10-bridge.conflist")" "a misplaced nshash entry is moved first, once"
+# ---- the primary rewrites its file: chained again, and uninstall gives back the primary's latest
+jq '.plugins[0].delegate.hairpinMode = false' "$NET_D/10-flannel.conflist.nshash-orig" >"$D/new" && chmod 0600 "$D/new" &&
+	chown 4321:4322 "$D/new" && mv "$D/new" "$NET_D/10-flannel.conflist"
+PRIMARY2=$(snap | grep '^10-flannel.conflist ')
+inst install
+assert_eq '0 ["nshash","flannel","portmap"] false' "$? $(types "$NET_D/10-flannel.conflist") $(jq '.plugins[1].delegate.hairpinMode' "$NET_D/10-flannel.conflist")" \
+	"a rewritten primary is chained again, its change kept"
+inst uninstall
+assert_eq 0 $? "uninstall ($(tr '\n' ' ' <"$D/inst.err"))"
+assert_eq "$PRIMARY2" "$(snap | grep '^10-flannel.conflist ')" "uninstall restores the primary's latest file byte for byte, mode 0600, owner"
+assert_eq "$(grep -v '^10-flannel.conflist ' <<<"$BEFORE")" "$(snap | grep -v '^10-flannel.conflist ')" "every other file as it was; no nshash file left"
+assert_eq '["bridge","nshash"]' "$(types "$NET_D/50-hand.conflist")" "a hand-written conflist naming nshash is not touched"
+[ -x "$D/node/bin/nshash" ] && pass "uninstall keeps the binary (DEL of pods started while chained)" || fail "uninstall removed the binary"
+inst uninstall --remove-binary
+assert_eq 1 $? "uninstall --remove-binary refuses while a config names nshash"
+assert_contains "$(cat "$D/inst.err")" "kept $D/node/bin/nshash: $NET_D/50-hand.conflist still names type nshash" "... naming it"
+rm "$NET_D/50-hand.conflist"
+inst uninstall --remove-binary
+assert_eq "0 absent" "$? $([ -e "$D/node/bin/nshash" ] && echo present || echo absent)" "uninstall --remove-binary removes it then"
 
-# ---- a single-plugin .conf becomes a conflist the runtime picks
+# ---- the file changed by someone else after chaining: only nshash's entry goes
 node
-echo '{"cniVersion":"0.4.0","name":"single","type":"bridge","bridge":"x0"}' >"$D/node/net/05-single.conf"
-inst
-assert_eq '["nshash","bridge"]' "$(types "$D/node/net/05-single.conflist")" ".conf turned into a conflist with nshash first"
-assert_eq "single 0.4.0" "$(jq -r '"\(.name) \(.cniVersion)"' "$D/node/net/05-single.conflist")" "name and version kept"
-assert_eq "05-single.conf.nshash-orig 05-single.conflist" "$(ls "$D/node/net" | tr '\n' ' ' | sed 's/ $//')" "the .conf is renamed away so the runtime loads the conflist"
+echo "$BRIDGE_CONF" >"$NET_D/10-bridge.conflist"
+inst install
+jq '.plugins += [{"type":"bandwidth","capabilities":{"bandwidth":true}}]' "$NET_D/10-bridge.conflist" >"$D/new" && mv "$D/new" "$NET_D/10-bridge.conflist"
+inst uninstall
+assert_eq '0 ["bridge","portmap","bandwidth"]' "$? $(types "$NET_D/10-bridge.conflist")" "changed since chaining: uninstall removes only nshash's entry"
+assert_contains "$(cat "$D/inst.err")" "removed nshash's entry from $NET_D/10-bridge.conflist (rewritten since nshash chained it" "... saying so"
+assert_eq "10-bridge.conflist" "$(ls -A "$NET_D")" "... and leaves no nshash file"
 
-# ---- refusals
+# ---- calico's shape; nshash already in it (not first): moved, not duplicated
 node
-echo '{"cniVersion":"1.0.0", broken' >"$D/node/net/10-bad.conflist"
-inst
+echo '{"name":"k8s-pod-network","cniVersion":"0.3.1","plugins":[{"type":"calico","log_level":"info","datastore_type":"kubernetes","ipam":{"type":"calico-ipam"},"policy":{"type":"k8s"},"kubernetes":{"kubeconfig":"/etc/cni/net.d/calico-kubeconfig"}},{"type":"bandwidth","capabilities":{"bandwidth":true}},{"type":"portmap","snat":true,"capabilities":{"portMappings":true}},{"type":"nshash","tcp":1}]}' >"$NET_D/10-calico.conflist"
+echo 'kubeconfig' >"$NET_D/calico-kubeconfig"
+BEFORE=$(snap)
+inst install
+assert_eq '0 ["nshash","calico","bandwidth","portmap"]' "$? $(types "$NET_D/10-calico.conflist")" "calico: nshash first, the misplaced entry moved, once"
+assert_eq "/etc/cni/net.d/calico-kubeconfig" "$(jq -r '.plugins[1].kubernetes.kubeconfig' "$NET_D/10-calico.conflist")" "... paths written as they were (no \\/)"
+# an upgrade with another entry (a new ConfigMap rolled out): rewritten, the original kept
+jq '.tcp = 8192' "$ENTRY" >"$D/entry2.json"
+RUN=$D/node/run2 ENT=$D/entry2.json inst install # the new pod's
+assert_eq '0 8192 ["nshash","calico","bandwidth","portmap"]' "$? $(jq '.plugins[0].tcp' "$NET_D/10-calico.conflist") $(types "$NET_D/10-calico.conflist")" \
+	"a new entry replaces the old one in place"
+out=$(inst ready)
+assert_eq 1 $? "the old pod's ready fails: plugins[0] is not the entry its installer read"
+assert_contains "$out" "is not nshash's entry of $D/node/run/entry.json" "... saying so"
+inst uninstall
+assert_eq "0 $BEFORE" "$? $(snap)" "calico: uninstall restores every file byte for byte"
+
+# ---- a single .conf becomes a .conflist libcni picks, and comes back
+node
+printf '{"cniVersion":"0.4.0","name":"single","type":"bridge","bridge":"x0"}' >"$NET_D/05-single.conf"
+chmod 0640 "$NET_D/05-single.conf"
+BEFORE=$(snap)
+inst install
+assert_eq '0 ["nshash","bridge"]' "$? $(types "$NET_D/05-single.conflist")" ".conf turned into a conflist with nshash first"
+assert_eq "single 0.4.0 x0 640" "$(jq -r '"\(.name) \(.cniVersion) \(.plugins[1].bridge)"' "$NET_D/05-single.conflist") $(stat -c %a "$NET_D/05-single.conflist")" \
+	"name and version at the list's level, the plugin's keys kept, the .conf's mode"
+assert_eq ".nshash-cni-install.state 05-single.conf.nshash-orig 05-single.conflist" "$(ls -A "$NET_D" | LC_ALL=C sort | tr '\n' ' ' | sed 's/ $//')" \
+	"the .conf moved to a name libcni ignores"
+out=$(inst ready)
+assert_eq 0 $? "ready on the converted conflist ($out)"
+inst install
+assert_eq 0 $? "a second install over the converted one"
+inst uninstall
+assert_eq "0 $BEFORE" "$? $(snap)" ".conf: uninstall puts the original back byte for byte and removes the .conflist"
+
+# ---- several files: the first by name is the one (a .json here)
+node
+echo '{"cniVersion":"1.0.0","name":"first","type":"ptp"}' >"$NET_D/00-first.json"
+echo "$BRIDGE_CONF" >"$NET_D/10-bridge.conflist"
+echo "$BRIDGE_CONF" >"$NET_D/20-other.conflist"
+BEFORE=$(snap)
+inst install
+assert_eq '0 ["nshash","ptp"]' "$? $(types "$NET_D/00-first.conflist")" "several files: the first by name (00-first.json) is chained"
+assert_eq "$(grep -e '^10-bridge' -e '^20-other' <<<"$BEFORE")" "$(snap | grep -e '^10-bridge' -e '^20-other')" "... the others untouched"
+inst uninstall
+assert_eq "0 $BEFORE" "$? $(snap)" "several files: uninstall restores them all"
+# CNI_CONF_NAME picks another (a new install: the old pod's uninstall marker gone with it)
+rm "$D/node/run/uninstalled"
+CNI_CONF_NAME=10-bridge.conflist inst install
+assert_eq '0 ["nshash","bridge","portmap"] ["bridge","portmap"]' "$? $(types "$NET_D/10-bridge.conflist") $(types "$NET_D/20-other.conflist")" "CNI_CONF_NAME names the file"
+inst uninstall
+
+# ---- refusals: nothing written, ready says why
+refused() { # DESCRIPTION MESSAGE-FRAGMENT: the last install refused, files as $BEFORE
+	local rc=$1
+	assert_eq "1 $BEFORE" "$rc $(snap)" "$2: refused, every file as it was"
+	assert_contains "$(cat "$D/inst.err")" "$3" "... saying why"
+	[ -e "$D/node/run/uninstalled" ] || { out=$(inst ready); assert_eq 1 $? "... ready fails"; assert_contains "$out" "$3" "... with the reason"; }
+}
+node
+echo "$BRIDGE_CONF" >"$NET_D/10-bridge.conflist"
+BEFORE=$(snap)
+echo '{"type":"nshash","tcp":"4096"}' >"$D/bad-entry.json"
+ENT=$D/bad-entry.json inst install
+ENT=$D/bad-entry.json refused $? 'an entry with "tcp": "4096"' 'network config key "tcp": "4096" is a string; expected a JSON integer'
+echo '{"type":"nshash","tcp":4096,"onFailure":"maybe"}' >"$D/bad-entry.json"
+ENT=$D/bad-entry.json inst install
+ENT=$D/bad-entry.json refused $? 'an entry with "onFailure": "maybe"' '"onFailure"'
+echo '{"type":"bridge"}' >"$D/bad-entry.json"
+ENT=$D/bad-entry.json inst install
+ENT=$D/bad-entry.json refused $? 'an entry of another type' "not a JSON object with \"type\": \"nshash\" (fix the ConfigMap)"
+echo '{"type":"nshash",' >"$D/bad-entry.json"
+ENT=$D/bad-entry.json inst install
+ENT=$D/bad-entry.json refused $? 'an entry that is not JSON' "nshash's entry: $D/bad-entry.json: malformed JSON"
+echo '{"cniVersion":"1.0.0","name":"x","plugins":[]}' >"$NET_D/10-bridge.conflist"
+BEFORE=$(snap)
+inst install
+refused $? 'a primary with "plugins": []' "its \"plugins\" list is empty (nshash never becomes a network of its own)"
+echo '{"cniVersion":"1.0.0","name":"x"}' >"$NET_D/10-bridge.conflist"
+BEFORE=$(snap)
+inst install
+refused $? 'a conflist without plugins' 'it has no "plugins" list'
+rm "$NET_D/10-bridge.conflist"
+echo '{"cniVersion":"1.0.0","name":"x","bridge":"b"}' >"$NET_D/10-bridge.conf"
+BEFORE=$(snap)
+inst install
+refused $? 'a .conf without "type"' 'a single-plugin config without a "type" string'
+rm "$NET_D/10-bridge.conf"
+echo '{"cniVersion":"1.0.0", broken' >"$NET_D/10-bridge.conflist"
+BEFORE=$(snap)
+inst install
+refused $? 'a primary that is not JSON' "$NET_D/10-bridge.conflist: malformed JSON at line 1"
+echo '{"cniVersion":"9.9.9","name":"x","plugins":[{"type":"bridge"}]}' >"$NET_D/10-bridge.conflist"
+BEFORE=$(snap)
+inst install
+refused $? 'a cniVersion the plugin does not speak' 'its cniVersion 9.9.9 is not one the plugin speaks'
+rm "$NET_D/10-bridge.conflist"
+BEFORE=$(snap)
+inst install
+refused $? 'no CNI config yet' "no CNI config in $NET_D yet"
+node
+echo "$BRIDGE_CONF" >"$NET_D/10-bridge.conflist"
+BEFORE=$(snap)
+"$INST" --cni-bin-dir "$D/node/bin" --cni-net-dir "$NET_D" --plugin /bin/true --run-dir "$D/node/run" install 2>"$D/inst.err"
+assert_eq "1 $BEFORE " "$? $(snap) $(ls -A "$D/node/bin")" "a binary that is not the plugin: refused before any change"
+assert_contains "$(cat "$D/inst.err")" "/bin/true does not answer CNI VERSION with supportedVersions" "... saying so"
+
+# ---- a read-only CNI dir: an error said once, no lie
+node
+echo "$BRIDGE_CONF" >"$NET_D/10-bridge.conflist"
+BEFORE=$(snap)
+mount --bind "$NET_D" "$NET_D" && mount -o remount,bind,ro "$NET_D"
+on_exit "umount '$NET_D'"
+watcher "$D/inst.err" --watch 1 --status-file "$D/node/run/install.prom"
+for _ in $(seq 50); do [ "$(grep -c 'Read-only file system' "$D/inst.err")" -ge 1 ] && break; sleep 0.1; done
+sleep 2.5 # two more polls
+kill -TERM $W
+wait $W
+assert_eq "0 1 0 $BEFORE" "$? $(grep -c 'Read-only file system' "$D/inst.err") $(grep -c "^nshash-cni-install: chained" "$D/inst.err") $(snap)" \
+	"read-only dir, watch: the error logged once over three polls, never 'chained', nothing changed"
+assert_eq "nshash_cni_installed 1 nshash_cni_ready 0 nshash_cni_chain_writes_total 0" \
+	"$(grep -E '^nshash_cni_(installed|ready|chain_writes_total) ' "$D/node/run/install.prom" | tr '\n' ' ' | sed 's/ $//')" "... the status file says not ready"
+umount "$NET_D"
+
+# ---- watch mode: inotify re-chains a rewritten primary; a half-written one is retried, never fatal
+node
+echo "$BRIDGE_CONF" >"$NET_D/10-bridge.conflist"
+PROM=$D/node/run/install.prom
+cp "$ENTRY" "$D/live-entry.json"
+ENT=$D/live-entry.json watcher "$D/inst.err" --watch 30 --status-file "$PROM"
+first() { jq -r '.plugins[0].type' "$NET_D/10-bridge.conflist" 2>/dev/null; }
+wait_first() { for _ in $(seq 50); do [ "$(first)" = "$1" ] && return 0; sleep 0.1; done; return 1; }
+wait_first nshash
+echo "$BRIDGE_CONF" >"$D/new" && mv "$D/new" "$NET_D/10-bridge.conflist"
+wait_first nshash
+assert_eq "nshash" "$(first)" "watch: a primary's rewrite (rename) gets nshash put back (inotify, poll 30 s)"
+printf '{"cniVersion":"1.0.0","name":"%s","plugins":[{"type":"bri' "$NET" >"$NET_D/10-bridge.conflist" # truncate + write, half done
+for _ in $(seq 50); do grep -q "not touching $NET_D/10-bridge.conflist" "$D/inst.err" && break; sleep 0.1; done
+kill -0 $W 2>/dev/null && pass "a half-written primary: the watcher keeps running" || fail "the watcher exited on a half-written primary"
+assert_contains "$(cat "$D/inst.err")" "refused: $NET_D/10-bridge.conflist: malformed JSON" "... it says so once"
+echo "$BRIDGE_CONF" >"$NET_D/10-bridge.conflist" # the rest of the write
+wait_first nshash
+assert_eq "nshash" "$(first)" "... and chains it once it is whole"
+for _ in $(seq 20); do grep -q '^nshash_cni_chain_writes_total 3$' "$PROM" && break; sleep 0.1; done
+assert_eq "3 1 6" "$(grep -c '^nshash-cni-install: chained' "$D/inst.err") $(grep -c 'malformed JSON' "$D/inst.err") $(wc -l <"$D/inst.err")" \
+	"'chained' once per write (3), the refusal once, 6 lines in all (+ installed, watching): none for the passes our own writes wake"
+assert_eq "nshash_cni_installed 1|nshash_cni_ready 1|nshash_cni_chain_writes_total 3|nshash_cni_config_refused_total 1" \
+	"$(grep -v '^#' "$PROM" | tr '\n' '|' | sed 's/|$//')" "the status file: installed, ready, 3 writes, 1 refusal"
+assert_eq 4 "$(grep -c '^# TYPE nshash_cni_' "$PROM")" "... with # TYPE lines"
+# the ConfigMap edited under a running watcher: not taken (it rides the next pod), ready still true
+jq '.tcp = 8192' "$ENTRY" >"$D/live-entry.json"
+touch "$NET_D/poke.txt" && rm "$NET_D/poke.txt" # a pass
+sleep 0.5
+out=$(ENT=$D/live-entry.json inst ready)
+assert_eq "0 4096" "$? $(jq '.plugins[0].tcp' "$NET_D/10-bridge.conflist")" "an entry edited after start is not taken; ready checks the one the installer read ($out)"
+# the binary removed under a running watcher: put back before anything else
+rm "$D/node/bin/nshash"
+for _ in $(seq 50); do cmp -s "$CNI_PLUGIN" "$D/node/bin/nshash" && break; sleep 0.1; done
+cmp -s "$CNI_PLUGIN" "$D/node/bin/nshash" && pass "watch: a removed binary is put back" || fail "watch: the binary was not put back"
+CHAINED=$(snap)
+t0=$(date +%s%N)
+kill -TERM $W
+wait $W
 rc=$?
-assert_eq "1 {\"cniVersion\":\"1.0.0\", broken" "$rc $(cat "$D/node/net/10-bad.conflist")" "invalid JSON: refused, file untouched"
-assert_contains "$(cat "$D/inst.err")" "10-bad.conflist: not valid JSON; not touching it" "invalid JSON: the error names the file"
-node
-inst
-assert_eq 1 $? "no conflist yet: one-shot install fails"
-assert_contains "$(cat "$D/inst.err")" "no CNI config in $D/node/net yet" "no conflist: says so"
-node
-echo "$BRIDGE_CONF" >"$D/node/net/10-bridge.conflist"
-CNI_BIN_DIR=$D/node/bin CNI_NET_DIR=$D/node/net NSHASH_BINARY=/bin/true NSHASH_ENTRY=$K/nshash-entry.json "$K/install-cni.sh" 2>"$D/inst.err"
-rc=$?
-assert_eq "1 $(jq -c . <<<"$BRIDGE_CONF")" "$rc $(jq -c . "$D/node/net/10-bridge.conflist")" "a binary that is not the plugin is refused before any change"
+ms=$((($(date +%s%N) - t0) / 1000000))
+echo "# SIGTERM to exit: $ms ms"
+assert_eq "0 $CHAINED" "$rc $(snap)" "SIGTERM: exit 0, nshash left chained (an upgrade's next installer takes over)"
+[ "$ms" -lt 5000 ] && pass "SIGTERM: exited in $ms ms, inside the manifest's grace period (5 s)" || fail "SIGTERM took $ms ms"
+assert_contains "$(cat "$D/inst.err")" "stopping; nshash stays chained" "... saying so"
 
-# ---- watch mode (the DaemonSet's): a primary CNI rewriting its file gets nshash put back first
+# ---- uninstall with a watcher running: it stops chaining first
 node
-echo "$BRIDGE_CONF" >"$D/node/net/10-bridge.conflist"
-CNI_BIN_DIR=$D/node/bin CNI_NET_DIR=$D/node/net NSHASH_BINARY=$CNI_PLUGIN NSHASH_ENTRY=$K/nshash-entry.json \
-	WATCH_SECONDS=1 "$K/install-cni.sh" install 2>"$D/watch.err" &
-WATCHER=$!
-on_exit "kill $WATCHER"
-for _ in $(seq 30); do [ "$(jq -r '.plugins[0].type' "$D/node/net/10-bridge.conflist")" = nshash ] && break; sleep 0.1; done
-echo "$BRIDGE_CONF" >"$D/node/net/10-bridge.conflist.tmp" && mv "$D/node/net/10-bridge.conflist.tmp" "$D/node/net/10-bridge.conflist"
-for _ in $(seq 30); do [ "$(jq -r '.plugins[0].type' "$D/node/net/10-bridge.conflist")" = nshash ] && break; sleep 0.1; done
-assert_eq '["nshash","bridge","portmap"]' "$(types "$D/node/net/10-bridge.conflist")" "watch mode: nshash put back first after the primary CNI rewrote its file"
-kill "$WATCHER"
-wait "$WATCHER" 2>/dev/null
+echo "$BRIDGE_CONF" >"$NET_D/10-bridge.conflist"
+BEFORE=$(snap)
+watcher "$D/watch.err" --watch 30
+wait_first nshash
+"$INST" --cni-bin-dir "$D/node/bin" --cni-net-dir "$NET_D" --plugin "$CNI_PLUGIN" --run-dir "$D/node/run" uninstall 2>"$D/un.err"
+assert_eq "0 $BEFORE" "$? $(snap)" "uninstall while the watcher runs: every file as before"
+echo "$BRIDGE_CONF" >"$D/new" && mv "$D/new" "$NET_D/10-bridge.conflist" # a primary's rewrite wakes the watcher
+sleep 1
+assert_eq "bridge" "$(first)" "... the watcher does not chain again"
+assert_contains "$(cat "$D/watch.err")" "uninstall\` was run here: not chaining any more" "... and says why"
+out=$(inst ready)
+assert_eq 1 $? "... ready fails"
+assert_contains "$out" "not ready: uninstalled" "... saying uninstalled"
+kill -TERM $W
+wait $W
 
-# ---- uninstall
-inst && inst uninstall
-assert_eq "0 [\"bridge\",\"portmap\"]" "$? $(types "$D/node/net/10-bridge.conflist")" "uninstall removes nshash from the conflist"
-[ -e "$D/node/bin/nshash" ] && fail "uninstall left the binary" || pass "uninstall removes the binary"
+# ---- through containerd 1.6's CRI (the one kubelet talks to): install ->
+# pods -> upgrade -> uninstall -> the pods made while chained stopped and removed
+. "$TOP/tests/lib/engines.sh"
+cni_require_cri
+C=$D/containerd
+cni_containerd_cri_start "$C" "" NSHASH_POLICY="$NSHASH_POLICY" || cannot_run "containerd with CRI did not start"
+cp /usr/lib/cni/bridge /usr/lib/cni/host-local /usr/lib/cni/portmap /usr/lib/cni/loopback "$C/cni-bin/"
+echo "$BRIDGE_CONF" | jq . >"$C/net.d/10-$NET.conflist"
+chmod 0600 "$C/net.d/10-$NET.conflist"
+csnap() { (cd "$C/net.d" && for f in $(ls -A | LC_ALL=C sort); do echo "$f $(stat -c '%a %u:%g %s' "$f") $(md5sum <"$f" | cut -c1-32)"; done; ls "$C/cni-bin" | tr '\n' ' '); }
+CBEFORE=$(csnap)
+NETNS_DIR=$C/state/io.containerd.grpc.v1.cri/netns
+sandbox_pid() { ctr -n k8s.io task ls 2>/dev/null | awk -v id="$1" '$1 == id {print $2}'; }
+cwatch() { # RUN-DIR ERRFILE: a DaemonSet pod's installer on containerd's dirs (pid in W)
+	mkdir -p "$1"
+	"$INST" --cni-bin-dir "$C/cni-bin" --cni-net-dir "$C/net.d" --plugin "$CNI_PLUGIN" --entry "$ENTRY" --run-dir "$1" \
+		install --watch 30 2>"$2" &
+	W=$!
+	on_exit "kill $W"
+}
+# containerd's CRI reloads its CNI config on a change of the dir (fsnotify);
+# its log shows no reload, so a change is given a second to land
+cri_reloaded() { sleep 1; }
+cwatch "$D/pod1-run" "$D/pod1.err"
+for _ in $(seq 50); do [ "$(jq -r '.plugins[0].type' "$C/net.d/10-$NET.conflist" 2>/dev/null)" = nshash ] && break; sleep 0.1; done
+assert_eq "nshash" "$(jq -r '.plugins[0].type' "$C/net.d/10-$NET.conflist")" "CRI: the installer chained nshash into containerd's conflist"
+cri_reloaded
+A=$(cni_cri_runp "$D/err" pod-a uid-a default io.nshash.tcp=16384)
+[ -n "$A" ] && pass "CRI: RunPodSandbox while chained" || fail "RunPodSandbox failed: $(cat "$D/err")"
+assert_eq "16384 1024" "$(netns_sizes_of_pid "$(sandbox_pid "$A")" 2>/dev/null)" "CRI: the pod is sized (annotation tcp, entry's udp)"
+# upgrade: the old pod gets SIGTERM, the new one starts
+CHAINED=$(csnap)
+kill -TERM $W
+wait $W
+assert_eq "0 $CHAINED" "$? $(csnap)" "upgrade: the old installer's SIGTERM leaves every file as it was"
+cwatch "$D/pod2-run" "$D/pod2.err"
+for _ in $(seq 50); do grep -q "nothing to write" "$D/pod2.err" && break; sleep 0.1; done
+assert_eq "$CHAINED" "$(csnap)" "upgrade: the new installer finds nshash chained and writes nothing"
+assert_contains "$(cat "$D/pod2.err")" "nshash is first in $C/net.d/10-$NET.conflist (nothing to write)" "... saying so"
+B=$(cni_cri_runp "$D/err" pod-b uid-b default)
+[ -n "$B" ] && pass "CRI: RunPodSandbox after the upgrade" || fail "RunPodSandbox failed: $(cat "$D/err")"
+assert_eq "4096 1024" "$(netns_sizes_of_pid "$(sandbox_pid "$B")" 2>/dev/null)" "CRI: sized by the entry's defaults"
+# removal: uninstall (kubectl exec in the running pod), then the pods go
+"$INST" --cni-bin-dir "$C/cni-bin" --cni-net-dir "$C/net.d" --plugin "$CNI_PLUGIN" --run-dir "$D/pod2-run" uninstall 2>"$D/un.err"
+assert_eq "0 $(sed 's/loopback portmap/loopback nshash portmap/' <<<"$CBEFORE")" "$? $(csnap)" \
+	"uninstall: containerd's conflist byte for byte as before (mode 0600), the binary kept"
+cri_reloaded
+"${CRI[@]}" "$CRI_SOCK" stopp "$A" 2>"$D/err" && "${CRI[@]}" "$CRI_SOCK" rmp "$A" 2>>"$D/err"
+assert_eq "0" "$?" "CRI: a pod made while chained is stopped and removed after uninstall ($(cat "$D/err"))"
+"$INST" --cni-bin-dir "$C/cni-bin" --cni-net-dir "$C/net.d" --run-dir "$D/pod2-run" uninstall --remove-binary 2>"$D/un.err"
+assert_eq "0 $CBEFORE" "$? $(csnap)" "uninstall --remove-binary: no nshash file left in containerd's dirs"
+# containerd 1.6 tears a pod's network down with the conflist it has loaded
+# now (go-cni), not the one the pod was made with: no nshash call for DEL
+"${CRI[@]}" "$CRI_SOCK" stopp "$B" 2>"$D/err" && "${CRI[@]}" "$CRI_SOCK" rmp "$B" 2>>"$D/err"
+assert_eq "0" "$?" "CRI: a pod made while chained is stopped and removed with the binary gone too ($(cat "$D/err"))"
+P=$(cni_cri_runp "$D/err" pod-c uid-c default io.nshash.tcp=16384)
+[ -n "$P" ] && pass "CRI: a pod after removal starts (no nshash in the chain)" || fail "RunPodSandbox failed: $(cat "$D/err")"
+assert_contains "$(nsenter -t "$(sandbox_pid "$P")" -n ip -4 -o addr show dev eth0 2>/dev/null)" "$SUBNET." "... with its network"
+"${CRI[@]}" "$CRI_SOCK" stopp "$P" && "${CRI[@]}" "$CRI_SOCK" rmp "$P"
+assert_eq "0 0 0" "$(ctr -n k8s.io task ls -q | wc -l) $(ctr -n k8s.io containers ls -q | wc -l) $(count_pins_under "$NETNS_DIR/")" "CRI: no sandbox, container or netns pin left"
+grep -q "nshash" "$C/containerd.log" && echo "# containerd's log on nshash: $(grep -c nshash "$C/containerd.log") line(s)"
+assert_eq "" "$(grep 'failed to find plugin "nshash"' "$C/containerd.log")" "containerd never missed the nshash binary"
+kill -TERM $W
+wait $W
 assert_host_untouched

@@ -42,13 +42,13 @@ apt-get -o Dpkg::Use-Pty=0 update >/root/apt.log 2>&1
 apt-get -o Dpkg::Use-Pty=0 install -y ./nshash_*.deb ./libnshash1_*.deb ./libnshash-dev_*.deb >>/root/apt.log 2>&1 || { tail -20 /root/apt.log; exit 1; }
 echo "== check"; nshash check; echo "check-rc=$?"
 echo "== files"
-for f in /usr/bin/nshash /usr/bin/nshash-hook /usr/bin/nshash-runtime /usr/lib/cni/nshash \
+for f in /usr/bin/nshash /usr/bin/nshash-hook /usr/bin/nshash-runtime /usr/bin/nshash-cni-install /usr/lib/cni/nshash \
 	/usr/share/nshash/verify-hooks.d/nshash-verify.json /usr/share/nshash/podman-hooks.d/nshash-precreate.json \
 	/usr/share/nshash/containers.conf.d/50-nshash-hooks.conf /etc/nshash/nshash.json \
 	/lib/systemd/system/nshash-gc.service /lib/systemd/system/nshash-gc.timer \
 	/etc/systemd/system/timers.target.wants/nshash-gc.timer \
 	/usr/share/man/man8/nshash.8.gz /usr/share/man/man8/nshash-hook.8.gz /usr/share/man/man8/nshash-runtime.8.gz \
-	/usr/share/man/man8/nshash-cni.8.gz /usr/share/man/man5/nshash.json.5.gz /usr/include/nshash.h \
+	/usr/share/man/man8/nshash-cni.8.gz /usr/share/man/man8/nshash-cni-install.8.gz /usr/share/man/man5/nshash.json.5.gz /usr/include/nshash.h \
 	/usr/lib/x86_64-linux-gnu/libnshash.so.1 /usr/lib/x86_64-linux-gnu/libnshash.so /usr/lib/x86_64-linux-gnu/libnshash.a; do
 	[ -e "$f" ] && echo "have $f" || echo "MISSING $f"
 done

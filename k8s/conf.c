@@ -1,0 +1,700 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The node's CNI config dir: which file libcni loads, nshash's entry made
+ * plugins[0] of it (a single-plugin .conf turned into a .conflist), and the
+ * record that makes uninstall an exact restore.
+ *
+ * The record (NET_DIR/.nshash-cni-install.state, JSON, 0600) lists each
+ * file nshash wrote: {"name": the file it chained, "target": the file it
+ * wrote (name, or NAME.conflist for a converted .conf), "backup":
+ * NAME.nshash-orig, "written": the exact bytes it wrote last}.  The backup
+ * is the file as it was before nshash's first write (or before the first
+ * write after the primary CNI rewrote it): same bytes, mode, owner and
+ * times.  Uninstall puts a backup back by renaming it over the file when
+ * the file still holds what nshash wrote; otherwise (the primary rewrote
+ * it since) it removes only nshash's entry from the current content. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "k8s.h"
+
+static bool conf_ext(const char *n)
+{
+	const char *dot = strrchr(n, '.');
+	return dot && (!strcmp(dot, ".conf") || !strcmp(dot, ".conflist") || !strcmp(dot, ".json"));
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names of net_dir libcni would read, in its order (bytewise), NULL
+ * terminated; `skip` left out and `add` put in (NULL: none). */
+static char **conf_files(const char *dir, const char *skip, const char *add, struct nshash_error *err)
+{
+	DIR *d = opendir(dir);
+	if (!d) {
+		nshash_error_set(err, errno,
+				 "%s: %s (mount the node's CNI config dir there, or name it with "
+				 "--cni-net-dir)",
+				 dir, strerror(errno));
+		return NULL;
+	}
+	size_t n = 0, cap = 16;
+	char **v = calloc(cap, sizeof(*v));
+	if (!v) {
+		closedir(d);
+		nshash_error_set(err, ENOMEM, "%s: out of memory", dir);
+		return NULL;
+	}
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		struct stat st;
+		if (!conf_ext(de->d_name) || (skip && !strcmp(de->d_name, skip)) || (add && !strcmp(de->d_name, add)))
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &st, 0) < 0 || S_ISDIR(st.st_mode))
+			continue;
+		if (n + 3 > cap) {
+			char **nv = realloc(v, (cap *= 2) * sizeof(*v));
+			if (!nv)
+				break;
+			v = nv;
+		}
+		if ((v[n] = strdup(de->d_name)))
+			n++;
+	}
+	closedir(d);
+	if (add && (v[n] = strdup(add)))
+		n++;
+	v[n] = NULL;
+	qsort(v, n, sizeof(*v), by_name);
+	return v;
+}
+
+static void names_free(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+int k8s_active_conf(const struct k8s_opts *o, char *name, size_t len, struct nshash_error *err)
+{
+	if (o->conf_name && *o->conf_name) {
+		char p[4096];
+		struct stat st;
+		snprintf(p, sizeof(p), "%s/%s", o->net_dir, o->conf_name);
+		if (stat(p, &st) < 0)
+			return nshash_error_set(err, ENOENT, "%s: not there yet (CNI_CONF_NAME names it)", p);
+		snprintf(name, len, "%s", o->conf_name);
+		return 0;
+	}
+	char **v = conf_files(o->net_dir, NULL, NULL, err);
+	if (!v)
+		return -err->errnum;
+	int r = 0;
+	if (v[0])
+		snprintf(name, len, "%s", v[0]);
+	else
+		r = nshash_error_set(err, ENOENT,
+				     "no CNI config in %s yet (no *.conf, *.conflist or *.json: the primary CNI has "
+				     "not written one); nothing to chain",
+				     o->net_dir);
+	names_free(v);
+	return r;
+}
+
+int k8s_lock(const char *dir, struct nshash_error *err)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return nshash_error_set(err, errno,
+					"%s: %s (mount the node's CNI config dir there, or name it with "
+					"--cni-net-dir)",
+					dir, strerror(errno));
+	while (flock(fd, LOCK_EX) < 0) {
+		if (errno != EINTR) {
+			int e = errno;
+			close(fd);
+			return nshash_error_set(err, e, "lock %s: %s", dir, strerror(e));
+		}
+	}
+	return fd;
+}
+
+void k8s_unlock(int fd)
+{
+	if (fd >= 0)
+		close(fd);
+}
+
+/* ---- the record */
+
+static void path_in(char *out, size_t len, const char *dir, const char *name)
+{
+	snprintf(out, len, "%s/%s", dir, name);
+}
+
+static json_object *record_load(const char *dir, struct nshash_error *err)
+{
+	char p[4096], *text;
+	size_t len;
+	path_in(p, sizeof(p), dir, K8S_RECORD);
+	json_object *rec = NULL, *files;
+	int r = nsh_read_file(p, K8S_MAX_FILE * 4u, &text, &len, err);
+	if (r == -ENOENT) {
+		rec = json_object_new_object();
+		json_object_object_add(rec, "version", json_object_new_int(1));
+		json_object_object_add(rec, "files", json_object_new_array());
+		return rec;
+	}
+	if (r < 0)
+		return NULL;
+	r = nsh_json_parse_text(text, len, p, &rec, err);
+	free(text);
+	if (r < 0)
+		return NULL;
+	if (!json_object_is_type(rec, json_type_object) || !json_object_object_get_ex(rec, "files", &files) ||
+	    !json_object_is_type(files, json_type_array)) {
+		json_object_put(rec);
+		nshash_error_set(err, EINVAL, "%s: not nshash-cni-install's record (no \"files\" list): move it away",
+				 p);
+		return NULL;
+	}
+	return rec;
+}
+
+static int record_save(const char *dir, json_object *rec, struct nshash_error *err)
+{
+	char p[4096];
+	path_in(p, sizeof(p), dir, K8S_RECORD);
+	const char *text = json_object_to_json_string_ext(rec, K8S_JSON_OUT);
+	return k8s_write_atomic(p, text, strlen(text), 0600, (uid_t)-1, (gid_t)-1, err);
+}
+
+static const char *rec_str(json_object *f, const char *key)
+{
+	json_object *v;
+	return json_object_object_get_ex(f, key, &v) && json_object_is_type(v, json_type_string)
+		   ? json_object_get_string(v)
+		   : "";
+}
+
+static bool rec_valid(json_object *f)
+{
+	/* names of this dir only: a record is a host file, but never a way out */
+	const char *keys[] = {"name", "target", "backup"};
+	for (size_t i = 0; i < 3; i++) {
+		const char *s = rec_str(f, keys[i]);
+		if (!*s || strchr(s, '/') || !strcmp(s, "..") || !strcmp(s, "."))
+			return false;
+	}
+	return true;
+}
+
+static json_object *rec_find(json_object *rec, const char *key, const char *value)
+{
+	json_object *files;
+	json_object_object_get_ex(rec, "files", &files);
+	for (size_t i = 0; i < json_object_array_length(files); i++) {
+		json_object *f = json_object_array_get_idx(files, i);
+		if (rec_valid(f) && !strcmp(rec_str(f, key), value))
+			return f;
+	}
+	return NULL;
+}
+
+static bool rec_written_is(json_object *f, const char *bytes, size_t len)
+{
+	json_object *w;
+	return f && json_object_object_get_ex(f, "written", &w) && json_object_is_type(w, json_type_string) &&
+	       (size_t)json_object_get_string_len(w) == len && memcmp(json_object_get_string(w), bytes, len) == 0;
+}
+
+/* ---- files */
+
+struct file {
+	char path[4096];
+	char *bytes;
+	size_t len;
+	struct stat st;
+	json_object *json; /* NULL: not JSON (why in err) */
+};
+
+static void file_free(struct file *f)
+{
+	free(f->bytes);
+	json_object_put(f->json);
+	f->bytes = NULL;
+	f->json = NULL;
+}
+
+/* Read DIR/NAME; -ENOENT when it is gone. JSON errors are left in f->json NULL + err. */
+static int file_read(const char *dir, const char *name, struct file *f, struct nshash_error *err)
+{
+	memset(f, 0, sizeof(*f));
+	path_in(f->path, sizeof(f->path), dir, name);
+	struct stat lst;
+	if (lstat(f->path, &lst) == 0 && S_ISLNK(lst.st_mode))
+		return nshash_error_set(
+		    err, ELOOP, "%s is a symbolic link: nshash chains only a regular file (not touching it)", f->path);
+	int r = nsh_read_file_stat(f->path, K8S_MAX_FILE, &f->bytes, &f->len, &f->st, err);
+	if (r < 0)
+		return r;
+	if (nsh_json_parse_text(f->bytes, f->len, f->path, &f->json, err) < 0)
+		f->json = NULL;
+	return 0;
+}
+
+/* A copy of the file's bytes at BACKUP with its mode, owner and times. */
+static int backup_write(const char *dir, const struct file *f, const char *backup, struct nshash_error *err)
+{
+	char p[4096];
+	path_in(p, sizeof(p), dir, backup);
+	int r = k8s_write_atomic(p, f->bytes, f->len, f->st.st_mode & 07777, f->st.st_uid, f->st.st_gid, err);
+	if (r < 0)
+		return r;
+	struct timespec t[2] = {f->st.st_atim, f->st.st_mtim};
+	(void)utimensat(AT_FDCWD, p, t, AT_SYMLINK_NOFOLLOW);
+	return 0;
+}
+
+/* The file still holds what was read (a primary rewriting it meanwhile is
+ * never overwritten with the merge of its old content): 0, else -EAGAIN. */
+static int still_same(const struct file *f, struct nshash_error *err)
+{
+	char *now = NULL;
+	size_t len = 0;
+	struct nshash_error e;
+	int r = nsh_read_file(f->path, K8S_MAX_FILE, &now, &len, &e);
+	bool same = r == 0 && len == f->len && memcmp(now, f->bytes, len) == 0;
+	free(now);
+	if (same)
+		return 0;
+	return nshash_error_set(err, EAGAIN,
+				"%s changed while nshash was chaining it (the primary CNI writing it?); retried at its "
+				"next change",
+				f->path);
+}
+
+static bool is_nshash(json_object *p)
+{
+	json_object *t;
+	return json_object_is_type(p, json_type_object) && json_object_object_get_ex(p, "type", &t) &&
+	       json_object_is_type(t, json_type_string) && !strcmp(json_object_get_string(t), "nshash");
+}
+
+/* The list without nshash's entries, entry (a copy) first when not NULL.
+ * Returns how many nshash entries there were. */
+static size_t plugins_replace(json_object *list, json_object *entry)
+{
+	json_object *plugins, *out = json_object_new_array();
+	size_t had = 0;
+	json_object_object_get_ex(list, "plugins", &plugins);
+	if (entry) {
+		json_object *copy = NULL;
+		json_object_deep_copy(entry, &copy, NULL);
+		json_object_array_add(out, copy);
+	}
+	for (size_t i = 0; i < json_object_array_length(plugins); i++) {
+		json_object *p = json_object_array_get_idx(plugins, i);
+		if (is_nshash(p))
+			had++;
+		else
+			json_object_array_add(out, json_object_get(p));
+	}
+	json_object_object_add(list, "plugins", out);
+	return had;
+}
+
+static char *serialized(json_object *o)
+{
+	const char *s = json_object_to_json_string_ext(o, K8S_JSON_OUT);
+	char *t = malloc(strlen(s) + 2);
+	if (t)
+		sprintf(t, "%s\n", s);
+	return t;
+}
+
+/* What is wrong with the primary's file as nshash would chain into it
+ * (NULL: nothing); the list to merge into (a copy, or a .conf made a list). */
+static const char *primary_list(const struct file *f, bool is_list, json_object **list)
+{
+	json_object *plugins, *t;
+	*list = NULL;
+	if (!json_object_is_type(f->json, json_type_object))
+		return "it is not a JSON object";
+	if (is_list) {
+		if (!json_object_object_get_ex(f->json, "plugins", &plugins) ||
+		    !json_object_is_type(plugins, json_type_array))
+			return "it has no \"plugins\" list";
+		if (json_object_array_length(plugins) == 0)
+			return "its \"plugins\" list is empty (nshash never becomes a network of its own)";
+		for (size_t i = 0; i < json_object_array_length(plugins); i++) {
+			json_object *p = json_object_array_get_idx(plugins, i);
+			if (!json_object_is_type(p, json_type_object) || !json_object_object_get_ex(p, "type", &t) ||
+			    !json_object_is_type(t, json_type_string) || !*json_object_get_string(t))
+				return "a plugin of its \"plugins\" list has no \"type\" string";
+		}
+		json_object_deep_copy(f->json, list, NULL);
+		return NULL;
+	}
+	if (!json_object_object_get_ex(f->json, "type", &t) || !json_object_is_type(t, json_type_string) ||
+	    !*json_object_get_string(t))
+		return "a single-plugin config without a \"type\" string (libcni would refuse it too)";
+	json_object *one = NULL, *v;
+	json_object_deep_copy(f->json, &one, NULL);
+	*list = json_object_new_object();
+	if (json_object_object_get_ex(one, "cniVersion", &v))
+		json_object_object_add(*list, "cniVersion", json_object_get(v));
+	if (json_object_object_get_ex(one, "name", &v))
+		json_object_object_add(*list, "name", json_object_get(v));
+	json_object_object_del(one, "cniVersion");
+	json_object_object_del(one, "name");
+	plugins = json_object_new_array();
+	json_object_array_add(plugins, one);
+	json_object_object_add(*list, "plugins", plugins);
+	return NULL;
+}
+
+static json_object *rec_new(json_object *rec, const char *name, const char *target)
+{
+	char backup[1024];
+	snprintf(backup, sizeof(backup), "%s%s", name, K8S_ORIG_EXT);
+	json_object *f = json_object_new_object(), *files;
+	json_object_object_add(f, "name", json_object_new_string(name));
+	json_object_object_add(f, "target", json_object_new_string(target));
+	json_object_object_add(f, "backup", json_object_new_string(backup));
+	json_object_object_get_ex(rec, "files", &files);
+	json_object_array_add(files, f);
+	return f;
+}
+
+enum k8s_pass k8s_chain(struct k8s_ctx *c, char *done, size_t dlen, struct nshash_error *err)
+{
+	const struct k8s_opts *o = c->o;
+	char name[1024];
+	struct file f = {0};
+	json_object *list = NULL, *rec = NULL;
+	char *text = NULL, **order = NULL;
+	enum k8s_pass res = K8S_REFUSED;
+	done[0] = '\0';
+	c->warning[0] = '\0';
+	c->chained[0] = '\0';
+
+	if (!c->entry) {
+		nshash_error_set(err, EINVAL, "%s", c->entry_error);
+		return K8S_REFUSED;
+	}
+	if (k8s_active_conf(o, name, sizeof(name), err) < 0)
+		return K8S_REFUSED;
+	if (file_read(o->net_dir, name, &f, err) < 0)
+		goto out;
+	if (!f.json) {
+		char why[sizeof(err->msg)];
+		snprintf(why, sizeof(why), "%s", err->msg);
+		nshash_error_set(
+		    err, EINVAL,
+		    "%.900s; not touching it (retried at its next change: a primary CNI may be writing it)", why);
+		goto out;
+	}
+	const char *dot = strrchr(name, '.');
+	bool is_list = dot && !strcmp(dot, ".conflist");
+	const char *bad = primary_list(&f, is_list, &list);
+	if (bad) {
+		nshash_error_set(err, EINVAL, "%s: %s; not chaining into it (fix the primary CNI's config)", f.path,
+				 bad);
+		goto out;
+	}
+	char target[1100];
+	snprintf(target, sizeof(target), "%s", name);
+	if (!is_list) {
+		if (o->conf_name && *o->conf_name) {
+			nshash_error_set(err, EINVAL,
+					 "%s is a single-plugin config and CNI_CONF_NAME names it: nshash would have "
+					 "to turn it into a .conflist of another name; name a .conflist instead",
+					 f.path);
+			goto out;
+		}
+		snprintf(target, sizeof(target), "%.*s.conflist", (int)(dot ? dot - name : (long)strlen(name)), name);
+		/* the .conflist must be what libcni picks once the .conf is gone */
+		order = conf_files(o->net_dir, name, target, err);
+		if (!order)
+			goto out;
+		if (strcmp(order[0], target)) {
+			nshash_error_set(err, EINVAL,
+					 "%s: turned into %s, libcni would load %s first instead; not chaining (rename "
+					 "one of them)",
+					 f.path, target, order[0]);
+			goto out;
+		}
+	}
+	plugins_replace(list, c->entry);
+	char note[1200];
+	if (k8s_validate(c, list, note, sizeof(note), err) < 0) {
+		nshash_error_prefix(err, "%s with nshash's entry of %s", f.path, o->entry_path);
+		goto out;
+	}
+	snprintf(c->warning, sizeof(c->warning), "%s", note);
+	snprintf(c->chained, sizeof(c->chained), "%s/%s", o->net_dir, target);
+	if (is_list && json_object_equal(list, f.json)) {
+		res = K8S_UNCHANGED;
+		goto out;
+	}
+	text = serialized(list);
+	if (!text) {
+		nshash_error_set(err, ENOMEM, "out of memory");
+		goto out;
+	}
+	res = K8S_REFUSED;
+	char rpath[4096], made[4096] = "";
+	path_in(rpath, sizeof(rpath), o->net_dir, K8S_RECORD);
+	bool had_record = access(rpath, F_OK) == 0;
+	rec = record_load(o->net_dir, err);
+	if (!rec)
+		goto out;
+	json_object *r = rec_find(rec, "target", name);
+	struct file t = {0};
+	if (is_list) {
+		bool ours = r && rec_written_is(r, f.bytes, f.len);
+		bool converted = r && strcmp(rec_str(r, "name"), rec_str(r, "target"));
+		bool fresh = !r;
+		if (!r)
+			r = rec_new(rec, name, name);
+		if (!ours && !converted && backup_write(o->net_dir, &f, rec_str(r, "backup"), err) < 0)
+			goto fail;
+		if (fresh)
+			path_in(made, sizeof(made), o->net_dir, rec_str(r, "backup"));
+		json_object_object_add(r, "written", json_object_new_string(text));
+		if (record_save(o->net_dir, rec, err) < 0 || still_same(&f, err) < 0 ||
+		    k8s_write_atomic(f.path, text, strlen(text), f.st.st_mode & 07777, f.st.st_uid, f.st.st_gid, err) <
+			0)
+			goto fail;
+		snprintf(done, dlen, "chained nshash first into %s%s", f.path,
+			 ours || converted ? "" : " (its original kept for uninstall)");
+		res = K8S_WROTE;
+		goto out;
+	}
+	/* a .conf: NAME.conflist written beside it, then the .conf renamed to
+	 * its backup name (libcni ignores it) */
+	r = rec_find(rec, "name", name);
+	int tr = file_read(o->net_dir, target, &t, err);
+	if (tr == 0 && !rec_written_is(r, t.bytes, t.len)) {
+		nshash_error_set(err, EEXIST,
+				 "%s: turning it into %s/%s would replace a file nshash did not write; not chaining "
+				 "(move one of them)",
+				 f.path, o->net_dir, target);
+		file_free(&t);
+		goto out;
+	}
+	file_free(&t);
+	if (tr < 0 && tr != -ENOENT)
+		goto fail;
+	if (!r)
+		r = rec_new(rec, name, target);
+	json_object_object_add(r, "written", json_object_new_string(text));
+	char tpath[4096], bpath[4096];
+	path_in(tpath, sizeof(tpath), o->net_dir, target);
+	path_in(bpath, sizeof(bpath), o->net_dir, rec_str(r, "backup"));
+	if (record_save(o->net_dir, rec, err) < 0 || still_same(&f, err) < 0 ||
+	    k8s_write_atomic(tpath, text, strlen(text), f.st.st_mode & 07777, f.st.st_uid, f.st.st_gid, err) < 0)
+		goto fail;
+	if (rename(f.path, bpath) < 0) {
+		nshash_error_set(err, errno, "rename %s to %s: %s", f.path, bpath, strerror(errno));
+		unlink(tpath);
+		goto fail;
+	}
+	snprintf(done, dlen, "chained nshash first into %s, made of %s (kept as %s for uninstall)", tpath, f.path,
+		 bpath);
+	res = K8S_WROTE;
+	goto out;
+fail:
+	/* the node's files as they were: what this pass made goes again */
+	if (made[0])
+		unlink(made);
+	if (!had_record)
+		unlink(rpath);
+	/* a primary writing its file: nothing failed, the next change retries */
+	res = err->errnum == EAGAIN ? K8S_REFUSED : K8S_FAILED;
+out:
+	names_free(order);
+	json_object_put(rec);
+	json_object_put(list);
+	free(text);
+	file_free(&f);
+	return res;
+}
+
+int k8s_chained(const struct k8s_ctx *c, struct nshash_error *err)
+{
+	char name[1024], note[1200];
+	struct file f;
+	if (!c->entry)
+		return nshash_error_set(err, EINVAL, "%s", c->entry_error);
+	if (k8s_active_conf(c->o, name, sizeof(name), err) < 0)
+		return -err->errnum;
+	int r = file_read(c->o->net_dir, name, &f, err);
+	if (r < 0)
+		return r;
+	json_object *plugins, *list = NULL;
+	const char *dot = strrchr(name, '.'), *bad;
+	if (!f.json) {
+		r = -err->errnum;
+	} else if ((bad = primary_list(&f, dot && !strcmp(dot, ".conflist"), &list))) {
+		r = nshash_error_set(err, EINVAL, "%s: %s (fix the primary CNI's config)", f.path, bad);
+	} else {
+		/* why it is not chained: first whether it would be refused */
+		plugins_replace(list, c->entry);
+		if (k8s_validate(c, list, note, sizeof(note), err) < 0)
+			r = nshash_error_prefix(err, "%s with nshash's entry of %s is refused", f.path,
+						c->o->entry_path);
+		else if (!json_object_object_get_ex(f.json, "plugins", &plugins) ||
+			 !json_object_is_type(plugins, json_type_array) ||
+			 !is_nshash(json_object_array_get_idx(plugins, 0)))
+			r = nshash_error_set(err, ENOENT, "nshash is not plugins[0] of %s (the active CNI config)",
+					     f.path);
+		else if (!json_object_equal(json_object_array_get_idx(plugins, 0), c->entry))
+			r = nshash_error_set(err, EINVAL,
+					     "plugins[0] of %s is not nshash's entry of %s (an earlier one)", f.path,
+					     c->o->entry_path);
+	}
+	json_object_put(list);
+	file_free(&f);
+	return r;
+}
+
+int k8s_conf_mentioning_nshash(const struct k8s_opts *o, char *name, size_t len)
+{
+	struct nshash_error e;
+	char **v = conf_files(o->net_dir, NULL, NULL, &e);
+	int found = 0;
+	for (size_t i = 0; v && v[i] && !found; i++) {
+		struct file f;
+		json_object *plugins = NULL;
+		if (file_read(o->net_dir, v[i], &f, &e) < 0)
+			continue;
+		if (f.json && (is_nshash(f.json) || (json_object_object_get_ex(f.json, "plugins", &plugins) &&
+						     json_object_is_type(plugins, json_type_array)))) {
+			for (size_t j = 0; !found && plugins && j < json_object_array_length(plugins); j++)
+				found = is_nshash(json_object_array_get_idx(plugins, j));
+			found = found || is_nshash(f.json);
+			if (found)
+				snprintf(name, len, "%s/%s", o->net_dir, v[i]);
+		}
+		file_free(&f);
+	}
+	names_free(v);
+	return found;
+}
+
+/* The current content of a file nshash wrote but someone rewrote since:
+ * nshash's entries taken out, the rest as json-c writes it back. */
+static void strip_entry(const char *dir, const char *name)
+{
+	struct file f;
+	struct nshash_error e;
+	if (file_read(dir, name, &f, &e) < 0) {
+		if (e.errnum != ENOENT)
+			k8s_log("%s", e.msg);
+		return;
+	}
+	json_object *plugins;
+	if (f.json && json_object_object_get_ex(f.json, "plugins", &plugins) &&
+	    json_object_is_type(plugins, json_type_array) && plugins_replace(f.json, NULL)) {
+		char *text = serialized(f.json);
+		if (text && k8s_write_atomic(f.path, text, strlen(text), f.st.st_mode & 07777, f.st.st_uid, f.st.st_gid,
+					     &e) == 0)
+			k8s_log("removed nshash's entry from %s (rewritten since nshash chained it: the rest of it "
+				"kept, as json-c writes it)",
+				f.path);
+		else
+			k8s_log("%s", text ? e.msg : "out of memory");
+		free(text);
+	} else {
+		k8s_log("%s changed since nshash chained it and has no nshash entry: left as it is", f.path);
+	}
+	file_free(&f);
+}
+
+int k8s_unchain(const struct k8s_opts *o, struct nshash_error *err)
+{
+	json_object *rec = record_load(o->net_dir, err), *files;
+	if (!rec)
+		return -err->errnum;
+	json_object_object_get_ex(rec, "files", &files);
+	size_t n = json_object_array_length(files);
+	if (!n)
+		k8s_log("nothing to restore in %s (no record of nshash's: it chained nothing there)", o->net_dir);
+	int failed = 0;
+	for (size_t i = 0; i < n; i++) {
+		json_object *r = json_object_array_get_idx(files, i);
+		if (!rec_valid(r))
+			continue;
+		const char *name = rec_str(r, "name"), *target = rec_str(r, "target");
+		char np[4096], tp[4096], bp[4096];
+		path_in(np, sizeof(np), o->net_dir, name);
+		path_in(tp, sizeof(tp), o->net_dir, target);
+		path_in(bp, sizeof(bp), o->net_dir, rec_str(r, "backup"));
+		struct file t;
+		struct nshash_error e;
+		int tr = file_read(o->net_dir, target, &t, &e);
+		bool ours = tr == 0 && rec_written_is(r, t.bytes, t.len);
+		bool have_backup = access(bp, F_OK) == 0;
+		file_free(&t);
+		if (!strcmp(name, target)) {
+			if (ours && have_backup) {
+				if (rename(bp, tp) == 0) {
+					k8s_log("restored %s (its bytes, mode and owner before nshash)", tp);
+					continue;
+				}
+				k8s_log("restore %s from %s: %s", tp, bp, strerror(errno));
+				failed = errno;
+				continue;
+			}
+			if (tr == 0)
+				strip_entry(o->net_dir, target);
+			else
+				k8s_log("%s is gone (the primary CNI removed it): nothing to restore", tp);
+			if (have_backup && unlink(bp) < 0)
+				failed = errno, k8s_log("remove %s: %s", bp, strerror(errno));
+			continue;
+		}
+		/* a .conf nshash turned into a .conflist */
+		if (ours) {
+			if (unlink(tp) < 0)
+				failed = errno, k8s_log("remove %s: %s", tp, strerror(errno));
+		} else if (tr == 0) {
+			strip_entry(o->net_dir, target);
+		}
+		if (have_backup && access(np, F_OK) != 0) {
+			if (rename(bp, np) == 0)
+				k8s_log("restored %s (its bytes, mode and owner before nshash)%s", np,
+					ours ? ", removed the .conflist nshash made of it" : "");
+			else
+				failed = errno, k8s_log("restore %s from %s: %s", np, bp, strerror(errno));
+		} else if (have_backup) {
+			k8s_log("%s was rewritten since nshash chained it: kept, its old copy %s removed", np, bp);
+			if (unlink(bp) < 0)
+				failed = errno, k8s_log("remove %s: %s", bp, strerror(errno));
+		}
+	}
+	json_object_put(rec);
+	if (failed)
+		return nshash_error_set(err, failed,
+					"uninstall in %s: not everything was restored (see above); the "
+					"record %s/%s is kept: fix the cause and run uninstall again",
+					o->net_dir, o->net_dir, K8S_RECORD);
+	char p[4096];
+	path_in(p, sizeof(p), o->net_dir, K8S_RECORD);
+	if (unlink(p) < 0 && errno != ENOENT)
+		return nshash_error_set(err, errno, "remove %s: %s", p, strerror(errno));
+	return 0;
+}

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* nshash-cni-install: puts the CNI plugin on a Kubernetes node and chains
+ * it first into the node's active CNI config, watches it, and takes it out
+ * again restoring exactly what it changed.  Includes only common.h and
+ * nshash.h (docs/design.md). */
+#ifndef NSHASH_K8S_H
+#define NSHASH_K8S_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "common.h"
+
+struct json_object;
+
+#define K8S_PROG "nshash-cni-install"
+/* In the CNI config dir: names libcni never loads (their extension is none
+ * of .conf, .conflist, .json). */
+#define K8S_RECORD   ".nshash-cni-install.state" /* what nshash changed there */
+#define K8S_ORIG_EXT ".nshash-orig"		 /* FILE + this: FILE's original bytes, mode, owner */
+#define K8S_TMP_EXT  ".nshash-tmp"
+/* In the run dir (the pod's emptyDir): `uninstall` was run; watchers stop. */
+#define K8S_MARKER   "uninstalled"
+/* In the run dir: the entry the running installer read at its start, which
+ * `ready` checks against (a ConfigMap edited since reaches the node only
+ * with the next pod). */
+#define K8S_ENTRY_COPY "entry.json"
+#define K8S_MAX_FILE (4u << 20)
+#define K8S_JSON_OUT (JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE)
+
+struct k8s_opts {
+	const char *bin_dir;	 /* the node's CNI bin dir, as mounted here */
+	const char *net_dir;	 /* the node's CNI config dir */
+	const char *plugin;	 /* the plugin binary to install (the image's) */
+	const char *entry_path;	 /* nshash's conflist entry */
+	const char *conf_name;	 /* "" = the file libcni picks */
+	const char *run_dir;	 /* the uninstall marker; "" = none */
+	const char *status_file; /* Prometheus text file; NULL = none */
+	unsigned watch;		 /* seconds; 0 = one pass */
+	bool remove_binary;	 /* uninstall: the binary too */
+};
+
+/* What the installer holds for a pass: the entry read once at start, the
+ * versions the plugin speaks. */
+struct k8s_ctx {
+	const struct k8s_opts *o;
+	struct json_object *entry; /* NULL when entry_error says why */
+	char entry_error[1200];
+	char versions[256]; /* " 0.3.0 0.3.1 ... " (VERSION's supportedVersions) */
+	char warning[1200]; /* the last pass's note (STATUS could not probe here) */
+	char chained[4200]; /* the last pass: the file nshash is first in */
+};
+
+/* ---- plugin.c */
+/* Run the plugin at `path` with CNI_COMMAND=cmd and `input` on stdin; its
+ * stdout (malloc'd, NUL-terminated) and exit status. */
+int k8s_plugin_run(const char *path, const char *cmd, const char *input, char **out, int *status,
+		   struct nshash_error *err);
+/* The plugin at `path` answers VERSION: its supportedVersions into versions. */
+int k8s_plugin_versions(const char *path, char *versions, size_t len, struct nshash_error *err);
+/* `a` and `b` hold the same bytes (1), differ or one is missing (0). */
+int k8s_same_file(const char *a, const char *b);
+/* The image's plugin into BIN_DIR/nshash when it is not there already
+ * (atomically: a copy beside it renamed over it), checked to answer VERSION.
+ * 1 installed now, 0 in place already, -errno. */
+int k8s_install_binary(const struct k8s_opts *o, struct nshash_error *err);
+/* STATUS of the installed plugin with nshash's entry of `list` as the
+ * network config: 0 valid, -errno with the plugin's reason.  A STATUS
+ * that fails only because this container may not size netns (code 50)
+ * passes, with that reason in `note`. */
+int k8s_validate(const struct k8s_ctx *c, struct json_object *list, char *note, size_t nlen, struct nshash_error *err);
+
+/* ---- conf.c */
+enum k8s_pass { K8S_UNCHANGED, K8S_WROTE, K8S_REFUSED, K8S_FAILED /* a write failed */ };
+/* The file libcni loads from net_dir (first by name of *.conf, *.conflist,
+ * *.json, or conf_name): its name into `name`; 0, -ENOENT when there is none. */
+int k8s_active_conf(const struct k8s_opts *o, char *name, size_t len, struct nshash_error *err);
+/* One chaining pass (the caller holds the dir lock): nshash's entry made
+ * plugins[0] of the active conf, validated, written, what it replaced kept.
+ * K8S_WROTE with what it did in `done`, K8S_UNCHANGED, K8S_REFUSED
+ * (nothing written) or K8S_FAILED (a write failed: the node's config files
+ * as they were) with err saying why. */
+enum k8s_pass k8s_chain(struct k8s_ctx *c, char *done, size_t dlen, struct nshash_error *err);
+/* Restore every file the record names (see k8s/conf.c), one log line per
+ * file.  0 or -errno. */
+int k8s_unchain(const struct k8s_opts *o, struct nshash_error *err);
+/* nshash first in the active conf with this entry: 0, else -errno why. */
+int k8s_chained(const struct k8s_ctx *c, struct nshash_error *err);
+/* A config file of net_dir (.conf, .conflist, .json) that still names type
+ * nshash: 1 with its path in `name`, else 0. */
+int k8s_conf_mentioning_nshash(const struct k8s_opts *o, char *name, size_t len);
+/* The dir lock (flock on net_dir itself): one writer at a time. */
+int k8s_lock(const char *dir, struct nshash_error *err);
+void k8s_unlock(int fd);
+
+/* ---- watch.c */
+/* install: one pass, or --watch: passes until SIGTERM/SIGINT. Exit status. */
+int k8s_install(struct k8s_ctx *c);
+
+/* ---- main.c */
+void k8s_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Write `text` to `path` atomically (a temporary beside it, renamed), with
+ * mode and owner; 0 or -errno. */
+int k8s_write_atomic(const char *path, const char *text, size_t len, mode_t mode, uid_t uid, gid_t gid,
+		     struct nshash_error *err);
+
+#endif

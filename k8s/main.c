@@ -1,0 +1,365 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* nshash-cni-install: options, the subcommands (install, uninstall, ready,
+ * state-dir), the log and atomic writes.  man nshash-cni-install(8). */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <json-c/json.h>
+#include <libgen.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "k8s.h"
+
+void k8s_log(const char *fmt, ...)
+{
+	char buf[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, K8S_PROG ": %s\n", buf);
+}
+
+int k8s_write_atomic(const char *path, const char *text, size_t len, mode_t mode, uid_t uid, gid_t gid,
+		     struct nshash_error *err)
+{
+	char tmp[4200], copy[4096];
+	snprintf(copy, sizeof(copy), "%s", path);
+	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	snprintf(tmp, sizeof(tmp), "%.*s.%s%s", (int)(base - path), path, base, K8S_TMP_EXT);
+	unlink(tmp);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return nshash_error_set(err, errno, "write %s: %s", path, strerror(errno));
+	int e = 0;
+	if (uid != (uid_t)-1 && fchown(fd, uid, gid) < 0)
+		e = errno;
+	if (!e && fchmod(fd, mode) < 0)
+		e = errno;
+	if (!e && nsh_write_all(fd, text, len) < 0)
+		e = errno;
+	if (!e && fsync(fd) < 0)
+		e = errno;
+	if (close(fd) < 0 && !e)
+		e = errno;
+	if (!e && rename(tmp, path) < 0)
+		e = errno;
+	if (e) {
+		unlink(tmp);
+		return nshash_error_set(err, e, "write %s: %s", path, strerror(e));
+	}
+	return 0;
+}
+
+static const char usage[] =
+    "Usage: " K8S_PROG " [OPTION...] COMMAND\n"
+    "Puts the nshash CNI plugin on a Kubernetes node and chains it first into the node's\n"
+    "active CNI config (man nshash-cni-install).\n"
+    "\n"
+    "Commands:\n"
+    "  install [--watch SECONDS] [--status-file PATH]\n"
+    "              copy the plugin into the CNI bin dir (atomically, checked to answer\n"
+    "              CNI VERSION), then make nshash's entry plugins[0] of the active config,\n"
+    "              validated by the plugin (STATUS) first; keep what it replaces for\n"
+    "              uninstall.  --watch: again on every change of the CNI dirs and every\n"
+    "              SECONDS, until SIGTERM, which stops it leaving nshash chained.\n"
+    "  uninstall [--remove-binary]\n"
+    "              stop every watcher of this run dir from chaining again (a marker), then\n"
+    "              restore each file nshash changed; the binary stays (pods still being\n"
+    "              stopped may call it for DEL) unless --remove-binary and no config names\n"
+    "              nshash any more\n"
+    "  ready       exit 0 when the binary is the image's, nshash's entry is plugins[0] of\n"
+    "              the active config and the plugin accepts it; else 1 with the reason\n"
+    "  state-dir PATH\n"
+    "              make PATH a directory 0700 root:root (narrowing one that exists; a\n"
+    "              symbolic link is refused): nshash's state dir on the node\n"
+    "\n"
+    "Options (and their environment variables):\n"
+    "  --cni-bin-dir DIR   CNI_BIN_DIR   the node's CNI bin dir   (/host/opt/cni/bin)\n"
+    "  --cni-net-dir DIR   CNI_NET_DIR   the node's CNI config dir (/host/etc/cni/net.d)\n"
+    "  --plugin PATH       NSHASH_PLUGIN the plugin to install     (/opt/nshash/nshash)\n"
+    "  --entry PATH        NSHASH_ENTRY  nshash's conflist entry, read once at start\n"
+    "                                    (/etc/nshash-cni/nshash-entry.json)\n"
+    "  --conf-name NAME    CNI_CONF_NAME the config file to chain into (default: the one\n"
+    "                                    libcni loads: first by name of *.conf, *.conflist, *.json)\n"
+    "  --run-dir DIR       NSHASH_CNI_RUN_DIR where uninstall leaves its marker for the\n"
+    "                                    watcher (/run/nshash-cni, the pod's emptyDir; \"\" none)\n"
+    "  --watch SECONDS     install: keep watching, polling every SECONDS too\n"
+    "  --status-file PATH  install: write the Prometheus status (nshash_cni_installed,\n"
+    "                      nshash_cni_ready, ..._chain_writes_total, ..._config_refused_total)\n"
+    "  --remove-binary     uninstall: remove CNI_BIN_DIR/nshash too\n"
+    "  -h, --help          this text\n"
+    "  -V, --version       the version\n";
+
+static const char *env_or(const char *var, const char *def)
+{
+	const char *v = getenv(var);
+	return v && *v ? v : def;
+}
+
+/* The entry, once: an object of type nshash, or entry_error says why. */
+static void entry_load(struct k8s_ctx *c)
+{
+	char *text;
+	size_t len;
+	struct nshash_error e;
+	json_object *t;
+	if (nsh_read_file(c->o->entry_path, 1u << 20, &text, &len, &e) < 0) {
+		snprintf(c->entry_error, sizeof(c->entry_error),
+			 "nshash's entry: %s (mount the ConfigMap there, or name it with --entry)", e.msg);
+		return;
+	}
+	int r = nsh_json_parse_text(text, len, c->o->entry_path, &c->entry, &e);
+	free(text);
+	if (r < 0) {
+		snprintf(c->entry_error, sizeof(c->entry_error), "nshash's entry: %s (fix the ConfigMap)", e.msg);
+		return;
+	}
+	if (!json_object_is_type(c->entry, json_type_object) || !json_object_object_get_ex(c->entry, "type", &t) ||
+	    !json_object_is_type(t, json_type_string) || strcmp(json_object_get_string(t), "nshash")) {
+		snprintf(c->entry_error, sizeof(c->entry_error),
+			 "nshash's entry %s: not a JSON object with \"type\": \"nshash\" (fix the ConfigMap)",
+			 c->o->entry_path);
+		json_object_put(c->entry);
+		c->entry = NULL;
+	}
+}
+
+static int cmd_state_dir(const char *path)
+{
+	const char *why = nsh_path_unclean(path);
+	if (why) {
+		k8s_log("state-dir %s: %s; give an absolute path", path, why);
+		return 1;
+	}
+	struct stat st;
+	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+		k8s_log("%s is a symbolic link: remove it (nshash's state dir is a directory of its own)", path);
+		return 1;
+	}
+	if (mkdir(path, 0700) < 0 && errno != EEXIST) {
+		k8s_log("mkdir %s: %s (its parent must exist: mount the node's /run)", path, strerror(errno));
+		return 1;
+	}
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		k8s_log("%s: %s (it must be a directory: move what is there away)", path, strerror(errno));
+		return 1;
+	}
+	if (fchown(fd, 0, 0) < 0 || fchmod(fd, 0700) < 0) {
+		k8s_log("%s: make it 0700 root:root: %s (needs CAP_CHOWN and CAP_FOWNER)", path, strerror(errno));
+		close(fd);
+		return 1;
+	}
+	close(fd);
+	k8s_log("%s: a directory 0700 root:root", path);
+	return 0;
+}
+
+static int cmd_uninstall(const struct k8s_opts *o)
+{
+	struct nshash_error e;
+	/* first the marker: a watcher that takes the lock after us sees it */
+	if (o->run_dir && *o->run_dir) {
+		char marker[4200];
+		snprintf(marker, sizeof(marker), "%s/%s", o->run_dir, K8S_MARKER);
+		if (k8s_write_atomic(marker, "uninstall\n", 10, 0644, (uid_t)-1, (gid_t)-1, &e) < 0) {
+			k8s_log("%s; the marker that stops the watcher goes there (the watcher's --run-dir; "
+				"--run-dir \"\" when no watcher runs)",
+				e.msg);
+			return 1;
+		}
+	}
+	int lock = k8s_lock(o->net_dir, &e);
+	if (lock < 0) {
+		k8s_log("%s", e.msg);
+		return 1;
+	}
+	int r = k8s_unchain(o, &e);
+	k8s_unlock(lock);
+	if (r < 0) {
+		k8s_log("%s", e.msg);
+		return 1;
+	}
+	char bin[4200], which[4200];
+	snprintf(bin, sizeof(bin), "%s/nshash", o->bin_dir);
+	if (!o->remove_binary) {
+		if (access(bin, F_OK) == 0)
+			k8s_log("kept %s: pods started while nshash was chained may still call it for DEL until the "
+				"runtime has reloaded the config (--remove-binary removes it)",
+				bin);
+		return 0;
+	}
+	if (k8s_conf_mentioning_nshash(o, which, sizeof(which))) {
+		k8s_log("kept %s: %s still names type nshash (a config nshash did not write); remove the entry "
+			"there first",
+			bin, which);
+		return 1;
+	}
+	if (unlink(bin) < 0 && errno != ENOENT) {
+		k8s_log("remove %s: %s", bin, strerror(errno));
+		return 1;
+	}
+	k8s_log("removed %s", bin);
+	return 0;
+}
+
+static int cmd_ready(struct k8s_ctx *c)
+{
+	const struct k8s_opts *o = c->o;
+	struct nshash_error e;
+	char bin[4200], marker[4200];
+	snprintf(bin, sizeof(bin), "%s/nshash", o->bin_dir);
+	snprintf(marker, sizeof(marker), "%s/%s", o->run_dir, K8S_MARKER);
+	if (o->run_dir && *o->run_dir && access(marker, F_OK) == 0) {
+		printf("not ready: uninstalled (%s)\n", marker);
+		return 1;
+	}
+	if (!k8s_same_file(o->plugin, bin)) {
+		printf("not ready: %s is %s\n", bin, access(bin, F_OK) ? "missing" : "not the image's plugin");
+		return 1;
+	}
+	if (k8s_plugin_versions(o->plugin, c->versions, sizeof(c->versions), &e) < 0 || k8s_chained(c, &e) < 0) {
+		printf("not ready: %s\n", e.msg);
+		return 1;
+	}
+	printf("ready: nshash is first in the active CNI config; %s is in place\n", bin);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct k8s_opts o = {
+	    .bin_dir = env_or("CNI_BIN_DIR", "/host/opt/cni/bin"),
+	    .net_dir = env_or("CNI_NET_DIR", "/host/etc/cni/net.d"),
+	    .plugin = env_or("NSHASH_PLUGIN", "/opt/nshash/nshash"),
+	    .entry_path = env_or("NSHASH_ENTRY", "/etc/nshash-cni/nshash-entry.json"),
+	    .conf_name = env_or("CNI_CONF_NAME", ""),
+	    .run_dir = getenv("NSHASH_CNI_RUN_DIR") ? getenv("NSHASH_CNI_RUN_DIR") : "/run/nshash-cni",
+	};
+	static const struct option longs[] = {
+	    {"cni-bin-dir", required_argument, NULL, 'b'}, {"cni-net-dir", required_argument, NULL, 'n'},
+	    {"plugin", required_argument, NULL, 'p'},	   {"entry", required_argument, NULL, 'e'},
+	    {"conf-name", required_argument, NULL, 'c'},   {"run-dir", required_argument, NULL, 'r'},
+	    {"watch", required_argument, NULL, 'w'},	   {"status-file", required_argument, NULL, 's'},
+	    {"remove-binary", no_argument, NULL, 'R'},	   {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},	   {NULL, 0, NULL, 0},
+	};
+	bool watch_given = false;
+	int opt;
+	while ((opt = getopt_long(argc, argv, "hV", longs, NULL)) != -1) {
+		char *end;
+		switch (opt) {
+		case 'b':
+			o.bin_dir = optarg;
+			break;
+		case 'n':
+			o.net_dir = optarg;
+			break;
+		case 'p':
+			o.plugin = optarg;
+			break;
+		case 'e':
+			o.entry_path = optarg;
+			break;
+		case 'c':
+			o.conf_name = optarg;
+			break;
+		case 'r':
+			o.run_dir = optarg;
+			break;
+		case 's':
+			o.status_file = optarg;
+			break;
+		case 'R':
+			o.remove_binary = true;
+			break;
+		case 'w':
+			errno = 0;
+			unsigned long w = strtoul(optarg, &end, 10);
+			if (errno || end == optarg || *end || w < 1 || w > 86400 || optarg[0] == '-') {
+				k8s_log("--watch %s: give whole seconds from 1 to 86400", optarg);
+				return 2;
+			}
+			o.watch = (unsigned)w;
+			watch_given = true;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		case 'V':
+			printf(K8S_PROG " %s\n", NSHASH_VERSION);
+			return 0;
+		default:
+			fprintf(stderr, "Try '" K8S_PROG " --help'.\n");
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, K8S_PROG ": no command (install, uninstall, ready, state-dir PATH); see --help\n");
+		return 2;
+	}
+	const char *cmd = argv[optind];
+	int extra = argc - optind - 1;
+	bool is_install = !strcmp(cmd, "install");
+	if ((watch_given || o.status_file) && !is_install) {
+		k8s_log("--watch and --status-file go with install, not %s", cmd);
+		return 2;
+	}
+	if (o.remove_binary && strcmp(cmd, "uninstall")) {
+		k8s_log("--remove-binary goes with uninstall, not %s", cmd);
+		return 2;
+	}
+	if (!strcmp(cmd, "state-dir")) {
+		if (extra != 1) {
+			k8s_log("state-dir takes one PATH (e.g. state-dir /host/run/nshash)");
+			return 2;
+		}
+		return cmd_state_dir(argv[optind + 1]);
+	}
+	if (extra) {
+		k8s_log("%s takes no argument (%s): options go before or after it", cmd, argv[optind + 1]);
+		return 2;
+	}
+	if (!strcmp(cmd, "uninstall"))
+		return cmd_uninstall(&o);
+	struct k8s_ctx c = {.o = &o};
+	if (!is_install && strcmp(cmd, "ready")) {
+		k8s_log("%s: no such command (install, uninstall, ready, state-dir PATH); see --help", cmd);
+		return 2;
+	}
+	char copy[4200] = "";
+	if (o.run_dir && *o.run_dir)
+		snprintf(copy, sizeof(copy), "%s/%s", o.run_dir, K8S_ENTRY_COPY);
+	if (!strcmp(cmd, "ready")) {
+		/* the running installer's entry, not the ConfigMap's newer one */
+		if (copy[0] && access(copy, F_OK) == 0)
+			o.entry_path = copy;
+		entry_load(&c);
+		return cmd_ready(&c);
+	}
+	entry_load(&c);
+	if (copy[0]) {
+		struct nshash_error we;
+		const char *t = c.entry ? json_object_to_json_string_ext(c.entry, K8S_JSON_OUT) : NULL;
+		if (!t)
+			unlink(copy);
+		else if (k8s_write_atomic(copy, t, strlen(t), 0644, (uid_t)-1, (gid_t)-1, &we) < 0)
+			k8s_log("%s (ready then reads %s)", we.msg, o.entry_path);
+	}
+	struct nshash_error e;
+	if (k8s_plugin_versions(o.plugin, c.versions, sizeof(c.versions), &e) < 0) {
+		k8s_log("%s", e.msg);
+		return 1;
+	}
+	if (!c.entry)
+		k8s_log("%s", c.entry_error);
+	int r = k8s_install(&c);
+	json_object_put(c.entry);
+	return r;
+}

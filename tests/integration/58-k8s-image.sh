@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# The DaemonSet's image for real: `make image` builds it FROM scratch from
+# this tree's static binaries (nothing pulled), and it runs under podman
+# (--pull=never) with the manifest's command, environment and security
+# settings (read-only root, every capability dropped but CHOWN,
+# DAC_OVERRIDE, FOWNER, uid 0) against scratch node dirs bind-mounted where
+# the manifest mounts the node's: it chains, `ready` passes through
+# `podman exec`, the status file is written, `uninstall` through exec
+# restores the node's file byte for byte, SIGTERM stops it promptly; the
+# state-dir init container makes the state dir 0700 without a shell.
+# Private podman storage; the image is removed with it.
+. "$(dirname "$0")/../lib/common.sh"
+. "$(dirname "$0")/../lib/cni.sh"
+. "$(dirname "$0")/../lib/engines.sh"
+require_root
+command -v podman >/dev/null || cannot_run "podman missing"
+python3 -c 'import yaml' 2>/dev/null || cannot_run "python3-yaml missing"
+K=$TOP/packaging/kubernetes
+D=$(make_state_dir)
+engines_podman_setup "$D/podman" || cannot_run "podman setup failed"
+VERSION=$(make -s -C "$TOP" --no-print-directory --eval 'print-version: ; @echo $(VERSION)' print-version)
+IMG=localhost/nshash-cni-t58
+t0=$(date +%s%N)
+make -s -C "$TOP" --no-print-directory image IMAGE=$IMG >"$D/build.log" 2>&1
+rc=$?
+echo "# make image: $((($(date +%s%N) - t0) / 1000000)) ms"
+assert_eq 0 $rc "make image builds offline ($(tail -3 "$D/build.log" | tr '\n' ' '))"
+assert_eq "$IMG:$VERSION" "$(podman images --format '{{.Repository}}:{{.Tag}}' "$IMG")" "tagged with the version ($VERSION)"
+SIZE=$(podman image inspect -f '{{.Size}}' "$IMG:$VERSION")
+echo "# image size: $SIZE bytes"
+assert_eq 1 "$(podman image inspect -f '{{len .RootFS.Layers}}' "$IMG:$VERSION" | awk '{print ($1 <= 4)}')" "a few layers, FROM scratch"
+assert_eq "nshash $VERSION" "$(podman run --rm --pull=never --entrypoint /usr/bin/nshash "$IMG:$VERSION" --version 2>&1 | head -1 | grep -oE "^nshash [0-9.]+")" \
+	"the image's CLI runs (static) and is this version"
+podman run --rm --pull=never --entrypoint /bin/sh "$IMG:$VERSION" -c true >/dev/null 2>&1
+assert_eq 125 "$(($? >= 125 ? 125 : $?))" "no shell in the image"
+
+# the manifest's install-cni container, as podman arguments
+mapfile -t SPEC < <(python3 - "$K/nshash-cni.yaml" <<'PY'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+ds = [d for d in docs if d["kind"] == "DaemonSet"][0]
+spec = ds["spec"]["template"]["spec"]
+c = [x for x in spec["containers"] if x["name"] == "install-cni"][0]
+sc = c["securityContext"]
+print("CMD " + "\x1f".join(c["command"]))
+print("ENV " + "\x1f".join("%s=%s" % (e["name"], e["value"]) for e in c["env"]))
+print("SEC " + "\x1f".join(
+    (["--read-only"] if sc.get("readOnlyRootFilesystem") else []) +
+    (["--cap-drop=all"] if sc["capabilities"]["drop"] == ["ALL"] else []) +
+    ["--cap-add=" + ",".join(sc["capabilities"]["add"]), "--user=%d" % sc["runAsUser"]] +
+    (["--security-opt=no-new-privileges"] if sc.get("allowPrivilegeEscalation") is False else [])))
+print("MNT " + "\x1f".join(m["mountPath"] for m in c["volumeMounts"]))
+print("READY " + "\x1f".join(c["readinessProbe"]["exec"]["command"]))
+init = [x for x in spec["initContainers"] if x["name"] == "state-dir"][0]
+print("INIT " + "\x1f".join(init["command"]))
+print("GRACE %d" % spec["terminationGracePeriodSeconds"])
+PY
+)
+field() { local l; for l in "${SPEC[@]}"; do [ "${l%% *}" = "$1" ] && printf '%s' "${l#* }"; done; }
+IFS=$'\x1f' read -r -a CMD <<<"$(field CMD)"
+IFS=$'\x1f' read -r -a ENVS <<<"$(field ENV)"
+IFS=$'\x1f' read -r -a SEC <<<"$(field SEC)"
+IFS=$'\x1f' read -r -a READY <<<"$(field READY)"
+IFS=$'\x1f' read -r -a INIT <<<"$(field INIT)"
+GRACE=$(field GRACE)
+assert_eq "/host/opt/cni/bin /host/etc/cni/net.d /etc/nshash-cni /run/nshash-cni" "$(field MNT | tr '\037' ' ')" "the manifest's mounts (mapped here)"
+ENV_ARGS=()
+for e in "${ENVS[@]}"; do ENV_ARGS+=(-e "$e"); done
+
+# scratch node dirs where the manifest mounts the node's
+N=$D/node
+mkdir -p "$N/bin" "$N/net" "$N/run" "$N/entry" "$N/hostrun"
+cp "$K/nshash-entry.json" "$N/entry/"
+cat >"$N/net/10-flannel.conflist" <<'JSON'
+{"name": "cbr0", "cniVersion": "0.3.1",
+ "plugins": [{"type": "flannel", "delegate": {"hairpinMode": true, "isDefaultGateway": true}},
+             {"type": "portmap", "capabilities": {"portMappings": true}}]}
+JSON
+chmod 0600 "$N/net/10-flannel.conflist" && chown 4321:4321 "$N/net/10-flannel.conflist"
+snap() { (cd "$N/net" && for f in $(ls -A | LC_ALL=C sort); do echo "$f $(stat -c '%a %u:%g' "$f") $(md5sum <"$f" | cut -c1-32)"; done); }
+BEFORE=$(snap)
+MOUNTS=(-v "$N/bin:/host/opt/cni/bin" -v "$N/net:/host/etc/cni/net.d" -v "$N/entry:/etc/nshash-cni:ro" -v "$N/run:/run/nshash-cni")
+NAME=nshash-t58-$$
+podman run -d --pull=never --name "$NAME" --network none "${SEC[@]}" "${ENV_ARGS[@]}" "${MOUNTS[@]}" \
+	--entrypoint "${CMD[0]}" "$IMG:$VERSION" "${CMD[@]:1}" >/dev/null 2>"$D/run.err"
+assert_eq 0 $? "the install container starts with the manifest's settings ($(cat "$D/run.err"))"
+on_exit "podman rm -f -t 0 $NAME"
+for _ in $(seq 50); do [ "$(jq -r '.plugins[0].type' "$N/net/10-flannel.conflist" 2>/dev/null)" = nshash ] && break; sleep 0.1; done
+assert_eq '["nshash","flannel","portmap"]' "$(jq -c '[.plugins[].type]' "$N/net/10-flannel.conflist")" "it chains nshash first into the node's conflist"
+assert_eq "600 4321:4321" "$(stat -c '%a %u:%g' "$N/net/10-flannel.conflist")" "... keeping its mode and owner (CAP_CHOWN, CAP_FOWNER)"
+cmp -s "$TOP/build/cni/nshash" "$N/bin/nshash" && pass "the plugin is in the node's bin dir" || fail "plugin not installed"
+out=$(podman exec "$NAME" "${READY[@]}" 2>&1)
+assert_eq 0 $? "the readiness probe (podman exec ${READY[*]}) passes ($out)"
+LOG=$(podman logs "$NAME" 2>&1)
+assert_contains "$LOG" "chained nshash first into /host/etc/cni/net.d/10-flannel.conflist" "the log says what it wrote"
+assert_contains "$LOG" "missing CAP_SYS_ADMIN" "... and that the plugin's STATUS could not probe from this container (the config is valid)"
+for _ in $(seq 20); do [ -s "$N/run/install.prom" ] && break; sleep 0.1; done
+assert_eq "nshash_cni_installed 1 nshash_cni_ready 1 nshash_cni_chain_writes_total 1 nshash_cni_config_refused_total 0" \
+	"$(grep -v '^#' "$N/run/install.prom" | tr '\n' ' ' | sed 's/ $//')" "the status file in the run dir (emptyDir)"
+
+# removal: kubectl exec ... nshash-cni-install uninstall (as docs/cni.md says), then the pod goes
+out=$(podman exec "$NAME" nshash-cni-install uninstall 2>&1)
+assert_eq "0 $BEFORE" "$? $(snap)" "uninstall through exec: the node's file byte for byte, mode, owner as before ($out)"
+out=$(podman exec "$NAME" "${READY[@]}" 2>&1)
+assert_eq 1 $? "ready fails after uninstall"
+assert_contains "$out" "not ready: uninstalled" "... saying so"
+t0=$(date +%s%N)
+podman stop -t "$GRACE" "$NAME" >/dev/null
+ms=$((($(date +%s%N) - t0) / 1000000))
+echo "# podman stop (SIGTERM) to exit: $ms ms"
+assert_eq "0 $BEFORE" "$(podman inspect -f '{{.State.ExitCode}}' "$NAME") $(snap)" "SIGTERM: exit 0, nothing rechained"
+[ "$ms" -lt $((GRACE * 1000)) ] && pass "SIGTERM: stopped in $ms ms, before the grace period's SIGKILL (${GRACE} s)" || fail "stop took $ms ms"
+assert_contains "$(podman logs "$NAME" 2>&1)" "signal 15: stopping" "... by its own handler (PID 1)"
+
+# the state-dir init container
+podman run --rm --pull=never --network none "${SEC[@]}" -v "$N/hostrun:/host/run" --entrypoint "${INIT[0]}" "$IMG:$VERSION" "${INIT[@]:1}" >/dev/null 2>"$D/init.err"
+assert_eq "0 700 0:0" "$? $(stat -c '%a %u:%g' "$N/hostrun/nshash")" "state-dir init: the node's /run/nshash made 0700 root:root"
+rmdir "$N/hostrun/nshash" && ln -s /etc "$N/hostrun/nshash"
+podman run --rm --pull=never --network none "${SEC[@]}" -v "$N/hostrun:/host/run" --entrypoint "${INIT[0]}" "$IMG:$VERSION" "${INIT[@]:1}" >/dev/null 2>"$D/init.err"
+assert_eq 1 $? "state-dir init: a symbolic link is refused"
+assert_contains "$(cat "$D/init.err")" "/host/run/nshash is a symbolic link: remove it" "... saying so"
+podman rmi -f "$IMG:$VERSION" >/dev/null 2>&1
