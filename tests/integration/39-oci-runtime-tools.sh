@@ -47,6 +47,10 @@ MIRROR=${NSHASH_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SUITE=${NSHASH_RUNTIME_TOOLS_SUITE:-trixie}
 PKG=golang-github-opencontainers-runtime-tools
 ROOT=$D/runc-root
+# runc leaves the mounts of a container asking rootfsPropagation: shared
+# in the host's mount namespace (under the bundle): gone before $D is.
+mounts_under() { awk -v d="$1/" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo; }
+on_exit "mounts_under '$D' | sort -r | xargs -r -n1 umount -l"
 on_exit "for c in \$(runc --root '$ROOT' list -q 2>/dev/null); do runc --root '$ROOT' delete -f \$c >/dev/null 2>&1; done"
 
 # --- the suite's source: Debian's orig tarball of the package (upstream as
@@ -196,5 +200,6 @@ assert_none "nshash-runtime --nshash-tcp=4096 --nshash-udp=1024 passes every tes
 assert_none "each test in SIZED_FAILS fails sized for its stated reason" ${#SIZED_FAILS[@]} "${stale[@]}"
 
 assert_eq "" "$(runc --root "$ROOT" list -q 2>/dev/null)" "no container left in the private runc root"
+assert_eq "" "$(mounts_under "$D/tmp-sized")" "no mount left in the host's mount namespace by a sized container"
 assert_eq 0 "$(engines_pins_left "$S")" "no pin left in the state dir"
 assert_host_untouched
