@@ -180,6 +180,9 @@ in_memcg() { timeout 60 sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"'
 #    only when it appeared during the test and nobody uses it any more: no
 #    per-object chain of that engine (same name prefix) is left in the table
 #    and no rule in it names an address;
+#  - an nftables table an engine made during the test (netavark 1.14's
+#    `inet netavark`; not iptables-nft's own ip/ip6 filter, nat, ...) once it
+#    holds nothing of any network: no address, no chain named after a subnet;
 #  - links named TAG... (bridges), and links enslaved to them.
 HOST_NET_TAGS=()
 host_net_guard() {
@@ -192,6 +195,7 @@ host_net_guard() {
 			_host_net_snapshot+="$(_host_net_chains "$ipt" "$t" | sed "s/^/$ipt:$t:/" | tr '\n' ' ')"
 		done
 	done
+	command -v nft >/dev/null && _host_net_snapshot+="$(nft list tables 2>/dev/null | awk '{print "nft:" $2 ":" $3}' | tr '\n' ' ')"
 	on_exit host_net_cleanup
 }
 _host_net_chains() { "$1" -w -t "$2" -S 2>/dev/null | awk '$1 == "-N" {print $2}'; }
@@ -257,6 +261,13 @@ host_net_cleanup() {
 			for c in "${shared[@]}"; do "$ipt" -w -t "$t" -F "$c"; done
 			for c in "${shared[@]}"; do "$ipt" -w -t "$t" -X "$c"; done
 		done
+	done
+	# nftables tables an engine made meanwhile, once no network's rules are left in them
+	command -v nft >/dev/null && nft list tables 2>/dev/null | while read -r _ fam c; do
+		[[ "$_host_net_snapshot" == *" nft:$fam:$c "* ]] && continue
+		[[ "$fam" =~ ^(ip|ip6)$ && "$c" =~ ^(filter|nat|mangle|raw|security)$ ]] && continue
+		[[ "$(nft list table "$fam" "$c" 2>/dev/null)" =~ ([0-9]+\.){3}[0-9]+|[0-9a-f]*:[0-9a-f]*:[0-9a-f:]*/[0-9]+|_[0-9]+_[0-9]+_[0-9]+_[0-9]+_ ]] && continue
+		nft delete table "$fam" "$c"
 	done
 	# links: named after a tag, and what is enslaved to them
 	for l in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | sed 's/@.*//'); do
