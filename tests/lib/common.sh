@@ -217,8 +217,10 @@ host_net_cleanup() {
 			while read -r rule; do
 				[ -n "$rule" ] || continue
 				read -r _ c _ <<<"$rule"
-				_host_net_private "$c" && mine+="$c "
-				[[ "$rule" =~ -[jg]\ ([^ ]+) ]] && l=${BASH_REMATCH[1]} && _host_net_private "$l" && mine+="$l "
+				[[ "$rule" =~ -[jg]\ ([^ ]+) ]] && l=${BASH_REMATCH[1]} || l=
+				for c in "$c" "$l"; do
+					_host_net_private "$c" && [[ "$mine" != *" $c "* ]] && mine+="$c "
+				done
 			done <<<"$(_host_net_tagged "$rules" | grep '^-A ')"
 			# ... and the per-object chains those jump to
 			more=1
