@@ -268,4 +268,56 @@ n2 delete "$PINS/sp4"
 umount "$PINS/sp5" 2>/dev/null
 rm -f "$PINS/sp5"
 nshash --state-dir "$S2" gc --max-idle 0 >/dev/null
+
+# ---------------------------------------------------------------- the shipped Kubernetes entry's budget
+# packaging/kubernetes/nshash-entry.json as the installer chains it (cniVersion
+# and name from the conflist; runtimeConfig as containerd fills it), on a node
+# with spares made before the budget applied (the same sizes through the entry
+# without maxTableBytes, as the entry shipped before).  Pods at its caps by
+# annotation, tcp 65536 + udp 16384 = 1572864 bytes each: the budget admits
+# floor(budget / 1572864) of them with the spares present, and the next one
+# is warned (the entry's onFailure) or refused (fail) with the exact numbers.
+ENTRY=$TOP/packaging/kubernetes/nshash-entry.json
+KB=$(jq -r '.maxTableBytes // 0' "$ENTRY")
+[ "$KB" -gt 0 ] && pass "the shipped entry sets maxTableBytes $KB" || fail "the shipped entry sets no maxTableBytes"
+assert_eq "65536 16384 warn" "$(jq -r '"\(.maxTcp) \(.maxUdp) \(.onFailure)"' "$ENTRY")" "the shipped entry's caps and onFailure (what this part assumes)"
+BIG=$((65536 * 8 + 16384 * 64))
+N=$((KB / BIG))
+S3=$(make_state_dir)
+cni_node_policy "$WORK/node3.json" "$S3" '"spares": 3'
+kconf() { # jq filter applied to the entry
+	jq -c '. + {cniVersion: "1.0.0", name: "k8s-pod-network",
+		runtimeConfig: {"io.kubernetes.cri.pod-annotations": {"io.nshash.tcp": "65536", "io.nshash.udp": "16384"}}} | '"$1" "$ENTRY"
+}
+s3_use() { nshash --state-dir "$S3" gc --max-idle 999999 --json | jq -r '"\(.table_memory.bytes) \(.table_memory.netns)"'; }
+s3_spares() { find "$S3/spares" -maxdepth 1 -name 'tcp65536-udp16384.*' 2>/dev/null | wc -l; }
+cni_pin_netns "$PINS/k0"
+cni_call ADD "$PINS/k0" "$(kconf 'del(.maxTableBytes)')"
+assert_eq "0 65536 16384" "$CNI_RC $(raw_sizes "$PINS/k0")" "the entry without its budget: sized"
+spares_settled "$S3"
+assert_eq 3 "$(s3_spares)" "three spares made after it ($((3 * BIG)) bytes of tables)"
+nshash --state-dir "$S3" delete "$PINS/k0"
+for _ in $(seq 100); do [ "$(s3_use)" = "0 0" ] && break; sleep 0.1; done
+assert_eq "0 0" "$(s3_use)" "no pod: nothing counts against a budget (the spares are not counted)"
+bad=()
+for i in $(seq "$N"); do
+	cni_pin_netns "$PINS/k$i"
+	cni_call ADD "$PINS/k$i" "$(kconf .)"
+	[ "$CNI_RC $(raw_sizes "$PINS/k$i")" = "0 65536 16384" ] || bad+=("pod $i: rc $CNI_RC $(raw_sizes "$PINS/k$i") $CNI_OUT $CNI_ERR")
+done
+assert_none "the shipped entry: $N pods at the caps within maxTableBytes $KB, three spares present" "$N" "${bad[@]}"
+assert_eq "$((N * BIG)) $N" "$(s3_use)" "they count $((N * BIG)) bytes in $N netns"
+assert_eq 3 "$(s3_spares)" "the spares are still there (not taken under a budget)"
+need="table memory budget: maxTableBytes $KB would be passed: $((N * BIG)) bytes in use by $N network namespace(s), this request (tcp 65536, udp 16384) needs $BIG bytes"
+cni_pin_netns "$PINS/kw"
+cni_call ADD "$PINS/kw" "$(kconf .)"
+assert_eq "0 -" "$CNI_RC $(raw_sizes "$PINS/kw" | cut -c1)" "pod $((N + 1)): onFailure warn, ADD passes on the shared tables"
+assert_contains "$CNI_ERR" "nshash[ADD ctr-1]: warning (onFailure warn, code 105): replace netns $PINS/kw: $need; free some or raise maxTableBytes; continuing on the shared tables" \
+	"pod $((N + 1)): the warning gives the budget, the use and the request"
+cni_call ADD "$PINS/kw" "$(kconf '.onFailure = "fail"')"
+assert_cni_error 105 "$need" "pod $((N + 1)) with onFailure fail: refused"
+for i in $(seq "$N"); do nshash --state-dir "$S3" delete "$PINS/k$i" >/dev/null; done
+umount "$PINS/kw" 2>/dev/null
+rm -f "$PINS/kw"
+nshash --state-dir "$S3" gc --max-idle 0 >/dev/null
 assert_host_untouched

@@ -13,13 +13,19 @@ require_root
 require_kernel_knobs
 
 engines_oci_setup
-engines_iptables_snapshot
+engines_iptables_snapshot nsh31 10.131.0.
 engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/nshash.log\"}"
 engines_hooks_dir "$D/hooks" "$P"
 # conmon_env_vars: how the policy reaches nshash-runtime when podman runs it
 engines_podman_setup "$D/podman" "hooks_dir = [\"$D/hooks\"]
 conmon_env_vars = [\"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\", \"NSHASH_POLICY=$P\"]" ||
 	cannot_run "podman setup failed"
+# The bridge containers below run on a network of the test's own (not
+# podman's default "podman" on podman0, which podman on the machine shares)
+ip route | grep -q '^10\.131\.0\.' && cannot_run "10.131.0.0/24 is already routed here"
+podman network create --subnet 10.131.0.0/24 nsh31 >/dev/null || cannot_run "podman network create failed"
+jq '.network_interface = "nsh31br0"' "$D/podman/networks/nsh31.json" >"$D/n.json" && mv "$D/n.json" "$D/podman/networks/nsh31.json"
+echo 'default_network = "nsh31"' >>"$CONTAINERS_CONF" # [network] is the file's last section
 IMG=localhost/nshash-busybox
 SHOW='echo $(cat /proc/sys/net/ipv4/tcp_ehash_entries) $(cat /proc/sys/net/ipv4/udp_hash_entries) $(ip -o link show lo | grep -c "[<,]UP[,>]")'
 GLOBAL="-$(cat /proc/sys/net/ipv4/tcp_ehash_entries) -$(cat /proc/sys/net/ipv4/udp_hash_entries)"

@@ -13,7 +13,7 @@ require_kernel_knobs
 
 engines_oci_setup
 engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/nshash.log\"}"
-engines_iptables_snapshot
+engines_iptables_snapshot nshash-test32 nshbr32 10.253.32. # the --cni network below
 engines_busybox_rootfs "$D/rootfs"
 engines_containerd_start "$D/containerd" NSHASH_POLICY="$P" || cannot_run "containerd did not start"
 W=$BUILD/nshash-runtime

@@ -17,7 +17,7 @@ require_root
 require_kernel_knobs
 
 engines_oci_setup
-engines_iptables_snapshot
+engines_iptables_snapshot nsh37 10.137.0. 10.138.0. 10.139.0. 10.140.0. 10.141.0. 10.142.0. fd37:
 engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/nshash.log\"}"
 engines_hooks_dir "$D/hooks" "$P"
 engines_podman_setup "$D/podman" "hooks_dir = [\"$D/hooks\"]

@@ -12,7 +12,6 @@ require_kernel_knobs
 command -v jq >/dev/null || cannot_run "jq needed"
 
 engines_oci_setup
-engines_iptables_snapshot
 # 4096/1024 = 98304 bytes a container; the budget admits two.
 EACH=98304
 engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/nshash.log\", \"staleAge\": 1, \"reclaimInterval\": 0,

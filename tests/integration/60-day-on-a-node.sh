@@ -139,7 +139,7 @@ HOOKS_LINE=$(grep '^hooks_dir' "$PREFIX/share/nshash/containers.conf.d/50-nshash
 source "$(dirname "$0")/../lib/cni.sh"
 CNI_PLUGIN=$PREFIX/lib/cni/nshash # cni_call runs it
 export CNI_PLUGIN
-engines_iptables_snapshot
+engines_iptables_snapshot nsh60 10.160.0.
 on_exit "ip link del nsh60br0"
 engines_podman_setup "$D/podman" "$HOOKS_LINE
 [network]

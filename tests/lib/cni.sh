@@ -63,44 +63,12 @@ cni_save_ip_forward() {
 	v=$(cat /proc/sys/net/ipv4/ip_forward)
 	on_exit "echo $v > /proc/sys/net/ipv4/ip_forward"
 }
-# cni_iptables_guard TAG: at exit remove what the bridge and portmap
-# plugins left for networks/containers whose rule comments mention TAG:
-# their CNI-* chains, the rules jumping to them, and the shared
-# CNI-HOSTPORT-* chains when they did not exist before.
-cni_iptables_guard() {
-	local before
-	before=$(iptables -t nat -S 2>/dev/null | awk '$1 == "-N" {print $2}' | tr '\n' ' ')
-	on_exit "cni_iptables_cleanup '$1' '$before'"
-}
-cni_iptables_cleanup() {
-	local tag=$1 before=$2 t chain rule mine=()
-	for t in nat filter; do
-		for chain in $(iptables -t "$t" -S 2>/dev/null | awk '$1 == "-N" {print $2}'); do
-			iptables -t "$t" -S "$chain" 2>/dev/null | grep -qF -- "$tag" && mine+=("$t:$chain")
-		done
-		# rules carrying the tag anywhere (jumps into our chains have it too)
-		iptables -t "$t" -S 2>/dev/null | grep '^-A' | grep -F -- "$tag" | while read -r rule; do
-			eval "iptables -t $t ${rule/-A/-D}"
-		done
-	done
-	for chain in "${mine[@]}"; do
-		t=${chain%%:*} chain=${chain#*:}
-		iptables -t "$t" -S 2>/dev/null | grep '^-A' | grep -E -- "-j $chain( |\$)" | while read -r rule; do
-			eval "iptables -t $t ${rule/-A/-D}"
-		done
-		iptables -t "$t" -F "$chain"
-		iptables -t "$t" -X "$chain"
-	done
-	for chain in CNI-HOSTPORT-DNAT CNI-HOSTPORT-SETMARK CNI-HOSTPORT-MASQ; do
-		[[ " $before " == *" $chain "* ]] && continue
-		iptables -t nat -S "$chain" >/dev/null 2>&1 || continue
-		iptables -t nat -S | grep '^-A' | grep -E -- "-j $chain( |\$)" | while read -r rule; do
-			eval "iptables -t nat ${rule/-A/-D}"
-		done
-		iptables -t nat -F "$chain"
-		iptables -t nat -X "$chain"
-	done
-}
+# cni_iptables_guard TAG...: at exit remove what the bridge and portmap
+# plugins left for networks/containers whose rules mention a TAG (their CNI-*
+# chains, the rules jumping to them), and the shared CNI-HOSTPORT-* chains
+# only when they appeared during the test and no other network uses them
+# (host_net_guard in common.sh).
+cni_iptables_guard() { host_net_guard "$@"; }
 # Everything the bridge plugin leaves in iptables that mentions TAG.
 cni_iptables_count() {
 	{ iptables -t nat -S; iptables -S; } 2>/dev/null | grep -cF -- "$1"
@@ -175,7 +143,7 @@ cni_test_network() {
 	SUBNET=10.$((194 + $1)).0
 	ip route | grep -q "^$SUBNET\." && cannot_run "$SUBNET.0/24 already routed here"
 	cni_save_ip_forward
-	cni_iptables_guard "$NET"
+	cni_iptables_guard "$NET" "$BR" "$SUBNET."
 	on_exit "ip link del $BR"
 }
 

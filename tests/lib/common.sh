@@ -164,3 +164,122 @@ remove_memcg() {
 	rmdir "$MEMCG"
 }
 in_memcg() { timeout 60 sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' _ "$MEMCG" "$@"; }
+
+# ---------------------------------------------------------------- host firewall and links
+# host_net_guard TAG...: at exit remove the iptables/ip6tables rules and
+# chains and the links this test made, and nothing of anyone else's (other
+# tests running at the same time, the machine's own podman, a node's CNI).
+# A TAG names the test's objects: its networks' names (the engines write them
+# into rule comments), subnets ("10.137.0.", "fd37:"), bridge names.  Later
+# calls add tags to the one snapshot.  What goes:
+#  - every rule that mentions a TAG or jumps to a chain that goes;
+#  - per-object chains (named with a hex id, as engines name the chains of a
+#    network or a container: CNI-1f5a..., CNI-DN-..., NETAVARK-1D87...) that
+#    hold a rule mentioning a TAG or are jumped to by one;
+#  - a shared chain of an engine (CNI-HOSTPORT-DNAT, NETAVARK_FORWARD, ...)
+#    only when it appeared during the test and nobody uses it any more: no
+#    per-object chain of that engine (same name prefix) is left in the table
+#    and no rule in it names an address;
+#  - an nftables table an engine made during the test (netavark 1.14's
+#    `inet netavark`; not iptables-nft's own ip/ip6 filter, nat, ...) once it
+#    holds nothing of any network: no address, no chain named after a subnet;
+#  - links named TAG... (bridges), and links enslaved to them.
+HOST_NET_TAGS=()
+host_net_guard() {
+	HOST_NET_TAGS+=("$@")
+	[ -n "${_host_net_snapshot:-}" ] && return 0
+	local ipt t
+	_host_net_snapshot=" "
+	for ipt in iptables ip6tables; do
+		for t in filter nat mangle; do
+			_host_net_snapshot+="$(_host_net_chains "$ipt" "$t" | sed "s/^/$ipt:$t:/" | tr '\n' ' ')"
+		done
+	done
+	command -v nft >/dev/null && _host_net_snapshot+="$(nft list tables 2>/dev/null | awk '{print "nft:" $2 ":" $3}' | tr '\n' ' ')"
+	on_exit host_net_cleanup
+}
+_host_net_chains() { "$1" -w -t "$2" -S 2>/dev/null | awk '$1 == "-N" {print $2}'; }
+_host_net_private() { [[ "$1" =~ [-_][0-9A-Fa-f]{8,}$ ]]; }
+# rules of TABLE (iptables -S lines) mentioning a tag
+_host_net_tagged() {
+	local tag pats=()
+	for tag in "${HOST_NET_TAGS[@]}"; do pats+=(-e "$tag"); done
+	[ ${#pats[@]} -gt 0 ] && grep -F "${pats[@]}" <<<"$1"
+}
+host_net_cleanup() {
+	local ipt t rules c mine more rule l links=() fam shared=() private
+	for ipt in iptables ip6tables; do
+		command -v "$ipt" >/dev/null || continue
+		for t in filter nat mangle; do
+			rules=$("$ipt" -w -t "$t" -S 2>/dev/null) || continue
+			# the test's per-object chains: holding or jumped to by a tagged rule
+			mine=" "
+			while read -r rule; do
+				[ -n "$rule" ] || continue
+				read -r _ c _ <<<"$rule"
+				[[ "$rule" =~ -[jg]\ ([^ ]+) ]] && l=${BASH_REMATCH[1]} || l=
+				for c in "$c" "$l"; do
+					_host_net_private "$c" && [[ "$mine" != *" $c "* ]] && mine+="$c "
+				done
+			done <<<"$(_host_net_tagged "$rules" | grep '^-A ')"
+			# ... and the per-object chains those jump to
+			more=1
+			while [ -n "$more" ]; do
+				more=
+				for c in $mine; do
+					for l in $(grep -E -- "^-A $c " <<<"$rules" | grep -oE -- '-[jg] [^ ]+' | awk '{print $2}'); do
+						_host_net_private "$l" && [[ "$mine" != *" $l "* ]] && mine+="$l " && more=1
+					done
+				done
+			done
+			# rules outside those chains that are the test's: tagged, or jumping into them
+			{
+				_host_net_tagged "$rules" | grep '^-A '
+				for c in $mine; do grep -E -- "^-A .* -[jg] $c( |\$)" <<<"$rules"; done
+			} | sort -u | while read -r rule; do
+				read -r _ c _ <<<"$rule"
+				[[ "$mine" == *" $c "* ]] && continue
+				while eval "$ipt -w -t $t ${rule/-A/-D}" 2>/dev/null; do :; done
+			done
+			for c in $mine; do "$ipt" -w -t "$t" -F "$c"; done
+			for c in $mine; do "$ipt" -w -t "$t" -X "$c"; done
+			# shared chains that appeared during the test and nobody uses now
+			rules=$("$ipt" -w -t "$t" -S 2>/dev/null)
+			shared=() private=" "
+			for c in $(awk '$1 == "-N" {print $2}' <<<"$rules"); do _host_net_private "$c" && private+="$c "; done
+			for c in $(awk '$1 == "-N" {print $2}' <<<"$rules"); do
+				[[ "$_host_net_snapshot" == *" $ipt:$t:$c "* ]] && continue
+				_host_net_private "$c" && continue
+				fam=${c%%[-_]*}
+				[[ " $private " == *" $fam"[-_]* ]] && continue
+				[[ "$(grep -E -- "^-A $c " <<<"$rules")" =~ ([0-9]+\.){3}[0-9]+|[0-9a-f]*:[0-9a-f]*:[0-9a-f:]*/[0-9]+ ]] && continue
+				shared+=("$c")
+			done
+			for c in "${shared[@]}"; do
+				grep -E -- "^-A [^ ]+ .*-[jg] $c( |\$)" <<<"$rules" | while read -r rule; do
+					while eval "$ipt -w -t $t ${rule/-A/-D}" 2>/dev/null; do :; done
+				done
+			done
+			for c in "${shared[@]}"; do "$ipt" -w -t "$t" -F "$c"; done
+			for c in "${shared[@]}"; do "$ipt" -w -t "$t" -X "$c"; done
+		done
+	done
+	# nftables tables an engine made meanwhile, once no network's rules are left in them
+	command -v nft >/dev/null && nft list tables 2>/dev/null | while read -r _ fam c; do
+		[[ "$_host_net_snapshot" == *" nft:$fam:$c "* ]] && continue
+		[[ "$fam" =~ ^(ip|ip6)$ && "$c" =~ ^(filter|nat|mangle|raw|security)$ ]] && continue
+		[[ "$(nft list table "$fam" "$c" 2>/dev/null)" =~ ([0-9]+\.){3}[0-9]+|[0-9a-f]*:[0-9a-f]*:[0-9a-f:]*/[0-9]+|_[0-9]+_[0-9]+_[0-9]+_[0-9]+_ ]] && continue
+		nft delete table "$fam" "$c"
+	done
+	# links: named after a tag, and what is enslaved to them
+	for l in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | sed 's/@.*//'); do
+		for c in "${HOST_NET_TAGS[@]}"; do
+			[[ "$c" =~ ^[A-Za-z] ]] && [[ "$l" == "$c"* ]] && links+=("$l") && break
+		done
+	done
+	for l in "${links[@]}"; do
+		ip -o link show master "$l" 2>/dev/null | awk -F': ' '{print $2}' | sed 's/@.*//' | xargs -r -n1 ip link del 2>/dev/null
+		ip link del "$l" 2>/dev/null
+	done
+	return 0
+}

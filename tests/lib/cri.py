@@ -4,9 +4,11 @@
 StopPodSandbox, RemovePodSandbox over containerd's gRPC socket, with the
 protobuf messages encoded by hand (field numbers from the CRI runtime.v1 API).
 
-  cri.py SOCKET runp [--handler=H] NAME UID NAMESPACE [KEY=VALUE...]
+  cri.py SOCKET runp [--handler=H] [--cgroup-parent=P] NAME UID NAMESPACE [KEY=VALUE...]
                                                         prints the sandbox id
-                                                        (H: a runtime handler, RuntimeClass)
+                                                        (H: a runtime handler, RuntimeClass;
+                                                        P: the pod's cgroup, as kubelet's
+                                                        linux.cgroup_parent)
   cri.py SOCKET stopp ID
   cri.py SOCKET rmp ID
 """
@@ -79,22 +81,30 @@ def main(argv):
     channel = grpc.insecure_channel("unix://" + sock)
     if cmd == "runp":
         handler = b""
-        if args and args[0].startswith("--handler="):
-            handler = args.pop(0)[len("--handler="):]
+        cgroup_parent = ""
+        while args and args[0].startswith("--"):
+            opt, _, val = args.pop(0).partition("=")
+            if opt == "--handler":
+                handler = val
+            elif opt == "--cgroup-parent":
+                cgroup_parent = val
+            else:
+                raise SystemExit("cri.py: unknown option " + opt)
         name, uid, namespace = args[:3]
         metadata = field(1, name) + field(2, uid) + field(3, namespace)
         config = field(1, metadata) + field(2, name)
         for kv in args[3:]:
             k, _, v = kv.partition("=")
             config += map_entry(7, k, v)          # annotations
-        config += field(8, b"")                   # linux: {}
+        # linux: {cgroup_parent} (LinuxPodSandboxConfig field 1)
+        config += field(8, field(1, cgroup_parent) if cgroup_parent else b"")
         request = field(1, config) + (field(2, handler) if handler else b"")  # runtime_handler
         reply = call(channel, "RunPodSandbox", request)
         print(read_string_field(reply, 1))
     elif cmd in ("stopp", "rmp"):
         call(channel, "StopPodSandbox" if cmd == "stopp" else "RemovePodSandbox", field(1, args[0]))
     else:
-        raise SystemExit("usage: cri.py SOCKET runp [--handler=NAME] NAME UID NS [K=V...] | stopp ID | rmp ID")
+        raise SystemExit("usage: cri.py SOCKET runp [--handler=NAME] [--cgroup-parent=PATH] NAME UID NS [K=V...] | stopp ID | rmp ID")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@
 #   engines_podman_major                  podman's major version (4 on Debian 12, 5 on Debian 13)
 #   engines_hooks_dir DIR POLICY [verify] the shipped hooks.d files (+ the opt-in verify hook) pointing at build/ and POLICY
 #   engines_containerd_start DIR [--cri TOML] [ENV..]  private containerd; exports CONTAINERD_ADDRESS
-#   engines_iptables_snapshot             remember chains, links, ip_forward; restored at exit
+#   engines_iptables_snapshot TAG...      at exit: ip_forward back, the test's rules/chains/links (named by TAGs) gone
 #   engines_policy FILE JSON              write a policy file
 #   engines_pins_left STATE_DIR           nsfs mounts under STATE_DIR/pins
 
@@ -211,36 +211,14 @@ engines_containerd_stop() {
 
 # ---------------------------------------------------------------- host network state
 
-# Remember iptables chains, ip_forward and links now; at exit remove chains and
-# links that appeared and restore ip_forward (the bridge plugin, netavark).
+# engines_iptables_snapshot TAG...: restore ip_forward at exit, and remove
+# the firewall rules, chains and links the test's networks made (named by
+# TAGs: network names, subnets, bridges; host_net_guard in common.sh), not
+# anyone else's.
 engines_iptables_snapshot() {
-	local t
 	ENGINES_IPFWD=$(cat /proc/sys/net/ipv4/ip_forward)
-	for t in filter nat mangle; do
-		eval "ENGINES_CHAINS_$t=\"\$(iptables -t $t -S 2>/dev/null | awk '\$1 == \"-N\" {print \$2}' | sort)\""
-	done
-	ENGINES_LINKS=$(ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | sort)
-	on_exit "engines_iptables_restore"
-}
-engines_iptables_restore() {
-	local t c rule new l
-	for t in filter nat mangle; do
-		eval "local before=\$ENGINES_CHAINS_$t"
-		new=$(comm -13 <(printf '%s\n' "$before") <(iptables -t $t -S 2>/dev/null | awk '$1 == "-N" {print $2}' | sort))
-		[ -n "$new" ] || continue
-		# drop every rule that jumps to a new chain, then the chains
-		for c in $new; do
-			iptables -t $t -S 2>/dev/null | grep -E -- "-j $c( |\$)" | sed 's/^-A/-D/' | while read -r rule; do
-				eval "iptables -t $t $rule"
-			done
-		done
-		for c in $new; do iptables -t $t -F "$c" 2>/dev/null; done
-		for c in $new; do iptables -t $t -X "$c" 2>/dev/null; done
-	done
-	for l in $(comm -13 <(printf '%s\n' "$ENGINES_LINKS") <(ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | sort)); do
-		ip link del "$l" 2>/dev/null
-	done
-	echo "$ENGINES_IPFWD" >/proc/sys/net/ipv4/ip_forward
+	host_net_guard "$@"
+	on_exit 'echo "$ENGINES_IPFWD" >/proc/sys/net/ipv4/ip_forward'
 }
 
 # Pins of a state dir that are still mounted (nsfs) under DIR/pins.
