@@ -76,6 +76,10 @@ int main(void)
 		fprintf(stderr, "nshash: write the result to stdout: %s\n", strerror(errno));
 		status = 1;
 	}
+	/* What `nshash stats` and `nshash serve` show of this run: the ADD's
+	 * outcome and the pod it was for (never a failure of the run). */
+	if (nshash_cni_record(&env, &out, out.have_config ? out.state_dir : node.policy.state_dir, &err) < 0)
+		fprintf(stderr, "nshash: record for metrics: %s\n", err.msg);
 	/* The next ADD of these sizes takes a spare: a detached child makes
 	 * it now that the answer is out. */
 	if (out.refill_due && status == 0) {
