@@ -259,18 +259,21 @@ static void prom_cni(FILE *f, const struct view *w)
 	prom_head(f, "nshash_netns_shared", "gauge",
 		  "A pod netns (/run/netns/cni-*) on the shared tables: reason unseen (no nshash ADD for it: "
 		  "started before nshash was chained) or warned (1 per netns).");
-	size_t count = 0;
+	size_t unseen = 0, warned = 0;
 	for (size_t i = 0; i < w->n; i++) {
 		const char *why = nsh_pod_netns_shared(&w->v[i], pod_of(w, i));
 		if (!why)
 			continue;
-		count++;
+		*why == 'u' ? unseen++ : warned++;
 		fputs("nshash_netns_shared{", f);
 		netns_labels(f, w, i);
 		fprintf(f, ",reason=\"%s\"} 1\n", why);
 	}
-	prom_head(f, "nshash_netns_shared_count", "gauge", "Pod netns on the shared tables (nshash_netns_shared).");
-	fprintf(f, "nshash_netns_shared_count %zu\n", count);
+	prom_head(f, "nshash_netns_shared_count", "gauge",
+		  "Pod netns on the shared tables by reason (nshash_netns_shared).");
+	fprintf(f,
+		"nshash_netns_shared_count{reason=\"unseen\"} %zu\nnshash_netns_shared_count{reason=\"warned\"} %zu\n",
+		unseen, warned);
 }
 
 /* ------------------------------------------------------------- text */

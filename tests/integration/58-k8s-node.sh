@@ -86,7 +86,8 @@ assert_eq "nshash_netns_info{$L,kind=\"netns\",pid=\"\",command=\"\",container=\
 assert_eq "nshash_netns_shared{netns=\"$U\",reason=\"unseen\"} 1
 nshash_netns_shared{netns=\"$N\",namespace=\"default\",pod=\"w\",reason=\"warned\"} 1" "$(grep -F "nshash_netns_shared{netns=\"/run/netns/$NS-" <<<"$M" | sort)" \
 	"pod netns on the shared tables: the warned one, the one nshash never saw; not the sized one"
-assert_eq "$(grep -c '^nshash_netns_shared{' <<<"$M")" "$(sed -n 's/^nshash_netns_shared_count //p' <<<"$M")" "the count is the number of such netns"
+assert_eq "$(grep -c '^nshash_netns_shared{.*reason="unseen"' <<<"$M") $(grep -c '^nshash_netns_shared{.*reason="warned"' <<<"$M")" \
+	"$(sed -n 's/^nshash_netns_shared_count{reason="\(unseen\|warned\)"} //p' <<<"$M" | tr '\n' ' ' | sed 's/ $//')" "the counts by reason are the numbers of such netns"
 # a scrape a Prometheus parser takes (every line a sample, a comment or blank)
 bad=$(grep -vE '^(#.*|[a-zA-Z_:][a-zA-Z0-9_:]*(\{.*\})? -?[0-9.e+-]+|)$' <<<"$M" | head -3)
 assert_eq "" "$bad" "every line of /metrics is a sample or a comment"
