@@ -139,19 +139,19 @@ int nshash_cni_record(const struct nshash_cni_env *env, const struct nshash_cni_
 		return env->containerid ? nsh_pod_record_remove(state_dir, env->containerid, err) : 0;
 	if (strcmp(env->command, "ADD") != 0 || out->outcome == NSH_CNI_NONE)
 		return 0;
-	int r = nsh_cni_adds_count(state_dir, out->outcome, err);
-	if (r < 0 || out->outcome == NSH_CNI_REFUSED || !env->containerid || !env->netns)
-		return r;
+	/* a record for a pod that runs (not refused), while its netns is there */
 	struct nsh_pod_record rec = {.outcome = out->outcome};
 	struct stat st;
-	if (lstat(env->netns, &st) < 0)
-		return 0; /* gone already: nothing to show */
-	rec.inode = (uint64_t)st.st_ino;
-	snprintf(rec.id, sizeof(rec.id), "%s", env->containerid);
-	snprintf(rec.netns, sizeof(rec.netns), "%s", env->netns);
-	nshash_cni_args_get(env->args, "K8S_POD_NAMESPACE", rec.namespace_, sizeof(rec.namespace_));
-	nshash_cni_args_get(env->args, "K8S_POD_NAME", rec.pod, sizeof(rec.pod));
-	return strlen(env->containerid) > NSH_POD_ID_MAX ? 0 : nsh_pod_record_write(state_dir, &rec, err);
+	bool keep = out->outcome != NSH_CNI_REFUSED && env->containerid && env->netns &&
+		    strlen(env->containerid) <= NSH_POD_ID_MAX && lstat(env->netns, &st) == 0;
+	if (keep) {
+		rec.inode = (uint64_t)st.st_ino;
+		snprintf(rec.id, sizeof(rec.id), "%s", env->containerid);
+		snprintf(rec.netns, sizeof(rec.netns), "%s", env->netns);
+		nshash_cni_args_get(env->args, "K8S_POD_NAMESPACE", rec.namespace_, sizeof(rec.namespace_));
+		nshash_cni_args_get(env->args, "K8S_POD_NAME", rec.pod, sizeof(rec.pod));
+	}
+	return nsh_cni_record_add(state_dir, out->outcome, keep ? &rec : NULL, err);
 }
 
 void nshash_cni_output_free(struct nshash_cni_output *out)

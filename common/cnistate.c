@@ -59,22 +59,37 @@ static enum nsh_cni_outcome outcome_parse(const char *s)
 	return NSH_CNI_NONE;
 }
 
-/* STATE_DIR/cni (made 0700 when `create`), or -ENOENT when it is not there. */
-static int cni_dir(const char *state_dir, bool create, const char *sub, char *out, size_t len, struct nshash_error *err)
+/* A directory of nshash's (this user's, closed to group and others) at
+ * dirfd/name (name "" : dirfd itself): an fd, or -errno (-ENOENT: absent). */
+static int own_dir_at(int dirfd, const char *name, const char *shown, struct nshash_error *err)
 {
-	char rel[64];
-	snprintf(rel, sizeof(rel), "cni%s%s", sub ? "/" : "", sub ? sub : "");
-	if (create)
-		return nshash_state_subdir(state_dir, rel, out, len, err);
-	if ((size_t)snprintf(out, len, "%s/%s", state_dir, rel) >= len)
-		return nshash_error_set(err, ENAMETOOLONG, "state dir %s: path too long", state_dir);
+	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return nshash_error_set(err, errno, "%s: %s", shown, strerror(errno));
 	struct stat st;
-	if (lstat(out, &st) < 0)
-		return nshash_error_set(err, errno, "%s: %s", out, strerror(errno));
-	/* nshash's own: a directory of this user's, closed to others */
-	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0022))
-		return nshash_error_set(err, EPERM, "%s: not a directory of nshash's (owner, mode)", out);
-	return 0;
+	if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0022)) {
+		close(fd);
+		return nshash_error_set(err, EPERM, "%s: not a directory of nshash's (owner, mode)", shown);
+	}
+	return fd;
+}
+
+/* STATE_DIR/cni: an fd, or -errno (-ENOENT when absent and not `create`).
+ * With `create`, what is missing is made the state dir's way
+ * (nshash_state_subdir: STATE_DIR checked, cni/pods made 0700) -- on the
+ * first ADD only: later ones open it and check it, two syscalls. */
+static int cni_open(const char *state_dir, bool create, struct nshash_error *err)
+{
+	char dir[PATH_MAX];
+	if ((size_t)snprintf(dir, sizeof(dir), "%s/cni", state_dir) >= sizeof(dir))
+		return nshash_error_set(err, ENAMETOOLONG, "state dir %s: path too long", state_dir);
+	int fd = own_dir_at(AT_FDCWD, dir, dir, err);
+	if (fd == -ENOENT && create) {
+		char made[PATH_MAX];
+		int r = nshash_state_subdir(state_dir, "cni/pods", made, sizeof(made), err);
+		fd = r < 0 ? r : own_dir_at(AT_FDCWD, dir, dir, err);
+	}
+	return fd;
 }
 
 /* ------------------------------------------------------------ ADD counters */
@@ -90,27 +105,20 @@ static void adds_parse(const char *text, uint64_t counts[3])
 	}
 }
 
-int nsh_cni_adds_count(const char *state_dir, enum nsh_cni_outcome o, struct nshash_error *err)
+static int adds_count_at(int dfd, const char *state_dir, enum nsh_cni_outcome o, struct nshash_error *err)
 {
-	if (o != NSH_CNI_SIZED && o != NSH_CNI_WARNED && o != NSH_CNI_REFUSED)
-		return 0;
-	char dir[PATH_MAX], path[PATH_MAX + 8];
-	int r = cni_dir(state_dir, true, NULL, dir, sizeof(dir), err);
-	if (r < 0)
-		return r;
-	snprintf(path, sizeof(path), "%s/adds", dir);
-	int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
+	int fd = openat(dfd, "adds", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
 	if (fd < 0)
-		return nshash_error_set(err, errno, "count the ADD in %s: %s", path, strerror(errno));
+		return nshash_error_set(err, errno, "count the ADD in %s/cni/adds: %s", state_dir, strerror(errno));
 	struct stat st;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
-		return nshash_error_set(err, EINVAL, "count the ADD in %s: not a regular file", path);
+		return nshash_error_set(err, EINVAL, "count the ADD in %s/cni/adds: not a regular file", state_dir);
 	}
 	if (flock(fd, LOCK_EX) < 0) {
 		int e = errno;
 		close(fd);
-		return nshash_error_set(err, e, "lock %s: %s", path, strerror(e));
+		return nshash_error_set(err, e, "lock %s/cni/adds: %s", state_dir, strerror(e));
 	}
 	char buf[128];
 	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
@@ -120,24 +128,30 @@ int nsh_cni_adds_count(const char *state_dir, enum nsh_cni_outcome o, struct nsh
 	c[o - NSH_CNI_SIZED]++;
 	int len = snprintf(buf, sizeof(buf), ADDS_FMT, (unsigned long long)c[0], (unsigned long long)c[1],
 			   (unsigned long long)c[2]);
-	r = 0;
+	int r = 0;
 	if (pwrite(fd, buf, (size_t)len, 0) != len)
-		r = nshash_error_set(err, errno ? errno : EIO, "write %s: %s", path, strerror(errno ? errno : EIO));
+		r = nshash_error_set(err, errno ? errno : EIO, "write %s/cni/adds: %s", state_dir,
+				     strerror(errno ? errno : EIO));
 	close(fd); /* and the lock */
 	return r;
 }
 
+int nsh_cni_adds_count(const char *state_dir, enum nsh_cni_outcome o, struct nshash_error *err)
+{
+	return nsh_cni_record_add(state_dir, o, NULL, err);
+}
+
 int nsh_cni_adds_read(const char *state_dir, uint64_t counts[3], struct nshash_error *err)
 {
-	char dir[PATH_MAX], path[PATH_MAX + 8];
 	counts[0] = counts[1] = counts[2] = 0;
-	int r = cni_dir(state_dir, false, NULL, dir, sizeof(dir), err);
-	if (r < 0)
-		return r == -ENOENT ? 0 : r;
-	snprintf(path, sizeof(path), "%s/adds", dir);
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	int dfd = cni_open(state_dir, false, err);
+	if (dfd < 0)
+		return dfd == -ENOENT ? 0 : dfd;
+	int fd = openat(dfd, "adds", O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	int e = errno;
+	close(dfd);
 	if (fd < 0)
-		return errno == ENOENT ? 0 : nshash_error_set(err, errno, "read %s: %s", path, strerror(errno));
+		return e == ENOENT ? 0 : nshash_error_set(err, e, "read %s/cni/adds: %s", state_dir, strerror(e));
 	struct stat st;
 	char buf[128];
 	ssize_t n = -1;
@@ -145,7 +159,7 @@ int nsh_cni_adds_read(const char *state_dir, uint64_t counts[3], struct nshash_e
 		n = pread(fd, buf, sizeof(buf) - 1, 0);
 	close(fd);
 	if (n < 0)
-		return nshash_error_set(err, EINVAL, "read %s: not a regular file", path);
+		return nshash_error_set(err, EINVAL, "read %s/cni/adds: not a regular file", state_dir);
 	buf[n] = '\0';
 	adds_parse(buf, counts);
 	return 0;
@@ -217,14 +231,10 @@ static bool id_ok(const char *id)
 	return true;
 }
 
-int nsh_pod_record_write(const char *state_dir, const struct nsh_pod_record *rec, struct nshash_error *err)
+static int record_write_at(int dfd, const char *state_dir, const struct nsh_pod_record *rec, struct nshash_error *err)
 {
 	if (!id_ok(rec->id))
 		return nshash_error_set(err, EINVAL, "pod record: container id not usable as a file name");
-	char dir[PATH_MAX], path[PATH_MAX + NSH_POD_ID_MAX + 8], tmp[PATH_MAX + NSH_POD_ID_MAX + 32];
-	int r = cni_dir(state_dir, true, "pods", dir, sizeof(dir), err);
-	if (r < 0)
-		return r;
 	char ns[3 * NSH_POD_LABEL_MAX + 4], pod[3 * NSH_POD_LABEL_MAX + 4], netns[3 * PATH_MAX + 4];
 	char cut[NSH_POD_LABEL_MAX + 1];
 	snprintf(cut, sizeof(cut), "%s", rec->namespace_);
@@ -237,31 +247,57 @@ int nsh_pod_record_write(const char *state_dir, const struct nsh_pod_record *rec
 			 nsh_cni_outcome_name(rec->outcome), *ns ? ns : "-", *pod ? pod : "-", *netns ? netns : "-");
 	if (n < 0 || (size_t)n >= sizeof(line))
 		return nshash_error_set(err, ENAMETOOLONG, "pod record %s: too long", rec->id);
-	snprintf(path, sizeof(path), "%s/%s", dir, rec->id);
-	snprintf(tmp, sizeof(tmp), "%s/.%s.%d", dir, rec->id, (int)getpid());
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	char path[NSH_POD_ID_MAX + 8], tmp[NSH_POD_ID_MAX + 32];
+	snprintf(path, sizeof(path), "pods/%s", rec->id);
+	snprintf(tmp, sizeof(tmp), "pods/.%s.%d", rec->id, (int)getpid());
+	int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == ENOENT && mkdirat(dfd, "pods", 0700) == 0)
+		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
-		return nshash_error_set(err, errno, "write %s: %s", tmp, strerror(errno));
-	if (nsh_write_all(fd, line, (size_t)n) < 0 || close(fd) < 0 || rename(tmp, path) < 0) {
+		return nshash_error_set(err, errno, "write %s/cni/%s: %s", state_dir, tmp, strerror(errno));
+	if (nsh_write_all(fd, line, (size_t)n) < 0 || close(fd) < 0 || renameat(dfd, tmp, dfd, path) < 0) {
 		int e = errno;
-		unlink(tmp);
-		return nshash_error_set(err, e, "write %s: %s", path, strerror(e));
+		unlinkat(dfd, tmp, 0);
+		return nshash_error_set(err, e, "write %s/cni/%s: %s", state_dir, path, strerror(e));
 	}
 	return 0;
 }
 
+int nsh_cni_record_add(const char *state_dir, enum nsh_cni_outcome o, const struct nsh_pod_record *rec,
+		       struct nshash_error *err)
+{
+	bool count = o == NSH_CNI_SIZED || o == NSH_CNI_WARNED || o == NSH_CNI_REFUSED;
+	if (!count && !rec)
+		return 0;
+	int dfd = cni_open(state_dir, true, err);
+	if (dfd < 0)
+		return dfd;
+	int r = count ? adds_count_at(dfd, state_dir, o, err) : 0;
+	if (r == 0 && rec)
+		r = record_write_at(dfd, state_dir, rec, err);
+	close(dfd);
+	return r;
+}
+
+int nsh_pod_record_write(const char *state_dir, const struct nsh_pod_record *rec, struct nshash_error *err)
+{
+	return nsh_cni_record_add(state_dir, NSH_CNI_NONE, rec, err);
+}
+
 int nsh_pod_record_remove(const char *state_dir, const char *id, struct nshash_error *err)
 {
-	char dir[PATH_MAX], path[PATH_MAX + NSH_POD_ID_MAX + 8];
 	if (!id_ok(id))
 		return 0; /* never written */
-	int r = cni_dir(state_dir, false, "pods", dir, sizeof(dir), err);
-	if (r < 0)
-		return r == -ENOENT ? 0 : r;
-	snprintf(path, sizeof(path), "%s/%s", dir, id);
-	if (unlink(path) < 0 && errno != ENOENT)
-		return nshash_error_set(err, errno, "remove %s: %s", path, strerror(errno));
-	return 0;
+	int dfd = cni_open(state_dir, false, err);
+	if (dfd < 0)
+		return dfd == -ENOENT ? 0 : dfd;
+	char path[NSH_POD_ID_MAX + 8];
+	snprintf(path, sizeof(path), "pods/%s", id);
+	int r = unlinkat(dfd, path, 0) < 0 && errno != ENOENT
+		    ? nshash_error_set(err, errno, "remove %s/cni/%s: %s", state_dir, path, strerror(errno))
+		    : 0;
+	close(dfd);
+	return r;
 }
 
 /* One record file's text → rec; false when it is not one. */
@@ -290,18 +326,21 @@ static bool record_parse(char *text, struct nsh_pod_record *rec)
 
 int nsh_pod_records_read(const char *state_dir, struct nsh_pod_record **out, size_t *count, struct nshash_error *err)
 {
-	char dir[PATH_MAX];
+	char dir[PATH_MAX + 16];
 	*out = NULL;
 	*count = 0;
-	int r = cni_dir(state_dir, false, "pods", dir, sizeof(dir), err);
-	if (r < 0)
-		return r == -ENOENT ? 0 : r;
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	snprintf(dir, sizeof(dir), "%s/cni/pods", state_dir);
+	int cfd = cni_open(state_dir, false, err);
+	if (cfd < 0)
+		return cfd == -ENOENT ? 0 : cfd;
+	int dfd = own_dir_at(cfd, "pods", dir, err);
+	close(cfd);
+	if (dfd < 0)
+		return dfd == -ENOENT ? 0 : dfd;
+	DIR *d = fdopendir(dfd);
 	if (!d) {
 		int e = errno;
-		if (dfd >= 0)
-			close(dfd);
+		close(dfd);
 		return nshash_error_set(err, e, "list %s: %s", dir, strerror(e));
 	}
 	struct nsh_pod_record *v = NULL;

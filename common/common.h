@@ -210,6 +210,10 @@ int nsh_cni_adds_count(const char *state_dir, enum nsh_cni_outcome o, struct nsh
 /* counts[0..2]: sized, warned, refused (0 when nothing was counted). */
 int nsh_cni_adds_read(const char *state_dir, uint64_t counts[3], struct nshash_error *err);
 int nsh_pod_record_write(const char *state_dir, const struct nsh_pod_record *rec, struct nshash_error *err);
+/* Both at once (one open of STATE_DIR/cni): count outcome `o` and write `rec`
+ * (NULL: none); what the plugin does after an ADD. */
+int nsh_cni_record_add(const char *state_dir, enum nsh_cni_outcome o, const struct nsh_pod_record *rec,
+		       struct nshash_error *err);
 /* Remove the record of container `id` (none: 0). */
 int nsh_pod_record_remove(const char *state_dir, const char *id, struct nshash_error *err);
 /* Every record (malloc'd; none: NULL, 0). */
