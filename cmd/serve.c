@@ -51,7 +51,7 @@ struct server {
 	size_t nc;
 	uint64_t gc_runs[2]; /* ok, failed */
 	int64_t gc_last_ok;  /* unix time */
-	uint64_t scrapes, refused, dropped;
+	uint64_t refused, evicted, timed_out;
 	int64_t quiet_until; /* ms: refused requests are logged at most once a second */
 	uint64_t quiet_count;
 };
@@ -207,6 +207,17 @@ static char *metrics_body(struct server *s, size_t *len)
 		"# HELP nshash_serve_gc_last_success_seconds Unix time of the last gc that succeeded (0 none).\n"
 		"# TYPE nshash_serve_gc_last_success_seconds gauge\nnshash_serve_gc_last_success_seconds %lld\n",
 		(long long)s->gc_last_ok);
+	fprintf(
+	    f,
+	    "# HELP nshash_serve_requests_refused_total HTTP requests answered 400, 404, 405, 414 or 431.\n"
+	    "# TYPE nshash_serve_requests_refused_total counter\nnshash_serve_requests_refused_total %llu\n"
+	    "# HELP nshash_serve_clients_dropped_total Connections dropped: past their deadline (5 s for the head, 10 "
+	    "s for the answer), or pushed out by a new one when 32 were open.\n"
+	    "# TYPE nshash_serve_clients_dropped_total counter\n"
+	    "nshash_serve_clients_dropped_total{why=\"deadline\"} "
+	    "%llu\nnshash_serve_clients_dropped_total{why=\"full\"} "
+	    "%llu\n",
+	    (unsigned long long)s->refused, (unsigned long long)s->timed_out, (unsigned long long)s->evicted);
 	if (s->o->textfile_dir) {
 		size_t skipped = textfiles(f, s->o->textfile_dir);
 		fprintf(f,
@@ -280,7 +291,6 @@ static void respond(struct server *s, struct client *c, int status, const struct
 	}
 	size_t len = 0;
 	char *body = metrics_body(s, &len);
-	s->scrapes++;
 	if (!body) {
 		static const char msg[] = "nshash stats failed: see the log of nshash serve\n";
 		answer(c, 500, "text/plain; charset=utf-8", msg, sizeof(msg) - 1);
@@ -341,7 +351,7 @@ static void accept_all(struct server *s)
 				if (s->c[j].deadline < s->c[old].deadline)
 					old = j;
 			client_drop(s, old);
-			s->dropped++;
+			s->evicted++;
 		}
 		struct client *c = &s->c[s->nc++];
 		memset(c, 0, sizeof(*c));
@@ -439,9 +449,10 @@ int serve_command(const struct serve_opts *o)
 		}
 		/* clients past their deadline go (a slowloris one, a reader that stalls) */
 		for (size_t i = 0; i < s->nc;)
-			if (s->c[i].deadline <= t)
+			if (s->c[i].deadline <= t) {
 				client_drop(s, i);
-			else
+				s->timed_out++;
+			} else
 				i++;
 		int64_t wake = next_gc;
 		for (size_t i = 0; i < s->nc; i++)

@@ -159,6 +159,7 @@ assert_eq "HTTP/1.1 431 Request Header Fields Too Large" "$(req "GET /metrics HT
 assert_eq "HTTP/1.1 404 Not Found" "$(req 'GET /a"b\\c HTTP/1.1\r\n\r\n')" "a quote in the path: 404"
 sleep 1.1 # refusals are logged once a second
 assert_eq "HTTP/1.1 404 Not Found" "$(req 'GET /x%0aforged HTTP/1.1\r\n\r\n')" "another 404"
+assert_eq "nshash_serve_requests_refused_total 9" "$(scrape | grep '^nshash_serve_requests_refused_total')" "the 9 refusals counted"
 LOG=$(cat "$W/serve.log")
 assert_eq 0 "$(grep -c $'\x1b' "$W/serve.log")" "no raw control character reaches the log"
 assert_contains "$LOG" 'answered 405 to "POST" "/metrics"' "a refusal is logged, quoted"
@@ -189,6 +190,8 @@ print("%s %d %.2f %.1f" % (r.stdout, closed, took, time.monotonic() - t0))
 PY
 )
 read -r code closed took total <<<"$SLOW"
+assert_eq 'nshash_serve_clients_dropped_total{why="deadline"} 5
+nshash_serve_clients_dropped_total{why="full"} 0' "$(scrape | grep '^nshash_serve_clients_dropped_total')" "the slowloris clients counted as dropped at their deadline"
 assert_eq "200 5" "$code $closed" "a scrape while 5 slowloris clients hold connections: 200 (in ${took} s); they are dropped (after ${total} s)"
 
 # ---- SIGTERM: a prompt exit
