@@ -219,6 +219,40 @@ if python3 -c 'import socket; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET,
 else
 	echo "# 127.0.0.1:9490 is in use here: the default address not tried"
 fi
+# ---- the manifest's own command line (state dir, address and textfile dir made this test's)
+if python3 -c 'import yaml' 2>/dev/null; then
+	PORT=$(free_port)
+	ADDR=127.0.0.1:$PORT
+	mapfile -t CMD < <(python3 - "$TOP/packaging/kubernetes/nshash-cni.yaml" <<'PY'
+import sys, yaml
+ds = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "DaemonSet"][0]
+for a in [c for c in ds["spec"]["template"]["spec"]["containers"] if c["name"] == "node"][0]["command"]:
+    print(a)
+PY
+	)
+	args=()
+	for a in "${CMD[@]:1}"; do
+		case $a in
+		/run/nshash) args+=("$S") ;;
+		/run/nshash-cni) args+=("$W/status") ;;
+		*:9490) args+=("$ADDR") ;;
+		*) args+=("$a") ;;
+		esac
+	done
+	assert_eq "--state-dir $S serve --gc-every 900 --max-idle 600 --listen $ADDR --textfile-dir $W/status" "${args[*]}" "the manifest's command, as this test runs it"
+	"$BUILD/nshash" "${args[@]}" 2>"$W/serve3.log" &
+	SERVE_PID=$!
+	on_exit "grep -qa serve /proc/$SERVE_PID/cmdline && kill $SERVE_PID"
+	for i in $(seq 100); do curl -s -o /dev/null "http://$ADDR/healthz" && break; sleep 0.1; done
+	M=$(scrape)
+	assert_eq 'nshash_serve_gc_runs_total{result="ok"} 1' "$(grep '^nshash_serve_gc_runs_total{result="ok"}' <<<"$M")" "the manifest's serve: one gc at start"
+	assert_contains "$M" "nshash_cni_installed 1" "... and the textfiles"
+	kill -TERM "$SERVE_PID"
+	wait "$SERVE_PID"
+	assert_eq 0 "$?" "... stopped by SIGTERM"
+else
+	echo "# python3-yaml missing: the manifest's command line not run"
+fi
 out=$("$BUILD/nshash" serve --listen localhost:80 2>&1)
 assert_eq "2 nshash: serve: --listen \"localhost:80\": \"localhost\" is not a numeric IPv4 or IPv6 address" "$? $out" "a name is refused"
 out=$("$BUILD/nshash" serve --listen 127.0.0.1:0 2>&1)
