@@ -362,7 +362,8 @@ static void accept_all(struct server *s)
 
 /* ------------------------------------------------------------- setup */
 
-/* "ADDR:PORT" or "[ADDR6]:PORT" → a listening socket, or -1 (said). */
+/* "ADDR:PORT" or "[ADDR6]:PORT" → a listening socket, or -1 (bad usage) or
+ * -2 (the system refused), said on stderr. */
 static int listen_on(const char *spec)
 {
 	char host[256];
@@ -407,7 +408,7 @@ static int listen_on(const char *spec)
 		int e = errno;
 		if (fd >= 0)
 			close(fd);
-		return fail(-1, "serve: listen on %s: %s", spec, strerror(e));
+		return fail(-2, "serve: listen on %s: %s", spec, strerror(e));
 	}
 	return fd;
 }
@@ -430,9 +431,10 @@ int serve_command(const struct serve_opts *o)
 	}
 	s->lfd = listen_on(o->listen);
 	if (s->lfd < 0) {
+		int rc = s->lfd == -1 ? EXIT_USAGE : EXIT_FAIL;
 		close(s->sfd);
 		free(s);
-		return EXIT_USAGE;
+		return rc;
 	}
 	char dir[600];
 	nshash_escape(o->state_dir, dir, sizeof(dir));

@@ -194,6 +194,9 @@ assert_eq 'nshash_serve_clients_dropped_total{why="deadline"} 5
 nshash_serve_clients_dropped_total{why="full"} 0' "$(scrape | grep '^nshash_serve_clients_dropped_total')" "the slowloris clients counted as dropped at their deadline"
 assert_eq "200 5" "$code $closed" "a scrape while 5 slowloris clients hold connections: 200 (in ${took} s); they are dropped (after ${total} s)"
 
+out=$("$BUILD/nshash" --state-dir "$S" serve --listen "$ADDR" --gc-every 0 2>&1)
+assert_eq "1 nshash: serve: listen on $ADDR: Address already in use" "$? $out" "a second serve on the same address: exit 1, saying why"
+
 # ---- SIGTERM: a prompt exit
 t0=$(date +%s%N)
 kill -TERM "$SERVE_PID"
