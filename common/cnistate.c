@@ -428,11 +428,12 @@ bool nsh_pod_netns_path(const char *path)
 
 const char *nsh_pod_netns_shared(const struct nshash_stats_netns *e, const struct nsh_pod_record *rec)
 {
-	if (!e->pinned || e->kind != NSHASH_ENTRY_NETNS || !nsh_pod_netns_path(e->name))
-		return NULL;
 	if (e->info.tcp_entries >= 0 && e->info.udp_entries >= 0)
 		return NULL; /* own tables (or knobs missing: an old kernel) */
-	if (!rec)
-		return "unseen"; /* started before nshash was chained, or outside it */
-	return rec->outcome == NSH_CNI_WARNED ? "warned" : NULL;
+	if (rec)	     /* the plugin saw it, wherever the runtime pinned it */
+		return rec->outcome == NSH_CNI_WARNED ? "warned" : NULL;
+	/* never seen: only a pin a runtime names as a pod's tells a pod */
+	if (!e->pinned || e->kind != NSHASH_ENTRY_NETNS || !nsh_pod_netns_path(e->name))
+		return NULL;
+	return "unseen"; /* started before nshash was chained, or outside it */
 }

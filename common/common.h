@@ -225,9 +225,10 @@ int nsh_pod_records_prune(const char *state_dir, size_t *removed, struct nshash_
 /* A CNI runtime's pod netns pin: /run/netns/cni-* or /var/run/netns/cni-*. */
 bool nsh_pod_netns_path(const char *path);
 /* Why a scanned netns is a pod's on the shared tables although nshash is
- * chained: "unseen" (a pod netns with a shared table and no record: it
- * started before nshash was chained, or its network has no nshash),
- * "warned" (the ADD ran on under onFailure warn); NULL: not such a pod. */
+ * chained: "unseen" (a pod netns pin, nsh_pod_netns_path, with a shared
+ * table and no record: it started before nshash was chained, or its network
+ * has no nshash), "warned" (a record says the ADD ran on under onFailure
+ * warn, wherever the netns is); NULL: not such a pod. */
 const char *nsh_pod_netns_shared(const struct nshash_stats_netns *e, const struct nsh_pod_record *rec);
 
 /* ------------------------------------------------------------ Prometheus */

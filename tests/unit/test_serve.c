@@ -190,6 +190,12 @@ static void test_pod_netns(void **state)
 	e.info.tcp_entries = -1;
 	e.kind = NSHASH_ENTRY_TEMPLATE;
 	assert_null(nsh_pod_netns_shared(&e, NULL));
+	/* elsewhere (CRI-O's pins, a process's netns): only a record tells a pod */
+	struct nshash_stats_netns proc = {.info = {.tcp_entries = -262144, .udp_entries = -16384}};
+	snprintf(proc.name, sizeof(proc.name), "pid:42");
+	assert_null(nsh_pod_netns_shared(&proc, NULL));
+	assert_string_equal(nsh_pod_netns_shared(&proc, &warned), "warned");
+	assert_null(nsh_pod_netns_shared(&proc, &sized));
 }
 
 int main(void)
