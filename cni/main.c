@@ -77,7 +77,10 @@ int main(void)
 		status = 1;
 	}
 	/* What `nshash stats` and `nshash serve` show of this run: the ADD's
-	 * outcome and the pod it was for (never a failure of the run). */
+	 * outcome and the pod it was for (never a failure of the run).  A
+	 * result the runtime never got is a failed ADD to it. */
+	if (status != 0 && out.outcome != NSH_CNI_NONE)
+		out.outcome = NSH_CNI_REFUSED;
 	if (nshash_cni_record(&env, &out, out.have_config ? out.state_dir : node.policy.state_dir, &err) < 0)
 		fprintf(stderr, "nshash: record for metrics: %s\n", err.msg);
 	/* The next ADD of these sizes takes a spare: a detached child makes
