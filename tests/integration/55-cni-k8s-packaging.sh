@@ -143,7 +143,7 @@ assert_eq "nshash" "$(jq -r '.plugins[0].type' "$EX")" "the example conflist put
 assert_eq "$(jq -c . "$K/nshash-entry.json")" "$(jq -c '.plugins[0]' "$EX")" "the example's entry is the shipped entry"
 assert_eq '["nshash","bridge","portmap","loopback"]' "$(jq -c '[.plugins[].type]' "$EX")" "the example chains the tested plugins"
 
-# (nshash serve, the node container, is tested in 58-k8s-node)
+# (nshash serve, the node container, is tested in 59-k8s-node)
 unset NSHASH_POLICY
 
 # ---- the docs cover every config key the plugin reads and every code it returns

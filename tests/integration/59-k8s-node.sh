@@ -5,7 +5,7 @@
 # pod names escaped; the ADD counters; textfiles appended, a huge one
 # skipped), gc on its schedule, HTTP refusals, a slowloris client that
 # blocks nobody, a prompt exit on SIGTERM; and the plugin's pod records
-# going with DEL and gc.  Pod netns at /run/netns/cni-nsh58-PID-*, a private
+# going with DEL and gc.  Pod netns at /run/netns/cni-nsh59-PID-*, a private
 # state dir, serve on free ports of 127.0.0.1; all removed at exit.
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/cni.sh"
@@ -15,10 +15,10 @@ command -v curl >/dev/null || cannot_run "curl missing"
 command -v python3 >/dev/null || cannot_run "python3 missing"
 
 S=$(make_state_dir) # the node's state dir
-W=$(mktemp -d /tmp/nshash-t58.XXXXXX)
+W=$(mktemp -d /tmp/nshash-t59.XXXXXX)
 on_exit "rm -rf '$W'"
 cni_node_policy "$W/node.json" "$S" '"spares": 0' # gc below has a template to remove, and only that
-NS=cni-nsh58-$$
+NS=cni-nsh59-$$
 for x in a w u; do
 	ip netns add "$NS-$x" || cannot_run "ip netns add $NS-$x"
 	on_exit "ip netns del $NS-$x"
@@ -61,17 +61,17 @@ nshash_cni_adds_total{outcome="refused"} 0' "$(grep '^nshash_cni_adds_total' <<<
 
 # ---- the plugin: a sized ADD with hostile pod names, a warned one, a refused one
 conf() { echo "{\"cniVersion\":\"1.0.0\",\"name\":\"k8s\",\"type\":\"nshash\",\"tcp\":4096,\"udp\":1024${1:-}}"; }
-cni_call ADD "$A" "$(conf)" CNI_CONTAINERID=nsh58a \
-	CNI_ARGS=$'IgnoreUnknown=1;K8S_POD_NAMESPACE=n"s\\q;K8S_POD_NAME=po\nd"\\x;K8S_POD_INFRA_CONTAINER_ID=nsh58a'
+cni_call ADD "$A" "$(conf)" CNI_CONTAINERID=nsh59a \
+	CNI_ARGS=$'IgnoreUnknown=1;K8S_POD_NAMESPACE=n"s\\q;K8S_POD_NAME=po\nd"\\x;K8S_POD_INFRA_CONTAINER_ID=nsh59a'
 assert_eq "0 4096 1024" "$CNI_RC $(netns_sizes_at "$A")" "sized ADD: the pod netns has its own tables"
-ip -n "$NS-w" link add nsh58v0 type veth peer name nsh58v1 # an interface before nshash: cannot be sized
-cni_call ADD "$N" "$(conf ',"onFailure":"warn"')" CNI_CONTAINERID=nsh58w CNI_ARGS="K8S_POD_NAMESPACE=default;K8S_POD_NAME=w"
+ip -n "$NS-w" link add nsh59v0 type veth peer name nsh59v1 # an interface before nshash: cannot be sized
+cni_call ADD "$N" "$(conf ',"onFailure":"warn"')" CNI_CONTAINERID=nsh59w CNI_ARGS="K8S_POD_NAMESPACE=default;K8S_POD_NAME=w"
 assert_eq 0 "$CNI_RC" "warned ADD succeeds (onFailure warn) ($CNI_ERR)"
-cni_call ADD "$N" "$(conf)" CNI_CONTAINERID=nsh58r CNI_ARGS="K8S_POD_NAMESPACE=default;K8S_POD_NAME=r"
+cni_call ADD "$N" "$(conf)" CNI_CONTAINERID=nsh59r CNI_ARGS="K8S_POD_NAMESPACE=default;K8S_POD_NAME=r"
 assert_cni_error 100 "already has interfaces besides lo" "refused ADD"
 spares_settled "$S"
-assert_eq "nsh58a nsh58w" "$(ls "$S/cni/pods" | tr '\n' ' ' | sed 's/ $//')" "a pod record per running pod, none for the refused one"
-assert_eq "600 600" "$(stat -c %a "$S/cni/adds" "$S/cni/pods/nsh58a" | tr '\n' ' ' | sed 's/ $//')" "the records are root's alone"
+assert_eq "nsh59a nsh59w" "$(ls "$S/cni/pods" | tr '\n' ' ' | sed 's/ $//')" "a pod record per running pod, none for the refused one"
+assert_eq "600 600" "$(stat -c %a "$S/cni/adds" "$S/cni/pods/nsh59a" | tr '\n' ' ' | sed 's/ $//')" "the records are root's alone"
 
 M=$(scrape)
 assert_eq 'nshash_cni_adds_total{outcome="sized"} 1
@@ -264,8 +264,8 @@ out=$("$BUILD/nshash" serve --gc-every x 2>&1)
 assert_eq "2 nshash: --gc-every \"x\": expected a number of seconds" "$? $out" "a bad --gc-every is refused"
 
 # ---- records go: DEL removes the pod's, gc the one whose netns is gone
-cni_call DEL "$A" "$(conf)" CNI_CONTAINERID=nsh58a
-assert_eq "0 nsh58w" "$CNI_RC $(ls "$S/cni/pods")" "DEL removes the pod's record"
+cni_call DEL "$A" "$(conf)" CNI_CONTAINERID=nsh59a
+assert_eq "0 nsh59w" "$CNI_RC $(ls "$S/cni/pods")" "DEL removes the pod's record"
 ip netns del "$NS-w"
 J=$("$BUILD/nshash" --state-dir "$S" gc -j)
 assert_eq "1 " "$(jq -r .pod_records_removed <<<"$J") $(ls "$S/cni/pods")" "gc removes the record of a netns that is gone"
