@@ -278,6 +278,9 @@ $(B)/tests/test_policy: tests/unit/test_policy.c $(FRONT_LIBS)
 $(B)/tests/test_hostile: tests/unit/test_hostile.c $(OCI_OBJS) $(CNI_OBJS) $(FRONT_LIBS)
 	@mkdir -p $(@D)
 	$(LINK) $(NSH_CPPFLAGS) $(CPPFLAGS) $(UNIT_INC) -o $@ $^ $(LDLIBS) -lcmocka
+$(B)/tests/test_serve: tests/unit/test_serve.c $(call obj,cmd/http.c) $(FRONT_LIBS)
+	@mkdir -p $(@D)
+	$(LINK) $(NSH_CPPFLAGS) $(CPPFLAGS) $(UNIT_INC) -Icmd -o $@ $^ $(LDLIBS) -lcmocka
 $(B)/tests/%: tests/unit/%.c $(LIB_A)
 	@mkdir -p $(@D)
 	$(LINK) $(NSH_CPPFLAGS) $(CPPFLAGS) -o $@ $< $(LIB_A) $(LDLIBS) -lcmocka
@@ -292,10 +295,11 @@ $(B)/bench/cni-noop: bench/cni-noop.c
 
 # libFuzzer harnesses (SANITIZE=1 trees only: clang, coverage-instrumented
 # objects).  Each links what it parses: its front-end's objects.
-FUZZ_INC := -Icommon -Ioci-hooks -Icni -Itests/fuzz
+FUZZ_INC := -Icommon -Ioci-hooks -Icni -Icmd -Itests/fuzz
 $(B)/fuzz/fuzz_cni: tests/fuzz/fuzz_cni.c $(CNI_OBJS) $(FRONT_LIBS)
 $(B)/fuzz/fuzz_oci $(B)/fuzz/fuzz_runtime_args: $(B)/fuzz/%: tests/fuzz/%.c $(OCI_OBJS) $(FRONT_LIBS)
 $(B)/fuzz/fuzz_policy: tests/fuzz/fuzz_policy.c $(FRONT_LIBS)
+$(B)/fuzz/fuzz_http: tests/fuzz/fuzz_http.c $(call obj,cmd/http.c) $(FRONT_LIBS)
 $(B)/fuzz/%: tests/fuzz/%.c $(LIB_A) tests/fuzz/fuzz.h
 	@mkdir -p $(@D)
 	$(LINK) -fsanitize=fuzzer $(NSH_CPPFLAGS) $(CPPFLAGS) $(FUZZ_INC) -o $@ \

@@ -18,4 +18,15 @@ void print_info_text(const char *what, const struct nshash_netns_info *i);
 /* cmd/resize.c */
 int resize_run(const struct nshash_create_opts *create, bool json, bool dry_run, const char *arg);
 
+/* cmd/serve.c */
+#define SERVE_DEFAULT_LISTEN "127.0.0.1:9490"
+struct serve_opts {
+	const char *state_dir;
+	const char *listen;	  /* ADDR:PORT */
+	const char *textfile_dir; /* NULL none */
+	int64_t gc_every;	  /* seconds, 0 = no gc */
+	int64_t max_idle, stale_age;
+};
+int serve_command(const struct serve_opts *o);
+
 #endif

@@ -50,6 +50,10 @@ static const char usage_text[] =
     "  reclaim [--stale-age SECONDS] [--interval SECONDS] [--dry-run]\n"
     "                 what every hook and plugin run does: remove container pins no\n"
     "                 thread or open fd holds and drop ledger records of netns that are gone\n"
+    "  serve [--listen ADDR:PORT] [--gc-every SECONDS] [--max-idle SECONDS]\n"
+    "        [--textfile-dir DIR]\n"
+    "                 the node's long-running side: gc on a schedule, and the metrics\n"
+    "                 of `stats --prometheus` on GET /metrics (Kubernetes' node container)\n"
     "  check          can this host work, and can you? kernel, privileges, state dir\n"
     "  help [COMMAND] this text, or a command's\n"
     "\n"
@@ -145,6 +149,22 @@ static const char stats_usage[] = "Usage: nshash stats [-j|--json] [--prometheus
 				  "and a recommended size; then the shared tables' totals and top contributors.\n"
 				  "  --prometheus   the Prometheus text format (node_exporter's textfile collector)\n";
 
+static const char serve_usage[] =
+    "Usage: nshash serve [--listen ADDR:PORT] [--gc-every SECONDS] [--max-idle SECONDS]\n"
+    "                    [--stale-age SECONDS] [--textfile-dir DIR]\n"
+    "\n"
+    "Run until SIGTERM or SIGINT: every --gc-every seconds (default 900; 0: never) what\n"
+    "`nshash gc --max-idle SECONDS --stale-age SECONDS` does (a failed run is logged, never\n"
+    "fatal), plus removing the CNI plugin's pod records of netns that are gone; and answer\n"
+    "HTTP on --listen (default " SERVE_DEFAULT_LISTEN "; [::]:PORT for IPv6):\n"
+    "  GET /metrics   `nshash stats --prometheus` (pod and namespace labels, the plugin's\n"
+    "                 ADDs by outcome, pod netns on the shared tables), gc runs, then every\n"
+    "                 DIR/*.prom of --textfile-dir (each at most 256 KiB, else skipped)\n"
+    "  GET /healthz   \"ok\"\n"
+    "Anything else: 404 or 405.  One request per connection, heads of at most 8 KiB\n"
+    "within 5 s.  Needs root with the host's PID namespace (it scans /proc) and the\n"
+    "state dir mounted with propagation both ways (gc unmounts pins).\n";
+
 enum opt_id {
 	OPT_TCP = 1000,
 	OPT_UDP,
@@ -161,6 +181,9 @@ enum opt_id {
 	OPT_PROMETHEUS,
 	OPT_MAX_TABLE_BYTES,
 	OPT_INTERVAL,
+	OPT_LISTEN,
+	OPT_GC_EVERY,
+	OPT_TEXTFILE_DIR,
 };
 
 static const struct option long_opts[] = {
@@ -179,6 +202,9 @@ static const struct option long_opts[] = {
     {"prometheus", no_argument, NULL, OPT_PROMETHEUS},
     {"max-table-bytes", required_argument, NULL, OPT_MAX_TABLE_BYTES},
     {"interval", required_argument, NULL, OPT_INTERVAL},
+    {"listen", required_argument, NULL, OPT_LISTEN},
+    {"gc-every", required_argument, NULL, OPT_GC_EVERY},
+    {"textfile-dir", required_argument, NULL, OPT_TEXTFILE_DIR},
     {NULL, 0, NULL, 0},
 };
 
@@ -188,7 +214,8 @@ struct cli {
 	const char *state_dir;
 	bool json, dry_run, prometheus;
 	pid_t pid;
-	int64_t max_idle, stale_age, interval;
+	int64_t max_idle, stale_age, interval, gc_every;
+	const char *listen, *textfile_dir;
 	unsigned seen; /* bit per option id, to refuse options a command does not take */
 };
 
@@ -657,6 +684,10 @@ static int cmd_gc(struct cli *c, int argc, char **argv)
 		json_object_put(seen.paths);
 		return fail_priv(EXIT_FAIL, &err);
 	}
+	/* the CNI plugin's records of pods whose netns is gone (DEL missed) */
+	size_t pods = 0;
+	if (!c->dry_run && nsh_pod_records_prune(c->state_dir, &pods, &err) < 0)
+		fail(0, "gc: %s", err.msg);
 	if (c->json) {
 		json_object *j = json_object_new_object();
 		json_object_object_add(j, "templates_removed", json_object_new_int64((int64_t)rep.templates_removed));
@@ -665,6 +696,7 @@ static int cmd_gc(struct cli *c, int argc, char **argv)
 		json_object_object_add(j, "orphans_removed", json_object_new_int64((int64_t)rep.orphans_removed));
 		json_object_object_add(j, "kept", json_object_new_int64((int64_t)rep.kept));
 		json_object_object_add(j, "ledger_dropped", json_object_new_int64((int64_t)rep.ledger_dropped));
+		json_object_object_add(j, "pod_records_removed", json_object_new_int64((int64_t)pods));
 		json_object_object_add(j, "dry_run", json_object_new_boolean(c->dry_run));
 		json_object_object_add(j, "paths", seen.paths);
 		usage_json(j, &rep.usage, c->create.max_table_bytes);
@@ -830,6 +862,23 @@ static int cmd_check(struct cli *c, int argc, char **argv)
 	return np ? EXIT_FAIL : EXIT_OK;
 }
 
+static int cmd_serve(struct cli *c, int argc, char **argv)
+{
+	(void)argv;
+	if (argc != 0)
+		return fail(EXIT_USAGE, "serve: takes no arguments");
+	if (c->gc_every > 366LL * 24 * 3600)
+		return fail(EXIT_USAGE, "serve: --gc-every %lld: at most a year", (long long)c->gc_every);
+	stale_age_note(c);
+	struct serve_opts o = {.state_dir = c->state_dir,
+			       .listen = c->listen ? c->listen : SERVE_DEFAULT_LISTEN,
+			       .textfile_dir = c->textfile_dir,
+			       .gc_every = c->gc_every,
+			       .max_idle = c->max_idle,
+			       .stale_age = c->stale_age};
+	return serve_command(&o);
+}
+
 static int cmd_stats(struct cli *c, int argc, char **argv)
 {
 	if (c->json && c->prometheus)
@@ -868,6 +917,8 @@ static const struct command commands[] = {
      BIT(OPT_STALE_AGE) | BIT(OPT_INTERVAL) | BIT(OPT_DRY_RUN) | BIT(OPT_JSON) | BIT(OPT_MAX_TABLE_BYTES),
      reclaim_usage},
     {"check", cmd_check, BIT(OPT_JSON), check_usage},
+    {"serve", cmd_serve,
+     BIT(OPT_LISTEN) | BIT(OPT_GC_EVERY) | BIT(OPT_MAX_IDLE) | BIT(OPT_STALE_AGE) | BIT(OPT_TEXTFILE_DIR), serve_usage},
     {"stats", cmd_stats, BIT(OPT_JSON) | BIT(OPT_PROMETHEUS), stats_usage},
     {"help", cmd_help, 0, usage_text},
 };
@@ -890,7 +941,7 @@ static int cmd_help(struct cli *c, int argc, char **argv)
 	if (argc && !cmd)
 		return fail(EXIT_USAGE,
 			    "help: unknown command \"%s\" (commands: create, resize, show, list, stats, delete, gc, "
-			    "reclaim, check)",
+			    "reclaim, check, serve)",
 			    argv[0]);
 	fputs(cmd ? cmd->usage : usage_text, stdout);
 	return EXIT_OK;
@@ -951,6 +1002,16 @@ static int apply_option(struct cli *c, int opt)
 		break;
 	case OPT_PROMETHEUS:
 		c->prometheus = true;
+		break;
+	case OPT_LISTEN:
+		c->listen = optarg;
+		break;
+	case OPT_GC_EVERY:
+		return parse_seconds("--gc-every", optarg, &c->gc_every) ? EXIT_USAGE : CONTINUE;
+	case OPT_TEXTFILE_DIR:
+		if (optarg[0] != '/')
+			return fail(EXIT_USAGE, "--textfile-dir \"%s\": must be an absolute path", optarg);
+		c->textfile_dir = optarg;
 		break;
 	}
 	return r < 0 ? fail_err(EXIT_USAGE, &err) : CONTINUE;
@@ -1031,7 +1092,7 @@ static int parse_args(struct parse *p, struct cli *c, int argc, char **argv)
 
 static int run(int argc, char **argv, char **pos)
 {
-	struct cli c = {.max_idle = 3600, .stale_age = 60};
+	struct cli c = {.max_idle = 3600, .stale_age = 60, .gc_every = 900};
 	struct parse p = {.pos = pos};
 	char default_state[1024];
 	c.state_dir = getenv("NSHASH_STATE_DIR");

@@ -59,10 +59,30 @@ static const char *kind_name(const struct nshash_stats_netns *e)
 						   : "netns";
 }
 
+/* What one scan shows: the netns, the shared totals, the plugin's records. */
+struct view {
+	struct nshash_stats_netns *v;
+	size_t n;
+	struct nshash_stats_shared sh[2];
+	struct nshash_policy policy;
+	struct nsh_pod_record *pods;
+	size_t npods;
+	uint64_t adds[3]; /* sized, warned, refused */
+};
+
+static const struct nsh_pod_record *pod_of(const struct view *w, size_t i)
+{
+	return nsh_pod_record_find(w->pods, w->npods, w->v[i].inode);
+}
+
 /* ------------------------------------------------------------- json */
 
-static json_object *netns_json(const struct nshash_stats_netns *e, const struct nshash_sizes *cap)
+static json_object *netns_json(const struct view *w, size_t i)
 {
+	const struct nshash_stats_netns *e = &w->v[i];
+	const struct nshash_sizes *cap = &w->policy.max;
+	const struct nsh_pod_record *pod = pod_of(w, i);
+	const char *shared = nsh_pod_netns_shared(e, pod);
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "id", json_object_new_string(e->name));
 	json_object_object_add(o, "kind", json_object_new_string(kind_name(e)));
@@ -85,6 +105,12 @@ static json_object *netns_json(const struct nshash_stats_netns *e, const struct 
 		json_object_object_add(o, proto_key[k], p);
 	}
 	stats_sockets_json(o, &e->sockets);
+	json_object_object_add(o, "namespace",
+			       pod && pod->namespace_[0] ? json_object_new_string(pod->namespace_) : NULL);
+	json_object_object_add(o, "pod", pod && pod->pod[0] ? json_object_new_string(pod->pod) : NULL);
+	json_object_object_add(o, "cni_outcome",
+			       pod ? json_object_new_string(nsh_cni_outcome_name(pod->outcome)) : NULL);
+	json_object_object_add(o, "pod_shared", shared ? json_object_new_string(shared) : NULL);
 	return o;
 }
 
@@ -108,25 +134,38 @@ static json_object *shared_json(const struct nshash_stats_netns *v, const struct
 
 /* ------------------------------------------------------------- prometheus */
 
-/* A label value: backslash, double quote and newline escaped. */
 static void label(FILE *f, const char *s)
 {
-	for (; *s; s++) {
-		if (*s == '\\' || *s == '"')
-			fprintf(f, "\\%c", *s);
-		else if (*s == '\n')
-			fputs("\\n", f);
-		else
-			fputc(*s, f);
+	char buf[3 * 4096 + 8];
+	nsh_prom_label(s, buf, sizeof(buf));
+	fputs(buf, f);
+}
+
+static void prom_head(FILE *f, const char *name, const char *type, const char *help)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* netns="...", and the pod's namespace and name where the plugin recorded them */
+static void netns_labels(FILE *f, const struct view *w, size_t i)
+{
+	fputs("netns=\"", f);
+	label(f, w->v[i].name);
+	fputc('"', f);
+	const struct nsh_pod_record *p = pod_of(w, i);
+	if (p && p->namespace_[0]) {
+		fputs(",namespace=\"", f);
+		label(f, p->namespace_);
+		fputc('"', f);
+	}
+	if (p && p->pod[0]) {
+		fputs(",pod=\"", f);
+		label(f, p->pod);
+		fputc('"', f);
 	}
 }
 
-static void prom_head(const char *name, const char *type, const char *help)
-{
-	printf("# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
-static void prom_netns(const struct nshash_stats_netns *v, size_t n, const struct nshash_sizes *cap)
+static void prom_netns(FILE *f, const struct view *w)
 {
 	static const struct {
 		const char *name, *help;
@@ -139,21 +178,22 @@ static void prom_netns(const struct nshash_stats_netns *v, size_t n, const struc
 	    {"nshash_recommended_entries",
 	     "Next power of two at or above the netns's sockets, within kernel and policy limits."},
 	};
+	const struct nshash_stats_netns *v = w->v;
 	for (size_t m = 0; m < sizeof(metrics) / sizeof(metrics[0]); m++) {
-		prom_head(metrics[m].name, "gauge", metrics[m].help);
-		for (size_t i = 0; i < n; i++)
+		prom_head(f, metrics[m].name, "gauge", metrics[m].help);
+		for (size_t i = 0; i < w->n; i++)
 			for (int k = 0; k < 2; k++) {
-				printf("%s{netns=\"", metrics[m].name);
-				label(stdout, v[i].name);
-				printf("\",proto=\"%s\"} ", proto_key[k]);
+				fprintf(f, "%s{", metrics[m].name);
+				netns_labels(f, w, i);
+				fprintf(f, ",proto=\"%s\"} ", proto_key[k]);
 				if (m == 0)
-					printf("%ld\n", entries_of(&v[i].info, k));
+					fprintf(f, "%ld\n", entries_of(&v[i].info, k));
 				else if (m == 1)
-					printf("%ld\n", sockets_of(&v[i].sockets, k));
+					fprintf(f, "%ld\n", sockets_of(&v[i].sockets, k));
 				else if (m == 2)
-					printf("%.6g\n", load_of(&v[i], k));
+					fprintf(f, "%.6g\n", load_of(&v[i], k));
 				else
-					printf("%u\n", recommend(&v[i], k, cap));
+					fprintf(f, "%u\n", recommend(&v[i], k, &w->policy.max));
 			}
 	}
 	/* TCP only: no proto label. */
@@ -162,28 +202,28 @@ static void prom_netns(const struct nshash_stats_netns *v, size_t n, const struc
 	    {"nshash_tcp_listeners", "Listening TCP sockets of the netns (in the global listening hash; -1 unknown)."},
 	};
 	for (int m = 0; m < 2; m++) {
-		prom_head(tcp_only[m][0], "gauge", tcp_only[m][1]);
-		for (size_t i = 0; i < n; i++) {
-			printf("%s{netns=\"", tcp_only[m][0]);
-			label(stdout, v[i].name);
-			printf("\"} %ld\n", m ? v[i].sockets.tcp_listen : v[i].sockets.tcp_tw);
+		prom_head(f, tcp_only[m][0], "gauge", tcp_only[m][1]);
+		for (size_t i = 0; i < w->n; i++) {
+			fprintf(f, "%s{", tcp_only[m][0]);
+			netns_labels(f, w, i);
+			fprintf(f, "} %ld\n", m ? v[i].sockets.tcp_listen : v[i].sockets.tcp_tw);
 		}
 	}
-	prom_head("nshash_netns_info", "gauge",
+	prom_head(f, "nshash_netns_info", "gauge",
 		  "Who is in the netns: a process, its command and container id (1 per netns).");
-	for (size_t i = 0; i < n; i++) {
-		printf("nshash_netns_info{netns=\"");
-		label(stdout, v[i].name);
-		printf("\",kind=\"%s\",pid=\"", kind_name(&v[i]));
+	for (size_t i = 0; i < w->n; i++) {
+		fputs("nshash_netns_info{", f);
+		netns_labels(f, w, i);
+		fprintf(f, ",kind=\"%s\",pid=\"", kind_name(&v[i]));
 		if (v[i].pid)
-			printf("%d", (int)v[i].pid);
-		printf("\",command=\"");
-		label(stdout, v[i].command);
-		printf("\",container=\"%s\",engine=\"%s\"} 1\n", v[i].container, v[i].engine);
+			fprintf(f, "%d", (int)v[i].pid);
+		fprintf(f, "\",command=\"");
+		label(f, v[i].command);
+		fprintf(f, "\",container=\"%s\",engine=\"%s\"} 1\n", v[i].container, v[i].engine);
 	}
 }
 
-static void prom_shared(const struct nshash_stats_shared sh[2])
+static void prom_shared(FILE *f, const struct nshash_stats_shared sh[2])
 {
 	static const char *const help[4][2] = {
 	    {"nshash_shared_buckets", "Buckets of the global (shared) table."},
@@ -192,19 +232,48 @@ static void prom_shared(const struct nshash_stats_shared sh[2])
 	    {"nshash_shared_chain_length", "Average chain length of the global table: sockets / buckets."},
 	};
 	for (int m = 0; m < 4; m++) {
-		prom_head(help[m][0], "gauge", help[m][1]);
+		prom_head(f, help[m][0], "gauge", help[m][1]);
 		for (int k = 0; k < 2; k++) {
-			printf("%s{proto=\"%s\"} ", help[m][0], proto_key[k]);
+			fprintf(f, "%s{proto=\"%s\"} ", help[m][0], proto_key[k]);
 			if (m == 0)
-				printf("%ld\n", sh[k].buckets);
+				fprintf(f, "%ld\n", sh[k].buckets);
 			else if (m == 1)
-				printf("%zu\n", sh[k].netns);
+				fprintf(f, "%zu\n", sh[k].netns);
 			else if (m == 2)
-				printf("%ld\n", sh[k].sockets);
+				fprintf(f, "%ld\n", sh[k].sockets);
 			else
-				printf("%.6g\n", sh[k].chain);
+				fprintf(f, "%.6g\n", sh[k].chain);
 		}
 	}
+}
+
+/* The plugin's side: ADDs by outcome, pod netns left on the shared tables. */
+static void prom_cni(FILE *f, const struct view *w)
+{
+	static const char *const outcomes[3] = {"sized", "warned", "refused"};
+	prom_head(f, "nshash_cni_adds_total", "counter",
+		  "CNI ADDs of the nshash plugin with this state dir: sized (own tables), warned (ran on the "
+		  "shared tables under onFailure warn), refused (the ADD failed).");
+	for (int k = 0; k < 3; k++)
+		fprintf(f, "nshash_cni_adds_total{outcome=\"%s\"} %llu\n", outcomes[k], (unsigned long long)w->adds[k]);
+	prom_head(f, "nshash_netns_shared", "gauge",
+		  "A pod netns (/run/netns/cni-*) on the shared tables: reason unseen (no nshash ADD for it: "
+		  "started before nshash was chained) or warned (1 per netns).");
+	size_t unseen = 0, warned = 0;
+	for (size_t i = 0; i < w->n; i++) {
+		const char *why = nsh_pod_netns_shared(&w->v[i], pod_of(w, i));
+		if (!why)
+			continue;
+		*why == 'u' ? unseen++ : warned++;
+		fputs("nshash_netns_shared{", f);
+		netns_labels(f, w, i);
+		fprintf(f, ",reason=\"%s\"} 1\n", why);
+	}
+	prom_head(f, "nshash_netns_shared_count", "gauge",
+		  "Pod netns on the shared tables by reason (nshash_netns_shared).");
+	fprintf(f,
+		"nshash_netns_shared_count{reason=\"unseen\"} %zu\nnshash_netns_shared_count{reason=\"warned\"} %zu\n",
+		unseen, warned);
 }
 
 /* ------------------------------------------------------------- text */
@@ -222,18 +291,18 @@ static void table_cell(const struct nshash_stats_netns *e, int k, char *buf, siz
 		snprintf(buf, len, "n/a");
 }
 
-static void print_text(const struct nshash_stats_netns *v, size_t n, const struct nshash_stats_shared sh[2],
-		       const struct nshash_sizes *cap)
+static void print_text(const struct view *w)
 {
+	const struct nshash_stats_netns *v = w->v;
 	printf("%-14s %8s %8s %6s  %-14s %8s %8s %6s  %s\n", "TCP", "SOCKETS", "LOAD", "REC", "UDP", "SOCKETS", "LOAD",
 	       "REC", "NETNS");
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < w->n; i++) {
 		const struct nshash_stats_netns *e = &v[i];
 		for (int k = 0; k < 2; k++) {
 			char cell[32];
 			table_cell(e, k, cell, sizeof(cell));
 			printf("%-14s %8ld %8.3f %6u  ", cell, sockets_of(&e->sockets, k), load_of(e, k),
-			       recommend(e, k, cap));
+			       recommend(e, k, &w->policy.max));
 		}
 		char name[4096], who[200] = "";
 		printable(e->name, name, sizeof(name));
@@ -244,22 +313,47 @@ static void print_text(const struct nshash_stats_netns *v, size_t n, const struc
 		printf("%s%s", name, who);
 		if (e->container[0])
 			printf(" %s %.12s", e->engine[0] ? e->engine : "container", e->container);
+		const struct nsh_pod_record *p = pod_of(w, i);
+		if (p && (p->namespace_[0] || p->pod[0])) {
+			char ns[NSH_POD_LABEL_MAX + 1], pod[NSH_POD_LABEL_MAX + 1];
+			printable(p->namespace_, ns, sizeof(ns));
+			printable(p->pod, pod, sizeof(pod));
+			printf(" pod %s/%s", ns, pod);
+		}
 		putchar('\n');
 	}
 	for (int k = 0; k < 2; k++) {
 		printf("\nshared %s table: ", proto_key[k]);
-		if (!sh[k].netns) {
+		if (!w->sh[k].netns) {
 			printf("no netns uses it\n");
 			continue;
 		}
-		printf("%ld buckets, %ld sockets from %zu netns, average chain %.3f\n", sh[k].buckets, sh[k].sockets,
-		       sh[k].netns, sh[k].chain);
-		for (size_t i = 0; i < sh[k].ntop; i++) {
+		printf("%ld buckets, %ld sockets from %zu netns, average chain %.3f\n", w->sh[k].buckets,
+		       w->sh[k].sockets, w->sh[k].netns, w->sh[k].chain);
+		for (size_t i = 0; i < w->sh[k].ntop; i++) {
 			char name[4096];
-			printable(v[sh[k].top[i]].name, name, sizeof(name));
-			printf("  %10ld  %s\n", sockets_of(&v[sh[k].top[i]].sockets, k), name);
+			printable(v[w->sh[k].top[i]].name, name, sizeof(name));
+			printf("  %10ld  %s\n", sockets_of(&v[w->sh[k].top[i]].sockets, k), name);
 		}
 	}
+	size_t shared = 0;
+	for (size_t i = 0; i < w->n; i++)
+		shared += nsh_pod_netns_shared(&v[i], pod_of(w, i)) != NULL;
+	if (shared) {
+		printf("\npod netns on the shared tables: %zu (restart the pod to give it its own: docs/cni.md)\n",
+		       shared);
+		for (size_t i = 0; i < w->n; i++) {
+			const char *why = nsh_pod_netns_shared(&v[i], pod_of(w, i));
+			if (!why)
+				continue;
+			char name[4096];
+			printable(v[i].name, name, sizeof(name));
+			printf("  %-7s %s\n", why, name);
+		}
+	}
+	if (w->adds[0] || w->adds[1] || w->adds[2])
+		printf("\nCNI ADDs: %llu sized, %llu warned (shared tables), %llu refused\n",
+		       (unsigned long long)w->adds[0], (unsigned long long)w->adds[1], (unsigned long long)w->adds[2]);
 }
 
 /* ------------------------------------------------------------- show's part */
@@ -312,11 +406,54 @@ static int resolve(const char *arg, char *out, size_t len)
 	return 0;
 }
 
+/* Scan and gather what the output shows.  0, or an exit status. */
+static int view_load(const char *state_dir, const char *const *only, size_t nonly, struct view *w)
+{
+	struct nshash_error err = {0};
+	memset(w, 0, sizeof(*w));
+	if (nshash_policy_load(getenv("NSHASH_POLICY"), &w->policy, &err) < 0) {
+		fail(0, "stats: %s (recommendations ignore the policy's caps)", err.msg);
+		nshash_policy_defaults(&w->policy);
+		w->policy.max = (struct nshash_sizes){NSHASH_TCP_MAX, NSHASH_UDP_MAX};
+	}
+	struct nshash_stats_opts opts = {.state_dir = state_dir, .only = only, .nonly = nonly};
+	if (nshash_stats_scan(&opts, &w->v, &w->n, &err) < 0)
+		return fail_err(err.errnum == ENOENT || err.errnum == EINVAL ? EXIT_USAGE : EXIT_FAIL, &err);
+	for (int k = 0; k < 2; k++)
+		nshash_stats_shared(w->v, w->n, k, &w->sh[k]);
+	/* the plugin's records: what they cannot say is only less shown */
+	if (nsh_pod_records_read(state_dir, &w->pods, &w->npods, &err) < 0)
+		fail(0, "stats: %s (pods unnamed)", err.msg);
+	if (nsh_cni_adds_read(state_dir, w->adds, &err) < 0)
+		fail(0, "stats: %s (ADDs not counted)", err.msg);
+	return EXIT_OK;
+}
+
+static void view_free(struct view *w)
+{
+	free(w->v);
+	free(w->pods);
+}
+
+int stats_prometheus(FILE *f, const char *state_dir)
+{
+	struct view w;
+	int rc = view_load(state_dir, NULL, 0, &w);
+	if (rc == EXIT_OK) {
+		prom_netns(f, &w);
+		prom_shared(f, w.sh);
+		prom_cni(f, &w);
+	}
+	view_free(&w);
+	return rc;
+}
+
 int stats_command(const char *state_dir, enum stats_format format, int argc, char **argv)
 {
 	char(*paths)[4096] = argc ? calloc((size_t)argc, sizeof(*paths)) : NULL;
 	const char **only = argc ? calloc((size_t)argc, sizeof(*only)) : NULL;
 	int rc = EXIT_OK;
+	struct view w = {0};
 	if (argc && (!paths || !only)) {
 		rc = fail(EXIT_FAIL, "out of memory");
 		goto out;
@@ -328,42 +465,34 @@ int stats_command(const char *state_dir, enum stats_format format, int argc, cha
 		}
 		only[i] = paths[i];
 	}
-	struct nshash_error err = {0};
-	struct nshash_policy policy;
-	if (nshash_policy_load(getenv("NSHASH_POLICY"), &policy, &err) < 0) {
-		fail(0, "stats: %s (recommendations ignore the policy's caps)", err.msg);
-		nshash_policy_defaults(&policy);
-		policy.max = (struct nshash_sizes){NSHASH_TCP_MAX, NSHASH_UDP_MAX};
-	}
-	struct nshash_stats_opts opts = {.state_dir = state_dir, .only = argc ? only : NULL, .nonly = (size_t)argc};
-	struct nshash_stats_netns *v = NULL;
-	size_t n = 0;
-	if (nshash_stats_scan(&opts, &v, &n, &err) < 0) {
-		rc = fail_err(err.errnum == ENOENT || err.errnum == EINVAL ? EXIT_USAGE : EXIT_FAIL, &err);
+	rc = view_load(state_dir, argc ? only : NULL, (size_t)argc, &w);
+	if (rc != EXIT_OK)
 		goto out;
-	}
-	struct nshash_stats_shared sh[2];
-	for (int k = 0; k < 2; k++)
-		nshash_stats_shared(v, n, k, &sh[k]);
 	if (format == STATS_JSON) {
 		json_object *o = json_object_new_object(), *a = json_object_new_array(), *s = json_object_new_object();
-		for (size_t i = 0; i < n; i++)
-			json_object_array_add(a, netns_json(&v[i], &policy.max));
+		for (size_t i = 0; i < w.n; i++)
+			json_object_array_add(a, netns_json(&w, i));
 		for (int k = 0; k < 2; k++)
-			json_object_object_add(s, proto_key[k], shared_json(v, &sh[k], k));
+			json_object_object_add(s, proto_key[k], shared_json(w.v, &w.sh[k], k));
 		json_object_object_add(o, "netns", a);
 		json_object_object_add(o, "shared", s);
-		json_object_object_add(o, "policy", json_object_new_string(policy.source));
+		json_object_object_add(o, "policy", json_object_new_string(w.policy.source));
+		json_object *adds = json_object_new_object();
+		json_object_object_add(adds, "sized", json_object_new_int64((int64_t)w.adds[0]));
+		json_object_object_add(adds, "warned", json_object_new_int64((int64_t)w.adds[1]));
+		json_object_object_add(adds, "refused", json_object_new_int64((int64_t)w.adds[2]));
+		json_object_object_add(o, "cni_adds", adds);
 		puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 		json_object_put(o);
 	} else if (format == STATS_PROMETHEUS) {
-		prom_netns(v, n, &policy.max);
-		prom_shared(sh);
+		prom_netns(stdout, &w);
+		prom_shared(stdout, w.sh);
+		prom_cni(stdout, &w);
 	} else {
-		print_text(v, n, sh, &policy.max);
+		print_text(&w);
 	}
-	free(v);
 out:
+	view_free(&w);
 	free(paths);
 	free(only);
 	return rc;

@@ -5,6 +5,7 @@
 
 #include <json-c/json.h>
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "nshash.h"
 
@@ -12,6 +13,10 @@ enum stats_format { STATS_TEXT = 0, STATS_JSON, STATS_PROMETHEUS };
 
 /* nshash stats [NETNS...]: returns the exit status. */
 int stats_command(const char *state_dir, enum stats_format format, int argc, char **argv);
+
+/* What `nshash stats --prometheus` prints, into f (for `nshash serve`):
+ * 0, or an exit status (the error said on stderr). */
+int stats_prometheus(FILE *f, const char *state_dir);
 
 /* For show: add "sockets" (and TIME_WAIT, listeners) to the "tcp"/"udp"
  * objects of `o`, or print them as text lines. */

@@ -69,10 +69,13 @@ struct nshash_cni_env {
 	const char *containerid; /* CNI_CONTAINERID */
 	const char *netns;	 /* CNI_NETNS */
 	const char *ifname;	 /* CNI_IFNAME */
-	const char *args;	 /* CNI_ARGS (ignored: no key is nshash's) */
+	const char *args;	 /* CNI_ARGS (K8S_POD_NAMESPACE, K8S_POD_NAME: for the record) */
 	const char *path;	 /* CNI_PATH (unused: nshash calls no plugin) */
 };
 void nshash_cni_env_from_environ(struct nshash_cni_env *env);
+/* The value of KEY in CNI_ARGS ("K1=V1;K2=V2", libcni's form) into out
+ * (cut to fit): true when the key is there. */
+bool nshash_cni_args_get(const char *args, const char *key, char *out, size_t len);
 /* Check the variables `command` needs; code 4 naming every bad one. */
 int nshash_cni_env_check(const struct nshash_cni_env *env, enum nshash_cni_command *command,
 			 struct nshash_cni_failure *err);
@@ -94,7 +97,7 @@ struct nshash_cni_config {
 	unsigned max_spares;
 	uint64_t max_spare_bytes;
 	int64_t spare_max_idle;
-	struct json_object *json;      /* the whole document */
+	struct json_object *json; /* the whole document */
 };
 /* Decode and validate stdin: code 6 when it is not exactly one JSON object,
  * 1 for a missing/unsupported cniVersion, 7 naming a bad key and value.
@@ -149,6 +152,8 @@ struct nshash_cni_output {
 	 * once the answer is out */
 	struct nshash_create_opts refill;
 	bool refill_due;
+	/* ADD: how it ended, for STATE_DIR/cni (common/cnistate.c) */
+	enum nsh_cni_outcome outcome;
 };
 /* The node's side: the policy file the hook and the wrapper read
  * ($NSHASH_POLICY, else /etc/nshash/nshash.json; absent = the defaults). */
@@ -164,6 +169,11 @@ void nshash_cni_node_load(struct nshash_cni_node *node);
 void nshash_cni_run(const struct nshash_cni_env *env, const char *input, size_t len, const struct nshash_cni_ops *ops,
 		    const struct nshash_cni_node *node, struct nshash_cni_output *out);
 void nshash_cni_output_free(struct nshash_cni_output *out);
+/* After the answer is out: ADD counted by outcome in STATE_DIR/cni/adds and,
+ * when its pod runs (sized, warned, unsized), recorded with the pod's
+ * namespace and name from CNI_ARGS; DEL removes that record. */
+int nshash_cni_record(const struct nshash_cni_env *env, const struct nshash_cni_output *out, const char *state_dir,
+		      struct nshash_error *err);
 
 /* ------------------------------------------------- between the plugin's files */
 #define POD_ANNOTATIONS "io.kubernetes.cri.pod-annotations"

@@ -81,6 +81,7 @@ static int soft_failure(struct run *r, int code, const char *fmt, ...)
 	va_end(ap);
 	if (r->cfg.on_failure == NSHASH_ON_FAILURE_WARN) {
 		nsh_cni_log(r, "warning (onFailure warn, code %d): %s; continuing on the shared tables", code, msg);
+		r->out->outcome = NSH_CNI_WARNED;
 		return 1;
 	}
 	return nshash_cni_fail(&r->err, code, NULL, "%s", msg);
@@ -338,8 +339,11 @@ int nsh_cni_cmd_add(struct run *r)
 	char want[96], detail[600];
 	enum nshash_path_kind kind;
 	int s = request_and_netns(r, &req, &from_ann, &kind, detail, sizeof(detail));
-	if (s != 0)
+	if (s != 0) {
+		if (s > 0)
+			r->out->outcome = NSH_CNI_UNSIZED;
 		return s < 0 ? s : nsh_cni_add_result(r);
+	}
 
 	const char *netns = r->env->netns;
 	sizes_text(req, want, sizeof(want));
@@ -354,6 +358,7 @@ int nsh_cni_cmd_add(struct run *r)
 		if (r->ops->inspect(inspected_path(netns, kind, resolved), &info, &e) < 0)
 			return nshash_cni_fail(&r->err, NSHASH_CNI_E_IO, NULL, "%s", e.msg);
 		if (nshash_verify(&info, req, netns, &e) == 0) {
+			r->out->outcome = NSH_CNI_SIZED;
 			nsh_cni_log(r, "%s already has %s", netns, want);
 			return nsh_cni_add_result(r);
 		}
@@ -364,6 +369,7 @@ int nsh_cni_cmd_add(struct run *r)
 	if (s == 0)
 		s = add_replace(r, req, want, common, &seen);
 	if (s == 2) {
+		r->out->outcome = NSH_CNI_SIZED;
 		nsh_cni_log(r, "%s already has %s", netns, want);
 		return nsh_cni_add_result(r);
 	}
@@ -371,6 +377,7 @@ int nsh_cni_cmd_add(struct run *r)
 		return s < 0 ? s : nsh_cni_add_result(r);
 	char have[96];
 	sizes_text(nshash_info_sizes(&seen), have, sizeof(have));
+	r->out->outcome = NSH_CNI_SIZED;
 	nsh_cni_log(r, "replaced %s by a netns with %s%s", netns, have, from_ann ? " (pod annotations)" : "");
 	return nsh_cni_add_result(r);
 }

@@ -17,6 +17,29 @@ void nshash_cni_env_from_environ(struct nshash_cni_env *env)
 	env->path = getenv("CNI_PATH");
 }
 
+bool nshash_cni_args_get(const char *args, const char *key, char *out, size_t len)
+{
+	size_t klen = strlen(key);
+	for (const char *p = args; p && *p;) {
+		const char *end = strchr(p, ';');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		if (n > klen && strncmp(p, key, klen) == 0 && p[klen] == '=') {
+			size_t v = n - klen - 1;
+			if (len) {
+				if (v >= len)
+					v = len - 1;
+				memcpy(out, p + klen + 1, v);
+				out[v] = '\0';
+			}
+			return true;
+		}
+		p = end ? end + 1 : NULL;
+	}
+	if (len)
+		out[0] = '\0';
+	return false;
+}
+
 static const struct {
 	const char *name;
 	enum nshash_cni_command command;

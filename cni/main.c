@@ -76,6 +76,13 @@ int main(void)
 		fprintf(stderr, "nshash: write the result to stdout: %s\n", strerror(errno));
 		status = 1;
 	}
+	/* What `nshash stats` and `nshash serve` show of this run: the ADD's
+	 * outcome and the pod it was for (never a failure of the run).  A
+	 * result the runtime never got is a failed ADD to it. */
+	if (status != 0 && out.outcome != NSH_CNI_NONE)
+		out.outcome = NSH_CNI_REFUSED;
+	if (nshash_cni_record(&env, &out, out.have_config ? out.state_dir : node.policy.state_dir, &err) < 0)
+		fprintf(stderr, "nshash: record for metrics: %s\n", err.msg);
 	/* The next ADD of these sizes takes a spare: a detached child makes
 	 * it now that the answer is out. */
 	if (out.refill_due && status == 0) {

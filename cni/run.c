@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cni.h"
 
@@ -117,6 +118,8 @@ void nshash_cni_run(const struct nshash_cni_env *env, const char *input, size_t 
 done:
 	if (rc < 0) {
 		out->status = 1;
+		if (env->command && strcmp(env->command, "ADD") == 0)
+			out->outcome = NSH_CNI_REFUSED;
 		free(out->stdout_text);
 		if (!r.cfg.cni_version[0])
 			peek_version(input, len, r.cfg.cni_version, sizeof(r.cfg.cni_version));
@@ -125,6 +128,30 @@ done:
 	}
 	nshash_cni_config_free(&r.cfg);
 	nsh_log_redirect(NSHASH_LOG_INFO, NULL, NULL); /* r is going away */
+}
+
+int nshash_cni_record(const struct nshash_cni_env *env, const struct nshash_cni_output *out, const char *state_dir,
+		      struct nshash_error *err)
+{
+	if (!env->command || !state_dir || !*state_dir)
+		return 0;
+	if (strcmp(env->command, "DEL") == 0)
+		return env->containerid ? nsh_pod_record_remove(state_dir, env->containerid, err) : 0;
+	if (strcmp(env->command, "ADD") != 0 || out->outcome == NSH_CNI_NONE)
+		return 0;
+	/* a record for a pod that runs (not refused), while its netns is there */
+	struct nsh_pod_record rec = {.outcome = out->outcome};
+	struct stat st;
+	bool keep = out->outcome != NSH_CNI_REFUSED && env->containerid && env->netns &&
+		    strlen(env->containerid) <= NSH_POD_ID_MAX && lstat(env->netns, &st) == 0;
+	if (keep) {
+		rec.inode = (uint64_t)st.st_ino;
+		snprintf(rec.id, sizeof(rec.id), "%s", env->containerid);
+		snprintf(rec.netns, sizeof(rec.netns), "%s", env->netns);
+		nshash_cni_args_get(env->args, "K8S_POD_NAMESPACE", rec.namespace_, sizeof(rec.namespace_));
+		nshash_cni_args_get(env->args, "K8S_POD_NAME", rec.pod, sizeof(rec.pod));
+	}
+	return nsh_cni_record_add(state_dir, out->outcome, keep ? &rec : NULL, err);
 }
 
 void nshash_cni_output_free(struct nshash_cni_output *out)

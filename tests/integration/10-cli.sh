@@ -171,10 +171,10 @@ assert_eq "" "$(ls /run/netns | grep "^$P-nobody")" "create as a user left nothi
 # help: global, per command, as a command (stats too)
 assert_contains "$(nshash help)" "Usage: nshash [-j|--json] [--state-dir DIR] COMMAND" "nshash help: the global usage"
 # every command listed once, in the order of the man page's COMMANDS
-assert_eq "create resize show list stats delete gc reclaim check help" \
+assert_eq "create resize show list stats delete gc reclaim serve check help" \
 	"$(nshash help | awk '/^Commands:/ {on = 1; next} /^$/ || /^Options:/ {on = 0} on && /^  [a-z]/ {print $1}' | xargs)" \
 	"nshash help lists each command once"
-for cmd in create resize show list stats delete gc reclaim check; do
+for cmd in create resize show list stats delete gc reclaim serve check; do
 	out=$(nshash $cmd --help)
 	assert_eq 0 "$?" "nshash $cmd --help exits 0"
 	assert_contains "$out" "Usage: nshash $cmd" "nshash $cmd --help: that command's usage"

@@ -79,17 +79,29 @@ check(sc.get("readOnlyRootFilesystem") is True and sc.get("capabilities", {}).ge
       sorted(sc.get("capabilities", {}).get("add", [])) == ["CHOWN", "DAC_OVERRIDE", "FOWNER"] and sc.get("runAsUser") == 0,
       "the installer: read-only root, every capability dropped but CHOWN, DAC_OVERRIDE, FOWNER, uid 0")
 check(0 < int(spec.get("terminationGracePeriodSeconds", 30)) <= 30, "a termination grace period the installer's SIGTERM exit fits in")
-gcs = [x for x in spec["containers"] if x["name"] == "gc"]
-check(len(gcs) == 1, "a gc container reclaims what nshash leaves")
-g = gcs[0] if gcs else {"command": [], "env": [], "volumeMounts": []}
-genv = {e["name"]: e.get("value") for e in g.get("env", [])}
-gm = [m for m in g["volumeMounts"] if m["mountPath"] == genv.get("NSHASH_STATE_DIR")]
-check("COPY nshash /usr/bin/nshash" in containerfile, "the image has the (static) nshash CLI")
+nodes = [x for x in spec["containers"] if x["name"] == "node"]
+check(len(nodes) == 1, "a node container reclaims what nshash leaves and serves the metrics")
+g = nodes[0] if nodes else {"command": [], "volumeMounts": []}
+cmd = g["command"]
+def arg(name):
+    return cmd[cmd.index(name) + 1] if name in cmd[:-1] else None
+gm = [m for m in g["volumeMounts"] if m["mountPath"] == arg("--state-dir")]
+check(cmd[:1] == ["/usr/bin/nshash"] and "serve" in cmd, "it runs nshash serve, the image's CLI (PID 1: no shell)")
+check("COPY nshash /usr/bin/nshash" in containerfile, "the image has the (static) nshash CLI the node container runs")
 check(len(gm) == 1 and host(gm[0]["name"]) == "/run/nshash" and gm[0].get("mountPropagation") == "Bidirectional",
-      "NSHASH_STATE_DIR is the node's /run/nshash, Bidirectional (its unmounts reach the node)")
+      "--state-dir is the node's /run/nshash, Bidirectional (its unmounts reach the node)")
 check(spec.get("hostPID") is True and g.get("securityContext", {}).get("privileged") is True,
       "gc sees the node's processes (hostPID) and may unmount (privileged)")
-check(0 < int(genv.get("GC_SECONDS", "0")) <= 3600, "gc runs at least hourly")
+check(0 < int(arg("--gc-every") or "0") <= 3600 and arg("--max-idle") == "600", "gc runs at least hourly, --max-idle 600")
+tm = [m for m in g["volumeMounts"] if m["mountPath"] == arg("--textfile-dir")]
+check(len(tm) == 1 and tm[0].get("readOnly") is True and run_mount and tm[0]["name"] == run_mount[0]["name"],
+      "--textfile-dir is the installer's run dir (its install.prom), mounted read-only")
+port = (arg("--listen") or ":").rsplit(":", 1)[1]
+ann = ds["spec"]["template"]["metadata"].get("annotations", {})
+check(spec.get("hostNetwork") is True and ann.get("prometheus.io/port") == port and ann.get("prometheus.io/scrape") == "true",
+      "the metrics port is the node's (hostNetwork), announced to Prometheus")
+check(g.get("livenessProbe", {}).get("httpGet", {}).get("path") == "/healthz" and str(g["livenessProbe"]["httpGet"]["port"]) == port,
+      "the liveness probe asks /healthz on that port")
 st = vols.get("nshash-state", {}).get("hostPath", {})
 check(st.get("path") == "/run/nshash" and st.get("type") == "Directory",
       "the node's /run/nshash is mounted as it is (type Directory: DirectoryOrCreate would make it 0755, which nshash refuses)")
@@ -131,19 +143,7 @@ assert_eq "nshash" "$(jq -r '.plugins[0].type' "$EX")" "the example conflist put
 assert_eq "$(jq -c . "$K/nshash-entry.json")" "$(jq -c '.plugins[0]' "$EX")" "the example's entry is the shipped entry"
 assert_eq '["nshash","bridge","portmap","loopback"]' "$(jq -c '[.plugins[].type]' "$EX")" "the example chains the tested plugins"
 
-# ---- gc-loop.sh on a fake node: idle spares and templates go
-GS=$(make_state_dir)
-GP=$(mktemp -d /tmp/nshash-t55.XXXXXX)
-on_exit "umount $GP/gcpod 2>/dev/null; rm -rf $GP"
-cni_node_policy "$GP/node.json" "$GS" # the node's state dir, which gc-loop.sh is given
-cni_pin_netns "$GP/gcpod"
-cni_call ADD "$GP/gcpod" "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"nshash\",\"tcp\":4096,\"udp\":1024,\"stateDir\":\"$GS\"}"
-spares_settled "$GS"
-assert_eq 1 "$(ls "$GS/spares" | grep -c '^tcp4096-udp1024\.')" "gc loop: a spare on the node"
-umount "$GP/gcpod" && rm -f "$GP/gcpod"
-NSHASH_CLI=$BUILD/nshash NSHASH_STATE_DIR=$GS GC_MAX_IDLE=0 GC_ONCE=1 "$K/gc-loop.sh" 2>"$GP/gc.err"
-assert_contains "$(cat "$GP/gc.err")" "removed 1 template(s), 1 spare(s)" "gc loop: one run removes the idle template and spare"
-assert_eq "" "$(ls "$GS/spares" | grep '^tcp')" "gc loop: no spare left"
+# (nshash serve, the node container, is tested in 59-k8s-node)
 unset NSHASH_POLICY
 
 # ---- the docs cover every config key the plugin reads and every code it returns

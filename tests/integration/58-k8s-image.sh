@@ -8,6 +8,8 @@
 # the manifest mounts the node's: it chains, `ready` passes through
 # `podman exec`, the status file is written, `uninstall` through exec
 # restores the node's file byte for byte, SIGTERM stops it promptly; the
+# node container (nshash serve) beside it serves the installer's status and
+# nshash's metrics, answers its liveness probe and stops on SIGTERM; the
 # state-dir init container makes the state dir 0700 without a shell.
 # Private podman storage; the image is removed with it.
 . "$(dirname "$0")/../lib/common.sh"
@@ -55,6 +57,16 @@ print("READY " + "\x1f".join(c["readinessProbe"]["exec"]["command"]))
 init = [x for x in spec["initContainers"] if x["name"] == "state-dir"][0]
 print("INIT " + "\x1f".join(init["command"]))
 print("GRACE %d" % spec["terminationGracePeriodSeconds"])
+n = [x for x in spec["containers"] if x["name"] == "node"][0]
+nsc = n["securityContext"]
+print("NCMD " + "\x1f".join(n["command"]))
+print("NSEC " + "\x1f".join(
+    (["--read-only"] if nsc.get("readOnlyRootFilesystem") else []) +
+    (["--privileged"] if nsc.get("privileged") else []) + ["--user=%d" % nsc["runAsUser"]] +
+    (["--pid=host"] if spec.get("hostPID") else [])))
+print("NMNT " + "\x1f".join("%s:%s:%s" % (m["mountPath"], "ro" if m.get("readOnly") else "rw", m.get("mountPropagation", "None"))
+                            for m in n["volumeMounts"]))
+print("NLIVE %s %s" % (n["livenessProbe"]["httpGet"]["path"], n["livenessProbe"]["httpGet"]["port"]))
 PY
 )
 field() { local l; for l in "${SPEC[@]}"; do [ "${l%% *}" = "$1" ] && printf '%s' "${l#* }"; done; }
@@ -64,6 +76,9 @@ IFS=$'\x1f' read -r -a SEC <<<"$(field SEC)"
 IFS=$'\x1f' read -r -a READY <<<"$(field READY)"
 IFS=$'\x1f' read -r -a INIT <<<"$(field INIT)"
 GRACE=$(field GRACE)
+IFS=$'\x1f' read -r -a NCMD <<<"$(field NCMD)"
+IFS=$'\x1f' read -r -a NSEC <<<"$(field NSEC)"
+read -r LIVE_PATH LIVE_PORT <<<"$(field NLIVE)"
 assert_eq "/host/opt/cni/bin /host/etc/cni/net.d /etc/nshash-cni /run/nshash-cni" "$(field MNT | tr '\037' ' ')" "the manifest's mounts (mapped here)"
 ENV_ARGS=()
 for e in "${ENVS[@]}"; do ENV_ARGS+=(-e "$e"); done
@@ -98,6 +113,48 @@ assert_contains "$LOG" "missing CAP_SYS_ADMIN" "... and that the plugin's STATUS
 for _ in $(seq 20); do [ -s "$N/run/install.prom" ] && break; sleep 0.1; done
 assert_eq "nshash_cni_installed 1 nshash_cni_ready 1 nshash_cni_chain_writes_total 1 nshash_cni_config_refused_total 0" \
 	"$(grep -v '^#' "$N/run/install.prom" | tr '\n' ' ' | sed 's/ $//')" "the status file in the run dir (emptyDir)"
+
+# the node container beside it, as the manifest runs it: its command as it
+# is (0.0.0.0:9490: in a netns of this test's, not the machine's), its
+# security settings, the state dir (a scratch one) and the emptyDir the
+# installer writes (read-only here)
+assert_eq "/run/nshash:rw:Bidirectional /run/nshash-cni:ro:None" "$(field NMNT | tr '\037' ' ')" "the node container's mounts (mapped here)"
+assert_eq "--read-only --privileged --user=0 --pid=host" "${NSEC[*]}" "... and its security settings (privileged, hostPID)"
+NSTATE=$(make_state_dir)
+NNS=nshash-t58-$$
+ip netns add "$NNS" && ip -n "$NNS" link set lo up || cannot_run "ip netns add $NNS"
+on_exit "ip netns del $NNS"
+podman run -d --pull=never --name "$NAME-node" --network "ns:/run/netns/$NNS" "${NSEC[@]}" \
+	--mount "type=bind,source=$NSTATE,destination=/run/nshash,bind-propagation=rshared" -v "$N/run:/run/nshash-cni:ro" \
+	--entrypoint "${NCMD[0]}" "$IMG:$VERSION" "${NCMD[@]:1}" >/dev/null 2>"$D/node.err"
+assert_eq 0 $? "the node container starts: ${NCMD[*]} ($(cat "$D/node.err"))"
+on_exit "podman rm -f -t 0 $NAME-node"
+nget() { ip netns exec "$NNS" curl -s --max-time 20 "$@"; }
+code=
+for _ in $(seq 100); do
+	code=$(nget -o "$D/healthz" -w '%{http_code}' "http://127.0.0.1:$LIVE_PORT$LIVE_PATH")
+	[ "$code" = 200 ] && break
+	sleep 0.1
+done
+assert_eq "200 ok" "$code $(cat "$D/healthz" 2>/dev/null)" "the liveness probe's GET $LIVE_PATH on port $LIVE_PORT: 200 ok"
+M=$(nget "http://127.0.0.1:$LIVE_PORT/metrics")
+assert_eq "nshash_cni_installed 1|nshash_cni_ready 1" "$(grep -E '^nshash_cni_(installed|ready) ' <<<"$M" | tr '\n' '|' | sed 's/|$//')" \
+	"GET /metrics: the install container's install.prom, through the shared emptyDir"
+assert_eq 'nshash_cni_adds_total{outcome="sized"} 0|nshash_cni_adds_total{outcome="warned"} 0|nshash_cni_adds_total{outcome="refused"} 0' \
+	"$(grep '^nshash_cni_adds_total' <<<"$M" | tr '\n' '|' | sed 's/|$//')" "... the plugin's ADD counters of the (scratch) state dir"
+assert_eq 'nshash_serve_gc_runs_total{result="ok"} 1|nshash_serve_gc_runs_total{result="failed"} 0' \
+	"$(grep '^nshash_serve_gc_runs_total' <<<"$M" | tr '\n' '|' | sed 's/|$//')" "... serve's gc at start, done in the scratch image"
+assert_eq 2 "$(grep -cE '^nshash_shared_buckets\{proto="(tcp|udp)"\} [0-9]+$' <<<"$M")" "... the shared tables' sizes (the node's netns seen with hostPID)"
+assert_eq 'nshash_serve_textfiles_skipped 0' "$(grep '^nshash_serve_textfiles_skipped' <<<"$M")" "... no textfile skipped"
+assert_eq "/run/nshash-cni false" "$(podman inspect -f '{{range .Mounts}}{{if eq .Destination "/run/nshash-cni"}}{{.Destination}} {{.RW}}{{end}}{{end}}' "$NAME-node")" \
+	"the node container mounts the installer's run dir read-only"
+t0=$(date +%s%N)
+podman stop -t "$GRACE" "$NAME-node" >/dev/null
+ms=$((($(date +%s%N) - t0) / 1000000))
+echo "# node container: podman stop (SIGTERM) to exit: $ms ms"
+assert_eq 0 "$(podman inspect -f '{{.State.ExitCode}}' "$NAME-node")" "the node container: SIGTERM, exit 0"
+[ "$ms" -lt $((GRACE * 1000)) ] && pass "... stopped in $ms ms, before the grace period's SIGKILL (${GRACE} s)" || fail "node stop took $ms ms"
+assert_contains "$(podman logs "$NAME-node" 2>&1)" "signal 15: exiting" "... by its own handler (PID 1)"
 
 # removal: kubectl exec ... nshash-cni-install uninstall (as docs/cni.md says), then the pod goes
 out=$(podman exec "$NAME" nshash-cni-install uninstall 2>&1)

@@ -687,6 +687,26 @@ static void test_error_json(void **state)
 	nshash_cni_output_free(&out);
 }
 
+/* CNI_ARGS as libcni writes it: the pod's namespace and name for the record. */
+static void test_cni_args(void **state)
+{
+	(void)state;
+	char v[16];
+	const char *a = "IgnoreUnknown=1;K8S_POD_NAMESPACE=kube-system;K8S_POD_NAME=p\"o\nd;K8S_POD_NAME2=x";
+	assert_true(nshash_cni_args_get(a, "K8S_POD_NAMESPACE", v, sizeof(v)));
+	assert_string_equal(v, "kube-system");
+	assert_true(nshash_cni_args_get(a, "K8S_POD_NAME", v, sizeof(v)));
+	assert_string_equal(v, "p\"o\nd");
+	assert_false(nshash_cni_args_get(a, "K8S_POD", v, sizeof(v)));
+	assert_string_equal(v, "");
+	assert_false(nshash_cni_args_get(NULL, "K8S_POD_NAME", v, sizeof(v)));
+	assert_true(nshash_cni_args_get("K8S_POD_NAME=", "K8S_POD_NAME", v, sizeof(v)));
+	assert_string_equal(v, "");
+	assert_true(nshash_cni_args_get("K8S_POD_NAME=0123456789abcdefXYZ", "K8S_POD_NAME", v, sizeof(v)));
+	assert_string_equal(v, "0123456789abcde"); /* cut to fit */
+	assert_false(nshash_cni_args_get(";;=;K8S_POD_NAMEX=1", "K8S_POD_NAME", v, sizeof(v)));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -705,6 +725,7 @@ int main(void)
 	    cmocka_unit_test(test_check),
 	    cmocka_unit_test(test_del_gc_status_version),
 	    cmocka_unit_test(test_error_json),
+	    cmocka_unit_test(test_cni_args),
 	};
 	return cmocka_run_group_tests_name("cni", tests, NULL, NULL);
 }

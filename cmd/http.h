@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* `nshash serve`'s HTTP (cmd/http.c): request heads in, status lines out. */
+#ifndef NSHASH_CMD_HTTP_H
+#define NSHASH_CMD_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum http_route { HTTP_NONE = 0, HTTP_METRICS, HTTP_HEALTHZ };
+struct http_request {
+	char method[16];  /* "GET"; only A-Z */
+	char target[256]; /* "/metrics", query included; printable ASCII */
+	enum http_route route;
+};
+/* The request head received so far, buf[0..len) (max: what the server
+ * reads at most): 0 while incomplete; else the status to answer: 200 with
+ * req->route set (GET /metrics or /healthz, any query), 404 another path,
+ * 405 another method on those paths, 400 a malformed request line (or a
+ * NUL byte), 414 a target of 256 bytes or more or no request line within
+ * max, 431 no end of the head within max. */
+int http_request_parse(const char *buf, size_t len, size_t max, struct http_request *req);
+/* "Not Found", ... */
+const char *http_reason(int status);
+/* The status line and headers ("Connection: close"; 405 with "Allow: GET")
+ * into buf: snprintf's return. */
+int http_response_head(int status, const char *content_type, size_t content_length, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,500 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* nshash serve: the node's long-running side (the Kubernetes DaemonSet's
+ * node container): `nshash gc` on a schedule and the metrics of `nshash
+ * stats --prometheus` (plus textfiles) over HTTP.  One thread, one poll
+ * loop: every client has a deadline and a bounded buffer, so one that
+ * sends slowly or reads slowly holds only its own connection. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "common.h"
+#include "http.h"
+#include "stats.h"
+
+#define MAX_CLIENTS	 32
+#define REQUEST_MAX	 8192	     /* bytes of a request head */
+#define READ_TIMEOUT_MS	 5000	     /* connect to end of the head */
+#define WRITE_TIMEOUT_MS 10000	     /* the answer, from when it is ready */
+#define TEXTFILE_MAX	 (256 << 10) /* bytes of one textfile */
+#define TEXTFILES_MAX	 64	     /* textfiles read per scrape */
+#define PROM_TYPE	 "text/plain; version=0.0.4; charset=utf-8"
+
+struct client {
+	int fd;
+	char req[REQUEST_MAX];
+	size_t len;
+	char *out; /* the answer, malloc'd */
+	size_t outlen, sent;
+	int64_t deadline; /* ms, monotonic */
+};
+
+struct server {
+	const struct serve_opts *o;
+	int lfd, sfd;
+	struct client c[MAX_CLIENTS];
+	size_t nc;
+	uint64_t gc_runs[2]; /* ok, failed */
+	int64_t gc_last_ok;  /* unix time */
+	uint64_t refused, evicted, timed_out;
+	int64_t quiet_until; /* ms: refused requests are logged at most once a second */
+	uint64_t quiet_count;
+};
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("nshash serve: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+/* ------------------------------------------------------------- gc */
+
+static void gc_removed(const char *path, const char *why, void *ctx)
+{
+	(void)ctx;
+	char shown[600];
+	nshash_escape(path, shown, sizeof(shown));
+	say("gc: removed %s (%s)", shown, why);
+}
+
+static void gc_run(struct server *s)
+{
+	struct nshash_gc_opts o = {.state_dir = s->o->state_dir,
+				   .template_max_idle = s->o->max_idle,
+				   .stale_min_age = s->o->stale_age,
+				   .removed = gc_removed};
+	struct nshash_gc_report rep;
+	struct nshash_error err = {0};
+	struct stat st;
+	if (stat(s->o->state_dir, &st) < 0 && errno == ENOENT) {
+		s->gc_runs[0]++; /* nothing of nshash's here yet */
+		s->gc_last_ok = time(NULL);
+		return;
+	}
+	if (nshash_gc(&o, &rep, &err) < 0) {
+		s->gc_runs[1]++;
+		say("gc failed (not fatal; next run in %lld s): %s", (long long)s->o->gc_every, err.msg);
+		return;
+	}
+	size_t pods = 0;
+	if (nsh_pod_records_prune(s->o->state_dir, &pods, &err) < 0)
+		say("gc: pod records: %s", err.msg);
+	s->gc_runs[0]++;
+	s->gc_last_ok = time(NULL);
+	if (rep.templates_removed || rep.spares_removed || rep.stale_removed || rep.orphans_removed ||
+	    rep.ledger_dropped || pods)
+		say("gc: removed %zu template(s), %zu spare(s), %zu stale pin file(s), %zu orphaned container "
+		    "pin(s), %zu pod record(s); dropped %zu ledger record(s); kept %zu",
+		    rep.templates_removed, rep.spares_removed, rep.stale_removed, rep.orphans_removed, pods,
+		    rep.ledger_dropped, rep.kept);
+}
+
+/* ------------------------------------------------------------- metrics */
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Every *.prom file of the textfile dir, in name order: regular files only,
+ * each whole or not at all (larger than TEXTFILE_MAX, or with a NUL byte:
+ * skipped with a comment, so the scrape stays parsable). */
+static size_t textfiles(FILE *f, const char *dir)
+{
+	size_t skipped = 0, n = 0;
+	char *names[TEXTFILES_MAX];
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	if (!d) {
+		if (dfd >= 0)
+			close(dfd);
+		fprintf(f, "# nshash serve: textfile dir unreadable: %s\n", strerror(errno));
+		return 1;
+	}
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		size_t l = strlen(de->d_name);
+		if (de->d_name[0] == '.' || l < 6 || strcmp(de->d_name + l - 5, ".prom") != 0)
+			continue;
+		if (n == TEXTFILES_MAX) {
+			skipped++;
+			continue;
+		}
+		if (!(names[n] = strdup(de->d_name)))
+			break;
+		n++;
+	}
+	qsort(names, n, sizeof(names[0]), name_cmp);
+	for (size_t i = 0; i < n; i++) {
+		char shown[300];
+		nshash_escape(names[i], shown, sizeof(shown));
+		int fd = openat(dfd, names[i], O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+		struct stat st;
+		const char *why = NULL;
+		char *text = NULL;
+		ssize_t len = 0;
+		if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+			why = "not a regular file";
+		else if (st.st_size > TEXTFILE_MAX)
+			why = "larger than 262144 bytes";
+		else if (!(text = malloc(TEXTFILE_MAX + 1)))
+			why = "out of memory";
+		else if ((len = read(fd, text, TEXTFILE_MAX + 1)) < 0)
+			why = "unreadable";
+		else if (len > TEXTFILE_MAX)
+			why = "larger than 262144 bytes";
+		else if (memchr(text, '\0', (size_t)len))
+			why = "has a NUL byte";
+		if (fd >= 0)
+			close(fd);
+		if (why) {
+			fprintf(f, "# nshash serve: textfile %s skipped: %s\n", shown, why);
+			skipped++;
+		} else if (len) {
+			fwrite(text, 1, (size_t)len, f);
+			if (text[len - 1] != '\n')
+				fputc('\n', f);
+		}
+		free(text);
+		free(names[i]);
+	}
+	closedir(d);
+	return skipped;
+}
+
+/* The body of GET /metrics (malloc'd), or NULL when the scan failed. */
+static char *metrics_body(struct server *s, size_t *len)
+{
+	char *body = NULL;
+	FILE *f = open_memstream(&body, len);
+	if (!f)
+		return NULL;
+	int rc = stats_prometheus(f, s->o->state_dir);
+	fprintf(
+	    f,
+	    "# HELP nshash_serve_gc_runs_total Runs of gc by nshash serve.\n# TYPE nshash_serve_gc_runs_total "
+	    "counter\nnshash_serve_gc_runs_total{result=\"ok\"} %llu\nnshash_serve_gc_runs_total{result=\"failed\"} "
+	    "%llu\n",
+	    (unsigned long long)s->gc_runs[0], (unsigned long long)s->gc_runs[1]);
+	fprintf(f,
+		"# HELP nshash_serve_gc_last_success_seconds Unix time of the last gc that succeeded (0 none).\n"
+		"# TYPE nshash_serve_gc_last_success_seconds gauge\nnshash_serve_gc_last_success_seconds %lld\n",
+		(long long)s->gc_last_ok);
+	fprintf(
+	    f,
+	    "# HELP nshash_serve_requests_refused_total HTTP requests answered 400, 404, 405, 414 or 431.\n"
+	    "# TYPE nshash_serve_requests_refused_total counter\nnshash_serve_requests_refused_total %llu\n"
+	    "# HELP nshash_serve_clients_dropped_total Connections dropped: past their deadline (5 s for the head, 10 "
+	    "s for the answer), or pushed out by a new one when 32 were open.\n"
+	    "# TYPE nshash_serve_clients_dropped_total counter\n"
+	    "nshash_serve_clients_dropped_total{why=\"deadline\"} "
+	    "%llu\nnshash_serve_clients_dropped_total{why=\"full\"} "
+	    "%llu\n",
+	    (unsigned long long)s->refused, (unsigned long long)s->timed_out, (unsigned long long)s->evicted);
+	if (s->o->textfile_dir) {
+		size_t skipped = textfiles(f, s->o->textfile_dir);
+		fprintf(f,
+			"# HELP nshash_serve_textfiles_skipped Textfiles left out of this scrape (too large, not "
+			"regular, a NUL byte).\n# TYPE nshash_serve_textfiles_skipped gauge\n"
+			"nshash_serve_textfiles_skipped %zu\n",
+			skipped);
+	}
+	if (fclose(f) != 0 || rc != EXIT_OK) {
+		free(body);
+		return NULL;
+	}
+	return body;
+}
+
+/* ------------------------------------------------------------- clients */
+
+static void client_drop(struct server *s, size_t i)
+{
+	close(s->c[i].fd);
+	free(s->c[i].out);
+	s->c[i] = s->c[--s->nc];
+}
+
+static void answer(struct client *c, int status, const char *type, const char *body, size_t blen)
+{
+	char head[512];
+	int h = http_response_head(status, type, blen, head, sizeof(head));
+	c->out = malloc((size_t)h + blen);
+	if (!c->out) {
+		c->outlen = 0;
+		return;
+	}
+	memcpy(c->out, head, (size_t)h);
+	if (blen)
+		memcpy(c->out + h, body, blen);
+	c->outlen = (size_t)h + blen;
+	c->sent = 0;
+	c->deadline = now_ms() + WRITE_TIMEOUT_MS;
+}
+
+static void refused_log(struct server *s, int status, const struct http_request *req)
+{
+	s->refused++;
+	int64_t t = now_ms();
+	if (t < s->quiet_until) {
+		s->quiet_count++;
+		return;
+	}
+	char m[64], p[64];
+	nshash_quote(req->method, m, sizeof(m));
+	nshash_quote(req->target, p, sizeof(p));
+	say("answered %d to %s %s%s", status, m, p, s->quiet_count ? " (and more since the last line)" : "");
+	s->quiet_until = t + 1000;
+	s->quiet_count = 0;
+}
+
+/* The head is complete (or refused): make the answer. */
+static void respond(struct server *s, struct client *c, int status, const struct http_request *req)
+{
+	if (status != 200) {
+		refused_log(s, status, req);
+		char body[64];
+		int n = snprintf(body, sizeof(body), "%d %s\n", status, http_reason(status));
+		answer(c, status, "text/plain; charset=utf-8", body, (size_t)n);
+		return;
+	}
+	if (req->route == HTTP_HEALTHZ) {
+		answer(c, 200, "text/plain; charset=utf-8", "ok\n", 3);
+		return;
+	}
+	size_t len = 0;
+	char *body = metrics_body(s, &len);
+	if (!body) {
+		static const char msg[] = "nshash stats failed: see the log of nshash serve\n";
+		answer(c, 500, "text/plain; charset=utf-8", msg, sizeof(msg) - 1);
+		return;
+	}
+	answer(c, 200, PROM_TYPE, body, len);
+	free(body);
+}
+
+/* Readable: read what is there; 1 when the client is done with (dropped). */
+static int client_read(struct server *s, size_t i)
+{
+	struct client *c = &s->c[i];
+	ssize_t n = recv(c->fd, c->req + c->len, sizeof(c->req) - c->len, 0);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	if (n <= 0) {
+		client_drop(s, i);
+		return 1;
+	}
+	c->len += (size_t)n;
+	struct http_request req;
+	int status = http_request_parse(c->req, c->len, sizeof(c->req), &req);
+	if (status)
+		respond(s, c, status, &req);
+	return 0;
+}
+
+/* Writable: send what is left; 1 when the client is done with (dropped). */
+static int client_write(struct server *s, size_t i)
+{
+	struct client *c = &s->c[i];
+	while (c->sent < c->outlen) {
+		ssize_t n = send(c->fd, c->out + c->sent, c->outlen - c->sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return 0;
+		if (n <= 0)
+			break;
+		c->sent += (size_t)n;
+	}
+	shutdown(c->fd, SHUT_WR);
+	client_drop(s, i);
+	return 1;
+}
+
+static void accept_all(struct server *s)
+{
+	for (;;) {
+		int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0)
+			return; /* EAGAIN, or a client gone before its accept */
+		if (s->nc == MAX_CLIENTS) {
+			/* full: the client closest to its deadline goes (a slow one) */
+			size_t old = 0;
+			for (size_t j = 1; j < s->nc; j++)
+				if (s->c[j].deadline < s->c[old].deadline)
+					old = j;
+			client_drop(s, old);
+			s->evicted++;
+		}
+		struct client *c = &s->c[s->nc++];
+		memset(c, 0, sizeof(*c));
+		c->fd = fd;
+		c->deadline = now_ms() + READ_TIMEOUT_MS;
+	}
+}
+
+/* ------------------------------------------------------------- setup */
+
+/* "ADDR:PORT" or "[ADDR6]:PORT" → a listening socket, or -1 (bad usage) or
+ * -2 (the system refused), said on stderr. */
+static int listen_on(const char *spec)
+{
+	char host[256];
+	const char *colon = strrchr(spec, ':');
+	if (!colon || colon == spec || strlen(spec) >= sizeof(host))
+		return fail(-1, "serve: --listen \"%s\": expected ADDR:PORT (e.g. 127.0.0.1:9490, [::]:9490)", spec);
+	size_t hl = (size_t)(colon - spec);
+	memcpy(host, spec, hl);
+	host[hl] = '\0';
+	if (host[0] == '[' && hl >= 2 && host[hl - 1] == ']') {
+		memmove(host, host + 1, hl - 2);
+		host[hl - 2] = '\0';
+	}
+	const char *port = colon + 1;
+	char *end;
+	long p = strtol(port, &end, 10);
+	if (!*port || *end || p < 1 || p > 65535 || port[0] < '0' || port[0] > '9')
+		return fail(-1, "serve: --listen \"%s\": the port must be 1..65535", spec);
+	union {
+		struct sockaddr sa;
+		struct sockaddr_in in;
+		struct sockaddr_in6 in6;
+	} a = {0};
+	socklen_t alen;
+	/* numeric only (inet_pton: no resolver, also in a static binary) */
+	if (inet_pton(AF_INET, host, &a.in.sin_addr) == 1) {
+		a.in.sin_family = AF_INET;
+		a.in.sin_port = htons((uint16_t)p);
+		alen = sizeof(a.in);
+	} else if (inet_pton(AF_INET6, host, &a.in6.sin6_addr) == 1) {
+		a.in6.sin6_family = AF_INET6;
+		a.in6.sin6_port = htons((uint16_t)p);
+		alen = sizeof(a.in6);
+	} else {
+		return fail(-1, "serve: --listen \"%s\": \"%s\" is not a numeric IPv4 or IPv6 address", spec, host);
+	}
+	int fd = socket(a.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int one = 1;
+	if (fd >= 0)
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (fd < 0 || bind(fd, &a.sa, alen) < 0 || listen(fd, 64) < 0) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		return fail(-2, "serve: listen on %s: %s", spec, strerror(e));
+	}
+	return fd;
+}
+
+int serve_command(const struct serve_opts *o)
+{
+	struct server *s = calloc(1, sizeof(*s));
+	if (!s)
+		return fail(EXIT_FAIL, "out of memory");
+	s->o = o;
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	signal(SIGPIPE, SIG_IGN);
+	/* blocked and read from a signalfd: works as PID 1 of a container too */
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0 || (s->sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
+		free(s);
+		return fail(EXIT_FAIL, "serve: signalfd: %s", strerror(errno));
+	}
+	s->lfd = listen_on(o->listen);
+	if (s->lfd < 0) {
+		int rc = s->lfd == -1 ? EXIT_USAGE : EXIT_FAIL;
+		close(s->sfd);
+		free(s);
+		return rc;
+	}
+	char dir[600];
+	nshash_escape(o->state_dir, dir, sizeof(dir));
+	say("listening on %s (GET /metrics, /healthz); state dir %s; gc every %lld s (--max-idle %lld)", o->listen, dir,
+	    (long long)o->gc_every, (long long)o->max_idle);
+	int64_t next_gc = o->gc_every ? now_ms() : INT64_MAX;
+	int rc = EXIT_OK;
+	for (;;) {
+		int64_t t = now_ms();
+		if (t >= next_gc) {
+			gc_run(s);
+			t = now_ms();
+			next_gc = t + o->gc_every * 1000;
+		}
+		/* clients past their deadline go (a slowloris one, a reader that stalls) */
+		for (size_t i = 0; i < s->nc;)
+			if (s->c[i].deadline <= t) {
+				client_drop(s, i);
+				s->timed_out++;
+			} else
+				i++;
+		int64_t wake = next_gc;
+		for (size_t i = 0; i < s->nc; i++)
+			if (s->c[i].deadline < wake)
+				wake = s->c[i].deadline;
+		int timeout = wake == INT64_MAX ? -1 : wake - t > 60000 ? 60000 : (int)(wake - t);
+		struct pollfd p[MAX_CLIENTS + 2] = {{.fd = s->sfd, .events = POLLIN}, {.fd = s->lfd, .events = POLLIN}};
+		for (size_t i = 0; i < s->nc; i++)
+			p[i + 2] = (struct pollfd){.fd = s->c[i].fd, .events = s->c[i].out ? POLLOUT : POLLIN};
+		size_t np = s->nc + 2;
+		if (poll(p, np, timeout < 0 ? -1 : timeout) < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = fail(EXIT_FAIL, "serve: poll: %s", strerror(errno));
+			break;
+		}
+		if (p[0].revents) {
+			struct signalfd_siginfo si;
+			if (read(s->sfd, &si, sizeof(si)) == sizeof(si)) {
+				say("signal %u: exiting", si.ssi_signo);
+				break;
+			}
+		}
+		/* clients first (their slots move when one is dropped: walk from the end) */
+		for (size_t k = np; k-- > 2;) {
+			size_t i = k - 2;
+			if (!p[k].revents || i >= s->nc || s->c[i].fd != p[k].fd)
+				continue;
+			if (s->c[i].out)
+				client_write(s, i);
+			else if ((p[k].revents & (POLLIN | POLLHUP | POLLERR)) && client_read(s, i) == 0 && s->c[i].out)
+				client_write(s, i); /* most answers go at once */
+		}
+		if (p[1].revents & POLLIN)
+			accept_all(s);
+	}
+	while (s->nc)
+		client_drop(s, 0);
+	close(s->lfd);
+	close(s->sfd);
+	free(s);
+	return rc;
+}

@@ -1,0 +1,275 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# `nshash serve`, the Kubernetes node container: its metrics (exact lines
+# for pod netns the plugin sized, warned about and left alone, with hostile
+# pod names escaped; the ADD counters; textfiles appended, a huge one
+# skipped), gc on its schedule, HTTP refusals, a slowloris client that
+# blocks nobody, a prompt exit on SIGTERM; and the plugin's pod records
+# going with DEL and gc.  Pod netns at /run/netns/cni-nsh59-PID-*, a private
+# state dir, serve on free ports of 127.0.0.1; all removed at exit.
+. "$(dirname "$0")/../lib/common.sh"
+. "$(dirname "$0")/../lib/cni.sh"
+require_root
+require_kernel_knobs
+command -v curl >/dev/null || cannot_run "curl missing"
+command -v python3 >/dev/null || cannot_run "python3 missing"
+
+S=$(make_state_dir) # the node's state dir
+W=$(mktemp -d /tmp/nshash-t59.XXXXXX)
+on_exit "rm -rf '$W'"
+cni_node_policy "$W/node.json" "$S" '"spares": 0' # gc below has a template to remove, and only that
+NS=cni-nsh59-$$
+for x in a w u; do
+	ip netns add "$NS-$x" || cannot_run "ip netns add $NS-$x"
+	on_exit "ip netns del $NS-$x"
+done
+A=/run/netns/$NS-a U=/run/netns/$NS-u N=/run/netns/$NS-w
+
+free_port() { # a port of 127.0.0.1 nothing listens on
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+SERVE_PID=
+start_serve() { # LOGFILE ARGS...: serve in the background, waits until it answers
+	local log=$1 i
+	shift
+	"$BUILD/nshash" --state-dir "$S" serve "$@" 2>"$log" &
+	SERVE_PID=$!
+	on_exit "grep -qa serve /proc/$SERVE_PID/cmdline && kill $SERVE_PID"
+	for i in $(seq 100); do
+		curl -s -o /dev/null "http://$ADDR/healthz" && return 0
+		kill -0 "$SERVE_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	cannot_run "nshash serve did not answer on $ADDR: $(cat "$log")"
+}
+scrape() { curl -s --max-time 20 "http://$ADDR/metrics"; }
+PORT=$(free_port)
+ADDR=127.0.0.1:$PORT
+
+# ---- serve first: its first gc finds nothing; nothing counted yet
+mkdir -m 0700 "$W/status"
+printf 'nshash_cni_installed 1\nnshash_cni_ready{reason="ok"} 1\n' >"$W/status/install.prom"
+printf '# TYPE x gauge\nx 2' >"$W/status/b.prom" # no final newline
+head -c 300000 /dev/zero | tr '\0' '#' >"$W/status/huge.prom"
+ln -s /etc/passwd "$W/status/link.prom"
+echo "not_me 1" >"$W/status/notes.txt"
+start_serve "$W/serve.log" --listen "$ADDR" --gc-every 1 --max-idle 0 --textfile-dir "$W/status"
+M=$(scrape)
+assert_eq 'nshash_cni_adds_total{outcome="sized"} 0
+nshash_cni_adds_total{outcome="warned"} 0
+nshash_cni_adds_total{outcome="refused"} 0' "$(grep '^nshash_cni_adds_total' <<<"$M")" "no ADD counted before the plugin ran"
+
+# ---- the plugin: a sized ADD with hostile pod names, a warned one, a refused one
+conf() { echo "{\"cniVersion\":\"1.0.0\",\"name\":\"k8s\",\"type\":\"nshash\",\"tcp\":4096,\"udp\":1024${1:-}}"; }
+cni_call ADD "$A" "$(conf)" CNI_CONTAINERID=nsh59a \
+	CNI_ARGS=$'IgnoreUnknown=1;K8S_POD_NAMESPACE=n"s\\q;K8S_POD_NAME=po\nd"\\x;K8S_POD_INFRA_CONTAINER_ID=nsh59a'
+assert_eq "0 4096 1024" "$CNI_RC $(netns_sizes_at "$A")" "sized ADD: the pod netns has its own tables"
+ip -n "$NS-w" link add nsh59v0 type veth peer name nsh59v1 # an interface before nshash: cannot be sized
+cni_call ADD "$N" "$(conf ',"onFailure":"warn"')" CNI_CONTAINERID=nsh59w CNI_ARGS="K8S_POD_NAMESPACE=default;K8S_POD_NAME=w"
+assert_eq 0 "$CNI_RC" "warned ADD succeeds (onFailure warn) ($CNI_ERR)"
+cni_call ADD "$N" "$(conf)" CNI_CONTAINERID=nsh59r CNI_ARGS="K8S_POD_NAMESPACE=default;K8S_POD_NAME=r"
+assert_cni_error 100 "already has interfaces besides lo" "refused ADD"
+spares_settled "$S"
+assert_eq "nsh59a nsh59w" "$(ls "$S/cni/pods" | tr '\n' ' ' | sed 's/ $//')" "a pod record per running pod, none for the refused one"
+assert_eq "600 600" "$(stat -c %a "$S/cni/adds" "$S/cni/pods/nsh59a" | tr '\n' ' ' | sed 's/ $//')" "the records are root's alone"
+
+M=$(scrape)
+assert_eq 'nshash_cni_adds_total{outcome="sized"} 1
+nshash_cni_adds_total{outcome="warned"} 1
+nshash_cni_adds_total{outcome="refused"} 1' "$(grep '^nshash_cni_adds_total' <<<"$M")" "ADDs counted by outcome"
+L="netns=\"$A\",namespace=\"n\\\"s\\\\q\",pod=\"po\\nd\\\"\\\\x\""
+assert_eq "nshash_table_entries{$L,proto=\"tcp\"} 4096
+nshash_table_entries{$L,proto=\"udp\"} 1024" "$(grep -F "nshash_table_entries{netns=\"$A\"" <<<"$M")" "the sized pod's tables, with its namespace and name escaped"
+assert_eq "nshash_sockets{$L,proto=\"tcp\"} 0" "$(grep -F "nshash_sockets{netns=\"$A\"" <<<"$M" | head -1)" "... on every series of its netns"
+assert_eq "nshash_netns_info{$L,kind=\"netns\",pid=\"\",command=\"\",container=\"\",engine=\"\"} 1" \
+	"$(grep -F "nshash_netns_info{netns=\"$A\"" <<<"$M")" "... and its info line"
+assert_eq "nshash_netns_shared{netns=\"$U\",reason=\"unseen\"} 1
+nshash_netns_shared{netns=\"$N\",namespace=\"default\",pod=\"w\",reason=\"warned\"} 1" "$(grep -F "nshash_netns_shared{netns=\"/run/netns/$NS-" <<<"$M" | sort)" \
+	"pod netns on the shared tables: the warned one, the one nshash never saw; not the sized one"
+assert_eq "$(grep -c '^nshash_netns_shared{.*reason="unseen"' <<<"$M") $(grep -c '^nshash_netns_shared{.*reason="warned"' <<<"$M")" \
+	"$(sed -n 's/^nshash_netns_shared_count{reason="\(unseen\|warned\)"} //p' <<<"$M" | tr '\n' ' ' | sed 's/ $//')" "the counts by reason are the numbers of such netns"
+# a scrape a Prometheus parser takes (every line a sample, a comment or blank)
+bad=$(grep -vE '^(#.*|[a-zA-Z_:][a-zA-Z0-9_:]*(\{.*\})? -?[0-9.e+-]+|)$' <<<"$M" | head -3)
+assert_eq "" "$bad" "every line of /metrics is a sample or a comment"
+
+# ---- textfiles: appended in name order, a huge one and a symlink skipped
+assert_eq '# TYPE x gauge
+x 2
+# nshash serve: textfile huge.prom skipped: larger than 262144 bytes
+nshash_cni_installed 1
+nshash_cni_ready{reason="ok"} 1
+# nshash serve: textfile link.prom skipped: not a regular file' \
+	"$(sed -n '/^# TYPE x gauge/,/link.prom/p' <<<"$M")" "textfiles appended, the huge one and the symlink skipped"
+assert_eq "nshash_serve_textfiles_skipped 2" "$(grep '^nshash_serve_textfiles_skipped' <<<"$M")" "... and counted"
+assert_not_contains "$M" "not_me" "only *.prom files are read"
+assert_not_contains "$M" "root:x:0:0" "nothing of the symlink's target"
+
+# ---- nshash stats shows the same
+OUT=$("$BUILD/nshash" --state-dir "$S" stats)
+assert_contains "$OUT" "$A pod n\"s\\q/po?d\"\\x" "stats: the pod's namespace/name (control characters as ?)"
+assert_contains "$OUT" "  warned  $N" "stats: the warned pod netns listed"
+assert_contains "$OUT" "  unseen  $U" "stats: the unseen pod netns listed"
+assert_contains "$OUT" "CNI ADDs: 1 sized, 1 warned (shared tables), 1 refused" "stats: the ADD counters"
+J=$("$BUILD/nshash" --state-dir "$S" stats -j)
+assert_eq "n\"s\\q|po
+d\"\\x|sized|null" "$(jq -r --arg p "$A" '.netns[] | select(.id == $p) | "\(.namespace)|\(.pod)|\(.cni_outcome)|\(.pod_shared)"' <<<"$J")" "stats -j: namespace, pod, outcome"
+assert_eq '{"sized":1,"warned":1,"refused":1}' "$(jq -c .cni_adds <<<"$J")" "stats -j: the ADD counters"
+
+# ---- gc on its schedule: the ADD's idle template goes within a few runs
+runs() { scrape | sed -n 's/^nshash_serve_gc_runs_total{result="ok"} //p'; }
+r0=$(runs)
+for i in $(seq 100); do
+	[ -z "$(ls "$S/templates" 2>/dev/null)" ] && break
+	sleep 0.1
+done
+assert_eq "" "$(ls "$S/templates" 2>/dev/null)" "scheduled gc removed the idle template"
+LOG=$(cat "$W/serve.log")
+assert_contains "$LOG" "gc: removed $S/templates/tcp4096-udp1024 (idle template)" "... and logged it"
+r1=$(runs)
+[ "$r1" -gt "$r0" ] && pass "gc runs counted ($r0 -> $r1)" || fail "gc runs not counted ($r0 -> $r1)"
+assert_eq 'nshash_serve_gc_runs_total{result="failed"} 0' "$(scrape | grep 'gc_runs_total{result="failed"}')" "no gc failed"
+
+# ---- HTTP: refusals, hostile requests logged escaped, a slowloris blocks nobody
+req() { # RAW-REQUEST: the status line of the answer
+	python3 - "$PORT" "$1" <<'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=20)
+s.sendall(sys.argv[2].encode("latin-1").decode("unicode_escape").encode("latin-1"))
+data = b""
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    data += b
+print(data.split(b"\r\n")[0].decode())
+if b"Allow: GET" in data:
+    print("allow")
+PY
+}
+assert_eq "HTTP/1.1 405 Method Not Allowed
+allow" "$(req 'POST /metrics HTTP/1.1\r\n\r\n')" "POST /metrics: 405 with Allow: GET"
+assert_eq "HTTP/1.1 404 Not Found" "$(req 'GET /nope HTTP/1.1\r\n\r\n')" "an unknown path: 404"
+assert_eq "HTTP/1.1 405 Method Not Allowed
+allow" "$(req 'HEAD /healthz HTTP/1.0\r\n\r\n')" "HEAD: 405"
+assert_eq "HTTP/1.1 400 Bad Request" "$(req '\x16\x03\x01\x02\x00')" "a TLS hello: 400 at once"
+assert_eq "HTTP/1.1 400 Bad Request" "$(req 'GET /\x1b[31mred HTTP/1.1\r\n\r\n')" "a control character in the path: 400"
+assert_eq "HTTP/1.1 414 URI Too Long" "$(req "GET /$(printf 'a%.0s' $(seq 300)) HTTP/1.1\r\n\r\n")" "a 300-byte path: 414"
+# (exactly 8 KiB: all of it read, so the close is no reset)
+assert_eq "HTTP/1.1 431 Request Header Fields Too Large" "$(req "GET /metrics HTTP/1.1\r\nX: $(printf 'b%.0s' $(seq 8166))")" "a head of 8 KiB without its end: 431"
+assert_eq "HTTP/1.1 404 Not Found" "$(req 'GET /a"b\\c HTTP/1.1\r\n\r\n')" "a quote in the path: 404"
+sleep 1.1 # refusals are logged once a second
+assert_eq "HTTP/1.1 404 Not Found" "$(req 'GET /x%0aforged HTTP/1.1\r\n\r\n')" "another 404"
+assert_eq "nshash_serve_requests_refused_total 9" "$(scrape | grep '^nshash_serve_requests_refused_total')" "the 9 refusals counted"
+LOG=$(cat "$W/serve.log")
+assert_eq 0 "$(grep -c $'\x1b' "$W/serve.log")" "no raw control character reaches the log"
+assert_contains "$LOG" 'answered 405 to "POST" "/metrics"' "a refusal is logged, quoted"
+SLOW=$(python3 - "$PORT" <<'PY'
+import socket, sys, time, subprocess
+port = int(sys.argv[1])
+slow = []
+for i in range(5):  # slowloris: a request head that never ends
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(b"GET /metr")
+    slow.append(s)
+t0 = time.monotonic()
+r = subprocess.run(["curl", "-s", "--max-time", "20", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:%d/metrics" % port],
+                   capture_output=True, text=True)
+took = time.monotonic() - t0
+slow[0].sendall(b"ics HTTP/1.1\r\nX: ")  # still slow: more bytes, no end
+# the server drops a head that is not complete within its 5 s
+for s in slow:
+    s.settimeout(30)
+closed = 0
+t1 = time.monotonic()
+for s in slow:
+    try:
+        closed += s.recv(1) == b""
+    except OSError:
+        closed += 1
+print("%s %d %.2f %.1f" % (r.stdout, closed, took, time.monotonic() - t0))
+PY
+)
+read -r code closed took total <<<"$SLOW"
+assert_eq 'nshash_serve_clients_dropped_total{why="deadline"} 5
+nshash_serve_clients_dropped_total{why="full"} 0' "$(scrape | grep '^nshash_serve_clients_dropped_total')" "the slowloris clients counted as dropped at their deadline"
+assert_eq "200 5" "$code $closed" "a scrape while 5 slowloris clients hold connections: 200 (in ${took} s); they are dropped (after ${total} s)"
+
+out=$("$BUILD/nshash" --state-dir "$S" serve --listen "$ADDR" --gc-every 0 2>&1)
+assert_eq "1 nshash: serve: listen on $ADDR: Address already in use" "$? $out" "a second serve on the same address: exit 1, saying why"
+
+# ---- SIGTERM: a prompt exit
+t0=$(date +%s%N)
+kill -TERM "$SERVE_PID"
+wait "$SERVE_PID"
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+echo "# serve exited ${ms} ms after SIGTERM"
+assert_eq 0 "$rc" "SIGTERM: serve exits 0 (after $ms ms)"
+[ "$ms" -lt 5000 ] && pass "... within the pod's 5 s grace period" || fail "SIGTERM exit took $ms ms"
+assert_contains "$(cat "$W/serve.log")" "signal 15: exiting" "... saying why"
+curl -s -o /dev/null "http://$ADDR/healthz" && fail "the port still answers" || pass "the port is closed"
+
+# ---- the default listen address (127.0.0.1:9490) when it is free; SIGINT
+# (free as serve binds it: SO_REUSEADDR, so connections in TIME_WAIT do not count)
+if python3 -c 'import socket; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", 9490))' 2>/dev/null; then
+	ADDR=127.0.0.1:9490
+	start_serve "$W/serve2.log" --gc-every 0
+	assert_eq ok "$(curl -s "http://$ADDR/healthz")" "defaults: /healthz on 127.0.0.1:9490"
+	assert_contains "$(cat "$W/serve2.log")" "listening on 127.0.0.1:9490" "... said at start"
+	kill -INT "$SERVE_PID"
+	wait "$SERVE_PID"
+	assert_eq 0 "$?" "SIGINT: exit 0"
+else
+	echo "# 127.0.0.1:9490 is in use here: the default address not tried"
+fi
+# ---- the manifest's own command line (state dir, address and textfile dir made this test's)
+if python3 -c 'import yaml' 2>/dev/null; then
+	PORT=$(free_port)
+	ADDR=127.0.0.1:$PORT
+	mapfile -t CMD < <(python3 - "$TOP/packaging/kubernetes/nshash-cni.yaml" <<'PY'
+import sys, yaml
+ds = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "DaemonSet"][0]
+for a in [c for c in ds["spec"]["template"]["spec"]["containers"] if c["name"] == "node"][0]["command"]:
+    print(a)
+PY
+	)
+	args=()
+	for a in "${CMD[@]:1}"; do
+		case $a in
+		/run/nshash) args+=("$S") ;;
+		/run/nshash-cni) args+=("$W/status") ;;
+		*:9490) args+=("$ADDR") ;;
+		*) args+=("$a") ;;
+		esac
+	done
+	assert_eq "--state-dir $S serve --gc-every 900 --max-idle 600 --listen $ADDR --textfile-dir $W/status" "${args[*]}" "the manifest's command, as this test runs it"
+	"$BUILD/nshash" "${args[@]}" 2>"$W/serve3.log" &
+	SERVE_PID=$!
+	on_exit "grep -qa serve /proc/$SERVE_PID/cmdline && kill $SERVE_PID"
+	for i in $(seq 100); do curl -s -o /dev/null "http://$ADDR/healthz" && break; sleep 0.1; done
+	M=$(scrape)
+	assert_eq 'nshash_serve_gc_runs_total{result="ok"} 1' "$(grep '^nshash_serve_gc_runs_total{result="ok"}' <<<"$M")" "the manifest's serve: one gc at start"
+	assert_contains "$M" "nshash_cni_installed 1" "... and the textfiles"
+	kill -TERM "$SERVE_PID"
+	wait "$SERVE_PID"
+	assert_eq 0 "$?" "... stopped by SIGTERM"
+else
+	echo "# python3-yaml missing: the manifest's command line not run"
+fi
+out=$("$BUILD/nshash" serve --listen localhost:80 2>&1)
+assert_eq "2 nshash: serve: --listen \"localhost:80\": \"localhost\" is not a numeric IPv4 or IPv6 address" "$? $out" "a name is refused"
+out=$("$BUILD/nshash" serve --listen 127.0.0.1:0 2>&1)
+assert_eq "2 nshash: serve: --listen \"127.0.0.1:0\": the port must be 1..65535" "$? $out" "port 0 is refused"
+out=$("$BUILD/nshash" serve --gc-every x 2>&1)
+assert_eq "2 nshash: --gc-every \"x\": expected a number of seconds" "$? $out" "a bad --gc-every is refused"
+
+# ---- records go: DEL removes the pod's, gc the one whose netns is gone
+cni_call DEL "$A" "$(conf)" CNI_CONTAINERID=nsh59a
+assert_eq "0 nsh59w" "$CNI_RC $(ls "$S/cni/pods")" "DEL removes the pod's record"
+ip netns del "$NS-w"
+J=$("$BUILD/nshash" --state-dir "$S" gc -j)
+assert_eq "1 " "$(jq -r .pod_records_removed <<<"$J") $(ls "$S/cni/pods")" "gc removes the record of a netns that is gone"
+for x in a u; do ip netns del "$NS-$x"; done
+assert_eq "" "$(ls /run/netns | grep "^$NS-")" "no pod netns left"
+cleanup_state_dir "$S"
+assert_eq 0 "$(count_pins_under "$S")" "no pin left under the state dir"

@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* nshash serve's pieces: the HTTP request heads it accepts and refuses
+ * (cmd/http.c), Prometheus label values (common/text.c), the CNI plugin's
+ * pod records and ADD counters (common/cnistate.c). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common.h"
+#include "http.h"
+
+static int parse(const char *text, struct http_request *req)
+{
+	return http_request_parse(text, strlen(text), 8192, req);
+}
+
+static void test_requests(void **state)
+{
+	(void)state;
+	struct http_request r;
+	assert_int_equal(parse("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", &r), 200);
+	assert_int_equal(r.route, HTTP_METRICS);
+	assert_int_equal(parse("GET /healthz HTTP/1.0\n\n", &r), 200);
+	assert_int_equal(r.route, HTTP_HEALTHZ);
+	assert_int_equal(parse("GET /metrics?x=1 HTTP/1.1\r\n\r\n", &r), 200);
+	assert_int_equal(r.route, HTTP_METRICS);
+	/* incomplete: wait */
+	assert_int_equal(parse("", &r), 0);
+	assert_int_equal(parse("GE", &r), 0);
+	assert_int_equal(parse("GET /metrics HTTP/1.1\r\nHost: x\r\n", &r), 0);
+	/* other paths and methods */
+	assert_int_equal(parse("GET / HTTP/1.1\r\n\r\n", &r), 404);
+	assert_int_equal(parse("GET /metricsx HTTP/1.1\r\n\r\n", &r), 404);
+	assert_int_equal(parse("GET /metrics/ HTTP/1.1\r\n\r\n", &r), 404);
+	assert_int_equal(parse("POST /metrics HTTP/1.1\r\n\r\n", &r), 405);
+	assert_int_equal(parse("HEAD /healthz HTTP/1.1\r\n\r\n", &r), 405);
+	assert_int_equal(parse("DELETE /nope HTTP/1.1\r\n\r\n", &r), 404);
+	/* malformed: refused as soon as the request line shows it */
+	assert_int_equal(parse("\x16\x03\x01\x02", &r), 400);
+	assert_int_equal(parse("get /metrics HTTP/1.1\r\n", &r), 400);
+	assert_int_equal(parse("GET /metrics\r\n", &r), 400);
+	assert_int_equal(parse("GET metrics HTTP/1.1\r\n", &r), 400);
+	assert_int_equal(parse("GET /metrics HTTP/2.0\r\n", &r), 400);
+	assert_int_equal(parse("GET  /metrics HTTP/1.1\r\n", &r), 400);
+	assert_int_equal(parse("GET /me\x1btrics HTTP/1.1\r\n", &r), 400);
+	assert_int_equal(parse("GET /me\x80 HTTP/1.1\r\n", &r), 400);
+	assert_int_equal(parse("GETTTTTTTTTTTTTTTTTTTTT /metrics HTTP/1.1\r\n", &r), 400);
+	assert_int_equal(http_request_parse("GET /metrics HTTP/1.1\r\n\0\r\n\r\n", 29, 8192, &r), 400);
+	/* sizes */
+	char big[9000];
+	memset(big, 0, sizeof(big));
+	snprintf(big, sizeof(big), "GET /%0300d HTTP/1.1\r\n\r\n", 0);
+	assert_int_equal(parse(big, &r), 414);
+	memset(big, 'a', 8192);
+	memcpy(big, "GET /", 5);
+	assert_int_equal(http_request_parse(big, 8192, 8192, &r), 414); /* no request line in 8 KiB */
+	int n = snprintf(big, sizeof(big), "GET /metrics HTTP/1.1\r\nX: ");
+	memset(big + n, 'a', 8192 - (size_t)n);
+	assert_int_equal(http_request_parse(big, 8192, 8192, &r), 431);
+	assert_int_equal(http_request_parse(big, 4000, 8192, &r), 0);
+}
+
+static void test_response_head(void **state)
+{
+	(void)state;
+	char buf[256];
+	http_response_head(405, "text/plain", 5, buf, sizeof(buf));
+	assert_string_equal(buf, "HTTP/1.1 405 Method Not Allowed\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n"
+				 "Allow: GET\r\nConnection: close\r\n\r\n");
+	http_response_head(200, "text/plain; version=0.0.4", 0, buf, sizeof(buf));
+	assert_string_equal(buf, "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: 0\r\n"
+				 "Connection: close\r\n\r\n");
+}
+
+static void test_labels(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *in, *out;
+		size_t len; /* of the buffer */
+	} cases[] = {
+	    {"kube-system", "kube-system", 64},
+	    {"a\"b\\c\nd", "a\\\"b\\\\c\\nd", 64},
+	    /* control characters and bytes that are not UTF-8: U+FFFD */
+	    {"t\tr\r\x1b", "t\xef\xbf\xbdr\xef\xbf\xbd\xef\xbf\xbd", 64},
+	    {"\xff\xc3(\xe2\x82", "\xef\xbf\xbd\xef\xbf\xbd(\xef\xbf\xbd\xef\xbf\xbd", 64},
+	    /* an overlong '/', a surrogate */
+	    {"\xc0\xaf\xed\xa0\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd", 64},
+	    /* valid UTF-8 kept */
+	    {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 64},
+	    /* cut when full, never inside an escape or a character */
+	    {"ab\"cd", "ab\\\"c", 6},
+	    {"abcd\"", "abcd", 6},
+	    {"abc\xc3\xa9", "abc\xc3\xa9", 6},
+	    {"abcd\xc3\xa9", "abcd", 6},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char buf[64];
+		size_t n = nsh_prom_label(cases[i].in, buf, cases[i].len);
+		assert_string_equal(buf, cases[i].out);
+		assert_int_equal(n, strlen(cases[i].out));
+	}
+}
+
+static void test_pod_records(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/nshash-test-serve-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	struct nshash_error err = {0};
+	uint64_t c[3] = {9, 9, 9};
+	/* nothing yet: zeros */
+	assert_int_equal(nsh_cni_adds_read(dir, c, &err), 0);
+	assert_true(c[0] == 0 && c[1] == 0 && c[2] == 0);
+	assert_int_equal(nsh_cni_adds_count(dir, NSH_CNI_SIZED, &err), 0);
+	assert_int_equal(nsh_cni_adds_count(dir, NSH_CNI_SIZED, &err), 0);
+	assert_int_equal(nsh_cni_adds_count(dir, NSH_CNI_REFUSED, &err), 0);
+	assert_int_equal(nsh_cni_adds_count(dir, NSH_CNI_UNSIZED, &err), 0); /* not counted */
+	assert_int_equal(nsh_cni_adds_read(dir, c, &err), 0);
+	assert_true(c[0] == 2 && c[1] == 0 && c[2] == 1);
+
+	struct nsh_pod_record r = {.inode = 4026532000ull, .outcome = NSH_CNI_WARNED};
+	snprintf(r.id, sizeof(r.id), "abc-1");
+	snprintf(r.namespace_, sizeof(r.namespace_), "-");
+	snprintf(r.pod, sizeof(r.pod), "p o%%d\n\"\\\xff");
+	snprintf(r.netns, sizeof(r.netns), "/run/netns/cni-1 2");
+	assert_int_equal(nsh_pod_record_write(dir, &r, &err), 0);
+	struct nsh_pod_record bad = r;
+	snprintf(bad.id, sizeof(bad.id), "../x");
+	assert_true(nsh_pod_record_write(dir, &bad, &err) < 0);
+	struct nsh_pod_record *v;
+	size_t n;
+	assert_int_equal(nsh_pod_records_read(dir, &v, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(v[0].id, "abc-1");
+	assert_string_equal(v[0].namespace_, "-");
+	assert_string_equal(v[0].pod, r.pod);
+	assert_string_equal(v[0].netns, r.netns);
+	assert_int_equal(v[0].outcome, NSH_CNI_WARNED);
+	assert_true(nsh_pod_record_find(v, n, 4026532000ull) == &v[0]);
+	assert_null(nsh_pod_record_find(v, n, 1));
+	free(v);
+	/* its netns is not there: pruned */
+	size_t removed;
+	assert_int_equal(nsh_pod_records_prune(dir, &removed, &err), 0);
+	assert_int_equal(removed, 1);
+	assert_int_equal(nsh_pod_records_read(dir, &v, &n, &err), 0);
+	assert_int_equal(n, 0);
+	free(v);
+	assert_int_equal(nsh_pod_record_remove(dir, "abc-1", &err), 0); /* gone already: fine */
+
+	char path[256];
+	snprintf(path, sizeof(path), "%s/cni/adds", dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/cni/pods", dir);
+	assert_int_equal(rmdir(path), 0);
+	snprintf(path, sizeof(path), "%s/cni", dir);
+	assert_int_equal(rmdir(path), 0);
+	assert_int_equal(rmdir(dir), 0);
+}
+
+static void test_pod_netns(void **state)
+{
+	(void)state;
+	assert_true(nsh_pod_netns_path("/run/netns/cni-1234"));
+	assert_true(nsh_pod_netns_path("/var/run/netns/cni-x"));
+	assert_false(nsh_pod_netns_path("/run/netns/cni-"));
+	assert_false(nsh_pod_netns_path("/run/netns/other"));
+	assert_false(nsh_pod_netns_path("/run/netns/cni-a/b"));
+	struct nshash_stats_netns e = {.pinned = true, .kind = NSHASH_ENTRY_NETNS};
+	snprintf(e.name, sizeof(e.name), "/run/netns/cni-1");
+	e.info.tcp_entries = -262144;
+	e.info.udp_entries = -16384;
+	struct nsh_pod_record warned = {.outcome = NSH_CNI_WARNED}, sized = {.outcome = NSH_CNI_SIZED};
+	assert_string_equal(nsh_pod_netns_shared(&e, NULL), "unseen");
+	assert_string_equal(nsh_pod_netns_shared(&e, &warned), "warned");
+	assert_null(nsh_pod_netns_shared(&e, &sized));
+	e.info.tcp_entries = 4096;
+	assert_string_equal(nsh_pod_netns_shared(&e, NULL), "unseen"); /* udp shared */
+	e.info.udp_entries = 1024;
+	assert_null(nsh_pod_netns_shared(&e, NULL));
+	e.info.tcp_entries = -1;
+	e.kind = NSHASH_ENTRY_TEMPLATE;
+	assert_null(nsh_pod_netns_shared(&e, NULL));
+	/* elsewhere (CRI-O's pins, a process's netns): only a record tells a pod */
+	struct nshash_stats_netns proc = {.info = {.tcp_entries = -262144, .udp_entries = -16384}};
+	snprintf(proc.name, sizeof(proc.name), "pid:42");
+	assert_null(nsh_pod_netns_shared(&proc, NULL));
+	assert_string_equal(nsh_pod_netns_shared(&proc, &warned), "warned");
+	assert_null(nsh_pod_netns_shared(&proc, &sized));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_requests),	cmocka_unit_test(test_response_head), cmocka_unit_test(test_labels),
+	    cmocka_unit_test(test_pod_records), cmocka_unit_test(test_pod_netns),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
