@@ -111,8 +111,16 @@ make_private_mount() {
 		cannot_run "cannot make $1 a private mount"
 }
 # spares_settled STATE_DIR: the children making spares there (they hold
-# STATE_DIR/spares/.lock while they work) are done, or 10 s passed.
+# STATE_DIR/spares/.lock while they work) are done, or 10 s passed.  A
+# child a start has just forked may not have made the lock yet: first the
+# detached children of nshash's binaries (reparented to pid 1, keeping the
+# binary's name) are waited for, up to 10 s.
 spares_settled() {
+	local i
+	for i in $(seq 100); do
+		pgrep -P 1 -x 'nshash|nshash-hook|nshash-runtime' >/dev/null || break
+		sleep 0.1
+	done
 	[ -e "$1/spares/.lock" ] || return 0
 	timeout 10 flock "$1/spares/.lock" true
 }
