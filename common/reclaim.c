@@ -26,6 +26,18 @@ int nsh_reclaim_orphans(const char *state_dir, int64_t stale_age, int64_t interv
 			 NSHASH_RECLAIM_MAX_SCAN_MS);
 		return 1;
 	}
+	/* the user namespace pins of those netns pins follow them (the
+	 * precreate hook's, STATE/userns/NAME) */
+	int userns = rep.ran ? nshash_userns_sweep(state_dir, stale_age, &err) : 0;
+	if (userns < 0)
+		snprintf(msg, len, "sweep user namespace pins (not fatal): %s", err.msg);
+	if (userns < 0)
+		return 1;
+	if (userns > 0 && !rep.orphans_removed && !rep.ledger_dropped) {
+		snprintf(msg, len, "removed %d user namespace pin(s) under %s/userns whose netns pin is gone", userns,
+			 state_dir);
+		return 1;
+	}
 	if (!rep.ran || (!rep.orphans_removed && !rep.ledger_dropped))
 		return 0;
 	snprintf(msg, len,

@@ -416,6 +416,13 @@ int nshash_userns_pin(int userns_fd, const char *path, struct nshash_error *err)
 /* umount2(MNT_DETACH) + unlink of such a pin; succeeds when already gone;
  * refuses anything mounted there that is not a user namespace. */
 int nshash_userns_pin_remove(const char *path, struct nshash_error *err);
+/* The precreate hook pins a container's user namespace at
+ * STATE_DIR/userns/NAME beside its netns pin STATE_DIR/pins/NAME, and
+ * removes both once the container's init holds them.  Remove the user
+ * namespace pins whose netns pin is gone and that are older than min_age
+ * (at least NSHASH_STALE_AGE_MIN): what a killed hook or a failed create
+ * left once the orphan reclaim took the netns pin.  How many, or -errno. */
+int nshash_userns_sweep(const char *state_dir, int64_t min_age, struct nshash_error *err);
 
 /* ---------------------------------------------------------------- pins */
 

@@ -7,7 +7,10 @@
  * sized netns from it (the nested strategy, nsh_netns_nested_here); the
  * caller opens both through /proc/HELPER/ns and checks that the netns is
  * owned by the user namespace before the helper ends. */
+#include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <time.h>
 #include <linux/nsfs.h>
 #include <sched.h>
 #include <signal.h>
@@ -294,4 +297,38 @@ int nshash_userns_pin_remove(const char *path, struct nshash_error *err)
 	if (unlink(path) < 0 && errno != ENOENT)
 		return nshash_error_set(err, errno, "remove pin %s: %s", path, strerror(errno));
 	return 0;
+}
+
+int nshash_userns_sweep(const char *state_dir, int64_t min_age, struct nshash_error *err)
+{
+	char dir[PATH_MAX], pin[PATH_MAX + NAME_MAX + 8], path[PATH_MAX + NAME_MAX + 2];
+	struct stat st;
+	struct dirent *de;
+	int removed = 0;
+	time_t now = time(NULL);
+
+	state_dir = nsh_state_dir(state_dir);
+	if (min_age < NSHASH_STALE_AGE_MIN)
+		min_age = NSHASH_STALE_AGE_MIN;
+	snprintf(dir, sizeof(dir), "%s/userns", state_dir);
+	DIR *d = opendir(dir);
+	if (!d)
+		return errno == ENOENT ? 0 : nshash_error_set(err, errno, "open %s: %s", dir, strerror(errno));
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		snprintf(pin, sizeof(pin), "%s/pins/%s", state_dir, de->d_name);
+		/* made just before its netns pin, removed with it: no netns pin,
+		 * and older than any create takes, is left by a container gone */
+		if (lstat(pin, &st) == 0 || errno != ENOENT)
+			continue;
+		if (lstat(path, &st) < 0 || now < st.st_mtime || now - st.st_mtime < min_age)
+			continue;
+		struct nshash_error ignored;
+		if (nshash_userns_pin_remove(path, &ignored) == 0)
+			removed++;
+	}
+	closedir(d);
+	return removed;
 }

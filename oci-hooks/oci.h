@@ -45,7 +45,8 @@ struct nshash_oci_opts {
 	const char *pin_name; /* NULL = a random unique name */
 	const char *pin_path; /* wrapper: pin exactly there (its private tmpfs), not under STATE_DIR/pins */
 	/* wrapper: where a container's own user namespace is pinned (its
-	 * private tmpfs); NULL = such a config is refused (userns.c) */
+	 * private tmpfs); NULL: precreate pins it at STATE_DIR/userns/NAME,
+	 * the wrapper refuses (its shared-propagation path) */
 	const char *userns_pin_path;
 	const char *hook_path;	 /* wrapper: absolute path of nshash-hook */
 	const char *policy_path; /* wrapper: passed to the added hooks; NULL = none */
@@ -171,9 +172,9 @@ bool nsh_oci_text_wants_userns(const char *text, size_t len);
  * pinned at userns_pin and pin_path; on failure nothing is left. */
 int nsh_oci_userns_create(struct json_object *doc, const struct nshash_create_opts *copts, const char *pin_path,
 			  const char *userns_pin, struct nshash_netns_info *info, struct nshash_error *err);
-/* refusal.c: the error for a new user namespace where nshash cannot make
- * it (precreate: the hook, else the wrapper's shared-propagation path). */
-int nsh_oci_refuse_userns(struct json_object *doc, bool precreate, struct nshash_sizes req, struct nshash_error *err);
+/* refusal.c: the error for a new user namespace on the wrapper's
+ * shared-propagation path (sibling.c), where nshash cannot make it. */
+int nsh_oci_refuse_userns_shared(struct nshash_sizes req, struct nshash_error *err);
 /* transform.c: do mounts the container makes have to reach the host
  * (linux.rootfsPropagation or a mount option shared/rshared: Kubernetes
  * "Bidirectional", Docker bind-propagation=rshared)? */

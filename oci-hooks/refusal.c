@@ -203,18 +203,8 @@ int nsh_oci_refuse_no_entry(struct json_object *doc, struct nshash_sizes req, st
 				req.tcp, req.udp, host_advice[engine_of(doc)]);
 }
 
-int nsh_oci_refuse_userns(struct json_object *doc, bool precreate, struct nshash_sizes req, struct nshash_error *err)
+int nsh_oci_refuse_userns_shared(struct nshash_sizes req, struct nshash_error *err)
 {
-	(void)doc;
-	if (precreate)
-		return nshash_error_set(
-		    err, EOPNOTSUPP,
-		    "cannot size tcp=%u udp=%u: the container has a user namespace of its own (podman --userns, "
-		    "--uidmap/--gidmap), and its netns must be owned by that user namespace, which the runtime "
-		    "creates only after this hook (a netns made now would be the host user namespace's: the "
-		    "container could not mount sysfs in it). Instead: run it without a user namespace of its own, "
-		    "or with --runtime nshash-runtime and without the precreate hook",
-		    req.tcp, req.udp);
 	return nshash_error_set(
 	    err, EOPNOTSUPP,
 	    "cannot size tcp=%u udp=%u: the container has a user namespace of its own and asks for "

@@ -232,8 +232,8 @@ static int transform_decide(struct transform *t, struct nshash_error *err)
 		return r;
 	if (t->path)
 		return decide_given_path(t, err);
-	if (t->new_userns && (opts->mode != NSHASH_OCI_WRAPPER || !opts->userns_pin_path))
-		return nsh_oci_refuse_userns(t->doc, opts->mode == NSHASH_OCI_PRECREATE, res->request.sizes, err);
+	if (t->new_userns && opts->mode == NSHASH_OCI_WRAPPER && !opts->userns_pin_path)
+		return nsh_oci_refuse_userns_shared(res->request.sizes, err);
 	return SIZE_NETNS;
 }
 
@@ -265,10 +265,20 @@ static int create_pinned(struct transform *t, struct nshash_error *err)
 	struct nshash_sizes want = nshash_sizes_effective(res->request.sizes), have = {0};
 	if (spare && spare->fd >= 0)
 		have = nshash_sizes_effective(spare->sizes);
+	if (r == 0 && t->new_userns && !t->opts->userns_pin_path) {
+		/* precreate: STATE_DIR/userns/NAME beside STATE_DIR/pins/NAME */
+		r = nshash_state_subdir(policy->state_dir, "userns", dir, sizeof(dir), err);
+		if (r == 0)
+			r = nshash_pin_dir_prepare(dir, err);
+		if (r == 0 && (size_t)snprintf(res->userns_pin_path, sizeof(res->userns_pin_path), "%s/%s", dir,
+					       t->name) >= sizeof(res->userns_pin_path))
+			r = nshash_error_set(err, ENAMETOOLONG, "%s/%s: path too long", dir, t->name);
+	} else if (r == 0 && t->new_userns) {
+		snprintf(res->userns_pin_path, sizeof(res->userns_pin_path), "%s", t->opts->userns_pin_path);
+	}
 	if (r == 0 && t->new_userns) {
 		/* spares and templates are the host user namespace's: never one */
 		struct nshash_create_opts copts = nsh_policy_create_opts(policy, res->request.sizes);
-		snprintf(res->userns_pin_path, sizeof(res->userns_pin_path), "%s", t->opts->userns_pin_path);
 		r = nsh_oci_userns_create(t->doc, &copts, res->pin_path, res->userns_pin_path, &res->info, err);
 		if (r < 0)
 			res->userns_pin_path[0] = '\0';
