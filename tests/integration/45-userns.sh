@@ -62,6 +62,14 @@ assert_contains "$(cat "$D/nshash.log")" "t45a: sized netns pinned at $S/run/net
 assert_not_contains "$(cat "$D/stderr")" "sysfs" "no sysfs error"
 assert_eq 0 "$(pins_left)" "no pin left after the container exited"
 
+# --- a container reading its own config (runtime-tools' runtimetest reads
+# /config.json): the sized copy bound over it keeps the file's owner and
+# mode, so a root that is not the host's can read it as it could the original
+userns_bundle u9 'head -c 1 /config.json' io.nshash.tcp=4096
+cp -a "$D/rootfs/." "$D/u9/" # the bundle is its own rootfs, as runtime-tools makes them
+jq '.root.path = "."' "$D/u9/config.json" >"$D/x" && mv "$D/x" "$D/u9/config.json" && chmod 0644 "$D/u9/config.json"
+assert_eq "{" "$(run_in u9 t45m)" "the container's root (host uid 100000) reads its /config.json, the sized copy (mode 0644 kept)"
+
 # --- runtime args instead of annotations
 userns_bundle u2 "$SHOW"
 out=$(cd "$D/u2" && nshash-runtime --nshash-tcp=8192 --root "$ROOT" run t45b 2>>"$D/stderr" </dev/null)
