@@ -423,6 +423,10 @@ int nshash_userns_pin_remove(const char *path, struct nshash_error *err);
  * (at least NSHASH_STALE_AGE_MIN): what a killed hook or a failed create
  * left once the orphan reclaim took the netns pin.  How many, or -errno. */
 int nshash_userns_sweep(const char *state_dir, int64_t min_age, struct nshash_error *err);
+/* 1 when the netns at `path` (a pin or /proc/PID/ns/net) is owned by a user
+ * namespace other than the caller's (a container's own: a replacement the
+ * caller made would not be), 0 when by the caller's, or -errno. */
+int nshash_netns_foreign_userns(const char *path, struct nshash_error *err);
 
 /* ---------------------------------------------------------------- pins */
 

@@ -332,3 +332,22 @@ int nshash_userns_sweep(const char *state_dir, int64_t min_age, struct nshash_er
 	closedir(d);
 	return removed;
 }
+
+int nshash_netns_foreign_userns(const char *path, struct nshash_error *err)
+{
+	cleanup_close int fd = -1;
+	const char *not_netns;
+	int r = nsh_path_open_netns(path, true, &fd, &not_netns);
+	if (r < 0)
+		return nshash_error_set(err, r, "open %s: %s", path, strerror(-r));
+	if (fd < 0)
+		return nshash_error_set(err, EINVAL, "%s: not a network namespace (%s)", path, not_netns);
+	cleanup_close int owner = ioctl(fd, NS_GET_USERNS);
+	struct stat a, b;
+	if (owner < 0)
+		return nshash_error_set(err, errno, "%s: its user namespace (NS_GET_USERNS): %s", path,
+					strerror(errno));
+	if (fstat(owner, &a) < 0 || stat("/proc/self/ns/user", &b) < 0)
+		return nshash_error_set(err, errno, "%s: its user namespace: %s", path, strerror(errno));
+	return a.st_ino != b.st_ino || a.st_dev != b.st_dev;
+}

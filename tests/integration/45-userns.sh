@@ -16,6 +16,7 @@
 # pin left without its netns pin goes with the reclaim.
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/engines.sh"
+. "$(dirname "$0")/../lib/cni.sh"
 require_root
 require_kernel_knobs
 command -v runc >/dev/null || skip_test "runc missing"
@@ -229,5 +230,25 @@ assert_eq 1 "$(count_pins_under "$S/userns/")" "a user namespace pin whose netns
 umount "$S/userns/oci-kept"
 rm -f "$S/userns/oci-kept" "$S/pins/oci-kept"
 kill $HOLDER
+
+# --- the CNI plugin, for a netns owned by a pod's own user namespace: what
+# containerd 1.7 does for hostUsers: false (runc makes the netns with the
+# sandbox in its user namespace, containerd pins it from the sandbox's pid
+# and runs ADD): refused, naming the user namespace, the netns untouched
+CS=$(make_state_dir)
+cni_node_policy "$D/cni-policy.json" "$CS"
+unshare --user --net sleep 600 &
+SANDBOX=$!
+on_exit "kill $SANDBOX"
+for _ in $(seq 50); do [ "$(stat -L -c %i /proc/$SANDBOX/ns/net)" != "$(stat -L -c %i /proc/self/ns/net)" ] && break; sleep 0.1; done
+touch "$CS/cni-uns" && mount --bind "/proc/$SANDBOX/ns/net" "$CS/cni-uns"
+on_exit "umount '$CS/cni-uns'"
+before=$(netns_inode_at "$CS/cni-uns")
+cni_call ADD "$CS/cni-uns" '{"cniVersion": "1.0.0", "name": "n", "type": "nshash", "tcp": 4096}'
+assert_cni_error 100 "it is owned by the pod's own user namespace (Kubernetes hostUsers: false: the OCI runtime made it with the sandbox (process $SANDBOX, sleep, already inside)); a replacement made here would be the host user namespace's" \
+	"CNI ADD on a netns a pod's user namespace owns: refused, naming it"
+assert_eq "$before" "$(netns_inode_at "$CS/cni-uns")" "... the pod's netns left in place"
+umount "$CS/cni-uns"
+kill $SANDBOX
 
 assert_host_untouched
