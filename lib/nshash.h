@@ -476,6 +476,7 @@ void nshash_handoff_end(struct nshash_handoff *h);
  *   DIR/templates/tcpT-udpU.used   touched on every use (gc age); holds the
  *                                  template's sysctls once a transplant read them
  *   DIR/pins/ID               pins made for containers by the hook/wrapper
+ *   DIR/userns/ID             the hook's pin of that container's own user namespace
  *   DIR/spares/tcpT-udpU.TCP.UDP.RAND   spares: sized netns made ahead of
  *                             need, named after the *_hash_entries they have
  */
