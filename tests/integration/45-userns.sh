@@ -108,6 +108,25 @@ nshash --state-dir "$S" gc >/dev/null 2>&1
 assert_eq "table memory: 0 bytes (0 KiB) in 0 netns sized by nshash" "$(usage)" "deleted: its tables no longer counted"
 assert_eq 0 "$(pins_left)" "no pin left after delete"
 
+# --- a wrapper killed after sizing, before the runtime joined: its private
+# mount namespace, with both pins, dies with it (the runtime here is a
+# script that waits to be killed, as the wrapper exec'd it)
+printf '#!/bin/sh\necho $$ >"%s/hung.pid"\nexec sleep 600\n' "$D" >"$D/hung-runtime"
+chmod +x "$D/hung-runtime"
+engines_policy "$D/policy-hung.json" "{\"stateDir\": \"$S\", \"runtime\": \"$D/hung-runtime\"}"
+userns_bundle u10 "$SHOW" io.nshash.tcp=4096 io.nshash.udp=1024
+(cd "$D/u10" && NSHASH_POLICY=$D/policy-hung.json exec nshash-runtime --root "$ROOT" create t45n >/dev/null 2>&1 </dev/null) &
+HUNG=$!
+for _ in $(seq 100); do [ -s "$D/hung.pid" ] && break; sleep 0.1; done
+nshash --state-dir "$S" gc >/dev/null 2>&1
+assert_eq "table memory: $EACH bytes (96 KiB) in 1 netns sized by nshash, 1 unpinned (counted while a process may hold them; gc checks)" \
+	"$(usage)" "sized, the runtime not yet there: its netns counted (held by the private pin)"
+kill -9 "$(cat "$D/hung.pid")"
+wait $HUNG 2>/dev/null
+nshash --state-dir "$S" gc >/dev/null 2>&1
+assert_eq "table memory: 0 bytes (0 KiB) in 0 netns sized by nshash" "$(usage)" "the wrapper killed: both pins gone with its mount namespace, nothing counted"
+assert_eq 0 "$(pins_left)" "... no pin anywhere"
+
 # --- bad mappings: named, nothing left
 userns_bundle u5 "$SHOW" io.nshash.tcp=4096
 jq '.linux.uidMappings += [{"containerID": 10, "hostID": 300000, "size": 5}]' "$D/u5/config.json" >"$D/x" && mv "$D/x" "$D/u5/config.json"
