@@ -23,10 +23,12 @@
 
 /* What the hook keeps once its input is read: the first
  * HOOK_CAPS_PRECREATE for precreate (the last of them, CAP_NET_ADMIN, only
- * there), and for its transform also the last two, to write the id
- * mappings of a container's own user namespace (userns.c). */
+ * there), and for its transform also the last three, to write the id
+ * mappings of a container's own user namespace (userns.c; the kernel asks
+ * CAP_SETFCAP of a map that maps the writer's user namespace's uid 0, as
+ * rootless podman's --userns=keep-id does). */
 static const int hook_caps[] = {CAP_SYS_ADMIN, CAP_SYS_PTRACE, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH,
-				CAP_NET_ADMIN, CAP_SETUID,     CAP_SETGID};
+				CAP_NET_ADMIN, CAP_SETUID,     CAP_SETGID,	 CAP_SETFCAP};
 #define HOOK_CAPS_PRECREATE 5
 
 static int usage(void)
@@ -135,7 +137,7 @@ static int precreate(const struct nshash_policy *policy, const char *in, size_t 
 
 	char who[300];
 	int r = nshash_oci_transform(in, len, &opts, &out, &out_len, &res, &err);
-	/* CAP_SETUID/CAP_SETGID wrote a user namespace's mappings, if any: no
+	/* CAP_SETUID/SETGID/SETFCAP wrote a user namespace's mappings, if any: no
 	 * longer needed (main kept them for the transform only) */
 	struct nshash_error cerr;
 	if (nsh_caps_keep(hook_caps, HOOK_CAPS_PRECREATE, &cerr) < 0) {
