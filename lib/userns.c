@@ -110,7 +110,7 @@ static int map_check(const char *what, const struct nshash_idmap *m, size_t n, s
 	for (size_t i = 0; i < n; i++)
 		if (m[i].count == 0 || (uint64_t)m[i].inside + m[i].count > 4294967295ull ||
 		    (uint64_t)m[i].outside + m[i].count > 4294967295ull)
-			return nshash_error_set(err, EINVAL, "%s line %zu: %u %u %u: empty or past 2^32-1", what, i,
+			return nshash_error_set(err, EINVAL, "%s[%zu] = %u %u %u: empty, or past 2^32-1", what, i,
 						m[i].inside, m[i].outside, m[i].count);
 	return 0;
 }
