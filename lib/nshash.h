@@ -410,6 +410,15 @@ struct nshash_userns_spec {
  * failure nothing is left. */
 int nshash_userns_netns_new(const struct nshash_create_opts *opts, const struct nshash_userns_spec *spec,
 			    int *userns_fd, int *nsfd, struct nshash_netns_info *info, struct nshash_error *err);
+/* The same in an existing user namespace, the one behind `userns_fd` (a
+ * container joining it by path): the helper joins it (the caller needs
+ * CAP_SYS_ADMIN over it), no mappings are written.  *nsfd as above. */
+int nshash_userns_netns_join(const struct nshash_create_opts *opts, int userns_fd, int *nsfd,
+			     struct nshash_netns_info *info, struct nshash_error *err);
+/* Open the user namespace at `path` (a pin or /proc/PID/ns/user, from a
+ * config: nothing but nsfs is opened), O_CLOEXEC in *fd; *callers: it is
+ * the caller's own.  0 or -errno (EINVAL: not a user namespace). */
+int nshash_userns_open(const char *path, int *fd, bool *callers, struct nshash_error *err);
 /* Pin the user namespace behind `userns_fd` at `path` (O_EXCL file, bind
  * mount), as nshash_pin_fd() does a netns: a runtime then joins it by path. */
 int nshash_userns_pin(int userns_fd, const char *path, struct nshash_error *err);

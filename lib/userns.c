@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <time.h>
+#include <linux/magic.h>
 #include <linux/nsfs.h>
 #include <sched.h>
 #include <signal.h>
@@ -21,6 +22,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 
 #include "internal.h"
@@ -57,9 +59,10 @@ static int recv_reply(int sock, struct helper_reply *rep, const char *stage, str
 	return 0;
 }
 
-/* The helper: unshare, wait for the mappings, make the netns, stay until
- * the caller has opened it (the socket closes). */
-__attribute__((noreturn)) static void helper(int sock, pid_t parent, const struct nshash_create_opts *opts)
+/* The helper: unshare (or, join_fd >= 0, join that user namespace), wait
+ * for the mappings, make the netns, stay until the caller has opened it
+ * (the socket closes). */
+__attribute__((noreturn)) static void helper(int sock, pid_t parent, const struct nshash_create_opts *opts, int join_fd)
 {
 	struct helper_reply rep = {0};
 	char go;
@@ -68,7 +71,11 @@ __attribute__((noreturn)) static void helper(int sock, pid_t parent, const struc
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != parent)
 		_exit(1);
-	if (unshare(CLONE_NEWUSER) < 0) {
+	if (join_fd >= 0 && setns(join_fd, CLONE_NEWUSER) < 0) {
+		int e = errno;
+		rep.r = nshash_error_set(&rep.err, e, "join the user namespace: %s%s", strerror(e),
+					 e == EPERM ? " (needs CAP_SYS_ADMIN over it)" : "");
+	} else if (join_fd < 0 && unshare(CLONE_NEWUSER) < 0) {
 		int e = errno;
 		rep.r = nshash_error_set(&rep.err, e, "unshare a user namespace: %s%s", strerror(e),
 					 e == ENOSPC  ? " (user.max_user_namespaces reached?)"
@@ -82,7 +89,7 @@ __attribute__((noreturn)) static void helper(int sock, pid_t parent, const struc
 	int nsfd = -1;
 	rep.r = nsh_netns_nested_here(opts, &nsfd, &rep.info, &rep.err);
 	if (rep.r < 0)
-		nshash_error_prefix(&rep.err, "in the new user namespace");
+		nshash_error_prefix(&rep.err, "in the %s user namespace", join_fd >= 0 ? "container's" : "new");
 	if (send_reply(sock, &rep) < 0 || rep.r < 0)
 		_exit(1);
 	while (recv(sock, &go, 1, 0) > 0) /* until the caller closes */
@@ -165,9 +172,11 @@ static int check_owner(int nsfd, int ufd, struct nshash_error *err)
 	return 0;
 }
 
-/* The helper's part, seen from the caller: fds on both namespaces. */
-static int make_in_helper(const struct nshash_create_opts *opts, const char *uid_text, const char *gid_text, int *ufd,
-			  int *nsfd, struct nshash_netns_info *info, struct nshash_error *err)
+/* The helper's part, seen from the caller: fds on both namespaces.  With
+ * join_fd >= 0 the helper joins that user namespace (no maps: NULL). */
+static int make_in_helper(const struct nshash_create_opts *opts, int join_fd, const char *uid_text,
+			  const char *gid_text, int *ufd, int *nsfd, struct nshash_netns_info *info,
+			  struct nshash_error *err)
 {
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
@@ -181,15 +190,15 @@ static int make_in_helper(const struct nshash_create_opts *opts, const char *uid
 	}
 	if (pid == 0) {
 		close(sv[0]);
-		helper(sv[1], self, opts);
+		helper(sv[1], self, opts, join_fd);
 	}
 	close(sv[1]);
 	struct helper_reply rep;
 	int r = recv_reply(sv[0], &rep, "unshare", err);
 	/* the mappings: gid first (either order works for a privileged writer) */
-	if (r == 0)
+	if (r == 0 && gid_text)
 		r = map_write(pid, "gid_map", gid_text, err);
-	if (r == 0)
+	if (r == 0 && uid_text)
 		r = map_write(pid, "uid_map", uid_text, err);
 	if (r == 0 && send(sv[0], "g", 1, MSG_NOSIGNAL) != 1)
 		r = nshash_error_set(err, errno, "user namespace helper: %s", strerror(errno));
@@ -213,6 +222,37 @@ static int make_in_helper(const struct nshash_create_opts *opts, const char *uid
 	return r;
 }
 
+/* The helper's work recorded and budgeted like any creation (netns.c). */
+static int made_recorded(const struct nshash_create_opts *opts, int join_fd, const char *uid_text, const char *gid_text,
+			 int *userns_fd, int *nsfd, struct nshash_netns_info *info, struct nshash_error *err)
+{
+	const char *state_dir = nsh_state_dir(opts->state_dir);
+	struct nshash_sizes eff = nshash_sizes_effective(opts->sizes);
+	struct nsh_ticket ticket;
+	int r;
+	memset(&ticket, 0, sizeof(ticket));
+	if (opts->max_table_bytes &&
+	    (r = nsh_ledger_reserve(state_dir, eff, opts->max_table_bytes, "", &ticket, err)) < 0)
+		return r;
+	struct nshash_netns_info scratch;
+	r = make_in_helper(opts, join_fd, uid_text, gid_text, userns_fd, nsfd, info ? info : &scratch, err);
+	if (r == 0) {
+		struct stat st;
+		if (info && fstat(*nsfd, &st) == 0)
+			info->inode = st.st_ino;
+		r = nsh_ledger_commit(state_dir, &ticket, eff, *nsfd, "", opts->max_table_bytes != 0, err);
+	}
+	if (r < 0) {
+		nsh_ledger_cancel(state_dir, &ticket);
+		if (*nsfd >= 0)
+			close(*nsfd);
+		if (*userns_fd >= 0)
+			close(*userns_fd);
+		*userns_fd = *nsfd = -1;
+	}
+	return r;
+}
+
 int nshash_userns_netns_new(const struct nshash_create_opts *opts, const struct nshash_userns_spec *spec,
 			    int *userns_fd, int *nsfd, struct nshash_netns_info *info, struct nshash_error *err)
 {
@@ -231,30 +271,25 @@ int nshash_userns_netns_new(const struct nshash_create_opts *opts, const struct 
 		r = nshash_error_set(err, E2BIG, "id mappings: too long");
 	if (r < 0)
 		return r;
-	/* recorded and budgeted like any creation (netns.c) */
-	const char *state_dir = nsh_state_dir(opts->state_dir);
-	struct nshash_sizes eff = nshash_sizes_effective(opts->sizes);
-	struct nsh_ticket ticket;
-	memset(&ticket, 0, sizeof(ticket));
-	if (opts->max_table_bytes &&
-	    (r = nsh_ledger_reserve(state_dir, eff, opts->max_table_bytes, "", &ticket, err)) < 0)
+	return made_recorded(opts, -1, uid_text, gid_text, userns_fd, nsfd, info, err);
+}
+
+int nshash_userns_netns_join(const struct nshash_create_opts *opts, int userns_fd, int *nsfd,
+			     struct nshash_netns_info *info, struct nshash_error *err)
+{
+	uint32_t ignored;
+	*nsfd = -1;
+	if (ioctl(userns_fd, NS_GET_NSTYPE) != CLONE_NEWUSER)
+		return nshash_error_set(err, EINVAL, "create netns: the fd given is not a user namespace");
+	int r = nshash_size_check(NSHASH_TCP, "tcp", opts->sizes.tcp, &ignored, err);
+	if (r == 0)
+		r = nshash_size_check(NSHASH_UDP, "udp", opts->sizes.udp, &ignored, err);
+	if (r < 0)
 		return r;
-	struct nshash_netns_info scratch;
-	r = make_in_helper(opts, uid_text, gid_text, userns_fd, nsfd, info ? info : &scratch, err);
-	if (r == 0) {
-		struct stat st;
-		if (info && fstat(*nsfd, &st) == 0)
-			info->inode = st.st_ino;
-		r = nsh_ledger_commit(state_dir, &ticket, eff, *nsfd, "", opts->max_table_bytes != 0, err);
-	}
-	if (r < 0) {
-		nsh_ledger_cancel(state_dir, &ticket);
-		if (*nsfd >= 0)
-			close(*nsfd);
-		if (*userns_fd >= 0)
-			close(*userns_fd);
-		*userns_fd = *nsfd = -1;
-	}
+	int ufd = -1;
+	r = made_recorded(opts, userns_fd, NULL, NULL, &ufd, nsfd, info, err);
+	if (ufd >= 0)
+		close(ufd);
 	return r;
 }
 
@@ -350,4 +385,33 @@ int nshash_netns_foreign_userns(const char *path, struct nshash_error *err)
 	if (fstat(owner, &a) < 0 || stat("/proc/self/ns/user", &b) < 0)
 		return nshash_error_set(err, errno, "%s: its user namespace: %s", path, strerror(errno));
 	return a.st_ino != b.st_ino || a.st_dev != b.st_dev;
+}
+
+int nshash_userns_open(const char *path, int *fd, bool *callers, struct nshash_error *err)
+{
+	*fd = -1;
+	*callers = false;
+	/* O_PATH first: nothing but nsfs is ever opened for real (no device,
+	 * no FIFO, no tty); links are followed (/proc/PID/ns/user is one) */
+	cleanup_close int pfd = open(path, O_PATH | O_CLOEXEC);
+	if (pfd < 0)
+		return nshash_error_set(err, errno, "user namespace %s: %s", path, strerror(errno));
+	struct stat st, mine;
+	struct statfs sfs;
+	if (fstat(pfd, &st) < 0 || fstatfs(pfd, &sfs) < 0)
+		return nshash_error_set(err, errno, "user namespace %s: %s", path, strerror(errno));
+	if (sfs.f_type != NSFS_MAGIC || !S_ISREG(st.st_mode))
+		return nshash_error_set(err, EINVAL, "user namespace %s: not a namespace (%s)", path,
+					S_ISREG(st.st_mode) ? "no nsfs pin there" : nshash_file_kind(st.st_mode));
+	int nfd = nsh_reopen(pfd, O_RDONLY | O_NONBLOCK);
+	if (nfd < 0)
+		return nshash_error_set(err, errno, "user namespace %s: %s", path, strerror(errno));
+	if (ioctl(nfd, NS_GET_NSTYPE) != CLONE_NEWUSER) {
+		close(nfd);
+		return nshash_error_set(err, EINVAL, "user namespace %s: a namespace of another type", path);
+	}
+	if (stat("/proc/self/ns/user", &mine) == 0)
+		*callers = mine.st_ino == st.st_ino && mine.st_dev == st.st_dev;
+	*fd = nfd;
+	return 0;
 }

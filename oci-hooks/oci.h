@@ -172,6 +172,11 @@ bool nsh_oci_text_wants_userns(const char *text, size_t len);
  * pinned at userns_pin and pin_path; on failure nothing is left. */
 int nsh_oci_userns_create(struct json_object *doc, const struct nshash_create_opts *copts, const char *pin_path,
 			  const char *userns_pin, struct nshash_netns_info *info, struct nshash_error *err);
+/* userns.c: for a container joining the user namespace at `path`: when
+ * that is not the caller's own, make the sized netns in it and pin it at
+ * pin_path (1), else 0 (make it as usual); < 0 on errors, nothing left. */
+int nsh_oci_userns_join_create(const char *path, const struct nshash_policy *policy, struct nshash_sizes sizes,
+			       const char *pin_path, struct nshash_netns_info *info, struct nshash_error *err);
 /* refusal.c: the error for a new user namespace on the wrapper's
  * shared-propagation path (sibling.c), where nshash cannot make it. */
 int nsh_oci_refuse_userns_shared(struct nshash_sizes req, struct nshash_error *err);

@@ -56,6 +56,7 @@ struct transform {
 	char name[256];		   /* the new pin's name */
 	bool pinned;		   /* a pin exists that a failure must remove */
 	bool new_userns;	   /* linux.namespaces has a user entry without a path */
+	const char *userns_path;   /* ... or with this path, NULL = none */
 };
 
 /* What decide and apply conclude. */
@@ -105,6 +106,10 @@ static int transform_parse(struct transform *t, const char *config, size_t len, 
 		snprintf(t->res->hostname, sizeof(t->res->hostname), "%s", json_object_get_string(h));
 	json_object_object_get_ex(t->doc, "annotations", &t->ann);
 	t->new_userns = nsh_oci_wants_new_userns(t->doc);
+	struct json_object *ue = nsh_oci_namespace_entry(t->doc, "user"), *up;
+	if (ue && json_object_object_get_ex(ue, "path", &up) && json_object_is_type(up, json_type_string) &&
+	    json_object_get_string_len(up) > 0)
+		t->userns_path = json_object_get_string(up);
 	r = nsh_oci_request_from_annotations(t->ann, &t->res->request, err);
 	const struct nshash_sizes *d = t->opts->defaults;
 	if (r == 0 && !t->res->request.present && d && (d->tcp || d->udp)) {
@@ -282,6 +287,13 @@ static int create_pinned(struct transform *t, struct nshash_error *err)
 		r = nsh_oci_userns_create(t->doc, &copts, res->pin_path, res->userns_pin_path, &res->info, err);
 		if (r < 0)
 			res->userns_pin_path[0] = '\0';
+	} else if (r == 0 && t->userns_path &&
+		   (r = nsh_oci_userns_join_create(t->userns_path, policy, res->request.sizes, res->pin_path,
+						   &res->info, err)) != 0) {
+		/* the container joins a user namespace not ours: its netns was made
+		 * there (1), or that failed (< 0) */
+		if (r > 0)
+			r = 0;
 	} else if (r == 0 && spare && spare->fd >= 0 && have.tcp == want.tcp && have.udp == want.udp) {
 		r = nshash_pin_fd(spare->fd, res->pin_path, err);
 		if (r == 0) {

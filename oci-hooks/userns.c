@@ -132,3 +132,25 @@ out:
 	free(gid);
 	return r;
 }
+
+int nsh_oci_userns_join_create(const char *path, const struct nshash_policy *policy, struct nshash_sizes sizes,
+			       const char *pin_path, struct nshash_netns_info *info, struct nshash_error *err)
+{
+	bool callers;
+	int ufd = -1, nsfd = -1;
+	int r = nshash_userns_open(path, &ufd, &callers, err);
+	if (r < 0)
+		return nshash_error_prefix(err, "config: linux.namespaces");
+	if (callers) { /* ours: a netns as any other */
+		close(ufd);
+		return 0;
+	}
+	struct nshash_create_opts copts = nsh_policy_create_opts(policy, sizes);
+	r = nshash_userns_netns_join(&copts, ufd, &nsfd, info, err);
+	close(ufd);
+	if (r == 0) {
+		r = nshash_pin_fd(nsfd, pin_path, err);
+		close(nsfd);
+	}
+	return r < 0 ? r : 1;
+}

@@ -127,6 +127,29 @@ nshash --state-dir "$S" gc >/dev/null 2>&1
 assert_eq "table memory: 0 bytes (0 KiB) in 0 netns sized by nshash" "$(usage)" "the wrapper killed: both pins gone with its mount namespace, nothing counted"
 assert_eq 0 "$(pins_left)" "... no pin anywhere"
 
+# --- joining an existing user namespace by path (podman --userns=container:X,
+# runtime-tools linux_ns_path): the netns is made in that one
+unshare --user sleep 600 &
+UHOLD=$!
+on_exit "kill $UHOLD"
+for _ in $(seq 50); do [ "$(stat -L -c %i /proc/$UHOLD/ns/user)" != "$(stat -L -c %i /proc/self/ns/user)" ] && break; sleep 0.1; done
+echo "0 100000 65536" >/proc/$UHOLD/uid_map && echo "0 100000 65536" >/proc/$UHOLD/gid_map
+userns_bundle u11 "$SHOW" io.nshash.tcp=4096 io.nshash.udp=1024
+jq --arg p "/proc/$UHOLD/ns/user" '.linux.namespaces |= map(if .type == "user" then .path = $p else . end)' \
+	"$D/u11/config.json" >"$D/x" && mv "$D/x" "$D/u11/config.json"
+assert_eq "4096 1024 1
+$MAP
+$MAP
+1" "$(run_in u11 t45o)" "a user namespace joined by path: sized, its mappings, sysfs"
+assert_contains "$(cat "$D/nshash.log")" "t45o: sized netns pinned at $S/run/netns: requested tcp=4096 udp=1024, effective tcp=4096 udp=1024" \
+	"... logged"
+jq '.linux.namespaces |= map(if .type == "user" then .path = "/etc/hostname" else . end)' "$D/u11/config.json" >"$D/u12.json"
+mkdir -p "$D/u12" && mv "$D/u12.json" "$D/u12/config.json"
+out=$(cd "$D/u12" && nshash-runtime --root "$ROOT" run t45p 2>&1 </dev/null)
+assert_contains "$out" "config: linux.namespaces: user namespace /etc/hostname: not a namespace (no nsfs pin there)" \
+	"a user namespace path that is no namespace: refused, named"
+kill $UHOLD
+
 # --- bad mappings: named, nothing left
 userns_bundle u5 "$SHOW" io.nshash.tcp=4096
 jq '.linux.uidMappings += [{"containerID": 10, "hostID": 300000, "size": 5}]' "$D/u5/config.json" >"$D/x" && mv "$D/x" "$D/u5/config.json"
