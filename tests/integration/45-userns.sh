@@ -264,10 +264,11 @@ sleep 0.2
 touch "$S/userns/oci-left" "$S/userns/oci-kept" "$S/pins/oci-kept"
 mount --bind "/proc/$HOLDER/ns/user" "$S/userns/oci-kept"
 touch -d '-2 hours' "$S/userns/oci-left" # a claim a killed hook left, unmounted
-engines_policy "$D/policy-reclaim.json" "{\"stateDir\": \"$S\", \"reclaimInterval\": 0}"
+engines_policy "$D/policy-reclaim.json" "{\"stateDir\": \"$S\", \"reclaimInterval\": 0, \"logFile\": \"$D/reclaim.log\"}"
 userns_bundle u8 "true"
 (cd "$D/u8" && NSHASH_POLICY=$D/policy-reclaim.json nshash-runtime --root "$ROOT" run t45l >/dev/null 2>&1 </dev/null)
 [ -e "$S/userns/oci-left" ] && fail "the stale user namespace claim was not swept" || pass "a user namespace pin without its netns pin, older than staleAge, swept"
+assert_contains "$(cat "$D/reclaim.log")" "; removed 1 user namespace pin(s) under $S/userns whose netns pin is gone" "... and logged"
 assert_eq 1 "$(count_pins_under "$S/userns/")" "a user namespace pin whose netns pin exists is kept"
 umount "$S/userns/oci-kept"
 rm -f "$S/userns/oci-kept" "$S/pins/oci-kept"
