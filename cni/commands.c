@@ -205,6 +205,25 @@ static int add_occupied(struct run *r, const char *want, const struct occupancy_
 				    "nshash first in the conflist's plugins list so it runs before any interface "
 				    "exists",
 				    netns, want, j->occ.link_names);
+	/* Kubernetes hostUsers: false under containerd 1.7: the runtime made
+	 * the netns in the pod's user namespace, the sandbox inside, and
+	 * containerd pinned it from the sandbox's pid.  A replacement made
+	 * here would be the host user namespace's, empty or not. */
+	struct nshash_error ue;
+	if (r->ops == &nshash_cni_system_ops && nshash_netns_foreign_userns(netns, &ue) == 1) {
+		char inside[80] = "";
+		if (j->occ.pid)
+			snprintf(inside, sizeof(inside), " (process %d, %s, already inside)", (int)j->occ.pid,
+				 j->occ.comm);
+		return soft_failure(
+		    r, NSHASH_CNI_E_NOT_RESIZABLE,
+		    "cannot size the netns %s (%s): it is owned by the pod's own user namespace (Kubernetes "
+		    "hostUsers: false: the OCI runtime made it with the sandbox%s); a replacement made here would "
+		    "be the host user namespace's, where the pod could not mount sysfs. Instead: size such pods "
+		    "with nshash-runtime as the runtime handler (its size classes, or the pod annotations listed "
+		    "in pod_annotations), which makes the netns in the pod's user namespace",
+		    netns, want, inside);
+	}
 	if (j->occ.pid)
 		return soft_failure(
 		    r, NSHASH_CNI_E_NOT_RESIZABLE,

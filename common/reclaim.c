@@ -26,12 +26,22 @@ int nsh_reclaim_orphans(const char *state_dir, int64_t stale_age, int64_t interv
 			 NSHASH_RECLAIM_MAX_SCAN_MS);
 		return 1;
 	}
-	if (!rep.ran || (!rep.orphans_removed && !rep.ledger_dropped))
+	/* the user namespace pins of those netns pins follow them (the
+	 * precreate hook's, STATE/userns/NAME) */
+	int userns = rep.ran ? nshash_userns_sweep(state_dir, stale_age, &err) : 0;
+	if (userns < 0) {
+		snprintf(msg, len, "sweep user namespace pins (not fatal): %s", err.msg);
+		return 1;
+	}
+	if (!rep.ran || (!rep.orphans_removed && !rep.ledger_dropped && !userns))
 		return 0;
 	snprintf(msg, len,
 		 "reclaimed %zu orphan container pin(s) of %zu under %s/pins (no thread or fd held them), dropped %zu "
 		 "ledger record(s); table memory now %llu bytes in %zu netns",
 		 rep.orphans_removed, rep.pins_seen, state_dir, rep.ledger_dropped, (unsigned long long)rep.usage.bytes,
 		 rep.usage.netns);
+	if (userns > 0)
+		nsh_append(msg, len, "; removed %d user namespace pin(s) under %s/userns whose netns pin is gone",
+			   userns, state_dir);
 	return 1;
 }

@@ -272,6 +272,11 @@ typedef int (*nsh_pin_namer)(const struct nshash_netns_info *info, void *arg, ch
 			     struct nshash_error *err);
 int nsh_netns_create_named(const struct nshash_create_opts *opts, int proc, nsh_pin_namer namer, void *arg, char *path,
 			   size_t len, struct nshash_error *err);
+/* netns.c: in a process that need not come back to its netns (it ends
+ * after): a throwaway parent with the knobs of opts->sizes set, then the
+ * sized child, verified, lo up; the thread is left in it, *nsfd on it.
+ * An nsh_child_fn (arg: the create opts). */
+int nsh_netns_nested_here(const void *arg, int *nsfd, struct nshash_netns_info *info, struct nshash_error *err);
 /* netns.c: an fd on the template that nshash_netns_new() uses for `opts`
  * (template strategy, template built) and the path of its use stamp;
  * -ENOENT otherwise. */

@@ -341,8 +341,8 @@ int nsh_template_fd(const struct nshash_create_opts *opts, int *fd, char *stamp,
 }
 
 /* In a helper process that need not come back: a throwaway parent, then
- * the sized child. */
-static int nested_here(const void *arg, int *nsfd, struct nshash_netns_info *info, struct nshash_error *err)
+ * the sized child (internal.h: also lib/userns.c's helper). */
+int nsh_netns_nested_here(const void *arg, int *nsfd, struct nshash_netns_info *info, struct nshash_error *err)
 {
 	const struct nshash_create_opts *opts = arg;
 	int r = unshare_net("throwaway parent", err);
@@ -394,7 +394,7 @@ static int netns_make(const struct nshash_create_opts *opts, int proc, int *nsfd
 		if (r != -EPERM)
 			return nshash_error_set(err, -r, "cannot re-enter the caller's own network namespace: %s",
 						strerror(-r));
-		r = nsh_in_child(nested_here, opts, nsfd, info, err);
+		r = nsh_in_child(nsh_netns_nested_here, opts, nsfd, info, err);
 	} else if (!eff.tcp && !eff.udp && child_knobs_are(eff) == 1)
 		r = new_plain(opts, proc, home, nsfd, info, err);
 	else if (opts->strategy == NSHASH_STRATEGY_NESTED)

@@ -377,6 +377,66 @@ struct nshash_transplant_report {
 int nshash_netns_transplant(const struct nshash_transplant_opts *opts, const char *path,
 			    struct nshash_transplant_report *report, struct nshash_error *err);
 
+/* ---------------------------------------------------------------- user namespaces */
+/* A container in a user namespace of its own (OCI linux.uidMappings /
+ * gidMappings) can mount sysfs and manage its netns only if that netns is
+ * owned by its user namespace: one nshash made as root in the initial user
+ * namespace is not.  The kernel sizes a netns from the *_child_* knobs of
+ * its creator's netns, and a user namespace's root may set them in a netns
+ * that user namespace owns: so the user namespace is made first, with
+ * exactly the container's mappings, then a throwaway parent netns inside it
+ * with the knobs set (templates belong to the caller's user namespace and
+ * cannot serve), then the sized netns. */
+#define NSHASH_IDMAP_MAX 340 /* lines the kernel takes in a uid_map / gid_map */
+struct nshash_idmap {
+	uint32_t inside;  /* first id in the new user namespace (OCI containerID) */
+	uint32_t outside; /* first id in the caller's (OCI hostID) */
+	uint32_t count;	  /* how many (OCI size), > 0 */
+};
+struct nshash_userns_spec {
+	const struct nshash_idmap *uid; /* uid_map lines, 1..NSHASH_IDMAP_MAX */
+	size_t nuid;
+	const struct nshash_idmap *gid; /* gid_map lines, 1..NSHASH_IDMAP_MAX */
+	size_t ngid;
+};
+/* Make a user namespace with exactly spec's mappings (written by the
+ * caller, which needs CAP_SETUID and CAP_SETGID over the outside ids;
+ * setgroups stays "allow", as runc and crun leave it for root) and a sized
+ * netns it owns, from a helper process that ends before this returns.
+ * opts->sizes, max_table_bytes and state_dir apply as for
+ * nshash_netns_new() (the netns is recorded in the ledger and counted by
+ * the budget); strategy and spares do not (always a throwaway parent).
+ * O_CLOEXEC fds on both in *userns_fd and *nsfd; nothing is pinned; on
+ * failure nothing is left. */
+int nshash_userns_netns_new(const struct nshash_create_opts *opts, const struct nshash_userns_spec *spec,
+			    int *userns_fd, int *nsfd, struct nshash_netns_info *info, struct nshash_error *err);
+/* The same in an existing user namespace, the one behind `userns_fd` (a
+ * container joining it by path): the helper joins it (the caller needs
+ * CAP_SYS_ADMIN over it), no mappings are written.  *nsfd as above. */
+int nshash_userns_netns_join(const struct nshash_create_opts *opts, int userns_fd, int *nsfd,
+			     struct nshash_netns_info *info, struct nshash_error *err);
+/* Open the user namespace at `path` (a pin or /proc/PID/ns/user, from a
+ * config: nothing but nsfs is opened), O_CLOEXEC in *fd; *callers: it is
+ * the caller's own.  0 or -errno (EINVAL: not a user namespace). */
+int nshash_userns_open(const char *path, int *fd, bool *callers, struct nshash_error *err);
+/* Pin the user namespace behind `userns_fd` at `path` (O_EXCL file, bind
+ * mount), as nshash_pin_fd() does a netns: a runtime then joins it by path. */
+int nshash_userns_pin(int userns_fd, const char *path, struct nshash_error *err);
+/* umount2(MNT_DETACH) + unlink of such a pin; succeeds when already gone;
+ * refuses anything mounted there that is not a user namespace. */
+int nshash_userns_pin_remove(const char *path, struct nshash_error *err);
+/* The precreate hook pins a container's user namespace at
+ * STATE_DIR/userns/NAME beside its netns pin STATE_DIR/pins/NAME, and
+ * removes both once the container's init holds them.  Remove the user
+ * namespace pins whose netns pin is gone and that are older than min_age
+ * (at least NSHASH_STALE_AGE_MIN): what a killed hook or a failed create
+ * left once the orphan reclaim took the netns pin.  How many, or -errno. */
+int nshash_userns_sweep(const char *state_dir, int64_t min_age, struct nshash_error *err);
+/* 1 when the netns at `path` (a pin or /proc/PID/ns/net) is owned by a user
+ * namespace other than the caller's (a container's own: a replacement the
+ * caller made would not be), 0 when by the caller's, or -errno. */
+int nshash_netns_foreign_userns(const char *path, struct nshash_error *err);
+
 /* ---------------------------------------------------------------- pins */
 
 /* NAME → /run/netns/NAME (NAME: [A-Za-z0-9._-], 1..NAME_MAX, not "." or
@@ -425,6 +485,7 @@ void nshash_handoff_end(struct nshash_handoff *h);
  *   DIR/templates/tcpT-udpU.used   touched on every use (gc age); holds the
  *                                  template's sysctls once a transplant read them
  *   DIR/pins/ID               pins made for containers by the hook/wrapper
+ *   DIR/userns/ID             the hook's pin of that container's own user namespace
  *   DIR/spares/tcpT-udpU.TCP.UDP.RAND   spares: sized netns made ahead of
  *                             need, named after the *_hash_entries they have
  */

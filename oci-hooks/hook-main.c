@@ -21,6 +21,16 @@
 
 #define STDIN_MAX (16 * 1024 * 1024)
 
+/* What the hook keeps once its input is read: the first
+ * HOOK_CAPS_PRECREATE for precreate (the last of them, CAP_NET_ADMIN, only
+ * there), and for its transform also the last three, to write the id
+ * mappings of a container's own user namespace (userns.c; the kernel asks
+ * CAP_SETFCAP of a map that maps the writer's user namespace's uid 0, as
+ * rootless podman's --userns=keep-id does). */
+static const int hook_caps[] = {CAP_SYS_ADMIN, CAP_SYS_PTRACE, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH,
+				CAP_NET_ADMIN, CAP_SETUID,     CAP_SETGID,	 CAP_SETFCAP};
+#define HOOK_CAPS_PRECREATE 5
+
 static int usage(void)
 {
 	fprintf(stderr, "usage: nshash-hook precreate|createRuntime|prestart|poststop|state [--policy FILE]\n");
@@ -93,11 +103,16 @@ static void hand_off(const struct nshash_policy *policy, const struct nshash_oci
 		nshash_log(NSHASH_LOG_WARN, who, "%s: %s stays until the reclaim removes it", err.msg, res->pin_path);
 		_exit(0);
 	}
+	/* the container's user namespace (its own, userns.c) goes with it:
+	 * the init holds both */
+	if (res->userns_pin_path[0] && nshash_userns_pin_remove(res->userns_pin_path, &err) < 0)
+		nshash_log(NSHASH_LOG_WARN, who, "%s", err.msg);
 	if (nshash_pin_remove(res->pin_path, &err) < 0)
 		nshash_log(NSHASH_LOG_WARN, who, "%s", err.msg);
 	else if (user > 0)
-		nshash_log(NSHASH_LOG_INFO, who, "removed pin %s (pid %d, the container's init, holds the netns)",
-			   res->pin_path, (int)user);
+		nshash_log(NSHASH_LOG_INFO, who, "removed pin %s%s%s (pid %d, the container's init, holds the netns)",
+			   res->pin_path, res->userns_pin_path[0] ? " and its user namespace's pin " : "",
+			   res->userns_pin_path, (int)user);
 	else if (user == 0)
 		nshash_log(
 		    NSHASH_LOG_WARN, who,
@@ -107,7 +122,7 @@ static void hand_off(const struct nshash_policy *policy, const struct nshash_oci
 	/* the next container of these sizes takes a spare: make it now that
 	 * this one runs (not while its runtime creates it) */
 	struct nshash_create_opts copts = nsh_policy_create_opts(policy, res->request.sizes);
-	if (user > 0)
+	if (user > 0 && !res->userns_pin_path[0]) /* a user namespace's netns never comes from a spare */
 		nsh_spares_work(&copts);
 	_exit(0);
 }
@@ -122,6 +137,20 @@ static int precreate(const struct nshash_policy *policy, const char *in, size_t 
 
 	char who[300];
 	int r = nshash_oci_transform(in, len, &opts, &out, &out_len, &res, &err);
+	/* CAP_SETUID/SETGID/SETFCAP wrote a user namespace's mappings, if any: no
+	 * longer needed (main kept them for the transform only) */
+	struct nshash_error cerr;
+	if (nsh_caps_keep(hook_caps, HOOK_CAPS_PRECREATE, &cerr) < 0) {
+		nshash_log(NSHASH_LOG_ERROR, NULL, "%s", cerr.msg);
+		if (r == 0 && res.action == NSHASH_OCI_SIZED) {
+			nshash_pin_remove(res.pin_path, &cerr);
+			if (res.userns_pin_path[0])
+				nshash_userns_pin_remove(res.userns_pin_path, &cerr);
+		}
+		if (r == 0)
+			free(out);
+		return 1;
+	}
 
 	/* no container id before the runtime runs: name it by its hostname */
 	snprintf(who, sizeof(who), "hostname %s", res.hostname[0] ? res.hostname : "(none)");
@@ -139,6 +168,8 @@ static int precreate(const struct nshash_policy *policy, const char *in, size_t 
 		nshash_log(NSHASH_LOG_ERROR, who, "write config to stdout: %s", strerror(errno));
 		nshash_handoff_end(&h);
 		if (res.action == NSHASH_OCI_SIZED && nshash_pin_remove(res.pin_path, &err) < 0)
+			nshash_log(NSHASH_LOG_ERROR, NULL, "%s", err.msg);
+		if (res.userns_pin_path[0] && nshash_userns_pin_remove(res.userns_pin_path, &err) < 0)
 			nshash_log(NSHASH_LOG_ERROR, NULL, "%s", err.msg);
 		free(out);
 		return 1;
@@ -271,9 +302,8 @@ int main(int argc, char **argv)
 	 * needs (namespaces and mounts; links and sysctls of the new netns for
 	 * precreate; /proc of other users' processes; a bundle owned by a
 	 * user).  Nothing is exec'd. */
-	static const int keep[] = {CAP_SYS_ADMIN, CAP_SYS_PTRACE, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_NET_ADMIN};
-	size_t nkeep = sizeof(keep) / sizeof(keep[0]) - (strcmp(stage, "precreate") ? 1 : 0);
-	if (nsh_caps_keep(keep, nkeep, &err) < 0) {
+	size_t nkeep = strcmp(stage, "precreate") ? HOOK_CAPS_PRECREATE - 1 : sizeof(hook_caps) / sizeof(hook_caps[0]);
+	if (nsh_caps_keep(hook_caps, nkeep, &err) < 0) {
 		nshash_log(NSHASH_LOG_ERROR, NULL, "%s", err.msg);
 		free(in);
 		return 1;

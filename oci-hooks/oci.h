@@ -42,8 +42,12 @@ struct nshash_oci_spare {
 struct nshash_oci_opts {
 	enum nshash_oci_mode mode;
 	const struct nshash_policy *policy;
-	const char *pin_name;	 /* NULL = a random unique name */
-	const char *pin_path;	 /* wrapper: pin exactly there (its private tmpfs), not under STATE_DIR/pins */
+	const char *pin_name; /* NULL = a random unique name */
+	const char *pin_path; /* wrapper: pin exactly there (its private tmpfs), not under STATE_DIR/pins */
+	/* wrapper: where a container's own user namespace is pinned (its
+	 * private tmpfs); NULL: precreate pins it at STATE_DIR/userns/NAME,
+	 * the wrapper refuses (its shared-propagation path) */
+	const char *userns_pin_path;
 	const char *hook_path;	 /* wrapper: absolute path of nshash-hook */
 	const char *policy_path; /* wrapper: passed to the added hooks; NULL = none */
 	/* wrapper: sizes from --nshash-tcp/--nshash-udp, used when the config
@@ -63,6 +67,7 @@ struct nshash_oci_result {
 	struct nshash_oci_request request;
 	struct nshash_netns_info info; /* SIZED: what the new netns has */
 	char pin_path[4096];	       /* SIZED/ALREADY */
+	char userns_pin_path[4096];    /* SIZED in a new user namespace: its pin ("" none) */
 	char warning[1024];	       /* WARNED: why */
 	char hostname[256];	       /* the config's hostname (podman: the short id), for logs */
 	bool from_defaults;	       /* the request is opts->defaults, not annotations */
@@ -156,6 +161,25 @@ int nshash_runtime_find(const struct nshash_policy *policy, const char *self, ch
 int nsh_oci_request_from_annotations(struct json_object *ann, struct nshash_oci_request *req, struct nshash_error *err);
 /* transform.c: the config's linux.namespaces entry of type network, or NULL. */
 struct json_object *nsh_oci_network_entry(struct json_object *doc);
+/* transform.c: ... of that type ("user", "network"), or NULL. */
+struct json_object *nsh_oci_namespace_entry(struct json_object *doc, const char *type);
+/* userns.c: does the config ask for a new user namespace (a user entry
+ * without a path)? */
+bool nsh_oci_wants_new_userns(struct json_object *doc);
+bool nsh_oci_text_wants_userns(const char *text, size_t len);
+/* userns.c: the container's user namespace with exactly its config's
+ * linux.uidMappings/gidMappings and a netns of copts->sizes it owns,
+ * pinned at userns_pin and pin_path; on failure nothing is left. */
+int nsh_oci_userns_create(struct json_object *doc, const struct nshash_create_opts *copts, const char *pin_path,
+			  const char *userns_pin, struct nshash_netns_info *info, struct nshash_error *err);
+/* userns.c: for a container joining the user namespace at `path`: when
+ * that is not the caller's own, make the sized netns in it and pin it at
+ * pin_path (1), else 0 (make it as usual); < 0 on errors, nothing left. */
+int nsh_oci_userns_join_create(const char *path, const struct nshash_policy *policy, struct nshash_sizes sizes,
+			       const char *pin_path, struct nshash_netns_info *info, struct nshash_error *err);
+/* refusal.c: the error for a new user namespace on the wrapper's
+ * shared-propagation path (sibling.c), where nshash cannot make it. */
+int nsh_oci_refuse_userns_shared(struct nshash_sizes req, struct nshash_error *err);
 /* transform.c: do mounts the container makes have to reach the host
  * (linux.rootfsPropagation or a mount option shared/rshared: Kubernetes
  * "Bidirectional", Docker bind-propagation=rshared)? */

@@ -202,3 +202,14 @@ int nsh_oci_refuse_no_entry(struct json_object *doc, struct nshash_sizes req, st
 				"resized. Instead: %s",
 				req.tcp, req.udp, host_advice[engine_of(doc)]);
 }
+
+int nsh_oci_refuse_userns_shared(struct nshash_sizes req, struct nshash_error *err)
+{
+	return nshash_error_set(
+	    err, EOPNOTSUPP,
+	    "cannot size tcp=%u udp=%u: the container has a user namespace of its own and asks for "
+	    "shared mount propagation: nshash-runtime makes a container's user namespace only in its "
+	    "private mount namespace. Instead: drop the shared propagation (rshared, Bidirectional) "
+	    "or the user namespace",
+	    req.tcp, req.udp);
+}

@@ -120,6 +120,11 @@ int nsh_private_config(const char *run_dir, const char *config, size_t len, cons
 	int r = 0;
 	if (fd < 0 || nsh_write_all(fd, config, len) < 0)
 		r = nshash_error_set(err, errno, "write %s: %s", file, strerror(errno));
+	/* the user's file's owner and mode: a container that reads its own
+	 * config (runtime-tools' runtimetest reads /config.json) as a root
+	 * that is not the host's (its own user namespace) still can */
+	if (r == 0 && (fchown(fd, st.st_uid, st.st_gid) < 0 || fchmod(fd, st.st_mode & 07777) < 0))
+		r = nshash_error_set(err, errno, "give %s the owner and mode of %s: %s", file, target, strerror(errno));
 	if (fd >= 0)
 		close(fd);
 	if (r == 0 && mount(file, fdpath, NULL, MS_BIND, NULL) < 0)

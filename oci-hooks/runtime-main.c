@@ -265,7 +265,7 @@ static char **wrap_create(int argc, char **argv, const struct nshash_policy *pol
 	struct nshash_error err = {0};
 	struct nshash_oci_result res;
 	struct nsh_mnt_saved saved = {-1, -1};
-	char pin[300], pin_path[1200], target[PATH_MAX], run_dir[1100], *text, *sized;
+	char pin[300], pin_path[1200], userns_pin[1200], target[PATH_MAX], run_dir[1100], *text, *sized;
 	size_t len, sized_len;
 	struct nshash_oci_opts opts = {
 	    .mode = NSHASH_OCI_WRAPPER,
@@ -299,7 +299,10 @@ static char **wrap_create(int argc, char **argv, const struct nshash_policy *pol
 		die(args->id, err.msg);
 	struct nshash_oci_spare spare = {.fd = -1};
 	int refill = -1;
-	if (asks > 0) {
+	/* a container with a user namespace of its own gets a netns that
+	 * user namespace owns: never a spare (the host's) */
+	bool userns = asks > 0 && nsh_oci_text_wants_userns(text, len);
+	if (asks > 0 && !userns) {
 		spare_get(policy, sizes, &spare, &refill);
 		opts.spare = &spare;
 	}
@@ -309,6 +312,8 @@ static char **wrap_create(int argc, char **argv, const struct nshash_policy *pol
 	}
 	snprintf(run_dir, sizeof(run_dir), "%s/run", policy->state_dir);
 	snprintf(pin_path, sizeof(pin_path), "%s/netns", run_dir);
+	snprintf(userns_pin, sizeof(userns_pin), "%s/userns", run_dir);
+	opts.userns_pin_path = userns_pin; /* the same life as the netns pin: the private tmpfs's */
 	if (asks > 0 && nsh_private_enter(run_dir, &saved, &err) < 0)
 		die(args->id, err.msg);
 	if (nshash_oci_transform(text, len, &opts, &sized, &sized_len, &res, &err) < 0) {

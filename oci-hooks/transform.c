@@ -13,7 +13,7 @@
 
 #include "oci.h"
 
-struct json_object *nsh_oci_network_entry(struct json_object *doc)
+struct json_object *nsh_oci_namespace_entry(struct json_object *doc, const char *type_name)
 {
 	struct json_object *linux_, *nss;
 
@@ -23,10 +23,15 @@ struct json_object *nsh_oci_network_entry(struct json_object *doc)
 	for (size_t i = 0; i < json_object_array_length(nss); i++) {
 		struct json_object *e = json_object_array_get_idx(nss, i), *type;
 		if (json_object_is_type(e, json_type_object) && json_object_object_get_ex(e, "type", &type) &&
-		    json_object_is_type(type, json_type_string) && !strcmp(json_object_get_string(type), "network"))
+		    json_object_is_type(type, json_type_string) && !strcmp(json_object_get_string(type), type_name))
 			return e;
 	}
 	return NULL;
+}
+
+struct json_object *nsh_oci_network_entry(struct json_object *doc)
+{
+	return nsh_oci_namespace_entry(doc, "network");
 }
 
 static int dup_out(const char *text, size_t len, char **out, size_t *out_len, struct nshash_error *err)
@@ -50,6 +55,8 @@ struct transform {
 	const char *path;	   /* that entry's path, NULL = none */
 	char name[256];		   /* the new pin's name */
 	bool pinned;		   /* a pin exists that a failure must remove */
+	bool new_userns;	   /* linux.namespaces has a user entry without a path */
+	const char *userns_path;   /* ... or with this path, NULL = none */
 };
 
 /* What decide and apply conclude. */
@@ -98,6 +105,11 @@ static int transform_parse(struct transform *t, const char *config, size_t len, 
 	if (json_object_object_get_ex(t->doc, "hostname", &h) && json_object_is_type(h, json_type_string))
 		snprintf(t->res->hostname, sizeof(t->res->hostname), "%s", json_object_get_string(h));
 	json_object_object_get_ex(t->doc, "annotations", &t->ann);
+	t->new_userns = nsh_oci_wants_new_userns(t->doc);
+	struct json_object *ue = nsh_oci_namespace_entry(t->doc, "user"), *up;
+	if (ue && json_object_object_get_ex(ue, "path", &up) && json_object_is_type(up, json_type_string) &&
+	    json_object_get_string_len(up) > 0)
+		t->userns_path = json_object_get_string(up);
 	r = nsh_oci_request_from_annotations(t->ann, &t->res->request, err);
 	const struct nshash_sizes *d = t->opts->defaults;
 	if (r == 0 && !t->res->request.present && d && (d->tcp || d->udp)) {
@@ -225,6 +237,8 @@ static int transform_decide(struct transform *t, struct nshash_error *err)
 		return r;
 	if (t->path)
 		return decide_given_path(t, err);
+	if (t->new_userns && opts->mode == NSHASH_OCI_WRAPPER && !opts->userns_pin_path)
+		return nsh_oci_refuse_userns_shared(res->request.sizes, err);
 	return SIZE_NETNS;
 }
 
@@ -256,7 +270,31 @@ static int create_pinned(struct transform *t, struct nshash_error *err)
 	struct nshash_sizes want = nshash_sizes_effective(res->request.sizes), have = {0};
 	if (spare && spare->fd >= 0)
 		have = nshash_sizes_effective(spare->sizes);
-	if (r == 0 && spare && spare->fd >= 0 && have.tcp == want.tcp && have.udp == want.udp) {
+	if (r == 0 && t->new_userns && !t->opts->userns_pin_path) {
+		/* precreate: STATE_DIR/userns/NAME beside STATE_DIR/pins/NAME */
+		r = nshash_state_subdir(policy->state_dir, "userns", dir, sizeof(dir), err);
+		if (r == 0)
+			r = nshash_pin_dir_prepare(dir, err);
+		if (r == 0 && (size_t)snprintf(res->userns_pin_path, sizeof(res->userns_pin_path), "%s/%s", dir,
+					       t->name) >= sizeof(res->userns_pin_path))
+			r = nshash_error_set(err, ENAMETOOLONG, "%s/%s: path too long", dir, t->name);
+	} else if (r == 0 && t->new_userns) {
+		snprintf(res->userns_pin_path, sizeof(res->userns_pin_path), "%s", t->opts->userns_pin_path);
+	}
+	if (r == 0 && t->new_userns) {
+		/* spares and templates are the host user namespace's: never one */
+		struct nshash_create_opts copts = nsh_policy_create_opts(policy, res->request.sizes);
+		r = nsh_oci_userns_create(t->doc, &copts, res->pin_path, res->userns_pin_path, &res->info, err);
+		if (r < 0)
+			res->userns_pin_path[0] = '\0';
+	} else if (r == 0 && t->userns_path &&
+		   (r = nsh_oci_userns_join_create(t->userns_path, policy, res->request.sizes, res->pin_path,
+						   &res->info, err)) != 0) {
+		/* the container joins a user namespace not ours: its netns was made
+		 * there (1), or that failed (< 0) */
+		if (r > 0)
+			r = 0;
+	} else if (r == 0 && spare && spare->fd >= 0 && have.tcp == want.tcp && have.udp == want.udp) {
 		r = nshash_pin_fd(spare->fd, res->pin_path, err);
 		if (r == 0) {
 			res->info = spare->info;
@@ -324,6 +362,9 @@ static int transform_apply(struct transform *t, struct nshash_error *err)
 	if (r != SIZE_NETNS)
 		return r;
 	json_object_object_add(t->entry, "path", json_object_new_string(t->res->pin_path));
+	if (t->res->userns_pin_path[0]) /* the mappings stay: runc and crun read them */
+		json_object_object_add(nsh_oci_namespace_entry(t->doc, "user"), "path",
+				       json_object_new_string(t->res->userns_pin_path));
 	if (t->opts->mode == NSHASH_OCI_WRAPPER)
 		return CONFIG_CHANGED;
 	if (!t->ann || !json_object_is_type(t->ann, json_type_object)) {
@@ -371,6 +412,8 @@ int nshash_oci_transform(const char *config, size_t len, const struct nshash_oci
 	if (r < 0 && t.pinned) {
 		struct nshash_error e2;
 		nshash_pin_remove(res->pin_path, &e2);
+		if (res->userns_pin_path[0])
+			nshash_userns_pin_remove(res->userns_pin_path, &e2);
 	}
 	if (r < 0) {
 		free(*out);
@@ -387,8 +430,10 @@ void nshash_oci_log_result(const char *who, const struct nshash_oci_result *res)
 	switch (res->action) {
 	case NSHASH_OCI_SIZED:
 		nshash_log(NSHASH_LOG_INFO, who,
-			   "sized netns pinned at %s: requested tcp=%u udp=%u, effective tcp=%ld udp=%ld",
-			   res->pin_path, rq->tcp, rq->udp, res->info.tcp_entries, res->info.udp_entries);
+			   "sized netns pinned at %s: requested tcp=%u udp=%u, effective tcp=%ld udp=%ld%s%s%s",
+			   res->pin_path, rq->tcp, rq->udp, res->info.tcp_entries, res->info.udp_entries,
+			   res->userns_pin_path[0] ? " (owned by the container's user namespace, pinned at " : "",
+			   res->userns_pin_path, res->userns_pin_path[0] ? ")" : "");
 		break;
 	case NSHASH_OCI_ALREADY:
 		if (!res->info.tcp_entries && !res->info.udp_entries) { /* nshash's own pin, not entered */

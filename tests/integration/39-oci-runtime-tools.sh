@@ -25,9 +25,6 @@ command -v runc >/dev/null || cannot_run "needs runc"
 
 # Sized, these fail, each for the reason given (a fragment of its output).
 declare -A SIZED_FAILS=(
-	# the sized netns is owned by the initial user namespace (issue 22)
-	[linux_uid_mappings]='mount sysfs:/sys (via /proc/self/fd/'
-	[linux_ns_nopath]='mount sysfs:/sys (via /proc/self/fd/'
 	# the container joins another netns or the host's, which cannot be sized (refused)
 	[linux_ns_itype]='cannot size tcp=4096 udp=1024: the config has no network namespace entry, so the container shares the host'"'"'s network namespace'
 	[linux_ns_path]='cannot size tcp=4096 udp=1024: the container would join the network namespace of process '

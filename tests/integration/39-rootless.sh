@@ -4,8 +4,10 @@
 # rootless podman with nshash's hooks: --network none plus annotations gives
 # exactly the asked sizes (the hook, root only in podman's user namespace,
 # makes the sized netns through a helper process), the verify hook checks
-# it, the pin goes away; without annotations nothing changes.  The user's
-# own CLI errors say what to do.
+# it, the pin goes away; without annotations nothing changes; with
+# --userns=keep-id (a user namespace of the container's own inside
+# podman's) the hook makes that user namespace and its sized netns.  The
+# user's own CLI errors say what to do.
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/engines.sh"
 require_root
@@ -80,6 +82,17 @@ for _ in $(seq 30); do grep -q "removed pin" <<<"$(cat "$D/home/nshash.log")" &&
 assert_contains "$(cat "$D/home/nshash.log")" "removed pin $STATE/pins/oci-" "the precreate hook's child removed the pin (inside the user namespace)"
 assert_contains "$(cat "$D/home/nshash.log")" ", the container's init, holds the netns)" "... once the init was in the netns"
 assert_eq "" "$(ls "$STATE/pins" 2>/dev/null)" "no pin file left"
+# --userns=keep-id: a user namespace of the container's own inside podman's;
+# the hook makes it (its map maps podman's root: CAP_SETFCAP) and its netns
+out=$(as_user podman run --rm --userns=keep-id --network none --annotation io.nshash.tcp=4096 --annotation io.nshash.udp=1024 \
+	localhost/nshash-busybox sh -c "$SHOW; cat /proc/self/uid_map | wc -l; grep -c ' /sys sysfs ' /proc/self/mounts; id -u" 2>&1)
+assert_eq "4096 1024
+3
+1
+$(id -u "$U")" "$out" "rootless --userns=keep-id --network none: sized, keep-id's 3 mappings, sysfs, the user's uid inside"
+for _ in $(seq 30); do grep -q "and its user namespace's pin" "$D/home/nshash.log" && break; sleep 0.2; done
+assert_contains "$(cat "$D/home/nshash.log")" "and its user namespace's pin $STATE/userns/oci-" "... both pins removed by the hook's child"
+assert_eq "" "$(ls "$STATE/pins" "$STATE/userns" 2>/dev/null | grep oci-)" "... no pin file left"
 out=$(as_user podman run --rm --network none --annotation io.nshash.tcp=lots localhost/nshash-busybox true 2>&1)
 rc=$?
 [ $rc -ne 0 ] && pass "rootless: a bad annotation is refused (exit $rc)" || fail "rootless: a bad annotation: started"

@@ -6,7 +6,9 @@
 # pipe (tests/lib/capwatch.py), and its capability sets are read from
 # /proc/PID/status: the permitted and effective sets hold nothing beyond
 # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_NET_ADMIN, CAP_SYS_PTRACE and
-# CAP_SYS_ADMIN, the ambient set is empty, and the work itself still worked.
+# CAP_SYS_ADMIN (precreate of a container with a user namespace of its own
+# also: CAP_SETUID/SETGID/SETFCAP wrote its mappings and are gone by its end),
+# the ambient set is empty, and the work itself still worked.
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/engines.sh"
 . "$(dirname "$0")/../lib/cni.sh"
@@ -48,6 +50,16 @@ printf '{"ociVersion": "1.0.2", "annotations": {"io.nshash.tcp": "4096"}, "linux
 watch "precreate" stdout "$D/config.json" "$H" precreate --policy "$P"
 assert_eq 1 "$(engines_pins_left "$S")" "precreate pinned its netns"
 PIN=$(ls "$S/pins")
+
+# precreate of a container with a user namespace of its own: CAP_SETUID,
+# CAP_SETGID and CAP_SETFCAP wrote its mappings and are gone by the end of the run
+printf '{"ociVersion": "1.0.2", "annotations": {"io.nshash.tcp": "4096"}, "linux": {"namespaces": [{"type": "network"}, {"type": "user"}], "uidMappings": [{"containerID": 0, "hostID": 100000, "size": 65536}], "gidMappings": [{"containerID": 0, "hostID": 100000, "size": 65536}]}}' >"$D/config-userns.json"
+on_exit "umount -l '$S/userns/'* 2>/dev/null"
+watch "precreate, a user namespace of its own" stdout "$D/config-userns.json" "$H" precreate --policy "$P"
+assert_eq "2 1" "$(engines_pins_left "$S") $(count_pins_under "$S/userns/")" "... pinned its netns and its user namespace"
+for u in "$S"/userns/oci-*; do
+	umount "$u" && rm "$u" && nshash delete "$S/pins/${u##*/}" >/dev/null
+done
 
 # createRuntime: verifies a process's netns, its last log line blocks
 nsenter --net="$S/pins/$PIN" sleep 300 &

@@ -715,6 +715,101 @@ static void test_sibling(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* A container with a user namespace of its own: which configs ask for one,
+ * and the mappings' refusals (the wrapper's transform, before any namespace
+ * is made: tests/integration/45-userns.sh makes them). */
+static int transform_wrapper(const char *config, const char *userns_pin, struct nshash_error *err)
+{
+	struct nshash_oci_opts opts = {.mode = NSHASH_OCI_WRAPPER,
+				       .policy = &policy,
+				       .pin_name = "t",
+				       .pin_path = "/nonexistent/nshash-unit/run/netns",
+				       .userns_pin_path = userns_pin};
+	struct nshash_oci_result res;
+	char *out = NULL;
+	size_t len;
+	int r = nshash_oci_transform(config, strlen(config), &opts, &out, &len, &res, err);
+	free(out);
+	return r;
+}
+
+static void test_userns(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *ns;
+		bool wants;
+	} cases[] = {
+	    {"{\"type\": \"network\"}", false},
+	    {"{\"type\": \"user\"}", true},
+	    {"{\"type\": \"user\", \"path\": \"\"}", true},
+	    {"{\"type\": \"user\", \"path\": null}", true},
+	    {"{\"type\": \"user\", \"path\": \"/proc/1/ns/user\"}", false},
+	};
+	char buf[1024];
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(buf, sizeof(buf), CONFIG_WITH("", "%s"), cases[i].ns);
+		assert_int_equal(nsh_oci_text_wants_userns(buf, strlen(buf)), cases[i].wants);
+	}
+	assert_false(nsh_oci_text_wants_userns("{\"user\": [", 11)); /* not JSON: the transform says so */
+
+	struct nshash_error err = {0};
+#define USERNS_CONFIG(maps)                                                                                            \
+	"{\"annotations\": {\"io.nshash.tcp\": \"4096\"}, \"linux\": {\"namespaces\": [{\"type\": \"network\"}, "      \
+	"{\"type\": \"user\"}]" maps "}}"
+#define GID ", \"gidMappings\": [{\"containerID\": 0, \"hostID\": 100000, \"size\": 65536}]"
+	static const struct {
+		const char *config, *fragment;
+	} bad[] = {
+	    {USERNS_CONFIG(GID), "without linux.uidMappings: give the container's mappings"},
+	    {USERNS_CONFIG(", \"uidMappings\": []" GID), "without linux.uidMappings"},
+	    {USERNS_CONFIG(", \"uidMappings\": [{\"containerID\": 0, \"hostID\": 100000, \"size\": 65536}]"),
+	     "without linux.gidMappings"},
+	    {USERNS_CONFIG(", \"uidMappings\": [{\"containerID\": 0, \"hostID\": 100000, \"size\": -1}]" GID),
+	     "config: linux.uidMappings[0].size: -1 is outside 0..4294967295"},
+	    {USERNS_CONFIG(", \"uidMappings\": [{\"containerID\": 0, \"hostID\": 4294967296, \"size\": 1}]" GID),
+	     "linux.uidMappings[0].hostID: 4294967296 is outside"},
+	    {USERNS_CONFIG(", \"uidMappings\": [{\"containerID\": \"0\", \"hostID\": 1, \"size\": 1}]" GID),
+	     "linux.uidMappings[0].containerID: missing or not an integer"},
+	    {USERNS_CONFIG(", \"uidMappings\": [7]" GID), "linux.uidMappings[0]: not an object"},
+	    {USERNS_CONFIG(", \"uidMappings\": [{\"containerID\": 0, \"hostID\": 1}]" GID),
+	     "linux.uidMappings[0].size: missing"},
+	    {USERNS_CONFIG(", \"uidMappings\": [{\"containerID\": 0, \"hostID\": 1, \"size\": 0}]" GID),
+	     "uid mappings[0] = 0 1 0: empty, or past 2^32-1"},
+	    {USERNS_CONFIG(", \"uidMappings\": [{\"containerID\": 4294967295, \"hostID\": 1, \"size\": 2}]" GID),
+	     "empty, or past 2^32-1"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memset(&err, 0, sizeof(err));
+		assert_true(transform_wrapper(bad[i].config, "/nonexistent/nshash-unit/run/userns", &err) < 0);
+		if (!strstr(err.msg, bad[i].fragment))
+			fail_msg("error \"%s\" lacks \"%s\"", err.msg, bad[i].fragment);
+	}
+	/* more entries than the kernel takes */
+	char *many = malloc(64 * 1024);
+	assert_non_null(many);
+	size_t off = (size_t)snprintf(many, 64 * 1024, "%s",
+				      "{\"annotations\": {\"io.nshash.tcp\": \"4096\"}, "
+				      "\"linux\": {\"namespaces\": [{\"type\": \"network\"}, "
+				      "{\"type\": \"user\"}], \"uidMappings\": [");
+	for (int i = 0; i <= NSHASH_IDMAP_MAX; i++)
+		off += (size_t)snprintf(many + off, 64 * 1024 - off,
+					"%s{\"containerID\": %d, \"hostID\": %d, \"size\": 1}", i ? ", " : "", i,
+					100000 + i);
+	snprintf(many + off, 64 * 1024 - off, "]" GID "}}");
+	memset(&err, 0, sizeof(err));
+	assert_true(transform_wrapper(many, "/nonexistent/nshash-unit/run/userns", &err) < 0);
+	assert_non_null(strstr(err.msg, "linux.uidMappings: 341 entries (the kernel takes at most 340)"));
+	free(many);
+	/* the wrapper's shared-propagation path has no private tmpfs for it */
+	memset(&err, 0, sizeof(err));
+	assert_true(transform_wrapper(USERNS_CONFIG(GID), NULL, &err) < 0);
+	assert_non_null(strstr(err.msg, "cannot size tcp=4096 udp=0: the container has a user namespace of its own "
+					"and asks for shared mount propagation"));
+#undef GID
+#undef USERNS_CONFIG
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -725,7 +820,7 @@ int main(void)
 	    cmocka_unit_test(test_args),	  cmocka_unit_test(test_pin_names),
 	    cmocka_unit_test(test_runtime_find),  cmocka_unit_test(test_own_options),
 	    cmocka_unit_test(test_defaults),	  cmocka_unit_test(test_engine_paths),
-	    cmocka_unit_test(test_sibling),
+	    cmocka_unit_test(test_sibling),	  cmocka_unit_test(test_userns),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }

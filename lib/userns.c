@@ -1,0 +1,417 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* A sized netns owned by a user namespace of its own (nshash.h, "user
+ * namespaces").  A helper process unshares the user namespace; the caller
+ * writes exactly the requested mappings into it (its privileges, not the
+ * helper's, allow any mapping); the helper, root of that user namespace,
+ * makes a throwaway parent netns there with the child knobs set and the
+ * sized netns from it (the nested strategy, nsh_netns_nested_here); the
+ * caller opens both through /proc/HELPER/ns and checks that the netns is
+ * owned by the user namespace before the helper ends. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <time.h>
+#include <linux/magic.h>
+#include <linux/nsfs.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/wait.h>
+
+#include "internal.h"
+
+/* What the helper says: after its unshare (stage 1), after the netns
+ * (stage 2). */
+struct helper_reply {
+	int r;
+	struct nshash_error err;
+	struct nshash_netns_info info;
+};
+
+static int send_reply(int sock, const struct helper_reply *rep)
+{
+	ssize_t n;
+	while ((n = send(sock, rep, sizeof(*rep), MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	return n == (ssize_t)sizeof(*rep) ? 0 : -1;
+}
+
+static int recv_reply(int sock, struct helper_reply *rep, const char *stage, struct nshash_error *err)
+{
+	ssize_t n;
+	while ((n = recv(sock, rep, sizeof(*rep), 0)) < 0 && errno == EINTR)
+		;
+	if (n != (ssize_t)sizeof(*rep))
+		return nshash_error_set(err, n < 0 ? errno : EPROTO, "user namespace helper (%s): %s", stage,
+					n < 0 ? strerror(errno) : "died without an answer");
+	if (rep->r < 0) {
+		if (err)
+			*err = rep->err;
+		return rep->r;
+	}
+	return 0;
+}
+
+/* The helper: unshare (or, join_fd >= 0, join that user namespace), wait
+ * for the mappings, make the netns, stay until the caller has opened it
+ * (the socket closes). */
+__attribute__((noreturn)) static void helper(int sock, pid_t parent, const struct nshash_create_opts *opts, int join_fd)
+{
+	struct helper_reply rep = {0};
+	char go;
+
+	/* never outlive the caller (a killed wrapper): its namespaces go too */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(1);
+	if (join_fd >= 0 && setns(join_fd, CLONE_NEWUSER) < 0) {
+		int e = errno;
+		rep.r = nshash_error_set(&rep.err, e, "join the user namespace: %s%s", strerror(e),
+					 e == EPERM ? " (needs CAP_SYS_ADMIN over it)" : "");
+	} else if (join_fd < 0 && unshare(CLONE_NEWUSER) < 0) {
+		int e = errno;
+		rep.r = nshash_error_set(&rep.err, e, "unshare a user namespace: %s%s", strerror(e),
+					 e == ENOSPC  ? " (user.max_user_namespaces reached?)"
+					 : e == EPERM ? " (needs CAP_SYS_ADMIN, and no chroot)"
+						      : "");
+	}
+	if (send_reply(sock, &rep) < 0 || rep.r < 0)
+		_exit(1);
+	if (recv(sock, &go, 1, 0) != 1 || go != 'g')
+		_exit(1); /* the caller could not write the mappings */
+	int nsfd = -1;
+	rep.r = nsh_netns_nested_here(opts, &nsfd, &rep.info, &rep.err);
+	if (rep.r < 0)
+		nshash_error_prefix(&rep.err, "in the %s user namespace", join_fd >= 0 ? "container's" : "new");
+	if (send_reply(sock, &rep) < 0 || rep.r < 0)
+		_exit(1);
+	while (recv(sock, &go, 1, 0) > 0) /* until the caller closes */
+		;
+	_exit(0);
+}
+
+/* "INSIDE OUTSIDE COUNT\n" lines; 0, or -E2BIG when they do not fit. */
+static int map_text(const struct nshash_idmap *m, size_t n, char *buf, size_t len)
+{
+	size_t off = 0;
+	for (size_t i = 0; i < n; i++) {
+		int w = snprintf(buf + off, len - off, "%u %u %u\n", m[i].inside, m[i].outside, m[i].count);
+		if (w < 0 || (size_t)w >= len - off)
+			return -E2BIG;
+		off += (size_t)w;
+	}
+	return 0;
+}
+
+static int map_check(const char *what, const struct nshash_idmap *m, size_t n, struct nshash_error *err)
+{
+	if (n == 0 || n > NSHASH_IDMAP_MAX)
+		return nshash_error_set(err, EINVAL, "%s: %zu lines (1 to %d)", what, n, NSHASH_IDMAP_MAX);
+	for (size_t i = 0; i < n; i++)
+		if (m[i].count == 0 || (uint64_t)m[i].inside + m[i].count > 4294967295ull ||
+		    (uint64_t)m[i].outside + m[i].count > 4294967295ull)
+			return nshash_error_set(err, EINVAL, "%s[%zu] = %u %u %u: empty, or past 2^32-1", what, i,
+						m[i].inside, m[i].outside, m[i].count);
+	return 0;
+}
+
+/* Write one map of the helper's user namespace (one write: the kernel
+ * takes a map once, whole). */
+static int map_write(pid_t pid, const char *file, const char *text, struct nshash_error *err)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+	cleanup_close int fd = open(path, O_WRONLY | O_CLOEXEC);
+	size_t len = strlen(text);
+	if (fd < 0 || write(fd, text, len) != (ssize_t)len) {
+		int e = errno;
+		char shown[120], lines[120];
+		snprintf(lines, sizeof(lines), "%s", text);
+		for (char *c = lines; *c; c++)
+			if (*c == '\n')
+				*c = c[1] ? ',' : '\0';
+		nshash_escape(lines, shown, sizeof(shown));
+		return nshash_error_set(err, e, "write %s \"%s\" of the new user namespace: %s%s", file, shown,
+					strerror(e),
+					e == EPERM    ? " (needs CAP_SETUID/CAP_SETGID over those ids in the caller's "
+							"user namespace)"
+					: e == EINVAL ? " (overlapping ranges, or ids not mapped in the caller's user "
+							"namespace?)"
+						      : "");
+	}
+	return 0;
+}
+
+static int open_ns(pid_t pid, const char *which, int *fd, struct nshash_error *err)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)pid, which);
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	return *fd < 0 ? nshash_error_set(err, errno, "open %s: %s", path, strerror(errno)) : 0;
+}
+
+/* 0 when the netns behind nsfd is owned by the user namespace behind ufd. */
+static int check_owner(int nsfd, int ufd, struct nshash_error *err)
+{
+	struct stat a, b;
+	cleanup_close int owner = ioctl(nsfd, NS_GET_USERNS);
+	if (owner < 0)
+		return nshash_error_set(err, errno, "the new netns's owner (NS_GET_USERNS): %s", strerror(errno));
+	if (fstat(owner, &a) < 0 || fstat(ufd, &b) < 0)
+		return nshash_error_set(err, errno, "the new netns's owner: fstat: %s", strerror(errno));
+	if (a.st_ino != b.st_ino || a.st_dev != b.st_dev)
+		return nshash_error_set(err, EIO, "the new netns is owned by user namespace %lu, not the new one (%lu)",
+					(unsigned long)a.st_ino, (unsigned long)b.st_ino);
+	return 0;
+}
+
+/* The helper's part, seen from the caller: fds on both namespaces.  With
+ * join_fd >= 0 the helper joins that user namespace (no maps: NULL). */
+static int make_in_helper(const struct nshash_create_opts *opts, int join_fd, const char *uid_text,
+			  const char *gid_text, int *ufd, int *nsfd, struct nshash_netns_info *info,
+			  struct nshash_error *err)
+{
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return nshash_error_set(err, errno, "user namespace helper: socketpair: %s", strerror(errno));
+	pid_t self = getpid(), pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		close(sv[0]);
+		close(sv[1]);
+		return nshash_error_set(err, e, "user namespace helper: fork: %s", strerror(e));
+	}
+	if (pid == 0) {
+		close(sv[0]);
+		helper(sv[1], self, opts, join_fd);
+	}
+	close(sv[1]);
+	struct helper_reply rep;
+	int r = recv_reply(sv[0], &rep, "unshare", err);
+	/* the mappings: gid first (either order works for a privileged writer) */
+	if (r == 0 && gid_text)
+		r = map_write(pid, "gid_map", gid_text, err);
+	if (r == 0 && uid_text)
+		r = map_write(pid, "uid_map", uid_text, err);
+	if (r == 0 && send(sv[0], "g", 1, MSG_NOSIGNAL) != 1)
+		r = nshash_error_set(err, errno, "user namespace helper: %s", strerror(errno));
+	if (r == 0)
+		r = recv_reply(sv[0], &rep, "sized netns", err);
+	if (r == 0)
+		r = open_ns(pid, "user", ufd, err);
+	if (r == 0)
+		r = open_ns(pid, "net", nsfd, err);
+	if (r == 0 && !nsh_fd_is_netns(*nsfd))
+		r = nshash_error_set(err, EIO, "the helper's namespace is not a network namespace");
+	if (r == 0)
+		r = check_owner(*nsfd, *ufd, err);
+	close(sv[0]); /* the helper ends */
+	if (r < 0)
+		kill(pid, SIGKILL);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	if (r == 0)
+		*info = rep.info;
+	return r;
+}
+
+/* The helper's work recorded and budgeted like any creation (netns.c). */
+static int made_recorded(const struct nshash_create_opts *opts, int join_fd, const char *uid_text, const char *gid_text,
+			 int *userns_fd, int *nsfd, struct nshash_netns_info *info, struct nshash_error *err)
+{
+	const char *state_dir = nsh_state_dir(opts->state_dir);
+	struct nshash_sizes eff = nshash_sizes_effective(opts->sizes);
+	struct nsh_ticket ticket;
+	int r;
+	memset(&ticket, 0, sizeof(ticket));
+	if (opts->max_table_bytes &&
+	    (r = nsh_ledger_reserve(state_dir, eff, opts->max_table_bytes, "", &ticket, err)) < 0)
+		return r;
+	struct nshash_netns_info scratch;
+	r = make_in_helper(opts, join_fd, uid_text, gid_text, userns_fd, nsfd, info ? info : &scratch, err);
+	if (r == 0) {
+		struct stat st;
+		if (info && fstat(*nsfd, &st) == 0)
+			info->inode = st.st_ino;
+		r = nsh_ledger_commit(state_dir, &ticket, eff, *nsfd, "", opts->max_table_bytes != 0, err);
+	}
+	if (r < 0) {
+		nsh_ledger_cancel(state_dir, &ticket);
+		if (*nsfd >= 0)
+			close(*nsfd);
+		if (*userns_fd >= 0)
+			close(*userns_fd);
+		*userns_fd = *nsfd = -1;
+	}
+	return r;
+}
+
+int nshash_userns_netns_new(const struct nshash_create_opts *opts, const struct nshash_userns_spec *spec,
+			    int *userns_fd, int *nsfd, struct nshash_netns_info *info, struct nshash_error *err)
+{
+	char uid_text[NSHASH_IDMAP_MAX * 34], gid_text[NSHASH_IDMAP_MAX * 34];
+	uint32_t ignored;
+	*userns_fd = *nsfd = -1;
+	int r = nshash_size_check(NSHASH_TCP, "tcp", opts->sizes.tcp, &ignored, err);
+	if (r == 0)
+		r = nshash_size_check(NSHASH_UDP, "udp", opts->sizes.udp, &ignored, err);
+	if (r == 0)
+		r = map_check("uid mappings", spec->uid, spec->nuid, err);
+	if (r == 0)
+		r = map_check("gid mappings", spec->gid, spec->ngid, err);
+	if (r == 0 && (map_text(spec->uid, spec->nuid, uid_text, sizeof(uid_text)) < 0 ||
+		       map_text(spec->gid, spec->ngid, gid_text, sizeof(gid_text)) < 0))
+		r = nshash_error_set(err, E2BIG, "id mappings: too long");
+	if (r < 0)
+		return r;
+	return made_recorded(opts, -1, uid_text, gid_text, userns_fd, nsfd, info, err);
+}
+
+int nshash_userns_netns_join(const struct nshash_create_opts *opts, int userns_fd, int *nsfd,
+			     struct nshash_netns_info *info, struct nshash_error *err)
+{
+	uint32_t ignored;
+	*nsfd = -1;
+	if (ioctl(userns_fd, NS_GET_NSTYPE) != CLONE_NEWUSER)
+		return nshash_error_set(err, EINVAL, "create netns: the fd given is not a user namespace");
+	int r = nshash_size_check(NSHASH_TCP, "tcp", opts->sizes.tcp, &ignored, err);
+	if (r == 0)
+		r = nshash_size_check(NSHASH_UDP, "udp", opts->sizes.udp, &ignored, err);
+	if (r < 0)
+		return r;
+	int ufd = -1;
+	r = made_recorded(opts, userns_fd, NULL, NULL, &ufd, nsfd, info, err);
+	if (ufd >= 0)
+		close(ufd);
+	return r;
+}
+
+int nshash_userns_pin(int userns_fd, const char *path, struct nshash_error *err)
+{
+	if (ioctl(userns_fd, NS_GET_NSTYPE) != CLONE_NEWUSER)
+		return nshash_error_set(err, EINVAL, "pin %s: not a user namespace", path);
+	cleanup_close int fd = -1;
+	int r = nsh_pin_claim(path, "create user namespace pin", &fd, err);
+	if (r < 0)
+		return r;
+	r = nsh_bind_fd(userns_fd, fd);
+	if (r < 0) {
+		nsh_pin_unclaim(path, fd);
+		return nshash_error_set(err, r, "bind user namespace onto %s: %s%s", path, strerror(-r),
+					nsh_mount_hint(-r));
+	}
+	return 0;
+}
+
+int nshash_userns_pin_remove(const char *path, struct nshash_error *err)
+{
+	struct stat st;
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : nshash_error_set(err, errno, "remove pin %s: %s", path, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return nshash_error_set(err, EINVAL, "remove pin %s: not a pin (%s)", path,
+					nshash_file_kind(st.st_mode));
+	cleanup_close int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	int type = fd >= 0 ? ioctl(fd, NS_GET_NSTYPE) : -1;
+	if (type == CLONE_NEWUSER) {
+		while (umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
+			;
+		if (errno != EINVAL && errno != ENOENT)
+			return nshash_error_set(err, errno, "unmount pin %s: %s%s", path, strerror(errno),
+						nsh_mount_hint(errno));
+	} else if (fd < 0 || st.st_size != 0 || type >= 0) {
+		return nshash_error_set(err, EINVAL, "remove pin %s: not a user namespace pin", path);
+	}
+	if (unlink(path) < 0 && errno != ENOENT)
+		return nshash_error_set(err, errno, "remove pin %s: %s", path, strerror(errno));
+	return 0;
+}
+
+int nshash_userns_sweep(const char *state_dir, int64_t min_age, struct nshash_error *err)
+{
+	char dir[PATH_MAX], pin[PATH_MAX + NAME_MAX + 8], path[PATH_MAX + NAME_MAX + 2];
+	struct stat st;
+	struct dirent *de;
+	int removed = 0;
+	time_t now = time(NULL);
+
+	state_dir = nsh_state_dir(state_dir);
+	if (min_age < NSHASH_STALE_AGE_MIN)
+		min_age = NSHASH_STALE_AGE_MIN;
+	snprintf(dir, sizeof(dir), "%s/userns", state_dir);
+	DIR *d = opendir(dir);
+	if (!d)
+		return errno == ENOENT ? 0 : nshash_error_set(err, errno, "open %s: %s", dir, strerror(errno));
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		snprintf(pin, sizeof(pin), "%s/pins/%s", state_dir, de->d_name);
+		/* made just before its netns pin, removed with it: no netns pin,
+		 * and older than any create takes, is left by a container gone */
+		if (lstat(pin, &st) == 0 || errno != ENOENT)
+			continue;
+		if (lstat(path, &st) < 0 || now < st.st_mtime || now - st.st_mtime < min_age)
+			continue;
+		struct nshash_error ignored;
+		if (nshash_userns_pin_remove(path, &ignored) == 0)
+			removed++;
+	}
+	closedir(d);
+	return removed;
+}
+
+int nshash_netns_foreign_userns(const char *path, struct nshash_error *err)
+{
+	cleanup_close int fd = -1;
+	const char *not_netns;
+	int r = nsh_path_open_netns(path, true, &fd, &not_netns);
+	if (r < 0)
+		return nshash_error_set(err, r, "open %s: %s", path, strerror(-r));
+	if (fd < 0)
+		return nshash_error_set(err, EINVAL, "%s: not a network namespace (%s)", path, not_netns);
+	cleanup_close int owner = ioctl(fd, NS_GET_USERNS);
+	struct stat a, b;
+	if (owner < 0)
+		return nshash_error_set(err, errno, "%s: its user namespace (NS_GET_USERNS): %s", path,
+					strerror(errno));
+	if (fstat(owner, &a) < 0 || stat("/proc/self/ns/user", &b) < 0)
+		return nshash_error_set(err, errno, "%s: its user namespace: %s", path, strerror(errno));
+	return a.st_ino != b.st_ino || a.st_dev != b.st_dev;
+}
+
+int nshash_userns_open(const char *path, int *fd, bool *callers, struct nshash_error *err)
+{
+	*fd = -1;
+	*callers = false;
+	/* O_PATH first: nothing but nsfs is ever opened for real (no device,
+	 * no FIFO, no tty); links are followed (/proc/PID/ns/user is one) */
+	cleanup_close int pfd = open(path, O_PATH | O_CLOEXEC);
+	if (pfd < 0)
+		return nshash_error_set(err, errno, "user namespace %s: %s", path, strerror(errno));
+	struct stat st, mine;
+	struct statfs sfs;
+	if (fstat(pfd, &st) < 0 || fstatfs(pfd, &sfs) < 0)
+		return nshash_error_set(err, errno, "user namespace %s: %s", path, strerror(errno));
+	if (sfs.f_type != NSFS_MAGIC || !S_ISREG(st.st_mode))
+		return nshash_error_set(err, EINVAL, "user namespace %s: not a namespace (%s)", path,
+					S_ISREG(st.st_mode) ? "no nsfs pin there" : nshash_file_kind(st.st_mode));
+	int nfd = nsh_reopen(pfd, O_RDONLY | O_NONBLOCK);
+	if (nfd < 0)
+		return nshash_error_set(err, errno, "user namespace %s: %s", path, strerror(errno));
+	if (ioctl(nfd, NS_GET_NSTYPE) != CLONE_NEWUSER) {
+		close(nfd);
+		return nshash_error_set(err, EINVAL, "user namespace %s: a namespace of another type", path);
+	}
+	if (stat("/proc/self/ns/user", &mine) == 0)
+		*callers = mine.st_ino == st.st_ino && mine.st_dev == st.st_dev;
+	*fd = nfd;
+	return 0;
+}
