@@ -262,6 +262,30 @@ static void print_text(const struct nshash_stats_netns *v, size_t n, const struc
 	}
 }
 
+/* ------------------------------------------------------------- the defaults */
+
+json_object *stats_defaults_json(const struct nshash_policy *policy)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "tcp", json_object_new_int64(policy->defaults.tcp));
+	json_object_object_add(o, "udp", json_object_new_int64(policy->defaults.udp));
+	json_object_object_add(o, "source", json_object_new_string(policy->source));
+	return o;
+}
+
+void stats_defaults_text(const struct nshash_policy *policy, char *out, size_t len)
+{
+	if (!nsh_policy_has_defaults(policy))
+		snprintf(out, len,
+			 "defaults: none, a container that asks for no sizes shares the global tables (policy: %s)\n",
+			 policy->source);
+	else
+		snprintf(out, len,
+			 "defaults: tcp=%u udp=%u for every container that asks for no sizes (defaultTcp/defaultUdp of "
+			 "%s)\n",
+			 policy->defaults.tcp, policy->defaults.udp, policy->source);
+}
+
 /* ------------------------------------------------------------- show's part */
 
 void stats_sockets_json(json_object *o, const struct nshash_sockets *s)
@@ -354,13 +378,22 @@ int stats_command(const char *state_dir, enum stats_format format, int argc, cha
 		json_object_object_add(o, "netns", a);
 		json_object_object_add(o, "shared", s);
 		json_object_object_add(o, "policy", json_object_new_string(policy.source));
+		json_object_object_add(o, "defaults", stats_defaults_json(&policy));
 		puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 		json_object_put(o);
 	} else if (format == STATS_PROMETHEUS) {
 		prom_netns(v, n, &policy.max);
 		prom_shared(sh);
+		prom_head(
+		    "nshash_policy_default_entries", "gauge",
+		    "The policy's defaultTcp/defaultUdp: the size of a container that asks for none (0 = shared).");
+		printf("nshash_policy_default_entries{proto=\"tcp\"} %u\n", policy.defaults.tcp);
+		printf("nshash_policy_default_entries{proto=\"udp\"} %u\n", policy.defaults.udp);
 	} else {
+		char line[1400];
 		print_text(v, n, sh, &policy.max);
+		stats_defaults_text(&policy, line, sizeof(line));
+		printf("\n%s", line);
 	}
 	free(v);
 out:

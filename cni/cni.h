@@ -94,7 +94,7 @@ struct nshash_cni_config {
 	unsigned max_spares;
 	uint64_t max_spare_bytes;
 	int64_t spare_max_idle;
-	struct json_object *json;      /* the whole document */
+	struct json_object *json; /* the whole document */
 };
 /* Decode and validate stdin: code 6 when it is not exactly one JSON object,
  * 1 for a missing/unsupported cniVersion, 7 naming a bad key and value.
@@ -103,7 +103,9 @@ int nshash_cni_config_parse(const char *text, size_t len, struct nshash_cni_conf
 			    struct nshash_cni_failure *err);
 void nshash_cni_config_free(struct nshash_cni_config *cfg);
 /* Apply the node's policy (nshash.json(5)) to a parsed config: the state
- * dir is the node's (a different "stateDir" is code 7); maxTcp, maxUdp,
+ * dir is the node's (a different "stateDir" is code 7); a network with
+ * neither "tcp" nor "udp" takes the node's defaultTcp / defaultUdp as its
+ * defaults (and, without maxTcp / maxUdp, as its caps); maxTcp, maxUdp,
  * maxTableBytes and spares are the lower of the network's and the node's (a
  * network value above the node's is lowered, with a line in `warn`); the
  * network default above the resulting cap is code 7; strategy is nested when

@@ -131,15 +131,17 @@ static char *read_config(const char *id, const char *bundle, const char *target,
 }
 
 /* Does the config ask for sizes (its annotations, else the wrapper's
- * --nshash-tcp/--nshash-udp)?  1 yes, 0 no, -1 a bad request (the
- * transform reports it).  Cheap: most configs never name nshash. */
-static int asks_sizes(const char *text, size_t len, const struct nshash_runtime_defaults *d, struct nshash_sizes *sizes)
+ * --nshash-tcp/--nshash-udp, else the policy's defaultTcp/defaultUdp)?
+ * 1 yes, 0 no, -1 a bad request (the transform reports it).  Cheap: most
+ * configs never name nshash. */
+static int asks_sizes(const char *text, size_t len, const struct nshash_runtime_defaults *d,
+		      const struct nshash_policy *policy, struct nshash_sizes *sizes)
 {
 	struct nshash_oci_request req;
 	struct nshash_error err;
-	bool by_default = d->present && (d->sizes.tcp || d->sizes.udp);
 
-	*sizes = d->sizes;
+	*sizes = d->present ? d->sizes : policy->defaults;
+	bool by_default = sizes->tcp || sizes->udp;
 	if (!memmem(text, len, NSHASH_ANNOTATION_PREFIX, strlen(NSHASH_ANNOTATION_PREFIX)))
 		return by_default;
 	if (nshash_oci_request_parse(text, len, &req, &err) < 0)
@@ -287,7 +289,7 @@ static char **wrap_create(int argc, char **argv, const struct nshash_policy *pol
 					  : ".",
 			   target, policy, &len, &config_st);
 	struct nshash_sizes sizes;
-	int asks = asks_sizes(text, len, defaults, &sizes);
+	int asks = asks_sizes(text, len, defaults, policy, &sizes);
 	if (asks == 0) {
 		free(text);
 		return argv; /* exec */
@@ -391,7 +393,8 @@ static void say_who(int argc, char **argv, const struct nshash_runtime_args *arg
 			       NSHASH_VERSION, runtime);
 		else if (help)
 			printf("nshash-runtime %s: called like runc; sizes the network namespace of containers with "
-			       "io.nshash.tcp/io.nshash.udp annotations (or --nshash-tcp/--nshash-udp), then runs %s "
+			       "io.nshash.tcp/io.nshash.udp annotations (else --nshash-tcp/--nshash-udp, else the "
+			       "policy's defaultTcp/defaultUdp), then runs %s "
 			       "(man nshash-runtime).  %s's own help follows.\n\n",
 			       NSHASH_VERSION, runtime, runtime);
 		if (version || help) {

@@ -352,6 +352,64 @@ static void test_defaults(void **state)
 	free(out);
 }
 
+/* The policy's defaultTcp/defaultUdp: for a container that asks nothing;
+ * one that joins a netns (the host's, another's) runs unsized, never
+ * refused; an annotation (0 = shared) and the wrapper's options win. */
+static void test_policy_defaults(void **state)
+{
+	(void)state;
+	struct nshash_policy saved = policy;
+	struct nshash_oci_opts opts = {.mode = NSHASH_OCI_PRECREATE, .policy = &policy};
+	struct nshash_oci_result res;
+	struct nshash_error err = {0};
+	char *out = NULL;
+	size_t len;
+	const char *host = "{\"linux\": {\"namespaces\": [{\"type\": \"pid\"}]}}";
+	const char *joined =
+	    "{\"linux\": {\"namespaces\": [{\"type\": \"network\", \"path\": \"/proc/self/ns/net\"}]}}";
+	const char *optout = "{\"annotations\": {\"io.nshash.tcp\": \"0\"}, \"linux\": {\"namespaces\": []}}";
+	const char *asks = "{\"annotations\": {\"io.nshash.tcp\": \"4096\"}, \"linux\": {\"namespaces\": []}}";
+
+	policy.defaults = (struct nshash_sizes){8192, 1024};
+	for (int mode = 0; mode < 2; mode++) {
+		opts.mode = mode ? NSHASH_OCI_WRAPPER : NSHASH_OCI_PRECREATE;
+		assert_int_equal(nshash_oci_transform(host, strlen(host), &opts, &out, &len, &res, &err), 0);
+		assert_int_equal(res.action, NSHASH_OCI_DEFAULTS_SKIPPED);
+		assert_true(res.from_policy);
+		assert_false(res.from_defaults);
+		assert_string_equal(res.warning, "it shares the host's network namespace (no network namespace entry)");
+		assert_string_equal(out, host);
+		free(out);
+		assert_int_equal(nshash_oci_transform(joined, strlen(joined), &opts, &out, &len, &res, &err), 0);
+		assert_int_equal(res.action, NSHASH_OCI_DEFAULTS_SKIPPED);
+		assert_non_null(strstr(res.warning, "it joins the network namespace /proc/self/ns/net (tcp="));
+		assert_string_equal(out, joined);
+		free(out);
+		assert_int_equal(nshash_oci_transform(optout, strlen(optout), &opts, &out, &len, &res, &err), 0);
+		assert_int_equal(res.action, NSHASH_OCI_UNTOUCHED);
+		assert_false(res.from_policy);
+		free(out);
+		assert_true(nshash_oci_transform(asks, strlen(asks), &opts, &out, &len, &res, &err) < 0);
+		assert_false(res.from_policy);
+		assert_non_null(
+		    strstr(err.msg, "cannot size tcp=4096 udp=0: the config has no network namespace entry"));
+	}
+	/* the wrapper's --nshash-tcp=0 --nshash-udp=0: this handler's containers are shared */
+	struct nshash_sizes zero = {0, 0};
+	opts.defaults = &zero;
+	assert_int_equal(nshash_oci_transform(host, strlen(host), &opts, &out, &len, &res, &err), 0);
+	assert_int_equal(res.action, NSHASH_OCI_UNTOUCHED);
+	free(out);
+	opts.defaults = NULL;
+	/* named in a cap error (a policy read at load never gets there) */
+	policy.max.udp = 512;
+	snprintf(policy.source, sizeof(policy.source), "/etc/nshash/test.json");
+	assert_true(nshash_oci_transform(host, strlen(host), &opts, &out, &len, &res, &err) < 0);
+	assert_string_equal(err.msg, "policy /etc/nshash/test.json: defaultTcp/defaultUdp: udp size 1024 (effective "
+				     "1024) is above the allowed maximum 512 (maxUdp)");
+	policy = saved;
+}
+
 static void test_request_parse(void **state)
 {
 	(void)state;
@@ -724,8 +782,8 @@ int main(void)
 	    cmocka_unit_test(test_state_bundle),  cmocka_unit_test(test_heal),
 	    cmocka_unit_test(test_args),	  cmocka_unit_test(test_pin_names),
 	    cmocka_unit_test(test_runtime_find),  cmocka_unit_test(test_own_options),
-	    cmocka_unit_test(test_defaults),	  cmocka_unit_test(test_engine_paths),
-	    cmocka_unit_test(test_sibling),
+	    cmocka_unit_test(test_defaults),	  cmocka_unit_test(test_policy_defaults),
+	    cmocka_unit_test(test_engine_paths),  cmocka_unit_test(test_sibling),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }
