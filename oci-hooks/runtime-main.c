@@ -15,6 +15,7 @@
  * Policy file: $NSHASH_POLICY, else /etc/nshash/nshash.json. */
 #include <errno.h>
 #include <fcntl.h>
+#include <json-c/json.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,6 +152,23 @@ static int asks_sizes(const char *text, size_t len, const struct nshash_runtime_
 		return req.sizes.tcp || req.sizes.udp;
 	}
 	return by_default;
+}
+
+/* Does the config give the container a netns of its own (a network entry
+ * without a path), the one the policy's defaults can size?  The host's
+ * network and a joined netns run unsized: no spare is taken for them. */
+static bool makes_own_netns(const char *text, size_t len)
+{
+	struct json_object *doc, *entry, *path;
+	struct nshash_error err;
+
+	if (nsh_json_parse_text(text, len, "config", &doc, &err) < 0)
+		return true; /* the transform reports a bad config */
+	bool own = json_object_is_type(doc, json_type_object) && (entry = nsh_oci_network_entry(doc)) &&
+		   !(json_object_object_get_ex(entry, "path", &path) && json_object_is_type(path, json_type_string) &&
+		     json_object_get_string_len(path) > 0);
+	json_object_put(doc);
+	return own;
 }
 
 /* In the host's mount namespace, before the private one: take a spare of
@@ -301,6 +319,12 @@ static char **wrap_create(int argc, char **argv, const struct nshash_policy *pol
 		die(args->id, err.msg);
 	struct nshash_oci_spare spare = {.fd = -1};
 	int refill = -1;
+	/* the policy's defaults for a container that joins a netns: the
+	 * transform only logs that it runs unsized */
+	if (asks > 0 && !defaults->present &&
+	    !memmem(text, len, NSHASH_ANNOTATION_PREFIX, strlen(NSHASH_ANNOTATION_PREFIX)) &&
+	    !makes_own_netns(text, len))
+		asks = -1;
 	if (asks > 0) {
 		spare_get(policy, sizes, &spare, &refill);
 		opts.spare = &spare;

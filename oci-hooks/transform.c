@@ -428,12 +428,13 @@ int nshash_oci_transform(const char *config, size_t len, const struct nshash_oci
 void nshash_oci_log_result(const char *who, const struct nshash_oci_result *res)
 {
 	const struct nshash_sizes *rq = &res->request.sizes;
+	const char *src = res->from_policy ? " (the node's defaultTcp/defaultUdp)" : "";
 
 	switch (res->action) {
 	case NSHASH_OCI_SIZED:
 		nshash_log(NSHASH_LOG_INFO, who,
-			   "sized netns pinned at %s: requested tcp=%u udp=%u, effective tcp=%ld udp=%ld",
-			   res->pin_path, rq->tcp, rq->udp, res->info.tcp_entries, res->info.udp_entries);
+			   "sized netns pinned at %s: requested tcp=%u udp=%u%s, effective tcp=%ld udp=%ld",
+			   res->pin_path, rq->tcp, rq->udp, src, res->info.tcp_entries, res->info.udp_entries);
 		break;
 	case NSHASH_OCI_ALREADY:
 		if (!res->info.tcp_entries && !res->info.udp_entries) { /* nshash's own pin, not entered */
@@ -442,19 +443,20 @@ void nshash_oci_log_result(const char *who, const struct nshash_oci_result *res)
 			break;
 		}
 		nshash_log(NSHASH_LOG_INFO, who,
-			   "netns %s is already sized: requested tcp=%u udp=%u, effective tcp=%ld udp=%ld",
-			   res->pin_path, rq->tcp, rq->udp, res->info.tcp_entries, res->info.udp_entries);
+			   "netns %s is already sized: requested tcp=%u udp=%u%s, effective tcp=%ld udp=%ld",
+			   res->pin_path, rq->tcp, rq->udp, src, res->info.tcp_entries, res->info.udp_entries);
 		break;
 	case NSHASH_OCI_TRANSPLANTED:
 		nshash_log(NSHASH_LOG_INFO, who,
 			   "engine's netns %s replaced by a sized one with its configuration (moved %s): requested "
-			   "tcp=%u udp=%u, effective tcp=%ld udp=%ld",
-			   res->pin_path, res->moved, rq->tcp, rq->udp, res->info.tcp_entries, res->info.udp_entries);
+			   "tcp=%u udp=%u%s, effective tcp=%ld udp=%ld",
+			   res->pin_path, res->moved, rq->tcp, rq->udp, src, res->info.tcp_entries,
+			   res->info.udp_entries);
 		break;
 	case NSHASH_OCI_WARNED:
 		nshash_log(NSHASH_LOG_WARN, who,
-			   "requested tcp=%u udp=%u, effective: shared global tables (onFailure warn): %s", rq->tcp,
-			   rq->udp, res->warning);
+			   "requested tcp=%u udp=%u%s, effective: shared global tables (onFailure warn): %s", rq->tcp,
+			   rq->udp, src, res->warning);
 		break;
 	case NSHASH_OCI_DEFAULTS_SKIPPED:
 		nshash_log(NSHASH_LOG_INFO, who,
