@@ -162,6 +162,7 @@ bench: all $(BENCH_BINS)
 	@bench/run
 	@bench/stats-scan
 	@bench/podman-bridge
+	@bench/podman-defaults
 
 # The case for nshash on this machine: build/value/value.{csv,png} (bench/value).
 value: all $(B)/bench/value
