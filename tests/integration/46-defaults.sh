@@ -135,6 +135,12 @@ policy "$DEFAULTS"
 assert_eq "4096 1024" "$(podman run --rm --network none $IMG sh -c "$SIZES" 2>&1)" "podman --network none, defaults: tcp=4096 udp=1024"
 assert_contains "$(cat "$LOG")" "requested tcp=4096 udp=1024 (the node's defaultTcp/defaultUdp), effective tcp=4096 udp=1024" \
 	"podman --network none: the log says the sizes are the node's defaults"
+id=$(podman run -d --network none $IMG sleep 300)
+cfg=$(find "$D/podman" -path "*/$id/userdata/config.json" | head -1) # the bundle podman gave the runtime
+assert_eq "4096 1024 oci-" "$(jq -r '.annotations | "\(."io.nshash.tcp") \(."io.nshash.udp") \(."io.nshash.pin"[0:4])"' "$cfg" 2>&1)" \
+	"the config the runtime got records the sizes the defaults gave, next to the pin"
+assert_eq "4096 1024" "$(netns_sizes_of_pid "$(podman inspect -f '{{.State.Pid}}' "$id")")" "a detached container: the defaults"
+podman rm -f -t 0 "$id" >/dev/null
 out=$(podman run --rm --network nsh46 $IMG sh -c "$SIZES; ping -c1 -W2 10.146.0.1 >/dev/null && echo gw-ok" 2>"$D/err")
 assert_eq "4096 1024
 gw-ok" "$out" "podman bridge, defaults: tcp=4096 udp=1024, the gateway answers"
