@@ -24,6 +24,8 @@ CNIBINDIR ?= $(PREFIX)/lib/cni
 NSHASHDATADIR ?= $(PREFIX)/share/nshash
 PODMANHOOKSDIR ?= $(NSHASHDATADIR)/podman-hooks.d
 VERIFYHOOKSDIR ?= $(NSHASHDATADIR)/verify-hooks.d
+# the opt-in precreate hook for every container (the policy's defaultTcp/defaultUdp)
+DEFAULTSHOOKSDIR ?= $(NSHASHDATADIR)/podman-defaults-hooks.d
 # where 0.1.0 installed its createRuntime hook file (install and uninstall remove it)
 OLDHOOKFILE = $(PREFIX)/share/containers/oci/hooks.d/nshash.json
 SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
@@ -166,6 +168,7 @@ bench: all $(BENCH_BINS)
 	@bench/run
 	@bench/stats-scan
 	@bench/podman-bridge
+	@bench/podman-defaults
 
 # The case for nshash on this machine: build/value/value.{csv,png} (bench/value).
 value: all $(B)/bench/value
@@ -315,13 +318,16 @@ san:
 INSTALLED = $(BINDIR)/nshash $(BINDIR)/nshash-hook $(BINDIR)/nshash-runtime $(BINDIR)/nshash-cni-install \
 	$(CNIBINDIR)/nshash \
 	$(PODMANHOOKSDIR)/nshash-precreate.json $(VERIFYHOOKSDIR)/nshash-verify.json \
+	$(DEFAULTSHOOKSDIR)/nshash-precreate.json \
 	$(NSHASHDATADIR)/containers.conf.d/50-nshash-hooks.conf \
+	$(NSHASHDATADIR)/containers.conf.d/51-nshash-hooks-defaults.conf \
 	$(SYSTEMDUNITDIR)/nshash-gc.service $(SYSTEMDUNITDIR)/nshash-gc.timer \
 	$(LIBDIR)/libnshash.a $(LIBDIR)/libnshash.so.$(SOVERSION) $(LIBDIR)/libnshash.so $(INCLUDEDIR)/nshash.h \
 	$(foreach m,$(wildcard docs/man/*.[1-8]),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
 # podman reads these hooks dirs by default; setting hooks_dir replaces them.
 PODMAN_DEFAULT_HOOKS := /usr/share/containers/oci/hooks.d /etc/containers/oci/hooks.d
 PODMAN_HOOKS_DIRS = $(PODMAN_DEFAULT_HOOKS) $(PODMANHOOKSDIR)
+PODMAN_DEFAULTS_HOOKS_DIRS = $(PODMAN_DEFAULT_HOOKS) $(DEFAULTSHOOKSDIR)
 comma := ,
 empty :=
 space := $(empty) $(empty)
@@ -329,7 +335,7 @@ space := $(empty) $(empty)
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(CNIBINDIR) \
 		$(DESTDIR)$(PODMANHOOKSDIR) $(DESTDIR)$(VERIFYHOOKSDIR) $(DESTDIR)$(NSHASHDATADIR)/containers.conf.d \
-		$(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSCONFDIR)/nshash
+		$(DESTDIR)$(DEFAULTSHOOKSDIR) $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSCONFDIR)/nshash
 	install -m 0755 $(B)/nshash $(B)/nshash-hook $(B)/nshash-runtime $(B)/nshash-cni-install $(DESTDIR)$(BINDIR)/
 	install -m 0755 $(B)/cni/nshash $(DESTDIR)$(CNIBINDIR)/nshash
 	# oci-hooks(5) files in dirs of their own: precreate for podman's hooks_dir only (CRI-O
@@ -344,10 +350,18 @@ install: all
 	sed -e 's|^hooks_dir = .*|hooks_dir = [$(subst $(space),$(comma) ,$(patsubst %,"%",$(strip $(PODMAN_HOOKS_DIRS))))]|' \
 		-e 's|/usr/share/nshash/|$(NSHASHDATADIR)/|' packaging/containers/50-nshash-hooks.conf \
 		>$(DESTDIR)$(NSHASHDATADIR)/containers.conf.d/50-nshash-hooks.conf
+	# opt-in: the precreate hook for every container (defaultTcp/defaultUdp), a drop-in of its own
+	sed 's|/usr/local/bin/nshash-hook|$(BINDIR)/nshash-hook|' oci-hooks/defaults-hooks.d/nshash-precreate.json \
+		>$(DESTDIR)$(DEFAULTSHOOKSDIR)/nshash-precreate.json
+	sed -e 's|^hooks_dir = .*|hooks_dir = [$(subst $(space),$(comma) ,$(patsubst %,"%",$(strip $(PODMAN_DEFAULTS_HOOKS_DIRS))))]|' \
+		-e 's|/usr/share/nshash/|$(NSHASHDATADIR)/|' packaging/containers/51-nshash-hooks-defaults.conf \
+		>$(DESTDIR)$(NSHASHDATADIR)/containers.conf.d/51-nshash-hooks-defaults.conf
 	for u in nshash-gc.service nshash-gc.timer; do \
 		sed 's|/usr/bin/nshash|$(BINDIR)/nshash|' packaging/systemd/$$u >$(DESTDIR)$(SYSTEMDUNITDIR)/$$u; done
 	chmod 0644 $(DESTDIR)$(VERIFYHOOKSDIR)/nshash-verify.json $(DESTDIR)$(PODMANHOOKSDIR)/nshash-precreate.json \
-		$(DESTDIR)$(NSHASHDATADIR)/containers.conf.d/50-nshash-hooks.conf $(DESTDIR)$(SYSTEMDUNITDIR)/nshash-gc.*
+		$(DESTDIR)$(NSHASHDATADIR)/containers.conf.d/50-nshash-hooks.conf $(DESTDIR)$(SYSTEMDUNITDIR)/nshash-gc.* \
+		$(DESTDIR)$(DEFAULTSHOOKSDIR)/nshash-precreate.json \
+		$(DESTDIR)$(NSHASHDATADIR)/containers.conf.d/51-nshash-hooks-defaults.conf
 	# the policy: never overwrite one that is there
 	[ -e $(DESTDIR)$(SYSCONFDIR)/nshash/nshash.json ] || \
 		install -m 0644 packaging/etc/nshash.json $(DESTDIR)$(SYSCONFDIR)/nshash/nshash.json
@@ -365,7 +379,7 @@ uninstall:
 	if grep -qs nshash-hook $(DESTDIR)$(OLDHOOKFILE); then rm -f $(DESTDIR)$(OLDHOOKFILE); fi
 	cmp -s packaging/etc/nshash.json $(DESTDIR)$(SYSCONFDIR)/nshash/nshash.json && \
 		rm -f $(DESTDIR)$(SYSCONFDIR)/nshash/nshash.json || true
-	-rmdir $(DESTDIR)$(SYSCONFDIR)/nshash $(DESTDIR)$(PODMANHOOKSDIR) $(DESTDIR)$(VERIFYHOOKSDIR) \
+	-rmdir $(DESTDIR)$(SYSCONFDIR)/nshash $(DESTDIR)$(PODMANHOOKSDIR) $(DESTDIR)$(VERIFYHOOKSDIR) $(DESTDIR)$(DEFAULTSHOOKSDIR) \
 		$(DESTDIR)$(NSHASHDATADIR)/containers.conf.d \
 		$(DESTDIR)$(NSHASHDATADIR) 2>/dev/null
 	$(if $(DESTDIR),,ldconfig)

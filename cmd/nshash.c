@@ -766,7 +766,7 @@ static int cmd_check(struct cli *c, int argc, char **argv)
 	const char *state_dir = c->state_dir ? c->state_dir : NSHASH_DEFAULT_STATE_DIR;
 	/* Two questions: can this host do it (kernel), and can you (privileges,
 	 * state dir)?  Each problem is one stderr line. */
-	char problems[4][1024];
+	char problems[5][1024];
 	int np = 0, host_problems;
 	struct nshash_probe host = p; /* the kernel alone: privileges are the next question */
 	host.cap_sys_admin = host.cap_net_admin = true;
@@ -799,6 +799,12 @@ static int cmd_check(struct cli *c, int argc, char **argv)
 			 "state dir %s is not writable for you: use --state-dir (or NSHASH_STATE_DIR) with a directory "
 			 "you own, or run as root",
 			 state_dir);
+	/* the node's policy, as the hook, the wrapper and the plugin read it:
+	 * one they cannot read fails every container start */
+	struct nshash_policy policy;
+	bool policy_ok = nshash_policy_load(getenv("NSHASH_POLICY"), &policy, &err) == 0;
+	if (!policy_ok)
+		snprintf(problems[np++], sizeof(problems[0]), "%s", err.msg);
 	bool host_ok = host_problems == 0;
 	bool tcp_known = p.has_tcp_knob && p.global_tcp > 0, udp_known = p.has_udp_knob && p.global_udp > 0;
 	bool host_set = p.caller_tcp_child > 0 || p.caller_udp_child > 0;
@@ -817,6 +823,8 @@ static int cmd_check(struct cli *c, int argc, char **argv)
 		json_object_object_add(o, "state_dir_writable", json_object_new_boolean(state_ok));
 		json_object_object_add(o, "host_supported", json_object_new_boolean(host_ok));
 		json_object_object_add(o, "privileged", json_object_new_boolean(privileged));
+		json_object_object_add(o, "policy_ok", json_object_new_boolean(policy_ok));
+		json_object_object_add(o, "defaults", policy_ok ? stats_defaults_json(&policy) : NULL);
 		json_object_object_add(o, "host_ok", json_object_new_boolean(host_ok));
 		json_object_object_add(o, "caller_ok", json_object_new_boolean(np == host_problems));
 		json_object *a = json_object_new_array();
@@ -848,6 +856,10 @@ static int cmd_check(struct cli *c, int argc, char **argv)
 		printf("capabilities: CAP_SYS_ADMIN %s, CAP_NET_ADMIN %s\n", p.cap_sys_admin ? "yes" : "no",
 		       p.cap_net_admin ? "yes" : "no");
 		printf("state dir: %s (%s)\n", state_dir, state_ok ? "writable" : "NOT writable");
+		char line[1400] = "policy: cannot be read (see below)\n";
+		if (policy_ok)
+			stats_defaults_text(&policy, line, sizeof(line));
+		fputs(line, stdout);
 		printf("this host: %s\n", host_ok ? "supports per-netns tables" : "cannot use nshash (kernel)");
 		printf("you: %s\n", privileged ? "have the privileges" : "lack the privileges: run as root");
 		if (!host_ok)

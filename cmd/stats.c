@@ -276,6 +276,24 @@ static void prom_cni(FILE *f, const struct view *w)
 		unseen, warned);
 }
 
+/* The policy's defaultTcp/defaultUdp. */
+static void prom_defaults(FILE *f, const struct view *w)
+{
+	prom_head(f, "nshash_policy_default_entries", "gauge",
+		  "The policy's defaultTcp/defaultUdp: the size of a container that asks for none (0 = shared).");
+	fprintf(f, "nshash_policy_default_entries{proto=\"tcp\"} %u\n", w->policy.defaults.tcp);
+	fprintf(f, "nshash_policy_default_entries{proto=\"udp\"} %u\n", w->policy.defaults.udp);
+}
+
+/* Everything `stats --prometheus` prints, and `serve` serves. */
+static void prom_all(FILE *f, const struct view *w)
+{
+	prom_netns(f, w);
+	prom_shared(f, w->sh);
+	prom_cni(f, w);
+	prom_defaults(f, w);
+}
+
 /* ------------------------------------------------------------- text */
 
 static void table_cell(const struct nshash_stats_netns *e, int k, char *buf, size_t len)
@@ -354,6 +372,30 @@ static void print_text(const struct view *w)
 	if (w->adds[0] || w->adds[1] || w->adds[2])
 		printf("\nCNI ADDs: %llu sized, %llu warned (shared tables), %llu refused\n",
 		       (unsigned long long)w->adds[0], (unsigned long long)w->adds[1], (unsigned long long)w->adds[2]);
+}
+
+/* ------------------------------------------------------------- the defaults */
+
+json_object *stats_defaults_json(const struct nshash_policy *policy)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "tcp", json_object_new_int64(policy->defaults.tcp));
+	json_object_object_add(o, "udp", json_object_new_int64(policy->defaults.udp));
+	json_object_object_add(o, "source", json_object_new_string(policy->source));
+	return o;
+}
+
+void stats_defaults_text(const struct nshash_policy *policy, char *out, size_t len)
+{
+	if (!nsh_policy_has_defaults(policy))
+		snprintf(out, len,
+			 "defaults: none, a container that asks for no sizes shares the global tables (policy: %s)\n",
+			 policy->source);
+	else
+		snprintf(out, len,
+			 "defaults: tcp=%u udp=%u for every container that asks for no sizes (defaultTcp/defaultUdp of "
+			 "%s)\n",
+			 policy->defaults.tcp, policy->defaults.udp, policy->source);
 }
 
 /* ------------------------------------------------------------- show's part */
@@ -439,11 +481,8 @@ int stats_prometheus(FILE *f, const char *state_dir)
 {
 	struct view w;
 	int rc = view_load(state_dir, NULL, 0, &w);
-	if (rc == EXIT_OK) {
-		prom_netns(f, &w);
-		prom_shared(f, w.sh);
-		prom_cni(f, &w);
-	}
+	if (rc == EXIT_OK)
+		prom_all(f, &w);
 	view_free(&w);
 	return rc;
 }
@@ -477,6 +516,7 @@ int stats_command(const char *state_dir, enum stats_format format, int argc, cha
 		json_object_object_add(o, "netns", a);
 		json_object_object_add(o, "shared", s);
 		json_object_object_add(o, "policy", json_object_new_string(w.policy.source));
+		json_object_object_add(o, "defaults", stats_defaults_json(&w.policy));
 		json_object *adds = json_object_new_object();
 		json_object_object_add(adds, "sized", json_object_new_int64((int64_t)w.adds[0]));
 		json_object_object_add(adds, "warned", json_object_new_int64((int64_t)w.adds[1]));
@@ -485,11 +525,12 @@ int stats_command(const char *state_dir, enum stats_format format, int argc, cha
 		puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 		json_object_put(o);
 	} else if (format == STATS_PROMETHEUS) {
-		prom_netns(stdout, &w);
-		prom_shared(stdout, w.sh);
-		prom_cni(stdout, &w);
+		prom_all(stdout, &w);
 	} else {
+		char line[1400];
 		print_text(&w);
+		stats_defaults_text(&w.policy, line, sizeof(line));
+		printf("\n%s", line);
 	}
 out:
 	view_free(&w);

@@ -23,4 +23,10 @@ int stats_prometheus(FILE *f, const char *state_dir);
 void stats_sockets_json(json_object *o, const struct nshash_sockets *s);
 void stats_sockets_text(const struct nshash_sockets *s, const struct nshash_netns_info *info);
 
+/* The policy's defaultTcp/defaultUdp for check and stats: a JSON object
+ * {"tcp": N, "udp": N, "source": "FILE"} and a text line ending in "\n". */
+struct nshash_policy;
+json_object *stats_defaults_json(const struct nshash_policy *policy);
+void stats_defaults_text(const struct nshash_policy *policy, char *out, size_t len);
+
 #endif

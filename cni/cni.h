@@ -106,7 +106,9 @@ int nshash_cni_config_parse(const char *text, size_t len, struct nshash_cni_conf
 			    struct nshash_cni_failure *err);
 void nshash_cni_config_free(struct nshash_cni_config *cfg);
 /* Apply the node's policy (nshash.json(5)) to a parsed config: the state
- * dir is the node's (a different "stateDir" is code 7); maxTcp, maxUdp,
+ * dir is the node's (a different "stateDir" is code 7); a network with
+ * neither "tcp" nor "udp" takes the node's defaultTcp / defaultUdp as its
+ * defaults (and, without maxTcp / maxUdp, as its caps); maxTcp, maxUdp,
  * maxTableBytes and spares are the lower of the network's and the node's (a
  * network value above the node's is lowered, with a line in `warn`); the
  * network default above the resulting cap is code 7; strategy is nested when

@@ -364,6 +364,15 @@ int nshash_cni_config_node(struct nshash_cni_config *cfg, const struct nshash_po
 				       cfg->state_dir, node->state_dir, node->source);
 	snprintf(cfg->state_dir, sizeof(cfg->state_dir), "%s", node->state_dir);
 
+	/* a network that names no sizes: the node's defaultTcp/defaultUdp (within
+	 * the node's caps, checked at its load); pods may ask up to them */
+	if (!cfg->has_tcp && !cfg->has_udp) {
+		cfg->sizes = node->defaults;
+		if (!cfg->has_max_tcp)
+			cfg->max.tcp = nshash_size_effective(NSHASH_TCP, cfg->sizes.tcp);
+		if (!cfg->has_max_udp)
+			cfg->max.udp = nshash_size_effective(NSHASH_UDP, cfg->sizes.udp);
+	}
 	if (cfg->has_max_tcp && cfg->max.tcp > node->max.tcp)
 		lowered(warn, wlen, "maxTcp", cfg->max.tcp, node->max.tcp, node->source);
 	if (cfg->has_max_udp && cfg->max.udp > node->max.udp)

@@ -37,6 +37,7 @@ enum nshash_on_failure { NSHASH_ON_FAILURE_FAIL = 0, NSHASH_ON_FAILURE_WARN = 1 
 
 struct nshash_policy {
 	struct nshash_sizes max;	   /* maxTcp, maxUdp: caps on requests */
+	struct nshash_sizes defaults;	   /* defaultTcp, defaultUdp: for a container asking nothing (0 = shared) */
 	enum nshash_on_failure on_failure; /* onFailure */
 	enum nshash_strategy strategy;	   /* strategy */
 	char state_dir[1024];		   /* stateDir */
@@ -62,6 +63,9 @@ int nshash_policy_parse(const char *text, size_t len, const char *source, struct
 /* Load `path` (NULL = NSHASH_DEFAULT_POLICY_PATH).  ENOENT = defaults. */
 int nshash_policy_load(const char *path, struct nshash_policy *policy, struct nshash_error *err);
 const char *nshash_on_failure_name(enum nshash_on_failure on_failure);
+/* Does the policy size containers that ask nothing (defaultTcp or defaultUdp
+ * not 0)? */
+bool nsh_policy_has_defaults(const struct nshash_policy *policy);
 /* How the policy has netns of `sizes` made: strategy, state dir, budget,
  * spares. */
 struct nshash_create_opts nsh_policy_create_opts(const struct nshash_policy *policy, struct nshash_sizes sizes);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The admin policy file (nshash.json(5)) read by nshash-hook, nshash-runtime and
  * the CNI plugin (its node-side settings):
- * caps on what annotations may ask for, what to do when sizing fails, where
+ * caps on what annotations may ask for, the sizes of a container that asks
+ * nothing, what to do when sizing fails, where
  * state lives, which runtime to exec, where to log. */
 #include <errno.h>
 #include <json-c/json.h>
@@ -32,6 +33,11 @@ void nshash_policy_defaults(struct nshash_policy *policy)
 	policy->spare_max_idle = NSHASH_DEFAULT_SPARE_MAX_IDLE;
 	nsh_default_state_dir(policy->state_dir, sizeof(policy->state_dir));
 	snprintf(policy->source, sizeof(policy->source), "defaults");
+}
+
+bool nsh_policy_has_defaults(const struct nshash_policy *policy)
+{
+	return policy->defaults.tcp || policy->defaults.udp;
 }
 
 const char *nshash_on_failure_name(enum nshash_on_failure on_failure)
@@ -100,6 +106,10 @@ static int policy_key(struct nshash_policy *p, const char *key, struct json_obje
 		r = policy_size(val, source, key, NSHASH_TCP, &p->max.tcp, err);
 	} else if (!strcmp(key, "maxUdp")) {
 		r = policy_size(val, source, key, NSHASH_UDP, &p->max.udp, err);
+	} else if (!strcmp(key, "defaultTcp")) {
+		r = policy_size(val, source, key, NSHASH_TCP, &p->defaults.tcp, err);
+	} else if (!strcmp(key, "defaultUdp")) {
+		r = policy_size(val, source, key, NSHASH_UDP, &p->defaults.udp, err);
 	} else if (!strcmp(key, "onFailure")) {
 		const char *s = json_object_is_type(val, json_type_string) ? json_object_get_string(val) : NULL;
 		if (s && !strcmp(s, "fail"))
@@ -174,12 +184,30 @@ static int policy_key(struct nshash_policy *p, const char *key, struct json_obje
 	} else {
 		r = nshash_error_set(
 		    err, EINVAL,
-		    "%s: unknown key \"%s\" (known: maxTcp, maxUdp, maxTableBytes, onFailure, strategy, "
-		    "stateDir, runtime, hookPath, logFile, syslog, staleAge, reclaimInterval, spares, maxSpares, "
-		    "maxSpareBytes, spareMaxIdle)",
+		    "%s: unknown key \"%s\" (known: maxTcp, maxUdp, defaultTcp, defaultUdp, maxTableBytes, onFailure, "
+		    "strategy, stateDir, runtime, hookPath, logFile, syslog, staleAge, reclaimInterval, spares, "
+		    "maxSpares, maxSpareBytes, spareMaxIdle)",
 		    source, key);
 	}
 	return r;
+}
+
+/* defaultTcp/defaultUdp within maxTcp/maxUdp (as the kernel rounds them),
+ * whatever the order of the keys. */
+static int policy_defaults_capped(const struct nshash_policy *p, const char *source, struct nshash_error *err)
+{
+	for (int i = 0; i < 2; i++) {
+		enum nshash_proto proto = i ? NSHASH_UDP : NSHASH_TCP;
+		uint32_t asked = i ? p->defaults.udp : p->defaults.tcp, max = i ? p->max.udp : p->max.tcp;
+		uint32_t want = nshash_size_effective(proto, asked);
+		if (want > max)
+			return nshash_error_set(err, EPERM,
+						"%s: key \"default%s\": %u (effective %u) is above max%s %u: lower "
+						"default%s or raise max%s",
+						source, i ? "Udp" : "Tcp", asked, want, i ? "Udp" : "Tcp", max,
+						i ? "Udp" : "Tcp", i ? "Udp" : "Tcp");
+	}
+	return 0;
 }
 
 int nshash_policy_parse(const char *text, size_t len, const char *source, struct nshash_policy *policy,
@@ -206,6 +234,8 @@ int nshash_policy_parse(const char *text, size_t len, const char *source, struct
 			break;
 	}
 	json_object_put(root);
+	if (r == 0)
+		r = policy_defaults_capped(&p, source, err);
 	if (r < 0)
 		return r;
 	*policy = p;

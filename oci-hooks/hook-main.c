@@ -291,6 +291,8 @@ int main(int argc, char **argv)
 	}
 	if (nshash_policy_load(policy_path, &policy, &err) < 0) {
 		nshash_log(NSHASH_LOG_ERROR, NULL, "%s", err.msg);
+		if (!strcmp(stage, "precreate"))
+			tell_podman(err.msg);
 		return 1;
 	}
 	nshash_log_setup(program, &policy);

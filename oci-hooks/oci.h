@@ -51,7 +51,8 @@ struct nshash_oci_opts {
 	const char *hook_path;	 /* wrapper: absolute path of nshash-hook */
 	const char *policy_path; /* wrapper: passed to the added hooks; NULL = none */
 	/* wrapper: sizes from --nshash-tcp/--nshash-udp, used when the config
-	 * has no io.nshash.tcp/udp annotation; NULL = none */
+	 * has no io.nshash.tcp/udp annotation (0 and 0: shared); NULL = none:
+	 * then the policy's defaultTcp/defaultUdp */
 	const struct nshash_sizes *defaults;
 	struct nshash_oci_spare *spare; /* wrapper: NULL = none */
 };
@@ -61,6 +62,9 @@ enum nshash_oci_action {
 	NSHASH_OCI_ALREADY,	  /* its netns is our pin, or already has the sizes: unchanged */
 	NSHASH_OCI_WARNED,	  /* could not size; policy warn: config unchanged */
 	NSHASH_OCI_TRANSPLANTED,  /* precreate: podman's configured netns replaced at its path */
+	/* asked nothing, the node's defaults would apply, but it joins a netns
+	 * it cannot size (the host's, another container's): config unchanged */
+	NSHASH_OCI_DEFAULTS_SKIPPED,
 };
 struct nshash_oci_result {
 	enum nshash_oci_action action;
@@ -71,6 +75,7 @@ struct nshash_oci_result {
 	char warning[1024];	       /* WARNED: why */
 	char hostname[256];	       /* the config's hostname (podman: the short id), for logs */
 	bool from_defaults;	       /* the request is opts->defaults, not annotations */
+	bool from_policy;	       /* the request is the policy's defaultTcp/defaultUdp */
 	char moved[256];	       /* TRANSPLANTED: the links moved, "eth0, eth1" */
 };
 /* The one config transform shared by the hook and the wrapper.  On success

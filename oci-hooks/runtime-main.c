@@ -15,6 +15,7 @@
  * Policy file: $NSHASH_POLICY, else /etc/nshash/nshash.json. */
 #include <errno.h>
 #include <fcntl.h>
+#include <json-c/json.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,15 +132,17 @@ static char *read_config(const char *id, const char *bundle, const char *target,
 }
 
 /* Does the config ask for sizes (its annotations, else the wrapper's
- * --nshash-tcp/--nshash-udp)?  1 yes, 0 no, -1 a bad request (the
- * transform reports it).  Cheap: most configs never name nshash. */
-static int asks_sizes(const char *text, size_t len, const struct nshash_runtime_defaults *d, struct nshash_sizes *sizes)
+ * --nshash-tcp/--nshash-udp, else the policy's defaultTcp/defaultUdp)?
+ * 1 yes, 0 no, -1 a bad request (the transform reports it).  Cheap: most
+ * configs never name nshash. */
+static int asks_sizes(const char *text, size_t len, const struct nshash_runtime_defaults *d,
+		      const struct nshash_policy *policy, struct nshash_sizes *sizes)
 {
 	struct nshash_oci_request req;
 	struct nshash_error err;
-	bool by_default = d->present && (d->sizes.tcp || d->sizes.udp);
 
-	*sizes = d->sizes;
+	*sizes = d->present ? d->sizes : policy->defaults;
+	bool by_default = sizes->tcp || sizes->udp;
 	if (!memmem(text, len, NSHASH_ANNOTATION_PREFIX, strlen(NSHASH_ANNOTATION_PREFIX)))
 		return by_default;
 	if (nshash_oci_request_parse(text, len, &req, &err) < 0)
@@ -149,6 +152,23 @@ static int asks_sizes(const char *text, size_t len, const struct nshash_runtime_
 		return req.sizes.tcp || req.sizes.udp;
 	}
 	return by_default;
+}
+
+/* Does the config give the container a netns of its own (a network entry
+ * without a path), the one the policy's defaults can size?  The host's
+ * network and a joined netns run unsized: no spare is taken for them. */
+static bool makes_own_netns(const char *text, size_t len)
+{
+	struct json_object *doc, *entry, *path;
+	struct nshash_error err;
+
+	if (nsh_json_parse_text(text, len, "config", &doc, &err) < 0)
+		return true; /* the transform reports a bad config */
+	bool own = json_object_is_type(doc, json_type_object) && (entry = nsh_oci_network_entry(doc)) &&
+		   !(json_object_object_get_ex(entry, "path", &path) && json_object_is_type(path, json_type_string) &&
+		     json_object_get_string_len(path) > 0);
+	json_object_put(doc);
+	return own;
 }
 
 /* In the host's mount namespace, before the private one: take a spare of
@@ -287,7 +307,7 @@ static char **wrap_create(int argc, char **argv, const struct nshash_policy *pol
 					  : ".",
 			   target, policy, &len, &config_st);
 	struct nshash_sizes sizes;
-	int asks = asks_sizes(text, len, defaults, &sizes);
+	int asks = asks_sizes(text, len, defaults, policy, &sizes);
 	if (asks == 0) {
 		free(text);
 		return argv; /* exec */
@@ -299,8 +319,15 @@ static char **wrap_create(int argc, char **argv, const struct nshash_policy *pol
 		die(args->id, err.msg);
 	struct nshash_oci_spare spare = {.fd = -1};
 	int refill = -1;
+	/* the policy's defaults for a container that joins a netns: the
+	 * transform only logs that it runs unsized */
+	if (asks > 0 && !defaults->present &&
+	    !memmem(text, len, NSHASH_ANNOTATION_PREFIX, strlen(NSHASH_ANNOTATION_PREFIX)) &&
+	    !makes_own_netns(text, len))
+		asks = -1;
 	/* a container with a user namespace of its own gets a netns that
-	 * user namespace owns: never a spare (the host's) */
+	 * user namespace owns, whatever the source of its sizes: never a
+	 * spare (the host's) */
 	bool userns = asks > 0 && nsh_oci_text_wants_userns(text, len);
 	if (asks > 0 && !userns) {
 		spare_get(policy, sizes, &spare, &refill);
@@ -396,7 +423,8 @@ static void say_who(int argc, char **argv, const struct nshash_runtime_args *arg
 			       NSHASH_VERSION, runtime);
 		else if (help)
 			printf("nshash-runtime %s: called like runc; sizes the network namespace of containers with "
-			       "io.nshash.tcp/io.nshash.udp annotations (or --nshash-tcp/--nshash-udp), then runs %s "
+			       "io.nshash.tcp/io.nshash.udp annotations (else --nshash-tcp/--nshash-udp, else the "
+			       "policy's defaultTcp/defaultUdp), then runs %s "
 			       "(man nshash-runtime).  %s's own help follows.\n\n",
 			       NSHASH_VERSION, runtime, runtime);
 		if (version || help) {

@@ -111,12 +111,14 @@ static int transform_parse(struct transform *t, const char *config, size_t len, 
 	    json_object_get_string_len(up) > 0)
 		t->userns_path = json_object_get_string(up);
 	r = nsh_oci_request_from_annotations(t->ann, &t->res->request, err);
-	const struct nshash_sizes *d = t->opts->defaults;
-	if (r == 0 && !t->res->request.present && d && (d->tcp || d->udp)) {
-		/* the wrapper's --nshash-tcp/--nshash-udp: annotations win */
-		t->res->request.sizes = *d;
+	/* a container that asks nothing: the wrapper's --nshash-tcp/--nshash-udp
+	 * (even 0: shared), else the node's defaultTcp/defaultUdp */
+	const struct nshash_sizes *d = t->opts->defaults, *node = &t->opts->policy->defaults;
+	if (r == 0 && !t->res->request.present && (d ? d->tcp || d->udp : node->tcp || node->udp)) {
+		t->res->request.sizes = d ? *d : *node;
 		t->res->request.present = true;
-		t->res->from_defaults = true;
+		t->res->from_defaults = d != NULL;
+		t->res->from_policy = d == NULL;
 	}
 	return r;
 }
@@ -176,6 +178,33 @@ static bool engine_netns(const char *path)
 	return i - n == 36;
 }
 
+/* A container that asked nothing but gets the node's defaults, joining a
+ * netns it cannot size (the host's: no path; another container's, a
+ * pod's; `info` NULL when it could not be inspected): runs unsized, never
+ * refused, and the log says why. */
+static int skip_defaults(struct transform *t, const struct nshash_netns_info *info)
+{
+	struct nshash_oci_result *res = t->res;
+	char shown[300] = "";
+
+	/* a hostile path must not forge log lines */
+	for (size_t i = 0; t->path && i < sizeof(shown) - 1 && (shown[i] = t->path[i]); i++)
+		if ((unsigned char)shown[i] < 0x20 || (unsigned char)shown[i] >= 0x7f)
+			shown[i] = '?';
+	shown[sizeof(shown) - 1] = '\0';
+	if (!t->path)
+		snprintf(res->warning, sizeof(res->warning),
+			 "it shares the host's network namespace (no network namespace entry)");
+	else if (!info)
+		snprintf(res->warning, sizeof(res->warning), "it joins the network namespace %s (not inspected)",
+			 shown);
+	else
+		snprintf(res->warning, sizeof(res->warning), "it joins the network namespace %s (tcp=%ld udp=%ld)",
+			 shown, info->tcp_entries, info->udp_entries);
+	res->action = NSHASH_OCI_DEFAULTS_SKIPPED;
+	return KEEP_CONFIG;
+}
+
 /* Decide, for a config whose netns path exists already: sized before us
  * (`nshash create` + --network ns:, the nshash CNI plugin first in the
  * chain, Docker's --network container:X of a container sized alike) is
@@ -198,6 +227,8 @@ static int decide_given_path(struct transform *t, struct nshash_error *err)
 	}
 	if (t->opts->mode == NSHASH_OCI_PRECREATE && engine_netns(t->path))
 		return TRANSPLANT_NETNS;
+	if (res->from_policy) /* joins a netns that is not its own: the defaults do not apply */
+		return skip_defaults(t, inspected ? &info : NULL);
 	nsh_oci_explain_existing(t->doc, t->path, inspected ? &info : NULL, &ierr, res->warning, sizeof(res->warning));
 	if (t->opts->policy->on_failure == NSHASH_ON_FAILURE_WARN) {
 		res->action = NSHASH_OCI_WARNED;
@@ -224,10 +255,15 @@ static int transform_decide(struct transform *t, struct nshash_error *err)
 		return KEEP_CONFIG;
 	}
 	r = nshash_sizes_cap(res->request.sizes, opts->policy->max,
-			     res->from_defaults ? "nshash-runtime --nshash-tcp/--nshash-udp" : "annotations", err);
+			     res->from_defaults ? "nshash-runtime --nshash-tcp/--nshash-udp"
+			     : res->from_policy ? "defaultTcp/defaultUdp"
+						: "annotations",
+			     err);
 	if (r < 0)
 		return nshash_error_prefix(err, "policy %s", opts->policy->source), r;
 	t->entry = nsh_oci_network_entry(t->doc);
+	if (!t->entry && res->from_policy)
+		return skip_defaults(t, NULL);
 	if (!t->entry)
 		return nsh_oci_refuse_no_entry(t->doc, res->request.sizes, err);
 	if (json_object_object_get_ex(t->entry, "path", &path_obj) && json_object_is_type(path_obj, json_type_string) &&
@@ -372,6 +408,15 @@ static int transform_apply(struct transform *t, struct nshash_error *err)
 		json_object_object_add(t->doc, "annotations", t->ann);
 	}
 	json_object_object_add(t->ann, NSHASH_ANNOTATION_PIN, json_object_new_string(t->name));
+	if (t->res->from_policy) {
+		/* the sizes it got, where the runtime (nshash-runtime) and the
+		 * state hooks look: the pin is not one without them */
+		char v[16];
+		snprintf(v, sizeof(v), "%u", t->res->request.sizes.tcp);
+		json_object_object_add(t->ann, NSHASH_ANNOTATION_TCP, json_object_new_string(v));
+		snprintf(v, sizeof(v), "%u", t->res->request.sizes.udp);
+		json_object_object_add(t->ann, NSHASH_ANNOTATION_UDP, json_object_new_string(v));
+	}
 	return CONFIG_CHANGED;
 }
 
@@ -426,12 +471,13 @@ int nshash_oci_transform(const char *config, size_t len, const struct nshash_oci
 void nshash_oci_log_result(const char *who, const struct nshash_oci_result *res)
 {
 	const struct nshash_sizes *rq = &res->request.sizes;
+	const char *src = res->from_policy ? " (the node's defaultTcp/defaultUdp)" : "";
 
 	switch (res->action) {
 	case NSHASH_OCI_SIZED:
 		nshash_log(NSHASH_LOG_INFO, who,
-			   "sized netns pinned at %s: requested tcp=%u udp=%u, effective tcp=%ld udp=%ld%s%s%s",
-			   res->pin_path, rq->tcp, rq->udp, res->info.tcp_entries, res->info.udp_entries,
+			   "sized netns pinned at %s: requested tcp=%u udp=%u%s, effective tcp=%ld udp=%ld%s%s%s",
+			   res->pin_path, rq->tcp, rq->udp, src, res->info.tcp_entries, res->info.udp_entries,
 			   res->userns_pin_path[0] ? " (owned by the container's user namespace, pinned at " : "",
 			   res->userns_pin_path, res->userns_pin_path[0] ? ")" : "");
 		break;
@@ -442,19 +488,25 @@ void nshash_oci_log_result(const char *who, const struct nshash_oci_result *res)
 			break;
 		}
 		nshash_log(NSHASH_LOG_INFO, who,
-			   "netns %s is already sized: requested tcp=%u udp=%u, effective tcp=%ld udp=%ld",
-			   res->pin_path, rq->tcp, rq->udp, res->info.tcp_entries, res->info.udp_entries);
+			   "netns %s is already sized: requested tcp=%u udp=%u%s, effective tcp=%ld udp=%ld",
+			   res->pin_path, rq->tcp, rq->udp, src, res->info.tcp_entries, res->info.udp_entries);
 		break;
 	case NSHASH_OCI_TRANSPLANTED:
 		nshash_log(NSHASH_LOG_INFO, who,
 			   "engine's netns %s replaced by a sized one with its configuration (moved %s): requested "
-			   "tcp=%u udp=%u, effective tcp=%ld udp=%ld",
-			   res->pin_path, res->moved, rq->tcp, rq->udp, res->info.tcp_entries, res->info.udp_entries);
+			   "tcp=%u udp=%u%s, effective tcp=%ld udp=%ld",
+			   res->pin_path, res->moved, rq->tcp, rq->udp, src, res->info.tcp_entries,
+			   res->info.udp_entries);
 		break;
 	case NSHASH_OCI_WARNED:
 		nshash_log(NSHASH_LOG_WARN, who,
-			   "requested tcp=%u udp=%u, effective: shared global tables (onFailure warn): %s", rq->tcp,
-			   rq->udp, res->warning);
+			   "requested tcp=%u udp=%u%s, effective: shared global tables (onFailure warn): %s", rq->tcp,
+			   rq->udp, src, res->warning);
+		break;
+	case NSHASH_OCI_DEFAULTS_SKIPPED:
+		nshash_log(NSHASH_LOG_INFO, who,
+			   "asked for no sizes: the node's defaults tcp=%u udp=%u do not apply, it runs unsized: %s",
+			   rq->tcp, rq->udp, res->warning);
 		break;
 	case NSHASH_OCI_UNTOUCHED:
 		break;

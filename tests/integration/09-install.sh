@@ -27,6 +27,14 @@ done
 assert_contains "$(cat "$D/usr/share/nshash/containers.conf.d/50-nshash-hooks.conf")" \
 	'hooks_dir = ["/usr/share/containers/oci/hooks.d", "/etc/containers/oci/hooks.d", "/usr/share/nshash/podman-hooks.d"]' \
 	"the podman drop-in lists podman's default hooks dirs and nshash's"
+# opt-in (defaultTcp/defaultUdp): the precreate hook for every container, a drop-in of its own
+assert_eq "true" "$(jq .when.always "$D/usr/share/nshash/podman-defaults-hooks.d/nshash-precreate.json")" \
+	"the defaults' hooks file runs the hook for every container"
+assert_eq "/usr/bin/nshash-hook" "$(jq -r .hook.path "$D/usr/share/nshash/podman-defaults-hooks.d/nshash-precreate.json")" \
+	"... the installed nshash-hook"
+assert_contains "$(cat "$D/usr/share/nshash/containers.conf.d/51-nshash-hooks-defaults.conf")" \
+	'hooks_dir = ["/usr/share/containers/oci/hooks.d", "/etc/containers/oci/hooks.d", "/usr/share/nshash/podman-defaults-hooks.d"]' \
+	"the defaults' drop-in lists podman's default hooks dirs and that one"
 # The CNI plugin follows PREFIX unless CNIBINDIR says otherwise.
 make -C "$TOP" install DESTDIR="$D/p2" PREFIX=/opt/nsh >/dev/null 2>&1
 [ -x "$D/p2/opt/nsh/lib/cni/nshash" ] && pass "PREFIX=/opt/nsh: the CNI plugin in /opt/nsh/lib/cni" || fail "CNI plugin not under PREFIX"

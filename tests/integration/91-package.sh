@@ -45,6 +45,7 @@ echo "== files"
 for f in /usr/bin/nshash /usr/bin/nshash-hook /usr/bin/nshash-runtime /usr/bin/nshash-cni-install /usr/lib/cni/nshash \
 	/usr/share/nshash/verify-hooks.d/nshash-verify.json /usr/share/nshash/podman-hooks.d/nshash-precreate.json \
 	/usr/share/nshash/containers.conf.d/50-nshash-hooks.conf /etc/nshash/nshash.json \
+	/usr/share/nshash/podman-defaults-hooks.d/nshash-precreate.json /usr/share/nshash/containers.conf.d/51-nshash-hooks-defaults.conf \
 	/lib/systemd/system/nshash-gc.service /lib/systemd/system/nshash-gc.timer \
 	/etc/systemd/system/timers.target.wants/nshash-gc.timer \
 	/usr/share/man/man8/nshash.8.gz /usr/share/man/man8/nshash-hook.8.gz /usr/share/man/man8/nshash-runtime.8.gz \

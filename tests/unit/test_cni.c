@@ -294,6 +294,8 @@ static void test_config(void **state)
 	}
 }
 
+#define ANN(x) ",\"runtimeConfig\":{\"io.kubernetes.cri.pod-annotations\":{" x "}}"
+
 /* Node-side settings: the node's policy bounds the network config. */
 static void test_config_node(void **state)
 {
@@ -367,6 +369,39 @@ static void test_config_node(void **state)
 					    "\"/run/node\" (/etc/n.json)"));
 	nshash_cni_config_free(&cfg);
 
+	/* the node's defaultTcp/defaultUdp: for a network that names no sizes,
+	 * which pods may lower (0: shared) and not raise; a network's own
+	 * tcp or udp wins wholly */
+	pol.defaults = (struct nshash_sizes){4096, 512};
+	c = CONF("1.0.0", ANN("\"io.nshash.tcp\":\"0\""));
+	struct nshash_sizes req;
+	bool from_ann;
+	assert_int_equal(nshash_cni_config_parse(c, strlen(c), &cfg, &err), 0);
+	assert_int_equal(nshash_cni_config_node(&cfg, &pol, warn, sizeof(warn), &err), 0);
+	assert_int_equal(cfg.sizes.tcp, 4096);
+	assert_int_equal(cfg.sizes.udp, 512);
+	assert_int_equal(cfg.max.tcp, 4096);
+	assert_int_equal(cfg.max.udp, 512);
+	assert_int_equal(nshash_cni_request(&cfg, &req, &from_ann, &err), 0);
+	assert_int_equal(req.tcp, 0);
+	assert_int_equal(req.udp, 512);
+	assert_true(from_ann);
+	nshash_cni_config_free(&cfg);
+	c = CONF("1.0.0", ",\"maxTcp\":8192" ANN("\"io.nshash.tcp\":\"8192\",\"io.nshash.udp\":\"0\""));
+	assert_int_equal(nshash_cni_config_parse(c, strlen(c), &cfg, &err), 0);
+	assert_int_equal(nshash_cni_config_node(&cfg, &pol, warn, sizeof(warn), &err), 0);
+	assert_int_equal(nshash_cni_request(&cfg, &req, &from_ann, &err), 0);
+	assert_int_equal(req.tcp, 8192);
+	assert_int_equal(req.udp, 0);
+	nshash_cni_config_free(&cfg);
+	c = CONF("1.0.0", ",\"udp\":1024");
+	assert_int_equal(nshash_cni_config_parse(c, strlen(c), &cfg, &err), 0);
+	assert_int_equal(nshash_cni_config_node(&cfg, &pol, warn, sizeof(warn), &err), 0);
+	assert_int_equal(cfg.sizes.tcp, 0);
+	assert_int_equal(cfg.sizes.udp, 1024);
+	nshash_cni_config_free(&cfg);
+	pol.defaults = (struct nshash_sizes){0, 0};
+
 	/* a node that says nested: a network cannot ask for templates */
 	pol.strategy = NSHASH_STRATEGY_NESTED;
 	c = CONF("1.0.0", ",\"strategy\":\"template\"");
@@ -415,8 +450,6 @@ static void request_of(const char *conf, int want_rc, uint32_t tcp, uint32_t udp
 			fail_msg("\"%s\" lacks \"%s\"", err.err.msg, fragment);
 	}
 }
-
-#define ANN(x) ",\"runtimeConfig\":{\"io.kubernetes.cri.pod-annotations\":{" x "}}"
 
 static void test_request(void **state)
 {

@@ -352,6 +352,75 @@ static void test_defaults(void **state)
 	free(out);
 }
 
+/* A container the policy's defaults would size, passed through unsized:
+ * the config as it came, the reason containing `why`. */
+static void assert_defaults_skipped(const char *config, const struct nshash_oci_opts *opts, const char *why)
+{
+	struct nshash_oci_result res;
+	struct nshash_error err = {0};
+	char *out = NULL;
+	size_t len;
+
+	assert_int_equal(nshash_oci_transform(config, strlen(config), opts, &out, &len, &res, &err), 0);
+	assert_int_equal(res.action, NSHASH_OCI_DEFAULTS_SKIPPED);
+	assert_true(res.from_policy);
+	assert_false(res.from_defaults);
+	if (!strstr(res.warning, why))
+		fail_msg("reason \"%s\" lacks \"%s\"", res.warning, why);
+	assert_string_equal(out, config);
+	assert_string_equal(res.userns_pin_path, "");
+	free(out);
+}
+
+/* The policy's defaultTcp/defaultUdp: for a container that asks nothing;
+ * one that joins a netns (the host's, another's) runs unsized, never
+ * refused; an annotation (0 = shared) and the wrapper's options win. */
+static void test_policy_defaults(void **state)
+{
+	(void)state;
+	struct nshash_policy saved = policy;
+	struct nshash_oci_opts opts = {.mode = NSHASH_OCI_PRECREATE, .policy = &policy};
+	struct nshash_oci_result res;
+	struct nshash_error err = {0};
+	char *out = NULL;
+	size_t len;
+	const char *host = "{\"linux\": {\"namespaces\": [{\"type\": \"pid\"}]}}";
+	const char *joined =
+	    "{\"linux\": {\"namespaces\": [{\"type\": \"network\", \"path\": \"/proc/self/ns/net\"}]}}";
+	const char *optout = "{\"annotations\": {\"io.nshash.tcp\": \"0\"}, \"linux\": {\"namespaces\": []}}";
+	const char *asks = "{\"annotations\": {\"io.nshash.tcp\": \"4096\"}, \"linux\": {\"namespaces\": []}}";
+
+	policy.defaults = (struct nshash_sizes){8192, 1024};
+	for (int mode = 0; mode < 2; mode++) {
+		opts.mode = mode ? NSHASH_OCI_WRAPPER : NSHASH_OCI_PRECREATE;
+		assert_defaults_skipped(host, &opts,
+					"it shares the host's network namespace (no network namespace entry)");
+		assert_defaults_skipped(joined, &opts, "it joins the network namespace /proc/self/ns/net (tcp=");
+		assert_int_equal(nshash_oci_transform(optout, strlen(optout), &opts, &out, &len, &res, &err), 0);
+		assert_int_equal(res.action, NSHASH_OCI_UNTOUCHED);
+		assert_false(res.from_policy);
+		free(out);
+		assert_true(nshash_oci_transform(asks, strlen(asks), &opts, &out, &len, &res, &err) < 0);
+		assert_false(res.from_policy);
+		assert_non_null(
+		    strstr(err.msg, "cannot size tcp=4096 udp=0: the config has no network namespace entry"));
+	}
+	/* the wrapper's --nshash-tcp=0 --nshash-udp=0: this handler's containers are shared */
+	struct nshash_sizes zero = {0, 0};
+	opts.defaults = &zero;
+	assert_int_equal(nshash_oci_transform(host, strlen(host), &opts, &out, &len, &res, &err), 0);
+	assert_int_equal(res.action, NSHASH_OCI_UNTOUCHED);
+	free(out);
+	opts.defaults = NULL;
+	/* named in a cap error (a policy read at load never gets there) */
+	policy.max.udp = 512;
+	snprintf(policy.source, sizeof(policy.source), "/etc/nshash/test.json");
+	assert_true(nshash_oci_transform(host, strlen(host), &opts, &out, &len, &res, &err) < 0);
+	assert_string_equal(err.msg, "policy /etc/nshash/test.json: defaultTcp/defaultUdp: udp size 1024 (effective "
+				     "1024) is above the allowed maximum 512 (maxUdp)");
+	policy = saved;
+}
+
 static void test_request_parse(void **state)
 {
 	(void)state;
@@ -810,6 +879,47 @@ static void test_userns(void **state)
 #undef USERNS_CONFIG
 }
 
+/* The policy's defaults for a container with a user namespace: joining
+ * the host's network or another netns it runs unsized, never refused; a
+ * netns of its own takes the user-namespace path whatever the source of
+ * the sizes (the mappings are read: 45-userns and 46-defaults make them). */
+static void test_userns_defaults(void **state)
+{
+	(void)state;
+	struct nshash_policy saved = policy;
+	struct nshash_error err = {0};
+	const char *host = "{\"linux\": {\"namespaces\": [{\"type\": \"user\"}]}}";
+	const char *joined = "{\"linux\": {\"namespaces\": [{\"type\": \"user\"}, {\"type\": \"network\", "
+			     "\"path\": \"/proc/self/ns/net\"}]}}";
+	const char *own_nomaps = "{\"linux\": {\"namespaces\": [{\"type\": \"network\"}, {\"type\": \"user\"}], "
+				 "\"gidMappings\": [{\"containerID\": 0, \"hostID\": 100000, \"size\": 65536}]}}";
+
+	policy.defaults = (struct nshash_sizes){4096, 0};
+	for (int mode = 0; mode < 2; mode++) {
+		struct nshash_oci_opts opts = {.mode = mode ? NSHASH_OCI_WRAPPER : NSHASH_OCI_PRECREATE,
+					       .policy = &policy,
+					       .pin_name = "t",
+					       .pin_path = mode ? "/nonexistent/nshash-unit/run/netns" : NULL,
+					       .userns_pin_path = mode ? "/nonexistent/nshash-unit/run/userns" : NULL};
+		assert_defaults_skipped(host, &opts,
+					"it shares the host's network namespace (no network namespace entry)");
+		assert_defaults_skipped(joined, &opts, "it joins the network namespace /proc/self/ns/net (tcp=");
+		/* the wrapper's shared-propagation path (no private tmpfs) joining a netns: not refused either */
+		opts.userns_pin_path = NULL;
+		assert_defaults_skipped(joined, &opts, "it joins the network namespace /proc/self/ns/net (tcp=");
+	}
+	/* a netns of its own: the user namespace's mappings are what it is made with */
+	memset(&err, 0, sizeof(err));
+	assert_true(transform_wrapper(own_nomaps, "/nonexistent/nshash-unit/run/userns", &err) < 0);
+	assert_non_null(strstr(err.msg, "without linux.uidMappings: give the container's mappings"));
+	/* ... and on the shared-propagation path, refused as for an annotation */
+	memset(&err, 0, sizeof(err));
+	assert_true(transform_wrapper(own_nomaps, NULL, &err) < 0);
+	assert_non_null(strstr(err.msg, "cannot size tcp=4096 udp=0: the container has a user namespace of its own "
+					"and asks for shared mount propagation"));
+	policy = saved;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -819,8 +929,9 @@ int main(void)
 	    cmocka_unit_test(test_state_bundle),  cmocka_unit_test(test_heal),
 	    cmocka_unit_test(test_args),	  cmocka_unit_test(test_pin_names),
 	    cmocka_unit_test(test_runtime_find),  cmocka_unit_test(test_own_options),
-	    cmocka_unit_test(test_defaults),	  cmocka_unit_test(test_engine_paths),
-	    cmocka_unit_test(test_sibling),	  cmocka_unit_test(test_userns),
+	    cmocka_unit_test(test_defaults),	  cmocka_unit_test(test_policy_defaults),
+	    cmocka_unit_test(test_engine_paths),  cmocka_unit_test(test_sibling),
+	    cmocka_unit_test(test_userns),	  cmocka_unit_test(test_userns_defaults),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -124,11 +124,50 @@ static void test_spare_bounds(void **state)
 	assert_int_equal(o.max_spares, 3);
 	assert_true(o.max_spare_bytes == 200000);
 	assert_int_equal(o.spare_max_idle, 2);
-	assert_error("{\"maxSpares\": 0}", "key \"maxSpares\": 0 is out of range 1..4096 (for no spares at all set \"spares\": 0)");
+	assert_error("{\"maxSpares\": 0}",
+		     "key \"maxSpares\": 0 is out of range 1..4096 (for no spares at all set \"spares\": 0)");
 	assert_error("{\"maxSpares\": 4097}", "key \"maxSpares\": 4097 is out of range (0..4096)");
 	assert_error("{\"maxSpareBytes\": 0}", "key \"maxSpareBytes\": 0 is out of range");
 	assert_error("{\"spareMaxIdle\": 0}", "key \"spareMaxIdle\": 0 is out of range 1..31536000 (seconds)");
 	assert_error("{\"spareMaxIdle\": \"600\"}", "key \"spareMaxIdle\": expected an integer");
+}
+
+/* defaultTcp/defaultUdp: 0 (shared) unless set, within the caps whatever
+ * the order of the keys, the error naming the key. */
+static void test_default_sizes(void **state)
+{
+	(void)state;
+	struct nshash_policy p;
+	struct nshash_error e = {0};
+	nshash_policy_defaults(&p);
+	assert_int_equal(p.defaults.tcp, 0);
+	assert_int_equal(p.defaults.udp, 0);
+	assert_false(nsh_policy_has_defaults(&p));
+	assert_int_equal(parse("{\"defaultTcp\": 4096, \"defaultUdp\": 1024}", &p, &e), 0);
+	assert_int_equal(p.defaults.tcp, 4096);
+	assert_int_equal(p.defaults.udp, 1024);
+	assert_true(nsh_policy_has_defaults(&p));
+	assert_int_equal(parse("{\"defaultUdp\": 512}", &p, &e), 0);
+	assert_int_equal(p.defaults.tcp, 0);
+	assert_int_equal(p.defaults.udp, 512);
+	assert_true(nsh_policy_has_defaults(&p));
+	/* the cap after the default, or a default that the kernel rounds up to it */
+	assert_int_equal(parse("{\"defaultTcp\": 3000, \"maxTcp\": 4096}", &p, &e), 0);
+	assert_int_equal(p.defaults.tcp, 3000);
+	assert_error("{\"defaultTcp\": 8192, \"maxTcp\": 4096}",
+		     "/etc/nshash/nshash.json: key \"defaultTcp\": 8192 (effective 8192) is above maxTcp 4096: lower "
+		     "defaultTcp or raise maxTcp");
+	assert_error("{\"maxTcp\": 4096, \"defaultTcp\": 4097}",
+		     "key \"defaultTcp\": 4097 (effective 8192) is above maxTcp 4096");
+	assert_int_equal(parse("{\"maxUdp\": 128, \"defaultUdp\": 100}", &p, &e), 0);
+	assert_error("{\"maxUdp\": 64, \"defaultUdp\": 100}",
+		     "key \"defaultUdp\": 100 (effective 128) is above maxUdp 64");
+	assert_error("{\"maxTcp\": 0, \"defaultTcp\": 1}", "key \"defaultTcp\": 1 (effective 1) is above maxTcp 0");
+	assert_error("{\"defaultTcp\": 300000}",
+		     "key \"defaultTcp\": 300000 (effective 524288) is above maxTcp 262144");
+	assert_error("{\"defaultTcp\": \"4096\"}", "key \"defaultTcp\": expected an integer (0..16777216)");
+	assert_error("{\"defaultUdp\": -1}",
+		     "defaultUdp: -1 is out of range (udp sizes are 0..65536, 0 = shared table)");
 }
 
 static void test_errors(void **state)
@@ -194,6 +233,7 @@ int main(void)
 	    cmocka_unit_test(test_all_keys),
 	    cmocka_unit_test(test_stale_age_floor),
 	    cmocka_unit_test(test_spare_bounds),
+	    cmocka_unit_test(test_default_sizes),
 	    cmocka_unit_test(test_errors),
 	    cmocka_unit_test(test_load),
 	};
