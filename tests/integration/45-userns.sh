@@ -12,8 +12,11 @@
 # podman rootful --uidmap and --userns=auto (a `containers` entry added to
 # /etc/subuid and /etc/subgid for the test, the files restored byte for
 # byte), --network none and the default bridge, through the precreate
-# hook: sized, eth0 configured, both pins gone after.  A user namespace
-# pin left without its netns pin goes with the reclaim.
+# hook: sized, eth0 configured, both pins gone after.  The node's
+# defaultTcp/defaultUdp size such a container asking nothing the same way
+# (the wrapper, and podman with the hooks file for every container); with
+# the host's network or a joined netns it runs unsized, not refused.  A user
+# namespace pin left without its netns pin goes with the reclaim.
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/engines.sh"
 . "$(dirname "$0")/../lib/cni.sh"
@@ -182,6 +185,44 @@ assert_contains "$out" "cannot size tcp=4096 udp=0: the container has a user nam
 	"shared propagation + user namespace: refused before runc, naming the user namespace"
 assert_not_contains "$out" "sysfs" "... never runc's sysfs error"
 
+# --- the node's defaults (defaultTcp/defaultUdp) for a bundle asking
+# nothing: a netns its user namespace owns, as for an annotation; the host's
+# network or a joined netns: unsized, never refused
+DP=$D/policy-defaults.json
+engines_policy "$DP" "{\"stateDir\": \"$S\", \"logFile\": \"$D/nshash.log\", \"defaultTcp\": 4096, \"defaultUdp\": 1024}"
+userns_bundle u13 "$SHOW"
+out=$(cd "$D/u13" && NSHASH_POLICY=$DP nshash-runtime --root "$ROOT" run t45q 2>>"$D/stderr" </dev/null)
+assert_eq "4096 1024 1
+$MAP
+$MAP
+1" "$out" "defaults, runc: tcp=4096 udp=1024 inside, the bundle's mappings, sysfs mounted"
+assert_contains "$(cat "$D/nshash.log")" "t45q: sized netns pinned at $S/run/netns: requested tcp=4096 udp=1024 (the node's defaultTcp/defaultUdp), effective tcp=4096 udp=1024 (owned by the container's user namespace, pinned at $S/run/userns)" \
+	"defaults: logged as the node's, owned by the container's user namespace"
+assert_eq 0 "$(pins_left)" "defaults: no pin left"
+GTCP=$(cat /proc/sys/net/ipv4/tcp_ehash_entries) GUDP=$(cat /proc/sys/net/ipv4/udp_hash_entries)
+NSIZES='echo $(cat /proc/sys/net/ipv4/tcp_ehash_entries) $(cat /proc/sys/net/ipv4/udp_hash_entries); cat /proc/self/uid_map'
+userns_bundle u14 "$NSIZES"
+# no sysfs mount: a user namespace cannot mount the sysfs of a netns it does
+# not own (plain runc fails the same: "mount sysfs ... operation not permitted")
+NOSYS='.mounts |= map(select(.destination != "/sys"))'
+jq ".linux.namespaces |= map(select(.type != \"network\")) | $NOSYS" "$D/u14/config.json" >"$D/x" && mv "$D/x" "$D/u14/config.json"
+out=$(cd "$D/u14" && NSHASH_POLICY=$DP nshash-runtime --root "$ROOT" run t45r 2>&1 </dev/null)
+assert_eq "$GTCP $GUDP
+$MAP" "$out" "defaults, user namespace, no network entry: runs in the host's netns, in its user namespace, not refused"
+assert_contains "$(cat "$D/nshash.log")" "t45r: asked for no sizes: the node's defaults tcp=4096 udp=1024 do not apply, it runs unsized: it shares the host's network namespace (no network namespace entry)" \
+	"... the log says why"
+touch "$D/joined-net" && unshare --net="$D/joined-net" true && on_exit "umount '$D/joined-net' 2>/dev/null"
+userns_bundle u15 "$NSIZES"
+jq --arg p "$D/joined-net" ".linux.namespaces |= map(if .type == \"network\" then .path = \$p else . end) | $NOSYS" \
+	"$D/u15/config.json" >"$D/x" && mv "$D/x" "$D/u15/config.json"
+out=$(cd "$D/u15" && NSHASH_POLICY=$DP nshash-runtime --root "$ROOT" run t45s 2>&1 </dev/null)
+assert_eq "-$GTCP -$GUDP
+$MAP" "$out" "defaults, user namespace, joining a netns: joins it unsized, not refused"
+assert_contains "$(cat "$D/nshash.log")" "t45s: asked for no sizes: the node's defaults tcp=4096 udp=1024 do not apply, it runs unsized: it joins the network namespace $D/joined-net (tcp=-$GTCP udp=-$GUDP)" \
+	"... the log names the netns"
+umount "$D/joined-net"
+assert_eq 0 "$(pins_left)" "defaults, unsized: no pin left"
+
 # --- crun, where its cgroup mode allows (engines_crun_ns)
 if command -v crun >/dev/null; then
 	engines_policy "$D/policy-crun.json" "{\"stateDir\": \"$S\", \"runtime\": \"crun\"}"
@@ -242,6 +283,25 @@ $MAP
 	cat "$D/subgid.orig" >/etc/subgid
 	assert_eq "$(sha256sum <"$D/subuid.orig") $(sha256sum <"$D/subgid.orig")" "$(sha256sum </etc/subuid) $(sha256sum </etc/subgid)" \
 		"/etc/subuid and /etc/subgid as they were"
+
+	# the node's defaults, through the opt-in hooks file for every container
+	HD=$D/hooks-defaults
+	mkdir -p "$HD"
+	jq --arg p "$BUILD/nshash-hook" --arg pol "$DP" '.hook.path = $p | .hook.args = .hook.args + ["--policy", $pol]' \
+		"$TOP/oci-hooks/defaults-hooks.d/nshash-precreate.json" >"$HD/nshash-precreate.json"
+	: >"$D/nshash.log"
+	out=$(podman --hooks-dir "$HD" run --rm --uidmap 0:100000:65536 --gidmap 0:100000:65536 --network none \
+		$IMG sh -c "$PSHOW" 2>"$D/perr")
+	assert_eq "4096 1024
+$MAP
+1" "$out" "podman --uidmap --network none, defaults: sized, its mappings, sysfs"
+	assert_contains "$(cat "$D/nshash.log")" "requested tcp=4096 udp=1024 (the node's defaultTcp/defaultUdp), effective tcp=4096 udp=1024 (owned by the container's user namespace, pinned at $S/userns/oci-" \
+		"podman, defaults: the hook made the netns in the container's user namespace"
+	hook_pins_gone && pass "podman, defaults: pins removed" || fail "podman, defaults: pins left"
+	out=$(podman --hooks-dir "$HD" run --rm --uidmap 0:100000:65536 --gidmap 0:100000:65536 --network host \
+		$IMG sh -c 'cat /proc/sys/net/ipv4/tcp_ehash_entries' 2>&1)
+	assert_eq "$GTCP" "$out" "podman --uidmap --network host, defaults: starts in the host's netns, not refused"
+	assert_contains "$(cat "$D/nshash.log")" "do not apply, it runs unsized: it shares the host's network namespace" "... the log says why"
 
 	# a running one counts in the ledger
 	podman run -d --name t45k --uidmap 0:100000:65536 --gidmap 0:100000:65536 --network none \

@@ -91,6 +91,13 @@ assert_eq "$(grep -c '^nshash_netns_shared{.*reason="unseen"' <<<"$M") $(grep -c
 # a scrape a Prometheus parser takes (every line a sample, a comment or blank)
 bad=$(grep -vE '^(#.*|[a-zA-Z_:][a-zA-Z0-9_:]*(\{.*\})? -?[0-9.e+-]+|)$' <<<"$M" | head -3)
 assert_eq "" "$bad" "every line of /metrics is a sample or a comment"
+# the policy's defaults, read by every scrape as `stats --prometheus` does
+assert_eq 'nshash_policy_default_entries{proto="tcp"} 0
+nshash_policy_default_entries{proto="udp"} 0' "$(grep '^nshash_policy_default_entries' <<<"$M")" "the policy's defaults: none"
+cni_node_policy "$W/node.json" "$S" '"spares": 0, "defaultTcp": 2048, "defaultUdp": 512'
+assert_eq 'nshash_policy_default_entries{proto="tcp"} 2048
+nshash_policy_default_entries{proto="udp"} 512' "$(scrape | grep '^nshash_policy_default_entries')" "the policy's defaultTcp/defaultUdp, as stats --prometheus prints them"
+cni_node_policy "$W/node.json" "$S" '"spares": 0'
 
 # ---- textfiles: appended in name order, a huge one and a symlink skipped
 assert_eq '# TYPE x gauge
