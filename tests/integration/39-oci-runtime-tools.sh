@@ -5,11 +5,15 @@
 # Go packages (GOPATH mode) and tests/runtime-tools/tap-go (a TAP writer of
 # our own: Debian does not package the one the tests import).  Each test is
 # run against runc, against nshash-runtime without sizes, and against
-# nshash-runtime --nshash-tcp=4096 --nshash-udp=1024, all on a private runc
-# root and state dir.  Every test runc passes here must pass through the
-# wrapper without sizes, and with sizes every one but those in SIZED_FAILS,
-# each of which must fail for the reason given there (so that the list
-# cannot go stale).
+# nshash-runtime --nshash-tcp=4096 --nshash-udp=1024, and against
+# nshash-runtime under a policy with defaultTcp/defaultUdp 4096/1024, all on
+# a private runc root and state dir.  Every test runc passes here must pass
+# through the wrapper without sizes, and with sizes every one but those in
+# SIZED_FAILS, each of which must fail for the reason given there (so that
+# the list cannot go stale).  Under the policy's defaults every one passes,
+# SIZED_FAILS too: a container the defaults size that has the host's
+# network or joins a netns runs unsized, never refused (the wrapper's
+# options are an explicit request, refused there).
 #
 # Cache: the source tarball in NSHASH_TEST_CACHE/runtime-tools (default
 # /var/cache/nshash-tests), fetched once from NSHASH_DEBIAN_MIRROR (suite
@@ -39,6 +43,8 @@ CORE="create state kill hostname default"
 
 engines_oci_setup
 engines_policy "$P" "{\"stateDir\": \"$S\"}"
+DP=$D/policy-defaults.json
+engines_policy "$DP" "{\"stateDir\": \"$S\", \"defaultTcp\": 4096, \"defaultUdp\": 1024, \"logFile\": \"$D/defaults.log\"}"
 CACHE=${NSHASH_TEST_CACHE:-/var/cache/nshash-tests}/runtime-tools
 MIRROR=${NSHASH_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SUITE=${NSHASH_RUNTIME_TOOLS_SUITE:-trixie}
@@ -105,12 +111,14 @@ done
 assert_none "the suite builds: runtimetest and ${#names[@]} validation tests" $((${#names[@]} + 1)) "${build_errors[@]}"
 [ ${#build_errors[@]} -eq 0 ] || exit 1
 
-# --- the three runtimes, each a command as RUNTIME= takes it
-for r in runc plain sized; do
+# --- the four runtimes, each a command as RUNTIME= takes it
+RUNTIMES="runc plain sized defaults"
+for r in $RUNTIMES; do
 	case $r in
 	runc) cmd="exec runc --root '$ROOT' \"\$@\"" ;;
 	plain) cmd="NSHASH_POLICY='$P' exec '$BUILD/nshash-runtime' --root '$ROOT' \"\$@\"" ;;
 	sized) cmd="NSHASH_POLICY='$P' exec '$BUILD/nshash-runtime' --nshash-tcp=4096 --nshash-udp=1024 --root '$ROOT' \"\$@\"" ;;
+	defaults) cmd="NSHASH_POLICY='$DP' exec '$BUILD/nshash-runtime' --root '$ROOT' \"\$@\"" ;;
 	esac
 	printf '#!/bin/sh\n%s\n' "$cmd" >"$D/rt-$r" && chmod 0755 "$D/rt-$r"
 	mkdir -p "$D/out/$r" "$D/tmp-$r"
@@ -137,13 +145,19 @@ verdict() {
 }
 # run_one RUNTIME NAME: runs the test (once more when it fails: runc itself
 # fails now and then here, e.g. ENOMEM adding a seccomp rule); writes
-# out/RUNTIME/NAME and out/RUNTIME/NAME.ok when it passed.
+# out/RUNTIME/NAME and out/RUNTIME/NAME.ok when it passed.  A test that
+# left mounts under its TMPDIR in the host's mount namespace is named in
+# left-RUNTIME and its mounts go (each runtime runs one test at a time).
 run_one() {
 	local r=$1 n=$2 t rc try
 	t=$(ls validation/*/"$n.t")
 	for try in 1 2; do
 		RUNTIME=$D/rt-$r TMPDIR=$D/tmp-$r timeout 180 "./$t" >"$D/out/$r/$n" 2>&1
 		rc=$?
+		if [ -n "$(mounts_under "$D/tmp-$r")" ]; then
+			echo "$n" >>"$D/left-$r"
+			mounts_under "$D/tmp-$r" | sort -r | xargs -r -n1 umount -l
+		fi
 		if verdict "$D/out/$r/$n" "$rc"; then
 			touch "$D/out/$r/$n.ok"
 			[ "$try" = 2 ] && echo "# $r $n: passed when run again" >>"$D/retries"
@@ -152,16 +166,16 @@ run_one() {
 	done
 }
 # The suite's cgroup tests use fixed cgroup paths: one runtime at a time;
-# the others run with the three runtimes side by side (each its own
+# the others run with the four runtimes side by side (each its own
 # TMPDIR; container ids are UUIDs).
 for n in "${names[@]}"; do
 	case $RACY in *" $n "*) continue ;; esac
 	case $n in
 	*cgroups* | delete_resources | delete_only_create_resources)
-		for r in runc plain sized; do run_one $r "$n"; done
+		for r in $RUNTIMES; do run_one $r "$n"; done
 		;;
 	*)
-		for r in runc plain sized; do run_one $r "$n" & done
+		for r in $RUNTIMES; do run_one $r "$n" & done
 		wait
 		;;
 	esac
@@ -178,9 +192,10 @@ core_bad=()
 for n in $CORE; do [ -e "$D/out/runc/$n.ok" ] || core_bad+=("$n: $(first_lines "$D/out/runc/$n")"); done
 assert_none "runc passes the lifecycle tests ($CORE): the suite ran" 5 "${core_bad[@]}"
 
-plain_bad=() sized_bad=() stale=()
+plain_bad=() sized_bad=() stale=() defaults_bad=()
 for n in "${runc_pass[@]}"; do
 	[ -e "$D/out/plain/$n.ok" ] || plain_bad+=("$n: $(first_lines "$D/out/plain/$n")")
+	[ -e "$D/out/defaults/$n.ok" ] || defaults_bad+=("$n: $(first_lines "$D/out/defaults/$n")")
 	if [ -n "${SIZED_FAILS[$n]:-}" ]; then
 		if [ -e "$D/out/sized/$n.ok" ]; then
 			stale+=("$n passes sized now: drop it from SIZED_FAILS")
@@ -195,8 +210,27 @@ assert_none "nshash-runtime without sizes passes every test runc passes" ${#runc
 assert_none "nshash-runtime --nshash-tcp=4096 --nshash-udp=1024 passes every test runc passes but SIZED_FAILS" \
 	${#runc_pass[@]} "${sized_bad[@]}"
 assert_none "each test in SIZED_FAILS fails sized for its stated reason" ${#SIZED_FAILS[@]} "${stale[@]}"
+assert_none "nshash-runtime under the policy's defaultTcp/defaultUdp passes every test runc passes, SIZED_FAILS too" \
+	${#runc_pass[@]} "${defaults_bad[@]}"
+# ... and it did size the containers with a netns of their own (every test
+# starts at least one: at least as many as runc passes), and passed the
+# host-network and joined-netns ones through
+dlog=$(cat "$D/defaults.log" 2>/dev/null)
+n_sized=$(grep -c "requested tcp=4096 udp=1024 (the node's defaultTcp/defaultUdp), effective tcp=4096 udp=1024" <<<"$dlog")
+[ "$n_sized" -ge ${#runc_pass[@]} ] && pass "under the defaults: $n_sized containers sized 4096/1024 as the node's defaults" ||
+	fail "under the defaults: only $n_sized containers logged sized (${#runc_pass[@]} tests)"
+assert_contains "$dlog" "do not apply, it runs unsized: it shares the host's network namespace (no network namespace entry)" \
+	"under the defaults: linux_ns_itype's host-network container ran unsized"
+assert_contains "$dlog" "do not apply, it runs unsized: it joins the network namespace /proc/" \
+	"under the defaults: linux_ns_path's joining container ran unsized"
 
 assert_eq "" "$(runc --root "$ROOT" list -q 2>/dev/null)" "no container left in the private runc root"
-assert_eq "" "$(mounts_under "$D/tmp-sized")" "no mount left in the host's mount namespace by a sized container"
+left() { sort -u "$D/left-$1" 2>/dev/null | tr '\n' ' ' | sed 's/ $//'; }
+assert_eq "" "$(left sized)" "no mount left in the host's mount namespace by a sized container"
+# runc leaves the mounts of a container without a mount namespace of its
+# own (linux_ns_itype) in the host's; under the defaults that one runs
+# unsized, as under runc: nothing more than runc leaves
+assert_eq "" "$(comm -23 <(sort -u "$D/left-defaults" 2>/dev/null) <(sort -u "$D/left-runc" 2>/dev/null) | tr '\n' ' ')" \
+	"under the defaults no test leaves a mount in the host's mount namespace that it does not under runc (runc: $(left runc))"
 assert_eq 0 "$(engines_pins_left "$S")" "no pin left in the state dir"
 assert_host_untouched
