@@ -43,6 +43,8 @@ start_serve() { # LOGFILE ARGS...: serve in the background, waits until it answe
 	cannot_run "nshash serve did not answer on $ADDR: $(cat "$log")"
 }
 scrape() { curl -s --max-time 20 "http://$ADDR/metrics"; }
+# serve keeps a scan's result 1 s: what changed since shows after that
+scrape_after_change() { sleep 1.1 && scrape; }
 PORT=$(free_port)
 ADDR=127.0.0.1:$PORT
 
@@ -73,7 +75,7 @@ spares_settled "$S"
 assert_eq "nsh59a nsh59w" "$(ls "$S/cni/pods" | tr '\n' ' ' | sed 's/ $//')" "a pod record per running pod, none for the refused one"
 assert_eq "600 600" "$(stat -c %a "$S/cni/adds" "$S/cni/pods/nsh59a" | tr '\n' ' ' | sed 's/ $//')" "the records are root's alone"
 
-M=$(scrape)
+M=$(scrape_after_change)
 assert_eq 'nshash_cni_adds_total{outcome="sized"} 1
 nshash_cni_adds_total{outcome="warned"} 1
 nshash_cni_adds_total{outcome="refused"} 1' "$(grep '^nshash_cni_adds_total' <<<"$M")" "ADDs counted by outcome"
@@ -125,7 +127,11 @@ done
 assert_eq "" "$(ls "$S/templates" 2>/dev/null)" "scheduled gc removed the idle template"
 LOG=$(cat "$W/serve.log")
 assert_contains "$LOG" "gc: removed $S/templates/tcp4096-udp1024 (idle template)" "... and logged it"
-r1=$(runs)
+for i in $(seq 100); do # (gc every 1 s; a scrape can be quicker)
+	r1=$(runs)
+	[ "$r1" -gt "$r0" ] && break
+	sleep 0.1
+done
 [ "$r1" -gt "$r0" ] && pass "gc runs counted ($r0 -> $r1)" || fail "gc runs not counted ($r0 -> $r1)"
 assert_eq 'nshash_serve_gc_runs_total{result="failed"} 0' "$(scrape | grep 'gc_runs_total{result="failed"}')" "no gc failed"
 
@@ -193,6 +199,54 @@ read -r code closed took total <<<"$SLOW"
 assert_eq 'nshash_serve_clients_dropped_total{why="deadline"} 5
 nshash_serve_clients_dropped_total{why="full"} 0' "$(scrape | grep '^nshash_serve_clients_dropped_total')" "the slowloris clients counted as dropped at their deadline"
 assert_eq "200 5" "$code $closed" "a scrape while 5 slowloris clients hold connections: 200 (in ${took} s); they are dropped (after ${total} s)"
+
+# many slow clients: the 33rd and later push out the oldest of those still
+# sending their heads, never a probe that sent its own (kubelet's /healthz)
+FULL=$(python3 - "$PORT" <<'PY'
+import socket, sys, subprocess
+port = int(sys.argv[1])
+slow = []
+for i in range(40):  # 8 more than serve's 32
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(b"GET /metr")
+    slow.append(s)
+r = subprocess.run(["curl", "-s", "--max-time", "20", "http://127.0.0.1:%d/healthz" % port],
+                   capture_output=True, text=True)
+closed = 0
+for s in slow:
+    s.settimeout(30)
+    try:
+        closed += s.recv(1) == b""
+    except OSError:
+        closed += 1
+print("%s %d" % (r.stdout.strip(), closed))
+PY
+)
+assert_eq "ok 40" "$FULL" "/healthz answered while 40 slow clients connect; all of them dropped"
+assert_eq 'nshash_serve_clients_dropped_total{why="deadline"} 36
+nshash_serve_clients_dropped_total{why="full"} 9' "$(scrape | grep '^nshash_serve_clients_dropped_total')" \
+	"9 pushed out (8 by the later slow ones, 1 by the probe), the 31 left at their deadline"
+
+# two scrapes at once: one scan (the second gets the first's, within 1 s)
+sleep 1.1 # past the window of the scrape above
+PAIR=$(python3 - "$PORT" <<'PY'
+import socket, sys, re
+port = int(sys.argv[1])
+socks = [socket.create_connection(("127.0.0.1", port), timeout=20) for i in range(2)]
+for s in socks:
+    s.sendall(b"GET /metrics HTTP/1.1\r\n\r\n")
+out = []
+for s in socks:
+    data = s.makefile("rb").read()  # to the close
+    m = re.search(rb"^nshash_serve_scans_total (\d+)$", data, re.M)
+    out.append(m.group(1).decode() if m else "none")
+print(" ".join(out))
+PY
+)
+read -r s1 s2 <<<"$PAIR"
+assert_eq "$s1" "$s2" "two scrapes at once: the same scan ($PAIR)"
+sleep 1.1
+assert_eq "nshash_serve_scans_total $((s1 + 1))" "$(scrape | grep '^nshash_serve_scans_total')" "a scrape after the window: one more scan"
 
 out=$("$BUILD/nshash" --state-dir "$S" serve --listen "$ADDR" --gc-every 0 2>&1)
 assert_eq "1 nshash: serve: listen on $ADDR: Address already in use" "$? $out" "a second serve on the same address: exit 1, saying why"
