@@ -135,6 +135,24 @@ static int name_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Up to `cap` bytes of fd: reads until EOF or the cap (one read() may
+ * return less, e.g. from a file being written); -1 on an error. */
+static ssize_t read_upto(int fd, char *buf, size_t cap)
+{
+	size_t got = 0;
+	while (got < cap) {
+		ssize_t n = read(fd, buf + got, cap - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
 /* Every *.prom file of the textfile dir, in name order: regular files only,
  * each whole or not at all (larger than TEXTFILE_MAX, or with a NUL byte:
  * skipped with a comment, so the scrape stays parsable). */
@@ -178,7 +196,7 @@ static size_t textfiles(FILE *f, const char *dir)
 			why = "larger than 262144 bytes";
 		else if (!(text = malloc(TEXTFILE_MAX + 1)))
 			why = "out of memory";
-		else if ((len = read(fd, text, TEXTFILE_MAX + 1)) < 0)
+		else if ((len = read_upto(fd, text, TEXTFILE_MAX + 1)) < 0)
 			why = "unreadable";
 		else if (len > TEXTFILE_MAX)
 			why = "larger than 262144 bytes";

@@ -276,6 +276,27 @@ if python3 -c 'import socket; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET,
 else
 	echo "# 127.0.0.1:9490 is in use here: the default address not tried"
 fi
+# ---- a textfile whose read() returns less than all of it (a procfs file
+# bind-mounted there: a page a read): read to its end, so one larger than
+# 256 KiB is skipped, not cut
+mkdir -m 0700 "$W/short"
+: >"$W/short/k.prom"
+if mount --bind /proc/kallsyms "$W/short/k.prom" 2>/dev/null; then
+	on_exit "umount '$W/short/k.prom' 2>/dev/null"
+	PORT=$(free_port)
+	ADDR=127.0.0.1:$PORT
+	start_serve "$W/serve4.log" --listen "$ADDR" --gc-every 0 --textfile-dir "$W/short"
+	M=$(scrape)
+	assert_eq "# nshash serve: textfile k.prom skipped: larger than 262144 bytes
+nshash_serve_textfiles_skipped 1" "$(grep -E '^# nshash serve: textfile|^nshash_serve_textfiles_skipped' <<<"$M")" \
+		"a textfile read a page at a time: read whole, skipped as larger than 256 KiB"
+	kill -TERM "$SERVE_PID"
+	wait "$SERVE_PID"
+	umount "$W/short/k.prom"
+else
+	echo "# cannot bind-mount /proc/kallsyms here: the short-read textfile not tried"
+fi
+
 # ---- the manifest's own command line (state dir, address and textfile dir made this test's)
 if python3 -c 'import yaml' 2>/dev/null; then
 	PORT=$(free_port)
