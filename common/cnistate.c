@@ -92,6 +92,19 @@ static int cni_open(const char *state_dir, bool create, struct nshash_error *err
 	return fd;
 }
 
+/* STATE_DIR/cni/pods under an open cni dir, checked as the reader checks it
+ * (nshash's own, not a symlink): an fd, or -errno (-ENOENT: absent and not
+ * `create`). */
+static int pods_open(int cfd, const char *state_dir, bool create, struct nshash_error *err)
+{
+	char dir[PATH_MAX + 16];
+	snprintf(dir, sizeof(dir), "%s/cni/pods", state_dir);
+	int fd = own_dir_at(cfd, "pods", dir, err);
+	if (fd == -ENOENT && create && (mkdirat(cfd, "pods", 0700) == 0 || errno == EEXIST))
+		fd = own_dir_at(cfd, "pods", dir, err);
+	return fd;
+}
+
 /* ------------------------------------------------------------ ADD counters */
 
 static void adds_parse(const char *text, uint64_t counts[3])
@@ -247,20 +260,25 @@ static int record_write_at(int dfd, const char *state_dir, const struct nsh_pod_
 			 nsh_cni_outcome_name(rec->outcome), *ns ? ns : "-", *pod ? pod : "-", *netns ? netns : "-");
 	if (n < 0 || (size_t)n >= sizeof(line))
 		return nshash_error_set(err, ENAMETOOLONG, "pod record %s: too long", rec->id);
-	char path[NSH_POD_ID_MAX + 8], tmp[NSH_POD_ID_MAX + 32];
-	snprintf(path, sizeof(path), "pods/%s", rec->id);
-	snprintf(tmp, sizeof(tmp), "pods/.%s.%d", rec->id, (int)getpid());
-	int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0 && errno == ENOENT && mkdirat(dfd, "pods", 0700) == 0)
-		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return nshash_error_set(err, errno, "write %s/cni/%s: %s", state_dir, tmp, strerror(errno));
-	if (nsh_write_all(fd, line, (size_t)n) < 0 || close(fd) < 0 || renameat(dfd, tmp, dfd, path) < 0) {
+	char tmp[NSH_POD_ID_MAX + 32];
+	snprintf(tmp, sizeof(tmp), ".%s.%d", rec->id, (int)getpid());
+	int pfd = pods_open(dfd, state_dir, true, err);
+	if (pfd < 0)
+		return pfd;
+	int fd = openat(pfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
 		int e = errno;
-		unlinkat(dfd, tmp, 0);
-		return nshash_error_set(err, e, "write %s/cni/%s: %s", state_dir, path, strerror(e));
+		close(pfd);
+		return nshash_error_set(err, e, "write %s/cni/pods/%s: %s", state_dir, tmp, strerror(e));
 	}
-	return 0;
+	int r = 0;
+	if (nsh_write_all(fd, line, (size_t)n) < 0 || close(fd) < 0 || renameat(pfd, tmp, pfd, rec->id) < 0) {
+		int e = errno;
+		unlinkat(pfd, tmp, 0);
+		r = nshash_error_set(err, e, "write %s/cni/pods/%s: %s", state_dir, rec->id, strerror(e));
+	}
+	close(pfd);
+	return r;
 }
 
 int nsh_cni_record_add(const char *state_dir, enum nsh_cni_outcome o, const struct nsh_pod_record *rec,
@@ -291,12 +309,14 @@ int nsh_pod_record_remove(const char *state_dir, const char *id, struct nshash_e
 	int dfd = cni_open(state_dir, false, err);
 	if (dfd < 0)
 		return dfd == -ENOENT ? 0 : dfd;
-	char path[NSH_POD_ID_MAX + 8];
-	snprintf(path, sizeof(path), "pods/%s", id);
-	int r = unlinkat(dfd, path, 0) < 0 && errno != ENOENT
-		    ? nshash_error_set(err, errno, "remove %s/cni/%s: %s", state_dir, path, strerror(errno))
-		    : 0;
+	int pfd = pods_open(dfd, state_dir, false, err);
 	close(dfd);
+	if (pfd < 0)
+		return pfd == -ENOENT ? 0 : pfd;
+	int r = unlinkat(pfd, id, 0) < 0 && errno != ENOENT
+		    ? nshash_error_set(err, errno, "remove %s/cni/pods/%s: %s", state_dir, id, strerror(errno))
+		    : 0;
+	close(pfd);
 	return r;
 }
 
@@ -333,7 +353,7 @@ int nsh_pod_records_read(const char *state_dir, struct nsh_pod_record **out, siz
 	int cfd = cni_open(state_dir, false, err);
 	if (cfd < 0)
 		return cfd == -ENOENT ? 0 : cfd;
-	int dfd = own_dir_at(cfd, "pods", dir, err);
+	int dfd = pods_open(cfd, state_dir, false, err);
 	close(cfd);
 	if (dfd < 0)
 		return dfd == -ENOENT ? 0 : dfd;

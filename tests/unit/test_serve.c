@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -157,11 +158,25 @@ static void test_pod_records(void **state)
 	free(v);
 	assert_int_equal(nsh_pod_record_remove(dir, "abc-1", &err), 0); /* gone already: fine */
 
-	char path[256];
-	snprintf(path, sizeof(path), "%s/cni/adds", dir);
-	unlink(path);
+	char path[256], elsewhere[200], file[256];
 	snprintf(path, sizeof(path), "%s/cni/pods", dir);
 	assert_int_equal(rmdir(path), 0);
+	/* cni/pods a symlink: not written through, nor removed through */
+	snprintf(elsewhere, sizeof(elsewhere), "%s/elsewhere", dir);
+	assert_int_equal(mkdir(elsewhere, 0700), 0);
+	assert_int_equal(symlink(elsewhere, path), 0);
+	assert_true(nsh_pod_record_write(dir, &r, &err) < 0);
+	assert_non_null(strstr(err.msg, "/cni/pods"));
+	snprintf(file, sizeof(file), "%s/abc-1", elsewhere);
+	assert_int_equal(close(open(file, O_WRONLY | O_CREAT | O_EXCL, 0600)), 0);
+	assert_true(nsh_pod_record_remove(dir, "abc-1", &err) < 0);
+	assert_int_equal(access(file, F_OK), 0); /* still there */
+	assert_int_equal(unlink(file), 0);
+	assert_int_equal(rmdir(elsewhere), 0);
+	assert_int_equal(unlink(path), 0);
+
+	snprintf(path, sizeof(path), "%s/cni/adds", dir);
+	unlink(path);
 	snprintf(path, sizeof(path), "%s/cni", dir);
 	assert_int_equal(rmdir(path), 0);
 	assert_int_equal(rmdir(dir), 0);
