@@ -414,7 +414,9 @@ static bool record_live(const struct nsh_pod_record *rec)
 {
 	struct stat st;
 	struct statfs sf;
-	if (rec->netns[0] != '/' || lstat(rec->netns, &st) < 0)
+	if (rec->netns[0] != '/')
+		return false; /* never a netns path: nothing to keep it for */
+	if (lstat(rec->netns, &st) < 0)
 		return errno != ENOENT && errno != ENOTDIR; /* cannot tell: keep */
 	return (uint64_t)st.st_ino == rec->inode && statfs(rec->netns, &sf) == 0 && sf.f_type == NSFS_MAGIC;
 }

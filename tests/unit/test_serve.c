@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -157,6 +158,14 @@ static void test_pod_records(void **state)
 	assert_int_equal(n, 0);
 	free(v);
 	assert_int_equal(nsh_pod_record_remove(dir, "abc-1", &err), 0); /* gone already: fine */
+	/* a netns that is no absolute path: never a netns, pruned (whatever
+	 * errno was left by the calls before) */
+	struct nsh_pod_record rel = r;
+	snprintf(rel.netns, sizeof(rel.netns), "run/netns/cni-1");
+	assert_int_equal(nsh_pod_record_write(dir, &rel, &err), 0);
+	errno = EACCES;
+	assert_int_equal(nsh_pod_records_prune(dir, &removed, &err), 0);
+	assert_int_equal(removed, 1);
 
 	char path[256], elsewhere[200], file[256];
 	snprintf(path, sizeof(path), "%s/cni/pods", dir);
