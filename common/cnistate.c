@@ -401,24 +401,31 @@ int nsh_pod_records_read(const char *state_dir, struct nsh_pod_record **out, siz
 	return 0;
 }
 
-const struct nsh_pod_record *nsh_pod_record_find(const struct nsh_pod_record *v, size_t n, uint64_t inode)
-{
-	for (size_t i = 0; inode && i < n; i++)
-		if (v[i].inode == inode)
-			return &v[i];
-	return NULL;
-}
-
-/* Its netns is still at its path: an nsfs file with the recorded inode. */
-static bool record_live(const struct nsh_pod_record *rec)
+/* Where its netns should be: 1 an nsfs file with the recorded inode is at
+ * the recorded path, 0 not (gone, or another file there), -1 cannot tell. */
+static int record_at_path(const struct nsh_pod_record *rec)
 {
 	struct stat st;
 	struct statfs sf;
 	if (rec->netns[0] != '/')
-		return false; /* never a netns path: nothing to keep it for */
+		return 0; /* never a netns path: nothing to keep it for */
 	if (lstat(rec->netns, &st) < 0)
-		return errno != ENOENT && errno != ENOTDIR; /* cannot tell: keep */
-	return (uint64_t)st.st_ino == rec->inode && statfs(rec->netns, &sf) == 0 && sf.f_type == NSFS_MAGIC;
+		return errno == ENOENT || errno == ENOTDIR ? 0 : -1;
+	if ((uint64_t)st.st_ino != rec->inode)
+		return 0;
+	if (statfs(rec->netns, &sf) < 0)
+		return errno == ENOENT || errno == ENOTDIR ? 0 : -1;
+	return sf.f_type == NSFS_MAGIC;
+}
+
+const struct nsh_pod_record *nsh_pod_record_find(const struct nsh_pod_record *v, size_t n, uint64_t inode)
+{
+	/* the inode alone is not enough: a stale record (a DEL that never
+	 * came) whose inode the kernel gave to a new netns would label it */
+	for (size_t i = 0; inode && i < n; i++)
+		if (v[i].inode == inode && record_at_path(&v[i]) == 1)
+			return &v[i];
+	return NULL;
 }
 
 int nsh_pod_records_prune(const char *state_dir, size_t *removed, struct nshash_error *err)
@@ -430,7 +437,7 @@ int nsh_pod_records_prune(const char *state_dir, size_t *removed, struct nshash_
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < n; i++)
-		if (!record_live(&v[i]) && nsh_pod_record_remove(state_dir, v[i].id, err) == 0)
+		if (record_at_path(&v[i]) == 0 && nsh_pod_record_remove(state_dir, v[i].id, err) == 0)
 			(*removed)++;
 	free(v);
 	return 0;

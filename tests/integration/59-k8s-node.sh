@@ -338,6 +338,15 @@ assert_eq "2 nshash: serve: --listen \"127.0.0.1:0\": the port must be 1..65535"
 out=$("$BUILD/nshash" serve --gc-every x 2>&1)
 assert_eq "2 nshash: --gc-every \"x\": expected a number of seconds" "$? $out" "a bad --gc-every is refused"
 
+# ---- a stale record (its DEL never came) whose inode the kernel gave to
+# another netns: it labels nothing; the unseen pod stays unseen
+ino=$(stat -c %i "$U")
+printf '1 %s sized stale old-pod /run/netns/%s-gone\n' "$ino" "$NS" >"$S/cni/pods/nsh59old"
+J=$("$BUILD/nshash" --state-dir "$S" stats -j)
+assert_eq "null|null|null|unseen" "$(jq -r --arg p "$U" '.netns[] | select(.id == $p) | "\(.namespace)|\(.pod)|\(.cni_outcome)|\(.pod_shared)"' <<<"$J")" \
+	"a stale record with the inode of another netns (not at its path): not that netns's name"
+rm "$S/cni/pods/nsh59old"
+
 # ---- records go: DEL removes the pod's, gc the one whose netns is gone
 cni_call DEL "$A" "$(conf)" CNI_CONTAINERID=nsh59a
 assert_eq "0 nsh59w" "$CNI_RC $(ls "$S/cni/pods")" "DEL removes the pod's record"
