@@ -38,7 +38,7 @@
 
 #define ADDS_FMT       "sized %20llu\nwarned %20llu\nrefused %20llu\n"
 #define RECORD_MAX     4096 /* bytes of one pod record file */
-#define RECORDS_MAX    8192 /* records read at most */
+#define RECORDS_MAX    1024 /* records read at most (~5 MB; prune reads one at a time) */
 #define RECORD_VERSION "1"
 
 static const char *const outcome_names[] = {
@@ -344,12 +344,13 @@ static bool record_parse(char *text, struct nsh_pod_record *rec)
 	       pct_decode(f[4], rec->pod, sizeof(rec->pod)) && pct_decode(f[5], rec->netns, sizeof(rec->netns));
 }
 
-int nsh_pod_records_read(const char *state_dir, struct nsh_pod_record **out, size_t *count, struct nshash_error *err)
+/* Each record of STATE_DIR/cni/pods in turn, parsed into *rec (its id
+ * set), given to `each` with the pods dir's fd; `each` returning false
+ * stops.  One record in memory at a time. */
+static int records_each(const char *state_dir, struct nsh_pod_record *rec,
+			bool (*each)(int pfd, struct nsh_pod_record *rec, void *ctx), void *ctx,
+			struct nshash_error *err)
 {
-	char dir[PATH_MAX + 16];
-	*out = NULL;
-	*count = 0;
-	snprintf(dir, sizeof(dir), "%s/cni/pods", state_dir);
 	int cfd = cni_open(state_dir, false, err);
 	if (cfd < 0)
 		return cfd == -ENOENT ? 0 : cfd;
@@ -361,43 +362,73 @@ int nsh_pod_records_read(const char *state_dir, struct nsh_pod_record **out, siz
 	if (!d) {
 		int e = errno;
 		close(dfd);
-		return nshash_error_set(err, e, "list %s: %s", dir, strerror(e));
+		return nshash_error_set(err, e, "list %s/cni/pods: %s", state_dir, strerror(e));
 	}
-	struct nsh_pod_record *v = NULL;
-	size_t n = 0, cap = 0;
 	struct dirent *de;
-	while ((de = readdir(d)) && n < RECORDS_MAX) {
+	char text[RECORD_MAX + 1];
+	while ((de = readdir(d))) {
 		if (!id_ok(de->d_name))
 			continue; /* ".", "..", temporary files */
 		int fd = openat(dfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 		if (fd < 0)
 			continue;
 		struct stat st;
-		char text[RECORD_MAX + 1];
 		ssize_t len = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, text, sizeof(text) - 1) : -1;
 		close(fd);
 		if (len <= 0 || (size_t)len >= sizeof(text) - 1)
 			continue;
 		text[len] = '\0';
-		if (n == cap) {
-			size_t ncap = cap ? 2 * cap : 16;
-			struct nsh_pod_record *nv = realloc(v, ncap * sizeof(*v));
-			if (!nv) {
-				closedir(d);
-				free(v);
-				return nshash_error_set(err, ENOMEM, "read %s: out of memory", dir);
-			}
-			v = nv;
-			cap = ncap;
-		}
-		memset(&v[n], 0, sizeof(v[n]));
-		memcpy(v[n].id, de->d_name, strlen(de->d_name) + 1); /* id_ok: short enough */
-		if (record_parse(text, &v[n]))
-			n++;
+		memset(rec, 0, sizeof(*rec));
+		memcpy(rec->id, de->d_name, strlen(de->d_name) + 1); /* id_ok: short enough */
+		if (record_parse(text, rec) && !each(dfd, rec, ctx))
+			break;
 	}
 	closedir(d);
-	*out = v;
-	*count = n;
+	return 0;
+}
+
+struct records_vec {
+	struct nsh_pod_record *v;
+	size_t n, cap;
+	bool nomem;
+};
+
+static bool record_keep(int pfd, struct nsh_pod_record *rec, void *ctx)
+{
+	(void)pfd;
+	struct records_vec *w = ctx;
+	if (w->n == w->cap) {
+		size_t ncap = w->cap ? 2 * w->cap : 16;
+		struct nsh_pod_record *nv = realloc(w->v, ncap * sizeof(*nv));
+		if (!nv) {
+			w->nomem = true;
+			return false;
+		}
+		w->v = nv;
+		w->cap = ncap;
+	}
+	w->v[w->n++] = *rec;
+	return w->n < RECORDS_MAX;
+}
+
+int nsh_pod_records_read(const char *state_dir, struct nsh_pod_record **out, size_t *count, struct nshash_error *err)
+{
+	*out = NULL;
+	*count = 0;
+	struct records_vec w = {0};
+	struct nsh_pod_record *rec = malloc(sizeof(*rec));
+	if (!rec)
+		return nshash_error_set(err, ENOMEM, "read %s/cni/pods: out of memory", state_dir);
+	int r = records_each(state_dir, rec, record_keep, &w, err);
+	free(rec);
+	if (r == 0 && w.nomem)
+		r = nshash_error_set(err, ENOMEM, "read %s/cni/pods: out of memory", state_dir);
+	if (r < 0) {
+		free(w.v);
+		return r;
+	}
+	*out = w.v;
+	*count = w.n;
 	return 0;
 }
 
@@ -428,19 +459,23 @@ const struct nsh_pod_record *nsh_pod_record_find(const struct nsh_pod_record *v,
 	return NULL;
 }
 
+static bool record_prune(int pfd, struct nsh_pod_record *rec, void *ctx)
+{
+	size_t *removed = ctx;
+	if (record_at_path(rec) == 0 && unlinkat(pfd, rec->id, 0) == 0) /* -1, cannot tell: kept */
+		(*removed)++;
+	return true;
+}
+
 int nsh_pod_records_prune(const char *state_dir, size_t *removed, struct nshash_error *err)
 {
-	struct nsh_pod_record *v;
-	size_t n;
 	*removed = 0;
-	int r = nsh_pod_records_read(state_dir, &v, &n, err);
-	if (r < 0)
-		return r;
-	for (size_t i = 0; i < n; i++)
-		if (record_at_path(&v[i]) == 0 && nsh_pod_record_remove(state_dir, v[i].id, err) == 0)
-			(*removed)++;
-	free(v);
-	return 0;
+	struct nsh_pod_record *rec = malloc(sizeof(*rec));
+	if (!rec)
+		return nshash_error_set(err, ENOMEM, "prune %s/cni/pods: out of memory", state_dir);
+	int r = records_each(state_dir, rec, record_prune, removed, err);
+	free(rec);
+	return r;
 }
 
 /* ------------------------------------------------------------ shared tables */

@@ -355,5 +355,18 @@ J=$("$BUILD/nshash" --state-dir "$S" gc -j)
 assert_eq "1 " "$(jq -r .pod_records_removed <<<"$J") $(ls "$S/cni/pods")" "gc removes the record of a netns that is gone"
 for x in a u; do ip netns del "$NS-$x"; done
 assert_eq "" "$(ls /run/netns | grep "^$NS-")" "no pod netns left"
+# ---- a large backlog of stale records (DELs that never came) is pruned
+# one at a time, in a small memory cgroup (reading all at once took ~5 KB
+# a record: 8192 of them ~40 MB, more than the node container's 64 MiB at
+# the peak of growing the array)
+python3 - "$S/cni/pods" <<'PY'
+import os, sys
+for i in range(20000):
+    with open(os.path.join(sys.argv[1], "nsh59b%05d" % i), "w") as f:
+        f.write("1 %d sized ns pod-%d /run/netns/nsh59-gone-%d\n" % (4026600000 + i, i, i))
+PY
+make_memcg "nshash-t59-$$" 24M
+J=$(in_memcg "$BUILD/nshash" --state-dir "$S" gc -j)
+assert_eq "20000 0" "$(jq -r .pod_records_removed <<<"$J") $(ls "$S/cni/pods" | wc -l)" "gc prunes 20000 stale records within 24 MiB"
 cleanup_state_dir "$S"
 assert_eq 0 "$(count_pins_under "$S")" "no pin left under the state dir"
