@@ -231,7 +231,7 @@ static void scan_refresh(struct server *s)
 	s->scan_len = s->files_len = 0;
 	s->scans++;
 	FILE *f = open_memstream(&s->scan, &s->scan_len);
-	int rc = f ? stats_prometheus(f, s->o->state_dir) : EXIT_FAIL;
+	int rc = f ? stats_prometheus(f, s->o->state_dir, false) : EXIT_FAIL;
 	s->scan_ok = f && fclose(f) == 0 && rc == EXIT_OK;
 	if (s->scan_ok && s->o->textfile_dir) {
 		f = open_memstream(&s->files, &s->files_len);

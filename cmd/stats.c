@@ -165,7 +165,8 @@ static void netns_labels(FILE *f, const struct view *w, size_t i)
 	}
 }
 
-static void prom_netns(FILE *f, const struct view *w)
+/* commands: the command (comm) of the process in each netns, else "" */
+static void prom_netns(FILE *f, const struct view *w, bool commands)
 {
 	static const struct {
 		const char *name, *help;
@@ -218,7 +219,8 @@ static void prom_netns(FILE *f, const struct view *w)
 		if (v[i].pid)
 			fprintf(f, "%d", (int)v[i].pid);
 		fprintf(f, "\",command=\"");
-		label(f, v[i].command);
+		if (commands)
+			label(f, v[i].command);
 		fprintf(f, "\",container=\"%s\",engine=\"%s\"} 1\n", v[i].container, v[i].engine);
 	}
 }
@@ -435,12 +437,12 @@ static void view_free(struct view *w)
 	free(w->pods);
 }
 
-int stats_prometheus(FILE *f, const char *state_dir)
+int stats_prometheus(FILE *f, const char *state_dir, bool commands)
 {
 	struct view w;
 	int rc = view_load(state_dir, NULL, 0, &w);
 	if (rc == EXIT_OK) {
-		prom_netns(f, &w);
+		prom_netns(f, &w, commands);
 		prom_shared(f, w.sh);
 		prom_cni(f, &w);
 	}
@@ -485,7 +487,7 @@ int stats_command(const char *state_dir, enum stats_format format, int argc, cha
 		puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 		json_object_put(o);
 	} else if (format == STATS_PROMETHEUS) {
-		prom_netns(stdout, &w);
+		prom_netns(stdout, &w, true);
 		prom_shared(stdout, w.sh);
 		prom_cni(stdout, &w);
 	} else {

@@ -85,6 +85,12 @@ nshash_table_entries{$L,proto=\"udp\"} 1024" "$(grep -F "nshash_table_entries{ne
 assert_eq "nshash_sockets{$L,proto=\"tcp\"} 0" "$(grep -F "nshash_sockets{netns=\"$A\"" <<<"$M" | head -1)" "... on every series of its netns"
 assert_eq "nshash_netns_info{$L,kind=\"netns\",pid=\"\",command=\"\",container=\"\",engine=\"\"} 1" \
 	"$(grep -F "nshash_netns_info{netns=\"$A\"" <<<"$M")" "... and its info line"
+# the processes' commands are not named to whoever can scrape: serve leaves
+# them empty, nshash stats --prometheus (root on the node) shows them
+nc_serve=$(grep -c '^nshash_netns_info{.*,command="[^"]' <<<"$M")
+nc_stats=$("$BUILD/nshash" --state-dir "$S" stats --prometheus | grep -c '^nshash_netns_info{.*,command="[^"]')
+[ "$nc_serve" -eq 0 ] && [ "$nc_stats" -gt 0 ] && pass "serve names no process command ($nc_stats in stats --prometheus)" ||
+	fail "process commands: $nc_serve in serve's /metrics, $nc_stats in stats --prometheus"
 assert_eq "nshash_netns_shared{netns=\"$U\",reason=\"unseen\"} 1
 nshash_netns_shared{netns=\"$N\",namespace=\"default\",pod=\"w\",reason=\"warned\"} 1" "$(grep -F "nshash_netns_shared{netns=\"/run/netns/$NS-" <<<"$M" | sort)" \
 	"pod netns on the shared tables: the warned one, the one nshash never saw; not the sized one"
