@@ -418,7 +418,9 @@ static ssize_t evictee(const struct server *s)
 static void accept_all(struct server *s)
 {
 	/* at most a table's worth a round: a flood of connects does not keep
-	 * the loop from the clients it has */
+	 * the loop from the clients it has, and one accepted in this round
+	 * (the oldest pushed out first) is still there when the next round
+	 * reads its head */
 	for (int k = 0; k < MAX_CLIENTS; k++) {
 		int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0)
@@ -432,16 +434,11 @@ static void accept_all(struct server *s)
 			}
 			client_drop(s, (size_t)old);
 		}
-		size_t i = s->nc++;
-		struct client *c = &s->c[i];
+		struct client *c = &s->c[s->nc++];
 		memset(c, 0, sizeof(*c));
 		c->fd = fd;
 		c->deadline = now_ms() + READ_TIMEOUT_MS;
 		c->seq = s->accepted++;
-		/* a head already there is answered now, before later connects
-		 * of this round could push its client out */
-		if (client_read(s, i) == 0 && s->c[i].out)
-			client_write(s, i);
 	}
 }
 
