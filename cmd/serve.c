@@ -34,6 +34,10 @@
 #define TEXTFILE_MAX	 (256 << 10) /* bytes of one textfile */
 #define TEXTFILES_MAX	 64	     /* textfiles read per scrape */
 #define PROM_TYPE	 "text/plain; version=0.0.4; charset=utf-8"
+/* A scan of /proc and every netns is the costly part of a scrape: its text is
+ * kept this long (from when the scan ended) and a scrape within it gets that
+ * text, so scrapes however many cost one scan a second at most. */
+#define SCAN_CACHE_MS 1000
 
 struct client {
 	int fd;
@@ -42,6 +46,7 @@ struct client {
 	char *out; /* the answer, malloc'd */
 	size_t outlen, sent;
 	int64_t deadline; /* ms, monotonic */
+	uint64_t seq;	  /* order of accept (ties of deadline) */
 };
 
 struct server {
@@ -54,6 +59,13 @@ struct server {
 	uint64_t refused, evicted, timed_out;
 	int64_t quiet_until; /* ms: refused requests are logged at most once a second */
 	uint64_t quiet_count;
+	/* the last scan's text: stats and textfiles (NULL: none kept) */
+	char *scan, *files;
+	size_t scan_len, files_len;
+	bool scan_ok;
+	int64_t scan_at; /* ms, monotonic: when it ended */
+	uint64_t scans;
+	uint64_t accepted;
 };
 
 static int64_t now_ms(void)
@@ -123,6 +135,24 @@ static int name_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Up to `cap` bytes of fd: reads until EOF or the cap (one read() may
+ * return less, e.g. from a file being written); -1 on an error. */
+static ssize_t read_upto(int fd, char *buf, size_t cap)
+{
+	size_t got = 0;
+	while (got < cap) {
+		ssize_t n = read(fd, buf + got, cap - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
 /* Every *.prom file of the textfile dir, in name order: regular files only,
  * each whole or not at all (larger than TEXTFILE_MAX, or with a NUL byte:
  * skipped with a comment, so the scrape stays parsable). */
@@ -166,7 +196,7 @@ static size_t textfiles(FILE *f, const char *dir)
 			why = "larger than 262144 bytes";
 		else if (!(text = malloc(TEXTFILE_MAX + 1)))
 			why = "out of memory";
-		else if ((len = read(fd, text, TEXTFILE_MAX + 1)) < 0)
+		else if ((len = read_upto(fd, text, TEXTFILE_MAX + 1)) < 0)
 			why = "unreadable";
 		else if (len > TEXTFILE_MAX)
 			why = "larger than 262144 bytes";
@@ -189,14 +219,47 @@ static size_t textfiles(FILE *f, const char *dir)
 	return skipped;
 }
 
-/* The body of GET /metrics (malloc'd), or NULL when the scan failed. */
+/* The costly part, redone only when the kept text is older than
+ * SCAN_CACHE_MS: stats (a /proc and netns scan) and the textfiles. */
+static void scan_refresh(struct server *s)
+{
+	if (s->scan_at && now_ms() - s->scan_at < SCAN_CACHE_MS)
+		return;
+	free(s->scan);
+	free(s->files);
+	s->scan = s->files = NULL;
+	s->scan_len = s->files_len = 0;
+	s->scans++;
+	FILE *f = open_memstream(&s->scan, &s->scan_len);
+	int rc = f ? stats_prometheus(f, s->o->state_dir, false) : EXIT_FAIL;
+	s->scan_ok = f && fclose(f) == 0 && rc == EXIT_OK;
+	if (s->scan_ok && s->o->textfile_dir) {
+		f = open_memstream(&s->files, &s->files_len);
+		if (f) {
+			size_t skipped = textfiles(f, s->o->textfile_dir);
+			fprintf(f,
+				"# HELP nshash_serve_textfiles_skipped Textfiles left out of this scrape (too large, "
+				"not regular, a NUL byte).\n# TYPE nshash_serve_textfiles_skipped gauge\n"
+				"nshash_serve_textfiles_skipped %zu\n",
+				skipped);
+		}
+		s->scan_ok = f && fclose(f) == 0;
+	}
+	s->scan_at = now_ms(); /* a failed scan is kept too: no retry storm */
+}
+
+/* The body of GET /metrics (malloc'd), or NULL when the scan failed: the
+ * kept scan, serve's own series as they are now, the kept textfiles. */
 static char *metrics_body(struct server *s, size_t *len)
 {
+	scan_refresh(s);
+	if (!s->scan_ok)
+		return NULL;
 	char *body = NULL;
 	FILE *f = open_memstream(&body, len);
 	if (!f)
 		return NULL;
-	int rc = stats_prometheus(f, s->o->state_dir);
+	fwrite(s->scan, 1, s->scan_len, f);
 	fprintf(
 	    f,
 	    "# HELP nshash_serve_gc_runs_total Runs of gc by nshash serve.\n# TYPE nshash_serve_gc_runs_total "
@@ -207,26 +270,26 @@ static char *metrics_body(struct server *s, size_t *len)
 		"# HELP nshash_serve_gc_last_success_seconds Unix time of the last gc that succeeded (0 none).\n"
 		"# TYPE nshash_serve_gc_last_success_seconds gauge\nnshash_serve_gc_last_success_seconds %lld\n",
 		(long long)s->gc_last_ok);
+	fprintf(f,
+		"# HELP nshash_serve_scans_total Scans of the node's netns for /metrics (a scrape within 1 s of "
+		"the last scan gets its result).\n# TYPE nshash_serve_scans_total counter\n"
+		"nshash_serve_scans_total %llu\n",
+		(unsigned long long)s->scans);
 	fprintf(
 	    f,
 	    "# HELP nshash_serve_requests_refused_total HTTP requests answered 400, 404, 405, 414 or 431.\n"
 	    "# TYPE nshash_serve_requests_refused_total counter\nnshash_serve_requests_refused_total %llu\n"
 	    "# HELP nshash_serve_clients_dropped_total Connections dropped: past their deadline (5 s for the head, 10 "
-	    "s for the answer), or pushed out by a new one when 32 were open.\n"
+	    "s for the answer), or, when 32 were open, one still sending its head pushed out by a new one (or the "
+	    "new one closed when all 32 were being answered).\n"
 	    "# TYPE nshash_serve_clients_dropped_total counter\n"
 	    "nshash_serve_clients_dropped_total{why=\"deadline\"} "
 	    "%llu\nnshash_serve_clients_dropped_total{why=\"full\"} "
 	    "%llu\n",
 	    (unsigned long long)s->refused, (unsigned long long)s->timed_out, (unsigned long long)s->evicted);
-	if (s->o->textfile_dir) {
-		size_t skipped = textfiles(f, s->o->textfile_dir);
-		fprintf(f,
-			"# HELP nshash_serve_textfiles_skipped Textfiles left out of this scrape (too large, not "
-			"regular, a NUL byte).\n# TYPE nshash_serve_textfiles_skipped gauge\n"
-			"nshash_serve_textfiles_skipped %zu\n",
-			skipped);
-	}
-	if (fclose(f) != 0 || rc != EXIT_OK) {
+	if (s->files)
+		fwrite(s->files, 1, s->files_len, f);
+	if (fclose(f) != 0) {
 		free(body);
 		return NULL;
 	}
@@ -338,25 +401,44 @@ static int client_write(struct server *s, size_t i)
 	return 1;
 }
 
+/* Full: the client to push out for a new one -- of those still sending
+ * their head (a complete head is answered at once), the oldest, nearest its
+ * deadline (a slow one: a kubelet probe sends its head at once); never one
+ * whose answer is being written.  -1: every one is being answered. */
+static ssize_t evictee(const struct server *s)
+{
+	ssize_t old = -1;
+	for (size_t j = 0; j < s->nc; j++)
+		if (!s->c[j].out && (old < 0 || s->c[j].deadline < s->c[old].deadline ||
+				     (s->c[j].deadline == s->c[old].deadline && s->c[j].seq < s->c[old].seq)))
+			old = (ssize_t)j;
+	return old;
+}
+
 static void accept_all(struct server *s)
 {
-	for (;;) {
+	/* at most a table's worth a round: a flood of connects does not keep
+	 * the loop from the clients it has, and one accepted in this round
+	 * (the oldest pushed out first) is still there when the next round
+	 * reads its head */
+	for (int k = 0; k < MAX_CLIENTS; k++) {
 		int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0)
 			return; /* EAGAIN, or a client gone before its accept */
 		if (s->nc == MAX_CLIENTS) {
-			/* full: the client closest to its deadline goes (a slow one) */
-			size_t old = 0;
-			for (size_t j = 1; j < s->nc; j++)
-				if (s->c[j].deadline < s->c[old].deadline)
-					old = j;
-			client_drop(s, old);
+			ssize_t old = evictee(s);
 			s->evicted++;
+			if (old < 0) {
+				close(fd); /* all 32 being answered: the new one waits its turn elsewhere */
+				continue;
+			}
+			client_drop(s, (size_t)old);
 		}
 		struct client *c = &s->c[s->nc++];
 		memset(c, 0, sizeof(*c));
 		c->fd = fd;
 		c->deadline = now_ms() + READ_TIMEOUT_MS;
+		c->seq = s->accepted++;
 	}
 }
 
@@ -493,6 +575,8 @@ int serve_command(const struct serve_opts *o)
 	}
 	while (s->nc)
 		client_drop(s, 0);
+	free(s->scan);
+	free(s->files);
 	close(s->lfd);
 	close(s->sfd);
 	free(s);

@@ -165,7 +165,8 @@ static void netns_labels(FILE *f, const struct view *w, size_t i)
 	}
 }
 
-static void prom_netns(FILE *f, const struct view *w)
+/* commands: the command (comm) of the process in each netns, else "" */
+static void prom_netns(FILE *f, const struct view *w, bool commands)
 {
 	static const struct {
 		const char *name, *help;
@@ -218,7 +219,8 @@ static void prom_netns(FILE *f, const struct view *w)
 		if (v[i].pid)
 			fprintf(f, "%d", (int)v[i].pid);
 		fprintf(f, "\",command=\"");
-		label(f, v[i].command);
+		if (commands)
+			label(f, v[i].command);
 		fprintf(f, "\",container=\"%s\",engine=\"%s\"} 1\n", v[i].container, v[i].engine);
 	}
 }
@@ -286,9 +288,9 @@ static void prom_defaults(FILE *f, const struct view *w)
 }
 
 /* Everything `stats --prometheus` prints, and `serve` serves. */
-static void prom_all(FILE *f, const struct view *w)
+static void prom_all(FILE *f, const struct view *w, bool commands)
 {
-	prom_netns(f, w);
+	prom_netns(f, w, commands);
 	prom_shared(f, w->sh);
 	prom_cni(f, w);
 	prom_defaults(f, w);
@@ -477,12 +479,12 @@ static void view_free(struct view *w)
 	free(w->pods);
 }
 
-int stats_prometheus(FILE *f, const char *state_dir)
+int stats_prometheus(FILE *f, const char *state_dir, bool commands)
 {
 	struct view w;
 	int rc = view_load(state_dir, NULL, 0, &w);
 	if (rc == EXIT_OK)
-		prom_all(f, &w);
+		prom_all(f, &w, commands);
 	view_free(&w);
 	return rc;
 }
@@ -525,7 +527,7 @@ int stats_command(const char *state_dir, enum stats_format format, int argc, cha
 		puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 		json_object_put(o);
 	} else if (format == STATS_PROMETHEUS) {
-		prom_all(stdout, &w);
+		prom_all(stdout, &w, true);
 	} else {
 		char line[1400];
 		print_text(&w);

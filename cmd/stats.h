@@ -15,8 +15,10 @@ enum stats_format { STATS_TEXT = 0, STATS_JSON, STATS_PROMETHEUS };
 int stats_command(const char *state_dir, enum stats_format format, int argc, char **argv);
 
 /* What `nshash stats --prometheus` prints, into f (for `nshash serve`):
- * 0, or an exit status (the error said on stderr). */
-int stats_prometheus(FILE *f, const char *state_dir);
+ * 0, or an exit status (the error said on stderr).  !commands: the command
+ * label of nshash_netns_info left empty (other tenants' processes are not
+ * named to whoever can scrape). */
+int stats_prometheus(FILE *f, const char *state_dir, bool commands);
 
 /* For show: add "sockets" (and TIME_WAIT, listeners) to the "tcp"/"udp"
  * objects of `o`, or print them as text lines. */

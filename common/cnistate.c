@@ -38,7 +38,7 @@
 
 #define ADDS_FMT       "sized %20llu\nwarned %20llu\nrefused %20llu\n"
 #define RECORD_MAX     4096 /* bytes of one pod record file */
-#define RECORDS_MAX    8192 /* records read at most */
+#define RECORDS_MAX    1024 /* records read at most (~5 MB; prune reads one at a time) */
 #define RECORD_VERSION "1"
 
 static const char *const outcome_names[] = {
@@ -89,6 +89,19 @@ static int cni_open(const char *state_dir, bool create, struct nshash_error *err
 		int r = nshash_state_subdir(state_dir, "cni/pods", made, sizeof(made), err);
 		fd = r < 0 ? r : own_dir_at(AT_FDCWD, dir, dir, err);
 	}
+	return fd;
+}
+
+/* STATE_DIR/cni/pods under an open cni dir, checked as the reader checks it
+ * (nshash's own, not a symlink): an fd, or -errno (-ENOENT: absent and not
+ * `create`). */
+static int pods_open(int cfd, const char *state_dir, bool create, struct nshash_error *err)
+{
+	char dir[PATH_MAX + 16];
+	snprintf(dir, sizeof(dir), "%s/cni/pods", state_dir);
+	int fd = own_dir_at(cfd, "pods", dir, err);
+	if (fd == -ENOENT && create && (mkdirat(cfd, "pods", 0700) == 0 || errno == EEXIST))
+		fd = own_dir_at(cfd, "pods", dir, err);
 	return fd;
 }
 
@@ -247,20 +260,25 @@ static int record_write_at(int dfd, const char *state_dir, const struct nsh_pod_
 			 nsh_cni_outcome_name(rec->outcome), *ns ? ns : "-", *pod ? pod : "-", *netns ? netns : "-");
 	if (n < 0 || (size_t)n >= sizeof(line))
 		return nshash_error_set(err, ENAMETOOLONG, "pod record %s: too long", rec->id);
-	char path[NSH_POD_ID_MAX + 8], tmp[NSH_POD_ID_MAX + 32];
-	snprintf(path, sizeof(path), "pods/%s", rec->id);
-	snprintf(tmp, sizeof(tmp), "pods/.%s.%d", rec->id, (int)getpid());
-	int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0 && errno == ENOENT && mkdirat(dfd, "pods", 0700) == 0)
-		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return nshash_error_set(err, errno, "write %s/cni/%s: %s", state_dir, tmp, strerror(errno));
-	if (nsh_write_all(fd, line, (size_t)n) < 0 || close(fd) < 0 || renameat(dfd, tmp, dfd, path) < 0) {
+	char tmp[NSH_POD_ID_MAX + 32];
+	snprintf(tmp, sizeof(tmp), ".%s.%d", rec->id, (int)getpid());
+	int pfd = pods_open(dfd, state_dir, true, err);
+	if (pfd < 0)
+		return pfd;
+	int fd = openat(pfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
 		int e = errno;
-		unlinkat(dfd, tmp, 0);
-		return nshash_error_set(err, e, "write %s/cni/%s: %s", state_dir, path, strerror(e));
+		close(pfd);
+		return nshash_error_set(err, e, "write %s/cni/pods/%s: %s", state_dir, tmp, strerror(e));
 	}
-	return 0;
+	int r = 0;
+	if (nsh_write_all(fd, line, (size_t)n) < 0 || close(fd) < 0 || renameat(pfd, tmp, pfd, rec->id) < 0) {
+		int e = errno;
+		unlinkat(pfd, tmp, 0);
+		r = nshash_error_set(err, e, "write %s/cni/pods/%s: %s", state_dir, rec->id, strerror(e));
+	}
+	close(pfd);
+	return r;
 }
 
 int nsh_cni_record_add(const char *state_dir, enum nsh_cni_outcome o, const struct nsh_pod_record *rec,
@@ -291,12 +309,14 @@ int nsh_pod_record_remove(const char *state_dir, const char *id, struct nshash_e
 	int dfd = cni_open(state_dir, false, err);
 	if (dfd < 0)
 		return dfd == -ENOENT ? 0 : dfd;
-	char path[NSH_POD_ID_MAX + 8];
-	snprintf(path, sizeof(path), "pods/%s", id);
-	int r = unlinkat(dfd, path, 0) < 0 && errno != ENOENT
-		    ? nshash_error_set(err, errno, "remove %s/cni/%s: %s", state_dir, path, strerror(errno))
-		    : 0;
+	int pfd = pods_open(dfd, state_dir, false, err);
 	close(dfd);
+	if (pfd < 0)
+		return pfd == -ENOENT ? 0 : pfd;
+	int r = unlinkat(pfd, id, 0) < 0 && errno != ENOENT
+		    ? nshash_error_set(err, errno, "remove %s/cni/pods/%s: %s", state_dir, id, strerror(errno))
+		    : 0;
+	close(pfd);
 	return r;
 }
 
@@ -324,16 +344,17 @@ static bool record_parse(char *text, struct nsh_pod_record *rec)
 	       pct_decode(f[4], rec->pod, sizeof(rec->pod)) && pct_decode(f[5], rec->netns, sizeof(rec->netns));
 }
 
-int nsh_pod_records_read(const char *state_dir, struct nsh_pod_record **out, size_t *count, struct nshash_error *err)
+/* Each record of STATE_DIR/cni/pods in turn, parsed into *rec (its id
+ * set), given to `each` with the pods dir's fd; `each` returning false
+ * stops.  One record in memory at a time. */
+static int records_each(const char *state_dir, struct nsh_pod_record *rec,
+			bool (*each)(int pfd, struct nsh_pod_record *rec, void *ctx), void *ctx,
+			struct nshash_error *err)
 {
-	char dir[PATH_MAX + 16];
-	*out = NULL;
-	*count = 0;
-	snprintf(dir, sizeof(dir), "%s/cni/pods", state_dir);
 	int cfd = cni_open(state_dir, false, err);
 	if (cfd < 0)
 		return cfd == -ENOENT ? 0 : cfd;
-	int dfd = own_dir_at(cfd, "pods", dir, err);
+	int dfd = pods_open(cfd, state_dir, false, err);
 	close(cfd);
 	if (dfd < 0)
 		return dfd == -ENOENT ? 0 : dfd;
@@ -341,77 +362,120 @@ int nsh_pod_records_read(const char *state_dir, struct nsh_pod_record **out, siz
 	if (!d) {
 		int e = errno;
 		close(dfd);
-		return nshash_error_set(err, e, "list %s: %s", dir, strerror(e));
+		return nshash_error_set(err, e, "list %s/cni/pods: %s", state_dir, strerror(e));
 	}
-	struct nsh_pod_record *v = NULL;
-	size_t n = 0, cap = 0;
 	struct dirent *de;
-	while ((de = readdir(d)) && n < RECORDS_MAX) {
+	char text[RECORD_MAX + 1];
+	while ((de = readdir(d))) {
 		if (!id_ok(de->d_name))
 			continue; /* ".", "..", temporary files */
 		int fd = openat(dfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 		if (fd < 0)
 			continue;
 		struct stat st;
-		char text[RECORD_MAX + 1];
 		ssize_t len = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, text, sizeof(text) - 1) : -1;
 		close(fd);
 		if (len <= 0 || (size_t)len >= sizeof(text) - 1)
 			continue;
 		text[len] = '\0';
-		if (n == cap) {
-			size_t ncap = cap ? 2 * cap : 16;
-			struct nsh_pod_record *nv = realloc(v, ncap * sizeof(*v));
-			if (!nv) {
-				closedir(d);
-				free(v);
-				return nshash_error_set(err, ENOMEM, "read %s: out of memory", dir);
-			}
-			v = nv;
-			cap = ncap;
-		}
-		memset(&v[n], 0, sizeof(v[n]));
-		memcpy(v[n].id, de->d_name, strlen(de->d_name) + 1); /* id_ok: short enough */
-		if (record_parse(text, &v[n]))
-			n++;
+		memset(rec, 0, sizeof(*rec));
+		memcpy(rec->id, de->d_name, strlen(de->d_name) + 1); /* id_ok: short enough */
+		if (record_parse(text, rec) && !each(dfd, rec, ctx))
+			break;
 	}
 	closedir(d);
-	*out = v;
-	*count = n;
 	return 0;
+}
+
+struct records_vec {
+	struct nsh_pod_record *v;
+	size_t n, cap;
+	bool nomem;
+};
+
+static bool record_keep(int pfd, struct nsh_pod_record *rec, void *ctx)
+{
+	(void)pfd;
+	struct records_vec *w = ctx;
+	if (w->n == w->cap) {
+		size_t ncap = w->cap ? 2 * w->cap : 16;
+		struct nsh_pod_record *nv = realloc(w->v, ncap * sizeof(*nv));
+		if (!nv) {
+			w->nomem = true;
+			return false;
+		}
+		w->v = nv;
+		w->cap = ncap;
+	}
+	w->v[w->n++] = *rec;
+	return w->n < RECORDS_MAX;
+}
+
+int nsh_pod_records_read(const char *state_dir, struct nsh_pod_record **out, size_t *count, struct nshash_error *err)
+{
+	*out = NULL;
+	*count = 0;
+	struct records_vec w = {0};
+	struct nsh_pod_record *rec = malloc(sizeof(*rec));
+	if (!rec)
+		return nshash_error_set(err, ENOMEM, "read %s/cni/pods: out of memory", state_dir);
+	int r = records_each(state_dir, rec, record_keep, &w, err);
+	free(rec);
+	if (r == 0 && w.nomem)
+		r = nshash_error_set(err, ENOMEM, "read %s/cni/pods: out of memory", state_dir);
+	if (r < 0) {
+		free(w.v);
+		return r;
+	}
+	*out = w.v;
+	*count = w.n;
+	return 0;
+}
+
+/* Where its netns should be: 1 an nsfs file with the recorded inode is at
+ * the recorded path, 0 not (gone, or another file there), -1 cannot tell. */
+static int record_at_path(const struct nsh_pod_record *rec)
+{
+	struct stat st;
+	struct statfs sf;
+	if (rec->netns[0] != '/')
+		return 0; /* never a netns path: nothing to keep it for */
+	if (lstat(rec->netns, &st) < 0)
+		return errno == ENOENT || errno == ENOTDIR ? 0 : -1;
+	if ((uint64_t)st.st_ino != rec->inode)
+		return 0;
+	if (statfs(rec->netns, &sf) < 0)
+		return errno == ENOENT || errno == ENOTDIR ? 0 : -1;
+	return sf.f_type == NSFS_MAGIC;
 }
 
 const struct nsh_pod_record *nsh_pod_record_find(const struct nsh_pod_record *v, size_t n, uint64_t inode)
 {
+	/* the inode alone is not enough: a stale record (a DEL that never
+	 * came) whose inode the kernel gave to a new netns would label it */
 	for (size_t i = 0; inode && i < n; i++)
-		if (v[i].inode == inode)
+		if (v[i].inode == inode && record_at_path(&v[i]) == 1)
 			return &v[i];
 	return NULL;
 }
 
-/* Its netns is still at its path: an nsfs file with the recorded inode. */
-static bool record_live(const struct nsh_pod_record *rec)
+static bool record_prune(int pfd, struct nsh_pod_record *rec, void *ctx)
 {
-	struct stat st;
-	struct statfs sf;
-	if (rec->netns[0] != '/' || lstat(rec->netns, &st) < 0)
-		return errno != ENOENT && errno != ENOTDIR; /* cannot tell: keep */
-	return (uint64_t)st.st_ino == rec->inode && statfs(rec->netns, &sf) == 0 && sf.f_type == NSFS_MAGIC;
+	size_t *removed = ctx;
+	if (record_at_path(rec) == 0 && unlinkat(pfd, rec->id, 0) == 0) /* -1, cannot tell: kept */
+		(*removed)++;
+	return true;
 }
 
 int nsh_pod_records_prune(const char *state_dir, size_t *removed, struct nshash_error *err)
 {
-	struct nsh_pod_record *v;
-	size_t n;
 	*removed = 0;
-	int r = nsh_pod_records_read(state_dir, &v, &n, err);
-	if (r < 0)
-		return r;
-	for (size_t i = 0; i < n; i++)
-		if (!record_live(&v[i]) && nsh_pod_record_remove(state_dir, v[i].id, err) == 0)
-			(*removed)++;
-	free(v);
-	return 0;
+	struct nsh_pod_record *rec = malloc(sizeof(*rec));
+	if (!rec)
+		return nshash_error_set(err, ENOMEM, "prune %s/cni/pods: out of memory", state_dir);
+	int r = records_each(state_dir, rec, record_prune, removed, err);
+	free(rec);
+	return r;
 }
 
 /* ------------------------------------------------------------ shared tables */

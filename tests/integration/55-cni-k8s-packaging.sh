@@ -98,8 +98,8 @@ check(len(tm) == 1 and tm[0].get("readOnly") is True and run_mount and tm[0]["na
       "--textfile-dir is the installer's run dir (its install.prom), mounted read-only")
 port = (arg("--listen") or ":").rsplit(":", 1)[1]
 ann = ds["spec"]["template"]["metadata"].get("annotations", {})
-check(spec.get("hostNetwork") is True and ann.get("prometheus.io/port") == port and ann.get("prometheus.io/scrape") == "true",
-      "the metrics port is the node's (hostNetwork), announced to Prometheus")
+check(spec.get("hostNetwork") is True and (arg("--listen") or "").rsplit(":", 1)[0] == "127.0.0.1" and ann.get("prometheus.io/scrape") != "true",
+      "the metrics listen on the node's loopback only (hostNetwork), announced to no Prometheus (docs/cni.md: a proxy sidecar, or an opt-in)")
 check(g.get("livenessProbe", {}).get("httpGet", {}).get("path") == "/healthz" and str(g["livenessProbe"]["httpGet"]["port"]) == port,
       "the liveness probe asks /healthz on that port")
 st = vols.get("nshash-state", {}).get("hostPath", {})

@@ -115,7 +115,7 @@ assert_eq "nshash_cni_installed 1 nshash_cni_ready 1 nshash_cni_chain_writes_tot
 	"$(grep -v '^#' "$N/run/install.prom" | tr '\n' ' ' | sed 's/ $//')" "the status file in the run dir (emptyDir)"
 
 # the node container beside it, as the manifest runs it: its command as it
-# is (0.0.0.0:9490: in a netns of this test's, not the machine's), its
+# is (127.0.0.1:9490: in a netns of this test's, not the machine's), its
 # security settings, the state dir (a scratch one) and the emptyDir the
 # installer writes (read-only here)
 assert_eq "/run/nshash:rw:Bidirectional /run/nshash-cni:ro:None" "$(field NMNT | tr '\037' ' ')" "the node container's mounts (mapped here)"

@@ -43,6 +43,8 @@ start_serve() { # LOGFILE ARGS...: serve in the background, waits until it answe
 	cannot_run "nshash serve did not answer on $ADDR: $(cat "$log")"
 }
 scrape() { curl -s --max-time 20 "http://$ADDR/metrics"; }
+# serve keeps a scan's result 1 s: what changed since shows after that
+scrape_after_change() { sleep 1.1 && scrape; }
 PORT=$(free_port)
 ADDR=127.0.0.1:$PORT
 
@@ -73,7 +75,7 @@ spares_settled "$S"
 assert_eq "nsh59a nsh59w" "$(ls "$S/cni/pods" | tr '\n' ' ' | sed 's/ $//')" "a pod record per running pod, none for the refused one"
 assert_eq "600 600" "$(stat -c %a "$S/cni/adds" "$S/cni/pods/nsh59a" | tr '\n' ' ' | sed 's/ $//')" "the records are root's alone"
 
-M=$(scrape)
+M=$(scrape_after_change)
 assert_eq 'nshash_cni_adds_total{outcome="sized"} 1
 nshash_cni_adds_total{outcome="warned"} 1
 nshash_cni_adds_total{outcome="refused"} 1' "$(grep '^nshash_cni_adds_total' <<<"$M")" "ADDs counted by outcome"
@@ -83,6 +85,12 @@ nshash_table_entries{$L,proto=\"udp\"} 1024" "$(grep -F "nshash_table_entries{ne
 assert_eq "nshash_sockets{$L,proto=\"tcp\"} 0" "$(grep -F "nshash_sockets{netns=\"$A\"" <<<"$M" | head -1)" "... on every series of its netns"
 assert_eq "nshash_netns_info{$L,kind=\"netns\",pid=\"\",command=\"\",container=\"\",engine=\"\"} 1" \
 	"$(grep -F "nshash_netns_info{netns=\"$A\"" <<<"$M")" "... and its info line"
+# the processes' commands are not named to whoever can scrape: serve leaves
+# them empty, nshash stats --prometheus (root on the node) shows them
+nc_serve=$(grep -c '^nshash_netns_info{.*,command="[^"]' <<<"$M")
+nc_stats=$("$BUILD/nshash" --state-dir "$S" stats --prometheus | grep -c '^nshash_netns_info{.*,command="[^"]')
+[ "$nc_serve" -eq 0 ] && [ "$nc_stats" -gt 0 ] && pass "serve names no process command ($nc_stats in stats --prometheus)" ||
+	fail "process commands: $nc_serve in serve's /metrics, $nc_stats in stats --prometheus"
 assert_eq "nshash_netns_shared{netns=\"$U\",reason=\"unseen\"} 1
 nshash_netns_shared{netns=\"$N\",namespace=\"default\",pod=\"w\",reason=\"warned\"} 1" "$(grep -F "nshash_netns_shared{netns=\"/run/netns/$NS-" <<<"$M" | sort)" \
 	"pod netns on the shared tables: the warned one, the one nshash never saw; not the sized one"
@@ -132,7 +140,11 @@ done
 assert_eq "" "$(ls "$S/templates" 2>/dev/null)" "scheduled gc removed the idle template"
 LOG=$(cat "$W/serve.log")
 assert_contains "$LOG" "gc: removed $S/templates/tcp4096-udp1024 (idle template)" "... and logged it"
-r1=$(runs)
+for i in $(seq 100); do # (gc every 1 s; a scrape can be quicker)
+	r1=$(runs)
+	[ "$r1" -gt "$r0" ] && break
+	sleep 0.1
+done
 [ "$r1" -gt "$r0" ] && pass "gc runs counted ($r0 -> $r1)" || fail "gc runs not counted ($r0 -> $r1)"
 assert_eq 'nshash_serve_gc_runs_total{result="failed"} 0' "$(scrape | grep 'gc_runs_total{result="failed"}')" "no gc failed"
 
@@ -201,6 +213,54 @@ assert_eq 'nshash_serve_clients_dropped_total{why="deadline"} 5
 nshash_serve_clients_dropped_total{why="full"} 0' "$(scrape | grep '^nshash_serve_clients_dropped_total')" "the slowloris clients counted as dropped at their deadline"
 assert_eq "200 5" "$code $closed" "a scrape while 5 slowloris clients hold connections: 200 (in ${took} s); they are dropped (after ${total} s)"
 
+# many slow clients: the 33rd and later push out the oldest of those still
+# sending their heads, never a probe that sent its own (kubelet's /healthz)
+FULL=$(python3 - "$PORT" <<'PY'
+import socket, sys, subprocess
+port = int(sys.argv[1])
+slow = []
+for i in range(40):  # 8 more than serve's 32
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(b"GET /metr")
+    slow.append(s)
+r = subprocess.run(["curl", "-s", "--max-time", "20", "http://127.0.0.1:%d/healthz" % port],
+                   capture_output=True, text=True)
+closed = 0
+for s in slow:
+    s.settimeout(30)
+    try:
+        closed += s.recv(1) == b""
+    except OSError:
+        closed += 1
+print("%s %d" % (r.stdout.strip(), closed))
+PY
+)
+assert_eq "ok 40" "$FULL" "/healthz answered while 40 slow clients connect; all of them dropped"
+assert_eq 'nshash_serve_clients_dropped_total{why="deadline"} 36
+nshash_serve_clients_dropped_total{why="full"} 9' "$(scrape | grep '^nshash_serve_clients_dropped_total')" \
+	"9 pushed out (8 by the later slow ones, 1 by the probe), the 31 left at their deadline"
+
+# two scrapes at once: one scan (the second gets the first's, within 1 s)
+sleep 1.1 # past the window of the scrape above
+PAIR=$(python3 - "$PORT" <<'PY'
+import socket, sys, re
+port = int(sys.argv[1])
+socks = [socket.create_connection(("127.0.0.1", port), timeout=20) for i in range(2)]
+for s in socks:
+    s.sendall(b"GET /metrics HTTP/1.1\r\n\r\n")
+out = []
+for s in socks:
+    data = s.makefile("rb").read()  # to the close
+    m = re.search(rb"^nshash_serve_scans_total (\d+)$", data, re.M)
+    out.append(m.group(1).decode() if m else "none")
+print(" ".join(out))
+PY
+)
+read -r s1 s2 <<<"$PAIR"
+assert_eq "$s1" "$s2" "two scrapes at once: the same scan ($PAIR)"
+sleep 1.1
+assert_eq "nshash_serve_scans_total $((s1 + 1))" "$(scrape | grep '^nshash_serve_scans_total')" "a scrape after the window: one more scan"
+
 out=$("$BUILD/nshash" --state-dir "$S" serve --listen "$ADDR" --gc-every 0 2>&1)
 assert_eq "1 nshash: serve: listen on $ADDR: Address already in use" "$? $out" "a second serve on the same address: exit 1, saying why"
 
@@ -229,6 +289,27 @@ if python3 -c 'import socket; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET,
 else
 	echo "# 127.0.0.1:9490 is in use here: the default address not tried"
 fi
+# ---- a textfile whose read() returns less than all of it (a procfs file
+# bind-mounted there: a page a read): read to its end, so one larger than
+# 256 KiB is skipped, not cut
+mkdir -m 0700 "$W/short"
+: >"$W/short/k.prom"
+if mount --bind /proc/kallsyms "$W/short/k.prom" 2>/dev/null; then
+	on_exit "umount '$W/short/k.prom' 2>/dev/null"
+	PORT=$(free_port)
+	ADDR=127.0.0.1:$PORT
+	start_serve "$W/serve4.log" --listen "$ADDR" --gc-every 0 --textfile-dir "$W/short"
+	M=$(scrape)
+	assert_eq "# nshash serve: textfile k.prom skipped: larger than 262144 bytes
+nshash_serve_textfiles_skipped 1" "$(grep -E '^# nshash serve: textfile|^nshash_serve_textfiles_skipped' <<<"$M")" \
+		"a textfile read a page at a time: read whole, skipped as larger than 256 KiB"
+	kill -TERM "$SERVE_PID"
+	wait "$SERVE_PID"
+	umount "$W/short/k.prom"
+else
+	echo "# cannot bind-mount /proc/kallsyms here: the short-read textfile not tried"
+fi
+
 # ---- the manifest's own command line (state dir, address and textfile dir made this test's)
 if python3 -c 'import yaml' 2>/dev/null; then
 	PORT=$(free_port)
@@ -270,6 +351,15 @@ assert_eq "2 nshash: serve: --listen \"127.0.0.1:0\": the port must be 1..65535"
 out=$("$BUILD/nshash" serve --gc-every x 2>&1)
 assert_eq "2 nshash: --gc-every \"x\": expected a number of seconds" "$? $out" "a bad --gc-every is refused"
 
+# ---- a stale record (its DEL never came) whose inode the kernel gave to
+# another netns: it labels nothing; the unseen pod stays unseen
+ino=$(stat -c %i "$U")
+printf '1 %s sized stale old-pod /run/netns/%s-gone\n' "$ino" "$NS" >"$S/cni/pods/nsh59old"
+J=$("$BUILD/nshash" --state-dir "$S" stats -j)
+assert_eq "null|null|null|unseen" "$(jq -r --arg p "$U" '.netns[] | select(.id == $p) | "\(.namespace)|\(.pod)|\(.cni_outcome)|\(.pod_shared)"' <<<"$J")" \
+	"a stale record with the inode of another netns (not at its path): not that netns's name"
+rm "$S/cni/pods/nsh59old"
+
 # ---- records go: DEL removes the pod's, gc the one whose netns is gone
 cni_call DEL "$A" "$(conf)" CNI_CONTAINERID=nsh59a
 assert_eq "0 nsh59w" "$CNI_RC $(ls "$S/cni/pods")" "DEL removes the pod's record"
@@ -278,5 +368,18 @@ J=$("$BUILD/nshash" --state-dir "$S" gc -j)
 assert_eq "1 " "$(jq -r .pod_records_removed <<<"$J") $(ls "$S/cni/pods")" "gc removes the record of a netns that is gone"
 for x in a u; do ip netns del "$NS-$x"; done
 assert_eq "" "$(ls /run/netns | grep "^$NS-")" "no pod netns left"
+# ---- a large backlog of stale records (DELs that never came) is pruned
+# one at a time, in a small memory cgroup (reading all at once took ~5 KB
+# a record: 8192 of them ~40 MB, more than the node container's 64 MiB at
+# the peak of growing the array)
+python3 - "$S/cni/pods" <<'PY'
+import os, sys
+for i in range(20000):
+    with open(os.path.join(sys.argv[1], "nsh59b%05d" % i), "w") as f:
+        f.write("1 %d sized ns pod-%d /run/netns/nsh59-gone-%d\n" % (4026600000 + i, i, i))
+PY
+make_memcg "nshash-t59-$$" 24M
+J=$(in_memcg "$BUILD/nshash" --state-dir "$S" gc -j)
+assert_eq "20000 0" "$(jq -r .pod_records_removed <<<"$J") $(ls "$S/cni/pods" | wc -l)" "gc prunes 20000 stale records within 24 MiB"
 cleanup_state_dir "$S"
 assert_eq 0 "$(count_pins_under "$S")" "no pin left under the state dir"

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -145,8 +147,22 @@ static void test_pod_records(void **state)
 	assert_string_equal(v[0].pod, r.pod);
 	assert_string_equal(v[0].netns, r.netns);
 	assert_int_equal(v[0].outcome, NSH_CNI_WARNED);
-	assert_true(nsh_pod_record_find(v, n, 4026532000ull) == &v[0]);
+	/* the inode alone is not enough: its netns is not at its path (a stale
+	 * record, a DEL that never came): it labels no netns of that inode */
+	assert_null(nsh_pod_record_find(v, n, 4026532000ull));
 	assert_null(nsh_pod_record_find(v, n, 1));
+	/* another file at its path with that inode: not its netns either */
+	char file[256];
+	snprintf(file, sizeof(file), "%s/cni/not-a-netns", dir);
+	FILE *nf = fopen(file, "w");
+	assert_non_null(nf);
+	fclose(nf);
+	struct stat fst;
+	assert_int_equal(stat(file, &fst), 0);
+	snprintf(v[0].netns, sizeof(v[0].netns), "%s", file);
+	v[0].inode = (uint64_t)fst.st_ino;
+	assert_null(nsh_pod_record_find(v, n, v[0].inode));
+	assert_int_equal(unlink(file), 0);
 	free(v);
 	/* its netns is not there: pruned */
 	size_t removed;
@@ -156,12 +172,34 @@ static void test_pod_records(void **state)
 	assert_int_equal(n, 0);
 	free(v);
 	assert_int_equal(nsh_pod_record_remove(dir, "abc-1", &err), 0); /* gone already: fine */
+	/* a netns that is no absolute path: never a netns, pruned (whatever
+	 * errno was left by the calls before) */
+	struct nsh_pod_record rel = r;
+	snprintf(rel.netns, sizeof(rel.netns), "run/netns/cni-1");
+	assert_int_equal(nsh_pod_record_write(dir, &rel, &err), 0);
+	errno = EACCES;
+	assert_int_equal(nsh_pod_records_prune(dir, &removed, &err), 0);
+	assert_int_equal(removed, 1);
 
-	char path[256];
-	snprintf(path, sizeof(path), "%s/cni/adds", dir);
-	unlink(path);
+	char path[256], elsewhere[200];
 	snprintf(path, sizeof(path), "%s/cni/pods", dir);
 	assert_int_equal(rmdir(path), 0);
+	/* cni/pods a symlink: not written through, nor removed through */
+	snprintf(elsewhere, sizeof(elsewhere), "%s/elsewhere", dir);
+	assert_int_equal(mkdir(elsewhere, 0700), 0);
+	assert_int_equal(symlink(elsewhere, path), 0);
+	assert_true(nsh_pod_record_write(dir, &r, &err) < 0);
+	assert_non_null(strstr(err.msg, "/cni/pods"));
+	snprintf(file, sizeof(file), "%s/abc-1", elsewhere);
+	assert_int_equal(close(open(file, O_WRONLY | O_CREAT | O_EXCL, 0600)), 0);
+	assert_true(nsh_pod_record_remove(dir, "abc-1", &err) < 0);
+	assert_int_equal(access(file, F_OK), 0); /* still there */
+	assert_int_equal(unlink(file), 0);
+	assert_int_equal(rmdir(elsewhere), 0);
+	assert_int_equal(unlink(path), 0);
+
+	snprintf(path, sizeof(path), "%s/cni/adds", dir);
+	unlink(path);
 	snprintf(path, sizeof(path), "%s/cni", dir);
 	assert_int_equal(rmdir(path), 0);
 	assert_int_equal(rmdir(dir), 0);
