@@ -118,7 +118,7 @@ make_private_mount() {
 spares_settled() {
 	local i
 	for i in $(seq 100); do
-		pgrep -P 1 -x 'nshash|nshash-hook|nshash-runtime' >/dev/null || break
+		ps -o comm= --ppid 1 | grep -qxE 'nshash|nshash-hook|nshash-runtime' || break
 		sleep 0.1
 	done
 	[ -e "$1/spares/.lock" ] || return 0
