@@ -103,6 +103,7 @@ assert_eq "" "$bad" "every line of /metrics is a sample or a comment"
 assert_eq 'nshash_policy_default_entries{proto="tcp"} 0
 nshash_policy_default_entries{proto="udp"} 0' "$(grep '^nshash_policy_default_entries' <<<"$M")" "the policy's defaults: none"
 cni_node_policy "$W/node.json" "$S" '"spares": 0, "defaultTcp": 2048, "defaultUdp": 512'
+sleep 1.1 # the scan cached for 1 s
 assert_eq 'nshash_policy_default_entries{proto="tcp"} 2048
 nshash_policy_default_entries{proto="udp"} 512' "$(scrape | grep '^nshash_policy_default_entries')" "the policy's defaultTcp/defaultUdp, as stats --prometheus prints them"
 cni_node_policy "$W/node.json" "$S" '"spares": 0'
