@@ -197,16 +197,16 @@ pkgconfig-check:
 $(B)/obj/lib/%.o: lib/%.c $(wildcard lib/*.h) | pkgconfig-check
 	@mkdir -p $(@D)
 	$(COMPILE) -c -o $@ $<
-$(B)/obj/common/%.o: common/%.c $(wildcard common/*.h lib/nshash.h) | pkgconfig-check
+$(B)/obj/common/%.o: common/%.c $(wildcard common/*.h lib/nshash.h lib/shared.h) | pkgconfig-check
 	@mkdir -p $(@D)
 	$(COMPILE) -Icommon -c -o $@ $<
-$(B)/obj/oci-hooks/%.o: oci-hooks/%.c $(wildcard oci-hooks/*.h common/*.h lib/nshash.h) | pkgconfig-check
+$(B)/obj/oci-hooks/%.o: oci-hooks/%.c $(wildcard oci-hooks/*.h common/*.h lib/nshash.h lib/shared.h) | pkgconfig-check
 	@mkdir -p $(@D)
 	$(COMPILE) -Icommon -Ioci-hooks -c -o $@ $<
-$(B)/obj/cni/%.o: cni/%.c $(wildcard cni/*.h common/*.h lib/nshash.h) | pkgconfig-check
+$(B)/obj/cni/%.o: cni/%.c $(wildcard cni/*.h common/*.h lib/nshash.h lib/shared.h) | pkgconfig-check
 	@mkdir -p $(@D)
 	$(COMPILE) -Icommon -Icni -c -o $@ $<
-$(B)/obj/cmd/%.o: cmd/%.c $(wildcard cmd/*.h common/*.h lib/nshash.h) | pkgconfig-check
+$(B)/obj/cmd/%.o: cmd/%.c $(wildcard cmd/*.h common/*.h lib/nshash.h lib/shared.h) | pkgconfig-check
 	@mkdir -p $(@D)
 	$(COMPILE) -Icommon -Icmd -c -o $@ $<
 

@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "nshash.h"
+#include "shared.h" /* lib's file and /proc helpers, shared with the front-ends */
 
 struct json_object;
 struct stat;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "nshash.h"
+#include "shared.h"
 
 static inline void nsh_freep(void *p)
 {
@@ -208,8 +209,6 @@ int nsh_reopen(int pathfd, int flags);
  * type checked before the real open.  0 with *fd; 0 with *fd = -1 and
  * *not_netns saying what is there instead; -errno when it cannot be opened. */
 int nsh_path_open_netns(const char *path, bool follow, int *fd, const char **not_netns);
-/* /proc/PID/comm without its newline, "?" when unreadable. */
-void nsh_proc_comm(pid_t pid, char *buf, size_t len);
 
 /* pin.c: create PATH empty with O_EXCL ("WHAT PATH: already exists");
  * *fd holds the claimed file (for nsh_bind_fd and nsh_pin_unclaim). */

@@ -494,20 +494,8 @@ static int ledger_rewrite(const char *state_dir, struct nsh_ledger *l, struct ns
 /* Start time (clock ticks since boot) of a process; 0 if it is gone. */
 static uint64_t proc_start(pid_t pid)
 {
-	char path[64], buf[1024];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	/* After "pid (comm)": field 3 is the state; start time is field 22. */
-	char *p = strrchr(buf, ')');
-	for (int field = 2; p && field < 22; field++)
-		p = strchr(p + 1, ' ');
-	return p ? strtoull(p + 1, NULL, 10) : 0;
+	struct nsh_proc_stat st;
+	return nsh_proc_stat(pid, &st) == 0 ? st.start : 0;
 }
 
 /* This process's start time, read once per thread (per process after a

@@ -301,16 +301,3 @@ int nshash_verify(const struct nshash_netns_info *info, struct nshash_sizes requ
 	}
 	return 0;
 }
-
-void nsh_proc_comm(pid_t pid, char *buf, size_t len)
-{
-	char p[64];
-	snprintf(buf, len, "?");
-	snprintf(p, sizeof(p), "/proc/%d/comm", (int)pid);
-	cleanup_close int fd = open(p, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, len - 1);
-	if (n > 0) {
-		buf[n] = '\0';
-		buf[strcspn(buf, "\n")] = '\0';
-	}
-}

@@ -109,7 +109,8 @@ int nshash_netns_occupancy(const char *path, struct nshash_occupancy *occ, struc
 		return nshash_error_set(err, -pid, "look for processes in %s: /proc: %s", path, strerror(-pid));
 	if (pid > 0) {
 		occ->pid = pid;
-		nsh_proc_comm(pid, occ->comm, sizeof(occ->comm));
+		if (!nsh_proc_comm(pid, occ->comm, sizeof(occ->comm)))
+			snprintf(occ->comm, sizeof(occ->comm), "?");
 	}
 	return 0;
 }

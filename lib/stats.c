@@ -200,28 +200,6 @@ void nshash_stats_shared(const struct nshash_stats_netns *v, size_t n, enum nsha
 
 /* ------------------------------------------------------------- naming */
 
-/* A process's comm, safe to print: control and non-ASCII bytes become '?'. */
-static void read_comm(pid_t pid, char *out, size_t len)
-{
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	out[0] = '\0';
-	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	ssize_t n = read(fd, out, len - 1);
-	if (n <= 0) {
-		out[0] = '\0';
-		return;
-	}
-	out[n] = '\0';
-	if (n > 0 && out[n - 1] == '\n')
-		out[--n] = '\0';
-	for (ssize_t i = 0; i < n; i++)
-		if ((unsigned char)out[i] < 0x20 || (unsigned char)out[i] >= 0x7f)
-			out[i] = '?';
-}
-
 static bool is_hex_id(const char *s, size_t len)
 {
 	if (len != 64)
@@ -498,13 +476,13 @@ int nshash_stats_scan(const struct nshash_stats_opts *opts, struct nshash_stats_
 	 * pid 2 in the initial pid namespace; elsewhere pid 1 is the best guess. */
 	char comm[32];
 	struct stat init;
-	read_comm(2, comm, sizeof(comm));
+	nsh_proc_comm(2, comm, sizeof(comm));
 	bool have_init = stat(strcmp(comm, "kthreadd") == 0 ? "/proc/2/ns/net" : "/proc/1/ns/net", &init) == 0;
 	for (size_t i = 0; i < s.n; i++) {
 		struct nshash_stats_netns *e = &s.v[i];
 		e->host = have_init && e->dev == init.st_dev && e->inode == init.st_ino;
 		if (e->pid) {
-			read_comm(e->pid, e->command, sizeof(e->command));
+			nsh_proc_comm(e->pid, e->command, sizeof(e->command));
 			read_container(e->pid, e->container, sizeof(e->container), e->engine, sizeof(e->engine));
 		}
 	}

@@ -81,21 +81,6 @@ static int tp_open(struct tp *t, struct nshash_error *err)
 	return 0;
 }
 
-static void comm_of(pid_t pid, char *buf, size_t len)
-{
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, len - 1) : -1;
-	if (n <= 0)
-		n = 0;
-	buf[n] = '\0';
-	buf[strcspn(buf, "\n")] = '\0';
-	for (char *p = buf; *p; p++)
-		if (!isprint((unsigned char)*p))
-			*p = '?';
-}
-
 /* Where P is mounted in this mount namespace: the mount points whose root
  * is "net:[INO]", one per line, for comparing with what an fd links to
  * (an fd opened through a pin links to the pin's path). */
@@ -182,16 +167,8 @@ static int process_uses(pid_t pid, const struct stat *ns, const char *mounts, ch
 
 static pid_t parent_of(pid_t pid)
 {
-	char path[64], buf[512];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	const char *p = strrchr(buf, ')'); /* after "pid (comm)": " S ppid" */
-	int ppid = 0;
-	return p && sscanf(p + 1, " %*c %d", &ppid) == 1 ? (pid_t)ppid : 0;
+	struct nsh_proc_stat st;
+	return nsh_proc_stat(pid, &st) == 0 ? st.ppid : 0;
 }
 
 /* Is `pid` the caller's parent, grandparent, ... (not init)? */
@@ -257,19 +234,10 @@ static int socket_in(pid_t pid, const struct stat *ns, char *what, size_t len)
 static bool pinned_after_parent(const struct stat *ns)
 {
 	pid_t ppid = getppid();
-	char path[64], buf[1024];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)ppid);
-	cleanup_close int fd = ppid > 1 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-	if (n <= 0 || getppid() != ppid) /* the parent gone: not the engine */
+	struct nsh_proc_stat ps;
+	if (ppid <= 1 || nsh_proc_stat(ppid, &ps) < 0 || getppid() != ppid) /* the parent gone: not the engine */
 		return false;
-	buf[n] = '\0';
-	const char *p = strrchr(buf, ')');
-	unsigned long long start = 0;
-	/* after "pid (comm)": state ppid ... starttime is field 22 */
-	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
-			 &start) != 1)
-		return false;
+	unsigned long long start = ps.start;
 	struct timespec real, boot;
 	long hz = sysconf(_SC_CLK_TCK);
 	if (hz <= 0 || clock_gettime(CLOCK_REALTIME, &real) < 0 || clock_gettime(CLOCK_BOOTTIME, &boot) < 0)
@@ -314,13 +282,13 @@ static int tp_check_processes(struct tp *t, bool engine_made, struct nshash_erro
 				engine_holds = true;
 				continue;
 			}
-			comm_of(pid, comm, sizeof(comm));
+			nsh_proc_comm(pid, comm, sizeof(comm));
 			snprintf(ps, sizeof(ps), "%d", (int)pid);
 			r = refuse(t, EBUSY, err, "the engine, process %s (%s), uses it %s: its sockets would stay behind",
 				   ps, comm, sock);
 			continue;
 		}
-		comm_of(pid, comm, sizeof(comm));
+		nsh_proc_comm(pid, comm, sizeof(comm));
 		snprintf(ps, sizeof(ps), "%d", (int)pid);
 		r = refuse(t, EBUSY, err, "process %s (%s) %s: its sockets would stay behind", ps, comm, what);
 	}

@@ -31,18 +31,13 @@ static int usage(void)
  * 1": say it also on podman's own stderr, where the user looks. */
 static void tell_podman(const char *msg)
 {
-	char path[64], comm[32] = "";
+	char path[64], comm[32];
 	struct stat ours, theirs;
 	pid_t ppid = getppid();
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)ppid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	ssize_t n = read(fd, comm, sizeof(comm) - 1);
-	close(fd);
-	if (n <= 0 || strncmp(comm, "podman", 6) != 0)
+	nsh_proc_comm(ppid, comm, sizeof(comm));
+	if (strncmp(comm, "podman", 6) != 0)
 		return;
 	snprintf(path, sizeof(path), "/proc/%d/fd/2", (int)ppid);
 	/* non-blocking: a FIFO nobody reads must not hang us (SIGPIPE is

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The library's helpers for files and for one process's /proc entries,
+ * used inside lib/ and also by common/ (and through common.h by the
+ * front-ends, which link libnshash.a): one copy of each.  Not installed,
+ * not exported from libnshash.so (nsh_ = internal).  No state, no
+ * printing. */
+#ifndef NSHASH_SHARED_H
+#define NSHASH_SHARED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "nshash.h"
+
+struct stat;
+
+/* fs.c: read all of fd (at most max bytes; exactly max is fine) into a
+ * NUL-terminated malloc'd buffer.  Errors: "read WHAT: why". */
+int nsh_read_fd(int fd, const char *what, size_t max, char **out, size_t *out_len, struct nshash_error *err);
+/* fs.c: write all of p (retrying short writes and EINTR): 0, or -1 with errno. */
+int nsh_write_all(int fd, const char *p, size_t len);
+/* fs.c: replace `path` by a file holding data[len], atomically: written
+ * to a temporary file in the same directory, synced, then renamed over
+ * it.  The temporary file is `tmp` when given (a fixed name: the caller
+ * holds a lock; a stale one is removed first), else PATH.nshash-XXXXXX.
+ * It gets the owner and mode of `like` (a file being rewritten) when
+ * given, else the caller's and 0600.  On failure nothing but `path` as it
+ * was is left.  Errors: "write PATH: why". */
+int nsh_write_replace(const char *path, const char *tmp, const char *data, size_t len, const struct stat *like,
+		      struct nshash_error *err);
+
+/* proc.c: /proc/PID/comm without its newline, every byte that is not
+ * printable ASCII as '?' (safe to print); "" when unreadable.  Its length. */
+size_t nsh_proc_comm(pid_t pid, char *buf, size_t len);
+/* proc.c: the fields of /proc/PID/stat nshash uses. */
+struct nsh_proc_stat {
+	char state;	/* field 3: R, S, D, Z, ... */
+	pid_t ppid;	/* field 4 */
+	uint64_t start; /* field 22: start time, clock ticks (USER_HZ) since boot */
+};
+/* 0, -errno (-ENOENT: gone), or -EINVAL when it cannot be parsed. */
+int nsh_proc_stat(pid_t pid, struct nsh_proc_stat *st);
+
+#endif
