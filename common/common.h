@@ -145,8 +145,7 @@ int nsh_json_parse_text(const char *text, size_t len, const char *source, struct
 void nsh_text_position(const char *text, size_t len, size_t offset, unsigned *line, unsigned *col);
 
 /* ------------------------------------------------------------ files */
-/* Read all of fd (at most max bytes) into a NUL-terminated malloc'd buffer. */
-int nsh_read_fd(int fd, const char *what, size_t max, char **out, size_t *out_len, struct nshash_error *err);
+/* (nsh_read_fd, nsh_write_all, nsh_write_replace: lib/shared.h) */
 int nsh_read_file(const char *path, size_t max, char **out, size_t *out_len, struct nshash_error *err);
 /* Both read only a regular file (a FIFO, a device or a directory is refused,
  * never opened); exactly `max` bytes are allowed.  *st (may be NULL): the
@@ -157,8 +156,6 @@ int nsh_read_file_stat(const char *path, size_t max, char **out, size_t *out_len
  * is refused as not a regular file). */
 int nsh_read_file_flags(const char *path, int oflags, size_t max, char **out, size_t *out_len, struct stat *st,
 			struct nshash_error *err);
-/* Write all of p (retrying short writes and EINTR): 0, or -1 with errno. */
-int nsh_write_all(int fd, const char *p, size_t len);
 
 /* ------------------------------------------------------------ text */
 /* Append printf-style to the NUL-terminated `buf` of size `len`; cut when

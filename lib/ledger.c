@@ -338,33 +338,14 @@ static int ledger_load(const char *state_dir, struct nsh_ledger *l, struct nshas
 		return nshash_error_set(err, EINVAL, "ledger %s: not a regular file", path);
 	if ((uint64_t)st.st_size > LEDGER_MAX)
 		return nshash_error_set(err, EFBIG, "ledger %s: larger than %u bytes", path, LEDGER_MAX);
-	size_t len = 0, cap = (size_t)st.st_size + 4096;
-	char *text = malloc(cap + 1);
-	if (!text)
-		return nshash_error_set(err, ENOMEM, "read ledger %s: out of memory", path);
-	for (;;) { /* it may grow meanwhile only through our own lock: read to EOF anyway */
-		if (len == cap) {
-			char *t = cap < LEDGER_MAX ? realloc(text, 2 * cap + 1) : NULL;
-			if (!t) {
-				free(text);
-				return nshash_error_set(err, EFBIG, "read ledger %s: too large", path);
-			}
-			text = t;
-			cap *= 2;
-		}
-		ssize_t n = read(fd, text + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int e = errno;
-			free(text);
-			return nshash_error_set(err, e, "read ledger %s: %s", path, strerror(e));
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	text[len] = '\0';
+	char what[PATH_MAX + 8];
+	snprintf(what, sizeof(what), "ledger %s", path);
+	char *text;
+	size_t len;
+	/* it may grow meanwhile only through our own lock: read to EOF anyway */
+	r = nsh_read_fd(fd, what, LEDGER_MAX, &text, &len, err);
+	if (r < 0)
+		return r;
 	r = nsh_ledger_parse(text, len, l);
 	l->text = text; /* the records' pins point into it */
 	if (r < 0)
@@ -458,13 +439,11 @@ static int ledger_rewrite(const char *state_dir, struct nsh_ledger *l, struct ns
 		r = ledger_path(state_dir, "ledger.tmp", tmp, sizeof(tmp), err);
 	if (r < 0)
 		return r;
-	unlink(tmp);
-	FILE *f = NULL;
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd >= 0 && !(f = fdopen(fd, "w")))
-		close(fd);
+	cleanup_free char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
 	if (!f)
-		return nshash_error_set(err, errno, "write ledger %s: %s", tmp, strerror(errno));
+		return nshash_error_set(err, errno, "write ledger %s: %s", path, strerror(errno));
 	char line[PATH_MAX + 256];
 	size_t kept = 0;
 	for (size_t i = 0; i < l->n; i++)
@@ -479,11 +458,12 @@ static int ledger_rewrite(const char *state_dir, struct nsh_ledger *l, struct ns
 		format_record(&l->v[i], line, sizeof(line));
 		fputs(line, f);
 	}
-	if (ferror(f) | (fclose(f) != 0) || rename(tmp, path) < 0) {
-		int e = errno;
-		unlink(tmp);
-		return nshash_error_set(err, e, "write ledger %s: %s", path, strerror(e));
-	}
+	if (ferror(f) | (fclose(f) != 0))
+		return nshash_error_set(err, ENOMEM, "write ledger %s: out of memory", path);
+	/* under the lock: a fixed temporary name, a stale one replaced */
+	r = nsh_write_replace(path, tmp, text, len, NULL, err);
+	if (r < 0)
+		return r;
 	l->lines = kept + 1;
 	l->base = kept;
 	return 0;

@@ -506,15 +506,11 @@ static int fresh_load(const char *stamp, ino_t ino, struct nsh_netcfg *fresh)
 
 static void fresh_save(const char *stamp, ino_t ino, const struct nsh_netcfg *fresh)
 {
-	char tmp[4200];
-	snprintf(tmp, sizeof(tmp), "%s.%d", stamp, (int)getpid());
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-	if (!f) {
-		if (fd >= 0)
-			close(fd), unlink(tmp);
+	cleanup_free char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	if (!f)
 		return;
-	}
 	fprintf(f, "nshash-template-sysctls %llu\n", (unsigned long long)ino);
 	for (int k = 0; k < 2; k++) {
 		const struct nsh_sysvec *v = k ? &fresh->dev : &fresh->wide;
@@ -522,8 +518,9 @@ static void fresh_save(const char *stamp, ino_t ino, const struct nsh_netcfg *fr
 			if (!strchr(v->v[i].value, '\n'))
 				fprintf(f, "%c %s=%s\n", k ? 'd' : 'w', v->v[i].path, v->v[i].value);
 	}
-	if (fclose(f) != 0 || rename(tmp, stamp) != 0)
-		unlink(tmp);
+	struct nshash_error ignored;
+	if (fclose(f) == 0) /* a stamp not saved is read again next time */
+		nsh_write_replace(stamp, NULL, text, len, NULL, &ignored);
 }
 
 /* What S is given: P's configuration, minus the sysctls a new netns (the

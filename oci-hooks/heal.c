@@ -139,36 +139,3 @@ out:
 	json_object_put(doc);
 	return r;
 }
-
-int nsh_write_replacing(const char *path, const char *data, size_t len, struct nshash_error *err)
-{
-	char tmp[PATH_MAX + 32];
-	struct stat st;
-	int fd, e;
-
-	if (stat(path, &st) < 0)
-		return nshash_error_set(err, errno, "rewrite %s: %s", path, strerror(errno));
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.nshash-XXXXXX", path) >= sizeof(tmp))
-		return nshash_error_set(err, ENAMETOOLONG, "rewrite %s: path too long", path);
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0)
-		return nshash_error_set(err, errno, "rewrite %s: create a temporary file: %s", path, strerror(errno));
-	if (fchown(fd, st.st_uid, st.st_gid) < 0 || fchmod(fd, st.st_mode & 07777) < 0)
-		goto fail;
-	if (nsh_write_all(fd, data, len) < 0 || fsync(fd) < 0)
-		goto fail;
-	if (close(fd) < 0) {
-		fd = -1;
-		goto fail;
-	}
-	fd = -1;
-	if (rename(tmp, path) < 0)
-		goto fail;
-	return 0;
-fail:
-	e = errno;
-	if (fd >= 0)
-		close(fd);
-	unlink(tmp);
-	return nshash_error_set(err, e, "rewrite %s: %s", path, strerror(e));
-}

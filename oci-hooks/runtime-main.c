@@ -118,7 +118,10 @@ static char *read_config(const char *id, const char *bundle, const char *target,
 	char shown[PATH_MAX];
 	if (!realpath(target, shown))
 		snprintf(shown, sizeof(shown), "%s", target);
-	if (nsh_write_replacing(target, healed, healed_len, &err) < 0)
+	struct stat was;
+	if (stat(target, &was) < 0)
+		nshash_log(NSHASH_LOG_WARN, id, "rewrite %s: %s (left as it was)", target, strerror(errno));
+	else if (nsh_write_replace(target, NULL, healed, healed_len, &was, &err) < 0) /* same owner and mode */
 		nshash_log(NSHASH_LOG_WARN, id, "%s (left as it was)", err.msg);
 	else if (lstat(target, st) < 0 || !S_ISREG(st->st_mode)) /* the new inode is what is bound over */
 		die(id, "the healed config is no longer a regular file (replaced meanwhile): try again");

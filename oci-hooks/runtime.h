@@ -84,8 +84,5 @@ int nsh_sibling_sweep(const char *state_dir, int64_t stale_age);
  * never touched), or -errno. */
 int nsh_oci_heal(const char *config, size_t len, const struct nshash_policy *policy, char **out, size_t *out_len,
 		 char *what, size_t what_len, struct nshash_error *err);
-/* Rewrite PATH with DATA: temp file in the same directory + rename, same
- * mode and owner. */
-int nsh_write_replacing(const char *path, const char *data, size_t len, struct nshash_error *err);
 
 #endif
