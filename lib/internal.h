@@ -114,6 +114,17 @@ struct nsh_scan_item {
  * -EACCES when some process's sources could not be read and items are
  * left, or -errno when /proc cannot be read. */
 int nsh_netns_scan(struct nsh_scan_item *items, size_t n, bool skip_self, unsigned max_ms);
+/* The same scan for one netns (nsfs inode `ino`), telling fn of each
+ * process that holds it through a source in `want` (NSH_SCAN_LEADERS,
+ * _THREADS, _FDS, _MOUNTS; NSH_SCAN_SKIP_SELF leaves this process out):
+ * fn(pid, source, entry, arg), `entry` the thread's tid or the fd number
+ * (NULL for a leader or a mount).  Once per process and source: leaders
+ * and threads of every process first, then fds and mounts, each pass in
+ * pid order (a process may be told of twice, once per pass).  Stops at the
+ * first non-zero fn returns, and returns that; else 0, -EACCES when some
+ * process's sources could not be read, or -errno. */
+typedef int (*nsh_holder_fn)(pid_t pid, unsigned source, const char *entry, void *arg);
+int nsh_netns_holders(uint64_t ino, unsigned want, nsh_holder_fn fn, void *arg);
 /* A scan is two passes over /proc in pid order (threads, then fds and
  * mounts); a position in it: */
 struct nsh_scan_pos {

@@ -81,90 +81,6 @@ static int tp_open(struct tp *t, struct nshash_error *err)
 	return 0;
 }
 
-/* Where P is mounted in this mount namespace: the mount points whose root
- * is "net:[INO]", one per line, for comparing with what an fd links to
- * (an fd opened through a pin links to the pin's path). */
-static char *mounts_of(const struct stat *ns)
-{
-	char want[64], line[8192];
-	snprintf(want, sizeof(want), "net:[%llu]", (unsigned long long)ns->st_ino);
-	FILE *f = fopen("/proc/thread-self/mountinfo", "re");
-	char *out = NULL;
-	size_t len = 0;
-	FILE *o = open_memstream(&out, &len);
-	while (f && o && fgets(line, sizeof(line), f)) {
-		char root[256], point[4096];
-		/* ID PARENT MAJ:MIN ROOT POINT ... (spaces in paths are \040) */
-		if (sscanf(line, "%*s %*s %*s %255s %4095s", root, point) == 2 && strcmp(root, want) == 0)
-			fprintf(o, "%s\n", point);
-	}
-	if (f)
-		fclose(f);
-	if (o)
-		fclose(o);
-	return out;
-}
-
-static bool is_mount_of(const char *mounts, const char *target)
-{
-	size_t n = strlen(target);
-	for (const char *p = mounts; p && *p; p = strchr(p, '\n') + 1)
-		if (strncmp(p, target, n) == 0 && p[n] == '\n')
-			return true;
-	return false;
-}
-
-enum { USES_NOT = 0, USES_THREAD = 1, USES_FD = 2 };
-
-/* Does a thread of `pid` live in netns `ns` (USES_THREAD), or does it hold
- * an fd on it (USES_FD): "net:[INO]" (opened through /proc/PID/ns/net) or
- * a path where P is mounted? */
-static int process_uses(pid_t pid, const struct stat *ns, const char *mounts, char *what, size_t len)
-{
-	char dir[64], target[4096], want[64];
-	/* A kernel thread (no executable) lives in the host's netns and holds
-	 * no fds: one readlink instead of two directory walks. */
-	snprintf(dir, sizeof(dir), "/proc/%d/exe", (int)pid);
-	if (readlink(dir, target, sizeof(target)) < 0 && errno == ENOENT)
-		return USES_NOT;
-	snprintf(want, sizeof(want), "net:[%llu]", (unsigned long long)ns->st_ino);
-	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	int found = 0;
-	while (d && !found && (de = readdir(d))) {
-		struct stat st;
-		char p[128];
-		if (!isdigit((unsigned char)de->d_name[0]))
-			continue;
-		snprintf(p, sizeof(p), "%s/%.16s/ns/net", dir, de->d_name);
-		if (stat(p, &st) == 0 && st.st_ino == ns->st_ino && st.st_dev == ns->st_dev) {
-			found = 1;
-			if (atoi(de->d_name) == pid)
-				snprintf(what, len, "lives in it");
-			else
-				snprintf(what, len, "has thread %.16s in it", de->d_name);
-		}
-	}
-	if (d)
-		closedir(d);
-	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
-	d = found ? NULL : opendir(dir);
-	while (d && !found && (de = readdir(d))) {
-		ssize_t n = readlinkat(dirfd(d), de->d_name, target, sizeof(target) - 1);
-		if (n <= 0)
-			continue;
-		target[n] = '\0';
-		if (strcmp(target, want) == 0 || (target[0] == '/' && is_mount_of(mounts, target))) {
-			found = USES_FD;
-			snprintf(what, len, "holds it open (fd %.16s)", de->d_name);
-		}
-	}
-	if (d)
-		closedir(d);
-	return found;
-}
-
 static pid_t parent_of(pid_t pid)
 {
 	struct nsh_proc_stat st;
@@ -255,50 +171,67 @@ static bool pinned_after_parent(const struct stat *ns)
  * open or have a thread in it (podman 5 leaves the thread that made the
  * netns in it: Go cannot end a locked main thread), and own no socket in
  * it. */
+struct holders {
+	const struct tp *t;
+	const struct stat *ns;
+	bool engine_made, engine_holds, refused;
+	pid_t engine[64]; /* ancestors found to hold P without a socket in it */
+	size_t nengine;
+	struct nshash_error *err;
+};
+
+/* scan.c tells of each process with a thread in P or an fd on it. */
+static int check_holder(pid_t pid, unsigned source, const char *entry, void *arg)
+{
+	struct holders *h = arg;
+	char what[64], comm[32], ps[16];
+	for (size_t i = 0; i < h->nengine; i++)
+		if (h->engine[i] == pid) /* told of again by the fd pass */
+			return 0;
+	if (source == NSH_SCAN_FDS)
+		snprintf(what, sizeof(what), "holds it open (fd %.16s)", entry);
+	else if (entry)
+		snprintf(what, sizeof(what), "has thread %.16s in it", entry);
+	else
+		snprintf(what, sizeof(what), "lives in it");
+	snprintf(ps, sizeof(ps), "%d", (int)pid);
+	if (h->engine_made && is_ancestor(pid)) {
+		char sock[96];
+		if (socket_in(pid, h->ns, sock, sizeof(sock)) == 0) {
+			h->engine_holds = true;
+			if (h->nengine < sizeof(h->engine) / sizeof(h->engine[0]))
+				h->engine[h->nengine++] = pid;
+			return 0;
+		}
+		nsh_proc_comm(pid, comm, sizeof(comm));
+		h->refused = true;
+		return refuse(h->t, EBUSY, h->err,
+			      "the engine, process %s (%s), uses it %s: its sockets would stay behind", ps, comm, sock);
+	}
+	nsh_proc_comm(pid, comm, sizeof(comm));
+	h->refused = true;
+	return refuse(h->t, EBUSY, h->err, "process %s (%s) %s: its sockets would stay behind", ps, comm, what);
+}
+
 static int tp_check_processes(struct tp *t, bool engine_made, struct nshash_error *err)
 {
 	struct stat ns;
 	if (fstat(t->pfd, &ns) < 0)
 		return nshash_error_set(err, errno, "transplant %s: stat: %s", t->path, strerror(errno));
-	DIR *proc = opendir("/proc");
-	if (!proc)
-		return nshash_error_set(err, errno, "transplant %s: list /proc: %s", t->path, strerror(errno));
-	pid_t self = getpid();
-	struct dirent *de;
-	int r = 0;
-	bool engine_holds = false;
-	char *mounts = mounts_of(&ns);
-	while (r == 0 && (de = readdir(proc))) {
-		if (!isdigit((unsigned char)de->d_name[0]))
-			continue;
-		pid_t pid = (pid_t)atoi(de->d_name);
-		char what[64], comm[32], ps[16];
-		int uses = pid == self ? USES_NOT : process_uses(pid, &ns, mounts, what, sizeof(what));
-		if (uses == USES_NOT)
-			continue;
-		if (engine_made && is_ancestor(pid)) {
-			char sock[96];
-			if (socket_in(pid, &ns, sock, sizeof(sock)) == 0) {
-				engine_holds = true;
-				continue;
-			}
-			nsh_proc_comm(pid, comm, sizeof(comm));
-			snprintf(ps, sizeof(ps), "%d", (int)pid);
-			r = refuse(t, EBUSY, err, "the engine, process %s (%s), uses it %s: its sockets would stay behind",
-				   ps, comm, sock);
-			continue;
-		}
-		nsh_proc_comm(pid, comm, sizeof(comm));
-		snprintf(ps, sizeof(ps), "%d", (int)pid);
-		r = refuse(t, EBUSY, err, "process %s (%s) %s: its sockets would stay behind", ps, comm, what);
-	}
-	closedir(proc);
+	struct holders h = {.t = t, .ns = &ns, .engine_made = engine_made, .err = err};
+	/* threads and fds, not mounts (P's own pin is one); a process whose
+	 * /proc cannot be read (-EACCES without CAP_SYS_PTRACE) was never
+	 * looked at before either */
+	int r = nsh_netns_holders(ns.st_ino, NSH_SCAN_THREADS | NSH_SCAN_FDS | NSH_SCAN_SKIP_SELF, check_holder, &h);
+	if (r == -EACCES)
+		r = 0;
+	else if (r < 0 && !h.refused)
+		return nshash_error_set(err, -r, "transplant %s: list /proc: %s", t->path, strerror(-r));
 	/* podman 5 may hold no fd on P, nor leave a thread in it: P pinned
 	 * since the parent started is then the evidence. */
-	if (r == 0 && engine_made && !engine_holds)
-		engine_holds = pinned_after_parent(&ns);
-	free(mounts);
-	if (r == 0 && engine_made && !engine_holds)
+	if (r == 0 && engine_made && !h.engine_holds)
+		h.engine_holds = pinned_after_parent(&ns);
+	if (r == 0 && engine_made && !h.engine_holds)
 		r = refuse(t, EPERM, err,
 			   "the engine running this process does not hold it open: not the netns it made for this "
 			   "container%s%s%s",
