@@ -185,7 +185,7 @@ static const struct option long_opts[] = {
 struct cli {
 	const char *cmd;
 	struct nshash_create_opts create;
-	const char *state_dir;
+	const char *state_dir; /* never NULL: --state-dir, $NSHASH_STATE_DIR or the default (run) */
 	bool json, dry_run, prometheus;
 	pid_t pid;
 	int64_t max_idle, stale_age, interval;
@@ -473,7 +473,7 @@ static void size_cell(const struct nshash_entry *e, bool udp, char *buf, size_t 
 static void note_unreadable(const char *state_dir)
 {
 	char dirs[4][4200];
-	const char *sd = state_dir && *state_dir ? state_dir : NSHASH_DEFAULT_STATE_DIR;
+	const char *sd = state_dir;
 	snprintf(dirs[0], sizeof(dirs[0]), "%s", NSHASH_NETNS_RUN_DIR);
 	snprintf(dirs[1], sizeof(dirs[1]), "%s/templates", sd);
 	snprintf(dirs[2], sizeof(dirs[2]), "%s/pins", sd);
@@ -570,7 +570,7 @@ static bool in_pin_dir(const char *path, const char *state_dir)
 {
 	const char *slash = strrchr(path, '/');
 	size_t n = slash ? (size_t)(slash - path) : 0;
-	const char *sd = state_dir ? state_dir : NSHASH_DEFAULT_STATE_DIR;
+	const char *sd = state_dir;
 	const char *subs[] = {"", "/pins", "/templates", "/spares"};
 	if (n == strlen(NSHASH_NETNS_RUN_DIR) && !strncmp(path, NSHASH_NETNS_RUN_DIR, n))
 		return true;
@@ -731,7 +731,7 @@ static int cmd_check(struct cli *c, int argc, char **argv)
 	struct nshash_error err = {0};
 	if (nshash_probe(&p, &err) < 0)
 		return fail_err(EXIT_FAIL, &err);
-	const char *state_dir = c->state_dir ? c->state_dir : NSHASH_DEFAULT_STATE_DIR;
+	const char *state_dir = c->state_dir;
 	/* Two questions: can this host do it (kernel), and can you (privileges,
 	 * state dir)?  Each problem is one stderr line. */
 	char problems[4][1024];
@@ -1033,7 +1033,7 @@ static int run(int argc, char **argv, char **pos)
 {
 	struct cli c = {.max_idle = 3600, .stale_age = 60};
 	struct parse p = {.pos = pos};
-	char default_state[1024];
+	char default_state[PATH_MAX];
 	c.state_dir = getenv("NSHASH_STATE_DIR");
 	if (!c.state_dir || !*c.state_dir) {
 		nsh_default_state_dir(default_state, sizeof(default_state));

@@ -169,15 +169,6 @@ void nsh_append(char *buf, size_t len, const char *fmt, ...) __attribute__((form
 int nsh_caps_keep(const int *keep, size_t n, struct nshash_error *err);
 
 /* ------------------------------------------------------------ paths */
-/* NULL when `path` is a clean absolute path (no "..", "." or empty
- * component, no control character, shorter than PATH_MAX), else why not
- * ("is not an absolute path", "contains \"..\"", ...). */
-const char *nsh_path_unclean(const char *path);
-/* The state dir when none is configured: /run/nshash for root of the
- * initial user namespace; otherwise (a user, or root of a user namespace
- * such as rootless podman's hooks) $XDG_RUNTIME_DIR/nshash, else
- * /run/user/UID/nshash with UID the caller's uid outside any user
- * namespace. */
-void nsh_default_state_dir(char *out, size_t len);
+/* (nsh_path_unclean, nsh_default_state_dir: lib/shared.h) */
 
 #endif

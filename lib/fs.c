@@ -136,3 +136,26 @@ fail:
 	unlink(name);
 	return nshash_error_set(err, e, "write %s: %s", path, strerror(e));
 }
+
+const char *nsh_path_unclean(const char *path)
+{
+	if (path[0] != '/')
+		return "is not an absolute path";
+	if (strlen(path) >= PATH_MAX)
+		return "is too long";
+	for (const char *p = path; *p; p++) {
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			return "contains a control character";
+		if (p[0] != '/')
+			continue;
+		if (p[1] == '/')
+			return "contains \"//\"";
+		if (p[1] == '.' && p[2] == '.' && (p[3] == '/' || p[3] == '\0'))
+			return "contains \"..\"";
+		if (p[1] == '.' && (p[2] == '/' || p[2] == '\0'))
+			return "contains a \".\" component";
+		if (p[1] == '\0' && p != path)
+			return "ends with \"/\"";
+	}
+	return NULL;
+}

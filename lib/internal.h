@@ -264,7 +264,6 @@ int nsh_loopback_up(struct nshash_error *err);
 int nsh_mkdir_p(const char *path, mode_t mode, struct nshash_error *err);
 
 /* state.c */
-const char *nsh_state_dir(const char *dir);
 int nsh_lock_state(const char *state_dir, int *lockfd, struct nshash_error *err);
 /* A state dir (or its pins/, templates/): not a system directory (by its
  * resolved name, checked before anything is made), a directory, not a

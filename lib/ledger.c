@@ -1085,7 +1085,9 @@ int nsh_ledger_reconcile(const char *state_dir, const uint64_t *gone, size_t ngo
 int nshash_table_usage(const char *state_dir, bool reconcile, struct nshash_table_usage *usage,
 		       struct nshash_error *err)
 {
+	char sdbuf[PATH_MAX]; /* the default state dir, when none is given */
 	size_t dropped;
-	int r = ledger_account(nsh_state_dir(state_dir), NULL, 0, reconcile, 0, &dropped, usage, err);
+	int r =
+	    ledger_account(nsh_state_dir(state_dir, sdbuf, sizeof(sdbuf)), NULL, 0, reconcile, 0, &dropped, usage, err);
 	return r < 0 ? nshash_error_prefix(err, "table memory in use") : 0;
 }

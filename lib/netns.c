@@ -265,7 +265,8 @@ static int template_get(const char *state_dir, const struct template_ref *t, str
 static int new_from_template(const struct nshash_create_opts *opts, int proc, int home, int *nsfd,
 			     struct nshash_netns_info *info, struct nshash_error *err)
 {
-	const char *state_dir = nsh_state_dir(opts->state_dir);
+	char sdbuf[PATH_MAX]; /* the default state dir, when none is given */
+	const char *state_dir = nsh_state_dir(opts->state_dir, sdbuf, sizeof(sdbuf));
 	struct nshash_sizes eff = nshash_sizes_effective(opts->sizes);
 	struct template_ref t;
 	int r = template_paths(state_dir, eff, &t, err);
@@ -330,10 +331,12 @@ static int new_nested(const struct nshash_create_opts *opts, int proc, int home,
 
 int nsh_template_fd(const struct nshash_create_opts *opts, int *fd, char *stamp, size_t len)
 {
+	char sdbuf[PATH_MAX]; /* the default state dir, when none is given */
 	struct template_ref t;
 	*fd = -1;
 	if (opts->strategy != NSHASH_STRATEGY_TEMPLATE ||
-	    template_paths(nsh_state_dir(opts->state_dir), nshash_sizes_effective(opts->sizes), &t, NULL) < 0)
+	    template_paths(nsh_state_dir(opts->state_dir, sdbuf, sizeof(sdbuf)), nshash_sizes_effective(opts->sizes),
+			   &t, NULL) < 0)
 		return -ENOENT;
 	snprintf(stamp, len, "%s", t.stamp);
 	*fd = template_open(&t);
@@ -416,6 +419,7 @@ static int netns_make(const struct nshash_create_opts *opts, int proc, int *nsfd
 static int netns_new_recorded(const struct nshash_create_opts *opts, int proc, const char *pin, int *nsfd,
 			      struct nshash_netns_info *info, struct nsh_ticket *ticket, struct nshash_error *err)
 {
+	char sdbuf[PATH_MAX]; /* the default state dir, when none is given */
 	struct nshash_netns_info scratch;
 	if (!info)
 		info = &scratch;
@@ -427,7 +431,7 @@ static int netns_new_recorded(const struct nshash_create_opts *opts, int proc, c
 	/* a spare is recorded in the ledger already */
 	if (nshash_spare_take(opts, nsfd, info) == 1)
 		return 0;
-	const char *state_dir = nsh_state_dir(opts->state_dir);
+	const char *state_dir = nsh_state_dir(opts->state_dir, sdbuf, sizeof(sdbuf));
 	struct nshash_sizes eff = nshash_sizes_effective(opts->sizes);
 	if (opts->max_table_bytes) {
 		r = nsh_ledger_reserve(state_dir, eff, opts->max_table_bytes, pin, ticket, err);
@@ -457,6 +461,7 @@ int nshash_netns_new(const struct nshash_create_opts *opts, int *nsfd, struct ns
 int nsh_netns_create_named(const struct nshash_create_opts *opts, int proc, nsh_pin_namer namer, void *arg, char *path,
 			   size_t len, struct nshash_error *err)
 {
+	char sdbuf[PATH_MAX]; /* the default state dir, when none is given */
 	if (opts->max_table_bytes)
 		return nshash_error_set(err, EINVAL, "create netns: a named pin cannot be reserved under a budget");
 	int r = validate_request(opts->sizes, err);
@@ -471,7 +476,7 @@ int nsh_netns_create_named(const struct nshash_create_opts *opts, int proc, nsh_
 	if (r < 0)
 		return r;
 	/* committed with its pin before the pin exists, as any creation */
-	const char *state_dir = nsh_state_dir(opts->state_dir);
+	const char *state_dir = nsh_state_dir(opts->state_dir, sdbuf, sizeof(sdbuf));
 	struct nsh_ticket ticket;
 	memset(&ticket, 0, sizeof(ticket));
 	r = nsh_ledger_commit(state_dir, &ticket, nshash_sizes_effective(opts->sizes), nsfd, path, false, err);
@@ -491,6 +496,7 @@ static bool in_netns_run_dir(const char *path)
 int nshash_netns_create(const struct nshash_create_opts *opts, const char *pin_path, struct nshash_netns_info *info,
 			struct nshash_error *err)
 {
+	char sdbuf[PATH_MAX]; /* the default state dir, when none is given */
 	if (!pin_path || pin_path[0] != '/')
 		return nshash_error_set(err, EINVAL, "create netns: pin path \"%s\" is not absolute",
 					pin_path ? pin_path : "");
@@ -515,7 +521,7 @@ int nshash_netns_create(const struct nshash_create_opts *opts, const char *pin_p
 	}
 	r = nsh_bind_fd(nsfd, claimfd);
 	if (r < 0) {
-		nsh_ledger_cancel(nsh_state_dir(opts->state_dir), &ticket);
+		nsh_ledger_cancel(nsh_state_dir(opts->state_dir, sdbuf, sizeof(sdbuf)), &ticket);
 		nsh_pin_unclaim(pin_path, claimfd);
 		return nshash_error_set(err, r, "create netns %s: bind mount: %s%s", pin_path, strerror(-r),
 					r == -ENOENT ? " (the pin file was replaced meanwhile)" : nsh_mount_hint(-r));
@@ -614,6 +620,7 @@ int nshash_netns_swap(int nsfd, const char *pin_path, struct nshash_error *err)
 int nshash_netns_replace(const struct nshash_create_opts *opts, const char *pin_path, struct nshash_netns_info *info,
 			 struct nshash_error *err)
 {
+	char sdbuf[PATH_MAX]; /* the default state dir, when none is given */
 	cleanup_close int oldfd = open_pinned(pin_path, err);
 	if (oldfd < 0)
 		return oldfd;
@@ -625,6 +632,6 @@ int nshash_netns_replace(const struct nshash_create_opts *opts, const char *pin_
 	bool placed;
 	r = swap(nsfd, pin_path, &placed, err);
 	if (r < 0 && !placed) /* placed: alive at pin_path, and counted */
-		nsh_ledger_cancel(nsh_state_dir(opts->state_dir), &ticket);
+		nsh_ledger_cancel(nsh_state_dir(opts->state_dir, sdbuf, sizeof(sdbuf)), &ticket);
 	return r;
 }

@@ -208,7 +208,8 @@ static int list_candidates(const char *dir, int64_t min_age, struct pin_candidat
 
 int nshash_reclaim(const struct nshash_reclaim_opts *opts, struct nshash_reclaim_report *rep, struct nshash_error *err)
 {
-	const char *state_dir = nsh_state_dir(opts->state_dir);
+	char sdbuf[PATH_MAX]; /* the default state dir, when none is given */
+	const char *state_dir = nsh_state_dir(opts->state_dir, sdbuf, sizeof(sdbuf));
 	memset(rep, 0, sizeof(*rep));
 	cleanup_close int stampfd = -1;
 	int r = claim_run(state_dir, opts->interval, &stampfd, &rep->ran, err);

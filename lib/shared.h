@@ -31,6 +31,25 @@ int nsh_write_all(int fd, const char *p, size_t len);
 int nsh_write_replace(const char *path, const char *tmp, const char *data, size_t len, const struct stat *like,
 		      struct nshash_error *err);
 
+/* fs.c: NULL when `path` is a clean absolute path (no "..", "." or empty
+ * component, no control character, shorter than PATH_MAX), else why not
+ * ("is not an absolute path", "contains \"..\"", ...).  The one check of
+ * paths that come from configuration (the policy's stateDir, hookPath,
+ * logFile; the CNI config's stateDir; $XDG_RUNTIME_DIR). */
+const char *nsh_path_unclean(const char *path);
+
+/* state.c: the state dir when none is given (a NULL or "" state_dir in
+ * the API, no --state-dir, stateDir or NSHASH_STATE_DIR): the one rule, so
+ * that a library caller and every front-end get the same directory.
+ * NSHASH_DEFAULT_STATE_DIR (/run/nshash) for root of the initial user
+ * namespace; otherwise (a user, or root of a user namespace such as
+ * rootless podman's hooks) $XDG_RUNTIME_DIR/nshash, else
+ * /run/user/UID/nshash with UID the caller's uid outside any user
+ * namespace. */
+void nsh_default_state_dir(char *out, size_t len);
+/* state.c: `dir`, or when it is NULL or "" the default written into buf. */
+const char *nsh_state_dir(const char *dir, char *buf, size_t len);
+
 /* proc.c: /proc/PID/comm without its newline, every byte that is not
  * printable ASCII as '?' (safe to print); "" when unreadable.  Its length. */
 size_t nsh_proc_comm(pid_t pid, char *buf, size_t len);

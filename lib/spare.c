@@ -109,11 +109,13 @@ static int64_t spare_idle(const struct nshash_create_opts *opts)
 
 int nshash_spare_take(const struct nshash_create_opts *opts, int *nsfd, struct nshash_netns_info *info)
 {
+	char sdbuf[PATH_MAX]; /* the default state dir, when none is given */
 	char dir[PATH_MAX], prefix[80], path[PATH_MAX];
 	*nsfd = -1;
 	if (!nshash_spares_apply(opts) || spare_prefix(opts, prefix, sizeof(prefix)) < 0)
 		return 0;
-	if ((size_t)snprintf(dir, sizeof(dir), "%s/spares", nsh_state_dir(opts->state_dir)) >= sizeof(dir))
+	if ((size_t)snprintf(dir, sizeof(dir), "%s/spares", nsh_state_dir(opts->state_dir, sdbuf, sizeof(sdbuf))) >=
+	    sizeof(dir))
 		return 0;
 	char lock[PATH_MAX + 8];
 	snprintf(lock, sizeof(lock), "%s/.take", dir);
@@ -273,8 +275,9 @@ static int expire_templates(const char *state_dir, int64_t max_idle, time_t now,
 
 int nshash_spare_expire(const char *state_dir, int64_t max_idle, struct nshash_error *err)
 {
+	char sdbuf[PATH_MAX]; /* the default state dir, when none is given */
 	char dir[PATH_MAX];
-	state_dir = nsh_state_dir(state_dir);
+	state_dir = nsh_state_dir(state_dir, sdbuf, sizeof(sdbuf));
 	if (max_idle < 0 || (size_t)snprintf(dir, sizeof(dir), "%s/spares", state_dir) >= sizeof(dir))
 		return 0;
 	time_t now = time(NULL);
@@ -381,12 +384,13 @@ static int fill_pair(const struct nshash_create_opts *opts, const char *dir, str
 
 int nshash_spare_fill(const struct nshash_create_opts *opts, struct nshash_error *err)
 {
+	char sdbuf[PATH_MAX]; /* the default state dir, when none is given */
 	char dir[PATH_MAX], prefix[80], lock[PATH_MAX + 8];
 	if (!nshash_spares_apply(opts))
 		return 0;
 	if (spare_prefix(opts, prefix, sizeof(prefix)) < 0)
 		return nshash_error_set(err, ENAMETOOLONG, "spares: name too long");
-	const char *state_dir = nsh_state_dir(opts->state_dir);
+	const char *state_dir = nsh_state_dir(opts->state_dir, sdbuf, sizeof(sdbuf));
 	int r = nshash_state_subdir(state_dir, "spares", dir, sizeof(dir), err);
 	if (r == 0)
 		r = nshash_pin_dir_prepare(dir, err);

@@ -13,9 +13,47 @@
 
 #include "internal.h"
 
-const char *nsh_state_dir(const char *dir)
+/* The uid that `uid` maps to outside the user namespace (itself in the
+ * initial one); *initial says whether this is the initial namespace. */
+static uid_t outer_uid(uid_t uid, bool *initial)
 {
-	return dir && *dir ? dir : NSHASH_DEFAULT_STATE_DIR;
+	FILE *f = fopen("/proc/self/uid_map", "re");
+	unsigned long inside, outside, count;
+	uid_t found = uid;
+
+	*initial = true;
+	if (!f)
+		return uid;
+	while (fscanf(f, "%lu %lu %lu", &inside, &outside, &count) == 3) {
+		if (!(inside == 0 && outside == 0 && count == 4294967295UL))
+			*initial = false;
+		if (uid >= inside && uid - inside < count)
+			found = (uid_t)(outside + (uid - inside));
+	}
+	fclose(f);
+	return found;
+}
+
+void nsh_default_state_dir(char *out, size_t len)
+{
+	bool initial;
+	uid_t uid = outer_uid(geteuid(), &initial);
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+
+	if (initial && geteuid() == 0)
+		snprintf(out, len, "%s", NSHASH_DEFAULT_STATE_DIR);
+	else if (xdg && xdg[0] == '/' && !nsh_path_unclean(xdg))
+		snprintf(out, len, "%s/nshash", xdg);
+	else
+		snprintf(out, len, "/run/user/%u/nshash", (unsigned)uid);
+}
+
+const char *nsh_state_dir(const char *dir, char *buf, size_t len)
+{
+	if (dir && *dir)
+		return dir;
+	nsh_default_state_dir(buf, len);
+	return buf;
 }
 
 /* What to do about an existing directory nshash will not use: it never
@@ -307,7 +345,8 @@ void nshash_list_free(struct nshash_entry *entries, size_t count)
 
 int nshash_list(const char *state_dir, struct nshash_entry **out, size_t *count, struct nshash_error *err)
 {
-	state_dir = nsh_state_dir(state_dir);
+	char sdbuf[PATH_MAX]; /* the default state dir, when none is given */
+	state_dir = nsh_state_dir(state_dir, sdbuf, sizeof(sdbuf));
 	struct entry_list l = {0};
 	char dir[PATH_MAX];
 	int r = scan_dir(NSHASH_NETNS_RUN_DIR, NSHASH_ENTRY_NETNS, &l, err);
@@ -451,7 +490,8 @@ static int gc_entries(const struct nshash_gc_opts *opts, struct nshash_entry *v,
 
 int nshash_gc(const struct nshash_gc_opts *opts, struct nshash_gc_report *rep, struct nshash_error *err)
 {
-	const char *state_dir = nsh_state_dir(opts->state_dir);
+	char sdbuf[PATH_MAX]; /* the default state dir, when none is given */
+	const char *state_dir = nsh_state_dir(opts->state_dir, sdbuf, sizeof(sdbuf));
 	memset(rep, 0, sizeof(*rep));
 	struct stat st;
 	cleanup_close int lockfd = -1;

@@ -409,8 +409,9 @@ static int scan_pin_dir(struct scan *s, const char *dir, enum nshash_entry_kind 
  * templates and container pins. */
 static int scan_pins(struct scan *s, const char *state_dir, struct nshash_error *err)
 {
+	char sdbuf[PATH_MAX]; /* the default state dir, when none is given */
 	char dir[PATH_MAX];
-	state_dir = nsh_state_dir(state_dir);
+	state_dir = nsh_state_dir(state_dir, sdbuf, sizeof(sdbuf));
 	int r = scan_pin_dir(s, NSHASH_NETNS_RUN_DIR, NSHASH_ENTRY_NETNS, err);
 	snprintf(dir, sizeof(dir), "%s/templates", state_dir);
 	if (r == 0)
@@ -426,6 +427,7 @@ static int scan_pins(struct scan *s, const char *state_dir, struct nshash_error 
 
 static int scan_only(struct scan *s, const struct nshash_stats_opts *opts, struct nshash_error *err)
 {
+	char sdbuf[PATH_MAX]; /* the default state dir, when none is given */
 	for (size_t i = 0; i < opts->nonly; i++) {
 		const char *path = opts->only[i];
 		int pid = 0, end = 0;
@@ -442,7 +444,7 @@ static int scan_only(struct scan *s, const struct nshash_stats_opts *opts, struc
 		if (s->n == before + 1 && !proc) {
 			/* Which directory of nshash's, for the kind column. */
 			char dir[PATH_MAX];
-			const char *sd = nsh_state_dir(opts->state_dir);
+			const char *sd = nsh_state_dir(opts->state_dir, sdbuf, sizeof(sdbuf));
 			snprintf(dir, sizeof(dir), "%s/templates/", sd);
 			if (strncmp(path, dir, strlen(dir)) == 0)
 				s->v[before].kind = NSHASH_ENTRY_TEMPLATE;
