@@ -62,6 +62,11 @@ int nsh_sysctl_dir_open_in(int proc);
 int nsh_proc_private(void);
 int nsh_sysctl_read_at(int dirfd, const char *name, long *value);
 int nsh_sysctl_write(const char *name, long value);
+/* Any sysctl file's text (relative to dirfd, or absolute with AT_FDCWD),
+ * its trailing newlines removed; and a write of `value` as it is.  0 or
+ * -errno (-EIO for a short write). */
+int nsh_sysctl_text(int dirfd, const char *path, char *buf, size_t len);
+int nsh_sysctl_put(int dirfd, const char *path, const char *value);
 
 /* ns.c: the calling thread's netns. */
 int nsh_netns_open_current(int *fd, struct nshash_error *err);

@@ -332,35 +332,21 @@ static void sysvec_free(struct nsh_sysvec *s)
 	memset(s, 0, sizeof(*s));
 }
 
-/* Read /proc/sys/net/REL (the calling thread's netns).  -errno. */
+/* /proc/sys/net/REL of the calling thread's netns, through sysctl.c.  -errno. */
 static int sys_read(const char *rel, char *buf, size_t len)
 {
 	char path[512];
-	snprintf(path, sizeof(path), SYSNET "%s", rel);
-	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	ssize_t n = read(fd, buf, len - 1);
-	if (n < 0)
-		return -errno;
-	while (n > 0 && buf[n - 1] == '\n')
-		n--;
-	buf[n] = '\0';
-	return 0;
+	if ((size_t)snprintf(path, sizeof(path), SYSNET "%s", rel) >= sizeof(path))
+		return -ENAMETOOLONG;
+	return nsh_sysctl_text(AT_FDCWD, path, buf, len);
 }
 
 static int sys_write(const char *rel, const char *value)
 {
 	char path[512];
-	snprintf(path, sizeof(path), SYSNET "%s", rel);
-	cleanup_close int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	size_t len = strlen(value);
-	ssize_t n = write(fd, value, len);
-	if (n < 0)
-		return -errno;
-	return (size_t)n == len ? 0 : -EIO;
+	if ((size_t)snprintf(path, sizeof(path), SYSNET "%s", rel) >= sizeof(path))
+		return -ENAMETOOLONG;
+	return nsh_sysctl_put(AT_FDCWD, path, value);
 }
 
 /* ipv4|ipv6 / conf|neigh / DEV / ...: a per-device knob unless DEV is
