@@ -4,6 +4,7 @@
 #define NSHASH_INTERNAL_H
 
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
@@ -70,6 +71,8 @@ int nsh_sysctl_put(int dirfd, const char *path, const char *value);
 
 /* ns.c: the calling thread's netns. */
 int nsh_netns_open_current(int *fd, struct nshash_error *err);
+/* unshare(CLONE_NEWNET) ("unshare a network namespace (WHAT): why"). */
+int nsh_unshare_net(const char *what, struct nshash_error *err);
 /* setns into nsfd; on failure err says what. */
 int nsh_netns_enter(int nsfd, const char *what, struct nshash_error *err);
 /* Return to `home`.  If that fails the thread is stranded in another netns:
@@ -268,7 +271,7 @@ int nsh_loopback_up(struct nshash_error *err);
 /* fs.c: mkdir -p, then check it is a directory. */
 int nsh_mkdir_p(const char *path, mode_t mode, struct nshash_error *err);
 
-/* state.c */
+/* statedir.c: flock STATE/lock (made, with the dir, when missing). */
 int nsh_lock_state(const char *state_dir, int *lockfd, struct nshash_error *err);
 /* A state dir (or its pins/, templates/): not a system directory (by its
  * resolved name, checked before anything is made), a directory, not a
@@ -276,7 +279,46 @@ int nsh_lock_state(const char *state_dir, int *lockfd, struct nshash_error *err)
  * others: refused otherwise, never chmod'ed.  `create` makes it (0700,
  * missing parents too) when missing; without it a missing dir passes. */
 int nsh_state_dir_check(const char *dir, bool create, struct nshash_error *err);
+
+/* template.c: a private parent's child knobs: set (and read back) those of
+ * the calling thread's fresh netns; 1 when it has exactly these. */
+int nsh_parent_knobs_set(struct nshash_sizes eff, struct nshash_error *err);
+int nsh_parent_knobs_are(struct nshash_sizes eff);
+/* template.c: "tcpT-udpU", the name of a size pair (templates, spares);
+ * parse: false for anything that is not such a name exactly. */
 void nsh_template_name(struct nshash_sizes eff, char *buf, size_t len);
+bool nsh_template_name_parse(const char *name, struct nshash_sizes *eff);
+/* template.c: the template of a size pair and its use stamp. */
+#define NSH_TEMPLATE_STAMP ".used" /* the stamp: the pin's path and this */
+struct nsh_template {
+	char path[PATH_MAX];  /* STATE/templates/tcpT-udpU */
+	char stamp[PATH_MAX]; /* its use stamp */
+};
+int nsh_template_paths(const char *state_dir, struct nshash_sizes eff, struct nsh_template *t,
+		       struct nshash_error *err);
+/* The stamp of the template pinned at `pin` (a listed one). */
+void nsh_template_stamp_of(const char *pin, char *out, size_t len);
+/* An fd on the pinned template if it is a netns, else -1. */
+int nsh_template_open(const struct nsh_template *t);
+/* Mark it used now (gc's idle age), creating the stamp if needed. */
+void nsh_template_touch(const struct nsh_template *t);
+/* An fd on a template known (now) to be a netns, built under the state
+ * lock when missing; force_rebuild rebuilds one whose knobs were found
+ * damaged (unless another creator did while we waited for the lock). */
+int nsh_template_get(const char *state_dir, const struct nsh_template *t, struct nshash_sizes eff, int home,
+		     bool force_rebuild, int *tfd, struct nshash_error *err);
+/* An fd on the template that nshash_netns_new() uses for `opts` (template
+ * strategy, template built) and the path of its use stamp; -ENOENT
+ * otherwise. */
+int nsh_template_fd(const struct nshash_create_opts *opts, int *fd, char *stamp, size_t len);
+/* The note kept in a stamp for the template of inode `ino` (malloc'd
+ * text, the caller's format): -ENOENT when there is none for that inode
+ * (a rebuilt template has a new one).  Saving replaces the stamp's
+ * content atomically (its time is set anew, as by a use); a failure is
+ * not reported: the note is made again next time. */
+int nsh_template_note_read(const char *stamp, ino_t ino, char **text, size_t *len);
+void nsh_template_note_write(const char *stamp, ino_t ino, const char *text, size_t len);
+
 /* netns.c: nshash_netns_create() (no budget, no spare taken) at a path
  * named after what the new netns was verified to have: namer writes it
  * into path (len) from info, or fails with err set.  The verification reads
@@ -286,9 +328,5 @@ typedef int (*nsh_pin_namer)(const struct nshash_netns_info *info, void *arg, ch
 			     struct nshash_error *err);
 int nsh_netns_create_named(const struct nshash_create_opts *opts, int proc, nsh_pin_namer namer, void *arg, char *path,
 			   size_t len, struct nshash_error *err);
-/* netns.c: an fd on the template that nshash_netns_new() uses for `opts`
- * (template strategy, template built) and the path of its use stamp;
- * -ENOENT otherwise. */
-int nsh_template_fd(const struct nshash_create_opts *opts, int *fd, char *stamp, size_t len);
 
 #endif

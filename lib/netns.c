@@ -16,62 +16,12 @@
 
 #include "internal.h"
 
-/* Set the child knobs of the calling thread's (fresh) netns.  A new netns
- * starts with both at 0, so only non-zero sizes are written. */
-static int set_child_knobs(struct nshash_sizes eff, struct nshash_error *err)
-{
-	const char *knob[2] = {NSH_TCP_CHILD, NSH_UDP_CHILD};
-	uint32_t val[2] = {eff.tcp, eff.udp};
-	for (int i = 0; i < 2; i++) {
-		if (!val[i])
-			continue;
-		int r = nsh_sysctl_write(knob[i], val[i]);
-		if (r == -ENOENT) {
-			struct nshash_probe p;
-			nshash_probe(&p, NULL);
-			return nsh_knob_missing(i ? NSHASH_UDP : NSHASH_TCP, p.release, err);
-		}
-		if (r < 0)
-			return nshash_error_set(err, r, "set net.ipv4.%s=%u in the private parent: %s", knob[i], val[i],
-						strerror(-r));
-		long back;
-		r = nsh_sysctl_read(knob[i], &back);
-		if (r < 0 || back != (long)val[i])
-			return nshash_error_set(err, EIO,
-						"net.ipv4.%s in the private parent reads %ld after writing %u", knob[i],
-						r < 0 ? -1L : back, val[i]);
-	}
-	return 0;
-}
-
-/* 1 when the calling thread's netns has exactly these child knobs. */
-static int child_knobs_are(struct nshash_sizes eff)
-{
-	long t = 0, u = 0;
-	int rt = nsh_sysctl_read(NSH_TCP_CHILD, &t), ru = nsh_sysctl_read(NSH_UDP_CHILD, &u);
-	if (rt < 0 && !(rt == -ENOENT && eff.tcp == 0))
-		return 0;
-	if (ru < 0 && !(ru == -ENOENT && eff.udp == 0))
-		return 0;
-	return (rt < 0 || t == (long)eff.tcp) && (ru < 0 || u == (long)eff.udp);
-}
-
-static int unshare_net(const char *what, struct nshash_error *err)
-{
-	if (unshare(CLONE_NEWNET) < 0) {
-		int e = errno;
-		return nshash_error_set(err, e, "unshare a network namespace (%s): %s%s", what, strerror(e),
-					e == EPERM ? " (needs CAP_SYS_ADMIN)" : "");
-	}
-	return 0;
-}
-
 /* From inside a parent whose knobs are set: make the child, verify it,
  * bring lo up, return an fd to it.  The thread is left in the child. */
 static int spawn_child(const struct nshash_create_opts *opts, int proc, int *nsfd, struct nshash_netns_info *info,
 		       struct nshash_error *err)
 {
-	int r = unshare_net("the sized child", err);
+	int r = nsh_unshare_net("the sized child", err);
 	if (r < 0)
 		return r;
 	r = nsh_read_info_here(proc, info, false, err);
@@ -144,132 +94,14 @@ static int require_knobs(struct nshash_sizes s, struct nshash_error *err)
 	return nshash_error_set(err, EAGAIN, "net.ipv4.*_child_* knobs appeared while being probed; retry");
 }
 
-/* ------------------------------------------------------------ templates */
-
-struct template_ref {
-	char path[PATH_MAX];
-	char stamp[PATH_MAX];
-};
-
-static int template_paths(const char *state_dir, struct nshash_sizes eff, struct template_ref *t,
-			  struct nshash_error *err)
-{
-	char name[64];
-	nsh_template_name(eff, name, sizeof(name));
-	/* cppcheck reads snprintf's output buffer as an input (ctuuninitvar) */
-	// cppcheck-suppress ctuuninitvar
-	if ((size_t)snprintf(t->path, sizeof(t->path), "%s/templates/%s", state_dir, name) >= sizeof(t->path) ||
-	    (size_t)snprintf(t->stamp, sizeof(t->stamp), "%s/templates/%s.used", state_dir, name) >= sizeof(t->stamp))
-		return nshash_error_set(err, ENAMETOOLONG, "state dir %s: path too long", state_dir);
-	return 0;
-}
-
-static int template_open(const struct template_ref *t)
-{
-	/* In the checked state dir (root's, 0700, no symlink): opened directly,
-	 * never following a link, never blocking; anything but a netns is
-	 * rebuilt.  (Untrusted paths go through nsh_path_open_netns.) */
-	int fd = open(t->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-	if (fd >= 0 && !nsh_fd_is_netns(fd)) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-/* Mark a template used now (gc's idle age), creating the stamp if needed. */
-static void template_touch(const struct template_ref *t)
-{
-	if (utimensat(AT_FDCWD, t->stamp, NULL, 0) == 0 || errno != ENOENT)
-		return;
-	int sfd = open(t->stamp, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (sfd >= 0)
-		close(sfd);
-}
-
-/* Under the state lock: (re)build the template for `eff` and pin it.  The
- * knobs are set and read back before the pin exists, so a pin that exists
- * always has them (a crash leaves at most an empty file, replaced here).
- * The stamp is fresh before the pin exists: a template with no stamp, or
- * with a stamp left from an earlier one, looks idle for ages to gc. */
-static int template_build(const char *state_dir, const struct template_ref *t, struct nshash_sizes eff, int home,
-			  struct nshash_error *err)
-{
-	char dir[PATH_MAX];
-	int r = nshash_state_subdir(state_dir, "templates", dir, sizeof(dir), err);
-	if (r < 0)
-		return r;
-	r = nshash_pin_remove(t->path, err);
-	if (r < 0)
-		return nshash_error_prefix(err, "replace damaged template");
-	r = unshare_net("template parent", err);
-	if (r < 0)
-		return r;
-	cleanup_close int tfd = -1;
-	r = set_child_knobs(eff, err);
-	if (r == 0)
-		r = nsh_netns_open_current(&tfd, err);
-	int r2 = nsh_netns_return(home, err);
-	if (r2 < 0)
-		return r2;
-	if (r < 0)
-		return r;
-	template_touch(t);
-	r = nshash_pin_fd(tfd, t->path, err);
-	if (r < 0)
-		return nshash_error_prefix(err, "pin template");
-	return 0;
-}
-
-/* Returns an fd on a template known (now) to be a netns; force_rebuild
- * asks for a rebuild even if the pin looks fine (its knobs were found
- * damaged), unless another creator rebuilt it while we waited for the lock. */
-static int template_get(const char *state_dir, const struct template_ref *t, struct nshash_sizes eff, int home,
-			bool force_rebuild, int *tfd, struct nshash_error *err)
-{
-	if (!force_rebuild) {
-		*tfd = template_open(t);
-		if (*tfd >= 0)
-			return 0;
-	}
-	cleanup_close int lockfd = -1;
-	int r = nsh_lock_state(state_dir, &lockfd, err);
-	if (r < 0)
-		return r;
-	/* Someone else may have built it while we waited for the lock. */
-	*tfd = template_open(t);
-	if (*tfd >= 0 && force_rebuild) {
-		bool ok = nsh_netns_enter(*tfd, t->path, err) == 0 && child_knobs_are(eff);
-		r = nsh_netns_return(home, err);
-		if (r < 0) {
-			close(*tfd);
-			*tfd = -1;
-			return r;
-		}
-		if (ok)
-			return 0;
-		close(*tfd);
-		*tfd = -1;
-	}
-	if (*tfd >= 0)
-		return 0;
-	r = template_build(state_dir, t, eff, home, err);
-	if (r < 0)
-		return r;
-	*tfd = template_open(t);
-	if (*tfd < 0)
-		return nshash_error_set(err, EIO, "template %s vanished right after it was built", t->path);
-	return 0;
-}
-
 static int new_from_template(const struct nshash_create_opts *opts, int proc, int home, int *nsfd,
 			     struct nshash_netns_info *info, struct nshash_error *err)
 {
 	char sdbuf[PATH_MAX]; /* the default state dir, when none is given */
 	const char *state_dir = nsh_state_dir(opts->state_dir, sdbuf, sizeof(sdbuf));
 	struct nshash_sizes eff = nshash_sizes_effective(opts->sizes);
-	struct template_ref t;
-	int r = template_paths(state_dir, eff, &t, err);
+	struct nsh_template t;
+	int r = nsh_template_paths(state_dir, eff, &t, err);
 	if (r < 0)
 		return r;
 	/* The fast path opens a template without the lock: the dirs on the way
@@ -279,7 +111,7 @@ static int new_from_template(const struct nshash_create_opts *opts, int proc, in
 	/* A pinned template was made on this kernel since boot, its knobs set
 	 * and read back: it proves them, without the walk.  Without one they
 	 * are checked before anything is made. */
-	cleanup_close int found = template_open(&t);
+	cleanup_close int found = nsh_template_open(&t);
 	if (found < 0 && (r = require_knobs(opts->sizes, err)) < 0)
 		return r;
 	for (int attempt = 0; attempt < 2; attempt++) {
@@ -287,7 +119,7 @@ static int new_from_template(const struct nshash_create_opts *opts, int proc, in
 		if (attempt == 0 && found >= 0) {
 			tfd = found;
 			found = -1;
-		} else if ((r = template_get(state_dir, &t, eff, home, attempt > 0, &tfd, err)) < 0)
+		} else if ((r = nsh_template_get(state_dir, &t, eff, home, attempt > 0, &tfd, err)) < 0)
 			return r;
 		r = nsh_netns_enter(tfd, t.path, err);
 		if (r < 0)
@@ -296,7 +128,7 @@ static int new_from_template(const struct nshash_create_opts *opts, int proc, in
 		 * only when the child came out wrong (hot path: 6 syscalls fewer). */
 		r = leave_child(home, spawn_child(opts, proc, nsfd, info, err), nsfd, err);
 		if (r == 0) {
-			template_touch(&t);
+			nsh_template_touch(&t);
 			return 0;
 		}
 		if (r != -NSHASH_E_MISMATCH && r != -NSHASH_E_FALLBACK)
@@ -304,7 +136,7 @@ static int new_from_template(const struct nshash_create_opts *opts, int proc, in
 		int r2 = nsh_netns_enter(tfd, t.path, err);
 		if (r2 < 0)
 			return r2;
-		bool damaged = !child_knobs_are(eff);
+		bool damaged = !nsh_parent_knobs_are(eff);
 		r2 = nsh_netns_return(home, err);
 		if (r2 < 0)
 			return r2;
@@ -320,27 +152,13 @@ static int new_nested(const struct nshash_create_opts *opts, int proc, int home,
 		      struct nshash_netns_info *info, struct nshash_error *err)
 {
 	struct nshash_sizes eff = nshash_sizes_effective(opts->sizes);
-	int r = unshare_net("throwaway parent", err);
+	int r = nsh_unshare_net("throwaway parent", err);
 	if (r < 0)
 		return r;
-	r = set_child_knobs(eff, err);
+	r = nsh_parent_knobs_set(eff, err);
 	if (r == 0)
 		r = spawn_child(opts, proc, nsfd, info, err);
 	return leave_child(home, r, nsfd, err);
-}
-
-int nsh_template_fd(const struct nshash_create_opts *opts, int *fd, char *stamp, size_t len)
-{
-	char sdbuf[PATH_MAX]; /* the default state dir, when none is given */
-	struct template_ref t;
-	*fd = -1;
-	if (opts->strategy != NSHASH_STRATEGY_TEMPLATE ||
-	    template_paths(nsh_state_dir(opts->state_dir, sdbuf, sizeof(sdbuf)), nshash_sizes_effective(opts->sizes),
-			   &t, NULL) < 0)
-		return -ENOENT;
-	snprintf(stamp, len, "%s", t.stamp);
-	*fd = template_open(&t);
-	return *fd >= 0 ? 0 : -ENOENT;
 }
 
 /* In a helper process that need not come back: a throwaway parent, then
@@ -348,9 +166,9 @@ int nsh_template_fd(const struct nshash_create_opts *opts, int *fd, char *stamp,
 static int nested_here(const void *arg, int *nsfd, struct nshash_netns_info *info, struct nshash_error *err)
 {
 	const struct nshash_create_opts *opts = arg;
-	int r = unshare_net("throwaway parent", err);
+	int r = nsh_unshare_net("throwaway parent", err);
 	if (r == 0)
-		r = set_child_knobs(nshash_sizes_effective(opts->sizes), err);
+		r = nsh_parent_knobs_set(nshash_sizes_effective(opts->sizes), err);
 	return r < 0 ? r : spawn_child(opts, -1, nsfd, info, err);
 }
 
@@ -398,7 +216,7 @@ static int netns_make(const struct nshash_create_opts *opts, int proc, int *nsfd
 			return nshash_error_set(err, -r, "cannot re-enter the caller's own network namespace: %s",
 						strerror(-r));
 		r = nsh_in_child(nested_here, opts, nsfd, info, err);
-	} else if (!eff.tcp && !eff.udp && child_knobs_are(eff) == 1)
+	} else if (!eff.tcp && !eff.udp && nsh_parent_knobs_are(eff) == 1)
 		r = new_plain(opts, proc, home, nsfd, info, err);
 	else if (opts->strategy == NSHASH_STRATEGY_NESTED)
 		r = new_nested(opts, proc, home, nsfd, info, err);

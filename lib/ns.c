@@ -301,3 +301,13 @@ int nshash_verify(const struct nshash_netns_info *info, struct nshash_sizes requ
 	}
 	return 0;
 }
+
+int nsh_unshare_net(const char *what, struct nshash_error *err)
+{
+	if (unshare(CLONE_NEWNET) < 0) {
+		int e = errno;
+		return nshash_error_set(err, e, "unshare a network namespace (%s): %s%s", what, strerror(e),
+					e == EPERM ? " (needs CAP_SYS_ADMIN)" : "");
+	}
+	return 0;
+}

@@ -38,7 +38,7 @@ int nsh_write_replace(const char *path, const char *tmp, const char *data, size_
  * logFile; the CNI config's stateDir; $XDG_RUNTIME_DIR). */
 const char *nsh_path_unclean(const char *path);
 
-/* state.c: the state dir when none is given (a NULL or "" state_dir in
+/* statedir.c: the state dir when none is given (a NULL or "" state_dir in
  * the API, no --state-dir, stateDir or NSHASH_STATE_DIR): the one rule, so
  * that a library caller and every front-end get the same directory.
  * NSHASH_DEFAULT_STATE_DIR (/run/nshash) for root of the initial user
@@ -47,7 +47,7 @@ const char *nsh_path_unclean(const char *path);
  * /run/user/UID/nshash with UID the caller's uid outside any user
  * namespace. */
 void nsh_default_state_dir(char *out, size_t len);
-/* state.c: `dir`, or when it is NULL or "" the default written into buf. */
+/* statedir.c: `dir`, or when it is NULL or "" the default written into buf. */
 const char *nsh_state_dir(const char *dir, char *buf, size_t len);
 
 /* proc.c: /proc/PID/comm without its newline, every byte that is not

@@ -412,28 +412,24 @@ static int sys_filter(const struct nsh_sysvec *from, const struct nsh_sysvec *fr
 }
 
 /* A template's sysctls never change (it is rebuilt, as a new netns, when
- * damaged), so they are kept with its use stamp, in its content, after the
- * first read: "nshash-template-sysctls INODE" then "w|d PATH=VALUE" lines.
- * Reading ~580 files costs as much as in a new netns; one file does not. */
+ * damaged), so they are kept with it, as the note in its use stamp
+ * (template.c), after the first read: "w|d PATH=VALUE" lines.  Reading
+ * ~580 files costs as much as in a new netns; one file does not. */
 static int fresh_load(const char *stamp, ino_t ino, struct nsh_netcfg *fresh)
 {
-	char line[4700];
-	unsigned long long have = 0;
-	FILE *f = fopen(stamp, "re");
-	int r = f && fgets(line, sizeof(line), f) && sscanf(line, "nshash-template-sysctls %llu", &have) == 1 &&
-			have == (unsigned long long)ino
-		    ? 0
-		    : -ENOENT;
-	while (r == 0 && fgets(line, sizeof(line), f)) {
+	cleanup_free char *text = NULL;
+	size_t len;
+	int r = nsh_template_note_read(stamp, ino, &text, &len);
+	for (char *line = text, *next; r == 0 && line && *line; line = next) {
+		next = line + strcspn(line, "\n");
+		if (*next)
+			*next++ = '\0';
 		char *eq = strchr(line, '=');
-		line[strcspn(line, "\n")] = '\0';
 		if ((line[0] != 'w' && line[0] != 'd') || line[1] != ' ' || !eq)
 			r = -EINVAL;
 		else
 			*eq = '\0', r = nsh_sysvec_push(line[0] == 'w' ? &fresh->wide : &fresh->dev, line + 2, eq + 1);
 	}
-	if (f)
-		fclose(f);
 	return r;
 }
 
@@ -444,16 +440,14 @@ static void fresh_save(const char *stamp, ino_t ino, const struct nsh_netcfg *fr
 	FILE *f = open_memstream(&text, &len);
 	if (!f)
 		return;
-	fprintf(f, "nshash-template-sysctls %llu\n", (unsigned long long)ino);
 	for (int k = 0; k < 2; k++) {
 		const struct nsh_sysvec *v = k ? &fresh->dev : &fresh->wide;
 		for (size_t i = 0; i < v->n; i++)
 			if (!strchr(v->v[i].value, '\n'))
 				fprintf(f, "%c %s=%s\n", k ? 'd' : 'w', v->v[i].path, v->v[i].value);
 	}
-	struct nshash_error ignored;
-	if (fclose(f) == 0) /* a stamp not saved is read again next time */
-		nsh_write_replace(stamp, NULL, text, len, NULL, &ignored);
+	if (fclose(f) == 0) /* a note not saved is made again next time */
+		nsh_template_note_write(stamp, ino, text, len);
 }
 
 /* What S is given: P's configuration, minus the sysctls a new netns (the
