@@ -319,14 +319,13 @@ int nsh_template_fd(const struct nshash_create_opts *opts, int *fd, char *stamp,
 int nsh_template_note_read(const char *stamp, ino_t ino, char **text, size_t *len);
 void nsh_template_note_write(const char *stamp, ino_t ino, const char *text, size_t len);
 
-/* netns.c: nshash_netns_create() (no budget, no spare taken) at a path
- * named after what the new netns was verified to have: namer writes it
- * into path (len) from info, or fails with err set.  The verification reads
- * through `proc` (see nsh_sysctl_dir_open_in).  Recorded in the ledger with
- * that pin before it is bound, the record cancelled if the pin fails. */
-typedef int (*nsh_pin_namer)(const struct nshash_netns_info *info, void *arg, char *path, size_t len,
-			     struct nshash_error *err);
-int nsh_netns_create_named(const struct nshash_create_opts *opts, int proc, nsh_pin_namer namer, void *arg, char *path,
-			   size_t len, struct nshash_error *err);
+/* make.c: a request's sizes valid (nshash_size_check of both). */
+int nsh_size_request_check(struct nshash_sizes s, struct nshash_error *err);
+/* make.c: the netns itself: parent (template, throwaway or none), child,
+ * verification (its sysctls read through `proc`, a proc instance of the
+ * caller's, or the caller's /proc when -1), lo up; *nsfd on it.  Neither
+ * recorded nor pinned. */
+int nsh_netns_make(const struct nshash_create_opts *opts, int proc, int *nsfd, struct nshash_netns_info *info,
+		   struct nshash_error *err);
 
 #endif

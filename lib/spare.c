@@ -92,6 +92,42 @@ struct spare_name {
 	uint64_t rnd;
 };
 
+/* A netns made (no budget, no spare taken) and pinned at a path named
+ * after what it was verified to have: namer writes it into path (len) from
+ * info, or fails with err set.  The verification reads through `proc` (see
+ * nsh_sysctl_dir_open_in).  Recorded in the ledger with that pin before it
+ * is bound, the record cancelled if the pin fails. */
+typedef int (*pin_namer)(const struct nshash_netns_info *info, void *arg, char *path, size_t len,
+			 struct nshash_error *err);
+static int create_named(const struct nshash_create_opts *opts, int proc, pin_namer namer, void *arg, char *path,
+			size_t len, struct nshash_error *err)
+{
+	char sdbuf[PATH_MAX]; /* the default state dir, when none is given */
+	if (opts->max_table_bytes)
+		return nshash_error_set(err, EINVAL, "create netns: a named pin cannot be reserved under a budget");
+	int r = nsh_size_request_check(opts->sizes, err);
+	if (r < 0)
+		return r;
+	cleanup_close int nsfd = -1;
+	struct nshash_netns_info info;
+	r = nsh_netns_make(opts, proc, &nsfd, &info, err);
+	if (r < 0)
+		return r;
+	r = namer(&info, arg, path, len, err);
+	if (r < 0)
+		return r;
+	/* committed with its pin before the pin exists, as any creation */
+	const char *state_dir = nsh_state_dir(opts->state_dir, sdbuf, sizeof(sdbuf));
+	struct nsh_ticket ticket;
+	memset(&ticket, 0, sizeof(ticket));
+	r = nsh_ledger_commit(state_dir, &ticket, nshash_sizes_effective(opts->sizes), nsfd, path, false, err);
+	if (r == 0)
+		r = nshash_pin_fd(nsfd, path, err);
+	if (r < 0)
+		nsh_ledger_cancel(state_dir, &ticket);
+	return r;
+}
+
 static int spare_namer(const struct nshash_netns_info *info, void *arg, char *path, size_t len,
 		       struct nshash_error *err)
 {
@@ -374,7 +410,7 @@ static int fill_pair(const struct nshash_create_opts *opts, const char *dir, str
 			*proc = nsh_proc_private(); /* < 0: the caller's /proc */
 		/* made and verified first, then named after what it has */
 		struct spare_name name = {dir, prefix, rnd};
-		int r = nsh_netns_create_named(&one, *proc, spare_namer, &name, path, sizeof(path), err);
+		int r = create_named(&one, *proc, spare_namer, &name, path, sizeof(path), err);
 		if (r < 0)
 			return nshash_error_prefix(err, "spare");
 		made++;
