@@ -251,6 +251,10 @@ $(B)/tests/test_policy: tests/unit/test_policy.c $(FRONT_LIBS)
 $(B)/tests/test_hostile: tests/unit/test_hostile.c $(OCI_OBJS) $(CNI_OBJS) $(FRONT_LIBS)
 	@mkdir -p $(@D)
 	$(LINK) $(NSH_CPPFLAGS) $(CPPFLAGS) $(UNIT_INC) -o $@ $^ $(LDLIBS) -lcmocka
+# netcfg's comparison over rtnetlink dumps captured once (tests/unit/data).
+$(B)/tests/test_netcfg: tests/unit/test_netcfg.c $(LIB_A) $(wildcard tests/unit/data/netcfg-*.bin)
+	@mkdir -p $(@D)
+	$(LINK) $(NSH_CPPFLAGS) $(CPPFLAGS) -DNSH_TEST_DATA='"$(CURDIR)/tests/unit/data"' -o $@ $< $(LIB_A) $(LDLIBS) -lcmocka
 $(B)/tests/%: tests/unit/%.c $(LIB_A)
 	@mkdir -p $(@D)
 	$(LINK) $(NSH_CPPFLAGS) $(CPPFLAGS) -o $@ $< $(LIB_A) $(LDLIBS) -lcmocka

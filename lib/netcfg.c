@@ -240,6 +240,44 @@ static void link_parse(const struct nlmsghdr *h, struct nsh_link *l)
 	}
 }
 
+int nsh_netcfg_add(struct nsh_netcfg *cfg, const void *buf, size_t len)
+{
+	const struct nlmsghdr *h = buf;
+	int left = len > INT32_MAX ? INT32_MAX : (int)len;
+	for (; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+		struct nsh_msgs *to = NULL;
+		size_t hdrlen = 0;
+		switch (h->nlmsg_type) {
+		case RTM_NEWLINK: {
+			if (h->nlmsg_len < NLMSG_LENGTH(sizeof(struct ifinfomsg)))
+				return -EINVAL;
+			struct nsh_link *v = realloc(cfg->links, (cfg->nlinks + 1) * sizeof(*v));
+			if (!v)
+				return -ENOMEM;
+			cfg->links = v;
+			link_parse(h, &cfg->links[cfg->nlinks++]);
+			continue;
+		}
+		case RTM_NEWADDR:
+			to = &cfg->addrs, hdrlen = sizeof(struct ifaddrmsg);
+			break;
+		case RTM_NEWROUTE:
+			to = &cfg->routes, hdrlen = sizeof(struct rtmsg);
+			break;
+		case RTM_NEWNEIGH:
+			to = &cfg->neighs, hdrlen = sizeof(struct ndmsg);
+			break;
+		default:
+			continue;
+		}
+		if (h->nlmsg_len < NLMSG_LENGTH(hdrlen))
+			return -EINVAL;
+		if (msgs_push(to, h) < 0)
+			return -ENOMEM;
+	}
+	return left == 0 ? 0 : -EINVAL;
+}
+
 static int read_links(struct nl_sock *sk, struct nsh_netcfg *cfg, struct nshash_error *err)
 {
 	struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC};
@@ -1175,19 +1213,25 @@ static void describe_neigh(const struct nsh_netcfg *cfg, const struct nlmsghdr *
 	snprintf(buf, len, "permanent neighbour %s on %s", ip, link_name(cfg, nd->ndm_ifindex));
 }
 
+int nsh_netcfg_diff(const struct nsh_netcfg *want, const struct nsh_netcfg *have, struct nshash_error *err)
+{
+	int r = compare_links(want, have, err);
+	if (r == 0)
+		r = compare_set(want, &want->addrs, &have->addrs, pick_addr, canon_addr, describe_addr, err);
+	if (r == 0)
+		r = compare_set(want, &want->routes, &have->routes, pick_route, canon_route, describe_route, err);
+	if (r == 0)
+		r = compare_set(want, &want->neighs, &have->neighs, pick_neigh, canon_neigh, describe_neigh, err);
+	return r;
+}
+
 static int compare_once(struct nl_sock *sk, const struct nsh_netcfg *want, struct nshash_error *err)
 {
 	struct nsh_netcfg have;
 	int r = nsh_netcfg_read(sk, NSH_CFG_LINKS | NSH_CFG_ADDRS | NSH_CFG_ROUTES | NSH_CFG_NEIGHS, &have, err);
 	if (r < 0)
 		return r;
-	r = compare_links(want, &have, err);
-	if (r == 0)
-		r = compare_set(want, &want->addrs, &have.addrs, pick_addr, canon_addr, describe_addr, err);
-	if (r == 0)
-		r = compare_set(want, &want->routes, &have.routes, pick_route, canon_route, describe_route, err);
-	if (r == 0)
-		r = compare_set(want, &want->neighs, &have.neighs, pick_neigh, canon_neigh, describe_neigh, err);
+	r = nsh_netcfg_diff(want, &have, err);
 	nsh_netcfg_free(&have);
 	return r;
 }

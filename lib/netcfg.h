@@ -89,6 +89,17 @@ int nsh_netcfg_apply(struct nl_sock *sk, const struct nsh_netcfg *want, unsigned
 int nsh_netcfg_finish(const struct nsh_netcfg *want, unsigned counts[4], struct nshash_error *err);
 /* Write the netns-wide sysctls of `want` that differ here. */
 int nsh_sysctl_sync(const struct nsh_sysvec *want, const char *dev, unsigned *written, struct nshash_error *err);
+/* File rtnetlink messages as the kernel sends them (buf: len bytes of
+ * whole messages, e.g. a dump's) into cfg as nsh_netcfg_read would:
+ * RTM_NEWLINK parsed into links, RTM_NEWADDR, _NEWROUTE and _NEWNEIGH
+ * copied; others skipped.  0, -ENOMEM, or -EINVAL for a cut message. */
+int nsh_netcfg_add(struct nsh_netcfg *cfg, const void *buf, size_t len);
+/* 0 when `have` has what `want` describes (links, addresses, routes,
+ * permanent neighbours of want's links, in canonical forms: state flags,
+ * cache info and remaining lifetimes aside); else -EIO (-ENODEV for a
+ * missing link) with err naming the first difference: "link L has MTU M,
+ * had N", "address A/P on L is missing", "route ... appeared", ... */
+int nsh_netcfg_diff(const struct nsh_netcfg *want, const struct nsh_netcfg *have, struct nshash_error *err);
 /* 0 when the netns `sk` is in has what `want` describes (links, addresses,
  * routes, neighbours, per-device sysctls); else an error naming the first
  * difference.  Waits up to `wait_ms` for routes the kernel adds
