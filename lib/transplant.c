@@ -18,6 +18,7 @@
 #include <linux/rtnetlink.h>
 #include <netlink/attr.h>
 #include <netlink/msg.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <linux/sockios.h>
@@ -42,11 +43,14 @@ struct tp {
 	bool unmounted, bound;	   /* P's mount detached; S bound at the path */
 };
 
-static int refuse(const struct tp *t, int errnum, struct nshash_error *err, const char *fmt, const char *a,
-		  const char *b, const char *c)
+__attribute__((format(printf, 4, 5))) static int refuse(const struct tp *t, int errnum, struct nshash_error *err,
+							const char *fmt, ...)
 {
 	char why[600];
-	snprintf(why, sizeof(why), fmt, a, b, c);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
 	return nshash_error_set(err, errnum, "transplant %s: refused: %s", t->path, why);
 }
 
@@ -59,9 +63,8 @@ static int tp_open(struct tp *t, struct nshash_error *err)
 	 * netns of a process, or a link to someone else's pin). */
 	if (lstat(t->path, &ls) == 0 && S_ISLNK(ls.st_mode))
 		return refuse(t, EINVAL, err,
-			      "it is a symbolic link (e.g. /proc/PID/ns/net, the netns of a running "
-			      "process)%s%s%s, not a pinned network namespace",
-			      "", "", "");
+			      "it is a symbolic link (e.g. /proc/PID/ns/net, the netns of a running process), not a "
+			      "pinned network namespace");
 	t->pfd = open(t->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (t->pfd < 0)
 		return nshash_error_set(err, errno, "transplant %s: %s", t->path, strerror(errno));
@@ -75,9 +78,9 @@ static int tp_open(struct tp *t, struct nshash_error *err)
 	if (fstat(t->pfd, &ps) < 0 || fstat(t->home, &hs) < 0)
 		return nshash_error_set(err, errno, "transplant %s: stat: %s", t->path, strerror(errno));
 	if (ps.st_ino == hs.st_ino && ps.st_dev == hs.st_dev)
-		return refuse(t, EINVAL, err, "it is the caller's own network namespace%s%s%s", "", "", "");
+		return refuse(t, EINVAL, err, "it is the caller's own network namespace");
 	if (stat("/proc/1/ns/net", &is) == 0 && ps.st_ino == is.st_ino && ps.st_dev == is.st_dev)
-		return refuse(t, EINVAL, err, "it is the host's network namespace (that of pid 1)%s%s%s", "", "", "");
+		return refuse(t, EINVAL, err, "it is the host's network namespace (that of pid 1)");
 	return 0;
 }
 
@@ -232,10 +235,9 @@ static int tp_check_processes(struct tp *t, bool engine_made, struct nshash_erro
 	if (r == 0 && engine_made && !h.engine_holds)
 		h.engine_holds = pinned_after_parent(&ns);
 	if (r == 0 && engine_made && !h.engine_holds)
-		r = refuse(t, EPERM, err,
-			   "the engine running this process does not hold it open: not the netns it made for this "
-			   "container%s%s%s",
-			   "", "", "");
+		r = refuse(
+		    t, EPERM, err,
+		    "the engine running this process does not hold it open: not the netns it made for this container");
 	return r;
 }
 
@@ -298,8 +300,7 @@ static int refuse_qdiscs(const struct tp *t, struct nshash_error *err)
 			if (t->p.links[j].index == tc->tcm_ifindex)
 				snprintf(dev, sizeof(dev), "%s", t->p.links[j].name);
 		return refuse(t, EOPNOTSUPP, err,
-			      "link %s has qdisc %s configured (%straffic control does not move with a link)", dev,
-			      kind, "");
+			      "link %s has qdisc %s configured (traffic control does not move with a link)", dev, kind);
 	}
 	return 0;
 }
@@ -308,18 +309,16 @@ static int refuse_qdiscs(const struct tp *t, struct nshash_error *err)
 static int tp_refuse_p(const struct tp *t, struct nshash_error *err)
 {
 	if (t->p.firewall[0])
-		return refuse(t, EOPNOTSUPP, err, "it has %s%s%s: firewall rules cannot move with the links",
-			      t->p.firewall, "", "");
+		return refuse(t, EOPNOTSUPP, err, "it has %s: firewall rules cannot move with the links",
+			      t->p.firewall);
 	if (t->p.nexthops.n)
-		return refuse(t, EOPNOTSUPP, err,
-			      "it has nexthop objects (ip nexthop)%s%s%s, which are not carried over", "", "", "");
+		return refuse(t, EOPNOTSUPP, err, "it has nexthop objects (ip nexthop), which are not carried over");
 	for (size_t i = 0; i < t->p.routes.n; i++) {
 		const struct rtmsg *rtm = NLMSG_DATA(t->p.routes.v[i]);
 		char fam[16];
 		snprintf(fam, sizeof(fam), "%u", rtm->rtm_family);
 		if (rtm->rtm_family != AF_INET && rtm->rtm_family != AF_INET6)
-			return refuse(t, EOPNOTSUPP, err, "it has routes of address family %s%s%s (not understood)",
-				      fam, "", "");
+			return refuse(t, EOPNOTSUPP, err, "it has routes of address family %s (not understood)", fam);
 	}
 	for (size_t i = 0; i < t->p.nlinks; i++) {
 		const struct nsh_link *l = &t->p.links[i], *m = NULL;
@@ -327,10 +326,10 @@ static int tp_refuse_p(const struct tp *t, struct nshash_error *err)
 			if (t->p.links[j].index == l->master)
 				m = &t->p.links[j];
 		if (l->master)
-			return refuse(t, EOPNOTSUPP, err, "link %s is enslaved to %s%s (enslaved links are not moved)",
-				      l->name, m ? m->name : "another link", "");
+			return refuse(t, EOPNOTSUPP, err, "link %s is enslaved to %s (enslaved links are not moved)",
+				      l->name, m ? m->name : "another link");
 		if (l->xdp)
-			return refuse(t, EOPNOTSUPP, err, "link %s has an XDP program attached%s%s", l->name, "", "");
+			return refuse(t, EOPNOTSUPP, err, "link %s has an XDP program attached", l->name);
 	}
 	return refuse_qdiscs(t, err);
 }
@@ -499,8 +498,7 @@ static int tp_refuse_vs_s(struct tp *t, struct nshash_error *err)
 	if (!same_msgs(&t->p.rules, &t->s.rules))
 		return refuse(
 		    t, EOPNOTSUPP, err,
-		    "its policy routing rules (ip rule) differ from a new netns's%s%s%s; they are not carried over", "",
-		    "", "");
+		    "its policy routing rules (ip rule) differ from a new netns's; they are not carried over");
 	for (size_t i = 0; i < t->p.nlinks; i++) {
 		struct nsh_link *l = &t->p.links[i];
 		const struct nsh_link *s = nsh_netcfg_link(&t->s, l->name);
@@ -512,8 +510,8 @@ static int tp_refuse_vs_s(struct tp *t, struct nshash_error *err)
 			    "link %s%s%s cannot change network namespace (the kernel marks it netns-immutable)",
 			    l->name, l->kind[0] ? " of kind " : "", l->kind);
 		if (!l->kept && s)
-			return refuse(t, EOPNOTSUPP, err, "link %s exists in a new netns too, as another link%s%s",
-				      l->name, "", "");
+			return refuse(t, EOPNOTSUPP, err, "link %s exists in a new netns too, as another link",
+				      l->name);
 	}
 	return 0;
 }
