@@ -29,11 +29,11 @@ int nsh_read_file_flags(const char *path, int oflags, size_t max, char **out, si
 	 * run; only a regular file is opened for reading, the same inode. */
 	int pfd = open(path, O_PATH | O_CLOEXEC | oflags);
 	if (pfd < 0 || fstat(pfd, st) < 0) {
-		r = nshash_error_set(err, errno, "read %s: %s", path, strerror(errno));
+		r = nsh_error_sys(err, errno, "read %s", path);
 		goto out;
 	}
 	if (S_ISDIR(st->st_mode)) {
-		r = nshash_error_set(err, EISDIR, "read %s: %s", path, strerror(EISDIR));
+		r = nsh_error_sys(err, EISDIR, "read %s", path);
 		goto out;
 	}
 	if (!S_ISREG(st->st_mode)) {
@@ -44,7 +44,7 @@ int nsh_read_file_flags(const char *path, int oflags, size_t max, char **out, si
 	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", pfd);
 	int fd = open(fdpath, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0) {
-		r = nshash_error_set(err, errno, "read %s: %s", path, strerror(errno));
+		r = nsh_error_sys(err, errno, "read %s", path);
 		goto out;
 	}
 	r = nsh_read_fd(fd, path, max, out, out_len, err);

@@ -22,7 +22,7 @@ int nsh_mkdir_p(const char *path, mode_t mode, struct nshash_error *err)
 			char c = *p;
 			*p = '\0';
 			if (mkdir(buf, mode) < 0 && errno != EEXIST)
-				return nshash_error_set(err, errno, "mkdir %s: %s", buf, strerror(errno));
+				return nsh_error_sys(err, errno, "mkdir %s", buf);
 			if (c == '\0')
 				break;
 			*p = c;
@@ -53,7 +53,7 @@ int nsh_read_fd(int fd, const char *what, size_t max, char **out, size_t *out_le
 			int e = n < 0 ? errno : EFBIG;
 			free(buf);
 			if (n < 0)
-				return nshash_error_set(err, e, "read %s: %s", what, strerror(e));
+				return nsh_error_sys(err, e, "read %s", what);
 			return nshash_error_set(err, EFBIG, "read %s: larger than %zu bytes", what, max);
 		}
 		if (len == cap) {
@@ -71,7 +71,7 @@ int nsh_read_fd(int fd, const char *what, size_t max, char **out, size_t *out_le
 		if (n < 0) {
 			int e = errno;
 			free(buf);
-			return nshash_error_set(err, e, "read %s: %s", what, strerror(e));
+			return nsh_error_sys(err, e, "read %s", what);
 		}
 		if (n == 0)
 			break;
@@ -116,7 +116,7 @@ int nsh_write_replace(const char *path, const char *tmp, const char *data, size_
 		fd = mkostemp(name, O_CLOEXEC);
 	}
 	if (fd < 0)
-		return nshash_error_set(err, errno, "write %s: create %s: %s", path, name, strerror(errno));
+		return nsh_error_sys(err, errno, "write %s: create %s", path, name);
 	if (like && (fchown(fd, like->st_uid, like->st_gid) < 0 || fchmod(fd, like->st_mode & 07777) < 0))
 		goto fail;
 	if (nsh_write_all(fd, data, len) < 0 || fsync(fd) < 0)
@@ -134,7 +134,7 @@ fail:
 	if (fd >= 0)
 		close(fd);
 	unlink(name);
-	return nshash_error_set(err, e, "write %s: %s", path, strerror(e));
+	return nsh_error_sys(err, e, "write %s", path);
 }
 
 const char *nsh_path_unclean(const char *path)

@@ -53,7 +53,7 @@ static int scan_dir(const char *dir, enum nshash_entry_kind kind, struct entry_l
 		 * is listed, which is not an error; the CLI says so */
 		if (errno == ENOENT || errno == EACCES || errno == EPERM)
 			return 0;
-		return nshash_error_set(err, errno, "list %s: %s", dir, strerror(errno));
+		return nsh_error_sys(err, errno, "list %s", dir);
 	}
 	struct dirent *de;
 	int r = 0;
@@ -204,7 +204,7 @@ static int gc_keep_foreign(struct nshash_entry *v, size_t n, const char **why, s
 		}
 	int r = nsh_mounted_elsewhere(paths, k, mounted);
 	if (r < 0 && r != -EACCES)
-		return nshash_error_set(err, -r, "gc: read the mount tables under /proc: %s", strerror(-r));
+		return nsh_error_sys(err, -r, "gc: read the mount tables under /proc");
 	for (size_t j = 0; j < k; j++)
 		if (r < 0 || mounted[j])
 			why[idx[j]] = NULL;

@@ -332,7 +332,7 @@ static int ledger_load(const char *state_dir, struct nsh_ledger *l, struct nshas
 		return r;
 	cleanup_close int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
-		return errno == ENOENT ? 0 : nshash_error_set(err, errno, "open ledger %s: %s", path, strerror(errno));
+		return errno == ENOENT ? 0 : nsh_error_sys(err, errno, "open ledger %s", path);
 	struct stat st;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 		return nshash_error_set(err, EINVAL, "ledger %s: not a regular file", path);
@@ -349,7 +349,7 @@ static int ledger_load(const char *state_dir, struct nsh_ledger *l, struct nshas
 	r = nsh_ledger_parse(text, len, l);
 	l->text = text; /* the records' pins point into it */
 	if (r < 0)
-		return nshash_error_set(err, -r, "read ledger %s: %s", path, strerror(-r));
+		return nsh_error_sys(err, -r, "read ledger %s", path);
 	return 0;
 }
 
@@ -371,7 +371,7 @@ static int append_line(const char *state_dir, const char *line, off_t *size, str
 		return r;
 	cleanup_close int fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
-		return nshash_error_set(err, errno, "open ledger %s: %s", path, strerror(errno));
+		return nsh_error_sys(err, errno, "open ledger %s", path);
 	struct stat st;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 		return nshash_error_set(err, EINVAL, "ledger %s: not a regular file", path);
@@ -443,7 +443,7 @@ static int ledger_rewrite(const char *state_dir, struct nsh_ledger *l, struct ns
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
 	if (!f)
-		return nshash_error_set(err, errno, "write ledger %s: %s", path, strerror(errno));
+		return nsh_error_sys(err, errno, "write ledger %s", path);
 	char line[PATH_MAX + 256];
 	size_t kept = 0;
 	for (size_t i = 0; i < l->n; i++)
@@ -709,7 +709,7 @@ static int reconcile(const char *state_dir, int *lockfd, struct nsh_ledger *l, u
 	cleanup_free size_t *index = NULL;
 	int n = collect_unverified(l, &items, &index, dropped);
 	if (n <= 0)
-		return n < 0 ? nshash_error_set(err, -n, "reconcile the table ledger: %s", strerror(-n)) : 0;
+		return n < 0 ? nsh_error_sys(err, -n, "reconcile the table ledger") : 0;
 	/* Go on with a cut scan (its records first), else start one. */
 	struct nsh_scan_pos pos = {0, 0, 0};
 	int64_t age = boot_seconds() - l->scan.time;
@@ -798,7 +798,7 @@ static int reconcile(const char *state_dir, int *lockfd, struct nsh_ledger *l, u
 					"reconcile the table ledger: some processes' /proc could not be read "
 					"(needs CAP_SYS_PTRACE)");
 	if (sr < 0)
-		return nshash_error_set(err, -sr, "reconcile the table ledger: read /proc: %s", strerror(-sr));
+		return nsh_error_sys(err, -sr, "reconcile the table ledger: read /proc");
 	return 0;
 }
 

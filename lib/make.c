@@ -213,8 +213,7 @@ int nsh_netns_make(const struct nshash_create_opts *opts, int proc, int *nsfd, s
 			    "CAP_NET_ADMIN; run as root, or inside a user namespace: unshare -Urmn)",
 			    strerror(-r));
 		if (r != -EPERM)
-			return nshash_error_set(err, -r, "cannot re-enter the caller's own network namespace: %s",
-						strerror(-r));
+			return nsh_error_sys(err, -r, "cannot re-enter the caller's own network namespace");
 		r = nsh_in_child(nested_here, opts, nsfd, info, err);
 	} else if (!eff.tcp && !eff.udp && nsh_parent_knobs_are(eff) == 1)
 		r = new_plain(opts, proc, home, nsfd, info, err);

@@ -69,8 +69,7 @@ int nsh_sysctl_sync(const struct nsh_sysvec *want, const char *dev, unsigned *wr
 				continue; /* as wanted, or not in this kernel */
 			if (pass == 3) {
 				if (failed == e)
-					return nshash_error_set(err, failed_r, "set net/%s to \"%s\": %s", e->path,
-								e->value, strerror(-failed_r));
+					return nsh_error_sys(err, failed_r, "set net/%s to \"%s\"", e->path, e->value);
 				return nshash_error_set(err, EIO, "net/%s reads \"%s\" after writing \"%s\"", e->path,
 							r == 0 ? have : "?", e->value);
 			}
@@ -385,7 +384,7 @@ int nsh_netcfg_apply(struct nl_sock *sk, const struct nsh_netcfg *want, unsigned
 			snprintf(dad, sizeof(dad), "ipv6/conf/%s/accept_dad", l->name);
 			int w = nsh_netsys_write(dad, "0");
 			if (w < 0 && w != -ENOENT)
-				r = nshash_error_set(err, w, "set net/%s to 0: %s", dad, strerror(-w));
+				r = nsh_error_sys(err, w, "set net/%s to 0", dad);
 		}
 	}
 	if (r == 0)

@@ -322,7 +322,7 @@ int nsh_netcfg_read(struct nl_sock *sk, unsigned what, struct nsh_netcfg *cfg, s
 	if (r == 0 && (what & NSH_CFG_SYSCTL)) {
 		r = sys_walk("", cfg);
 		if (r < 0)
-			nshash_error_set(err, r, "read /proc/sys/net: %s", strerror(-r));
+			nsh_error_sys(err, r, "read /proc/sys/net");
 	}
 	if (r < 0)
 		nsh_netcfg_free(cfg);

@@ -110,7 +110,7 @@ static int open_pinned(const char *pin_path, struct nshash_error *err)
 	const char *not_netns;
 	int r = nsh_path_open_netns(pin_path, false, &fd, &not_netns);
 	if (r < 0)
-		return nshash_error_set(err, r, "replace netns %s: %s", pin_path, strerror(-r));
+		return nsh_error_sys(err, r, "replace netns %s", pin_path);
 	if (not_netns)
 		return nshash_error_set(err, EINVAL, "replace netns %s: not a bind-mounted network namespace pin (%s)",
 					pin_path, not_netns);

@@ -16,6 +16,10 @@
 
 struct stat;
 
+/* error.c: nshash_error_set with ": " and strerror(errnum) appended (the
+ * sign of errnum does not matter): "what: to what: why". */
+__attribute__((format(printf, 3, 4))) int nsh_error_sys(struct nshash_error *err, int errnum, const char *fmt, ...);
+
 /* fs.c: read all of fd (at most max bytes; exactly max is fine) into a
  * NUL-terminated malloc'd buffer.  Errors: "read WHAT: why". */
 int nsh_read_fd(int fd, const char *what, size_t max, char **out, size_t *out_len, struct nshash_error *err);

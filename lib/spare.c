@@ -332,7 +332,7 @@ static int want_mark(const char *dir, const char *prefix, unsigned want, struct 
 		return nshash_error_set(err, ENAMETOOLONG, "spares: path too long");
 	int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
-		return nshash_error_set(err, errno, "spares: create %s: %s", path, strerror(errno));
+		return nsh_error_sys(err, errno, "spares: create %s", path);
 	close(fd);
 	return 0;
 }
@@ -400,7 +400,7 @@ static int fill_pair(const struct nshash_create_opts *opts, const char *dir, str
 			break;
 		uint64_t rnd;
 		if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
-			return nshash_error_set(err, errno, "spares: getrandom: %s", strerror(errno));
+			return nsh_error_sys(err, errno, "spares: getrandom");
 		/* Each spare is verified in a fresh netns, where the first lookup
 		 * under /proc/sys compares against a dentry of every live netns
 		 * that looked there (~2 ms at 2000): through a proc of our own it
@@ -442,9 +442,9 @@ int nshash_spare_fill(const struct nshash_create_opts *opts, struct nshash_error
 	snprintf(lock, sizeof(lock), "%s/.lock", dir);
 	cleanup_close int lockfd = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (lockfd < 0)
-		return nshash_error_set(err, errno, "spares: open %s: %s", lock, strerror(errno));
+		return nsh_error_sys(err, errno, "spares: open %s", lock);
 	if (flock(lockfd, LOCK_EX | LOCK_NB) < 0)
-		return errno == EWOULDBLOCK ? 0 : nshash_error_set(err, errno, "spares: lock %s: %s", lock, strerror(errno));
+		return errno == EWOULDBLOCK ? 0 : nsh_error_sys(err, errno, "spares: lock %s", lock);
 	int64_t idle = spare_idle(opts);
 	cleanup_close int proc = -2;
 	int made = 0;

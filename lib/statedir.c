@@ -72,7 +72,7 @@ static int state_dir_canonical(const char *dir, char *out, size_t len, struct ns
 	memcpy(head, dir, n + 1);
 	while (!realpath(n ? head : ".", real)) {
 		if (errno != ENOENT || n == 0)
-			return nshash_error_set(err, errno, "state dir %s: %s", dir, strerror(errno));
+			return nsh_error_sys(err, errno, "state dir %s", dir);
 		while (n > 0 && head[n - 1] == '/')
 			n--;
 		while (n > 0 && head[n - 1] != '/')
@@ -159,7 +159,7 @@ int nsh_state_dir_check(const char *dir, bool create, struct nshash_error *err)
 	if (!exists) {
 		if (errno == ENOENT && !create)
 			return 0;
-		return nshash_error_set(err, errno, "state dir %s: %s", dir, strerror(errno));
+		return nsh_error_sys(err, errno, "state dir %s", dir);
 	}
 	if (S_ISLNK(st.st_mode))
 		return nshash_error_set(err, ELOOP, "state dir %s: a symbolic link (give the real path)", dir);
@@ -167,7 +167,7 @@ int nsh_state_dir_check(const char *dir, bool create, struct nshash_error *err)
 	 * with it, the dir is held open and checked as opened */
 	cleanup_close int fd = -1;
 	if (create && ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 || fstat(fd, &st) < 0))
-		return nshash_error_set(err, errno, "state dir %s: %s", dir, strerror(errno));
+		return nsh_error_sys(err, errno, "state dir %s", dir);
 	if (!S_ISDIR(st.st_mode))
 		return nshash_error_set(err, ENOTDIR, "state dir %s: not a directory", dir);
 	/* It holds pins that are bind-mounted and unmounted as root and names
@@ -221,7 +221,7 @@ int nsh_lock_state(const char *state_dir, int *lockfd, struct nshash_error *err)
 		int e = errno;
 		close(*lockfd);
 		*lockfd = -1;
-		return nshash_error_set(err, e, "lock %s: %s", path, strerror(e));
+		return nsh_error_sys(err, e, "lock %s", path);
 	}
 	return 0;
 }

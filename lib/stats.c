@@ -107,7 +107,7 @@ static int sockets_here(struct nshash_sockets *s, struct nshash_error *err)
 	if (r == 0)
 		r = sockstat_field(v6, "UDP6", "inuse", &udp);
 	if (r < 0)
-		return nshash_error_set(err, -r, "read /proc/net/sockstat: %s", strerror(-r));
+		return nsh_error_sys(err, -r, "read /proc/net/sockstat");
 	long listen = 0;
 	if (inuse > 0 && count_listeners(&listen) < 0)
 		listen = -1;
@@ -143,7 +143,7 @@ int nshash_sockets_path(const char *path, struct nshash_sockets *s, struct nshas
 {
 	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return nshash_error_set(err, errno, "count sockets of %s: %s", path, strerror(errno));
+		return nsh_error_sys(err, errno, "count sockets of %s", path);
 	int r = nshash_sockets_fd(fd, s, err);
 	return r < 0 ? nshash_error_prefix(err, "%s", path) : 0;
 }
@@ -378,7 +378,7 @@ static int scan_processes(struct scan *s, bool add, struct nshash_error *err)
 	int r = nsh_proc_netns_each(scan_process, &p);
 	if (p.r < 0)
 		return p.r;
-	return r < 0 ? nshash_error_set(err, -r, "stats: read /proc: %s", strerror(-r)) : 0;
+	return r < 0 ? nsh_error_sys(err, -r, "stats: read /proc") : 0;
 }
 
 /* Pins in one directory: regular files with a netns mounted on them
@@ -388,7 +388,7 @@ static int scan_pin_dir(struct scan *s, const char *dir, enum nshash_entry_kind 
 {
 	DIR *d = opendir(dir);
 	if (!d)
-		return errno == ENOENT ? 0 : nshash_error_set(err, errno, "stats: list %s: %s", dir, strerror(errno));
+		return errno == ENOENT ? 0 : nsh_error_sys(err, errno, "stats: list %s", dir);
 	struct dirent *de;
 	int r = 0;
 	while (r == 0 && (de = readdir(d))) {
@@ -434,7 +434,7 @@ static int scan_only(struct scan *s, const struct nshash_stats_opts *opts, struc
 		bool proc = sscanf(path, "/proc/%d/ns/net%n", &pid, &end) == 1 && path[end] == '\0' && pid > 0;
 		cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 		if (fd < 0)
-			return nshash_error_set(err, errno, "stats %s: %s", path, strerror(errno));
+			return nsh_error_sys(err, errno, "stats %s", path);
 		if (!nsh_fd_is_netns(fd))
 			return nshash_error_set(err, EINVAL, "stats %s: not a network namespace", path);
 		size_t before = s->n;

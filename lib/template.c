@@ -34,8 +34,7 @@ int nsh_parent_knobs_set(struct nshash_sizes eff, struct nshash_error *err)
 			return nsh_knob_missing(i ? NSHASH_UDP : NSHASH_TCP, p.release, err);
 		}
 		if (r < 0)
-			return nshash_error_set(err, r, "set net.ipv4.%s=%u in the private parent: %s", knob[i], val[i],
-						strerror(-r));
+			return nsh_error_sys(err, r, "set net.ipv4.%s=%u in the private parent", knob[i], val[i]);
 		long back;
 		r = nsh_sysctl_read(knob[i], &back);
 		if (r < 0 || back != (long)val[i])

@@ -67,7 +67,7 @@ static int tp_open(struct tp *t, struct nshash_error *err)
 			      "pinned network namespace");
 	t->pfd = open(t->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (t->pfd < 0)
-		return nshash_error_set(err, errno, "transplant %s: %s", t->path, strerror(errno));
+		return nsh_error_sys(err, errno, "transplant %s", t->path);
 	if (!nsh_fd_is_netns(t->pfd))
 		return nshash_error_set(err, EINVAL, "transplant %s: not a network namespace (no nsfs pin there)",
 					t->path);
@@ -76,7 +76,7 @@ static int tp_open(struct tp *t, struct nshash_error *err)
 		return r;
 	struct stat ps, hs, is;
 	if (fstat(t->pfd, &ps) < 0 || fstat(t->home, &hs) < 0)
-		return nshash_error_set(err, errno, "transplant %s: stat: %s", t->path, strerror(errno));
+		return nsh_error_sys(err, errno, "transplant %s: stat", t->path);
 	if (ps.st_ino == hs.st_ino && ps.st_dev == hs.st_dev)
 		return refuse(t, EINVAL, err, "it is the caller's own network namespace");
 	if (stat("/proc/1/ns/net", &is) == 0 && ps.st_ino == is.st_ino && ps.st_dev == is.st_dev)
@@ -220,7 +220,7 @@ static int tp_check_processes(struct tp *t, bool engine_made, struct nshash_erro
 {
 	struct stat ns;
 	if (fstat(t->pfd, &ns) < 0)
-		return nshash_error_set(err, errno, "transplant %s: stat: %s", t->path, strerror(errno));
+		return nsh_error_sys(err, errno, "transplant %s: stat", t->path);
 	struct holders h = {.t = t, .ns = &ns, .engine_made = engine_made, .err = err};
 	/* threads and fds, not mounts (P's own pin is one); a process whose
 	 * /proc cannot be read (-EACCES without CAP_SYS_PTRACE) was never
@@ -229,7 +229,7 @@ static int tp_check_processes(struct tp *t, bool engine_made, struct nshash_erro
 	if (r == -EACCES)
 		r = 0;
 	else if (r < 0 && !h.refused)
-		return nshash_error_set(err, -r, "transplant %s: list /proc: %s", t->path, strerror(-r));
+		return nsh_error_sys(err, -r, "transplant %s: list /proc", t->path);
 	/* podman 5 may hold no fd on P, nor leave a thread in it: P pinned
 	 * since the parent started is then the evidence. */
 	if (r == 0 && engine_made && !h.engine_holds)
@@ -584,13 +584,13 @@ static int tp_swap_mount(struct tp *t, struct nshash_error *err)
 	t->touched = true;
 	t->restore = nsh_mount_clone(t->pfd); /* -errno: bound back from pfd instead */
 	if (umount2(t->path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
-		return nshash_error_set(err, errno, "unmount %s: %s", t->path, strerror(errno));
+		return nsh_error_sys(err, errno, "unmount %s", t->path);
 	t->unmounted = true;
 	if (nshash_pin_is_netns(t->path, err) != 0)
 		return nshash_error_set(err, EBUSY, "%s: another netns is mounted under it (stacked mounts)", t->path);
 	int r = bind_at(-1, t->sfd, t->path);
 	if (r < 0)
-		return nshash_error_set(err, r, "bind the sized netns at %s: %s", t->path, strerror(-r));
+		return nsh_error_sys(err, r, "bind the sized netns at %s", t->path);
 	t->bound = true;
 	return 0;
 }
@@ -611,13 +611,12 @@ static int tp_verify(struct tp *t, const struct nshash_create_opts *opts, struct
 static int tp_undo(struct tp *t, struct nshash_error *err)
 {
 	if (t->bound && umount2(t->path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
-		return nshash_error_set(err, errno, "unmount the sized netns from %s: %s", t->path, strerror(errno));
+		return nsh_error_sys(err, errno, "unmount the sized netns from %s", t->path);
 	t->bound = false;
 	if (t->unmounted) {
 		int r = bind_at(t->restore, t->pfd, t->path);
 		if (r < 0)
-			return nshash_error_set(err, r, "bind the original netns back at %s: %s", t->path,
-						strerror(-r));
+			return nsh_error_sys(err, r, "bind the original netns back at %s", t->path);
 		t->unmounted = false;
 	}
 	int r = tp_move_links(t, 0, err);

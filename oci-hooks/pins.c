@@ -56,8 +56,7 @@ int nsh_oci_random_pin_name(char *out, size_t outlen, struct nshash_error *err)
 {
 	uint8_t b[8];
 	if (getrandom(b, sizeof(b), 0) != sizeof(b))
-		return nshash_error_set(err, errno ? errno : EIO, "pin name: getrandom: %s",
-					strerror(errno ? errno : EIO));
+		return nsh_error_sys(err, errno ? errno : EIO, "pin name: getrandom");
 	snprintf(out, outlen, "oci-%02x%02x%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]);
 	return 0;
 }

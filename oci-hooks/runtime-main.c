@@ -70,7 +70,7 @@ static void config_target(const struct nshash_runtime_args *args, char *out, siz
 		return;
 	}
 	if (stat(bundle, &st) < 0)
-		nshash_error_set(&err, errno, "bundle %s: %s", bundle, strerror(errno));
+		nsh_error_sys(&err, errno, "bundle %s", bundle);
 	else if (!S_ISDIR(st.st_mode))
 		nshash_error_set(&err, ENOTDIR, "bundle %s: not a directory", bundle);
 	else if ((size_t)snprintf(out, len, "%s/config.json", bundle) >= len)
