@@ -61,7 +61,7 @@ int nsh_error_sys(struct nshash_error *err, int errnum, const char *fmt, ...)
 		errnum = -errnum;
 	if (errnum == 0)
 		errnum = EINVAL;
-	char what[sizeof(err->msg)];
+	char what[sizeof((struct nshash_error){0}.msg)]; /* err may be NULL */
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
