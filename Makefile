@@ -101,18 +101,23 @@ SOAK_SECONDS ?= 1800
 SAN := build/san
 ALL_SRCS := $(sort $(wildcard lib/*.c common/*.c oci-hooks/*.c cni/*.c cmd/*.c))
 
-.PHONY: all deps deps-test deps-deb deps-rpm check check-engines unit integration soak demo bench value install uninstall \
+.PHONY: all deps deps-test deps-unit deps-lint deps-deb deps-rpm check check-engines unit integration soak demo bench value install uninstall \
 	deb rpm clean format pkgconfig-check fuzz lint san san-check
 
 all: $(LIB_A) $(LIB_SO) $(BINS)
 
 # Installs what is missing with apt (as root; one line per step, apt's output
 # in build/deps.log).  `deps` is the build's, `deps-test` adds what the demo
-# and the tests run, `deps-deb`/`deps-rpm` what packaging needs.
+# and the tests run, `deps-unit`/`deps-lint` only cmocka/cppcheck (make unit,
+# make lint: no engines), `deps-deb`/`deps-rpm` what packaging needs.
 deps:
 	@tools/ensure-deps build
 deps-test:
 	@tools/ensure-deps test
+deps-unit:
+	@tools/ensure-deps unit
+deps-lint:
+	@tools/ensure-deps lint
 deps-deb:
 	@tools/ensure-deps deb
 deps-rpm:
@@ -121,14 +126,19 @@ deps-rpm:
 # These goals install their dependencies first and then build in a second
 # make, which reads this file (and asks pkg-config) with the packages in place:
 # the first `make demo` on a bare machine works.
-DEPS_test := check check-engines unit integration soak demo bench value fuzz lint san-check
+# make unit and make lint need no container engine: only cmocka, cppcheck.
+DEPS_test := check check-engines integration soak demo bench value fuzz san-check
+DEPS_unit := unit
+DEPS_lint := lint
 DEPS_deb := deb
 DEPS_rpm := rpm
 ifndef NSHASH_DEPS_DONE
 $(DEPS_test): deps-test
+$(DEPS_unit): deps-unit
+$(DEPS_lint): deps-lint
 $(DEPS_deb): deps-deb
 $(DEPS_rpm): deps-rpm
-$(DEPS_test) $(DEPS_deb) $(DEPS_rpm):
+$(DEPS_test) $(DEPS_unit) $(DEPS_lint) $(DEPS_deb) $(DEPS_rpm):
 	@$(MAKE) --no-print-directory NSHASH_DEPS_DONE=1 $@
 else
 unit: all $(UNIT_BINS)
