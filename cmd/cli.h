@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* What the CLI's command files share (cmd/nshash.c defines these). */
-#ifndef NSHASH_CLI_H
-#define NSHASH_CLI_H
+#ifndef NSH_CLI_H
+#define NSH_CLI_H
 
 #include <json-c/json.h>
 

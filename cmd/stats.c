@@ -329,10 +329,10 @@ int stats_command(const char *state_dir, enum stats_format format, int argc, cha
 		only[i] = paths[i];
 	}
 	struct nshash_error err = {0};
-	struct nshash_policy policy;
-	if (nshash_policy_load(getenv("NSHASH_POLICY"), &policy, &err) < 0) {
+	struct nsh_policy policy;
+	if (nsh_policy_load(getenv("NSHASH_POLICY"), &policy, &err) < 0) {
 		fail(0, "stats: %s (recommendations ignore the policy's caps)", err.msg);
-		nshash_policy_defaults(&policy);
+		nsh_policy_defaults(&policy);
 		policy.max = (struct nshash_sizes){NSHASH_TCP_MAX, NSHASH_UDP_MAX};
 	}
 	struct nshash_stats_opts opts = {.state_dir = state_dir, .only = argc ? only : NULL, .nonly = (size_t)argc};

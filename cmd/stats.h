@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* `nshash stats`, and the socket counts `nshash show` prints. */
-#ifndef NSHASH_CMD_STATS_H
-#define NSHASH_CMD_STATS_H
+#ifndef NSH_CMD_STATS_H
+#define NSH_CMD_STATS_H
 
 #include <json-c/json.h>
 #include <stdbool.h>

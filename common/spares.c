@@ -92,8 +92,7 @@ void nsh_spares_work(const struct nshash_create_opts *opts)
 	struct nshash_error err = {0};
 	if (nshash_spares_apply(opts)) {
 		if (nshash_spare_fill(opts, &err) < 0)
-			nshash_log(NSHASH_LOG_WARN, NULL, "%s (not fatal: the next container is made without one)",
-				   err.msg);
+			nsh_log(NSH_LOG_WARN, NULL, "%s (not fatal: the next container is made without one)", err.msg);
 		return;
 	}
 	if (!expiry_due(opts))
@@ -102,7 +101,7 @@ void nsh_spares_work(const struct nshash_create_opts *opts)
 	const char *state_dir = nsh_state_dir(opts->state_dir, sdbuf, sizeof(sdbuf));
 	int64_t idle = opts->spare_max_idle ? opts->spare_max_idle : NSHASH_DEFAULT_SPARE_MAX_IDLE;
 	if (nshash_spare_expire(state_dir, idle, &err) < 0)
-		nshash_log(NSHASH_LOG_WARN, NULL, "%s (not fatal)", err.msg);
+		nsh_log(NSH_LOG_WARN, NULL, "%s (not fatal)", err.msg);
 	/* looked: the next look is due an idle time from now */
 	snprintf(dir, sizeof(dir), "%s/spares", state_dir);
 	if (utimensat(AT_FDCWD, dir, NULL, AT_SYMLINK_NOFOLLOW) < 0) { /* gone: nothing to look at */

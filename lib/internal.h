@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Helpers shared by the library's files; not installed. */
-#ifndef NSHASH_INTERNAL_H
-#define NSHASH_INTERNAL_H
+#ifndef NSH_INTERNAL_H
+#define NSH_INTERNAL_H
 
 #include <errno.h>
 #include <limits.h>

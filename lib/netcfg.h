@@ -4,8 +4,8 @@
  * sysctls), read (netcfg.c), applied to another netns (netapply.c) and
  * compared (netcompare.c) over rtnetlink (rtnl.c, rtnl.h).  Used by transplant.c;
  * not installed. */
-#ifndef NSHASH_NETCFG_H
-#define NSHASH_NETCFG_H
+#ifndef NSH_NETCFG_H
+#define NSH_NETCFG_H
 
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>

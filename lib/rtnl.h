@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* rtnl.c: rtnetlink requests and dumps, replies as the kernel's own
  * messages.  Under netcfg.c; not installed. */
-#ifndef NSHASH_RTNL_H
-#define NSHASH_RTNL_H
+#ifndef NSH_RTNL_H
+#define NSH_RTNL_H
 
 #include <linux/netlink.h>
 #include <netlink/netlink.h>

@@ -4,8 +4,8 @@
  * front-ends, which link libnshash.a): one copy of each.  Not installed,
  * not exported from libnshash.so (nsh_ = internal).  No state, no
  * printing. */
-#ifndef NSHASH_SHARED_H
-#define NSHASH_SHARED_H
+#ifndef NSH_SHARED_H
+#define NSH_SHARED_H
 
 #include <stdbool.h>
 #include <stddef.h>

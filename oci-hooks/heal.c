@@ -21,7 +21,7 @@
 
 /* 1 when `path` is STATE_DIR/pins/NAME (NAME a valid pin name) and
  * nothing is mounted there. */
-static bool dead_pin(const struct nshash_policy *policy, const char *path)
+static bool dead_pin(const struct nsh_policy *policy, const char *path)
 {
 	char prefix[1100];
 	struct nshash_error e;
@@ -86,7 +86,7 @@ static unsigned drop_old_hooks(struct json_object *doc)
 	return removed;
 }
 
-int nsh_oci_heal(const char *config, size_t len, const struct nshash_policy *policy, char **out, size_t *out_len,
+int nsh_oci_heal(const char *config, size_t len, const struct nsh_policy *policy, char **out, size_t *out_len,
 		 char *what, size_t what_len, struct nshash_error *err)
 {
 	struct json_object *doc, *ann = NULL, *entry;
@@ -104,7 +104,7 @@ int nsh_oci_heal(const char *config, size_t len, const struct nshash_policy *pol
 	if (!json_object_is_type(doc, json_type_object))
 		goto out;
 	json_object_object_get_ex(doc, "annotations", &ann);
-	pin = string_member(ann, NSHASH_ANNOTATION_PIN);
+	pin = string_member(ann, NSH_ANNOTATION_PIN);
 	if (pin)
 		snprintf(pin_path, sizeof(pin_path), "%s/pins/%s", policy->state_dir, pin);
 	entry = nsh_oci_network_entry(doc);
@@ -114,8 +114,8 @@ int nsh_oci_heal(const char *config, size_t len, const struct nshash_policy *pol
 	if (!drop_pin && !drop_path)
 		goto out;
 	if (drop_pin) {
-		nsh_append(what, what_len, "%s=%s", NSHASH_ANNOTATION_PIN, pin);
-		json_object_object_del(ann, NSHASH_ANNOTATION_PIN);
+		nsh_append(what, what_len, "%s=%s", NSH_ANNOTATION_PIN, pin);
+		json_object_object_del(ann, NSH_ANNOTATION_PIN);
 	}
 	if (drop_path) {
 		nsh_append(what, what_len, "%snetwork namespace path %s", what[0] ? ", " : "", path);

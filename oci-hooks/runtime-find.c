@@ -62,8 +62,8 @@ static const char *skipped_note(const char *skipped, char *buf, size_t len)
 	return buf;
 }
 
-int nshash_runtime_find(const struct nshash_policy *policy, const char *self, char *out, size_t outlen,
-			struct nshash_error *err)
+int nsh_runtime_find(const struct nsh_policy *policy, const char *self, char *out, size_t outlen,
+		     struct nshash_error *err)
 {
 	const char *want = policy->runtime;
 
