@@ -74,9 +74,10 @@ static void link_parse(const struct nlmsghdr *h, struct nsh_link *l)
 
 int nsh_netcfg_add(struct nsh_netcfg *cfg, const void *buf, size_t len)
 {
-	const struct nlmsghdr *h = buf;
-	int left = len > INT32_MAX ? INT32_MAX : (int)len;
-	for (; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+	for (size_t off = 0; off < len; off += NLMSG_ALIGN(((const struct nlmsghdr *)((const char *)buf + off))->nlmsg_len)) {
+		const struct nlmsghdr *h = (const void *)((const char *)buf + off);
+		if (len - off < sizeof(*h) || h->nlmsg_len < sizeof(*h) || h->nlmsg_len > len - off)
+			return -EINVAL; /* a cut message */
 		struct nsh_msgs *to = NULL;
 		size_t hdrlen = 0;
 		switch (h->nlmsg_type) {
@@ -107,7 +108,7 @@ int nsh_netcfg_add(struct nsh_netcfg *cfg, const void *buf, size_t len)
 		if (nsh_msgs_push(to, h) < 0)
 			return -ENOMEM;
 	}
-	return left == 0 ? 0 : -EINVAL;
+	return 0;
 }
 
 static int read_links(struct nl_sock *sk, struct nsh_netcfg *cfg, struct nshash_error *err)

@@ -52,15 +52,22 @@ static void cfg_of(const struct blob *b, struct nsh_netcfg *cfg)
 	assert_int_equal(nsh_netcfg_add(cfg, b->d, b->n), 0);
 }
 
+/* Each whole message of b (the kernel's dump: whole, aligned messages). */
+#define FOR_EACH_MSG(h, b)                                                                                             \
+	for (size_t off_ = 0;                                                                                          \
+	     off_ + sizeof(struct nlmsghdr) <= (b)->n &&                                                               \
+	     ((h) = (void *)((b)->d + off_))->nlmsg_len >= sizeof(struct nlmsghdr) && (h)->nlmsg_len <= (b)->n - off_; \
+	     off_ += NLMSG_ALIGN((h)->nlmsg_len))
+
 /* A copy of b without the messages `drop` accepts; how many went. */
 static struct blob without(const struct blob *b, bool (*drop)(const struct nlmsghdr *h), int *dropped)
 {
 	struct blob o = {malloc(b->n), 0};
 	assert_non_null(o.d);
 	*dropped = 0;
-	const struct nlmsghdr *h = (const void *)b->d;
-	int left = (int)b->n;
-	for (; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+	struct nlmsghdr *h;
+	FOR_EACH_MSG(h, b)
+	{
 		if (drop(h)) {
 			(*dropped)++;
 			continue;
@@ -84,11 +91,10 @@ static struct rtattr *find_rta(struct nlmsghdr *h, size_t hdrlen, int type)
 /* The message of type `type` for which `is` holds (the first), in place. */
 static struct nlmsghdr *find_msg(struct blob *b, int type, bool (*is)(struct nlmsghdr *h))
 {
-	struct nlmsghdr *h = (void *)b->d;
-	int left = (int)b->n;
-	for (; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left))
-		if (h->nlmsg_type == type && is(h))
-			return h;
+	struct nlmsghdr *h;
+	FOR_EACH_MSG(h, b)
+	if (h->nlmsg_type == type && is(h))
+		return h;
 	return NULL;
 }
 
