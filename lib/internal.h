@@ -13,18 +13,6 @@
 #include "nshash.h"
 #include "shared.h"
 
-static inline void nsh_freep(void *p)
-{
-	free(*(void **)p);
-}
-static inline void nsh_closep(int *fd)
-{
-	if (*fd >= 0) {
-		int saved = errno;
-		close(*fd);
-		errno = saved;
-	}
-}
 /* CLOCK_MONOTONIC in milliseconds: deadlines and waits. */
 static inline int64_t nsh_monotonic_ms(void)
 {
@@ -32,8 +20,6 @@ static inline int64_t nsh_monotonic_ms(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
-#define cleanup_free  __attribute__((cleanup(nsh_freep)))
-#define cleanup_close __attribute__((cleanup(nsh_closep)))
 
 #define NSH_SYSCTL_DIR	"/proc/sys/net/ipv4/"
 #define NSH_TCP_ENTRIES "tcp_ehash_entries"

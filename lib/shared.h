@@ -7,14 +7,35 @@
 #ifndef NSH_SHARED_H
 #define NSH_SHARED_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include "nshash.h"
 
 struct stat;
+
+/* Cleanup attributes: a variable so declared is freed (cleanup_free) or
+ * closed (cleanup_close, when >= 0, errno kept) when it goes out of scope,
+ * on every path. */
+static inline void nsh_freep(void *p)
+{
+	free(*(void **)p);
+}
+static inline void nsh_closep(int *fd)
+{
+	if (*fd >= 0) {
+		int saved = errno;
+		close(*fd);
+		errno = saved;
+	}
+}
+#define cleanup_free  __attribute__((cleanup(nsh_freep)))
+#define cleanup_close __attribute__((cleanup(nsh_closep)))
 
 /* error.c: nshash_error_set with ": " and strerror(errnum) appended (the
  * sign of errnum does not matter): "what: to what: why". */
