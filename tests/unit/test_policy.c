@@ -52,6 +52,17 @@ static void test_defaults(void **state)
 	setenv("XDG_RUNTIME_DIR", "/run/user/4242", 1);
 	nsh_default_state_dir(want, sizeof(want));
 	assert_string_equal(want, initial_root ? "/run/nshash" : "/run/user/4242/nshash");
+	/* the library gives a NULL or "" state_dir the same directory: one
+	 * rule for a library caller, the CLI and the policy's default */
+	char buf[1024];
+	assert_string_equal(nsh_state_dir(NULL, buf, sizeof(buf)), want);
+	assert_string_equal(nsh_state_dir("", buf, sizeof(buf)), want);
+	assert_string_equal(nsh_state_dir("/run/given", buf, sizeof(buf)), "/run/given");
+	/* an unclean $XDG_RUNTIME_DIR is not used */
+	setenv("XDG_RUNTIME_DIR", "/run/user/../x", 1);
+	nsh_default_state_dir(want, sizeof(want));
+	if (!initial_root)
+		assert_true(strncmp(want, "/run/user/", 10) == 0 && !strstr(want, ".."));
 	if (xdg)
 		setenv("XDG_RUNTIME_DIR", saved, 1);
 	else
