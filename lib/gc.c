@@ -97,11 +97,7 @@ static int scan_dir(const char *dir, enum nshash_entry_kind kind, struct entry_l
 			e->damaged = !e->pinned || !nsh_template_name_parse(e->name, &eff) ||
 				     e->info.tcp_child != (long)eff.tcp ||
 				     (e->info.udp_child >= 0 && e->info.udp_child != (long)eff.udp);
-			char stamp[PATH_MAX + 8];
-			struct stat st;
-			nsh_template_stamp_of(e->path, stamp, sizeof(stamp));
-			if (stat(stamp, &st) == 0)
-				e->last_used = st.st_mtime;
+			e->last_used = nsh_template_last_used(e->path);
 		}
 		l->n++;
 	}
@@ -243,11 +239,8 @@ static int gc_entries(const struct nshash_gc_opts *opts, struct nshash_entry *v,
 				continue;
 			if (r < 0)
 				return nshash_error_prefix(err, "gc");
-			if (e->kind == NSHASH_ENTRY_TEMPLATE) {
-				char stamp[PATH_MAX + 8];
-				nsh_template_stamp_of(e->path, stamp, sizeof(stamp));
-				unlink(stamp);
-			}
+			if (e->kind == NSHASH_ENTRY_TEMPLATE)
+				nsh_template_forget(e->path);
 		}
 		if (opts->removed)
 			opts->removed(e->path, why[i], opts->ctx);

@@ -282,8 +282,10 @@ struct nsh_template {
 };
 int nsh_template_paths(const char *state_dir, struct nshash_sizes eff, struct nsh_template *t,
 		       struct nshash_error *err);
-/* The stamp of the template pinned at `pin` (a listed one). */
-void nsh_template_stamp_of(const char *pin, char *out, size_t len);
+/* Of the template pinned at `pin` (a listed one): its last use (unix
+ * time, 0 unknown); forgetting it (its stamp removed with the template). */
+int64_t nsh_template_last_used(const char *pin);
+void nsh_template_forget(const char *pin);
 /* An fd on the pinned template if it is a netns, else -1. */
 int nsh_template_open(const struct nsh_template *t);
 /* Mark it used now (gc's idle age), creating the stamp if needed. */

@@ -200,9 +200,19 @@ int nsh_template_fd(const struct nshash_create_opts *opts, int *fd, char *stamp,
 	return *fd >= 0 ? 0 : -ENOENT;
 }
 
-void nsh_template_stamp_of(const char *pin, char *out, size_t len)
+int64_t nsh_template_last_used(const char *pin)
 {
-	snprintf(out, len, "%s" NSH_TEMPLATE_STAMP, pin);
+	char stamp[PATH_MAX + 8];
+	struct stat st;
+	snprintf(stamp, sizeof(stamp), "%s" NSH_TEMPLATE_STAMP, pin);
+	return stat(stamp, &st) == 0 ? (int64_t)st.st_mtime : 0;
+}
+
+void nsh_template_forget(const char *pin)
+{
+	char stamp[PATH_MAX + 8];
+	snprintf(stamp, sizeof(stamp), "%s" NSH_TEMPLATE_STAMP, pin);
+	unlink(stamp);
 }
 
 /* The note's first line, then the caller's text. */
