@@ -159,18 +159,17 @@ static size_t textfiles(FILE *f, const char *dir)
 		struct stat st;
 		const char *why = NULL;
 		char *text = NULL;
-		ssize_t len = 0;
+		size_t len = 0;
+		struct nshash_error rerr;
 		if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 			why = "not a regular file";
 		else if (st.st_size > TEXTFILE_MAX)
 			why = "larger than 262144 bytes";
-		else if (!(text = malloc(TEXTFILE_MAX + 1)))
-			why = "out of memory";
-		else if ((len = read(fd, text, TEXTFILE_MAX + 1)) < 0)
-			why = "unreadable";
-		else if (len > TEXTFILE_MAX)
-			why = "larger than 262144 bytes";
-		else if (memchr(text, '\0', (size_t)len))
+		else if (nsh_read_fd(fd, shown, TEXTFILE_MAX, &text, &len, &rerr) < 0)
+			why = rerr.errnum == EFBIG    ? "larger than 262144 bytes"
+			      : rerr.errnum == ENOMEM ? "out of memory"
+						      : "unreadable";
+		else if (memchr(text, '\0', len))
 			why = "has a NUL byte";
 		if (fd >= 0)
 			close(fd);
@@ -178,7 +177,7 @@ static size_t textfiles(FILE *f, const char *dir)
 			fprintf(f, "# nshash serve: textfile %s skipped: %s\n", shown, why);
 			skipped++;
 		} else if (len) {
-			fwrite(text, 1, (size_t)len, f);
+			fwrite(text, 1, len, f);
 			if (text[len - 1] != '\n')
 				fputc('\n', f);
 		}

@@ -65,7 +65,7 @@ static int own_dir_at(int dirfd, const char *name, const char *shown, struct nsh
 {
 	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
-		return nshash_error_set(err, errno, "%s: %s", shown, strerror(errno));
+		return nsh_error_sys(err, errno, "%s", shown);
 	struct stat st;
 	if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0022)) {
 		close(fd);
@@ -109,7 +109,7 @@ static int adds_count_at(int dfd, const char *state_dir, enum nsh_cni_outcome o,
 {
 	int fd = openat(dfd, "adds", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
 	if (fd < 0)
-		return nshash_error_set(err, errno, "count the ADD in %s/cni/adds: %s", state_dir, strerror(errno));
+		return nsh_error_sys(err, errno, "count the ADD in %s/cni/adds", state_dir);
 	struct stat st;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
@@ -118,7 +118,7 @@ static int adds_count_at(int dfd, const char *state_dir, enum nsh_cni_outcome o,
 	if (flock(fd, LOCK_EX) < 0) {
 		int e = errno;
 		close(fd);
-		return nshash_error_set(err, e, "lock %s/cni/adds: %s", state_dir, strerror(e));
+		return nsh_error_sys(err, e, "lock %s/cni/adds", state_dir);
 	}
 	char buf[128];
 	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
@@ -130,8 +130,7 @@ static int adds_count_at(int dfd, const char *state_dir, enum nsh_cni_outcome o,
 			   (unsigned long long)c[2]);
 	int r = 0;
 	if (pwrite(fd, buf, (size_t)len, 0) != len)
-		r = nshash_error_set(err, errno ? errno : EIO, "write %s/cni/adds: %s", state_dir,
-				     strerror(errno ? errno : EIO));
+		r = nsh_error_sys(err, errno ? errno : EIO, "write %s/cni/adds", state_dir);
 	close(fd); /* and the lock */
 	return r;
 }
@@ -151,7 +150,7 @@ int nsh_cni_adds_read(const char *state_dir, uint64_t counts[3], struct nshash_e
 	int e = errno;
 	close(dfd);
 	if (fd < 0)
-		return e == ENOENT ? 0 : nshash_error_set(err, e, "read %s/cni/adds: %s", state_dir, strerror(e));
+		return e == ENOENT ? 0 : nsh_error_sys(err, e, "read %s/cni/adds", state_dir);
 	struct stat st;
 	char buf[128];
 	ssize_t n = -1;
@@ -247,20 +246,14 @@ static int record_write_at(int dfd, const char *state_dir, const struct nsh_pod_
 			 nsh_cni_outcome_name(rec->outcome), *ns ? ns : "-", *pod ? pod : "-", *netns ? netns : "-");
 	if (n < 0 || (size_t)n >= sizeof(line))
 		return nshash_error_set(err, ENAMETOOLONG, "pod record %s: too long", rec->id);
-	char path[NSH_POD_ID_MAX + 8], tmp[NSH_POD_ID_MAX + 32];
-	snprintf(path, sizeof(path), "pods/%s", rec->id);
-	snprintf(tmp, sizeof(tmp), "pods/.%s.%d", rec->id, (int)getpid());
-	int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0 && errno == ENOENT && mkdirat(dfd, "pods", 0700) == 0)
-		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return nshash_error_set(err, errno, "write %s/cni/%s: %s", state_dir, tmp, strerror(errno));
-	if (nsh_write_all(fd, line, (size_t)n) < 0 || close(fd) < 0 || renameat(dfd, tmp, dfd, path) < 0) {
-		int e = errno;
-		unlinkat(dfd, tmp, 0);
-		return nshash_error_set(err, e, "write %s/cni/%s: %s", state_dir, path, strerror(e));
-	}
-	return 0;
+	/* pods/ is made with cni/; one removed by hand comes back */
+	if (mkdirat(dfd, "pods", 0700) < 0 && errno != EEXIST)
+		return nsh_error_sys(err, errno, "write %s/cni/pods", state_dir);
+	/* a temporary name no reader takes for a record (a dot first) */
+	char path[PATH_MAX + NSH_POD_ID_MAX + 16], tmp[PATH_MAX + NSH_POD_ID_MAX + 40];
+	snprintf(path, sizeof(path), "%s/cni/pods/%s", state_dir, rec->id);
+	snprintf(tmp, sizeof(tmp), "%s/cni/pods/.%s.%d", state_dir, rec->id, (int)getpid());
+	return nsh_write_replace(path, tmp, line, (size_t)n, NULL, err);
 }
 
 int nsh_cni_record_add(const char *state_dir, enum nsh_cni_outcome o, const struct nsh_pod_record *rec,
@@ -294,7 +287,7 @@ int nsh_pod_record_remove(const char *state_dir, const char *id, struct nshash_e
 	char path[NSH_POD_ID_MAX + 8];
 	snprintf(path, sizeof(path), "pods/%s", id);
 	int r = unlinkat(dfd, path, 0) < 0 && errno != ENOENT
-		    ? nshash_error_set(err, errno, "remove %s/cni/%s: %s", state_dir, path, strerror(errno))
+		    ? nsh_error_sys(err, errno, "remove %s/cni/%s", state_dir, path)
 		    : 0;
 	close(dfd);
 	return r;
@@ -341,7 +334,7 @@ int nsh_pod_records_read(const char *state_dir, struct nsh_pod_record **out, siz
 	if (!d) {
 		int e = errno;
 		close(dfd);
-		return nshash_error_set(err, e, "list %s: %s", dir, strerror(e));
+		return nsh_error_sys(err, e, "list %s", dir);
 	}
 	struct nsh_pod_record *v = NULL;
 	size_t n = 0, cap = 0;
