@@ -104,7 +104,7 @@ SOAK_SECONDS ?= 1800
 SAN := build/san
 ALL_SRCS := $(sort $(wildcard lib/*.c common/*.c oci-hooks/*.c cni/*.c cmd/*.c k8s/*.c))
 
-.PHONY: all deps deps-test deps-deb deps-rpm check check-engines unit integration soak demo bench value install uninstall \
+.PHONY: all deps deps-test deps-unit deps-lint deps-deb deps-rpm check check-engines unit integration soak demo bench value install uninstall \
 	deb rpm clean format pkgconfig-check fuzz lint san san-check image
 
 all: $(LIB_A) $(LIB_SO) $(BINS)
@@ -116,11 +116,16 @@ IMAGE_BUILDER ?= $(firstword $(shell command -v podman buildah 2>/dev/null))
 
 # Installs what is missing with apt (as root; one line per step, apt's output
 # in build/deps.log).  `deps` is the build's, `deps-test` adds what the demo
-# and the tests run, `deps-deb`/`deps-rpm` what packaging needs.
+# and the tests run, `deps-unit`/`deps-lint` only cmocka/cppcheck (make unit,
+# make lint: no engines), `deps-deb`/`deps-rpm` what packaging needs.
 deps:
 	@tools/ensure-deps build
 deps-test:
 	@tools/ensure-deps test
+deps-unit:
+	@tools/ensure-deps unit
+deps-lint:
+	@tools/ensure-deps lint
 deps-deb:
 	@tools/ensure-deps deb
 deps-rpm:
@@ -129,14 +134,19 @@ deps-rpm:
 # These goals install their dependencies first and then build in a second
 # make, which reads this file (and asks pkg-config) with the packages in place:
 # the first `make demo` on a bare machine works.
-DEPS_test := check check-engines unit integration soak demo bench value fuzz lint san-check
+# make unit and make lint need no container engine: only cmocka, cppcheck.
+DEPS_test := check check-engines integration soak demo bench value fuzz san-check
+DEPS_unit := unit
+DEPS_lint := lint
 DEPS_deb := deb
 DEPS_rpm := rpm
 ifndef NSHASH_DEPS_DONE
 $(DEPS_test): deps-test
+$(DEPS_unit): deps-unit
+$(DEPS_lint): deps-lint
 $(DEPS_deb): deps-deb
 $(DEPS_rpm): deps-rpm
-$(DEPS_test) $(DEPS_deb) $(DEPS_rpm):
+$(DEPS_test) $(DEPS_unit) $(DEPS_lint) $(DEPS_deb) $(DEPS_rpm):
 	@$(MAKE) --no-print-directory NSHASH_DEPS_DONE=1 $@
 else
 unit: all $(UNIT_BINS)
@@ -206,19 +216,19 @@ pkgconfig-check:
 $(B)/obj/lib/%.o: lib/%.c $(wildcard lib/*.h) | pkgconfig-check
 	@mkdir -p $(@D)
 	$(COMPILE) -c -o $@ $<
-$(B)/obj/common/%.o: common/%.c $(wildcard common/*.h lib/nshash.h) | pkgconfig-check
+$(B)/obj/common/%.o: common/%.c $(wildcard common/*.h lib/nshash.h lib/shared.h) | pkgconfig-check
 	@mkdir -p $(@D)
 	$(COMPILE) -Icommon -c -o $@ $<
-$(B)/obj/oci-hooks/%.o: oci-hooks/%.c $(wildcard oci-hooks/*.h common/*.h lib/nshash.h) | pkgconfig-check
+$(B)/obj/oci-hooks/%.o: oci-hooks/%.c $(wildcard oci-hooks/*.h common/*.h lib/nshash.h lib/shared.h) | pkgconfig-check
 	@mkdir -p $(@D)
 	$(COMPILE) -Icommon -Ioci-hooks -c -o $@ $<
-$(B)/obj/cni/%.o: cni/%.c $(wildcard cni/*.h common/*.h lib/nshash.h) | pkgconfig-check
+$(B)/obj/cni/%.o: cni/%.c $(wildcard cni/*.h common/*.h lib/nshash.h lib/shared.h) | pkgconfig-check
 	@mkdir -p $(@D)
 	$(COMPILE) -Icommon -Icni -c -o $@ $<
-$(B)/obj/cmd/%.o: cmd/%.c $(wildcard cmd/*.h common/*.h lib/nshash.h) | pkgconfig-check
+$(B)/obj/cmd/%.o: cmd/%.c $(wildcard cmd/*.h common/*.h lib/nshash.h lib/shared.h) | pkgconfig-check
 	@mkdir -p $(@D)
 	$(COMPILE) -Icommon -Icmd -c -o $@ $<
-$(B)/obj/k8s/%.o: k8s/%.c $(wildcard k8s/*.h common/*.h lib/nshash.h) | pkgconfig-check
+$(B)/obj/k8s/%.o: k8s/%.c $(wildcard k8s/*.h common/*.h lib/nshash.h lib/shared.h) | pkgconfig-check
 	@mkdir -p $(@D)
 	$(COMPILE) -Icommon -Ik8s -c -o $@ $<
 
@@ -284,6 +294,10 @@ $(B)/tests/test_hostile: tests/unit/test_hostile.c $(OCI_OBJS) $(CNI_OBJS) $(FRO
 $(B)/tests/test_serve: tests/unit/test_serve.c $(call obj,cmd/http.c) $(FRONT_LIBS)
 	@mkdir -p $(@D)
 	$(LINK) $(NSH_CPPFLAGS) $(CPPFLAGS) $(UNIT_INC) -Icmd -o $@ $^ $(LDLIBS) -lcmocka
+# netcfg's comparison over rtnetlink dumps captured once (tests/unit/data).
+$(B)/tests/test_netcfg: tests/unit/test_netcfg.c $(LIB_A) $(wildcard tests/unit/data/netcfg-*.bin)
+	@mkdir -p $(@D)
+	$(LINK) $(NSH_CPPFLAGS) $(CPPFLAGS) -DNSH_TEST_DATA='"$(CURDIR)/tests/unit/data"' -o $@ $< $(LIB_A) $(LDLIBS) -lcmocka
 $(B)/tests/%: tests/unit/%.c $(LIB_A)
 	@mkdir -p $(@D)
 	$(LINK) $(NSH_CPPFLAGS) $(CPPFLAGS) -o $@ $< $(LIB_A) $(LDLIBS) -lcmocka

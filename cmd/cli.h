@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* What the CLI's command files share (cmd/nshash.c defines these). */
-#ifndef NSHASH_CLI_H
-#define NSHASH_CLI_H
+/* What the CLI's command files share: cmd/output.c's helpers. */
+#ifndef NSH_CLI_H
+#define NSH_CLI_H
 
 #include <json-c/json.h>
 
@@ -14,6 +14,8 @@ int fail_err(int code, const struct nshash_error *err);
 json_object *info_json(const struct nshash_netns_info *i);
 void print_json(json_object *o);
 void print_info_text(const char *what, const struct nshash_netns_info *i);
+/* "N KiB" or "N MiB". */
+void human_bytes(uint64_t b, char *buf, size_t len);
 
 /* cmd/resize.c */
 int resize_run(const struct nshash_create_opts *create, bool json, bool dry_run, const char *arg);

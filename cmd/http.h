@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* `nshash serve`'s HTTP (cmd/http.c): request heads in, status lines out. */
-#ifndef NSHASH_CMD_HTTP_H
-#define NSHASH_CMD_HTTP_H
+#ifndef NSH_CMD_HTTP_H
+#define NSH_CMD_HTTP_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -211,29 +211,13 @@ static const struct option long_opts[] = {
 struct cli {
 	const char *cmd;
 	struct nshash_create_opts create;
-	const char *state_dir;
+	const char *state_dir; /* never NULL: --state-dir, $NSHASH_STATE_DIR or the default (run) */
 	bool json, dry_run, prometheus;
 	pid_t pid;
 	int64_t max_idle, stale_age, interval, gc_every;
 	const char *listen, *textfile_dir;
 	unsigned seen; /* bit per option id, to refuse options a command does not take */
 };
-
-int fail(int code, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, "%s: ", prog);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	return code;
-}
-
-int fail_err(int code, const struct nshash_error *err)
-{
-	return fail(code, "%s", err->msg);
-}
 
 static int parse_seconds(const char *opt, const char *text, int64_t *out)
 {
@@ -266,95 +250,6 @@ static int parse_pid(const char *text, pid_t *out)
 		return fail(EXIT_USAGE, "--pid \"%s\": expected a process id", text);
 	*out = (pid_t)p;
 	return 0;
-}
-
-/* ------------------------------------------------------------- output */
-
-/* The host's own netns (init_net) holds the global tables themselves: its
- * *_hash_entries read positive, but the table is not "own".  The kernel
- * gives init_net a fixed nsfs inode number (PROC_NET_INIT_INO); pid 1's
- * netns is the check where that cannot be told. */
-#define NET_INIT_INO 0xEFFFFFF9u
-static bool is_host_netns(const struct nshash_netns_info *i)
-{
-	struct stat st;
-	if (i->inode == NET_INIT_INO)
-		return true;
-	return i->inode && stat("/proc/1/ns/net", &st) == 0 && st.st_ino == i->inode;
-}
-
-/* "own", "shared", "global" (the host's netns) or "unsupported". */
-static const char *table_kind(long entries, bool host)
-{
-	return entries == 0 ? "unsupported" : entries < 0 ? "shared" : host ? "global" : "own";
-}
-
-json_object *info_json(const struct nshash_netns_info *i)
-{
-	json_object *o = json_object_new_object();
-	long ent[2] = {i->tcp_entries, i->udp_entries};
-	bool host = is_host_netns(i);
-	for (int k = 0; k < 2; k++) {
-		json_object *p = json_object_new_object();
-		bool own = ent[k] > 0 && !host;
-		json_object_object_add(p, "supported", json_object_new_boolean(ent[k] != 0));
-		json_object_object_add(p, "own", json_object_new_boolean(own));
-		json_object_object_add(p, "table", json_object_new_string(table_kind(ent[k], host)));
-		json_object_object_add(p, "entries", json_object_new_int64(ent[k] < 0 ? -ent[k] : ent[k]));
-		json_object_object_add(
-		    p, "bytes", json_object_new_int64(own ? (int64_t)nshash_table_bytes(k, (uint32_t)ent[k]) : 0));
-		json_object_object_add(p, "child", json_object_new_int64(k ? i->udp_child : i->tcp_child));
-		json_object_object_add(o, k ? "udp" : "tcp", p);
-	}
-	json_object_object_add(o, "host", json_object_new_boolean(host));
-	json_object_object_add(o, "tcp_max_tw_buckets", json_object_new_int64(i->tcp_max_tw_buckets));
-	json_object_object_add(o, "tcp_max_syn_backlog", json_object_new_int64(i->tcp_max_syn_backlog));
-	json_object_object_add(o, "inode", json_object_new_int64((int64_t)i->inode));
-	return o;
-}
-
-void print_json(json_object *o)
-{
-	puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
-	json_object_put(o);
-}
-
-static void human_bytes(uint64_t b, char *buf, size_t len)
-{
-	if (b >= 1024 * 1024)
-		snprintf(buf, len, "%llu MiB", (unsigned long long)(b >> 20));
-	else
-		snprintf(buf, len, "%llu KiB", (unsigned long long)(b >> 10));
-}
-
-static void table_text(enum nshash_proto proto, long entries, bool host, char *buf, size_t len)
-{
-	char mem[32];
-	if (entries > 0) {
-		human_bytes(nshash_table_bytes(proto, (uint32_t)entries), mem, sizeof(mem));
-		snprintf(buf, len, "%s, %ld entries (%s)",
-			 host ? "the global table itself (the host's netns)" : "own table", entries, mem);
-	} else if (entries < 0) {
-		snprintf(buf, len, "shared global table (%ld entries)", -entries);
-	} else {
-		snprintf(buf, len, "not supported by this kernel");
-	}
-}
-
-void print_info_text(const char *what, const struct nshash_netns_info *i)
-{
-	char t[128], u[128];
-	bool host = is_host_netns(i);
-	table_text(NSHASH_TCP, i->tcp_entries, host, t, sizeof(t));
-	table_text(NSHASH_UDP, i->udp_entries, host, u, sizeof(u));
-	printf("%s\n  tcp: %s\n  udp: %s\n", what, t, u);
-	if (i->tcp_max_tw_buckets >= 0)
-		printf("  tcp_max_tw_buckets: %ld\n  tcp_max_syn_backlog: %ld\n", i->tcp_max_tw_buckets,
-		       i->tcp_max_syn_backlog);
-	if (i->tcp_child >= 0 || i->udp_child >= 0)
-		printf("  children get: tcp %ld, udp %ld (0 = shared)\n", i->tcp_child, i->udp_child);
-	if (i->tcp_entries > 0 && !host && i->tcp_max_tw_buckets >= 0 && i->tcp_max_tw_buckets < 1024)
-		printf("  note: this small table allows only %ld TIME_WAIT sockets\n", i->tcp_max_tw_buckets);
 }
 
 /* A refusal for lack of privileges says what to do, not only which
@@ -500,7 +395,7 @@ static void size_cell(const struct nshash_entry *e, bool udp, char *buf, size_t 
 static void note_unreadable(const char *state_dir)
 {
 	char dirs[4][4200];
-	const char *sd = state_dir && *state_dir ? state_dir : NSHASH_DEFAULT_STATE_DIR;
+	const char *sd = state_dir;
 	snprintf(dirs[0], sizeof(dirs[0]), "%s", NSHASH_NETNS_RUN_DIR);
 	snprintf(dirs[1], sizeof(dirs[1]), "%s/templates", sd);
 	snprintf(dirs[2], sizeof(dirs[2]), "%s/pins", sd);
@@ -597,7 +492,7 @@ static bool in_pin_dir(const char *path, const char *state_dir)
 {
 	const char *slash = strrchr(path, '/');
 	size_t n = slash ? (size_t)(slash - path) : 0;
-	const char *sd = state_dir ? state_dir : NSHASH_DEFAULT_STATE_DIR;
+	const char *sd = state_dir;
 	const char *subs[] = {"", "/pins", "/templates", "/spares"};
 	if (n == strlen(NSHASH_NETNS_RUN_DIR) && !strncmp(path, NSHASH_NETNS_RUN_DIR, n))
 		return true;
@@ -754,124 +649,151 @@ static json_object *json_known(bool known, int64_t v)
 	return known ? json_object_new_int64(v) : NULL;
 }
 
+/* What `check` finds: the kernel's answer, then the caller's problems
+ * (the first host_problems of them are the host's). */
+struct check {
+	struct nshash_probe p;
+	const char *state_dir;
+	char problems[5][1024];
+	int np, host_problems;
+	bool privileged, state_ok, policy_ok;
+	struct nsh_policy policy;
+};
+
+static int check_gather(struct check *k, struct nshash_error *err)
+{
+	if (nshash_probe(&k->p, err) < 0)
+		return -1;
+	const struct nshash_probe *p = &k->p;
+	/* Two questions: can this host do it (kernel), and can you (privileges,
+	 * state dir)?  Each problem is one stderr line. */
+	struct nshash_probe host = *p; /* the kernel alone: privileges are the next question */
+	host.cap_sys_admin = host.cap_net_admin = true;
+	if (nshash_probe_require(&host, (struct nshash_sizes){1, 0}, err) < 0)
+		snprintf(k->problems[k->np++], sizeof(k->problems[0]), "%s", err->msg);
+	if (p->has_tcp_knob && nshash_probe_require(&host, (struct nshash_sizes){0, 1}, err) < 0)
+		snprintf(k->problems[k->np++], sizeof(k->problems[0]), "%s", err->msg);
+	k->host_problems = k->np;
+	k->privileged = p->cap_sys_admin && p->cap_net_admin;
+	if (!k->privileged)
+		snprintf(k->problems[k->np++], sizeof(k->problems[0]),
+			 "you lack %s%s%s: run as root, or inside a user namespace with a network and mount "
+			 "namespace of its own (unshare -Urmn) with --state-dir in a directory you own",
+			 p->cap_sys_admin ? "" : "CAP_SYS_ADMIN", !p->cap_sys_admin && !p->cap_net_admin ? " and " : "",
+			 p->cap_net_admin ? "" : "CAP_NET_ADMIN");
+	/* Writable, or creatable: its nearest existing ancestor is writable. */
+	char probe_dir[4096];
+	snprintf(probe_dir, sizeof(probe_dir), "%s", k->state_dir);
+	while (!(k->state_ok = access(probe_dir, W_OK) == 0) && errno == ENOENT) {
+		char *slash = strrchr(probe_dir, '/');
+		if (!slash || slash == probe_dir) {
+			k->state_ok = access("/", W_OK) == 0;
+			break;
+		}
+		*slash = '\0';
+	}
+	if (!k->state_ok)
+		snprintf(k->problems[k->np++], sizeof(k->problems[0]),
+			 "state dir %s is not writable for you: use --state-dir (or NSHASH_STATE_DIR) with a directory "
+			 "you own, or run as root",
+			 k->state_dir);
+	/* the node's policy, as the hook, the wrapper and the plugin read it:
+	 * one they cannot read fails every container start */
+	k->policy_ok = nsh_policy_load(getenv("NSHASH_POLICY"), &k->policy, err) == 0;
+	if (!k->policy_ok)
+		snprintf(k->problems[k->np++], sizeof(k->problems[0]), "%s", err->msg);
+	return 0;
+}
+
+static void check_json(const struct check *k)
+{
+	const struct nshash_probe *p = &k->p;
+	bool host_ok = k->host_problems == 0;
+	bool tcp_known = p->has_tcp_knob && p->global_tcp > 0, udp_known = p->has_udp_knob && p->global_udp > 0;
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "kernel", json_object_new_string(p->release));
+	json_object_object_add(o, "tcp_supported", json_object_new_boolean(p->has_tcp_knob));
+	json_object_object_add(o, "udp_supported", json_object_new_boolean(p->has_udp_knob));
+	json_object_object_add(o, "global_tcp_entries", json_known(tcp_known, p->global_tcp));
+	json_object_object_add(o, "global_udp_entries", json_known(udp_known, p->global_udp));
+	json_object_object_add(o, "host_tcp_child", json_known(p->caller_tcp_child >= 0, p->caller_tcp_child));
+	json_object_object_add(o, "host_udp_child", json_known(p->caller_udp_child >= 0, p->caller_udp_child));
+	json_object_object_add(o, "cap_sys_admin", json_object_new_boolean(p->cap_sys_admin));
+	json_object_object_add(o, "cap_net_admin", json_object_new_boolean(p->cap_net_admin));
+	json_object_object_add(o, "state_dir", json_object_new_string(k->state_dir));
+	json_object_object_add(o, "state_dir_writable", json_object_new_boolean(k->state_ok));
+	/* host_supported and host_ok say the same (both are in use by scripts) */
+	json_object_object_add(o, "host_supported", json_object_new_boolean(host_ok));
+	json_object_object_add(o, "privileged", json_object_new_boolean(k->privileged));
+	json_object_object_add(o, "policy_ok", json_object_new_boolean(k->policy_ok));
+	json_object_object_add(o, "defaults", k->policy_ok ? stats_defaults_json(&k->policy) : NULL);
+	json_object_object_add(o, "host_ok", json_object_new_boolean(host_ok));
+	json_object_object_add(o, "caller_ok", json_object_new_boolean(k->np == k->host_problems));
+	json_object *a = json_object_new_array();
+	for (int i = 0; i < k->np; i++)
+		json_object_array_add(a, json_object_new_string(k->problems[i]));
+	json_object_object_add(o, "problems", a);
+	json_object_object_add(o, "ok", json_object_new_boolean(k->np == 0));
+	print_json(o);
+}
+
+static void check_text(const struct check *k)
+{
+	const struct nshash_probe *p = &k->p;
+	bool host_ok = k->host_problems == 0;
+	bool host_set = p->caller_tcp_child > 0 || p->caller_udp_child > 0;
+	char t[48] = "unknown (kernel too old to report it)", u[48] = "unknown (kernel too old to report it)";
+	if (p->has_tcp_knob && p->global_tcp > 0)
+		snprintf(t, sizeof(t), "%ld entries", p->global_tcp);
+	if (p->has_udp_knob && p->global_udp > 0)
+		snprintf(u, sizeof(u), "%ld entries", p->global_udp);
+	printf("kernel: %s\n", p->release);
+	printf("tcp per-netns tables (6.1+): %s\n", p->has_tcp_knob ? "yes" : "no");
+	printf("udp per-netns tables (6.2+): %s\n", p->has_udp_knob ? "yes" : "no");
+	printf("global tables: tcp %s, udp %s\n", t, u);
+	if (p->caller_tcp_child >= 0 || p->caller_udp_child >= 0) {
+		printf("host child knobs:");
+		if (p->caller_tcp_child >= 0)
+			printf(" tcp %ld", p->caller_tcp_child);
+		if (p->caller_udp_child >= 0)
+			printf("%s udp %ld", p->caller_tcp_child >= 0 ? "," : "", p->caller_udp_child);
+		printf("%s\n", host_set ? " (set on the host: every netns created here gets own tables; "
+					  "nshash never sets these)"
+					: "");
+	}
+	printf("capabilities: CAP_SYS_ADMIN %s, CAP_NET_ADMIN %s\n", p->cap_sys_admin ? "yes" : "no",
+	       p->cap_net_admin ? "yes" : "no");
+	printf("state dir: %s (%s)\n", k->state_dir, k->state_ok ? "writable" : "NOT writable");
+	char line[1400] = "policy: cannot be read (see below)\n";
+	if (k->policy_ok)
+		stats_defaults_text(&k->policy, line, sizeof(line));
+	fputs(line, stdout);
+	printf("this host: %s\n", host_ok ? "supports per-netns tables" : "cannot use nshash (kernel)");
+	printf("you: %s\n", k->privileged ? "have the privileges" : "lack the privileges: run as root");
+	if (!host_ok)
+		printf("result: this host cannot use nshash\n");
+	else if (k->np)
+		printf("result: this host supports nshash, but you cannot use it as you are (see below)\n");
+	else
+		printf("result: ok\n");
+}
+
 static int cmd_check(struct cli *c, int argc, char **argv)
 {
 	(void)argv;
 	if (argc != 0)
 		return fail(EXIT_USAGE, "check: takes no arguments");
-	struct nshash_probe p;
+	struct check k = {.state_dir = c->state_dir};
 	struct nshash_error err = {0};
-	if (nshash_probe(&p, &err) < 0)
+	if (check_gather(&k, &err) < 0)
 		return fail_err(EXIT_FAIL, &err);
-	const char *state_dir = c->state_dir ? c->state_dir : NSHASH_DEFAULT_STATE_DIR;
-	/* Two questions: can this host do it (kernel), and can you (privileges,
-	 * state dir)?  Each problem is one stderr line. */
-	char problems[5][1024];
-	int np = 0, host_problems;
-	struct nshash_probe host = p; /* the kernel alone: privileges are the next question */
-	host.cap_sys_admin = host.cap_net_admin = true;
-	if (nshash_probe_require(&host, (struct nshash_sizes){1, 0}, &err) < 0)
-		snprintf(problems[np++], sizeof(problems[0]), "%s", err.msg);
-	if (p.has_tcp_knob && nshash_probe_require(&host, (struct nshash_sizes){0, 1}, &err) < 0)
-		snprintf(problems[np++], sizeof(problems[0]), "%s", err.msg);
-	host_problems = np;
-	bool privileged = p.cap_sys_admin && p.cap_net_admin;
-	if (!privileged)
-		snprintf(problems[np++], sizeof(problems[0]),
-			 "you lack %s%s%s: run as root, or inside a user namespace with a network and mount "
-			 "namespace of its own (unshare -Urmn) with --state-dir in a directory you own",
-			 p.cap_sys_admin ? "" : "CAP_SYS_ADMIN", !p.cap_sys_admin && !p.cap_net_admin ? " and " : "",
-			 p.cap_net_admin ? "" : "CAP_NET_ADMIN");
-	/* Writable, or creatable: its nearest existing ancestor is writable. */
-	char probe_dir[4096];
-	snprintf(probe_dir, sizeof(probe_dir), "%s", state_dir);
-	bool state_ok;
-	while (!(state_ok = access(probe_dir, W_OK) == 0) && errno == ENOENT) {
-		char *slash = strrchr(probe_dir, '/');
-		if (!slash || slash == probe_dir) {
-			state_ok = access("/", W_OK) == 0;
-			break;
-		}
-		*slash = '\0';
-	}
-	if (!state_ok)
-		snprintf(problems[np++], sizeof(problems[0]),
-			 "state dir %s is not writable for you: use --state-dir (or NSHASH_STATE_DIR) with a directory "
-			 "you own, or run as root",
-			 state_dir);
-	/* the node's policy, as the hook, the wrapper and the plugin read it:
-	 * one they cannot read fails every container start */
-	struct nshash_policy policy;
-	bool policy_ok = nshash_policy_load(getenv("NSHASH_POLICY"), &policy, &err) == 0;
-	if (!policy_ok)
-		snprintf(problems[np++], sizeof(problems[0]), "%s", err.msg);
-	bool host_ok = host_problems == 0;
-	bool tcp_known = p.has_tcp_knob && p.global_tcp > 0, udp_known = p.has_udp_knob && p.global_udp > 0;
-	bool host_set = p.caller_tcp_child > 0 || p.caller_udp_child > 0;
-	if (c->json) {
-		json_object *o = json_object_new_object();
-		json_object_object_add(o, "kernel", json_object_new_string(p.release));
-		json_object_object_add(o, "tcp_supported", json_object_new_boolean(p.has_tcp_knob));
-		json_object_object_add(o, "udp_supported", json_object_new_boolean(p.has_udp_knob));
-		json_object_object_add(o, "global_tcp_entries", json_known(tcp_known, p.global_tcp));
-		json_object_object_add(o, "global_udp_entries", json_known(udp_known, p.global_udp));
-		json_object_object_add(o, "host_tcp_child", json_known(p.caller_tcp_child >= 0, p.caller_tcp_child));
-		json_object_object_add(o, "host_udp_child", json_known(p.caller_udp_child >= 0, p.caller_udp_child));
-		json_object_object_add(o, "cap_sys_admin", json_object_new_boolean(p.cap_sys_admin));
-		json_object_object_add(o, "cap_net_admin", json_object_new_boolean(p.cap_net_admin));
-		json_object_object_add(o, "state_dir", json_object_new_string(state_dir));
-		json_object_object_add(o, "state_dir_writable", json_object_new_boolean(state_ok));
-		json_object_object_add(o, "host_supported", json_object_new_boolean(host_ok));
-		json_object_object_add(o, "privileged", json_object_new_boolean(privileged));
-		json_object_object_add(o, "policy_ok", json_object_new_boolean(policy_ok));
-		json_object_object_add(o, "defaults", policy_ok ? stats_defaults_json(&policy) : NULL);
-		json_object_object_add(o, "host_ok", json_object_new_boolean(host_ok));
-		json_object_object_add(o, "caller_ok", json_object_new_boolean(np == host_problems));
-		json_object *a = json_object_new_array();
-		for (int i = 0; i < np; i++)
-			json_object_array_add(a, json_object_new_string(problems[i]));
-		json_object_object_add(o, "problems", a);
-		json_object_object_add(o, "ok", json_object_new_boolean(np == 0));
-		print_json(o);
-	} else {
-		char t[48] = "unknown (kernel too old to report it)", u[48] = "unknown (kernel too old to report it)";
-		if (tcp_known)
-			snprintf(t, sizeof(t), "%ld entries", p.global_tcp);
-		if (udp_known)
-			snprintf(u, sizeof(u), "%ld entries", p.global_udp);
-		printf("kernel: %s\n", p.release);
-		printf("tcp per-netns tables (6.1+): %s\n", p.has_tcp_knob ? "yes" : "no");
-		printf("udp per-netns tables (6.2+): %s\n", p.has_udp_knob ? "yes" : "no");
-		printf("global tables: tcp %s, udp %s\n", t, u);
-		if (p.caller_tcp_child >= 0 || p.caller_udp_child >= 0) {
-			printf("host child knobs:");
-			if (p.caller_tcp_child >= 0)
-				printf(" tcp %ld", p.caller_tcp_child);
-			if (p.caller_udp_child >= 0)
-				printf("%s udp %ld", p.caller_tcp_child >= 0 ? "," : "", p.caller_udp_child);
-			printf("%s\n", host_set ? " (set on the host: every netns created here gets own tables; "
-						  "nshash never sets these)"
-						: "");
-		}
-		printf("capabilities: CAP_SYS_ADMIN %s, CAP_NET_ADMIN %s\n", p.cap_sys_admin ? "yes" : "no",
-		       p.cap_net_admin ? "yes" : "no");
-		printf("state dir: %s (%s)\n", state_dir, state_ok ? "writable" : "NOT writable");
-		char line[1400] = "policy: cannot be read (see below)\n";
-		if (policy_ok)
-			stats_defaults_text(&policy, line, sizeof(line));
-		fputs(line, stdout);
-		printf("this host: %s\n", host_ok ? "supports per-netns tables" : "cannot use nshash (kernel)");
-		printf("you: %s\n", privileged ? "have the privileges" : "lack the privileges: run as root");
-		if (!host_ok)
-			printf("result: this host cannot use nshash\n");
-		else if (np)
-			printf("result: this host supports nshash, but you cannot use it as you are (see below)\n");
-		else
-			printf("result: ok\n");
-	}
-	for (int i = 0; i < np; i++)
-		fail(0, "%s", problems[i]);
-	return np ? EXIT_FAIL : EXIT_OK;
+	if (c->json)
+		check_json(&k);
+	else
+		check_text(&k);
+	for (int i = 0; i < k.np; i++)
+		fail(0, "%s", k.problems[i]);
+	return k.np ? EXIT_FAIL : EXIT_OK;
 }
 
 static int cmd_serve(struct cli *c, int argc, char **argv)
@@ -1106,7 +1028,7 @@ static int run(int argc, char **argv, char **pos)
 {
 	struct cli c = {.max_idle = 3600, .stale_age = 60, .gc_every = 900};
 	struct parse p = {.pos = pos};
-	char default_state[1024];
+	char default_state[PATH_MAX];
 	c.state_dir = getenv("NSHASH_STATE_DIR");
 	if (!c.state_dir || !*c.state_dir) {
 		nsh_default_state_dir(default_state, sizeof(default_state));

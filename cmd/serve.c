@@ -135,24 +135,6 @@ static int name_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Up to `cap` bytes of fd: reads until EOF or the cap (one read() may
- * return less, e.g. from a file being written); -1 on an error. */
-static ssize_t read_upto(int fd, char *buf, size_t cap)
-{
-	size_t got = 0;
-	while (got < cap) {
-		ssize_t n = read(fd, buf + got, cap - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -1;
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	return (ssize_t)got;
-}
-
 /* Every *.prom file of the textfile dir, in name order: regular files only,
  * each whole or not at all (larger than TEXTFILE_MAX, or with a NUL byte:
  * skipped with a comment, so the scrape stays parsable). */
@@ -189,18 +171,17 @@ static size_t textfiles(FILE *f, const char *dir)
 		struct stat st;
 		const char *why = NULL;
 		char *text = NULL;
-		ssize_t len = 0;
+		size_t len = 0;
+		struct nshash_error rerr;
 		if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 			why = "not a regular file";
 		else if (st.st_size > TEXTFILE_MAX)
 			why = "larger than 262144 bytes";
-		else if (!(text = malloc(TEXTFILE_MAX + 1)))
-			why = "out of memory";
-		else if ((len = read_upto(fd, text, TEXTFILE_MAX + 1)) < 0)
-			why = "unreadable";
-		else if (len > TEXTFILE_MAX)
-			why = "larger than 262144 bytes";
-		else if (memchr(text, '\0', (size_t)len))
+		else if (nsh_read_fd(fd, shown, TEXTFILE_MAX, &text, &len, &rerr) < 0)
+			why = rerr.errnum == EFBIG    ? "larger than 262144 bytes"
+			      : rerr.errnum == ENOMEM ? "out of memory"
+						      : "unreadable";
+		else if (memchr(text, '\0', len))
 			why = "has a NUL byte";
 		if (fd >= 0)
 			close(fd);
@@ -208,7 +189,7 @@ static size_t textfiles(FILE *f, const char *dir)
 			fprintf(f, "# nshash serve: textfile %s skipped: %s\n", shown, why);
 			skipped++;
 		} else if (len) {
-			fwrite(text, 1, (size_t)len, f);
+			fwrite(text, 1, len, f);
 			if (text[len - 1] != '\n')
 				fputc('\n', f);
 		}

@@ -64,7 +64,7 @@ struct view {
 	struct nshash_stats_netns *v;
 	size_t n;
 	struct nshash_stats_shared sh[2];
-	struct nshash_policy policy;
+	struct nsh_policy policy;
 	struct nsh_pod_record *pods;
 	size_t npods;
 	uint64_t adds[3]; /* sized, warned, refused */
@@ -378,7 +378,7 @@ static void print_text(const struct view *w)
 
 /* ------------------------------------------------------------- the defaults */
 
-json_object *stats_defaults_json(const struct nshash_policy *policy)
+json_object *stats_defaults_json(const struct nsh_policy *policy)
 {
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "tcp", json_object_new_int64(policy->defaults.tcp));
@@ -387,7 +387,7 @@ json_object *stats_defaults_json(const struct nshash_policy *policy)
 	return o;
 }
 
-void stats_defaults_text(const struct nshash_policy *policy, char *out, size_t len)
+void stats_defaults_text(const struct nsh_policy *policy, char *out, size_t len)
 {
 	if (!nsh_policy_has_defaults(policy))
 		snprintf(out, len,
@@ -455,9 +455,9 @@ static int view_load(const char *state_dir, const char *const *only, size_t nonl
 {
 	struct nshash_error err = {0};
 	memset(w, 0, sizeof(*w));
-	if (nshash_policy_load(getenv("NSHASH_POLICY"), &w->policy, &err) < 0) {
+	if (nsh_policy_load(getenv("NSHASH_POLICY"), &w->policy, &err) < 0) {
 		fail(0, "stats: %s (recommendations ignore the policy's caps)", err.msg);
-		nshash_policy_defaults(&w->policy);
+		nsh_policy_defaults(&w->policy);
 		w->policy.max = (struct nshash_sizes){NSHASH_TCP_MAX, NSHASH_UDP_MAX};
 	}
 	struct nshash_stats_opts opts = {.state_dir = state_dir, .only = only, .nonly = nonly};

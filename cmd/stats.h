@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* `nshash stats`, and the socket counts `nshash show` prints. */
-#ifndef NSHASH_CMD_STATS_H
-#define NSHASH_CMD_STATS_H
+#ifndef NSH_CMD_STATS_H
+#define NSH_CMD_STATS_H
 
 #include <json-c/json.h>
 #include <stdbool.h>
@@ -27,8 +27,8 @@ void stats_sockets_text(const struct nshash_sockets *s, const struct nshash_netn
 
 /* The policy's defaultTcp/defaultUdp for check and stats: a JSON object
  * {"tcp": N, "udp": N, "source": "FILE"} and a text line ending in "\n". */
-struct nshash_policy;
-json_object *stats_defaults_json(const struct nshash_policy *policy);
-void stats_defaults_text(const struct nshash_policy *policy, char *out, size_t len);
+struct nsh_policy;
+json_object *stats_defaults_json(const struct nsh_policy *policy);
+void stats_defaults_text(const struct nsh_policy *policy, char *out, size_t len);
 
 #endif

@@ -88,7 +88,7 @@ struct nshash_cni_config {
 	bool has_max_tcp, has_max_udp, has_spares, has_on_failure;
 	struct nshash_sizes sizes; /* network defaults (0 = not given) */
 	struct nshash_sizes max;   /* maxTcp / maxUdp (absent = the default) */
-	enum nshash_on_failure on_failure;
+	enum nsh_on_failure on_failure;
 	enum nshash_strategy strategy; /* "strategy", default template */
 	char state_dir[1024];	       /* "stateDir" ("" = absent); the node's after _node() */
 	uint64_t max_table_bytes;      /* "maxTableBytes": node-wide budget, 0 = none */
@@ -113,7 +113,7 @@ void nshash_cni_config_free(struct nshash_cni_config *cfg);
  * network value above the node's is lowered, with a line in `warn`); the
  * network default above the resulting cap is code 7; strategy is nested when
  * either says so; onFailure is the network's, else the node's. */
-int nshash_cni_config_node(struct nshash_cni_config *cfg, const struct nshash_policy *node, char *warn, size_t wlen,
+int nshash_cni_config_node(struct nshash_cni_config *cfg, const struct nsh_policy *node, char *warn, size_t wlen,
 			   struct nshash_cni_failure *err);
 /* The sizes this attachment asks for: the network defaults overridden per
  * protocol by the pod annotations io.nshash.tcp / io.nshash.udp from
@@ -160,7 +160,7 @@ struct nshash_cni_output {
 /* The node's side: the policy file the hook and the wrapper read
  * ($NSHASH_POLICY, else /etc/nshash/nshash.json; absent = the defaults). */
 struct nshash_cni_node {
-	struct nshash_policy policy;
+	struct nsh_policy policy;
 	bool failed; /* it could not be read: `error` says why */
 	struct nshash_error error;
 };

@@ -79,7 +79,7 @@ static int soft_failure(struct run *r, int code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (r->cfg.on_failure == NSHASH_ON_FAILURE_WARN) {
+	if (r->cfg.on_failure == NSH_ON_FAILURE_WARN) {
 		nsh_cni_log(r, "warning (onFailure warn, code %d): %s; continuing on the shared tables", code, msg);
 		r->out->outcome = NSH_CNI_WARNED;
 		return 1;

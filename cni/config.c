@@ -228,23 +228,22 @@ static int config_sizes(json_object *root, struct nshash_cni_config *cfg, struct
 	return config_bytes(root, "maxTableBytes", &cfg->max_table_bytes, err);
 }
 
-/* spares: a JSON integer 0..NSHASH_MAX_SPARES, absent = the default. */
+/* spares: a JSON integer 0..NSH_MAX_SPARES, absent = the default. */
 static int config_spares(json_object *root, struct nshash_cni_config *cfg, struct nshash_cni_failure *err)
 {
 	json_object *v;
-	cfg->spares = NSHASH_DEFAULT_SPARES;
+	cfg->spares = NSH_DEFAULT_SPARES;
 	if (!json_object_object_get_ex(root, "spares", &v))
 		return 0;
 	char shown[96];
 	json_shown(v, shown, sizeof(shown));
 	int64_t n = json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : -1;
-	if (n < 0 || n > NSHASH_MAX_SPARES)
-		return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
-				       "network config key \"spares\": %s is %s; expected a JSON integer 0..%d (sized "
-				       "netns kept ready per size pair, 0 = none)",
-				       shown,
-				       json_object_is_type(v, json_type_int) ? "out of range" : json_type_word(v),
-				       NSHASH_MAX_SPARES);
+	if (n < 0 || n > NSH_MAX_SPARES)
+		return nshash_cni_fail(
+		    err, NSHASH_CNI_E_CONFIG, NULL,
+		    "network config key \"spares\": %s is %s; expected a JSON integer 0..%d (sized "
+		    "netns kept ready per size pair, 0 = none)",
+		    shown, json_object_is_type(v, json_type_int) ? "out of range" : json_type_word(v), NSH_MAX_SPARES);
 	cfg->spares = (unsigned)n;
 	cfg->has_spares = true;
 	return 0;
@@ -260,7 +259,7 @@ static int config_choices(json_object *root, struct nshash_cni_config *cfg, stru
 		return -err->err.errnum;
 	cfg->has_on_failure = s != NULL;
 	if (s && strcmp(s, "warn") == 0)
-		cfg->on_failure = NSHASH_ON_FAILURE_WARN;
+		cfg->on_failure = NSH_ON_FAILURE_WARN;
 	else if (s && strcmp(s, "fail") != 0)
 		return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
 				       "network config key \"onFailure\": \"%.64s\" is not fail or warn", s);
@@ -313,7 +312,7 @@ int nshash_cni_config_parse(const char *text, size_t len, struct nshash_cni_conf
 	int r;
 
 	memset(cfg, 0, sizeof(*cfg));
-	cfg->on_failure = NSHASH_ON_FAILURE_FAIL;
+	cfg->on_failure = NSH_ON_FAILURE_FAIL;
 	cfg->strategy = NSHASH_STRATEGY_TEMPLATE; /* one unshare per ADD instead of two */
 	r = nsh_cni_decode(text, len, &root, err);
 	if (r < 0)
@@ -348,7 +347,7 @@ static void lowered(char *warn, size_t wlen, const char *key, unsigned long long
 		   warn[0] ? "\n" : "", key, asked, key, node, source, node);
 }
 
-int nshash_cni_config_node(struct nshash_cni_config *cfg, const struct nshash_policy *node, char *warn, size_t wlen,
+int nshash_cni_config_node(struct nshash_cni_config *cfg, const struct nsh_policy *node, char *warn, size_t wlen,
 			   struct nshash_cni_failure *err)
 {
 	warn[0] = '\0';
@@ -445,8 +444,8 @@ int nshash_cni_request(const struct nshash_cni_config *cfg, struct nshash_sizes 
 		ann = NULL;
 	bool tcp_given, udp_given;
 	struct nshash_sizes asked = {0, 0};
-	if (annotation_size(ann, NSHASH_ANNOTATION_TCP, NSHASH_TCP, &tcp_given, &asked.tcp, err) < 0 ||
-	    annotation_size(ann, NSHASH_ANNOTATION_UDP, NSHASH_UDP, &udp_given, &asked.udp, err) < 0)
+	if (annotation_size(ann, NSH_ANNOTATION_TCP, NSHASH_TCP, &tcp_given, &asked.tcp, err) < 0 ||
+	    annotation_size(ann, NSH_ANNOTATION_UDP, NSHASH_UDP, &udp_given, &asked.udp, err) < 0)
 		return -err->err.errnum;
 	if (tcp_given)
 		req->tcp = asked.tcp;

@@ -71,8 +71,8 @@ void nsh_cni_log_setup(struct run *r)
 	char program[320];
 	snprintf(program, sizeof(program), "nshash[%s %s]", r->env->command && *r->env->command ? r->env->command : "-",
 		 r->env->containerid && *r->env->containerid ? r->env->containerid : "-");
-	nshash_log_setup(program, NULL);
-	nsh_log_redirect(NSHASH_LOG_QUIET, log_sink, r);
+	nsh_log_setup(program, NULL);
+	nsh_log_redirect(NSH_LOG_QUIET, log_sink, r);
 }
 
 void nsh_cni_log(struct run *r, const char *fmt, ...)
@@ -80,7 +80,7 @@ void nsh_cni_log(struct run *r, const char *fmt, ...)
 	va_list ap;
 	(void)r;
 	va_start(ap, fmt);
-	nshash_vlog(NSHASH_LOG_INFO, NULL, fmt, ap);
+	nsh_vlog(NSH_LOG_INFO, NULL, fmt, ap);
 	va_end(ap);
 }
 

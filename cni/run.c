@@ -39,9 +39,9 @@ static void peek_version(const char *input, size_t len, char *out, size_t outlen
 void nshash_cni_node_load(struct nshash_cni_node *node)
 {
 	memset(node, 0, sizeof(*node));
-	if (nshash_policy_load(getenv("NSHASH_POLICY"), &node->policy, &node->error) < 0) {
+	if (nsh_policy_load(getenv("NSHASH_POLICY"), &node->policy, &node->error) < 0) {
 		node->failed = true;
-		nshash_policy_defaults(&node->policy);
+		nsh_policy_defaults(&node->policy);
 	}
 }
 
@@ -51,7 +51,7 @@ static int node_applied(struct run *r, const struct nshash_cni_node *node)
 	struct nshash_cni_node defaults;
 	if (!node) {
 		memset(&defaults, 0, sizeof(defaults));
-		nshash_policy_defaults(&defaults.policy);
+		nsh_policy_defaults(&defaults.policy);
 		node = &defaults;
 	}
 	if (node->failed)
@@ -127,7 +127,7 @@ done:
 		nsh_cni_log(&r, "error %d: %s", r.err.code, r.err.err.msg);
 	}
 	nshash_cni_config_free(&r.cfg);
-	nsh_log_redirect(NSHASH_LOG_INFO, NULL, NULL); /* r is going away */
+	nsh_log_redirect(NSH_LOG_INFO, NULL, NULL); /* r is going away */
 }
 
 int nshash_cni_record(const struct nshash_cni_env *env, const struct nshash_cni_output *out, const char *state_dir,

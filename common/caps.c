@@ -12,7 +12,7 @@ int nsh_caps_keep(const int *keep, size_t n, struct nshash_error *err)
 	cap_t now = cap_get_proc(), want = cap_init();
 	int r = 0;
 	if (!now || !want) {
-		r = nshash_error_set(err, errno, "drop capabilities: %s", strerror(errno));
+		r = nsh_error_sys(err, errno, "drop capabilities");
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -21,13 +21,13 @@ int nsh_caps_keep(const int *keep, size_t n, struct nshash_error *err)
 		if (cap_get_flag(now, c, CAP_PERMITTED, &held) == 0 && held == CAP_SET &&
 		    (cap_set_flag(want, CAP_PERMITTED, 1, &c, CAP_SET) < 0 ||
 		     cap_set_flag(want, CAP_EFFECTIVE, 1, &c, CAP_SET) < 0)) {
-			r = nshash_error_set(err, errno, "drop capabilities: %s", strerror(errno));
+			r = nsh_error_sys(err, errno, "drop capabilities");
 			goto out;
 		}
 	}
 	/* inheritable empty; the kernel clears ambient bits no longer permitted */
 	if (cap_set_proc(want) < 0)
-		r = nshash_error_set(err, errno, "drop capabilities: %s", strerror(errno));
+		r = nsh_error_sys(err, errno, "drop capabilities");
 out:
 	if (now)
 		cap_free(now);

@@ -65,7 +65,7 @@ static int own_dir_at(int dirfd, const char *name, const char *shown, struct nsh
 {
 	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
-		return nshash_error_set(err, errno, "%s: %s", shown, strerror(errno));
+		return nsh_error_sys(err, errno, "%s", shown);
 	struct stat st;
 	if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0022)) {
 		close(fd);
@@ -122,7 +122,7 @@ static int adds_count_at(int dfd, const char *state_dir, enum nsh_cni_outcome o,
 {
 	int fd = openat(dfd, "adds", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
 	if (fd < 0)
-		return nshash_error_set(err, errno, "count the ADD in %s/cni/adds: %s", state_dir, strerror(errno));
+		return nsh_error_sys(err, errno, "count the ADD in %s/cni/adds", state_dir);
 	struct stat st;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
@@ -131,7 +131,7 @@ static int adds_count_at(int dfd, const char *state_dir, enum nsh_cni_outcome o,
 	if (flock(fd, LOCK_EX) < 0) {
 		int e = errno;
 		close(fd);
-		return nshash_error_set(err, e, "lock %s/cni/adds: %s", state_dir, strerror(e));
+		return nsh_error_sys(err, e, "lock %s/cni/adds", state_dir);
 	}
 	char buf[128];
 	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
@@ -143,8 +143,7 @@ static int adds_count_at(int dfd, const char *state_dir, enum nsh_cni_outcome o,
 			   (unsigned long long)c[2]);
 	int r = 0;
 	if (pwrite(fd, buf, (size_t)len, 0) != len)
-		r = nshash_error_set(err, errno ? errno : EIO, "write %s/cni/adds: %s", state_dir,
-				     strerror(errno ? errno : EIO));
+		r = nsh_error_sys(err, errno ? errno : EIO, "write %s/cni/adds", state_dir);
 	close(fd); /* and the lock */
 	return r;
 }
@@ -164,7 +163,7 @@ int nsh_cni_adds_read(const char *state_dir, uint64_t counts[3], struct nshash_e
 	int e = errno;
 	close(dfd);
 	if (fd < 0)
-		return e == ENOENT ? 0 : nshash_error_set(err, e, "read %s/cni/adds: %s", state_dir, strerror(e));
+		return e == ENOENT ? 0 : nsh_error_sys(err, e, "read %s/cni/adds", state_dir);
 	struct stat st;
 	char buf[128];
 	ssize_t n = -1;
@@ -269,13 +268,13 @@ static int record_write_at(int dfd, const char *state_dir, const struct nsh_pod_
 	if (fd < 0) {
 		int e = errno;
 		close(pfd);
-		return nshash_error_set(err, e, "write %s/cni/pods/%s: %s", state_dir, tmp, strerror(e));
+		return nsh_error_sys(err, e, "write %s/cni/pods/%s", state_dir, tmp);
 	}
 	int r = 0;
 	if (nsh_write_all(fd, line, (size_t)n) < 0 || close(fd) < 0 || renameat(pfd, tmp, pfd, rec->id) < 0) {
 		int e = errno;
 		unlinkat(pfd, tmp, 0);
-		r = nshash_error_set(err, e, "write %s/cni/pods/%s: %s", state_dir, rec->id, strerror(e));
+		r = nsh_error_sys(err, e, "write %s/cni/pods/%s", state_dir, rec->id);
 	}
 	close(pfd);
 	return r;
@@ -314,7 +313,7 @@ int nsh_pod_record_remove(const char *state_dir, const char *id, struct nshash_e
 	if (pfd < 0)
 		return pfd == -ENOENT ? 0 : pfd;
 	int r = unlinkat(pfd, id, 0) < 0 && errno != ENOENT
-		    ? nshash_error_set(err, errno, "remove %s/cni/pods/%s: %s", state_dir, id, strerror(errno))
+		    ? nsh_error_sys(err, errno, "remove %s/cni/pods/%s", state_dir, id)
 		    : 0;
 	close(pfd);
 	return r;
@@ -362,7 +361,7 @@ static int records_each(const char *state_dir, struct nsh_pod_record *rec,
 	if (!d) {
 		int e = errno;
 		close(dfd);
-		return nshash_error_set(err, e, "list %s/cni/pods: %s", state_dir, strerror(e));
+		return nsh_error_sys(err, e, "list %s/cni/pods", state_dir);
 	}
 	struct dirent *de;
 	char text[RECORD_MAX + 1];

@@ -2,84 +2,85 @@
 /* What the front-ends (cmd/, oci-hooks/, cni/) share: the policy file, the
  * logger, the JSON decoder, file reading, quoting and path checks.  Built
  * into build/libnshash-common.a; neither installed nor exported. */
-#ifndef NSHASH_COMMON_H
-#define NSHASH_COMMON_H
+#ifndef NSH_COMMON_H
+#define NSH_COMMON_H
 
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "nshash.h"
+#include "shared.h" /* lib's file and /proc helpers, shared with the front-ends */
 
 struct json_object;
 struct stat;
 
 /* ------------------------------------------------------------ annotations */
-#define NSHASH_ANNOTATION_PREFIX "io.nshash."
-#define NSHASH_ANNOTATION_TCP	 "io.nshash.tcp"
-#define NSHASH_ANNOTATION_UDP	 "io.nshash.udp"
+#define NSH_ANNOTATION_PREFIX "io.nshash."
+#define NSH_ANNOTATION_TCP    "io.nshash.tcp"
+#define NSH_ANNOTATION_UDP    "io.nshash.udp"
 
 /* ------------------------------------------------------------ policy */
 /* Policy file (nshash.json(5)): what an admin allows annotations to ask for.
  * A missing file means the defaults below; a malformed one is an error that
  * names the line or the key. */
-#define NSHASH_DEFAULT_POLICY_PATH	"/etc/nshash/nshash.json"
-#define NSHASH_POLICY_DEFAULT_MAX_TCP	262144u /* 2 MiB of buckets */
-#define NSHASH_POLICY_DEFAULT_MAX_UDP	16384u	/* 1 MiB of buckets */
-#define NSHASH_POLICY_DEFAULT_STALE_AGE 60	/* staleAge: as nshash gc --stale-age */
-#define NSHASH_DEFAULT_SPARES		1	/* spares: netns made ahead per size pair */
-#define NSHASH_MAX_SPARES		16
+#define NSH_DEFAULT_POLICY_PATH	     "/etc/nshash/nshash.json"
+#define NSH_POLICY_DEFAULT_MAX_TCP   262144u /* 2 MiB of buckets */
+#define NSH_POLICY_DEFAULT_MAX_UDP   16384u  /* 1 MiB of buckets */
+#define NSH_POLICY_DEFAULT_STALE_AGE 60	     /* staleAge: as nshash gc --stale-age */
+#define NSH_DEFAULT_SPARES	     1	     /* spares: netns made ahead per size pair */
+#define NSH_MAX_SPARES		     16
 /* Annotation nshash writes into a transformed config: the pin's name under
  * STATE_DIR/pins.  Refused when a user supplies it. */
-#define NSHASH_ANNOTATION_PIN "io.nshash.pin"
+#define NSH_ANNOTATION_PIN "io.nshash.pin"
 
-enum nshash_on_failure { NSHASH_ON_FAILURE_FAIL = 0, NSHASH_ON_FAILURE_WARN = 1 };
+enum nsh_on_failure { NSH_ON_FAILURE_FAIL = 0, NSH_ON_FAILURE_WARN = 1 };
 
-struct nshash_policy {
-	struct nshash_sizes max;	   /* maxTcp, maxUdp: caps on requests */
-	struct nshash_sizes defaults;	   /* defaultTcp, defaultUdp: for a container asking nothing (0 = shared) */
-	enum nshash_on_failure on_failure; /* onFailure */
-	enum nshash_strategy strategy;	   /* strategy */
-	char state_dir[1024];		   /* stateDir */
-	char runtime[1024];		   /* runtime: "" = first of runc, crun */
-	char hook_path[1024];		   /* hookPath: "" = nshash-hook next to the wrapper */
-	char log_file[1024];		   /* logFile: "" = none */
-	bool syslog;			   /* syslog */
-	char source[1024];		   /* file it was read from, or "defaults" */
-	uint64_t max_table_bytes;	   /* maxTableBytes: node-wide budget, 0 = none */
-	int64_t stale_age;		   /* staleAge: unused container pins older than this are reclaimed */
-	int64_t reclaim_interval;	   /* reclaimInterval: seconds between reclaim runs (0 = every run) */
-	unsigned spares;		   /* spares: sized netns made ahead per size pair (0 = none) */
-	unsigned max_spares;		   /* maxSpares: spares in the state dir, all size pairs */
-	uint64_t max_spare_bytes;	   /* maxSpareBytes: their table bytes */
-	int64_t spare_max_idle;		   /* spareMaxIdle: seconds before an untaken spare goes */
+struct nsh_policy {
+	struct nshash_sizes max;	/* maxTcp, maxUdp: caps on requests */
+	struct nshash_sizes defaults;	/* defaultTcp, defaultUdp: for a container asking nothing (0 = shared) */
+	enum nsh_on_failure on_failure; /* onFailure */
+	enum nshash_strategy strategy;	/* strategy */
+	char state_dir[1024];		/* stateDir */
+	char runtime[1024];		/* runtime: "" = first of runc, crun */
+	char hook_path[1024];		/* hookPath: "" = nshash-hook next to the wrapper */
+	char log_file[1024];		/* logFile: "" = none */
+	bool syslog;			/* syslog */
+	char source[1024];		/* file it was read from, or "defaults" */
+	uint64_t max_table_bytes;	/* maxTableBytes: node-wide budget, 0 = none */
+	int64_t stale_age;		/* staleAge: unused container pins older than this are reclaimed */
+	int64_t reclaim_interval;	/* reclaimInterval: seconds between reclaim runs (0 = every run) */
+	unsigned spares;		/* spares: sized netns made ahead per size pair (0 = none) */
+	unsigned max_spares;		/* maxSpares: spares in the state dir, all size pairs */
+	uint64_t max_spare_bytes;	/* maxSpareBytes: their table bytes */
+	int64_t spare_max_idle;		/* spareMaxIdle: seconds before an untaken spare goes */
 };
 
-void nshash_policy_defaults(struct nshash_policy *policy);
+void nsh_policy_defaults(struct nsh_policy *policy);
 /* Parse policy JSON text; `source` names it in errors.  Unknown keys,
  * wrong types and out-of-range values are errors naming the key. */
-int nshash_policy_parse(const char *text, size_t len, const char *source, struct nshash_policy *policy,
-			struct nshash_error *err);
-/* Load `path` (NULL = NSHASH_DEFAULT_POLICY_PATH).  ENOENT = defaults. */
-int nshash_policy_load(const char *path, struct nshash_policy *policy, struct nshash_error *err);
-const char *nshash_on_failure_name(enum nshash_on_failure on_failure);
+int nsh_policy_parse(const char *text, size_t len, const char *source, struct nsh_policy *policy,
+		     struct nshash_error *err);
+/* Load `path` (NULL = NSH_DEFAULT_POLICY_PATH).  ENOENT = defaults. */
+int nsh_policy_load(const char *path, struct nsh_policy *policy, struct nshash_error *err);
+const char *nsh_on_failure_name(enum nsh_on_failure on_failure);
 /* Does the policy size containers that ask nothing (defaultTcp or defaultUdp
  * not 0)? */
-bool nsh_policy_has_defaults(const struct nshash_policy *policy);
+bool nsh_policy_has_defaults(const struct nsh_policy *policy);
 /* How the policy has netns of `sizes` made: strategy, state dir, budget,
  * spares. */
-struct nshash_create_opts nsh_policy_create_opts(const struct nshash_policy *policy, struct nshash_sizes sizes);
+struct nshash_create_opts nsh_policy_create_opts(const struct nsh_policy *policy, struct nshash_sizes sizes);
 
 /* ------------------------------------------------------------ logger */
 /* The one logger of the front-ends: one line per action on stderr
  * ("PROGRAM: level: ID: message"), and to the policy's logFile and syslog
  * when configured, and to a sink a front-end adds.  Never fails the caller.
  * Its state lives here, in the front-end, never in libnshash. */
-enum nshash_log_level {
-	NSHASH_LOG_QUIET = -1, /* as nsh_log_redirect's stderr_max: nothing on stderr */
-	NSHASH_LOG_ERROR = 0,
-	NSHASH_LOG_WARN = 1,
-	NSHASH_LOG_INFO = 2,
+enum nsh_log_level {
+	NSH_LOG_QUIET = -1, /* as nsh_log_redirect's stderr_max: nothing on stderr */
+	NSH_LOG_ERROR = 0,
+	NSH_LOG_WARN = 1,
+	NSH_LOG_INFO = 2,
 };
 /* reclaim.c: nshash_reclaim() with a scan limit, for the end of a hook,
  * wrapper or plugin run.  1 with a message for the log (pins removed, or
@@ -108,15 +109,14 @@ void nsh_spares_work(const struct nshash_create_opts *opts);
  * container's start path. */
 void nsh_background(void);
 
-void nshash_log_setup(const char *program, const struct nshash_policy *policy);
-void nshash_log(enum nshash_log_level level, const char *id, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-void nshash_vlog(enum nshash_log_level level, const char *id, const char *fmt, va_list ap);
+void nsh_log_setup(const char *program, const struct nsh_policy *policy);
+void nsh_log(enum nsh_log_level level, const char *id, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void nsh_vlog(enum nsh_log_level level, const char *id, const char *fmt, va_list ap);
 
 typedef void (*nsh_log_sink)(void *ctx, const char *level, const char *line);
 /* Messages above `stderr_max` skip stderr; every message also goes to
  * `sink` (NULL = none) as "PROGRAM: ID: message". */
-void nsh_log_redirect(enum nshash_log_level stderr_max, nsh_log_sink sink, void *ctx);
+void nsh_log_redirect(enum nsh_log_level stderr_max, nsh_log_sink sink, void *ctx);
 
 /* ------------------------------------------------------------ JSON */
 /* The one JSON decoder for untrusted text: one document, nothing but JSON
@@ -148,8 +148,7 @@ int nsh_json_parse_text(const char *text, size_t len, const char *source, struct
 void nsh_text_position(const char *text, size_t len, size_t offset, unsigned *line, unsigned *col);
 
 /* ------------------------------------------------------------ files */
-/* Read all of fd (at most max bytes) into a NUL-terminated malloc'd buffer. */
-int nsh_read_fd(int fd, const char *what, size_t max, char **out, size_t *out_len, struct nshash_error *err);
+/* (nsh_read_fd, nsh_write_all, nsh_write_replace: lib/shared.h) */
 int nsh_read_file(const char *path, size_t max, char **out, size_t *out_len, struct nshash_error *err);
 /* Both read only a regular file (a FIFO, a device or a directory is refused,
  * never opened); exactly `max` bytes are allowed.  *st (may be NULL): the
@@ -160,8 +159,6 @@ int nsh_read_file_stat(const char *path, size_t max, char **out, size_t *out_len
  * is refused as not a regular file). */
 int nsh_read_file_flags(const char *path, int oflags, size_t max, char **out, size_t *out_len, struct stat *st,
 			struct nshash_error *err);
-/* Write all of p (retrying short writes and EINTR): 0, or -1 with errno. */
-int nsh_write_all(int fd, const char *p, size_t len);
 
 /* ------------------------------------------------------------ text */
 /* Append printf-style to the NUL-terminated `buf` of size `len`; cut when
@@ -175,16 +172,7 @@ void nsh_append(char *buf, size_t len, const char *fmt, ...) __attribute__((form
 int nsh_caps_keep(const int *keep, size_t n, struct nshash_error *err);
 
 /* ------------------------------------------------------------ paths */
-/* NULL when `path` is a clean absolute path (no "..", "." or empty
- * component, no control character, shorter than PATH_MAX), else why not
- * ("is not an absolute path", "contains \"..\"", ...). */
-const char *nsh_path_unclean(const char *path);
-/* The state dir when none is configured: /run/nshash for root of the
- * initial user namespace; otherwise (a user, or root of a user namespace
- * such as rootless podman's hooks) $XDG_RUNTIME_DIR/nshash, else
- * /run/user/UID/nshash with UID the caller's uid outside any user
- * namespace. */
-void nsh_default_state_dir(char *out, size_t len);
+/* (nsh_path_unclean, nsh_default_state_dir: lib/shared.h) */
 
 /* ------------------------------------------------------------ CNI state */
 /* cnistate.c: what the CNI plugin records in STATE_DIR/cni for the CLI

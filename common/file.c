@@ -29,11 +29,11 @@ int nsh_read_file_flags(const char *path, int oflags, size_t max, char **out, si
 	 * run; only a regular file is opened for reading, the same inode. */
 	int pfd = open(path, O_PATH | O_CLOEXEC | oflags);
 	if (pfd < 0 || fstat(pfd, st) < 0) {
-		r = nshash_error_set(err, errno, "read %s: %s", path, strerror(errno));
+		r = nsh_error_sys(err, errno, "read %s", path);
 		goto out;
 	}
 	if (S_ISDIR(st->st_mode)) {
-		r = nshash_error_set(err, EISDIR, "read %s: %s", path, strerror(EISDIR));
+		r = nsh_error_sys(err, EISDIR, "read %s", path);
 		goto out;
 	}
 	if (!S_ISREG(st->st_mode)) {
@@ -44,7 +44,7 @@ int nsh_read_file_flags(const char *path, int oflags, size_t max, char **out, si
 	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", pfd);
 	int fd = open(fdpath, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0) {
-		r = nshash_error_set(err, errno, "read %s: %s", path, strerror(errno));
+		r = nsh_error_sys(err, errno, "read %s", path);
 		goto out;
 	}
 	r = nsh_read_fd(fd, path, max, out, out_len, err);
@@ -58,70 +58,4 @@ out:
 int nsh_read_file(const char *path, size_t max, char **out, size_t *out_len, struct nshash_error *err)
 {
 	return nsh_read_file_stat(path, max, out, out_len, NULL, err);
-}
-
-int nsh_read_fd(int fd, const char *what, size_t max, char **out, size_t *out_len, struct nshash_error *err)
-{
-	size_t cap = max < 4096 ? max : 4096, len = 0;
-	char *buf = malloc(cap + 1);
-
-	if (!buf)
-		return nshash_error_set(err, ENOMEM, "read %s: out of memory", what);
-	for (;;) {
-		if (len == cap && cap >= max) {
-			/* exactly `max` bytes are fine: refuse only a byte more */
-			char extra;
-			ssize_t n = read(fd, &extra, 1);
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n == 0)
-				break;
-			int e = n < 0 ? errno : EFBIG;
-			free(buf);
-			if (n < 0)
-				return nshash_error_set(err, e, "read %s: %s", what, strerror(e));
-			return nshash_error_set(err, EFBIG, "read %s: larger than %zu bytes", what, max);
-		}
-		if (len == cap) {
-			cap = cap > max / 2 ? max : cap * 2;
-			char *nbuf = realloc(buf, cap + 1);
-			if (!nbuf) {
-				free(buf);
-				return nshash_error_set(err, ENOMEM, "read %s: out of memory", what);
-			}
-			buf = nbuf;
-		}
-		ssize_t n = read(fd, buf + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int e = errno;
-			free(buf);
-			return nshash_error_set(err, e, "read %s: %s", what, strerror(e));
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	buf[len] = '\0';
-	*out = buf;
-	*out_len = len;
-	return 0;
-}
-
-int nsh_write_all(int fd, const char *p, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			if (n == 0)
-				errno = EIO;
-			return -1;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
 }

@@ -20,19 +20,19 @@ static struct {
 	char tag[64];	   /* what was in brackets ("precreate"), leads each syslog line */
 	char log_file[1024];
 	bool syslog;
-	enum nshash_log_level stderr_max;
+	enum nsh_log_level stderr_max;
 	nsh_log_sink sink;
 	void *sink_ctx;
-} log_cfg = {.program = "nshash", .stderr_max = NSHASH_LOG_INFO};
+} log_cfg = {.program = "nshash", .stderr_max = NSH_LOG_INFO};
 
-void nsh_log_redirect(enum nshash_log_level stderr_max, nsh_log_sink sink, void *ctx)
+void nsh_log_redirect(enum nsh_log_level stderr_max, nsh_log_sink sink, void *ctx)
 {
 	log_cfg.stderr_max = stderr_max;
 	log_cfg.sink = sink;
 	log_cfg.sink_ctx = ctx;
 }
 
-void nshash_log_setup(const char *program, const struct nshash_policy *policy)
+void nsh_log_setup(const char *program, const struct nsh_policy *policy)
 {
 	/* the CNI plugin's carries the container id: escaped like the rest */
 	nshash_escape(program ? program : "nshash", log_cfg.program, sizeof(log_cfg.program));
@@ -81,26 +81,26 @@ static int log_file_open(void)
 	snprintf(file, sizeof(file), "%s", log_cfg.log_file);
 	log_cfg.log_file[0] = '\0'; /* once; and the warning below does not come back here */
 	if (why)
-		nshash_log(NSHASH_LOG_WARN, NULL,
-			   "logFile %s: not a regular file (%s): nothing is logged there; name a regular file (or "
-			   "a path that does not exist yet) in the policy",
-			   file, why);
+		nsh_log(NSH_LOG_WARN, NULL,
+			"logFile %s: not a regular file (%s): nothing is logged there; name a regular file (or "
+			"a path that does not exist yet) in the policy",
+			file, why);
 	else
-		nshash_log(NSHASH_LOG_WARN, NULL, "logFile %s: cannot open: %s: nothing is logged there", file,
-			   e == ELOOP ? "a symbolic link" : strerror(e));
+		nsh_log(NSH_LOG_WARN, NULL, "logFile %s: cannot open: %s: nothing is logged there", file,
+			e == ELOOP ? "a symbolic link" : strerror(e));
 	return -1;
 }
 
-void nshash_log(enum nshash_log_level level, const char *id, const char *fmt, ...)
+void nsh_log(enum nsh_log_level level, const char *id, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	nshash_vlog(level, id, fmt, ap);
+	nsh_vlog(level, id, fmt, ap);
 	va_end(ap);
 }
 
-void nshash_vlog(enum nshash_log_level level, const char *id, const char *fmt, va_list ap)
+void nsh_vlog(enum nsh_log_level level, const char *id, const char *fmt, va_list ap)
 {
 	static const char *const names[] = {"error", "warning", "info"};
 	static const int prio[] = {LOG_ERR, LOG_WARNING, LOG_INFO};
@@ -114,10 +114,10 @@ void nshash_vlog(enum nshash_log_level level, const char *id, const char *fmt, v
 		nshash_escape(id, idq, sizeof(idq));
 		id = idq;
 	}
-	if (level < NSHASH_LOG_ERROR)
-		level = NSHASH_LOG_ERROR;
-	if (level > NSHASH_LOG_INFO)
-		level = NSHASH_LOG_INFO;
+	if (level < NSH_LOG_ERROR)
+		level = NSH_LOG_ERROR;
+	if (level > NSH_LOG_INFO)
+		level = NSH_LOG_INFO;
 	/* stderr: podman and runc keep it; stdout is protocol */
 	if (level <= log_cfg.stderr_max)
 		fprintf(stderr, "%s: %s: %s%s%s\n", log_cfg.program, names[level], id ? id : "", id ? ": " : "", msg);

@@ -17,17 +17,17 @@
 /* A policy file is a few hundred bytes; refuse anything absurd. */
 #define POLICY_MAX_BYTES (64 * 1024)
 
-void nshash_policy_defaults(struct nshash_policy *policy)
+void nsh_policy_defaults(struct nsh_policy *policy)
 {
 	memset(policy, 0, sizeof(*policy));
-	policy->max.tcp = NSHASH_POLICY_DEFAULT_MAX_TCP;
-	policy->max.udp = NSHASH_POLICY_DEFAULT_MAX_UDP;
-	policy->on_failure = NSHASH_ON_FAILURE_FAIL;
+	policy->max.tcp = NSH_POLICY_DEFAULT_MAX_TCP;
+	policy->max.udp = NSH_POLICY_DEFAULT_MAX_UDP;
+	policy->on_failure = NSH_ON_FAILURE_FAIL;
 	policy->strategy = NSHASH_STRATEGY_TEMPLATE;
 	policy->syslog = true; /* podman shows a hook's stderr nowhere but "exit status 1" */
-	policy->stale_age = NSHASH_POLICY_DEFAULT_STALE_AGE;
+	policy->stale_age = NSH_POLICY_DEFAULT_STALE_AGE;
 	policy->reclaim_interval = NSHASH_RECLAIM_INTERVAL;
-	policy->spares = NSHASH_DEFAULT_SPARES;
+	policy->spares = NSH_DEFAULT_SPARES;
 	policy->max_spares = NSHASH_DEFAULT_MAX_SPARES;
 	policy->max_spare_bytes = NSHASH_DEFAULT_MAX_SPARE_BYTES;
 	policy->spare_max_idle = NSHASH_DEFAULT_SPARE_MAX_IDLE;
@@ -35,14 +35,14 @@ void nshash_policy_defaults(struct nshash_policy *policy)
 	snprintf(policy->source, sizeof(policy->source), "defaults");
 }
 
-bool nsh_policy_has_defaults(const struct nshash_policy *policy)
+bool nsh_policy_has_defaults(const struct nsh_policy *policy)
 {
 	return policy->defaults.tcp || policy->defaults.udp;
 }
 
-const char *nshash_on_failure_name(enum nshash_on_failure on_failure)
+const char *nsh_on_failure_name(enum nsh_on_failure on_failure)
 {
-	return on_failure == NSHASH_ON_FAILURE_WARN ? "warn" : "fail";
+	return on_failure == NSH_ON_FAILURE_WARN ? "warn" : "fail";
 }
 
 static int policy_string(struct json_object *val, const char *source, const char *key, bool absolute, char *dst,
@@ -97,7 +97,7 @@ static int policy_count(struct json_object *val, const char *source, const char 
 }
 
 /* One key of the policy file into p. */
-static int policy_key(struct nshash_policy *p, const char *key, struct json_object *val, const char *source,
+static int policy_key(struct nsh_policy *p, const char *key, struct json_object *val, const char *source,
 		      struct nshash_error *err)
 {
 	int r = 0;
@@ -113,9 +113,9 @@ static int policy_key(struct nshash_policy *p, const char *key, struct json_obje
 	} else if (!strcmp(key, "onFailure")) {
 		const char *s = json_object_is_type(val, json_type_string) ? json_object_get_string(val) : NULL;
 		if (s && !strcmp(s, "fail"))
-			p->on_failure = NSHASH_ON_FAILURE_FAIL;
+			p->on_failure = NSH_ON_FAILURE_FAIL;
 		else if (s && !strcmp(s, "warn"))
-			p->on_failure = NSHASH_ON_FAILURE_WARN;
+			p->on_failure = NSH_ON_FAILURE_WARN;
 		else
 			r = nshash_error_set(err, EINVAL,
 					     "%s: key \"onFailure\": expected \"fail\" or \"warn\", got %s", source,
@@ -153,21 +153,25 @@ static int policy_key(struct nshash_policy *p, const char *key, struct json_obje
 		r = policy_count(val, source, key, 365 * 86400, &p->reclaim_interval, err);
 	} else if (!strcmp(key, "spares")) {
 		int64_t v = 0;
-		r = policy_count(val, source, key, NSHASH_MAX_SPARES, &v, err);
+		r = policy_count(val, source, key, NSH_MAX_SPARES, &v, err);
 		p->spares = (unsigned)v;
 	} else if (!strcmp(key, "maxSpares")) {
 		int64_t v = 0;
 		r = policy_count(val, source, key, 4096, &v, err);
 		if (r == 0 && v == 0)
-			r = nshash_error_set(err, EINVAL, "%s: key \"maxSpares\": 0 is out of range 1..4096 (for no spares "
-					     "at all set \"spares\": 0)", source);
+			r = nshash_error_set(err, EINVAL,
+					     "%s: key \"maxSpares\": 0 is out of range 1..4096 (for no spares "
+					     "at all set \"spares\": 0)",
+					     source);
 		p->max_spares = (unsigned)v;
 	} else if (!strcmp(key, "maxSpareBytes")) {
 		int64_t v = 0;
 		r = policy_count(val, source, key, INT64_MAX, &v, err);
 		if (r == 0 && v == 0)
-			r = nshash_error_set(err, EINVAL, "%s: key \"maxSpareBytes\": 0 is out of range (for no spares at "
-					     "all set \"spares\": 0)", source);
+			r = nshash_error_set(err, EINVAL,
+					     "%s: key \"maxSpareBytes\": 0 is out of range (for no spares at "
+					     "all set \"spares\": 0)",
+					     source);
 		p->max_spare_bytes = (uint64_t)v;
 	} else if (!strcmp(key, "spareMaxIdle")) {
 		r = policy_count(val, source, key, 365 * 86400, &p->spare_max_idle, err);
@@ -194,7 +198,7 @@ static int policy_key(struct nshash_policy *p, const char *key, struct json_obje
 
 /* defaultTcp/defaultUdp within maxTcp/maxUdp (as the kernel rounds them),
  * whatever the order of the keys. */
-static int policy_defaults_capped(const struct nshash_policy *p, const char *source, struct nshash_error *err)
+static int policy_defaults_capped(const struct nsh_policy *p, const char *source, struct nshash_error *err)
 {
 	for (int i = 0; i < 2; i++) {
 		enum nshash_proto proto = i ? NSHASH_UDP : NSHASH_TCP;
@@ -210,14 +214,14 @@ static int policy_defaults_capped(const struct nshash_policy *p, const char *sou
 	return 0;
 }
 
-int nshash_policy_parse(const char *text, size_t len, const char *source, struct nshash_policy *policy,
-			struct nshash_error *err)
+int nsh_policy_parse(const char *text, size_t len, const char *source, struct nsh_policy *policy,
+		     struct nshash_error *err)
 {
 	struct json_object *root;
-	struct nshash_policy p;
+	struct nsh_policy p;
 	int r;
 
-	nshash_policy_defaults(&p);
+	nsh_policy_defaults(&p);
 	snprintf(p.source, sizeof(p.source), "%s", source);
 	r = nsh_json_parse_text(text, len, source, &root, err);
 	if (r < 0)
@@ -242,20 +246,20 @@ int nshash_policy_parse(const char *text, size_t len, const char *source, struct
 	return 0;
 }
 
-int nshash_policy_load(const char *path, struct nshash_policy *policy, struct nshash_error *err)
+int nsh_policy_load(const char *path, struct nsh_policy *policy, struct nshash_error *err)
 {
 	char *text;
 	size_t len;
 	int r;
 
 	if (!path || !*path)
-		path = NSHASH_DEFAULT_POLICY_PATH;
+		path = NSH_DEFAULT_POLICY_PATH;
 	if (path[0] != '/')
 		return nshash_error_set(err, EINVAL, "policy file \"%s\": not an absolute path", path);
 	struct stat st;
 	r = nsh_read_file_stat(path, POLICY_MAX_BYTES, &text, &len, &st, err);
 	if (r == -ENOENT) {
-		nshash_policy_defaults(policy);
+		nsh_policy_defaults(policy);
 		snprintf(policy->source, sizeof(policy->source), "defaults (%s absent)", path);
 		return 0;
 	}
@@ -275,12 +279,12 @@ int nshash_policy_load(const char *path, struct nshash_policy *policy, struct ns
 		free(text);
 		return r;
 	}
-	r = nshash_policy_parse(text, len, path, policy, err);
+	r = nsh_policy_parse(text, len, path, policy, err);
 	free(text);
 	return r;
 }
 
-struct nshash_create_opts nsh_policy_create_opts(const struct nshash_policy *policy, struct nshash_sizes sizes)
+struct nshash_create_opts nsh_policy_create_opts(const struct nsh_policy *policy, struct nshash_sizes sizes)
 {
 	return (struct nshash_create_opts){
 	    .sizes = sizes,

@@ -76,11 +76,11 @@ void nsh_background(void)
  * touches it).  One stat. */
 static bool expiry_due(const struct nshash_create_opts *opts)
 {
-	char dir[PATH_MAX];
+	char dir[PATH_MAX], sdbuf[PATH_MAX];
 	struct stat st;
 	int64_t idle = opts->spare_max_idle ? opts->spare_max_idle : NSHASH_DEFAULT_SPARE_MAX_IDLE;
 	if (opts->strategy != NSHASH_STRATEGY_TEMPLATE ||
-	    (size_t)snprintf(dir, sizeof(dir), "%s/spares", opts->state_dir ? opts->state_dir : NSHASH_DEFAULT_STATE_DIR) >=
+	    (size_t)snprintf(dir, sizeof(dir), "%s/spares", nsh_state_dir(opts->state_dir, sdbuf, sizeof(sdbuf))) >=
 		sizeof(dir) ||
 	    stat(dir, &st) < 0)
 		return false;
@@ -92,17 +92,16 @@ void nsh_spares_work(const struct nshash_create_opts *opts)
 	struct nshash_error err = {0};
 	if (nshash_spares_apply(opts)) {
 		if (nshash_spare_fill(opts, &err) < 0)
-			nshash_log(NSHASH_LOG_WARN, NULL, "%s (not fatal: the next container is made without one)",
-				   err.msg);
+			nsh_log(NSH_LOG_WARN, NULL, "%s (not fatal: the next container is made without one)", err.msg);
 		return;
 	}
 	if (!expiry_due(opts))
 		return;
-	char dir[PATH_MAX];
-	const char *state_dir = opts->state_dir ? opts->state_dir : NSHASH_DEFAULT_STATE_DIR;
+	char dir[PATH_MAX], sdbuf[PATH_MAX];
+	const char *state_dir = nsh_state_dir(opts->state_dir, sdbuf, sizeof(sdbuf));
 	int64_t idle = opts->spare_max_idle ? opts->spare_max_idle : NSHASH_DEFAULT_SPARE_MAX_IDLE;
 	if (nshash_spare_expire(state_dir, idle, &err) < 0)
-		nshash_log(NSHASH_LOG_WARN, NULL, "%s (not fatal)", err.msg);
+		nsh_log(NSH_LOG_WARN, NULL, "%s (not fatal)", err.msg);
 	/* looked: the next look is due an idle time from now */
 	snprintf(dir, sizeof(dir), "%s/spares", state_dir);
 	if (utimensat(AT_FDCWD, dir, NULL, AT_SYMLINK_NOFOLLOW) < 0) { /* gone: nothing to look at */

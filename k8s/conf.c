@@ -124,7 +124,7 @@ int k8s_lock(const char *dir, struct nshash_error *err)
 		if (errno != EINTR) {
 			int e = errno;
 			close(fd);
-			return nshash_error_set(err, e, "lock %s: %s", dir, strerror(e));
+			return nsh_error_sys(err, e, "lock %s", dir);
 		}
 	}
 	return fd;
@@ -508,7 +508,7 @@ enum k8s_pass k8s_chain(struct k8s_ctx *c, char *done, size_t dlen, struct nshas
 	    k8s_write_atomic(tpath, text, strlen(text), f.st.st_mode & 07777, f.st.st_uid, f.st.st_gid, err) < 0)
 		goto fail;
 	if (rename(f.path, bpath) < 0) {
-		nshash_error_set(err, errno, "rename %s to %s: %s", f.path, bpath, strerror(errno));
+		nsh_error_sys(err, errno, "rename %s to %s", f.path, bpath);
 		unlink(tpath);
 		goto fail;
 	}
@@ -695,6 +695,6 @@ int k8s_unchain(const struct k8s_opts *o, struct nshash_error *err)
 	char p[4096];
 	path_in(p, sizeof(p), o->net_dir, K8S_RECORD);
 	if (unlink(p) < 0 && errno != ENOENT)
-		return nshash_error_set(err, errno, "remove %s: %s", p, strerror(errno));
+		return nsh_error_sys(err, errno, "remove %s", p);
 	return 0;
 }

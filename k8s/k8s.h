@@ -3,8 +3,8 @@
  * it first into the node's active CNI config, watches it, and takes it out
  * again restoring exactly what it changed.  Includes only common.h and
  * nshash.h (docs/design.md). */
-#ifndef NSHASH_K8S_H
-#define NSHASH_K8S_H
+#ifndef NSH_K8S_H
+#define NSH_K8S_H
 
 #include <stdbool.h>
 #include <stddef.h>

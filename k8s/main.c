@@ -28,32 +28,14 @@ void k8s_log(const char *fmt, ...)
 int k8s_write_atomic(const char *path, const char *text, size_t len, mode_t mode, uid_t uid, gid_t gid,
 		     struct nshash_error *err)
 {
-	char tmp[4200], copy[4096];
-	snprintf(copy, sizeof(copy), "%s", path);
+	/* a fixed temporary name libcni never loads (it only reads *.conf,
+	 * *.conflist, *.json): .NAME.nshash-tmp beside the file */
+	char tmp[4200];
 	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
 	snprintf(tmp, sizeof(tmp), "%.*s.%s%s", (int)(base - path), path, base, K8S_TMP_EXT);
-	unlink(tmp);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return nshash_error_set(err, errno, "write %s: %s", path, strerror(errno));
-	int e = 0;
-	if (uid != (uid_t)-1 && fchown(fd, uid, gid) < 0)
-		e = errno;
-	if (!e && fchmod(fd, mode) < 0)
-		e = errno;
-	if (!e && nsh_write_all(fd, text, len) < 0)
-		e = errno;
-	if (!e && fsync(fd) < 0)
-		e = errno;
-	if (close(fd) < 0 && !e)
-		e = errno;
-	if (!e && rename(tmp, path) < 0)
-		e = errno;
-	if (e) {
-		unlink(tmp);
-		return nshash_error_set(err, e, "write %s: %s", path, strerror(e));
-	}
-	return 0;
+	/* uid -1: fchown leaves the owner as it is (the caller's) */
+	struct stat like = {.st_mode = mode, .st_uid = uid, .st_gid = gid};
+	return nsh_write_replace(path, tmp, text, len, &like, err);
 }
 
 static const char usage[] =

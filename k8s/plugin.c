@@ -31,12 +31,12 @@ int k8s_plugin_run(const char *path, const char *cmd, const char *input, char **
 	int in[2], outp[2];
 	*out = NULL;
 	if (pipe2(in, O_CLOEXEC) < 0)
-		return nshash_error_set(err, errno, "run %s: pipe: %s", path, strerror(errno));
+		return nsh_error_sys(err, errno, "run %s: pipe", path);
 	if (pipe2(outp, O_CLOEXEC) < 0) {
 		int e = errno;
 		close(in[0]);
 		close(in[1]);
-		return nshash_error_set(err, e, "run %s: pipe: %s", path, strerror(e));
+		return nsh_error_sys(err, e, "run %s: pipe", path);
 	}
 	char command[64], policy[1100];
 	snprintf(command, sizeof(command), "CNI_COMMAND=%s", cmd);
@@ -47,7 +47,7 @@ int k8s_plugin_run(const char *path, const char *cmd, const char *input, char **
 	if (pid < 0) {
 		int e = errno;
 		close(in[0]), close(in[1]), close(outp[0]), close(outp[1]);
-		return nshash_error_set(err, e, "run %s: fork: %s", path, strerror(e));
+		return nsh_error_sys(err, e, "run %s: fork", path);
 	}
 	if (pid == 0) {
 		int null = open("/dev/null", O_WRONLY);

@@ -73,13 +73,13 @@ int nsh_in_child(nsh_child_fn fn, const void *arg, int *fd, struct nshash_netns_
 	if (fd)
 		*fd = -1;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-		return nshash_error_set(err, errno, "helper process: socketpair: %s", strerror(errno));
+		return nsh_error_sys(err, errno, "helper process: socketpair");
 	pid_t pid = fork();
 	if (pid < 0) {
 		int e = errno;
 		close(sv[0]);
 		close(sv[1]);
-		return nshash_error_set(err, e, "helper process: fork: %s", strerror(e));
+		return nsh_error_sys(err, e, "helper process: fork");
 	}
 	if (pid == 0) {
 		struct child_reply reply = {0};

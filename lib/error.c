@@ -55,6 +55,20 @@ int nshash_error_set(struct nshash_error *err, int errnum, const char *fmt, ...)
 	return -errnum;
 }
 
+int nsh_error_sys(struct nshash_error *err, int errnum, const char *fmt, ...)
+{
+	if (errnum < 0)
+		errnum = -errnum;
+	if (errnum == 0)
+		errnum = EINVAL;
+	char what[sizeof((struct nshash_error){0}.msg)]; /* err may be NULL */
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	return nshash_error_set(err, errnum, "%s: %s", what, strerror(errnum));
+}
+
 int nshash_error_prefix(struct nshash_error *err, const char *fmt, ...)
 {
 	if (!err)

@@ -74,7 +74,7 @@ static int watch(struct nshash_handoff *h, const char *pin, struct nshash_error 
 	    (h->dir_wd = inotify_add_watch(h->fd, dir, IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF | IN_ONLYDIR)) < 0) {
 		int e = errno;
 		nshash_handoff_end(h);
-		return nshash_error_set(err, e, "hand over %s: watch it: %s", pin, strerror(e));
+		return nsh_error_sys(err, e, "hand over %s: watch it", pin);
 	}
 	return 0;
 }
@@ -95,11 +95,11 @@ int nshash_handoff_start(const char *pin, struct nshash_handoff *h, struct nshas
 		return nshash_error_set(err, ENAMETOOLONG, "hand over %s: name too long", pin);
 	snprintf(h->name, sizeof(h->name), "%s", slash + 1);
 	if (stat(pin, &st) < 0)
-		return nshash_error_set(err, errno, "hand over %s: %s", pin, strerror(errno));
+		return nsh_error_sys(err, errno, "hand over %s", pin);
 	h->dev = st.st_dev;
 	h->ino = st.st_ino;
 	if (stat("/proc/self/ns/mnt", &st) < 0)
-		return nshash_error_set(err, errno, "hand over %s: /proc/self/ns/mnt: %s", pin, strerror(errno));
+		return nsh_error_sys(err, errno, "hand over %s: /proc/self/ns/mnt", pin);
 	h->mnt_ino = st.st_ino;
 	return watch(h, pin, err);
 }
@@ -165,7 +165,7 @@ pid_t nshash_handoff_wait(struct nshash_handoff *h, const char *pin, unsigned ti
 		struct pollfd p = {.fd = h->fd, .events = POLLIN}; /* fd -1: a plain sleep */
 		int n = poll(&p, 1, left < wait ? (int)left : wait);
 		if (n < 0 && errno != EINTR)
-			return nshash_error_set(err, errno, "wait for a process in %s: poll: %s", pin, strerror(errno));
+			return nsh_error_sys(err, errno, "wait for a process in %s: poll", pin);
 		bool closed = n > 0 && drain(h);
 		if (n > 0 && !closed && nsh_monotonic_ms() - looked < TICK_MS)
 			continue; /* another pin's removal */
@@ -177,7 +177,7 @@ pid_t nshash_handoff_wait(struct nshash_handoff *h, const char *pin, unsigned ti
 			watch(h, pin, &ignored);
 		pid_t pid = joined(h);
 		if (pid < 0)
-			return nshash_error_set(err, -pid, "wait for a process in %s: /proc: %s", pin, strerror(-pid));
+			return nsh_error_sys(err, -pid, "wait for a process in %s: /proc", pin);
 		if (pid > 0)
 			return pid;
 		/* a runtime's init unshares its mount namespace just after it

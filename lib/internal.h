@@ -1,28 +1,18 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Helpers shared by the library's files; not installed. */
-#ifndef NSHASH_INTERNAL_H
-#define NSHASH_INTERNAL_H
+#ifndef NSH_INTERNAL_H
+#define NSH_INTERNAL_H
 
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "nshash.h"
+#include "shared.h"
 
-static inline void nsh_freep(void *p)
-{
-	free(*(void **)p);
-}
-static inline void nsh_closep(int *fd)
-{
-	if (*fd >= 0) {
-		int saved = errno;
-		close(*fd);
-		errno = saved;
-	}
-}
 /* CLOCK_MONOTONIC in milliseconds: deadlines and waits. */
 static inline int64_t nsh_monotonic_ms(void)
 {
@@ -30,8 +20,6 @@ static inline int64_t nsh_monotonic_ms(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
-#define cleanup_free  __attribute__((cleanup(nsh_freep)))
-#define cleanup_close __attribute__((cleanup(nsh_closep)))
 
 #define NSH_SYSCTL_DIR	"/proc/sys/net/ipv4/"
 #define NSH_TCP_ENTRIES "tcp_ehash_entries"
@@ -61,9 +49,16 @@ int nsh_sysctl_dir_open_in(int proc);
 int nsh_proc_private(void);
 int nsh_sysctl_read_at(int dirfd, const char *name, long *value);
 int nsh_sysctl_write(const char *name, long value);
+/* Any sysctl file's text (relative to dirfd, or absolute with AT_FDCWD),
+ * its trailing newlines removed; and a write of `value` as it is.  0 or
+ * -errno (-EIO for a short write). */
+int nsh_sysctl_text(int dirfd, const char *path, char *buf, size_t len);
+int nsh_sysctl_put(int dirfd, const char *path, const char *value);
 
 /* ns.c: the calling thread's netns. */
 int nsh_netns_open_current(int *fd, struct nshash_error *err);
+/* unshare(CLONE_NEWNET) ("unshare a network namespace (WHAT): why"). */
+int nsh_unshare_net(const char *what, struct nshash_error *err);
 /* setns into nsfd; on failure err says what. */
 int nsh_netns_enter(int nsfd, const char *what, struct nshash_error *err);
 /* Return to `home`.  If that fails the thread is stranded in another netns:
@@ -113,6 +108,17 @@ struct nsh_scan_item {
  * -EACCES when some process's sources could not be read and items are
  * left, or -errno when /proc cannot be read. */
 int nsh_netns_scan(struct nsh_scan_item *items, size_t n, bool skip_self, unsigned max_ms);
+/* The same scan for one netns (nsfs inode `ino`), telling fn of each
+ * process that holds it through a source in `want` (NSH_SCAN_LEADERS,
+ * _THREADS, _FDS, _MOUNTS; NSH_SCAN_SKIP_SELF leaves this process out):
+ * fn(pid, source, entry, arg), `entry` the thread's tid or the fd number
+ * (NULL for a leader or a mount).  Once per process and source: leaders
+ * and threads of every process first, then fds and mounts, each pass in
+ * pid order (a process may be told of twice, once per pass).  Stops at the
+ * first non-zero fn returns, and returns that; else 0, -EACCES when some
+ * process's sources could not be read, or -errno. */
+typedef int (*nsh_holder_fn)(pid_t pid, unsigned source, const char *entry, void *arg);
+int nsh_netns_holders(uint64_t ino, unsigned want, nsh_holder_fn fn, void *arg);
 /* A scan is two passes over /proc in pid order (threads, then fds and
  * mounts); a position in it: */
 struct nsh_scan_pos {
@@ -208,8 +214,6 @@ int nsh_reopen(int pathfd, int flags);
  * type checked before the real open.  0 with *fd; 0 with *fd = -1 and
  * *not_netns saying what is there instead; -errno when it cannot be opened. */
 int nsh_path_open_netns(const char *path, bool follow, int *fd, const char **not_netns);
-/* /proc/PID/comm without its newline, "?" when unreadable. */
-void nsh_proc_comm(pid_t pid, char *buf, size_t len);
 
 /* pin.c: create PATH empty with O_EXCL ("WHAT PATH: already exists");
  * *fd holds the claimed file (for nsh_bind_fd and nsh_pin_unclaim). */
@@ -253,8 +257,7 @@ int nsh_loopback_up(struct nshash_error *err);
 /* fs.c: mkdir -p, then check it is a directory. */
 int nsh_mkdir_p(const char *path, mode_t mode, struct nshash_error *err);
 
-/* state.c */
-const char *nsh_state_dir(const char *dir);
+/* statedir.c: flock STATE/lock (made, with the dir, when missing). */
 int nsh_lock_state(const char *state_dir, int *lockfd, struct nshash_error *err);
 /* A state dir (or its pins/, templates/): not a system directory (by its
  * resolved name, checked before anything is made), a directory, not a
@@ -262,24 +265,60 @@ int nsh_lock_state(const char *state_dir, int *lockfd, struct nshash_error *err)
  * others: refused otherwise, never chmod'ed.  `create` makes it (0700,
  * missing parents too) when missing; without it a missing dir passes. */
 int nsh_state_dir_check(const char *dir, bool create, struct nshash_error *err);
+
+/* template.c: a private parent's child knobs: set (and read back) those of
+ * the calling thread's fresh netns; 1 when it has exactly these. */
+int nsh_parent_knobs_set(struct nshash_sizes eff, struct nshash_error *err);
+int nsh_parent_knobs_are(struct nshash_sizes eff);
+/* template.c: "tcpT-udpU", the name of a size pair (templates, spares);
+ * parse: false for anything that is not such a name exactly. */
 void nsh_template_name(struct nshash_sizes eff, char *buf, size_t len);
-/* netns.c: nshash_netns_create() (no budget, no spare taken) at a path
- * named after what the new netns was verified to have: namer writes it
- * into path (len) from info, or fails with err set.  The verification reads
- * through `proc` (see nsh_sysctl_dir_open_in).  Recorded in the ledger with
- * that pin before it is bound, the record cancelled if the pin fails. */
-typedef int (*nsh_pin_namer)(const struct nshash_netns_info *info, void *arg, char *path, size_t len,
-			     struct nshash_error *err);
-int nsh_netns_create_named(const struct nshash_create_opts *opts, int proc, nsh_pin_namer namer, void *arg, char *path,
-			   size_t len, struct nshash_error *err);
-/* netns.c: in a process that need not come back to its netns (it ends
+bool nsh_template_name_parse(const char *name, struct nshash_sizes *eff);
+/* template.c: the template of a size pair and its use stamp. */
+#define NSH_TEMPLATE_STAMP ".used" /* the stamp: the pin's path and this */
+struct nsh_template {
+	char path[PATH_MAX];  /* STATE/templates/tcpT-udpU */
+	char stamp[PATH_MAX]; /* its use stamp */
+};
+int nsh_template_paths(const char *state_dir, struct nshash_sizes eff, struct nsh_template *t,
+		       struct nshash_error *err);
+/* Of the template pinned at `pin` (a listed one): its last use (unix
+ * time, 0 unknown); forgetting it (its stamp removed with the template). */
+int64_t nsh_template_last_used(const char *pin);
+void nsh_template_forget(const char *pin);
+/* An fd on the pinned template if it is a netns, else -1. */
+int nsh_template_open(const struct nsh_template *t);
+/* Mark it used now (gc's idle age), creating the stamp if needed. */
+void nsh_template_touch(const struct nsh_template *t);
+/* An fd on a template known (now) to be a netns, built under the state
+ * lock when missing; force_rebuild rebuilds one whose knobs were found
+ * damaged (unless another creator did while we waited for the lock). */
+int nsh_template_get(const char *state_dir, const struct nsh_template *t, struct nshash_sizes eff, int home,
+		     bool force_rebuild, int *tfd, struct nshash_error *err);
+/* An fd on the template that nshash_netns_new() uses for `opts` (template
+ * strategy, template built) and the path of its use stamp; -ENOENT
+ * otherwise. */
+int nsh_template_fd(const struct nshash_create_opts *opts, int *fd, char *stamp, size_t len);
+/* The note kept in a stamp for the template of inode `ino` (malloc'd
+ * text, the caller's format): -ENOENT when there is none for that inode
+ * (a rebuilt template has a new one).  Saving replaces the stamp's
+ * content atomically (its time is set anew, as by a use); a failure is
+ * not reported: the note is made again next time. */
+int nsh_template_note_read(const char *stamp, ino_t ino, char **text, size_t *len);
+void nsh_template_note_write(const char *stamp, ino_t ino, const char *text, size_t len);
+
+/* make.c: a request's sizes valid (nshash_size_check of both). */
+int nsh_size_request_check(struct nshash_sizes s, struct nshash_error *err);
+/* make.c: the netns itself: parent (template, throwaway or none), child,
+ * verification (its sysctls read through `proc`, a proc instance of the
+ * caller's, or the caller's /proc when -1), lo up; *nsfd on it.  Neither
+ * recorded nor pinned. */
+int nsh_netns_make(const struct nshash_create_opts *opts, int proc, int *nsfd, struct nshash_netns_info *info,
+		   struct nshash_error *err);
+/* make.c: in a process that need not come back to its netns (it ends
  * after): a throwaway parent with the knobs of opts->sizes set, then the
  * sized child, verified, lo up; the thread is left in it, *nsfd on it.
- * An nsh_child_fn (arg: the create opts). */
+ * An nsh_child_fn (arg: the create opts); also lib/userns.c's helper. */
 int nsh_netns_nested_here(const void *arg, int *nsfd, struct nshash_netns_info *info, struct nshash_error *err);
-/* netns.c: an fd on the template that nshash_netns_new() uses for `opts`
- * (template strategy, template built) and the path of its use stamp;
- * -ENOENT otherwise. */
-int nsh_template_fd(const struct nshash_create_opts *opts, int *fd, char *stamp, size_t len);
 
 #endif

@@ -332,43 +332,24 @@ static int ledger_load(const char *state_dir, struct nsh_ledger *l, struct nshas
 		return r;
 	cleanup_close int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
-		return errno == ENOENT ? 0 : nshash_error_set(err, errno, "open ledger %s: %s", path, strerror(errno));
+		return errno == ENOENT ? 0 : nsh_error_sys(err, errno, "open ledger %s", path);
 	struct stat st;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 		return nshash_error_set(err, EINVAL, "ledger %s: not a regular file", path);
 	if ((uint64_t)st.st_size > LEDGER_MAX)
 		return nshash_error_set(err, EFBIG, "ledger %s: larger than %u bytes", path, LEDGER_MAX);
-	size_t len = 0, cap = (size_t)st.st_size + 4096;
-	char *text = malloc(cap + 1);
-	if (!text)
-		return nshash_error_set(err, ENOMEM, "read ledger %s: out of memory", path);
-	for (;;) { /* it may grow meanwhile only through our own lock: read to EOF anyway */
-		if (len == cap) {
-			char *t = cap < LEDGER_MAX ? realloc(text, 2 * cap + 1) : NULL;
-			if (!t) {
-				free(text);
-				return nshash_error_set(err, EFBIG, "read ledger %s: too large", path);
-			}
-			text = t;
-			cap *= 2;
-		}
-		ssize_t n = read(fd, text + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int e = errno;
-			free(text);
-			return nshash_error_set(err, e, "read ledger %s: %s", path, strerror(e));
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	text[len] = '\0';
+	char what[PATH_MAX + 8];
+	snprintf(what, sizeof(what), "ledger %s", path);
+	char *text;
+	size_t len;
+	/* it may grow meanwhile only through our own lock: read to EOF anyway */
+	r = nsh_read_fd(fd, what, LEDGER_MAX, &text, &len, err);
+	if (r < 0)
+		return r;
 	r = nsh_ledger_parse(text, len, l);
 	l->text = text; /* the records' pins point into it */
 	if (r < 0)
-		return nshash_error_set(err, -r, "read ledger %s: %s", path, strerror(-r));
+		return nsh_error_sys(err, -r, "read ledger %s", path);
 	return 0;
 }
 
@@ -390,7 +371,7 @@ static int append_line(const char *state_dir, const char *line, off_t *size, str
 		return r;
 	cleanup_close int fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
-		return nshash_error_set(err, errno, "open ledger %s: %s", path, strerror(errno));
+		return nsh_error_sys(err, errno, "open ledger %s", path);
 	struct stat st;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 		return nshash_error_set(err, EINVAL, "ledger %s: not a regular file", path);
@@ -458,13 +439,11 @@ static int ledger_rewrite(const char *state_dir, struct nsh_ledger *l, struct ns
 		r = ledger_path(state_dir, "ledger.tmp", tmp, sizeof(tmp), err);
 	if (r < 0)
 		return r;
-	unlink(tmp);
-	FILE *f = NULL;
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd >= 0 && !(f = fdopen(fd, "w")))
-		close(fd);
+	cleanup_free char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
 	if (!f)
-		return nshash_error_set(err, errno, "write ledger %s: %s", tmp, strerror(errno));
+		return nsh_error_sys(err, errno, "write ledger %s", path);
 	char line[PATH_MAX + 256];
 	size_t kept = 0;
 	for (size_t i = 0; i < l->n; i++)
@@ -479,11 +458,12 @@ static int ledger_rewrite(const char *state_dir, struct nsh_ledger *l, struct ns
 		format_record(&l->v[i], line, sizeof(line));
 		fputs(line, f);
 	}
-	if (ferror(f) | (fclose(f) != 0) || rename(tmp, path) < 0) {
-		int e = errno;
-		unlink(tmp);
-		return nshash_error_set(err, e, "write ledger %s: %s", path, strerror(e));
-	}
+	if (ferror(f) | (fclose(f) != 0))
+		return nshash_error_set(err, ENOMEM, "write ledger %s: out of memory", path);
+	/* under the lock: a fixed temporary name, a stale one replaced */
+	r = nsh_write_replace(path, tmp, text, len, NULL, err);
+	if (r < 0)
+		return r;
 	l->lines = kept + 1;
 	l->base = kept;
 	return 0;
@@ -494,20 +474,8 @@ static int ledger_rewrite(const char *state_dir, struct nsh_ledger *l, struct ns
 /* Start time (clock ticks since boot) of a process; 0 if it is gone. */
 static uint64_t proc_start(pid_t pid)
 {
-	char path[64], buf[1024];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	/* After "pid (comm)": field 3 is the state; start time is field 22. */
-	char *p = strrchr(buf, ')');
-	for (int field = 2; p && field < 22; field++)
-		p = strchr(p + 1, ' ');
-	return p ? strtoull(p + 1, NULL, 10) : 0;
+	struct nsh_proc_stat st;
+	return nsh_proc_stat(pid, &st) == 0 ? st.start : 0;
 }
 
 /* This process's start time, read once per thread (per process after a
@@ -741,7 +709,7 @@ static int reconcile(const char *state_dir, int *lockfd, struct nsh_ledger *l, u
 	cleanup_free size_t *index = NULL;
 	int n = collect_unverified(l, &items, &index, dropped);
 	if (n <= 0)
-		return n < 0 ? nshash_error_set(err, -n, "reconcile the table ledger: %s", strerror(-n)) : 0;
+		return n < 0 ? nsh_error_sys(err, -n, "reconcile the table ledger") : 0;
 	/* Go on with a cut scan (its records first), else start one. */
 	struct nsh_scan_pos pos = {0, 0, 0};
 	int64_t age = boot_seconds() - l->scan.time;
@@ -830,7 +798,7 @@ static int reconcile(const char *state_dir, int *lockfd, struct nsh_ledger *l, u
 					"reconcile the table ledger: some processes' /proc could not be read "
 					"(needs CAP_SYS_PTRACE)");
 	if (sr < 0)
-		return nshash_error_set(err, -sr, "reconcile the table ledger: read /proc: %s", strerror(-sr));
+		return nsh_error_sys(err, -sr, "reconcile the table ledger: read /proc");
 	return 0;
 }
 
@@ -1117,7 +1085,9 @@ int nsh_ledger_reconcile(const char *state_dir, const uint64_t *gone, size_t ngo
 int nshash_table_usage(const char *state_dir, bool reconcile, struct nshash_table_usage *usage,
 		       struct nshash_error *err)
 {
+	char sdbuf[PATH_MAX]; /* the default state dir, when none is given */
 	size_t dropped;
-	int r = ledger_account(nsh_state_dir(state_dir), NULL, 0, reconcile, 0, &dropped, usage, err);
+	int r =
+	    ledger_account(nsh_state_dir(state_dir, sdbuf, sizeof(sdbuf)), NULL, 0, reconcile, 0, &dropped, usage, err);
 	return r < 0 ? nshash_error_prefix(err, "table memory in use") : 0;
 }

@@ -1,22 +1,20 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* A network namespace's configuration as the kernel reports it (links,
  * addresses, routes, permanent neighbours, per-device and netns-wide
- * sysctls), applied to another netns and compared.  Used by transplant.c;
+ * sysctls), read (netcfg.c), applied to another netns (netapply.c) and
+ * compared (netcompare.c) over rtnetlink (rtnl.c, rtnl.h).  Used by transplant.c;
  * not installed. */
-#ifndef NSHASH_NETCFG_H
-#define NSHASH_NETCFG_H
+#ifndef NSH_NETCFG_H
+#define NSH_NETCFG_H
 
 #include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/if_addr.h>
 #include <net/if.h>
 #include <netlink/netlink.h>
 
 #include "internal.h"
-
-/* Raw netlink messages as the kernel sent them (copies). */
-struct nsh_msgs {
-	struct nlmsghdr **v;
-	size_t n, cap;
-};
+#include "rtnl.h"
 
 /* A sysctl under /proc/sys/net: path relative to it, value as read. */
 struct nsh_sysent {
@@ -65,10 +63,6 @@ struct nsh_netcfg {
 
 int nsh_sysvec_push(struct nsh_sysvec *v, const char *path, const char *value);
 
-/* Netlink sockets act on the netns they were opened in, whatever the
- * thread's netns is later. */
-int nsh_nl_open(int protocol, struct nl_sock **sk, struct nshash_error *err);
-
 /* Read the configuration of the netns `sk` was opened in; NSH_CFG_SYSCTL
  * and the netfilter part of NSH_CFG_EXTRA need the thread in that netns. */
 int nsh_netcfg_read(struct nl_sock *sk, unsigned what, struct nsh_netcfg *cfg, struct nshash_error *err);
@@ -89,10 +83,58 @@ int nsh_netcfg_apply(struct nl_sock *sk, const struct nsh_netcfg *want, unsigned
 int nsh_netcfg_finish(const struct nsh_netcfg *want, unsigned counts[4], struct nshash_error *err);
 /* Write the netns-wide sysctls of `want` that differ here. */
 int nsh_sysctl_sync(const struct nsh_sysvec *want, const char *dev, unsigned *written, struct nshash_error *err);
+/* File rtnetlink messages as the kernel sends them (buf: len bytes of
+ * whole messages, e.g. a dump's) into cfg as nsh_netcfg_read would:
+ * RTM_NEWLINK parsed into links, RTM_NEWADDR, _NEWROUTE and _NEWNEIGH
+ * copied; others skipped.  0, -ENOMEM, or -EINVAL for a cut message. */
+int nsh_netcfg_add(struct nsh_netcfg *cfg, const void *buf, size_t len);
+/* 0 when `have` has what `want` describes (links, addresses, routes,
+ * permanent neighbours of want's links, in canonical forms: state flags,
+ * cache info and remaining lifetimes aside); else -EIO (-ENODEV for a
+ * missing link) with err naming the first difference: "link L has MTU M,
+ * had N", "address A/P on L is missing", "route ... appeared", ... */
+int nsh_netcfg_diff(const struct nsh_netcfg *want, const struct nsh_netcfg *have, struct nshash_error *err);
 /* 0 when the netns `sk` is in has what `want` describes (links, addresses,
  * routes, neighbours, per-device sysctls); else an error naming the first
  * difference.  Waits up to `wait_ms` for routes the kernel adds
  * asynchronously (IPv6 local routes). */
 int nsh_netcfg_compare(struct nl_sock *sk, const struct nsh_netcfg *want, unsigned wait_ms, struct nshash_error *err);
+
+/* ---------------------------------------------------- between netcfg's files
+ * rtnl.c (transport) <- netcfg.c (read) <- netcompare.c (canonical forms,
+ * descriptions, compare) <- netapply.c (replay). */
+
+/* netcfg.c: the name of link `index` in cfg, "?" when unknown; a
+ * /proc/sys/net/REL file of the calling thread's netns (sysctl.c). */
+const char *nsh_netcfg_link_name(const struct nsh_netcfg *cfg, int index);
+int nsh_netsys_read(const char *rel, char *buf, size_t len);
+/* A dump of `type` (header hdrlen bytes, AF_UNSPEC) into out; `optional`:
+ * a kernel without it (EOPNOTSUPP, EINVAL) gives none.  "list WHAT: why". */
+int nsh_netcfg_dump(struct nl_sock *sk, int type, size_t hdrlen, struct nsh_msgs *out, const char *what, bool optional,
+		    struct nshash_error *err);
+int nsh_netsys_write(const char *rel, const char *value);
+
+/* Address flags a user sets (the rest is state: tentative, dadfailed, ...). */
+#define ADDR_SETTABLE (IFA_F_NODAD | IFA_F_HOMEADDRESS | IFA_F_MANAGETEMPADDR | IFA_F_NOPREFIXROUTE | IFA_F_MCAUTOJOIN)
+/* Route flags that are configuration, not state (dead, linkdown, offload). */
+#define ROUTE_SETTABLE RTNH_F_ONLINK
+
+/* netcompare.c: describing ("address A/P on L", "route ..."), the
+ * canonical form of an address, what is picked. */
+struct nsh_canon;
+void nsh_addr_text(int family, const struct nlattr *a, char *buf, size_t len);
+void nsh_describe_addr(const struct nsh_netcfg *cfg, const struct nlmsghdr *h, char *buf, size_t len);
+void nsh_describe_route(const struct nsh_netcfg *cfg, const struct nlmsghdr *h, char *buf, size_t len);
+uint32_t nsh_addr_flags(const struct nlmsghdr *h);
+void nsh_canon_addr(const struct nlmsghdr *h, struct nsh_canon *b);
+/* Index in `have` of a message whose canonical form equals `h`'s, or -1. */
+long nsh_msgs_find_same(const struct nsh_msgs *have, const struct nlmsghdr *h,
+			void (*canon)(const struct nlmsghdr *, struct nsh_canon *));
+/* A permanent IPv4/IPv6 neighbour (not a proxy entry). */
+bool nsh_neigh_kept(const struct nlmsghdr *h);
+/* want has a link of this ifindex; a route through one of want's links
+ * (or through none). */
+bool nsh_netcfg_has_index(const struct nsh_netcfg *want, int index);
+bool nsh_route_wanted(const struct nsh_netcfg *want, const struct nlmsghdr *h);
 
 #endif

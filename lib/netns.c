@@ -1,11 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Creating sized network namespaces without ever touching the host's knobs.
- *
- * The kernel sizes a new netns from the *_child_* knobs of the netns its
- * creator is in.  A private parent with the knobs set is therefore enough:
- * the template strategy keeps one such parent pinned per effective size pair
- * (built once under the state lock, used without a lock afterwards), the
- * nested strategy makes a throwaway parent each time. */
+/* The creation entry points: nshash_netns_new (an fd), _create (a pin at a
+ * path), _replace and _swap (in place of an existing pin).  Each takes a
+ * ready spare first (spare.c), else makes one (make.c), records it in the
+ * table ledger (ledger.c, under a budget reserved first) and pins it
+ * (pin.c). */
 #include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
@@ -16,399 +14,6 @@
 
 #include "internal.h"
 
-/* Set the child knobs of the calling thread's (fresh) netns.  A new netns
- * starts with both at 0, so only non-zero sizes are written. */
-static int set_child_knobs(struct nshash_sizes eff, struct nshash_error *err)
-{
-	const char *knob[2] = {NSH_TCP_CHILD, NSH_UDP_CHILD};
-	uint32_t val[2] = {eff.tcp, eff.udp};
-	for (int i = 0; i < 2; i++) {
-		if (!val[i])
-			continue;
-		int r = nsh_sysctl_write(knob[i], val[i]);
-		if (r == -ENOENT) {
-			struct nshash_probe p;
-			nshash_probe(&p, NULL);
-			return nsh_knob_missing(i ? NSHASH_UDP : NSHASH_TCP, p.release, err);
-		}
-		if (r < 0)
-			return nshash_error_set(err, r, "set net.ipv4.%s=%u in the private parent: %s", knob[i], val[i],
-						strerror(-r));
-		long back;
-		r = nsh_sysctl_read(knob[i], &back);
-		if (r < 0 || back != (long)val[i])
-			return nshash_error_set(err, EIO,
-						"net.ipv4.%s in the private parent reads %ld after writing %u", knob[i],
-						r < 0 ? -1L : back, val[i]);
-	}
-	return 0;
-}
-
-/* 1 when the calling thread's netns has exactly these child knobs. */
-static int child_knobs_are(struct nshash_sizes eff)
-{
-	long t = 0, u = 0;
-	int rt = nsh_sysctl_read(NSH_TCP_CHILD, &t), ru = nsh_sysctl_read(NSH_UDP_CHILD, &u);
-	if (rt < 0 && !(rt == -ENOENT && eff.tcp == 0))
-		return 0;
-	if (ru < 0 && !(ru == -ENOENT && eff.udp == 0))
-		return 0;
-	return (rt < 0 || t == (long)eff.tcp) && (ru < 0 || u == (long)eff.udp);
-}
-
-static int unshare_net(const char *what, struct nshash_error *err)
-{
-	if (unshare(CLONE_NEWNET) < 0) {
-		int e = errno;
-		return nshash_error_set(err, e, "unshare a network namespace (%s): %s%s", what, strerror(e),
-					e == EPERM ? " (needs CAP_SYS_ADMIN)" : "");
-	}
-	return 0;
-}
-
-/* From inside a parent whose knobs are set: make the child, verify it,
- * bring lo up, return an fd to it.  The thread is left in the child. */
-static int spawn_child(const struct nshash_create_opts *opts, int proc, int *nsfd, struct nshash_netns_info *info,
-		       struct nshash_error *err)
-{
-	int r = unshare_net("the sized child", err);
-	if (r < 0)
-		return r;
-	r = nsh_read_info_here(proc, info, false, err);
-	if (r < 0)
-		return r;
-	r = nshash_verify(info, opts->sizes, "new network namespace", err);
-	if (r < 0)
-		return r;
-	if (!opts->keep_lo_down) {
-		r = nsh_loopback_up(err);
-		if (r < 0)
-			return r;
-	}
-	return nsh_netns_open_current(nsfd, err);
-}
-
-/* Return the thread home after spawn_child() gave `r`.  Failing to return
- * outranks any earlier result; the child's fd is then dropped. */
-static int leave_child(int home, int r, int *nsfd, struct nshash_error *err)
-{
-	int r2 = nsh_netns_return(home, err);
-	if (r2 < 0 && r == 0) {
-		close(*nsfd);
-		*nsfd = -1;
-	}
-	return r2 < 0 ? r2 : r;
-}
-
-static int validate_request(struct nshash_sizes s, struct nshash_error *err)
-{
-	uint32_t out;
-	int r = nshash_size_check(NSHASH_TCP, "tcp", s.tcp, &out, err);
-	return r < 0 ? r : nshash_size_check(NSHASH_UDP, "udp", s.udp, &out, err);
-}
-
-/* The knobs of every requested protocol must exist in the caller's own
- * netns, before any parent is made: a kernel without them is refused up
- * front, and so is a caller whose /proc/sys/net/ipv4 hides them (a fresh
- * netns would see the real ones there and quietly succeed).  One walk down
- * /proc/sys/net/ipv4, both names looked up beside each other: a walk from
- * / compares against one cached dentry for every live netns whose sysctls
- * anyone looked at (docs/kernel.md), ~0.5 ms on a host running 2000
- * containers.  nshash_probe() is not needed on the hot path; the template
- * path skips this when the template is pinned. */
-static int require_knobs(struct nshash_sizes s, struct nshash_error *err)
-{
-	/* Once seen, a knob stays: a long-lived caller looks only once. */
-	static bool seen_tcp, seen_udp;
-	bool tcp_ok = !s.tcp || __atomic_load_n(&seen_tcp, __ATOMIC_RELAXED);
-	bool udp_ok = !s.udp || __atomic_load_n(&seen_udp, __ATOMIC_RELAXED);
-	if (!tcp_ok || !udp_ok) {
-		cleanup_close int dir = nsh_sysctl_dir_open();
-		tcp_ok = tcp_ok || (dir >= 0 && faccessat(dir, NSH_TCP_CHILD, F_OK, 0) == 0);
-		udp_ok = udp_ok || (dir >= 0 && faccessat(dir, NSH_UDP_CHILD, F_OK, 0) == 0);
-	}
-	if (s.tcp && tcp_ok)
-		__atomic_store_n(&seen_tcp, true, __ATOMIC_RELAXED);
-	if (s.udp && udp_ok)
-		__atomic_store_n(&seen_udp, true, __ATOMIC_RELAXED);
-	if (tcp_ok && udp_ok)
-		return 0;
-	struct nshash_probe p;
-	int r = nshash_probe(&p, err);
-	if (r < 0)
-		return r;
-	r = nshash_probe_require(&p, s, err);
-	if (r < 0)
-		return r;
-	/* The knob came back between the two looks: report it rather than race. */
-	return nshash_error_set(err, EAGAIN, "net.ipv4.*_child_* knobs appeared while being probed; retry");
-}
-
-/* ------------------------------------------------------------ templates */
-
-struct template_ref {
-	char path[PATH_MAX];
-	char stamp[PATH_MAX];
-};
-
-static int template_paths(const char *state_dir, struct nshash_sizes eff, struct template_ref *t,
-			  struct nshash_error *err)
-{
-	char name[64];
-	nsh_template_name(eff, name, sizeof(name));
-	/* cppcheck reads snprintf's output buffer as an input (ctuuninitvar) */
-	// cppcheck-suppress ctuuninitvar
-	if ((size_t)snprintf(t->path, sizeof(t->path), "%s/templates/%s", state_dir, name) >= sizeof(t->path) ||
-	    (size_t)snprintf(t->stamp, sizeof(t->stamp), "%s/templates/%s.used", state_dir, name) >= sizeof(t->stamp))
-		return nshash_error_set(err, ENAMETOOLONG, "state dir %s: path too long", state_dir);
-	return 0;
-}
-
-static int template_open(const struct template_ref *t)
-{
-	/* In the checked state dir (root's, 0700, no symlink): opened directly,
-	 * never following a link, never blocking; anything but a netns is
-	 * rebuilt.  (Untrusted paths go through nsh_path_open_netns.) */
-	int fd = open(t->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-	if (fd >= 0 && !nsh_fd_is_netns(fd)) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-/* Mark a template used now (gc's idle age), creating the stamp if needed. */
-static void template_touch(const struct template_ref *t)
-{
-	if (utimensat(AT_FDCWD, t->stamp, NULL, 0) == 0 || errno != ENOENT)
-		return;
-	int sfd = open(t->stamp, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (sfd >= 0)
-		close(sfd);
-}
-
-/* Under the state lock: (re)build the template for `eff` and pin it.  The
- * knobs are set and read back before the pin exists, so a pin that exists
- * always has them (a crash leaves at most an empty file, replaced here).
- * The stamp is fresh before the pin exists: a template with no stamp, or
- * with a stamp left from an earlier one, looks idle for ages to gc. */
-static int template_build(const char *state_dir, const struct template_ref *t, struct nshash_sizes eff, int home,
-			  struct nshash_error *err)
-{
-	char dir[PATH_MAX];
-	int r = nshash_state_subdir(state_dir, "templates", dir, sizeof(dir), err);
-	if (r < 0)
-		return r;
-	r = nshash_pin_remove(t->path, err);
-	if (r < 0)
-		return nshash_error_prefix(err, "replace damaged template");
-	r = unshare_net("template parent", err);
-	if (r < 0)
-		return r;
-	cleanup_close int tfd = -1;
-	r = set_child_knobs(eff, err);
-	if (r == 0)
-		r = nsh_netns_open_current(&tfd, err);
-	int r2 = nsh_netns_return(home, err);
-	if (r2 < 0)
-		return r2;
-	if (r < 0)
-		return r;
-	template_touch(t);
-	r = nshash_pin_fd(tfd, t->path, err);
-	if (r < 0)
-		return nshash_error_prefix(err, "pin template");
-	return 0;
-}
-
-/* Returns an fd on a template known (now) to be a netns; force_rebuild
- * asks for a rebuild even if the pin looks fine (its knobs were found
- * damaged), unless another creator rebuilt it while we waited for the lock. */
-static int template_get(const char *state_dir, const struct template_ref *t, struct nshash_sizes eff, int home,
-			bool force_rebuild, int *tfd, struct nshash_error *err)
-{
-	if (!force_rebuild) {
-		*tfd = template_open(t);
-		if (*tfd >= 0)
-			return 0;
-	}
-	cleanup_close int lockfd = -1;
-	int r = nsh_lock_state(state_dir, &lockfd, err);
-	if (r < 0)
-		return r;
-	/* Someone else may have built it while we waited for the lock. */
-	*tfd = template_open(t);
-	if (*tfd >= 0 && force_rebuild) {
-		bool ok = nsh_netns_enter(*tfd, t->path, err) == 0 && child_knobs_are(eff);
-		r = nsh_netns_return(home, err);
-		if (r < 0) {
-			close(*tfd);
-			*tfd = -1;
-			return r;
-		}
-		if (ok)
-			return 0;
-		close(*tfd);
-		*tfd = -1;
-	}
-	if (*tfd >= 0)
-		return 0;
-	r = template_build(state_dir, t, eff, home, err);
-	if (r < 0)
-		return r;
-	*tfd = template_open(t);
-	if (*tfd < 0)
-		return nshash_error_set(err, EIO, "template %s vanished right after it was built", t->path);
-	return 0;
-}
-
-static int new_from_template(const struct nshash_create_opts *opts, int proc, int home, int *nsfd,
-			     struct nshash_netns_info *info, struct nshash_error *err)
-{
-	const char *state_dir = nsh_state_dir(opts->state_dir);
-	struct nshash_sizes eff = nshash_sizes_effective(opts->sizes);
-	struct template_ref t;
-	int r = template_paths(state_dir, eff, &t, err);
-	if (r < 0)
-		return r;
-	/* The fast path opens a template without the lock: the dirs on the way
-	 * are checked every time (a few microseconds). */
-	if ((r = nsh_state_dir_check(state_dir, false, err)) < 0)
-		return r;
-	/* A pinned template was made on this kernel since boot, its knobs set
-	 * and read back: it proves them, without the walk.  Without one they
-	 * are checked before anything is made. */
-	cleanup_close int found = template_open(&t);
-	if (found < 0 && (r = require_knobs(opts->sizes, err)) < 0)
-		return r;
-	for (int attempt = 0; attempt < 2; attempt++) {
-		cleanup_close int tfd = -1;
-		if (attempt == 0 && found >= 0) {
-			tfd = found;
-			found = -1;
-		} else if ((r = template_get(state_dir, &t, eff, home, attempt > 0, &tfd, err)) < 0)
-			return r;
-		r = nsh_netns_enter(tfd, t.path, err);
-		if (r < 0)
-			return r;
-		/* The child is verified anyway, so the template's knobs are read
-		 * only when the child came out wrong (hot path: 6 syscalls fewer). */
-		r = leave_child(home, spawn_child(opts, proc, nsfd, info, err), nsfd, err);
-		if (r == 0) {
-			template_touch(&t);
-			return 0;
-		}
-		if (r != -NSHASH_E_MISMATCH && r != -NSHASH_E_FALLBACK)
-			return r;
-		int r2 = nsh_netns_enter(tfd, t.path, err);
-		if (r2 < 0)
-			return r2;
-		bool damaged = !child_knobs_are(eff);
-		r2 = nsh_netns_return(home, err);
-		if (r2 < 0)
-			return r2;
-		if (!damaged)
-			return r; /* a sound template: the kernel's doing (allocation failed?) */
-				  /* Someone changed the template's knobs: rebuild it, try again. */
-	}
-	return nshash_error_set(err, EIO, "template %s: knobs keep changing under us (another program writes them?)",
-				t.path);
-}
-
-static int new_nested(const struct nshash_create_opts *opts, int proc, int home, int *nsfd,
-		      struct nshash_netns_info *info, struct nshash_error *err)
-{
-	struct nshash_sizes eff = nshash_sizes_effective(opts->sizes);
-	int r = unshare_net("throwaway parent", err);
-	if (r < 0)
-		return r;
-	r = set_child_knobs(eff, err);
-	if (r == 0)
-		r = spawn_child(opts, proc, nsfd, info, err);
-	return leave_child(home, r, nsfd, err);
-}
-
-int nsh_template_fd(const struct nshash_create_opts *opts, int *fd, char *stamp, size_t len)
-{
-	struct template_ref t;
-	*fd = -1;
-	if (opts->strategy != NSHASH_STRATEGY_TEMPLATE ||
-	    template_paths(nsh_state_dir(opts->state_dir), nshash_sizes_effective(opts->sizes), &t, NULL) < 0)
-		return -ENOENT;
-	snprintf(stamp, len, "%s", t.stamp);
-	*fd = template_open(&t);
-	return *fd >= 0 ? 0 : -ENOENT;
-}
-
-/* In a helper process that need not come back: a throwaway parent, then
- * the sized child (internal.h: also lib/userns.c's helper). */
-int nsh_netns_nested_here(const void *arg, int *nsfd, struct nshash_netns_info *info, struct nshash_error *err)
-{
-	const struct nshash_create_opts *opts = arg;
-	int r = unshare_net("throwaway parent", err);
-	if (r == 0)
-		r = set_child_knobs(nshash_sizes_effective(opts->sizes), err);
-	return r < 0 ? r : spawn_child(opts, -1, nsfd, info, err);
-}
-
-/* Both protocols on the shared tables, and the caller's knobs give children
- * exactly that (the host's normally do): a plain child of the caller's own
- * netns, verified like any other; no parent, no template for "0/0". */
-static int new_plain(const struct nshash_create_opts *opts, int proc, int home, int *nsfd,
-		     struct nshash_netns_info *info, struct nshash_error *err)
-{
-	int r = spawn_child(opts, proc, nsfd, info, err);
-	return leave_child(home, r, nsfd, err);
-}
-
-/* The netns itself: validated request, parent, child, verification (its
- * sysctls read through `proc`, a proc instance of the caller's, or the
- * caller's /proc when -1). */
-static int netns_make(const struct nshash_create_opts *opts, int proc, int *nsfd, struct nshash_netns_info *info,
-		      struct nshash_error *err)
-{
-	cleanup_close int home = -1;
-	int r = nsh_netns_open_current(&home, err);
-	if (r < 0)
-		return r;
-	/* Prove we may come back before leaving: setns needs CAP_SYS_ADMIN over
-	 * the user namespace owning the caller's netns, which a process in
-	 * `unshare -Ur` (without -n) lacks for the host's netns.  With
-	 * CAP_SYS_ADMIN in its own user namespace it can still make netns
-	 * owned by that one: a helper process does it (nested, no state). */
-	struct nshash_sizes eff = nshash_sizes_effective(opts->sizes);
-	int back = nsh_can_return(home);
-	/* new_from_template() checks the knobs itself, after the state dir: a
-	 * pinned template proves them. */
-	if ((back < 0 || opts->strategy != NSHASH_STRATEGY_TEMPLATE) && (r = require_knobs(opts->sizes, err)) < 0)
-		return r;
-	r = back;
-	if (r < 0) {
-		struct nshash_probe p;
-		if (r == -EPERM && nshash_probe(&p, NULL) == 0 && !p.cap_sys_admin)
-			return nshash_error_set(
-			    err, -r,
-			    "enter network namespaces: %s (needs CAP_SYS_ADMIN and "
-			    "CAP_NET_ADMIN; run as root, or inside a user namespace: unshare -Urmn)",
-			    strerror(-r));
-		if (r != -EPERM)
-			return nshash_error_set(err, -r, "cannot re-enter the caller's own network namespace: %s",
-						strerror(-r));
-		r = nsh_in_child(nsh_netns_nested_here, opts, nsfd, info, err);
-	} else if (!eff.tcp && !eff.udp && child_knobs_are(eff) == 1)
-		r = new_plain(opts, proc, home, nsfd, info, err);
-	else if (opts->strategy == NSHASH_STRATEGY_NESTED)
-		r = new_nested(opts, proc, home, nsfd, info, err);
-	else
-		r = new_from_template(opts, proc, home, nsfd, info, err);
-	if (r < 0)
-		return r;
-	struct stat st;
-	if (fstat(*nsfd, &st) == 0)
-		info->inode = st.st_ino;
-	return 0;
-}
-
 /* A netns made and recorded in the table ledger (see ledger.c): under a
  * budget the bytes are reserved first (refused when they would pass it),
  * and the netns is committed with the pin it is going to get before it is
@@ -416,25 +21,26 @@ static int netns_make(const struct nshash_create_opts *opts, int proc, int *nsfd
 static int netns_new_recorded(const struct nshash_create_opts *opts, int proc, const char *pin, int *nsfd,
 			      struct nshash_netns_info *info, struct nsh_ticket *ticket, struct nshash_error *err)
 {
+	char sdbuf[PATH_MAX]; /* the default state dir, when none is given */
 	struct nshash_netns_info scratch;
 	if (!info)
 		info = &scratch;
 	*nsfd = -1;
 	memset(ticket, 0, sizeof(*ticket));
-	int r = validate_request(opts->sizes, err);
+	int r = nsh_size_request_check(opts->sizes, err);
 	if (r < 0)
 		return r;
 	/* a spare is recorded in the ledger already */
 	if (nshash_spare_take(opts, nsfd, info) == 1)
 		return 0;
-	const char *state_dir = nsh_state_dir(opts->state_dir);
+	const char *state_dir = nsh_state_dir(opts->state_dir, sdbuf, sizeof(sdbuf));
 	struct nshash_sizes eff = nshash_sizes_effective(opts->sizes);
 	if (opts->max_table_bytes) {
 		r = nsh_ledger_reserve(state_dir, eff, opts->max_table_bytes, pin, ticket, err);
 		if (r < 0)
 			return r;
 	}
-	r = netns_make(opts, proc, nsfd, info, err);
+	r = nsh_netns_make(opts, proc, nsfd, info, err);
 	if (r == 0)
 		r = nsh_ledger_commit(state_dir, ticket, eff, *nsfd, pin, opts->max_table_bytes != 0, err);
 	if (r < 0) {
@@ -454,34 +60,6 @@ int nshash_netns_new(const struct nshash_create_opts *opts, int *nsfd, struct ns
 	return netns_new_recorded(opts, -1, NULL, nsfd, info, &ticket, err);
 }
 
-int nsh_netns_create_named(const struct nshash_create_opts *opts, int proc, nsh_pin_namer namer, void *arg, char *path,
-			   size_t len, struct nshash_error *err)
-{
-	if (opts->max_table_bytes)
-		return nshash_error_set(err, EINVAL, "create netns: a named pin cannot be reserved under a budget");
-	int r = validate_request(opts->sizes, err);
-	if (r < 0)
-		return r;
-	cleanup_close int nsfd = -1;
-	struct nshash_netns_info info;
-	r = netns_make(opts, proc, &nsfd, &info, err);
-	if (r < 0)
-		return r;
-	r = namer(&info, arg, path, len, err);
-	if (r < 0)
-		return r;
-	/* committed with its pin before the pin exists, as any creation */
-	const char *state_dir = nsh_state_dir(opts->state_dir);
-	struct nsh_ticket ticket;
-	memset(&ticket, 0, sizeof(ticket));
-	r = nsh_ledger_commit(state_dir, &ticket, nshash_sizes_effective(opts->sizes), nsfd, path, false, err);
-	if (r == 0)
-		r = nshash_pin_fd(nsfd, path, err);
-	if (r < 0)
-		nsh_ledger_cancel(state_dir, &ticket);
-	return r;
-}
-
 static bool in_netns_run_dir(const char *path)
 {
 	size_t n = strlen(NSHASH_NETNS_RUN_DIR);
@@ -491,6 +69,7 @@ static bool in_netns_run_dir(const char *path)
 int nshash_netns_create(const struct nshash_create_opts *opts, const char *pin_path, struct nshash_netns_info *info,
 			struct nshash_error *err)
 {
+	char sdbuf[PATH_MAX]; /* the default state dir, when none is given */
 	if (!pin_path || pin_path[0] != '/')
 		return nshash_error_set(err, EINVAL, "create netns: pin path \"%s\" is not absolute",
 					pin_path ? pin_path : "");
@@ -515,7 +94,7 @@ int nshash_netns_create(const struct nshash_create_opts *opts, const char *pin_p
 	}
 	r = nsh_bind_fd(nsfd, claimfd);
 	if (r < 0) {
-		nsh_ledger_cancel(nsh_state_dir(opts->state_dir), &ticket);
+		nsh_ledger_cancel(nsh_state_dir(opts->state_dir, sdbuf, sizeof(sdbuf)), &ticket);
 		nsh_pin_unclaim(pin_path, claimfd);
 		return nshash_error_set(err, r, "create netns %s: bind mount: %s%s", pin_path, strerror(-r),
 					r == -ENOENT ? " (the pin file was replaced meanwhile)" : nsh_mount_hint(-r));
@@ -531,7 +110,7 @@ static int open_pinned(const char *pin_path, struct nshash_error *err)
 	const char *not_netns;
 	int r = nsh_path_open_netns(pin_path, false, &fd, &not_netns);
 	if (r < 0)
-		return nshash_error_set(err, r, "replace netns %s: %s", pin_path, strerror(-r));
+		return nsh_error_sys(err, r, "replace netns %s", pin_path);
 	if (not_netns)
 		return nshash_error_set(err, EINVAL, "replace netns %s: not a bind-mounted network namespace pin (%s)",
 					pin_path, not_netns);
@@ -614,6 +193,7 @@ int nshash_netns_swap(int nsfd, const char *pin_path, struct nshash_error *err)
 int nshash_netns_replace(const struct nshash_create_opts *opts, const char *pin_path, struct nshash_netns_info *info,
 			 struct nshash_error *err)
 {
+	char sdbuf[PATH_MAX]; /* the default state dir, when none is given */
 	cleanup_close int oldfd = open_pinned(pin_path, err);
 	if (oldfd < 0)
 		return oldfd;
@@ -625,6 +205,6 @@ int nshash_netns_replace(const struct nshash_create_opts *opts, const char *pin_
 	bool placed;
 	r = swap(nsfd, pin_path, &placed, err);
 	if (r < 0 && !placed) /* placed: alive at pin_path, and counted */
-		nsh_ledger_cancel(nsh_state_dir(opts->state_dir), &ticket);
+		nsh_ledger_cancel(nsh_state_dir(opts->state_dir, sdbuf, sizeof(sdbuf)), &ticket);
 	return r;
 }

@@ -118,7 +118,7 @@ int nsh_netns_open_current(int *fd, struct nshash_error *err)
 {
 	*fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
 	if (*fd < 0)
-		return nshash_error_set(err, errno, "open /proc/thread-self/ns/net: %s", strerror(errno));
+		return nsh_error_sys(err, errno, "open /proc/thread-self/ns/net");
 	return 0;
 }
 
@@ -194,7 +194,7 @@ static int inspect_here(const void *arg, int *fd, struct nshash_netns_info *info
 		return r;
 	/* the netns opened anew from inside: through no mount but nsfs's own */
 	*fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-	return *fd < 0 ? nshash_error_set(err, errno, "open /proc/thread-self/ns/net: %s", strerror(errno)) : 0;
+	return *fd < 0 ? nsh_error_sys(err, errno, "open /proc/thread-self/ns/net") : 0;
 }
 
 static int inspect_fd(int nsfd, int *reopened, struct nshash_netns_info *info, struct nshash_error *err)
@@ -238,7 +238,7 @@ static int inspect_open(const char *path, const char *shown, struct nshash_netns
 	const char *not_netns;
 	int r = nsh_path_open_netns(path, false, &fd, &not_netns);
 	if (r < 0)
-		return nshash_error_set(err, r, "inspect %s: %s", shown, strerror(-r));
+		return nsh_error_sys(err, r, "inspect %s", shown);
 	if (not_netns)
 		return nshash_error_set(err, EINVAL, "inspect %s: not a network namespace (%s)", shown, not_netns);
 	r = nshash_inspect_fd(fd, info, err);
@@ -302,15 +302,12 @@ int nshash_verify(const struct nshash_netns_info *info, struct nshash_sizes requ
 	return 0;
 }
 
-void nsh_proc_comm(pid_t pid, char *buf, size_t len)
+int nsh_unshare_net(const char *what, struct nshash_error *err)
 {
-	char p[64];
-	snprintf(buf, len, "?");
-	snprintf(p, sizeof(p), "/proc/%d/comm", (int)pid);
-	cleanup_close int fd = open(p, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, len - 1);
-	if (n > 0) {
-		buf[n] = '\0';
-		buf[strcspn(buf, "\n")] = '\0';
+	if (unshare(CLONE_NEWNET) < 0) {
+		int e = errno;
+		return nshash_error_set(err, e, "unshare a network namespace (%s): %s%s", what, strerror(e),
+					e == EPERM ? " (needs CAP_SYS_ADMIN)" : "");
 	}
+	return 0;
 }

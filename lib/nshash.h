@@ -35,6 +35,11 @@
 extern "C" {
 #endif
 
+/* NSHASH_DEFAULT_STATE_DIR: the state dir when a call is given none
+ * (state_dir NULL or "") for root of the initial user namespace; for
+ * anyone else (a user, root of a user namespace) it is
+ * $XDG_RUNTIME_DIR/nshash, else /run/user/UID/nshash (UID outside any user
+ * namespace).  The CLI and the hooks use the same rule. */
 #define NSHASH_VERSION		 "0.2.0"
 #define NSHASH_TCP_MAX		 16777216u /* largest tcp_child_ehash_entries */
 #define NSHASH_UDP_MAX		 65536u	   /* largest udp_child_hash_entries */
@@ -183,7 +188,7 @@ int nshash_strategy_parse(const char *text, enum nshash_strategy *out, struct ns
 struct nshash_create_opts {
 	struct nshash_sizes sizes; /* requested; validated again here */
 	enum nshash_strategy strategy;
-	const char *state_dir; /* NULL = NSHASH_DEFAULT_STATE_DIR */
+	const char *state_dir; /* NULL = the default (NSHASH_DEFAULT_STATE_DIR) */
 	bool keep_lo_down;     /* default false: lo is brought up */
 	/* Node-wide table memory budget (maxTableBytes), 0 = none: refuse the
 	 * creation (NSHASH_E_BUDGET) when the table bytes of every live netns
@@ -603,7 +608,7 @@ struct nshash_stats_netns {
 	struct nshash_sockets sockets;
 };
 struct nshash_stats_opts {
-	const char *state_dir;	 /* NULL = NSHASH_DEFAULT_STATE_DIR */
+	const char *state_dir;	 /* NULL = the default (NSHASH_DEFAULT_STATE_DIR) */
 	const char *const *only; /* NULL: every netns (pins under /run/netns and the state
 				  * dir, then each distinct netns of a running process);
 				  * else only these pin paths or /proc/PID/ns/net paths */

@@ -22,13 +22,13 @@ int nshash_path_classify(const char *path, enum nshash_path_kind *kind, char *de
 			snprintf(detail, detail_len, "no such file");
 			return 0;
 		}
-		return nshash_error_set(err, errno, "%s: %s", path, strerror(errno));
+		return nsh_error_sys(err, errno, "%s", path);
 	}
 	bool link = S_ISLNK(st.st_mode);
 	if (link) {
 		ssize_t n = readlink(path, target, sizeof(target) - 1);
 		if (n < 0)
-			return nshash_error_set(err, errno, "read the symbolic link: %s", strerror(errno));
+			return nsh_error_sys(err, errno, "read the symbolic link");
 		target[n] = '\0';
 	}
 	/* Never open anything but nsfs (a FIFO would block, a device's driver
@@ -42,7 +42,7 @@ int nshash_path_classify(const char *path, enum nshash_path_kind *kind, char *de
 		return 0;
 	}
 	if (r < 0)
-		return nshash_error_set(err, r, "open: %s", strerror(-r));
+		return nsh_error_sys(err, r, "open");
 	if (link) {
 		if (not_netns) {
 			*kind = NSHASH_PATH_NOT_NETNS;
@@ -70,12 +70,12 @@ int nshash_netns_occupancy(const char *path, struct nshash_occupancy *occ, struc
 	const char *not_netns;
 	int r = nsh_path_open_netns(path, true, &fd, &not_netns);
 	if (r < 0)
-		return nshash_error_set(err, r, "open %s: %s", path, strerror(-r));
+		return nsh_error_sys(err, r, "open %s", path);
 	if (not_netns)
 		return nshash_error_set(err, EINVAL, "open %s: not a network namespace (%s)", path, not_netns);
 	struct stat ns;
 	if (fstat(fd, &ns) < 0)
-		return nshash_error_set(err, errno, "stat %s: %s", path, strerror(errno));
+		return nsh_error_sys(err, errno, "stat %s", path);
 
 	cleanup_close int home = -1;
 	r = nsh_netns_open_current(&home, err);
@@ -92,7 +92,7 @@ int nshash_netns_occupancy(const char *path, struct nshash_occupancy *occ, struc
 		return r;
 	}
 	if (!ifs)
-		return nshash_error_set(err, saved, "list the interfaces of %s: %s", path, strerror(saved));
+		return nsh_error_sys(err, saved, "list the interfaces of %s", path);
 	for (struct if_nameindex *i = ifs; i->if_index; i++) {
 		if (strcmp(i->if_name, "lo") == 0)
 			continue;
@@ -106,10 +106,11 @@ int nshash_netns_occupancy(const char *path, struct nshash_occupancy *occ, struc
 
 	pid_t pid = nsh_netns_user(ns.st_dev, ns.st_ino);
 	if (pid < 0)
-		return nshash_error_set(err, -pid, "look for processes in %s: /proc: %s", path, strerror(-pid));
+		return nsh_error_sys(err, -pid, "look for processes in %s: /proc", path);
 	if (pid > 0) {
 		occ->pid = pid;
-		nsh_proc_comm(pid, occ->comm, sizeof(occ->comm));
+		if (!nsh_proc_comm(pid, occ->comm, sizeof(occ->comm)))
+			snprintf(occ->comm, sizeof(occ->comm), "?");
 	}
 	return 0;
 }

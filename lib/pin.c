@@ -97,9 +97,9 @@ int nshash_pin_dir_prepare(const char *dir, struct nshash_error *err)
 					nsh_mount_hint(errno));
 	cleanup_close int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
-		return nshash_error_set(err, errno, "open %s: %s", dir, strerror(errno));
+		return nsh_error_sys(err, errno, "open %s", dir);
 	if (flock(dfd, LOCK_EX) < 0)
-		return nshash_error_set(err, errno, "lock %s: %s", dir, strerror(errno));
+		return nsh_error_sys(err, errno, "lock %s", dir);
 	/* Someone may have done it while we waited. */
 	if (mount("", dir, "none", MS_SHARED | MS_REC, NULL) == 0)
 		return 0;
@@ -197,7 +197,7 @@ int nshash_pin_is_netns(const char *path, struct nshash_error *err)
 	if (r == -ENOENT || r == -ENOTDIR)
 		return 0;
 	if (r < 0)
-		return nshash_error_set(err, r, "open %s: %s", path, strerror(-r));
+		return nsh_error_sys(err, r, "open %s", path);
 	return fd >= 0 ? 1 : 0;
 }
 
@@ -207,7 +207,7 @@ int nshash_pin_remove(const char *path, struct nshash_error *err)
 	if (lstat(path, &st) < 0) {
 		if (errno == ENOENT)
 			return 0;
-		return nshash_error_set(err, errno, "remove pin %s: %s", path, strerror(errno));
+		return nsh_error_sys(err, errno, "remove pin %s", path);
 	}
 	if (!S_ISREG(st.st_mode))
 		return nshash_error_set(err, EINVAL, "remove pin %s: not a pin (a %s)", path,
@@ -243,6 +243,6 @@ int nshash_pin_remove(const char *path, struct nshash_error *err)
 			    path);
 	}
 	if (unlink(path) < 0 && errno != ENOENT)
-		return nshash_error_set(err, errno, "remove pin %s: %s", path, strerror(errno));
+		return nsh_error_sys(err, errno, "remove pin %s", path);
 	return 0;
 }

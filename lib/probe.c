@@ -18,7 +18,7 @@ int nshash_probe(struct nshash_probe *p, struct nshash_error *err)
 	memset(p, 0, sizeof(*p));
 	struct utsname u;
 	if (uname(&u) < 0)
-		return nshash_error_set(err, errno, "probe: uname: %s", strerror(errno));
+		return nsh_error_sys(err, errno, "probe: uname");
 	snprintf(p->release, sizeof(p->release), "%s", u.release);
 	p->has_tcp_knob = access(NSH_SYSCTL_DIR NSH_TCP_CHILD, F_OK) == 0;
 	p->has_udp_knob = access(NSH_SYSCTL_DIR NSH_UDP_CHILD, F_OK) == 0;

@@ -75,20 +75,18 @@ static int claim_run(const char *state_dir, int64_t interval, int *stampfd, bool
 	if (*stampfd < 0) {
 		if (errno == ENOENT)
 			return 0; /* no state dir: nothing of ours to reclaim */
-		return nshash_error_set(err, errno, "reclaim: open %s: %s", path, strerror(errno));
+		return nsh_error_sys(err, errno, "reclaim: open %s", path);
 	}
 	if (flock(*stampfd, LOCK_EX | LOCK_NB) < 0)
-		return errno == EWOULDBLOCK
-			   ? 0
-			   : nshash_error_set(err, errno, "reclaim: lock %s: %s", path, strerror(errno));
+		return errno == EWOULDBLOCK ? 0 : nsh_error_sys(err, errno, "reclaim: lock %s", path);
 	if (fstat(*stampfd, &st) < 0)
-		return nshash_error_set(err, errno, "reclaim: stat %s: %s", path, strerror(errno));
+		return nsh_error_sys(err, errno, "reclaim: stat %s", path);
 	/* Someone ran between our stat and our lock. */
 	if (interval > 0 && st.st_size > 0 &&
 	    (!existed || st.st_mtim.tv_sec != before.st_mtim.tv_sec || st.st_mtim.tv_nsec != before.st_mtim.tv_nsec))
 		return 0;
 	if ((st.st_size != 1 && ftruncate(*stampfd, 1) < 0) || futimens(*stampfd, NULL) < 0)
-		return nshash_error_set(err, errno, "reclaim: touch %s: %s", path, strerror(errno));
+		return nsh_error_sys(err, errno, "reclaim: touch %s", path);
 	*run = true;
 	return 0;
 }
@@ -151,13 +149,13 @@ static int list_candidates(const char *dir, int64_t min_age, struct pin_candidat
 	*count = *seen = 0;
 	DIR *d = opendir(dir);
 	if (!d)
-		return errno == ENOENT ? 0 : nshash_error_set(err, errno, "reclaim: list %s: %s", dir, strerror(errno));
+		return errno == ENOENT ? 0 : nsh_error_sys(err, errno, "reclaim: list %s", dir);
 	int dfd = dirfd(d);
 	struct stat dir_st;
 	if (fstat(dfd, &dir_st) < 0) {
 		int e = errno;
 		closedir(d);
-		return nshash_error_set(err, e, "reclaim: stat %s: %s", dir, strerror(e));
+		return nsh_error_sys(err, e, "reclaim: stat %s", dir);
 	}
 	cleanup_close int under = open_under(dir, &dir_st);
 	if (under < 0) {
@@ -208,7 +206,8 @@ static int list_candidates(const char *dir, int64_t min_age, struct pin_candidat
 
 int nshash_reclaim(const struct nshash_reclaim_opts *opts, struct nshash_reclaim_report *rep, struct nshash_error *err)
 {
-	const char *state_dir = nsh_state_dir(opts->state_dir);
+	char sdbuf[PATH_MAX]; /* the default state dir, when none is given */
+	const char *state_dir = nsh_state_dir(opts->state_dir, sdbuf, sizeof(sdbuf));
 	memset(rep, 0, sizeof(*rep));
 	cleanup_close int stampfd = -1;
 	int r = claim_run(state_dir, opts->interval, &stampfd, &rep->ran, err);
@@ -236,7 +235,7 @@ int nshash_reclaim(const struct nshash_reclaim_opts *opts, struct nshash_reclaim
 		return nshash_table_usage(state_dir, false, &rep->usage, err);
 	}
 	if (r < 0)
-		return nshash_error_set(err, -r, "reclaim: read /proc: %s", strerror(-r));
+		return nsh_error_sys(err, -r, "reclaim: read /proc");
 	size_t ngone = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (items[i].held)

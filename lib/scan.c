@@ -49,6 +49,9 @@ struct scan {
 	bool can_fds;	 /* and CAP_DAC_READ_SEARCH (or _OVERRIDE): its fd dir, 0500 of its uid, too */
 	bool denied;	 /* a source could not be read: what is unresolved may be held */
 	size_t nmntns, capmntns;
+	nsh_holder_fn fn; /* per holder (nsh_netns_holders): items are never resolved */
+	void *arg;
+	int stop; /* what fn returned to stop the scan */
 };
 
 /* A look at /proc failed: a process that is gone (ENOENT, ESRCH) holds
@@ -116,8 +119,11 @@ static uint64_t mnt_of(struct scan *s, pid_t pid)
 	return ns_link_ino(link, "mnt");
 }
 
-/* Mark every unresolved item with inode `ino` that wants `source`. */
-static void hit(struct scan *s, uint64_t ino, unsigned source, pid_t pid)
+/* Mark every unresolved item with inode `ino` that wants `source`, or
+ * with a holder callback, tell it (`entry`: the thread's tid or the fd,
+ * NULL for a leader).  True when the callback was told: the process's
+ * other entries of that source need no look. */
+static bool hit(struct scan *s, uint64_t ino, unsigned source, pid_t pid, const char *entry)
 {
 	size_t lo = 0, hi = s->n;
 	while (lo < hi) { /* first item with inode >= ino */
@@ -131,6 +137,14 @@ static void hit(struct scan *s, uint64_t ino, unsigned source, pid_t pid)
 		struct nsh_scan_item *it = &s->items[s->order[lo].idx];
 		if (it->held || !(it->want & source))
 			continue;
+		if (s->fn) {
+			int r = s->fn(pid, source, entry, s->arg);
+			if (r) {
+				s->stop = r;
+				s->left = 0;
+			}
+			return true;
+		}
 		if (source == NSH_SCAN_LEADERS && it->not_mnt) {
 			uint64_t mnt = mnt_of(s, pid);
 			if (!mnt || mnt == it->not_mnt)
@@ -140,20 +154,20 @@ static void hit(struct scan *s, uint64_t ino, unsigned source, pid_t pid)
 		it->pid = pid;
 		s->left--;
 	}
+	return false;
 }
 
-static void check_link(struct scan *s, int dirfd, const char *rel, unsigned source, pid_t pid)
+static bool check_link(struct scan *s, int dirfd, const char *rel, unsigned source, pid_t pid, const char *entry)
 {
 	char link[64];
 	ssize_t len = readlinkat(dirfd, rel, link, sizeof(link) - 1);
 	if (len <= 0) {
 		failed_look(s);
-		return;
+		return false;
 	}
 	link[len] = '\0';
 	uint64_t ino = ns_link_ino(link, "net");
-	if (ino)
-		hit(s, ino, source, pid);
+	return ino && hit(s, ino, source, pid, entry);
 }
 
 /* The links under /proc/PID/task (threads other than the leader:
@@ -193,15 +207,16 @@ static void scan_links(struct scan *s, pid_t pid, unsigned source)
 			struct stat st;
 			if (fstatat(dfd, de->d_name, &st, 0) < 0)
 				failed_look(s); /* (a closed fd is ENOENT) */
-			else if (st.st_dev == s->nsfs_dev)
-				hit(s, st.st_ino, source, pid);
+			else if (st.st_dev == s->nsfs_dev && hit(s, st.st_ino, source, pid, de->d_name))
+				break;
 			continue;
 		}
 		pid_t tid = (pid_t)atoi(de->d_name);
 		if (tid == pid)
 			continue;
 		snprintf(path, sizeof(path), "%d/ns/net", (int)tid);
-		check_link(s, dfd, path, source, pid);
+		if (check_link(s, dfd, path, source, pid, de->d_name))
+			break;
 	}
 	closedir(d);
 }
@@ -259,7 +274,7 @@ static void scan_mounts(struct scan *s, pid_t pid)
 			*sp = '\0';
 		uint64_t ino = ns_link_ino(root, "net");
 		if (ino)
-			hit(s, ino, NSH_SCAN_MOUNTS, pid);
+			hit(s, ino, NSH_SCAN_MOUNTS, pid, NULL);
 	}
 	free(line);
 	fclose(f);
@@ -288,11 +303,12 @@ static int scan_pass(struct scan *s, unsigned sources)
 		s->seen = pid == s->from ? s->skip : 0;
 		s->skip = pid == s->from ? s->skip : 0;
 		char path[64];
+		bool told = false; /* a holder callback told of this process */
 		if (sources & NSH_SCAN_LEADERS) {
 			snprintf(path, sizeof(path), "%d/ns/net", (int)pid);
-			check_link(s, s->procfd, path, NSH_SCAN_LEADERS, pid);
+			told = check_link(s, s->procfd, path, NSH_SCAN_LEADERS, pid, NULL);
 		}
-		if (s->left && (sources & NSH_SCAN_THREADS))
+		if (s->left && !told && (sources & NSH_SCAN_THREADS))
 			scan_links(s, pid, NSH_SCAN_THREADS);
 		if (s->left && (sources & NSH_SCAN_FDS))
 			scan_links(s, pid, NSH_SCAN_FDS);
@@ -319,8 +335,9 @@ static bool can_read_fd_dirs(void)
 {
 	cap_t caps = cap_get_proc();
 	cap_flag_value_t search = CAP_CLEAR, override = CAP_CLEAR;
-	bool yes = caps && ((cap_get_flag(caps, CAP_DAC_READ_SEARCH, CAP_EFFECTIVE, &search) == 0 && search == CAP_SET) ||
-			    (cap_get_flag(caps, CAP_DAC_OVERRIDE, CAP_EFFECTIVE, &override) == 0 && override == CAP_SET));
+	bool yes =
+	    caps && ((cap_get_flag(caps, CAP_DAC_READ_SEARCH, CAP_EFFECTIVE, &search) == 0 && search == CAP_SET) ||
+		     (cap_get_flag(caps, CAP_DAC_OVERRIDE, CAP_EFFECTIVE, &override) == 0 && override == CAP_SET));
 	if (caps)
 		cap_free(caps);
 	return yes;
@@ -331,12 +348,37 @@ int nsh_netns_scan(struct nsh_scan_item *items, size_t n, bool skip_self, unsign
 	return nsh_netns_scan_from(items, n, skip_self, max_ms, NULL);
 }
 
+static int scan_run(struct scan *s, unsigned max_ms, struct nsh_scan_pos *pos);
+
 int nsh_netns_scan_from(struct nsh_scan_item *items, size_t n, bool skip_self, unsigned max_ms,
 			struct nsh_scan_pos *pos)
 {
-	static const unsigned cheap = NSH_SCAN_LEADERS | NSH_SCAN_THREADS, dear = NSH_SCAN_FDS | NSH_SCAN_MOUNTS;
 	struct scan s = {
 	    .items = items, .n = n, .left = n, .self = getpid(), .flags = skip_self ? NSH_SCAN_SKIP_SELF : 0};
+	return scan_run(&s, max_ms, pos);
+}
+
+int nsh_netns_holders(uint64_t ino, unsigned want, nsh_holder_fn fn, void *arg)
+{
+	struct nsh_scan_item it = {.ino = ino, .want = want & ~NSH_SCAN_SKIP_SELF};
+	struct scan s = {.items = &it,
+			 .n = 1,
+			 .left = 1,
+			 .self = getpid(),
+			 .flags = want & NSH_SCAN_SKIP_SELF,
+			 .fn = fn,
+			 .arg = arg};
+	int r = scan_run(&s, 0, NULL);
+	return s.stop ? s.stop : r < 0 ? r : 0;
+}
+
+static int scan_run(struct scan *sp, unsigned max_ms, struct nsh_scan_pos *pos)
+{
+	static const unsigned cheap = NSH_SCAN_LEADERS | NSH_SCAN_THREADS, dear = NSH_SCAN_FDS | NSH_SCAN_MOUNTS;
+	struct scan s = *sp;
+	struct nsh_scan_item *items = s.items;
+	size_t n = s.n;
+	int r = 0;
 	for (size_t i = 0; i < n; i++) {
 		items[i].held = 0;
 		items[i].pid = 0;
@@ -365,7 +407,6 @@ int nsh_netns_scan_from(struct nsh_scan_item *items, size_t n, bool skip_self, u
 	s.procfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (s.procfd < 0)
 		return -errno;
-	int r = 0;
 	unsigned pass = pos ? pos->pass : 0;
 	s.from = s.at = pos && pos->pass < 2 ? pos->pid : 0;
 	s.skip = pos && pos->pass < 2 ? pos->sub : 0;
@@ -384,6 +425,7 @@ int nsh_netns_scan_from(struct nsh_scan_item *items, size_t n, bool skip_self, u
 		r = -ETIMEDOUT;
 	else if (r == 0 && s.denied && s.left)
 		r = -EACCES; /* not all sources could be seen: nothing is proven unheld */
+	sp->stop = s.stop;
 	return r < 0 ? r : (int)(found > (size_t)INT32_MAX ? INT32_MAX : found);
 }
 

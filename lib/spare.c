@@ -92,6 +92,42 @@ struct spare_name {
 	uint64_t rnd;
 };
 
+/* A netns made (no budget, no spare taken) and pinned at a path named
+ * after what it was verified to have: namer writes it into path (len) from
+ * info, or fails with err set.  The verification reads through `proc` (see
+ * nsh_sysctl_dir_open_in).  Recorded in the ledger with that pin before it
+ * is bound, the record cancelled if the pin fails. */
+typedef int (*pin_namer)(const struct nshash_netns_info *info, void *arg, char *path, size_t len,
+			 struct nshash_error *err);
+static int create_named(const struct nshash_create_opts *opts, int proc, pin_namer namer, void *arg, char *path,
+			size_t len, struct nshash_error *err)
+{
+	char sdbuf[PATH_MAX]; /* the default state dir, when none is given */
+	if (opts->max_table_bytes)
+		return nshash_error_set(err, EINVAL, "create netns: a named pin cannot be reserved under a budget");
+	int r = nsh_size_request_check(opts->sizes, err);
+	if (r < 0)
+		return r;
+	cleanup_close int nsfd = -1;
+	struct nshash_netns_info info;
+	r = nsh_netns_make(opts, proc, &nsfd, &info, err);
+	if (r < 0)
+		return r;
+	r = namer(&info, arg, path, len, err);
+	if (r < 0)
+		return r;
+	/* committed with its pin before the pin exists, as any creation */
+	const char *state_dir = nsh_state_dir(opts->state_dir, sdbuf, sizeof(sdbuf));
+	struct nsh_ticket ticket;
+	memset(&ticket, 0, sizeof(ticket));
+	r = nsh_ledger_commit(state_dir, &ticket, nshash_sizes_effective(opts->sizes), nsfd, path, false, err);
+	if (r == 0)
+		r = nshash_pin_fd(nsfd, path, err);
+	if (r < 0)
+		nsh_ledger_cancel(state_dir, &ticket);
+	return r;
+}
+
 static int spare_namer(const struct nshash_netns_info *info, void *arg, char *path, size_t len,
 		       struct nshash_error *err)
 {
@@ -109,11 +145,13 @@ static int64_t spare_idle(const struct nshash_create_opts *opts)
 
 int nshash_spare_take(const struct nshash_create_opts *opts, int *nsfd, struct nshash_netns_info *info)
 {
+	char sdbuf[PATH_MAX]; /* the default state dir, when none is given */
 	char dir[PATH_MAX], prefix[80], path[PATH_MAX];
 	*nsfd = -1;
 	if (!nshash_spares_apply(opts) || spare_prefix(opts, prefix, sizeof(prefix)) < 0)
 		return 0;
-	if ((size_t)snprintf(dir, sizeof(dir), "%s/spares", nsh_state_dir(opts->state_dir)) >= sizeof(dir))
+	if ((size_t)snprintf(dir, sizeof(dir), "%s/spares", nsh_state_dir(opts->state_dir, sdbuf, sizeof(sdbuf))) >=
+	    sizeof(dir))
 		return 0;
 	char lock[PATH_MAX + 8];
 	snprintf(lock, sizeof(lock), "%s/.take", dir);
@@ -273,8 +311,9 @@ static int expire_templates(const char *state_dir, int64_t max_idle, time_t now,
 
 int nshash_spare_expire(const char *state_dir, int64_t max_idle, struct nshash_error *err)
 {
+	char sdbuf[PATH_MAX]; /* the default state dir, when none is given */
 	char dir[PATH_MAX];
-	state_dir = nsh_state_dir(state_dir);
+	state_dir = nsh_state_dir(state_dir, sdbuf, sizeof(sdbuf));
 	if (max_idle < 0 || (size_t)snprintf(dir, sizeof(dir), "%s/spares", state_dir) >= sizeof(dir))
 		return 0;
 	time_t now = time(NULL);
@@ -293,7 +332,7 @@ static int want_mark(const char *dir, const char *prefix, unsigned want, struct 
 		return nshash_error_set(err, ENAMETOOLONG, "spares: path too long");
 	int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
-		return nshash_error_set(err, errno, "spares: create %s: %s", path, strerror(errno));
+		return nsh_error_sys(err, errno, "spares: create %s", path);
 	close(fd);
 	return 0;
 }
@@ -361,7 +400,7 @@ static int fill_pair(const struct nshash_create_opts *opts, const char *dir, str
 			break;
 		uint64_t rnd;
 		if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
-			return nshash_error_set(err, errno, "spares: getrandom: %s", strerror(errno));
+			return nsh_error_sys(err, errno, "spares: getrandom");
 		/* Each spare is verified in a fresh netns, where the first lookup
 		 * under /proc/sys compares against a dentry of every live netns
 		 * that looked there (~2 ms at 2000): through a proc of our own it
@@ -371,7 +410,7 @@ static int fill_pair(const struct nshash_create_opts *opts, const char *dir, str
 			*proc = nsh_proc_private(); /* < 0: the caller's /proc */
 		/* made and verified first, then named after what it has */
 		struct spare_name name = {dir, prefix, rnd};
-		int r = nsh_netns_create_named(&one, *proc, spare_namer, &name, path, sizeof(path), err);
+		int r = create_named(&one, *proc, spare_namer, &name, path, sizeof(path), err);
 		if (r < 0)
 			return nshash_error_prefix(err, "spare");
 		made++;
@@ -381,12 +420,13 @@ static int fill_pair(const struct nshash_create_opts *opts, const char *dir, str
 
 int nshash_spare_fill(const struct nshash_create_opts *opts, struct nshash_error *err)
 {
+	char sdbuf[PATH_MAX]; /* the default state dir, when none is given */
 	char dir[PATH_MAX], prefix[80], lock[PATH_MAX + 8];
 	if (!nshash_spares_apply(opts))
 		return 0;
 	if (spare_prefix(opts, prefix, sizeof(prefix)) < 0)
 		return nshash_error_set(err, ENAMETOOLONG, "spares: name too long");
-	const char *state_dir = nsh_state_dir(opts->state_dir);
+	const char *state_dir = nsh_state_dir(opts->state_dir, sdbuf, sizeof(sdbuf));
 	int r = nshash_state_subdir(state_dir, "spares", dir, sizeof(dir), err);
 	if (r == 0)
 		r = nshash_pin_dir_prepare(dir, err);
@@ -402,9 +442,9 @@ int nshash_spare_fill(const struct nshash_create_opts *opts, struct nshash_error
 	snprintf(lock, sizeof(lock), "%s/.lock", dir);
 	cleanup_close int lockfd = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (lockfd < 0)
-		return nshash_error_set(err, errno, "spares: open %s: %s", lock, strerror(errno));
+		return nsh_error_sys(err, errno, "spares: open %s", lock);
 	if (flock(lockfd, LOCK_EX | LOCK_NB) < 0)
-		return errno == EWOULDBLOCK ? 0 : nshash_error_set(err, errno, "spares: lock %s: %s", lock, strerror(errno));
+		return errno == EWOULDBLOCK ? 0 : nsh_error_sys(err, errno, "spares: lock %s", lock);
 	int64_t idle = spare_idle(opts);
 	cleanup_close int proc = -2;
 	int made = 0;

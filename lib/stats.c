@@ -107,7 +107,7 @@ static int sockets_here(struct nshash_sockets *s, struct nshash_error *err)
 	if (r == 0)
 		r = sockstat_field(v6, "UDP6", "inuse", &udp);
 	if (r < 0)
-		return nshash_error_set(err, -r, "read /proc/net/sockstat: %s", strerror(-r));
+		return nsh_error_sys(err, -r, "read /proc/net/sockstat");
 	long listen = 0;
 	if (inuse > 0 && count_listeners(&listen) < 0)
 		listen = -1;
@@ -143,7 +143,7 @@ int nshash_sockets_path(const char *path, struct nshash_sockets *s, struct nshas
 {
 	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return nshash_error_set(err, errno, "count sockets of %s: %s", path, strerror(errno));
+		return nsh_error_sys(err, errno, "count sockets of %s", path);
 	int r = nshash_sockets_fd(fd, s, err);
 	return r < 0 ? nshash_error_prefix(err, "%s", path) : 0;
 }
@@ -199,28 +199,6 @@ void nshash_stats_shared(const struct nshash_stats_netns *v, size_t n, enum nsha
 }
 
 /* ------------------------------------------------------------- naming */
-
-/* A process's comm, safe to print: control and non-ASCII bytes become '?'. */
-static void read_comm(pid_t pid, char *out, size_t len)
-{
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	out[0] = '\0';
-	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	ssize_t n = read(fd, out, len - 1);
-	if (n <= 0) {
-		out[0] = '\0';
-		return;
-	}
-	out[n] = '\0';
-	if (n > 0 && out[n - 1] == '\n')
-		out[--n] = '\0';
-	for (ssize_t i = 0; i < n; i++)
-		if ((unsigned char)out[i] < 0x20 || (unsigned char)out[i] >= 0x7f)
-			out[i] = '?';
-}
 
 static bool is_hex_id(const char *s, size_t len)
 {
@@ -400,7 +378,7 @@ static int scan_processes(struct scan *s, bool add, struct nshash_error *err)
 	int r = nsh_proc_netns_each(scan_process, &p);
 	if (p.r < 0)
 		return p.r;
-	return r < 0 ? nshash_error_set(err, -r, "stats: read /proc: %s", strerror(-r)) : 0;
+	return r < 0 ? nsh_error_sys(err, -r, "stats: read /proc") : 0;
 }
 
 /* Pins in one directory: regular files with a netns mounted on them
@@ -410,7 +388,7 @@ static int scan_pin_dir(struct scan *s, const char *dir, enum nshash_entry_kind 
 {
 	DIR *d = opendir(dir);
 	if (!d)
-		return errno == ENOENT ? 0 : nshash_error_set(err, errno, "stats: list %s: %s", dir, strerror(errno));
+		return errno == ENOENT ? 0 : nsh_error_sys(err, errno, "stats: list %s", dir);
 	struct dirent *de;
 	int r = 0;
 	while (r == 0 && (de = readdir(d))) {
@@ -431,8 +409,9 @@ static int scan_pin_dir(struct scan *s, const char *dir, enum nshash_entry_kind 
  * templates and container pins. */
 static int scan_pins(struct scan *s, const char *state_dir, struct nshash_error *err)
 {
+	char sdbuf[PATH_MAX]; /* the default state dir, when none is given */
 	char dir[PATH_MAX];
-	state_dir = nsh_state_dir(state_dir);
+	state_dir = nsh_state_dir(state_dir, sdbuf, sizeof(sdbuf));
 	int r = scan_pin_dir(s, NSHASH_NETNS_RUN_DIR, NSHASH_ENTRY_NETNS, err);
 	snprintf(dir, sizeof(dir), "%s/templates", state_dir);
 	if (r == 0)
@@ -448,13 +427,14 @@ static int scan_pins(struct scan *s, const char *state_dir, struct nshash_error 
 
 static int scan_only(struct scan *s, const struct nshash_stats_opts *opts, struct nshash_error *err)
 {
+	char sdbuf[PATH_MAX]; /* the default state dir, when none is given */
 	for (size_t i = 0; i < opts->nonly; i++) {
 		const char *path = opts->only[i];
 		int pid = 0, end = 0;
 		bool proc = sscanf(path, "/proc/%d/ns/net%n", &pid, &end) == 1 && path[end] == '\0' && pid > 0;
 		cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 		if (fd < 0)
-			return nshash_error_set(err, errno, "stats %s: %s", path, strerror(errno));
+			return nsh_error_sys(err, errno, "stats %s", path);
 		if (!nsh_fd_is_netns(fd))
 			return nshash_error_set(err, EINVAL, "stats %s: not a network namespace", path);
 		size_t before = s->n;
@@ -464,7 +444,7 @@ static int scan_only(struct scan *s, const struct nshash_stats_opts *opts, struc
 		if (s->n == before + 1 && !proc) {
 			/* Which directory of nshash's, for the kind column. */
 			char dir[PATH_MAX];
-			const char *sd = nsh_state_dir(opts->state_dir);
+			const char *sd = nsh_state_dir(opts->state_dir, sdbuf, sizeof(sdbuf));
 			snprintf(dir, sizeof(dir), "%s/templates/", sd);
 			if (strncmp(path, dir, strlen(dir)) == 0)
 				s->v[before].kind = NSHASH_ENTRY_TEMPLATE;
@@ -498,13 +478,13 @@ int nshash_stats_scan(const struct nshash_stats_opts *opts, struct nshash_stats_
 	 * pid 2 in the initial pid namespace; elsewhere pid 1 is the best guess. */
 	char comm[32];
 	struct stat init;
-	read_comm(2, comm, sizeof(comm));
+	nsh_proc_comm(2, comm, sizeof(comm));
 	bool have_init = stat(strcmp(comm, "kthreadd") == 0 ? "/proc/2/ns/net" : "/proc/1/ns/net", &init) == 0;
 	for (size_t i = 0; i < s.n; i++) {
 		struct nshash_stats_netns *e = &s.v[i];
 		e->host = have_init && e->dev == init.st_dev && e->inode == init.st_ino;
 		if (e->pid) {
-			read_comm(e->pid, e->command, sizeof(e->command));
+			nsh_proc_comm(e->pid, e->command, sizeof(e->command));
 			read_container(e->pid, e->container, sizeof(e->container), e->engine, sizeof(e->engine));
 		}
 	}

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* net.ipv4 sysctls of the calling thread's network namespace.  An fd on
- * /proc/sys/net stays bound to the netns it was opened in, so these open
- * the file on every call, after any setns/unshare. */
+/* The one layer of sysctl file I/O (net.ipv4's numbers here, any
+ * /proc/sys/net text for netcfg.c) in the calling thread's network
+ * namespace.  An fd on /proc/sys/net stays bound to the netns it was
+ * opened in, so these open the file on every call, after any
+ * setns/unshare. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -40,20 +42,42 @@ int nsh_proc_private(void)
 	return m < 0 ? -errno : m;
 }
 
+int nsh_sysctl_text(int dirfd, const char *path, char *buf, size_t len)
+{
+	cleanup_close int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, buf, len - 1);
+	if (n < 0)
+		return -errno;
+	while (n > 0 && buf[n - 1] == '\n')
+		n--;
+	buf[n] = '\0';
+	return 0;
+}
+
+int nsh_sysctl_put(int dirfd, const char *path, const char *value)
+{
+	cleanup_close int fd = openat(dirfd, path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size_t len = strlen(value);
+	ssize_t n = write(fd, value, len);
+	if (n < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EIO;
+}
+
 int nsh_sysctl_read_at(int dirfd, const char *name, long *value)
 {
 	char buf[64];
-	cleanup_close int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	if (n < 0)
-		return -errno;
-	buf[n] = '\0';
+	int r = nsh_sysctl_text(dirfd, name, buf, sizeof(buf));
+	if (r < 0)
+		return r;
 	char *end;
 	errno = 0;
 	long v = strtol(buf, &end, 10);
-	if (errno || end == buf || (*end && *end != '\n'))
+	if (errno || end == buf || *end)
 		return -EIO;
 	*value = v;
 	return 0;
@@ -63,14 +87,6 @@ int nsh_sysctl_write(const char *name, long value)
 {
 	char path[128], buf[32];
 	snprintf(path, sizeof(path), NSH_SYSCTL_DIR "%s", name);
-	cleanup_close int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	int len = snprintf(buf, sizeof(buf), "%ld\n", value);
-	ssize_t n = write(fd, buf, (size_t)len);
-	if (n < 0)
-		return -errno;
-	if (n != len)
-		return -EIO;
-	return 0;
+	snprintf(buf, sizeof(buf), "%ld\n", value);
+	return nsh_sysctl_put(AT_FDCWD, path, buf);
 }

@@ -18,6 +18,7 @@
 #include <linux/rtnetlink.h>
 #include <netlink/attr.h>
 #include <netlink/msg.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <linux/sockios.h>
@@ -42,11 +43,14 @@ struct tp {
 	bool unmounted, bound;	   /* P's mount detached; S bound at the path */
 };
 
-static int refuse(const struct tp *t, int errnum, struct nshash_error *err, const char *fmt, const char *a,
-		  const char *b, const char *c)
+__attribute__((format(printf, 4, 5))) static int refuse(const struct tp *t, int errnum, struct nshash_error *err,
+							const char *fmt, ...)
 {
 	char why[600];
-	snprintf(why, sizeof(why), fmt, a, b, c);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
 	return nshash_error_set(err, errnum, "transplant %s: refused: %s", t->path, why);
 }
 
@@ -59,12 +63,11 @@ static int tp_open(struct tp *t, struct nshash_error *err)
 	 * netns of a process, or a link to someone else's pin). */
 	if (lstat(t->path, &ls) == 0 && S_ISLNK(ls.st_mode))
 		return refuse(t, EINVAL, err,
-			      "it is a symbolic link (e.g. /proc/PID/ns/net, the netns of a running "
-			      "process)%s%s%s, not a pinned network namespace",
-			      "", "", "");
+			      "it is a symbolic link (e.g. /proc/PID/ns/net, the netns of a running process), not a "
+			      "pinned network namespace");
 	t->pfd = open(t->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (t->pfd < 0)
-		return nshash_error_set(err, errno, "transplant %s: %s", t->path, strerror(errno));
+		return nsh_error_sys(err, errno, "transplant %s", t->path);
 	if (!nsh_fd_is_netns(t->pfd))
 		return nshash_error_set(err, EINVAL, "transplant %s: not a network namespace (no nsfs pin there)",
 					t->path);
@@ -73,125 +76,18 @@ static int tp_open(struct tp *t, struct nshash_error *err)
 		return r;
 	struct stat ps, hs, is;
 	if (fstat(t->pfd, &ps) < 0 || fstat(t->home, &hs) < 0)
-		return nshash_error_set(err, errno, "transplant %s: stat: %s", t->path, strerror(errno));
+		return nsh_error_sys(err, errno, "transplant %s: stat", t->path);
 	if (ps.st_ino == hs.st_ino && ps.st_dev == hs.st_dev)
-		return refuse(t, EINVAL, err, "it is the caller's own network namespace%s%s%s", "", "", "");
+		return refuse(t, EINVAL, err, "it is the caller's own network namespace");
 	if (stat("/proc/1/ns/net", &is) == 0 && ps.st_ino == is.st_ino && ps.st_dev == is.st_dev)
-		return refuse(t, EINVAL, err, "it is the host's network namespace (that of pid 1)%s%s%s", "", "", "");
+		return refuse(t, EINVAL, err, "it is the host's network namespace (that of pid 1)");
 	return 0;
-}
-
-static void comm_of(pid_t pid, char *buf, size_t len)
-{
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, len - 1) : -1;
-	if (n <= 0)
-		n = 0;
-	buf[n] = '\0';
-	buf[strcspn(buf, "\n")] = '\0';
-	for (char *p = buf; *p; p++)
-		if (!isprint((unsigned char)*p))
-			*p = '?';
-}
-
-/* Where P is mounted in this mount namespace: the mount points whose root
- * is "net:[INO]", one per line, for comparing with what an fd links to
- * (an fd opened through a pin links to the pin's path). */
-static char *mounts_of(const struct stat *ns)
-{
-	char want[64], line[8192];
-	snprintf(want, sizeof(want), "net:[%llu]", (unsigned long long)ns->st_ino);
-	FILE *f = fopen("/proc/thread-self/mountinfo", "re");
-	char *out = NULL;
-	size_t len = 0;
-	FILE *o = open_memstream(&out, &len);
-	while (f && o && fgets(line, sizeof(line), f)) {
-		char root[256], point[4096];
-		/* ID PARENT MAJ:MIN ROOT POINT ... (spaces in paths are \040) */
-		if (sscanf(line, "%*s %*s %*s %255s %4095s", root, point) == 2 && strcmp(root, want) == 0)
-			fprintf(o, "%s\n", point);
-	}
-	if (f)
-		fclose(f);
-	if (o)
-		fclose(o);
-	return out;
-}
-
-static bool is_mount_of(const char *mounts, const char *target)
-{
-	size_t n = strlen(target);
-	for (const char *p = mounts; p && *p; p = strchr(p, '\n') + 1)
-		if (strncmp(p, target, n) == 0 && p[n] == '\n')
-			return true;
-	return false;
-}
-
-enum { USES_NOT = 0, USES_THREAD = 1, USES_FD = 2 };
-
-/* Does a thread of `pid` live in netns `ns` (USES_THREAD), or does it hold
- * an fd on it (USES_FD): "net:[INO]" (opened through /proc/PID/ns/net) or
- * a path where P is mounted? */
-static int process_uses(pid_t pid, const struct stat *ns, const char *mounts, char *what, size_t len)
-{
-	char dir[64], target[4096], want[64];
-	/* A kernel thread (no executable) lives in the host's netns and holds
-	 * no fds: one readlink instead of two directory walks. */
-	snprintf(dir, sizeof(dir), "/proc/%d/exe", (int)pid);
-	if (readlink(dir, target, sizeof(target)) < 0 && errno == ENOENT)
-		return USES_NOT;
-	snprintf(want, sizeof(want), "net:[%llu]", (unsigned long long)ns->st_ino);
-	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	int found = 0;
-	while (d && !found && (de = readdir(d))) {
-		struct stat st;
-		char p[128];
-		if (!isdigit((unsigned char)de->d_name[0]))
-			continue;
-		snprintf(p, sizeof(p), "%s/%.16s/ns/net", dir, de->d_name);
-		if (stat(p, &st) == 0 && st.st_ino == ns->st_ino && st.st_dev == ns->st_dev) {
-			found = 1;
-			if (atoi(de->d_name) == pid)
-				snprintf(what, len, "lives in it");
-			else
-				snprintf(what, len, "has thread %.16s in it", de->d_name);
-		}
-	}
-	if (d)
-		closedir(d);
-	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
-	d = found ? NULL : opendir(dir);
-	while (d && !found && (de = readdir(d))) {
-		ssize_t n = readlinkat(dirfd(d), de->d_name, target, sizeof(target) - 1);
-		if (n <= 0)
-			continue;
-		target[n] = '\0';
-		if (strcmp(target, want) == 0 || (target[0] == '/' && is_mount_of(mounts, target))) {
-			found = USES_FD;
-			snprintf(what, len, "holds it open (fd %.16s)", de->d_name);
-		}
-	}
-	if (d)
-		closedir(d);
-	return found;
 }
 
 static pid_t parent_of(pid_t pid)
 {
-	char path[64], buf[512];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	const char *p = strrchr(buf, ')'); /* after "pid (comm)": " S ppid" */
-	int ppid = 0;
-	return p && sscanf(p + 1, " %*c %d", &ppid) == 1 ? (pid_t)ppid : 0;
+	struct nsh_proc_stat st;
+	return nsh_proc_stat(pid, &st) == 0 ? st.ppid : 0;
 }
 
 /* Is `pid` the caller's parent, grandparent, ... (not init)? */
@@ -257,19 +153,10 @@ static int socket_in(pid_t pid, const struct stat *ns, char *what, size_t len)
 static bool pinned_after_parent(const struct stat *ns)
 {
 	pid_t ppid = getppid();
-	char path[64], buf[1024];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)ppid);
-	cleanup_close int fd = ppid > 1 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-	if (n <= 0 || getppid() != ppid) /* the parent gone: not the engine */
+	struct nsh_proc_stat ps;
+	if (ppid <= 1 || nsh_proc_stat(ppid, &ps) < 0 || getppid() != ppid) /* the parent gone: not the engine */
 		return false;
-	buf[n] = '\0';
-	const char *p = strrchr(buf, ')');
-	unsigned long long start = 0;
-	/* after "pid (comm)": state ppid ... starttime is field 22 */
-	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
-			 &start) != 1)
-		return false;
+	unsigned long long start = ps.start;
 	struct timespec real, boot;
 	long hz = sysconf(_SC_CLK_TCK);
 	if (hz <= 0 || clock_gettime(CLOCK_REALTIME, &real) < 0 || clock_gettime(CLOCK_BOOTTIME, &boot) < 0)
@@ -287,54 +174,70 @@ static bool pinned_after_parent(const struct stat *ns)
  * open or have a thread in it (podman 5 leaves the thread that made the
  * netns in it: Go cannot end a locked main thread), and own no socket in
  * it. */
+struct holders {
+	const struct tp *t;
+	const struct stat *ns;
+	bool engine_made, engine_holds, refused;
+	pid_t engine[64]; /* ancestors found to hold P without a socket in it */
+	size_t nengine;
+	struct nshash_error *err;
+};
+
+/* scan.c tells of each process with a thread in P or an fd on it. */
+static int check_holder(pid_t pid, unsigned source, const char *entry, void *arg)
+{
+	struct holders *h = arg;
+	char what[64], comm[32], ps[16];
+	for (size_t i = 0; i < h->nengine; i++)
+		if (h->engine[i] == pid) /* told of again by the fd pass */
+			return 0;
+	if (source == NSH_SCAN_FDS)
+		snprintf(what, sizeof(what), "holds it open (fd %.16s)", entry);
+	else if (entry)
+		snprintf(what, sizeof(what), "has thread %.16s in it", entry);
+	else
+		snprintf(what, sizeof(what), "lives in it");
+	snprintf(ps, sizeof(ps), "%d", (int)pid);
+	if (h->engine_made && is_ancestor(pid)) {
+		char sock[96];
+		if (socket_in(pid, h->ns, sock, sizeof(sock)) == 0) {
+			h->engine_holds = true;
+			if (h->nengine < sizeof(h->engine) / sizeof(h->engine[0]))
+				h->engine[h->nengine++] = pid;
+			return 0;
+		}
+		nsh_proc_comm(pid, comm, sizeof(comm));
+		h->refused = true;
+		return refuse(h->t, EBUSY, h->err,
+			      "the engine, process %s (%s), uses it %s: its sockets would stay behind", ps, comm, sock);
+	}
+	nsh_proc_comm(pid, comm, sizeof(comm));
+	h->refused = true;
+	return refuse(h->t, EBUSY, h->err, "process %s (%s) %s: its sockets would stay behind", ps, comm, what);
+}
+
 static int tp_check_processes(struct tp *t, bool engine_made, struct nshash_error *err)
 {
 	struct stat ns;
 	if (fstat(t->pfd, &ns) < 0)
-		return nshash_error_set(err, errno, "transplant %s: stat: %s", t->path, strerror(errno));
-	DIR *proc = opendir("/proc");
-	if (!proc)
-		return nshash_error_set(err, errno, "transplant %s: list /proc: %s", t->path, strerror(errno));
-	pid_t self = getpid();
-	struct dirent *de;
-	int r = 0;
-	bool engine_holds = false;
-	char *mounts = mounts_of(&ns);
-	while (r == 0 && (de = readdir(proc))) {
-		if (!isdigit((unsigned char)de->d_name[0]))
-			continue;
-		pid_t pid = (pid_t)atoi(de->d_name);
-		char what[64], comm[32], ps[16];
-		int uses = pid == self ? USES_NOT : process_uses(pid, &ns, mounts, what, sizeof(what));
-		if (uses == USES_NOT)
-			continue;
-		if (engine_made && is_ancestor(pid)) {
-			char sock[96];
-			if (socket_in(pid, &ns, sock, sizeof(sock)) == 0) {
-				engine_holds = true;
-				continue;
-			}
-			comm_of(pid, comm, sizeof(comm));
-			snprintf(ps, sizeof(ps), "%d", (int)pid);
-			r = refuse(t, EBUSY, err, "the engine, process %s (%s), uses it %s: its sockets would stay behind",
-				   ps, comm, sock);
-			continue;
-		}
-		comm_of(pid, comm, sizeof(comm));
-		snprintf(ps, sizeof(ps), "%d", (int)pid);
-		r = refuse(t, EBUSY, err, "process %s (%s) %s: its sockets would stay behind", ps, comm, what);
-	}
-	closedir(proc);
+		return nsh_error_sys(err, errno, "transplant %s: stat", t->path);
+	struct holders h = {.t = t, .ns = &ns, .engine_made = engine_made, .err = err};
+	/* threads and fds, not mounts (P's own pin is one); a process whose
+	 * /proc cannot be read (-EACCES without CAP_SYS_PTRACE) was never
+	 * looked at before either */
+	int r = nsh_netns_holders(ns.st_ino, NSH_SCAN_THREADS | NSH_SCAN_FDS | NSH_SCAN_SKIP_SELF, check_holder, &h);
+	if (r == -EACCES)
+		r = 0;
+	else if (r < 0 && !h.refused)
+		return nsh_error_sys(err, -r, "transplant %s: list /proc", t->path);
 	/* podman 5 may hold no fd on P, nor leave a thread in it: P pinned
 	 * since the parent started is then the evidence. */
-	if (r == 0 && engine_made && !engine_holds)
-		engine_holds = pinned_after_parent(&ns);
-	free(mounts);
-	if (r == 0 && engine_made && !engine_holds)
-		r = refuse(t, EPERM, err,
-			   "the engine running this process does not hold it open: not the netns it made for this "
-			   "container%s%s%s",
-			   "", "", "");
+	if (r == 0 && engine_made && !h.engine_holds)
+		h.engine_holds = pinned_after_parent(&ns);
+	if (r == 0 && engine_made && !h.engine_holds)
+		r = refuse(
+		    t, EPERM, err,
+		    "the engine running this process does not hold it open: not the netns it made for this container");
 	return r;
 }
 
@@ -397,8 +300,7 @@ static int refuse_qdiscs(const struct tp *t, struct nshash_error *err)
 			if (t->p.links[j].index == tc->tcm_ifindex)
 				snprintf(dev, sizeof(dev), "%s", t->p.links[j].name);
 		return refuse(t, EOPNOTSUPP, err,
-			      "link %s has qdisc %s configured (%straffic control does not move with a link)", dev,
-			      kind, "");
+			      "link %s has qdisc %s configured (traffic control does not move with a link)", dev, kind);
 	}
 	return 0;
 }
@@ -407,18 +309,16 @@ static int refuse_qdiscs(const struct tp *t, struct nshash_error *err)
 static int tp_refuse_p(const struct tp *t, struct nshash_error *err)
 {
 	if (t->p.firewall[0])
-		return refuse(t, EOPNOTSUPP, err, "it has %s%s%s: firewall rules cannot move with the links",
-			      t->p.firewall, "", "");
+		return refuse(t, EOPNOTSUPP, err, "it has %s: firewall rules cannot move with the links",
+			      t->p.firewall);
 	if (t->p.nexthops.n)
-		return refuse(t, EOPNOTSUPP, err,
-			      "it has nexthop objects (ip nexthop)%s%s%s, which are not carried over", "", "", "");
+		return refuse(t, EOPNOTSUPP, err, "it has nexthop objects (ip nexthop), which are not carried over");
 	for (size_t i = 0; i < t->p.routes.n; i++) {
 		const struct rtmsg *rtm = NLMSG_DATA(t->p.routes.v[i]);
 		char fam[16];
 		snprintf(fam, sizeof(fam), "%u", rtm->rtm_family);
 		if (rtm->rtm_family != AF_INET && rtm->rtm_family != AF_INET6)
-			return refuse(t, EOPNOTSUPP, err, "it has routes of address family %s%s%s (not understood)",
-				      fam, "", "");
+			return refuse(t, EOPNOTSUPP, err, "it has routes of address family %s (not understood)", fam);
 	}
 	for (size_t i = 0; i < t->p.nlinks; i++) {
 		const struct nsh_link *l = &t->p.links[i], *m = NULL;
@@ -426,10 +326,10 @@ static int tp_refuse_p(const struct tp *t, struct nshash_error *err)
 			if (t->p.links[j].index == l->master)
 				m = &t->p.links[j];
 		if (l->master)
-			return refuse(t, EOPNOTSUPP, err, "link %s is enslaved to %s%s (enslaved links are not moved)",
-				      l->name, m ? m->name : "another link", "");
+			return refuse(t, EOPNOTSUPP, err, "link %s is enslaved to %s (enslaved links are not moved)",
+				      l->name, m ? m->name : "another link");
 		if (l->xdp)
-			return refuse(t, EOPNOTSUPP, err, "link %s has an XDP program attached%s%s", l->name, "", "");
+			return refuse(t, EOPNOTSUPP, err, "link %s has an XDP program attached", l->name);
 	}
 	return refuse_qdiscs(t, err);
 }
@@ -511,51 +411,42 @@ static int sys_filter(const struct nsh_sysvec *from, const struct nsh_sysvec *fr
 }
 
 /* A template's sysctls never change (it is rebuilt, as a new netns, when
- * damaged), so they are kept with its use stamp, in its content, after the
- * first read: "nshash-template-sysctls INODE" then "w|d PATH=VALUE" lines.
- * Reading ~580 files costs as much as in a new netns; one file does not. */
+ * damaged), so they are kept with it, as the note in its use stamp
+ * (template.c), after the first read: "w|d PATH=VALUE" lines.  Reading
+ * ~580 files costs as much as in a new netns; one file does not. */
 static int fresh_load(const char *stamp, ino_t ino, struct nsh_netcfg *fresh)
 {
-	char line[4700];
-	unsigned long long have = 0;
-	FILE *f = fopen(stamp, "re");
-	int r = f && fgets(line, sizeof(line), f) && sscanf(line, "nshash-template-sysctls %llu", &have) == 1 &&
-			have == (unsigned long long)ino
-		    ? 0
-		    : -ENOENT;
-	while (r == 0 && fgets(line, sizeof(line), f)) {
+	cleanup_free char *text = NULL;
+	size_t len;
+	int r = nsh_template_note_read(stamp, ino, &text, &len);
+	for (char *line = text, *next; r == 0 && line && *line; line = next) {
+		next = line + strcspn(line, "\n");
+		if (*next)
+			*next++ = '\0';
 		char *eq = strchr(line, '=');
-		line[strcspn(line, "\n")] = '\0';
 		if ((line[0] != 'w' && line[0] != 'd') || line[1] != ' ' || !eq)
 			r = -EINVAL;
 		else
 			*eq = '\0', r = nsh_sysvec_push(line[0] == 'w' ? &fresh->wide : &fresh->dev, line + 2, eq + 1);
 	}
-	if (f)
-		fclose(f);
 	return r;
 }
 
 static void fresh_save(const char *stamp, ino_t ino, const struct nsh_netcfg *fresh)
 {
-	char tmp[4200];
-	snprintf(tmp, sizeof(tmp), "%s.%d", stamp, (int)getpid());
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-	if (!f) {
-		if (fd >= 0)
-			close(fd), unlink(tmp);
+	cleanup_free char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	if (!f)
 		return;
-	}
-	fprintf(f, "nshash-template-sysctls %llu\n", (unsigned long long)ino);
 	for (int k = 0; k < 2; k++) {
 		const struct nsh_sysvec *v = k ? &fresh->dev : &fresh->wide;
 		for (size_t i = 0; i < v->n; i++)
 			if (!strchr(v->v[i].value, '\n'))
 				fprintf(f, "%c %s=%s\n", k ? 'd' : 'w', v->v[i].path, v->v[i].value);
 	}
-	if (fclose(f) != 0 || rename(tmp, stamp) != 0)
-		unlink(tmp);
+	if (fclose(f) == 0) /* a note not saved is made again next time */
+		nsh_template_note_write(stamp, ino, text, len);
 }
 
 /* What S is given: P's configuration, minus the sysctls a new netns (the
@@ -607,8 +498,7 @@ static int tp_refuse_vs_s(struct tp *t, struct nshash_error *err)
 	if (!same_msgs(&t->p.rules, &t->s.rules))
 		return refuse(
 		    t, EOPNOTSUPP, err,
-		    "its policy routing rules (ip rule) differ from a new netns's%s%s%s; they are not carried over", "",
-		    "", "");
+		    "its policy routing rules (ip rule) differ from a new netns's; they are not carried over");
 	for (size_t i = 0; i < t->p.nlinks; i++) {
 		struct nsh_link *l = &t->p.links[i];
 		const struct nsh_link *s = nsh_netcfg_link(&t->s, l->name);
@@ -620,8 +510,8 @@ static int tp_refuse_vs_s(struct tp *t, struct nshash_error *err)
 			    "link %s%s%s cannot change network namespace (the kernel marks it netns-immutable)",
 			    l->name, l->kind[0] ? " of kind " : "", l->kind);
 		if (!l->kept && s)
-			return refuse(t, EOPNOTSUPP, err, "link %s exists in a new netns too, as another link%s%s",
-				      l->name, "", "");
+			return refuse(t, EOPNOTSUPP, err, "link %s exists in a new netns too, as another link",
+				      l->name);
 	}
 	return 0;
 }
@@ -694,13 +584,13 @@ static int tp_swap_mount(struct tp *t, struct nshash_error *err)
 	t->touched = true;
 	t->restore = nsh_mount_clone(t->pfd); /* -errno: bound back from pfd instead */
 	if (umount2(t->path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
-		return nshash_error_set(err, errno, "unmount %s: %s", t->path, strerror(errno));
+		return nsh_error_sys(err, errno, "unmount %s", t->path);
 	t->unmounted = true;
 	if (nshash_pin_is_netns(t->path, err) != 0)
 		return nshash_error_set(err, EBUSY, "%s: another netns is mounted under it (stacked mounts)", t->path);
 	int r = bind_at(-1, t->sfd, t->path);
 	if (r < 0)
-		return nshash_error_set(err, r, "bind the sized netns at %s: %s", t->path, strerror(-r));
+		return nsh_error_sys(err, r, "bind the sized netns at %s", t->path);
 	t->bound = true;
 	return 0;
 }
@@ -721,13 +611,12 @@ static int tp_verify(struct tp *t, const struct nshash_create_opts *opts, struct
 static int tp_undo(struct tp *t, struct nshash_error *err)
 {
 	if (t->bound && umount2(t->path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
-		return nshash_error_set(err, errno, "unmount the sized netns from %s: %s", t->path, strerror(errno));
+		return nsh_error_sys(err, errno, "unmount the sized netns from %s", t->path);
 	t->bound = false;
 	if (t->unmounted) {
 		int r = bind_at(t->restore, t->pfd, t->path);
 		if (r < 0)
-			return nshash_error_set(err, r, "bind the original netns back at %s: %s", t->path,
-						strerror(-r));
+			return nsh_error_sys(err, r, "bind the original netns back at %s", t->path);
 		t->unmounted = false;
 	}
 	int r = tp_move_links(t, 0, err);

@@ -154,7 +154,7 @@ static int open_ns(pid_t pid, const char *which, int *fd, struct nshash_error *e
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)pid, which);
 	*fd = open(path, O_RDONLY | O_CLOEXEC);
-	return *fd < 0 ? nshash_error_set(err, errno, "open %s: %s", path, strerror(errno)) : 0;
+	return *fd < 0 ? nsh_error_sys(err, errno, "open %s", path) : 0;
 }
 
 /* 0 when the netns behind nsfd is owned by the user namespace behind ufd. */
@@ -163,9 +163,9 @@ static int check_owner(int nsfd, int ufd, struct nshash_error *err)
 	struct stat a, b;
 	cleanup_close int owner = ioctl(nsfd, NS_GET_USERNS);
 	if (owner < 0)
-		return nshash_error_set(err, errno, "the new netns's owner (NS_GET_USERNS): %s", strerror(errno));
+		return nsh_error_sys(err, errno, "the new netns's owner (NS_GET_USERNS)");
 	if (fstat(owner, &a) < 0 || fstat(ufd, &b) < 0)
-		return nshash_error_set(err, errno, "the new netns's owner: fstat: %s", strerror(errno));
+		return nsh_error_sys(err, errno, "the new netns's owner: fstat");
 	if (a.st_ino != b.st_ino || a.st_dev != b.st_dev)
 		return nshash_error_set(err, EIO, "the new netns is owned by user namespace %lu, not the new one (%lu)",
 					(unsigned long)a.st_ino, (unsigned long)b.st_ino);
@@ -180,13 +180,13 @@ static int make_in_helper(const struct nshash_create_opts *opts, int join_fd, co
 {
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-		return nshash_error_set(err, errno, "user namespace helper: socketpair: %s", strerror(errno));
+		return nsh_error_sys(err, errno, "user namespace helper: socketpair");
 	pid_t self = getpid(), pid = fork();
 	if (pid < 0) {
 		int e = errno;
 		close(sv[0]);
 		close(sv[1]);
-		return nshash_error_set(err, e, "user namespace helper: fork: %s", strerror(e));
+		return nsh_error_sys(err, e, "user namespace helper: fork");
 	}
 	if (pid == 0) {
 		close(sv[0]);
@@ -201,7 +201,7 @@ static int make_in_helper(const struct nshash_create_opts *opts, int join_fd, co
 	if (r == 0 && uid_text)
 		r = map_write(pid, "uid_map", uid_text, err);
 	if (r == 0 && send(sv[0], "g", 1, MSG_NOSIGNAL) != 1)
-		r = nshash_error_set(err, errno, "user namespace helper: %s", strerror(errno));
+		r = nsh_error_sys(err, errno, "user namespace helper");
 	if (r == 0)
 		r = recv_reply(sv[0], &rep, "sized netns", err);
 	if (r == 0)
@@ -226,7 +226,8 @@ static int make_in_helper(const struct nshash_create_opts *opts, int join_fd, co
 static int made_recorded(const struct nshash_create_opts *opts, int join_fd, const char *uid_text, const char *gid_text,
 			 int *userns_fd, int *nsfd, struct nshash_netns_info *info, struct nshash_error *err)
 {
-	const char *state_dir = nsh_state_dir(opts->state_dir);
+	char sdbuf[PATH_MAX]; /* the default state dir, when none is given */
+	const char *state_dir = nsh_state_dir(opts->state_dir, sdbuf, sizeof(sdbuf));
 	struct nshash_sizes eff = nshash_sizes_effective(opts->sizes);
 	struct nsh_ticket ticket;
 	int r;
@@ -314,7 +315,7 @@ int nshash_userns_pin_remove(const char *path, struct nshash_error *err)
 {
 	struct stat st;
 	if (lstat(path, &st) < 0)
-		return errno == ENOENT ? 0 : nshash_error_set(err, errno, "remove pin %s: %s", path, strerror(errno));
+		return errno == ENOENT ? 0 : nsh_error_sys(err, errno, "remove pin %s", path);
 	if (!S_ISREG(st.st_mode))
 		return nshash_error_set(err, EINVAL, "remove pin %s: not a pin (%s)", path,
 					nshash_file_kind(st.st_mode));
@@ -330,7 +331,7 @@ int nshash_userns_pin_remove(const char *path, struct nshash_error *err)
 		return nshash_error_set(err, EINVAL, "remove pin %s: not a user namespace pin", path);
 	}
 	if (unlink(path) < 0 && errno != ENOENT)
-		return nshash_error_set(err, errno, "remove pin %s: %s", path, strerror(errno));
+		return nsh_error_sys(err, errno, "remove pin %s", path);
 	return 0;
 }
 
@@ -342,13 +343,14 @@ int nshash_userns_sweep(const char *state_dir, int64_t min_age, struct nshash_er
 	int removed = 0;
 	time_t now = time(NULL);
 
-	state_dir = nsh_state_dir(state_dir);
+	char sdbuf[PATH_MAX]; /* the default state dir, when none is given */
+	state_dir = nsh_state_dir(state_dir, sdbuf, sizeof(sdbuf));
 	if (min_age < NSHASH_STALE_AGE_MIN)
 		min_age = NSHASH_STALE_AGE_MIN;
 	snprintf(dir, sizeof(dir), "%s/userns", state_dir);
 	DIR *d = opendir(dir);
 	if (!d)
-		return errno == ENOENT ? 0 : nshash_error_set(err, errno, "open %s: %s", dir, strerror(errno));
+		return errno == ENOENT ? 0 : nsh_error_sys(err, errno, "open %s", dir);
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.')
 			continue;
@@ -374,16 +376,15 @@ int nshash_netns_foreign_userns(const char *path, struct nshash_error *err)
 	const char *not_netns;
 	int r = nsh_path_open_netns(path, true, &fd, &not_netns);
 	if (r < 0)
-		return nshash_error_set(err, r, "open %s: %s", path, strerror(-r));
+		return nsh_error_sys(err, r, "open %s", path);
 	if (fd < 0)
 		return nshash_error_set(err, EINVAL, "%s: not a network namespace (%s)", path, not_netns);
 	cleanup_close int owner = ioctl(fd, NS_GET_USERNS);
 	struct stat a, b;
 	if (owner < 0)
-		return nshash_error_set(err, errno, "%s: its user namespace (NS_GET_USERNS): %s", path,
-					strerror(errno));
+		return nsh_error_sys(err, errno, "%s: its user namespace (NS_GET_USERNS)", path);
 	if (fstat(owner, &a) < 0 || stat("/proc/self/ns/user", &b) < 0)
-		return nshash_error_set(err, errno, "%s: its user namespace: %s", path, strerror(errno));
+		return nsh_error_sys(err, errno, "%s: its user namespace", path);
 	return a.st_ino != b.st_ino || a.st_dev != b.st_dev;
 }
 
@@ -395,17 +396,17 @@ int nshash_userns_open(const char *path, int *fd, bool *callers, struct nshash_e
 	 * no FIFO, no tty); links are followed (/proc/PID/ns/user is one) */
 	cleanup_close int pfd = open(path, O_PATH | O_CLOEXEC);
 	if (pfd < 0)
-		return nshash_error_set(err, errno, "user namespace %s: %s", path, strerror(errno));
+		return nsh_error_sys(err, errno, "user namespace %s", path);
 	struct stat st, mine;
 	struct statfs sfs;
 	if (fstat(pfd, &st) < 0 || fstatfs(pfd, &sfs) < 0)
-		return nshash_error_set(err, errno, "user namespace %s: %s", path, strerror(errno));
+		return nsh_error_sys(err, errno, "user namespace %s", path);
 	if (sfs.f_type != NSFS_MAGIC || !S_ISREG(st.st_mode))
 		return nshash_error_set(err, EINVAL, "user namespace %s: not a namespace (%s)", path,
 					S_ISREG(st.st_mode) ? "no nsfs pin there" : nshash_file_kind(st.st_mode));
 	int nfd = nsh_reopen(pfd, O_RDONLY | O_NONBLOCK);
 	if (nfd < 0)
-		return nshash_error_set(err, errno, "user namespace %s: %s", path, strerror(errno));
+		return nsh_error_sys(err, errno, "user namespace %s", path);
 	if (ioctl(nfd, NS_GET_NSTYPE) != CLONE_NEWUSER) {
 		close(nfd);
 		return nshash_error_set(err, EINVAL, "user namespace %s: a namespace of another type", path);

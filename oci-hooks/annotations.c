@@ -7,7 +7,7 @@
 
 #include "oci.h"
 
-int nsh_oci_request_from_annotations(struct json_object *ann, struct nshash_oci_request *req, struct nshash_error *err)
+int nsh_oci_request_from_annotations(struct json_object *ann, struct nsh_oci_request *req, struct nshash_error *err)
 {
 	memset(req, 0, sizeof(*req));
 	if (!ann || json_object_is_type(ann, json_type_null))
@@ -20,26 +20,26 @@ int nsh_oci_request_from_annotations(struct json_object *ann, struct nshash_oci_
 		const char *s;
 		int r;
 
-		if (strncmp(key, NSHASH_ANNOTATION_PREFIX, strlen(NSHASH_ANNOTATION_PREFIX)) != 0)
+		if (strncmp(key, NSH_ANNOTATION_PREFIX, strlen(NSH_ANNOTATION_PREFIX)) != 0)
 			continue;
-		if (strcmp(key, NSHASH_ANNOTATION_TCP) && strcmp(key, NSHASH_ANNOTATION_UDP) &&
-		    strcmp(key, NSHASH_ANNOTATION_PIN))
+		if (strcmp(key, NSH_ANNOTATION_TCP) && strcmp(key, NSH_ANNOTATION_UDP) &&
+		    strcmp(key, NSH_ANNOTATION_PIN))
 			return nshash_error_set(err, EINVAL, "unknown annotation \"%.200s\" (known: %s, %s)", key,
-						NSHASH_ANNOTATION_TCP, NSHASH_ANNOTATION_UDP);
+						NSH_ANNOTATION_TCP, NSH_ANNOTATION_UDP);
 		if (!json_object_is_type(val, json_type_string))
 			return nshash_error_set(err, EINVAL, "annotation %s: expected a string, got %s", key,
 						json_type_to_name(json_object_get_type(val)));
 		s = json_object_get_string(val);
 		if ((size_t)json_object_get_string_len(val) != strlen(s))
 			return nshash_error_set(err, EINVAL, "annotation %s: value contains a NUL byte", key);
-		if (!strcmp(key, NSHASH_ANNOTATION_PIN)) {
-			r = nshash_name_check(NSHASH_ANNOTATION_PIN, s, err);
+		if (!strcmp(key, NSH_ANNOTATION_PIN)) {
+			r = nshash_name_check(NSH_ANNOTATION_PIN, s, err);
 			if (r < 0)
 				return r;
 			snprintf(req->pin, sizeof(req->pin), "%s", s);
 			continue;
 		}
-		enum nshash_proto proto = strcmp(key, NSHASH_ANNOTATION_TCP) ? NSHASH_UDP : NSHASH_TCP;
+		enum nshash_proto proto = strcmp(key, NSH_ANNOTATION_TCP) ? NSHASH_UDP : NSHASH_TCP;
 		r = nshash_size_parse(proto, key, s, proto == NSHASH_TCP ? &req->sizes.tcp : &req->sizes.udp, err);
 		if (r < 0)
 			return r;
@@ -48,7 +48,7 @@ int nsh_oci_request_from_annotations(struct json_object *ann, struct nshash_oci_
 	return 0;
 }
 
-int nshash_oci_request_parse(const char *json, size_t len, struct nshash_oci_request *req, struct nshash_error *err)
+int nsh_oci_request_parse(const char *json, size_t len, struct nsh_oci_request *req, struct nshash_error *err)
 {
 	struct json_object *doc, *ann = NULL;
 	int r = nsh_json_parse_text(json, len, "config", &doc, err);

@@ -21,7 +21,7 @@
 
 /* 1 when `path` is STATE_DIR/pins/NAME (NAME a valid pin name) and
  * nothing is mounted there. */
-static bool dead_pin(const struct nshash_policy *policy, const char *path)
+static bool dead_pin(const struct nsh_policy *policy, const char *path)
 {
 	char prefix[1100];
 	struct nshash_error e;
@@ -86,7 +86,7 @@ static unsigned drop_old_hooks(struct json_object *doc)
 	return removed;
 }
 
-int nsh_oci_heal(const char *config, size_t len, const struct nshash_policy *policy, char **out, size_t *out_len,
+int nsh_oci_heal(const char *config, size_t len, const struct nsh_policy *policy, char **out, size_t *out_len,
 		 char *what, size_t what_len, struct nshash_error *err)
 {
 	struct json_object *doc, *ann = NULL, *entry;
@@ -104,7 +104,7 @@ int nsh_oci_heal(const char *config, size_t len, const struct nshash_policy *pol
 	if (!json_object_is_type(doc, json_type_object))
 		goto out;
 	json_object_object_get_ex(doc, "annotations", &ann);
-	pin = string_member(ann, NSHASH_ANNOTATION_PIN);
+	pin = string_member(ann, NSH_ANNOTATION_PIN);
 	if (pin)
 		snprintf(pin_path, sizeof(pin_path), "%s/pins/%s", policy->state_dir, pin);
 	entry = nsh_oci_network_entry(doc);
@@ -114,8 +114,8 @@ int nsh_oci_heal(const char *config, size_t len, const struct nshash_policy *pol
 	if (!drop_pin && !drop_path)
 		goto out;
 	if (drop_pin) {
-		nsh_append(what, what_len, "%s=%s", NSHASH_ANNOTATION_PIN, pin);
-		json_object_object_del(ann, NSHASH_ANNOTATION_PIN);
+		nsh_append(what, what_len, "%s=%s", NSH_ANNOTATION_PIN, pin);
+		json_object_object_del(ann, NSH_ANNOTATION_PIN);
 	}
 	if (drop_path) {
 		nsh_append(what, what_len, "%snetwork namespace path %s", what[0] ? ", " : "", path);
@@ -138,37 +138,4 @@ int nsh_oci_heal(const char *config, size_t len, const struct nshash_policy *pol
 out:
 	json_object_put(doc);
 	return r;
-}
-
-int nsh_write_replacing(const char *path, const char *data, size_t len, struct nshash_error *err)
-{
-	char tmp[PATH_MAX + 32];
-	struct stat st;
-	int fd, e;
-
-	if (stat(path, &st) < 0)
-		return nshash_error_set(err, errno, "rewrite %s: %s", path, strerror(errno));
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.nshash-XXXXXX", path) >= sizeof(tmp))
-		return nshash_error_set(err, ENAMETOOLONG, "rewrite %s: path too long", path);
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0)
-		return nshash_error_set(err, errno, "rewrite %s: create a temporary file: %s", path, strerror(errno));
-	if (fchown(fd, st.st_uid, st.st_gid) < 0 || fchmod(fd, st.st_mode & 07777) < 0)
-		goto fail;
-	if (nsh_write_all(fd, data, len) < 0 || fsync(fd) < 0)
-		goto fail;
-	if (close(fd) < 0) {
-		fd = -1;
-		goto fail;
-	}
-	fd = -1;
-	if (rename(tmp, path) < 0)
-		goto fail;
-	return 0;
-fail:
-	e = errno;
-	if (fd >= 0)
-		close(fd);
-	unlink(tmp);
-	return nshash_error_set(err, e, "rewrite %s: %s", path, strerror(e));
 }

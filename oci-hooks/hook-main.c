@@ -41,18 +41,13 @@ static int usage(void)
  * 1": say it also on podman's own stderr, where the user looks. */
 static void tell_podman(const char *msg)
 {
-	char path[64], comm[32] = "";
+	char path[64], comm[32];
 	struct stat ours, theirs;
 	pid_t ppid = getppid();
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)ppid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	ssize_t n = read(fd, comm, sizeof(comm) - 1);
-	close(fd);
-	if (n <= 0 || strncmp(comm, "podman", 6) != 0)
+	nsh_proc_comm(ppid, comm, sizeof(comm));
+	if (strncmp(comm, "podman", 6) != 0)
 		return;
 	snprintf(path, sizeof(path), "/proc/%d/fd/2", (int)ppid);
 	/* non-blocking: a FIFO nobody reads must not hang us (SIGPIPE is
@@ -71,15 +66,15 @@ static void tell_podman(const char *msg)
  * and removes it, so that no createRuntime hook has to be exec'd for it.
  * The runtime's create comes seconds after precreate at most; a pin nobody
  * joined within staleAge is removed too (what the reclaim would do). */
-static void hand_off(const struct nshash_policy *policy, const struct nshash_oci_result *res, const char *who,
+static void hand_off(const struct nsh_policy *policy, const struct nsh_oci_result *res, const char *who,
 		     struct nshash_handoff *h)
 {
 	pid_t pid = fork();
 
 	if (pid != 0) {
 		if (pid < 0)
-			nshash_log(NSHASH_LOG_WARN, who, "fork: %s: %s stays until the reclaim removes it",
-				   strerror(errno), res->pin_path);
+			nsh_log(NSH_LOG_WARN, who, "fork: %s: %s stays until the reclaim removes it", strerror(errno),
+				res->pin_path);
 		nshash_handoff_end(h);
 		return;
 	}
@@ -100,25 +95,24 @@ static void hand_off(const struct nshash_policy *policy, const struct nshash_oci
 	if (user == -ENOENT)
 		_exit(0); /* removed already (a createRuntime hook, the reclaim) */
 	if (user < 0) {	  /* cannot tell: the reclaim decides later, with its own look */
-		nshash_log(NSHASH_LOG_WARN, who, "%s: %s stays until the reclaim removes it", err.msg, res->pin_path);
+		nsh_log(NSH_LOG_WARN, who, "%s: %s stays until the reclaim removes it", err.msg, res->pin_path);
 		_exit(0);
 	}
 	/* the container's user namespace (its own, userns.c) goes with it:
 	 * the init holds both */
 	if (res->userns_pin_path[0] && nshash_userns_pin_remove(res->userns_pin_path, &err) < 0)
-		nshash_log(NSHASH_LOG_WARN, who, "%s", err.msg);
+		nsh_log(NSH_LOG_WARN, who, "%s", err.msg);
 	if (nshash_pin_remove(res->pin_path, &err) < 0)
-		nshash_log(NSHASH_LOG_WARN, who, "%s", err.msg);
+		nsh_log(NSH_LOG_WARN, who, "%s", err.msg);
 	else if (user > 0)
-		nshash_log(NSHASH_LOG_INFO, who, "removed pin %s%s%s (pid %d, the container's init, holds the netns)",
-			   res->pin_path, res->userns_pin_path[0] ? " and its user namespace's pin " : "",
-			   res->userns_pin_path, (int)user);
+		nsh_log(NSH_LOG_INFO, who, "removed pin %s%s%s (pid %d, the container's init, holds the netns)",
+			res->pin_path, res->userns_pin_path[0] ? " and its user namespace's pin " : "",
+			res->userns_pin_path, (int)user);
 	else if (user == 0)
-		nshash_log(
-		    NSHASH_LOG_WARN, who,
-		    "removed pin %s: no container was seen in its netns within %lld s (staleAge; a container that "
-		    "joined and ended in between is not seen)",
-		    res->pin_path, (long long)wait_s);
+		nsh_log(NSH_LOG_WARN, who,
+			"removed pin %s: no container was seen in its netns within %lld s (staleAge; a container that "
+			"joined and ended in between is not seen)",
+			res->pin_path, (long long)wait_s);
 	/* the next container of these sizes takes a spare: make it now that
 	 * this one runs (not while its runtime creates it) */
 	struct nshash_create_opts copts = nsh_policy_create_opts(policy, res->request.sizes);
@@ -127,22 +121,22 @@ static void hand_off(const struct nshash_policy *policy, const struct nshash_oci
 	_exit(0);
 }
 
-static int precreate(const struct nshash_policy *policy, const char *in, size_t len)
+static int precreate(const struct nsh_policy *policy, const char *in, size_t len)
 {
-	struct nshash_oci_opts opts = {.mode = NSHASH_OCI_PRECREATE, .policy = policy};
-	struct nshash_oci_result res;
+	struct nsh_oci_opts opts = {.mode = NSH_OCI_PRECREATE, .policy = policy};
+	struct nsh_oci_result res;
 	struct nshash_error err = {0};
 	char *out;
 	size_t out_len;
 
 	char who[300];
-	int r = nshash_oci_transform(in, len, &opts, &out, &out_len, &res, &err);
+	int r = nsh_oci_transform(in, len, &opts, &out, &out_len, &res, &err);
 	/* CAP_SETUID/SETGID/SETFCAP wrote a user namespace's mappings, if any: no
 	 * longer needed (main kept them for the transform only) */
 	struct nshash_error cerr;
 	if (nsh_caps_keep(hook_caps, HOOK_CAPS_PRECREATE, &cerr) < 0) {
-		nshash_log(NSHASH_LOG_ERROR, NULL, "%s", cerr.msg);
-		if (r == 0 && res.action == NSHASH_OCI_SIZED) {
+		nsh_log(NSH_LOG_ERROR, NULL, "%s", cerr.msg);
+		if (r == 0 && res.action == NSH_OCI_SIZED) {
 			nshash_pin_remove(res.pin_path, &cerr);
 			if (res.userns_pin_path[0])
 				nshash_userns_pin_remove(res.userns_pin_path, &cerr);
@@ -155,30 +149,30 @@ static int precreate(const struct nshash_policy *policy, const char *in, size_t 
 	/* no container id before the runtime runs: name it by its hostname */
 	snprintf(who, sizeof(who), "hostname %s", res.hostname[0] ? res.hostname : "(none)");
 	if (r < 0) {
-		nshash_log(NSHASH_LOG_ERROR, who, "%s", err.msg);
+		nsh_log(NSH_LOG_ERROR, who, "%s", err.msg);
 		tell_podman(err.msg);
 		return 1;
 	}
 	/* watched before the runtime can know the path */
 	struct nshash_handoff h = {.fd = -1, .slot = -1};
-	bool watching = res.action == NSHASH_OCI_SIZED && nshash_handoff_start(res.pin_path, &h, &err) == 0;
-	if (res.action == NSHASH_OCI_SIZED && !watching)
-		nshash_log(NSHASH_LOG_WARN, who, "%s: the pin stays until the reclaim removes it", err.msg);
+	bool watching = res.action == NSH_OCI_SIZED && nshash_handoff_start(res.pin_path, &h, &err) == 0;
+	if (res.action == NSH_OCI_SIZED && !watching)
+		nsh_log(NSH_LOG_WARN, who, "%s: the pin stays until the reclaim removes it", err.msg);
 	if (nsh_write_all(STDOUT_FILENO, out, out_len) < 0) {
-		nshash_log(NSHASH_LOG_ERROR, who, "write config to stdout: %s", strerror(errno));
+		nsh_log(NSH_LOG_ERROR, who, "write config to stdout: %s", strerror(errno));
 		nshash_handoff_end(&h);
-		if (res.action == NSHASH_OCI_SIZED && nshash_pin_remove(res.pin_path, &err) < 0)
-			nshash_log(NSHASH_LOG_ERROR, NULL, "%s", err.msg);
+		if (res.action == NSH_OCI_SIZED && nshash_pin_remove(res.pin_path, &err) < 0)
+			nsh_log(NSH_LOG_ERROR, NULL, "%s", err.msg);
 		if (res.userns_pin_path[0] && nshash_userns_pin_remove(res.userns_pin_path, &err) < 0)
-			nshash_log(NSHASH_LOG_ERROR, NULL, "%s", err.msg);
+			nsh_log(NSH_LOG_ERROR, NULL, "%s", err.msg);
 		free(out);
 		return 1;
 	}
 	free(out);
-	nshash_oci_log_result(who, &res);
+	nsh_oci_log_result(who, &res);
 	if (watching)
 		hand_off(policy, &res, who, &h);
-	if (res.action == NSHASH_OCI_TRANSPLANTED) { /* podman holds its netns: no hand-over, a refill now */
+	if (res.action == NSH_OCI_TRANSPLANTED) { /* podman holds its netns: no hand-over, a refill now */
 		struct nshash_create_opts copts = nsh_policy_create_opts(policy, res.request.sizes);
 		nsh_spares_refill(&copts);
 	}
@@ -188,13 +182,13 @@ static int precreate(const struct nshash_policy *policy, const char *in, size_t 
 /* The precreate pin has done its work once the container's init is in
  * that very netns: the init's processes hold it from now on, so the pin
  * goes here and no poststop hook is needed (one process less per start). */
-static void drop_joined_pin(const struct nshash_policy *policy, const struct nshash_oci_state *st)
+static void drop_joined_pin(const struct nsh_policy *policy, const struct nsh_oci_state *st)
 {
 	struct nshash_error err = {0};
 	char pin[4096], proc[64];
 	struct stat a, b;
 
-	if (!st->request.pin[0] || nshash_oci_pin_path(policy, st->request.pin, pin, sizeof(pin), &err) < 0 ||
+	if (!st->request.pin[0] || nsh_oci_pin_path(policy, st->request.pin, pin, sizeof(pin), &err) < 0 ||
 	    nshash_pin_is_netns(pin, &err) != 1)
 		return;
 	snprintf(proc, sizeof(proc), "/proc/%d/ns/net", (int)st->pid);
@@ -205,13 +199,13 @@ static void drop_joined_pin(const struct nshash_policy *policy, const struct nsh
 	 * only with the bundle's netns path to it): unlike poststop's cleanup,
 	 * that use is no reason to keep the path. */
 	if (nshash_pin_remove(pin, &err) < 0)
-		nshash_log(NSHASH_LOG_WARN, st->id, "%s", err.msg);
+		nsh_log(NSH_LOG_WARN, st->id, "%s", err.msg);
 	else
-		nshash_log(NSHASH_LOG_INFO, st->id, "removed pin %s/pins/%s (the container's init holds the netns)",
-			   policy->state_dir, st->request.pin);
+		nsh_log(NSH_LOG_INFO, st->id, "removed pin %s/pins/%s (the container's init holds the netns)",
+			policy->state_dir, st->request.pin);
 }
 
-static int verify(const struct nshash_policy *policy, const struct nshash_oci_state *st)
+static int verify(const struct nsh_policy *policy, const struct nsh_oci_state *st)
 {
 	struct nshash_netns_info info;
 	struct nshash_error err = {0};
@@ -219,21 +213,20 @@ static int verify(const struct nshash_policy *policy, const struct nshash_oci_st
 
 	if (!st->request.present)
 		return 0;
-	if (nshash_oci_verify(st, policy, &info, &warned, &err) < 0) {
-		nshash_log(NSHASH_LOG_ERROR, NULL, "%s", err.msg); /* names the container */
+	if (nsh_oci_verify(st, policy, &info, &warned, &err) < 0) {
+		nsh_log(NSH_LOG_ERROR, NULL, "%s", err.msg); /* names the container */
 		return 1;
 	}
 	if (warned)
-		nshash_log(NSHASH_LOG_WARN, NULL, "%s (onFailure warn: container runs anyway)", err.msg);
+		nsh_log(NSH_LOG_WARN, NULL, "%s (onFailure warn: container runs anyway)", err.msg);
 	else
-		nshash_log(NSHASH_LOG_INFO, st->id,
-			   "verified pid %d: requested tcp=%u udp=%u, effective tcp=%ld udp=%ld", (int)st->pid,
-			   st->request.sizes.tcp, st->request.sizes.udp, info.tcp_entries, info.udp_entries);
+		nsh_log(NSH_LOG_INFO, st->id, "verified pid %d: requested tcp=%u udp=%u, effective tcp=%ld udp=%ld",
+			(int)st->pid, st->request.sizes.tcp, st->request.sizes.udp, info.tcp_entries, info.udp_entries);
 	drop_joined_pin(policy, st);
 	return 0;
 }
 
-static int poststop(const struct nshash_policy *policy, const struct nshash_oci_state *st)
+static int poststop(const struct nsh_policy *policy, const struct nsh_oci_state *st)
 {
 	struct nshash_error err = {0};
 	char pin[256];
@@ -241,29 +234,29 @@ static int poststop(const struct nshash_policy *policy, const struct nshash_oci_
 
 	/* only the pin nshash itself recorded in the bundle, never a name
 	 * given in an annotation */
-	if (nshash_oci_state_pin(st, policy, pin, sizeof(pin), &err) < 0) {
-		nshash_log(NSHASH_LOG_ERROR, NULL, "%s", err.msg); /* names the container */
+	if (nsh_oci_state_pin(st, policy, pin, sizeof(pin), &err) < 0) {
+		nsh_log(NSH_LOG_ERROR, NULL, "%s", err.msg); /* names the container */
 		return 1;
 	}
 	if (!pin[0])
 		return 0;
-	r = nshash_oci_cleanup(policy, pin, &err);
+	r = nsh_oci_cleanup(policy, pin, &err);
 	if (r < 0) {
-		nshash_log(NSHASH_LOG_ERROR, st->id, "%s", err.msg);
+		nsh_log(NSH_LOG_ERROR, st->id, "%s", err.msg);
 		return 1;
 	}
 	if (r > 0)
-		nshash_log(NSHASH_LOG_WARN, st->id, "%s", err.msg);
+		nsh_log(NSH_LOG_WARN, st->id, "%s", err.msg);
 	else
-		nshash_log(NSHASH_LOG_INFO, st->id, "removed pin %s/pins/%s", policy->state_dir, pin);
+		nsh_log(NSH_LOG_INFO, st->id, "removed pin %s/pins/%s", policy->state_dir, pin);
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
 	const char *stage, *policy_path = getenv("NSHASH_POLICY");
-	struct nshash_policy policy;
-	struct nshash_oci_state st;
+	struct nsh_policy policy;
+	struct nsh_oci_state st;
 	struct nshash_error err = {0};
 	char program[64], *in;
 	size_t len;
@@ -282,22 +275,22 @@ int main(int argc, char **argv)
 			return usage();
 	}
 	snprintf(program, sizeof(program), "nshash-hook[%.32s]", stage);
-	nshash_policy_defaults(&policy); /* syslog too, before the policy is read */
-	nshash_log_setup(program, &policy);
+	nsh_policy_defaults(&policy); /* syslog too, before the policy is read */
+	nsh_log_setup(program, &policy);
 	if (strcmp(stage, "precreate") && strcmp(stage, "createRuntime") && strcmp(stage, "prestart") &&
 	    strcmp(stage, "poststop") && strcmp(stage, "state")) {
-		nshash_log(NSHASH_LOG_ERROR, NULL, "unknown stage \"%s\"", stage);
+		nsh_log(NSH_LOG_ERROR, NULL, "unknown stage \"%s\"", stage);
 		return usage();
 	}
-	if (nshash_policy_load(policy_path, &policy, &err) < 0) {
-		nshash_log(NSHASH_LOG_ERROR, NULL, "%s", err.msg);
+	if (nsh_policy_load(policy_path, &policy, &err) < 0) {
+		nsh_log(NSH_LOG_ERROR, NULL, "%s", err.msg);
 		if (!strcmp(stage, "precreate"))
 			tell_podman(err.msg);
 		return 1;
 	}
-	nshash_log_setup(program, &policy);
+	nsh_log_setup(program, &policy);
 	if (nsh_read_fd(STDIN_FILENO, "stdin", STDIN_MAX, &in, &len, &err) < 0) {
-		nshash_log(NSHASH_LOG_ERROR, NULL, "%s", err.msg);
+		nsh_log(NSH_LOG_ERROR, NULL, "%s", err.msg);
 		return 1;
 	}
 	/* Root on hostile input: before parsing it, keep only what the stage
@@ -306,7 +299,7 @@ int main(int argc, char **argv)
 	 * user).  Nothing is exec'd. */
 	size_t nkeep = strcmp(stage, "precreate") ? HOOK_CAPS_PRECREATE - 1 : sizeof(hook_caps) / sizeof(hook_caps[0]);
 	if (nsh_caps_keep(hook_caps, nkeep, &err) < 0) {
-		nshash_log(NSHASH_LOG_ERROR, NULL, "%s", err.msg);
+		nsh_log(NSH_LOG_ERROR, NULL, "%s", err.msg);
 		free(in);
 		return 1;
 	}
@@ -315,11 +308,11 @@ int main(int argc, char **argv)
 	 * no run ever reclaims its own. */
 	char msg[1400];
 	if (nsh_reclaim_orphans(policy.state_dir, policy.stale_age, policy.reclaim_interval, msg, sizeof(msg)))
-		nshash_log(NSHASH_LOG_INFO, NULL, "%s", msg);
+		nsh_log(NSH_LOG_INFO, NULL, "%s", msg);
 	if (!strcmp(stage, "precreate")) {
 		rc = precreate(&policy, in, len);
-	} else if (nshash_oci_state_parse(in, len, &st, &err) < 0) {
-		nshash_log(NSHASH_LOG_ERROR, NULL, "%s", err.msg);
+	} else if (nsh_oci_state_parse(in, len, &st, &err) < 0) {
+		nsh_log(NSH_LOG_ERROR, NULL, "%s", err.msg);
 		rc = 1;
 	} else if (!strcmp(stage, "poststop") ||
 		   (!strcmp(stage, "state") && (st.pid == 0 || !strcmp(st.status, "stopped")))) {

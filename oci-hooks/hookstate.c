@@ -11,7 +11,7 @@
 
 /* BUNDLE/config.json: the request in its annotations and the path of its
  * network namespace entry ("" when none). */
-static int bundle_read(const char *bundle, struct nshash_oci_request *req, char *netns, size_t netns_len,
+static int bundle_read(const char *bundle, struct nsh_oci_request *req, char *netns, size_t netns_len,
 		       struct nshash_error *err)
 {
 	char path[4200], *text;
@@ -22,7 +22,7 @@ static int bundle_read(const char *bundle, struct nshash_oci_request *req, char 
 	netns[0] = '\0';
 	if ((size_t)snprintf(path, sizeof(path), "%s/config.json", bundle) >= sizeof(path))
 		return nshash_error_set(err, ENAMETOOLONG, "%.100s...: path too long", bundle);
-	r = nsh_read_file(path, NSHASH_OCI_CONFIG_MAX_BYTES, &text, &len, err);
+	r = nsh_read_file(path, NSH_OCI_CONFIG_MAX_BYTES, &text, &len, err);
 	if (r < 0)
 		return r;
 	r = nsh_json_parse_text(text, len, path, &doc, err);
@@ -47,7 +47,7 @@ static int bundle_read(const char *bundle, struct nshash_oci_request *req, char 
  * and the netns path nshash wrote there (podman hands hooks its own copy of
  * the annotations, not the config the precreate hook returned); for
  * nothing else. */
-static int state_request(struct json_object *doc, struct nshash_oci_state *state, struct nshash_error *err)
+static int state_request(struct json_object *doc, struct nsh_oci_state *state, struct nshash_error *err)
 {
 	struct json_object *ann = NULL;
 	int r = 0;
@@ -61,7 +61,7 @@ static int state_request(struct json_object *doc, struct nshash_oci_state *state
 	}
 	if (!state->bundle[0] || (has_ann && !state->request.present && !state->request.pin[0]))
 		return 0;
-	struct nshash_oci_request breq;
+	struct nsh_oci_request breq;
 	r = bundle_read(state->bundle, &breq, state->bundle_netns, sizeof(state->bundle_netns), err);
 	if (r == -ENOENT && has_ann)
 		return 0; /* the bundle is gone already: the state's annotations are all there is */
@@ -75,8 +75,8 @@ static int state_request(struct json_object *doc, struct nshash_oci_state *state
 	return 0;
 }
 
-int nshash_oci_state_pin(const struct nshash_oci_state *state, const struct nshash_policy *policy, char *pin,
-			 size_t pin_len, struct nshash_error *err)
+int nsh_oci_state_pin(const struct nsh_oci_state *state, const struct nsh_policy *policy, char *pin, size_t pin_len,
+		      struct nshash_error *err)
 {
 	const char *given = state->request.pin[0] ? state->request.pin : state->bundle_pin;
 	char ours[4096];
@@ -91,17 +91,17 @@ int nshash_oci_state_pin(const struct nshash_oci_state *state, const struct nsha
 	 * annotations, podman or ctr without the precreate hook) and must
 	 * never name what is removed. */
 	if (state->bundle_pin[0] && (!state->request.pin[0] || !strcmp(state->request.pin, state->bundle_pin)) &&
-	    nshash_oci_pin_path(policy, state->bundle_pin, ours, sizeof(ours), &ignored) == 0 &&
+	    nsh_oci_pin_path(policy, state->bundle_pin, ours, sizeof(ours), &ignored) == 0 &&
 	    !strcmp(state->bundle_netns, ours)) {
 		snprintf(pin, pin_len, "%s", state->bundle_pin);
 		return 0;
 	}
 	return nshash_error_set(err, EINVAL,
 				"state of %s: annotation %s=%s is set by nshash itself and cannot be given", state->id,
-				NSHASH_ANNOTATION_PIN, given);
+				NSH_ANNOTATION_PIN, given);
 }
 
-int nshash_oci_state_parse(const char *json, size_t len, struct nshash_oci_state *state, struct nshash_error *err)
+int nsh_oci_state_parse(const char *json, size_t len, struct nsh_oci_state *state, struct nshash_error *err)
 {
 	struct json_object *doc, *v;
 	int r;
@@ -146,8 +146,8 @@ out:
 	return r;
 }
 
-int nshash_oci_verify(const struct nshash_oci_state *state, const struct nshash_policy *policy,
-		      struct nshash_netns_info *info, bool *warned, struct nshash_error *err)
+int nsh_oci_verify(const struct nsh_oci_state *state, const struct nsh_policy *policy, struct nshash_netns_info *info,
+		   bool *warned, struct nshash_error *err)
 {
 	char what[300];
 	int r;
@@ -155,7 +155,7 @@ int nshash_oci_verify(const struct nshash_oci_state *state, const struct nshash_
 	*warned = false;
 	memset(info, 0, sizeof(*info));
 	char pin[256];
-	r = nshash_oci_state_pin(state, policy, pin, sizeof(pin), err); /* a user's pin: refused here too */
+	r = nsh_oci_state_pin(state, policy, pin, sizeof(pin), err); /* a user's pin: refused here too */
 	if (r < 0)
 		return r;
 	if (!state->request.present)
@@ -178,7 +178,7 @@ int nshash_oci_verify(const struct nshash_oci_state *state, const struct nshash_
 			 err->msg);
 		memcpy(err->msg, tmp, sizeof(tmp));
 	}
-	if (r < 0 && policy->on_failure == NSHASH_ON_FAILURE_WARN &&
+	if (r < 0 && policy->on_failure == NSH_ON_FAILURE_WARN &&
 	    (r == -NSHASH_E_MISMATCH || r == -NSHASH_E_FALLBACK)) {
 		*warned = true;
 		return 0;

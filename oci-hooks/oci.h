@@ -2,8 +2,8 @@
 /* The OCI front-end (nshash-hook, nshash-runtime): annotations, the config
  * transform, hook state, the wrapper's argv, runtime lookup, runc's log
  * format.  Not installed. */
-#ifndef NSHASH_OCI_H
-#define NSHASH_OCI_H
+#ifndef NSH_OCI_H
+#define NSH_OCI_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -13,10 +13,10 @@
 
 struct json_object;
 
-#define NSHASH_OCI_CONFIG_MAX_BYTES (16 * 1024 * 1024) /* config.json / state on stdin */
+#define NSH_OCI_CONFIG_MAX_BYTES (16 * 1024 * 1024) /* config.json / state on stdin */
 
 /* What a config's io.nshash.* annotations ask for. */
-struct nshash_oci_request {
+struct nsh_oci_request {
 	bool present;		   /* io.nshash.tcp or io.nshash.udp given */
 	struct nshash_sizes sizes; /* requested (0 for a protocol not given) */
 	char pin[256];		   /* io.nshash.pin, "" if absent */
@@ -24,24 +24,24 @@ struct nshash_oci_request {
 /* Parse the annotations object of an OCI config or state (JSON text of the
  * whole document).  Unknown io.nshash.* keys, non-string values and bad
  * sizes are errors naming the key and value. */
-int nshash_oci_request_parse(const char *json, size_t len, struct nshash_oci_request *req, struct nshash_error *err);
+int nsh_oci_request_parse(const char *json, size_t len, struct nsh_oci_request *req, struct nshash_error *err);
 
-enum nshash_oci_mode {
-	NSHASH_OCI_PRECREATE = 0, /* podman's precreate: config on stdin */
-	NSHASH_OCI_WRAPPER = 1,	  /* nshash-runtime: the path only (no io.nshash.pin) */
+enum nsh_oci_mode {
+	NSH_OCI_PRECREATE = 0, /* podman's precreate: config on stdin */
+	NSH_OCI_WRAPPER = 1,   /* nshash-runtime: the path only (no io.nshash.pin) */
 };
 /* wrapper: a spare netns taken in the host's mount namespace before the
  * private one was entered (nshash_spare_take: an unmount there would not
  * reach the host's spares) */
-struct nshash_oci_spare {
+struct nsh_oci_spare {
 	int fd; /* -1 none */
 	struct nshash_sizes sizes;
 	struct nshash_netns_info info;
 	bool used; /* out: pinned for this container */
 };
-struct nshash_oci_opts {
-	enum nshash_oci_mode mode;
-	const struct nshash_policy *policy;
+struct nsh_oci_opts {
+	enum nsh_oci_mode mode;
+	const struct nsh_policy *policy;
 	const char *pin_name; /* NULL = a random unique name */
 	const char *pin_path; /* wrapper: pin exactly there (its private tmpfs), not under STATE_DIR/pins */
 	/* wrapper: where a container's own user namespace is pinned (its
@@ -54,21 +54,21 @@ struct nshash_oci_opts {
 	 * has no io.nshash.tcp/udp annotation (0 and 0: shared); NULL = none:
 	 * then the policy's defaultTcp/defaultUdp */
 	const struct nshash_sizes *defaults;
-	struct nshash_oci_spare *spare; /* wrapper: NULL = none */
+	struct nsh_oci_spare *spare; /* wrapper: NULL = none */
 };
-enum nshash_oci_action {
-	NSHASH_OCI_UNTOUCHED = 0, /* no nshash annotations: output = input */
-	NSHASH_OCI_SIZED,	  /* sized netns created, pinned, path rewritten */
-	NSHASH_OCI_ALREADY,	  /* its netns is our pin, or already has the sizes: unchanged */
-	NSHASH_OCI_WARNED,	  /* could not size; policy warn: config unchanged */
-	NSHASH_OCI_TRANSPLANTED,  /* precreate: podman's configured netns replaced at its path */
+enum nsh_oci_action {
+	NSH_OCI_UNTOUCHED = 0, /* no nshash annotations: output = input */
+	NSH_OCI_SIZED,	       /* sized netns created, pinned, path rewritten */
+	NSH_OCI_ALREADY,       /* its netns is our pin, or already has the sizes: unchanged */
+	NSH_OCI_WARNED,	       /* could not size; policy warn: config unchanged */
+	NSH_OCI_TRANSPLANTED,  /* precreate: podman's configured netns replaced at its path */
 	/* asked nothing, the node's defaults would apply, but it joins a netns
 	 * it cannot size (the host's, another container's): config unchanged */
-	NSHASH_OCI_DEFAULTS_SKIPPED,
+	NSH_OCI_DEFAULTS_SKIPPED,
 };
-struct nshash_oci_result {
-	enum nshash_oci_action action;
-	struct nshash_oci_request request;
+struct nsh_oci_result {
+	enum nsh_oci_action action;
+	struct nsh_oci_request request;
 	struct nshash_netns_info info; /* SIZED: what the new netns has */
 	char pin_path[4096];	       /* SIZED/ALREADY */
 	char userns_pin_path[4096];    /* SIZED in a new user namespace: its pin ("" none) */
@@ -82,51 +82,51 @@ struct nshash_oci_result {
  * *out is a malloc'd config (a copy of the input when nothing changed) and,
  * for SIZED, a pin exists that the caller must remove if it cannot hand the
  * config on (nshash_pin_remove(result->pin_path)).  On error nothing is left. */
-int nshash_oci_transform(const char *config, size_t len, const struct nshash_oci_opts *opts, char **out,
-			 size_t *out_len, struct nshash_oci_result *result, struct nshash_error *err);
+int nsh_oci_transform(const char *config, size_t len, const struct nsh_oci_opts *opts, char **out, size_t *out_len,
+		      struct nsh_oci_result *result, struct nshash_error *err);
 /* One log line for what a transform did (nothing for UNTOUCHED): requested
  * and effective sizes, the pin or the warning. */
-void nshash_oci_log_result(const char *who, const struct nshash_oci_result *result);
+void nsh_oci_log_result(const char *who, const struct nsh_oci_result *result);
 /* OCI state (stdin of every hook but precreate). */
-struct nshash_oci_state {
+struct nsh_oci_state {
 	char id[256];
 	pid_t pid; /* 0 when absent (podman's poststop) */
 	char bundle[4096];
 	char status[64];
-	struct nshash_oci_request request; /* from the state's annotations, else the bundle's config */
-	char bundle_pin[256];		   /* io.nshash.pin in the bundle's config.json ("" none) */
-	char bundle_netns[4096];	   /* its network namespace path ("" none) */
+	struct nsh_oci_request request; /* from the state's annotations, else the bundle's config */
+	char bundle_pin[256];		/* io.nshash.pin in the bundle's config.json ("" none) */
+	char bundle_netns[4096];	/* its network namespace path ("" none) */
 };
-int nshash_oci_state_parse(const char *json, size_t len, struct nshash_oci_state *state, struct nshash_error *err);
+int nsh_oci_state_parse(const char *json, size_t len, struct nsh_oci_state *state, struct nshash_error *err);
 /* The pin of a container: the io.nshash.pin that nshash wrote into its
  * bundle together with the netns path of that pin.  "" when none; an error
  * when a user set io.nshash.pin (in the state or the bundle). */
-int nshash_oci_state_pin(const struct nshash_oci_state *state, const struct nshash_policy *policy, char *pin,
-			 size_t pin_len, struct nshash_error *err);
+int nsh_oci_state_pin(const struct nsh_oci_state *state, const struct nsh_policy *policy, char *pin, size_t pin_len,
+		      struct nshash_error *err);
 /* createRuntime/prestart: check /proc/PID/ns/net has what was requested.
  * Returns 0 (ok, nothing requested, or mismatch downgraded to a warning
  * under onFailure warn, in which case *warned is set) or < 0. */
-int nshash_oci_verify(const struct nshash_oci_state *state, const struct nshash_policy *policy,
-		      struct nshash_netns_info *info, bool *warned, struct nshash_error *err);
+int nsh_oci_verify(const struct nsh_oci_state *state, const struct nsh_policy *policy, struct nshash_netns_info *info,
+		   bool *warned, struct nshash_error *err);
 /* poststop / wrapper delete: remove STATE_DIR/pins/NAME; succeeds when gone.
  * Returns 1 (err says why) and keeps the pin while a process uses it. */
-int nshash_oci_pin_path(const struct nshash_policy *policy, const char *name, char *out, size_t outlen,
-			struct nshash_error *err);
-int nshash_oci_cleanup(const struct nshash_policy *policy, const char *pin_name, struct nshash_error *err);
+int nsh_oci_pin_path(const struct nsh_policy *policy, const char *name, char *out, size_t outlen,
+		     struct nshash_error *err);
+int nsh_oci_cleanup(const struct nsh_policy *policy, const char *pin_name, struct nshash_error *err);
 /* The wrapper's pin name for container ID under runtime root ROOT (ids
  * repeat across containerd namespaces): "ID-HASH8". */
-int nshash_oci_wrapper_pin_name(const char *id, const char *root, char *out, size_t outlen, struct nshash_error *err);
+int nsh_oci_wrapper_pin_name(const char *id, const char *root, char *out, size_t outlen, struct nshash_error *err);
 
 /* Append an error to a runtime log (--log FILE [--log-format json|text]) the
  * way runc does, so containerd shows it in "OCI runtime create failed". */
-void nshash_runtime_log_error(const char *log_path, const char *log_format, const char *msg);
+void nsh_runtime_log_error(const char *log_path, const char *log_format, const char *msg);
 /* For the wrapper: on create, the runtime's stderr is the container's
  * stderr, so only messages up to `max` go there; all of them also go to the
  * runtime log (NULL = none) in runc's format. */
-void nshash_log_wrapper_mode(enum nshash_log_level max, const char *log_path, const char *log_format);
+void nsh_log_wrapper_mode(enum nsh_log_level max, const char *log_path, const char *log_format);
 
 /* Runtime wrapper argv (runc conventions). */
-struct nshash_runtime_args {
+struct nsh_runtime_args {
 	int subcommand_index;	/* argv index of the subcommand, -1 = none */
 	const char *subcommand; /* "create", "run", "delete", ... or NULL */
 	const char *root;	/* --root value or NULL */
@@ -141,7 +141,7 @@ struct nshash_runtime_args {
 	bool force;	      /* delete --force / -f */
 	bool detach;	      /* run --detach / -d */
 };
-int nshash_runtime_args_parse(int argc, char *const argv[], struct nshash_runtime_args *args, struct nshash_error *err);
+int nsh_runtime_args_parse(int argc, char *const argv[], struct nsh_runtime_args *args, struct nshash_error *err);
 /* The wrapper's own options among the global ones before the command:
  * --nshash-tcp=N, --nshash-udp=N (or "--nshash-tcp N").  They are removed
  * from argv (*argc updated, argv[*argc] = NULL) and never reach the runtime;
@@ -149,21 +149,20 @@ int nshash_runtime_args_parse(int argc, char *const argv[], struct nshash_runtim
  * protocol not given is 0.  Unknown --nshash-* options, single-dash forms, a
  * repeated option, a bad value and (for create/run) one after the command
  * are errors naming the option. */
-struct nshash_runtime_defaults {
+struct nsh_runtime_defaults {
 	bool present; /* --nshash-tcp or --nshash-udp given */
 	struct nshash_sizes sizes;
 };
-int nshash_runtime_own_options(int *argc, char **argv, struct nshash_runtime_defaults *defaults,
-			       struct nshash_error *err);
+int nsh_runtime_own_options(int *argc, char **argv, struct nsh_runtime_defaults *defaults, struct nshash_error *err);
 /* Find the real runtime: the policy's `runtime` (absolute, or a name
  * searched in PATH and the usual sbin/bin dirs), else runc, else crun;
  * never `self` (realpath). */
-int nshash_runtime_find(const struct nshash_policy *policy, const char *self, char *out, size_t outlen,
-			struct nshash_error *err);
+int nsh_runtime_find(const struct nsh_policy *policy, const char *self, char *out, size_t outlen,
+		     struct nshash_error *err);
 
 /* annotations.c: the request in an annotations object (NULL or JSON null =
  * none). */
-int nsh_oci_request_from_annotations(struct json_object *ann, struct nshash_oci_request *req, struct nshash_error *err);
+int nsh_oci_request_from_annotations(struct json_object *ann, struct nsh_oci_request *req, struct nshash_error *err);
 /* transform.c: the config's linux.namespaces entry of type network, or NULL. */
 struct json_object *nsh_oci_network_entry(struct json_object *doc);
 /* transform.c: ... of that type ("user", "network"), or NULL. */
@@ -180,7 +179,7 @@ int nsh_oci_userns_create(struct json_object *doc, const struct nshash_create_op
 /* userns.c: for a container joining the user namespace at `path`: when
  * that is not the caller's own, make the sized netns in it and pin it at
  * pin_path (1), else 0 (make it as usual); < 0 on errors, nothing left. */
-int nsh_oci_userns_join_create(const char *path, const struct nshash_policy *policy, struct nshash_sizes sizes,
+int nsh_oci_userns_join_create(const char *path, const struct nsh_policy *policy, struct nshash_sizes sizes,
 			       const char *pin_path, struct nshash_netns_info *info, struct nshash_error *err);
 /* refusal.c: the error for a new user namespace on the wrapper's
  * shared-propagation path (sibling.c), where nshash cannot make it. */

@@ -8,8 +8,8 @@
 
 #include "oci.h"
 
-int nshash_oci_pin_path(const struct nshash_policy *policy, const char *name, char *out, size_t outlen,
-			struct nshash_error *err)
+int nsh_oci_pin_path(const struct nsh_policy *policy, const char *name, char *out, size_t outlen,
+		     struct nshash_error *err)
 {
 	int r = nshash_name_check("pin name", name, err);
 	if (r < 0)
@@ -19,11 +19,11 @@ int nshash_oci_pin_path(const struct nshash_policy *policy, const char *name, ch
 	return 0;
 }
 
-int nshash_oci_cleanup(const struct nshash_policy *policy, const char *pin_name, struct nshash_error *err)
+int nsh_oci_cleanup(const struct nsh_policy *policy, const char *pin_name, struct nshash_error *err)
 {
 	char path[4096];
 	struct nshash_occupancy occ;
-	int r = nshash_oci_pin_path(policy, pin_name, path, sizeof(path), err);
+	int r = nsh_oci_pin_path(policy, pin_name, path, sizeof(path), err);
 	if (r < 0)
 		return r;
 	/* Never take a netns from under a process: another container joined
@@ -36,7 +36,7 @@ int nshash_oci_cleanup(const struct nshash_policy *policy, const char *pin_name,
 	return nshash_pin_remove(path, err);
 }
 
-int nshash_oci_wrapper_pin_name(const char *id, const char *root, char *out, size_t outlen, struct nshash_error *err)
+int nsh_oci_wrapper_pin_name(const char *id, const char *root, char *out, size_t outlen, struct nshash_error *err)
 {
 	uint32_t h = 2166136261u; /* FNV-1a: a short stable tag for the runtime root */
 	int r = nshash_name_check("container id", id ? id : "", err);
@@ -56,8 +56,7 @@ int nsh_oci_random_pin_name(char *out, size_t outlen, struct nshash_error *err)
 {
 	uint8_t b[8];
 	if (getrandom(b, sizeof(b), 0) != sizeof(b))
-		return nshash_error_set(err, errno ? errno : EIO, "pin name: getrandom: %s",
-					strerror(errno ? errno : EIO));
+		return nsh_error_sys(err, errno ? errno : EIO, "pin name: getrandom");
 	snprintf(out, outlen, "oci-%02x%02x%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]);
 	return 0;
 }

@@ -40,7 +40,7 @@ static bool opt_in(const char *arg, const char *const *names, const char **inlin
  * -errno. */
 static const char *const global_val[] = {"root", "log", "log-format", "criu", "rootless", "cgroup-manager", NULL};
 
-static int parse_global(int argc, char *const argv[], struct nshash_runtime_args *a, struct nshash_error *err)
+static int parse_global(int argc, char *const argv[], struct nsh_runtime_args *a, struct nshash_error *err)
 {
 	const char *v;
 	int i;
@@ -66,8 +66,7 @@ static int parse_global(int argc, char *const argv[], struct nshash_runtime_args
 
 /* The subcommand's options (create/run: --bundle kept, the others' values
  * skipped; --force, --detach) and its first operand, the container id. */
-static int parse_subcommand(int argc, char *const argv[], int i, struct nshash_runtime_args *a,
-			    struct nshash_error *err)
+static int parse_subcommand(int argc, char *const argv[], int i, struct nsh_runtime_args *a, struct nshash_error *err)
 {
 	static const char *const create_val[] = {
 	    "bundle", "b", "console-socket", "pid-file", "preserve-fds", "pidfd-socket", "config", "f", NULL};
@@ -117,7 +116,7 @@ static int parse_subcommand(int argc, char *const argv[], int i, struct nshash_r
 	return 0;
 }
 
-int nshash_runtime_args_parse(int argc, char *const argv[], struct nshash_runtime_args *a, struct nshash_error *err)
+int nsh_runtime_args_parse(int argc, char *const argv[], struct nsh_runtime_args *a, struct nshash_error *err)
 {
 	int i;
 
@@ -135,7 +134,7 @@ int nshash_runtime_args_parse(int argc, char *const argv[], struct nshash_runtim
 #define OWN_USAGE  "nshash-runtime [--nshash-tcp=N] [--nshash-udp=N] [runtime options] COMMAND ..."
 
 /* One --nshash-NAME[=V] at argv[*i] (V may be the next word). */
-static int own_option(int argc, char **argv, int *i, struct nshash_runtime_defaults *d, bool seen[2],
+static int own_option(int argc, char **argv, int *i, struct nsh_runtime_defaults *d, bool seen[2],
 		      struct nshash_error *err)
 {
 	static const char *const names[2] = {"tcp", "udp"};
@@ -184,7 +183,7 @@ static int own_option_misplaced(int argc, char **argv, int sub, struct nshash_er
 	return 0;
 }
 
-int nshash_runtime_own_options(int *argc, char **argv, struct nshash_runtime_defaults *d, struct nshash_error *err)
+int nsh_runtime_own_options(int *argc, char **argv, struct nsh_runtime_defaults *d, struct nshash_error *err)
 {
 	char *keep[*argc + 1];
 	bool seen[2] = {false, false};

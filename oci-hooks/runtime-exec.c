@@ -74,14 +74,13 @@ int nsh_private_enter(const char *run_dir, struct nsh_mnt_saved *saved, struct n
 	saved->mnt = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
 	saved->cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (saved->mnt < 0 || saved->cwd < 0)
-		return nshash_error_set(err, errno, "private mount namespace: save the current one: %s",
-					strerror(errno));
+		return nsh_error_sys(err, errno, "private mount namespace: save the current one");
 	if (unshare(CLONE_NEWNS) < 0)
-		return nshash_error_set(err, errno, "unshare a mount namespace: %s", strerror(errno));
+		return nsh_error_sys(err, errno, "unshare a mount namespace");
 	if (mount(NULL, "/", NULL, MS_SLAVE | MS_REC, NULL) < 0)
-		return nshash_error_set(err, errno, "make the mounts slaves of the host's: %s", strerror(errno));
+		return nsh_error_sys(err, errno, "make the mounts slaves of the host's");
 	if (mount("nshash", run_dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0700") < 0)
-		return nshash_error_set(err, errno, "mount a private tmpfs on %s: %s", run_dir, strerror(errno));
+		return nsh_error_sys(err, errno, "mount a private tmpfs on %s", run_dir);
 	return 0;
 }
 
@@ -89,7 +88,7 @@ int nsh_private_leave(struct nsh_mnt_saved *saved, struct nshash_error *err)
 {
 	/* setns into a mount namespace moves root and cwd to its root */
 	if (setns(saved->mnt, CLONE_NEWNS) < 0 || fchdir(saved->cwd) < 0)
-		return nshash_error_set(err, errno, "return to the host's mount namespace: %s", strerror(errno));
+		return nsh_error_sys(err, errno, "return to the host's mount namespace");
 	close(saved->mnt);
 	close(saved->cwd);
 	return 0;
@@ -107,7 +106,7 @@ int nsh_private_config(const char *run_dir, const char *config, size_t len, cons
 	 * bundle is resolved twice. */
 	int tfd = open(target, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (tfd < 0 || fstat(tfd, &st) < 0)
-		return nshash_error_set(err, errno, "bind the sized config over %s: %s", target, strerror(errno));
+		return nsh_error_sys(err, errno, "bind the sized config over %s", target);
 	if (!S_ISREG(st.st_mode) || st.st_dev != read->st_dev || st.st_ino != read->st_ino)
 		return close(tfd), nshash_error_set(err, ESTALE,
 					"bind the sized config over %s: it is no longer the file that was read (%s now): "
@@ -119,16 +118,16 @@ int nsh_private_config(const char *run_dir, const char *config, size_t len, cons
 	fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	int r = 0;
 	if (fd < 0 || nsh_write_all(fd, config, len) < 0)
-		r = nshash_error_set(err, errno, "write %s: %s", file, strerror(errno));
+		r = nsh_error_sys(err, errno, "write %s", file);
 	/* the user's file's owner and mode: a container that reads its own
 	 * config (runtime-tools' runtimetest reads /config.json) as a root
 	 * that is not the host's (its own user namespace) still can */
 	if (r == 0 && (fchown(fd, st.st_uid, st.st_gid) < 0 || fchmod(fd, st.st_mode & 07777) < 0))
-		r = nshash_error_set(err, errno, "give %s the owner and mode of %s: %s", file, target, strerror(errno));
+		r = nsh_error_sys(err, errno, "give %s the owner and mode of %s", file, target);
 	if (fd >= 0)
 		close(fd);
 	if (r == 0 && mount(file, fdpath, NULL, MS_BIND, NULL) < 0)
-		r = nshash_error_set(err, errno, "bind the sized config over %s: %s", target, strerror(errno));
+		r = nsh_error_sys(err, errno, "bind the sized config over %s", target);
 	close(tfd);
 	return r;
 }
@@ -153,11 +152,11 @@ int nsh_runtime_run(const struct nsh_runtime_child *c, int *status, struct nshas
 		child_pid = pid;
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (pid < 0)
-		return nshash_error_set(err, fork_errno, "start %s: fork: %s", c->runtime, strerror(fork_errno));
+		return nsh_error_sys(err, fork_errno, "start %s: fork", c->runtime);
 	while (waitpid(pid, status, 0) < 0) {
 		if (errno != EINTR) {
 			child_pid = 0;
-			return nshash_error_set(err, errno, "wait for %s: %s", c->runtime, strerror(errno));
+			return nsh_error_sys(err, errno, "wait for %s", c->runtime);
 		}
 	}
 	child_pid = 0;
@@ -193,5 +192,5 @@ int nsh_runtime_exec(const char *runtime, char **argv, struct nshash_error *err)
 	if (sig)
 		raise(sig);
 	execv(runtime, argv);
-	return nshash_error_set(err, errno, "exec %.900s: %s", runtime, strerror(errno));
+	return nsh_error_sys(err, errno, "exec %.900s", runtime);
 }

@@ -62,15 +62,14 @@ static const char *skipped_note(const char *skipped, char *buf, size_t len)
 	return buf;
 }
 
-int nshash_runtime_find(const struct nshash_policy *policy, const char *self, char *out, size_t outlen,
-			struct nshash_error *err)
+int nsh_runtime_find(const struct nsh_policy *policy, const char *self, char *out, size_t outlen,
+		     struct nshash_error *err)
 {
 	const char *want = policy->runtime;
 
 	if (want[0] == '/') {
 		if (access(want, X_OK) < 0)
-			return nshash_error_set(err, errno, "runtime %s (policy %s): %s", want, policy->source,
-						strerror(errno));
+			return nsh_error_sys(err, errno, "runtime %s (policy %s)", want, policy->source);
 		if (same_file(want, self))
 			return nshash_error_set(err, ELOOP, "runtime %s (policy %s) is nshash-runtime itself", want,
 						policy->source);

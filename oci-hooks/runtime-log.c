@@ -49,7 +49,7 @@ static void runtime_log(const char *log_path, const char *log_format, const char
 	close(fd);
 }
 
-void nshash_runtime_log_error(const char *log_path, const char *log_format, const char *msg)
+void nsh_runtime_log_error(const char *log_path, const char *log_format, const char *msg)
 {
 	runtime_log(log_path, log_format, "error", msg);
 }
@@ -65,7 +65,7 @@ static void wrapper_log_sink(void *ctx, const char *level, const char *line)
 	runtime_log(wrapper_log.path, wrapper_log.format, level, line);
 }
 
-void nshash_log_wrapper_mode(enum nshash_log_level max, const char *log_path, const char *log_format)
+void nsh_log_wrapper_mode(enum nsh_log_level max, const char *log_path, const char *log_format)
 {
 	wrapper_log.path = log_path;
 	wrapper_log.format = log_format;

@@ -30,7 +30,7 @@ static const char *log_path, *log_format;
 
 __attribute__((noreturn)) static void die(const char *id, const char *msg)
 {
-	nshash_log(NSHASH_LOG_ERROR, id, "%s", msg);
+	nsh_log(NSH_LOG_ERROR, id, "%s", msg);
 	exit(1);
 }
 
@@ -55,12 +55,12 @@ static void drop_pin(const char *id, const char *pin_path)
 	struct nshash_error err;
 
 	if (nshash_pin_remove(pin_path, &err) < 0)
-		nshash_log(NSHASH_LOG_WARN, id, "%s", err.msg);
+		nsh_log(NSH_LOG_WARN, id, "%s", err.msg);
 }
 
 /* The file the runtime will read: crun's --config/-f (relative to the
  * current directory, as crun takes it), else BUNDLE/config.json. */
-static void config_target(const struct nshash_runtime_args *args, char *out, size_t len)
+static void config_target(const struct nsh_runtime_args *args, char *out, size_t len)
 {
 	const char *bundle = args->bundle ? args->bundle : ".";
 	struct nshash_error err = {0};
@@ -71,7 +71,7 @@ static void config_target(const struct nshash_runtime_args *args, char *out, siz
 		return;
 	}
 	if (stat(bundle, &st) < 0)
-		nshash_error_set(&err, errno, "bundle %s: %s", bundle, strerror(errno));
+		nsh_error_sys(&err, errno, "bundle %s", bundle);
 	else if (!S_ISDIR(st.st_mode))
 		nshash_error_set(&err, ENOTDIR, "bundle %s: not a directory", bundle);
 	else if ((size_t)snprintf(out, len, "%s/config.json", bundle) >= len)
@@ -84,13 +84,13 @@ static void config_target(const struct nshash_runtime_args *args, char *out, siz
  * the file the sized config is later bound over); heal what an older
  * wrapper left in it (rewriting the file once).  The text to transform,
  * malloc'd. */
-static char *read_config(const char *id, const char *bundle, const char *target, const struct nshash_policy *policy,
+static char *read_config(const char *id, const char *bundle, const char *target, const struct nsh_policy *policy,
 			 size_t *len, struct stat *st)
 {
 	struct nshash_error err = {0};
 	char *text, *healed, what[600];
 	size_t healed_len;
-	int r = nsh_read_file_flags(target, O_NOFOLLOW, NSHASH_OCI_CONFIG_MAX_BYTES, &text, len, st, &err);
+	int r = nsh_read_file_flags(target, O_NOFOLLOW, NSH_OCI_CONFIG_MAX_BYTES, &text, len, st, &err);
 
 	if (r < 0) {
 		if (bundle)
@@ -107,8 +107,7 @@ static char *read_config(const char *id, const char *bundle, const char *target,
 		die(id, err.msg);
 	}
 	/* cheap test first: a leftover names a pin */
-	if (!memmem(text, *len, "/pins/", 6) &&
-	    !memmem(text, *len, NSHASH_ANNOTATION_PIN, strlen(NSHASH_ANNOTATION_PIN)))
+	if (!memmem(text, *len, "/pins/", 6) && !memmem(text, *len, NSH_ANNOTATION_PIN, strlen(NSH_ANNOTATION_PIN)))
 		return text;
 	r = nsh_oci_heal(text, *len, policy, &healed, &healed_len, what, sizeof(what), &err);
 	if (r <= 0) {
@@ -119,13 +118,16 @@ static char *read_config(const char *id, const char *bundle, const char *target,
 	char shown[PATH_MAX];
 	if (!realpath(target, shown))
 		snprintf(shown, sizeof(shown), "%s", target);
-	if (nsh_write_replacing(target, healed, healed_len, &err) < 0)
-		nshash_log(NSHASH_LOG_WARN, id, "%s (left as it was)", err.msg);
+	struct stat was;
+	if (stat(target, &was) < 0)
+		nsh_log(NSH_LOG_WARN, id, "rewrite %s: %s (left as it was)", target, strerror(errno));
+	else if (nsh_write_replace(target, NULL, healed, healed_len, &was, &err) < 0) /* same owner and mode */
+		nsh_log(NSH_LOG_WARN, id, "%s (left as it was)", err.msg);
 	else if (lstat(target, st) < 0 || !S_ISREG(st->st_mode)) /* the new inode is what is bound over */
 		die(id, "the healed config is no longer a regular file (replaced meanwhile): try again");
 	else
-		nshash_log(NSHASH_LOG_INFO, id, "healed %s: removed what an older nshash-runtime left there (%s)",
-			   shown, what);
+		nsh_log(NSH_LOG_INFO, id, "healed %s: removed what an older nshash-runtime left there (%s)", shown,
+			what);
 	free(text);
 	*len = healed_len;
 	return healed;
@@ -135,17 +137,17 @@ static char *read_config(const char *id, const char *bundle, const char *target,
  * --nshash-tcp/--nshash-udp, else the policy's defaultTcp/defaultUdp)?
  * 1 yes, 0 no, -1 a bad request (the transform reports it).  Cheap: most
  * configs never name nshash. */
-static int asks_sizes(const char *text, size_t len, const struct nshash_runtime_defaults *d,
-		      const struct nshash_policy *policy, struct nshash_sizes *sizes)
+static int asks_sizes(const char *text, size_t len, const struct nsh_runtime_defaults *d,
+		      const struct nsh_policy *policy, struct nshash_sizes *sizes)
 {
-	struct nshash_oci_request req;
+	struct nsh_oci_request req;
 	struct nshash_error err;
 
 	*sizes = d->present ? d->sizes : policy->defaults;
 	bool by_default = sizes->tcp || sizes->udp;
-	if (!memmem(text, len, NSHASH_ANNOTATION_PREFIX, strlen(NSHASH_ANNOTATION_PREFIX)))
+	if (!memmem(text, len, NSH_ANNOTATION_PREFIX, strlen(NSH_ANNOTATION_PREFIX)))
 		return by_default;
-	if (nshash_oci_request_parse(text, len, &req, &err) < 0)
+	if (nsh_oci_request_parse(text, len, &req, &err) < 0)
 		return -1;
 	if (req.present) { /* annotations win, wholly */
 		*sizes = req.sizes;
@@ -175,8 +177,7 @@ static bool makes_own_netns(const char *text, size_t len)
  * the requested sizes (the transform pins it if it sizes the container
  * with them) and fork the child that makes the next one once the container
  * is sized (*go; a refused start refills nothing). */
-static void spare_get(const struct nshash_policy *policy, struct nshash_sizes sizes, struct nshash_oci_spare *spare,
-		      int *go)
+static void spare_get(const struct nsh_policy *policy, struct nshash_sizes sizes, struct nsh_oci_spare *spare, int *go)
 {
 	struct nshash_create_opts copts = nsh_policy_create_opts(policy, sizes);
 	struct nshash_error ignored;
@@ -195,7 +196,7 @@ static void spare_get(const struct nshash_policy *policy, struct nshash_sizes si
  * value replaced, or --bundle DIR added after the command; crun (by_config)
  * keeps its bundle and gets --config DIR/config.json the same way.
  * malloc'd (the wrapper execs right after). */
-static char **argv_for_sibling(int argc, char **argv, const struct nshash_runtime_args *args, const char *dir,
+static char **argv_for_sibling(int argc, char **argv, const struct nsh_runtime_args *args, const char *dir,
 			       bool by_config)
 {
 	char **out = calloc((size_t)argc + 3, sizeof(*out)), *cfg;
@@ -235,30 +236,30 @@ static bool takes_config(const char *runtime)
  * orphan reclaim removes it) and the runtime is given the sibling bundle
  * STATE_DIR/bundles/PIN; the user's bundle stays untouched.  The argv to
  * exec, or NULL when the transform did not size (exec as it was). */
-static char **wrap_create_shared(int argc, char **argv, const struct nshash_runtime_args *args, char *text, size_t len,
-				 const char *target, struct nshash_oci_opts *opts, int refill, bool by_config)
+static char **wrap_create_shared(int argc, char **argv, const struct nsh_runtime_args *args, char *text, size_t len,
+				 const char *target, struct nsh_oci_opts *opts, int refill, bool by_config)
 {
 	struct nshash_error err = {0};
-	struct nshash_oci_result res;
+	struct nsh_oci_result res;
 	struct nshash_occupancy occ;
 	char *sized, dir[PATH_MAX], pin_path[PATH_MAX];
 	size_t sized_len;
 
 	opts->pin_path = NULL; /* under STATE_DIR/pins */
 	/* one a killed create of this id left, if nothing uses it */
-	if (nshash_oci_pin_path(opts->policy, opts->pin_name, pin_path, sizeof(pin_path), &err) == 0 &&
+	if (nsh_oci_pin_path(opts->policy, opts->pin_name, pin_path, sizeof(pin_path), &err) == 0 &&
 	    nshash_pin_is_netns(pin_path, &err) == 1 && nshash_netns_occupancy(pin_path, &occ, &err) == 0 &&
 	    occ.pid == 0)
 		drop_pin(args->id, pin_path);
-	if (nshash_oci_transform(text, len, opts, &sized, &sized_len, &res, &err) < 0) {
+	if (nsh_oci_transform(text, len, opts, &sized, &sized_len, &res, &err) < 0) {
 		nshash_error_prefix(&err, "%s", target);
 		die(args->id, err.msg);
 	}
 	free(text);
 	if (opts->spare && opts->spare->fd >= 0)
 		close(opts->spare->fd);
-	nshash_oci_log_result(args->id, &res);
-	if (res.action != NSHASH_OCI_SIZED) {
+	nsh_oci_log_result(args->id, &res);
+	if (res.action != NSH_OCI_SIZED) {
 		free(sized);
 		return NULL;
 	}
@@ -268,27 +269,26 @@ static char **wrap_create_shared(int argc, char **argv, const struct nshash_runt
 		die(args->id, err.msg);
 	}
 	free(sized);
-	nshash_log(NSHASH_LOG_INFO, args->id,
-		   "shared mount propagation asked: created in the host's mount namespace from the sized config in %s "
-		   "(%s untouched)",
-		   dir, target);
+	nsh_log(NSH_LOG_INFO, args->id,
+		"shared mount propagation asked: created in the host's mount namespace from the sized config in %s "
+		"(%s untouched)",
+		dir, target);
 	nsh_spares_refill_go(refill);
 	return argv_for_sibling(argc, argv, args, dir, by_config);
 }
 
 /* create / run: size in the private mount namespace, become the runtime.
  * The argv to exec: argv, or the one for a sibling bundle. */
-static char **wrap_create(int argc, char **argv, const struct nshash_policy *policy,
-			  const struct nshash_runtime_args *args, const struct nshash_runtime_defaults *defaults,
-			  bool by_config)
+static char **wrap_create(int argc, char **argv, const struct nsh_policy *policy, const struct nsh_runtime_args *args,
+			  const struct nsh_runtime_defaults *defaults, bool by_config)
 {
 	struct nshash_error err = {0};
-	struct nshash_oci_result res;
+	struct nsh_oci_result res;
 	struct nsh_mnt_saved saved = {-1, -1};
 	char pin[300], pin_path[1200], userns_pin[1200], target[PATH_MAX], run_dir[1100], *text, *sized;
 	size_t len, sized_len;
-	struct nshash_oci_opts opts = {
-	    .mode = NSHASH_OCI_WRAPPER,
+	struct nsh_oci_opts opts = {
+	    .mode = NSH_OCI_WRAPPER,
 	    .policy = policy,
 	    .pin_name = pin,
 	    .pin_path = pin_path,
@@ -297,7 +297,7 @@ static char **wrap_create(int argc, char **argv, const struct nshash_policy *pol
 
 	if (!args->id)
 		die(NULL, "create: no container id in the arguments");
-	if (nshash_oci_wrapper_pin_name(args->id, args->root, pin, sizeof(pin), &err) < 0)
+	if (nsh_oci_wrapper_pin_name(args->id, args->root, pin, sizeof(pin), &err) < 0)
 		die(NULL, err.msg); /* names the bad id */
 	config_target(args, target, sizeof(target));
 	struct stat config_st = {0};
@@ -317,13 +317,12 @@ static char **wrap_create(int argc, char **argv, const struct nshash_policy *pol
 	 * (and before a refused state dir could have a spare made) */
 	if (asks > 0 && nshash_state_subdir(policy->state_dir, "run", run_dir, sizeof(run_dir), &err) < 0)
 		die(args->id, err.msg);
-	struct nshash_oci_spare spare = {.fd = -1};
+	struct nsh_oci_spare spare = {.fd = -1};
 	int refill = -1;
 	/* the policy's defaults for a container that joins a netns: the
 	 * transform only logs that it runs unsized */
 	if (asks > 0 && !defaults->present &&
-	    !memmem(text, len, NSHASH_ANNOTATION_PREFIX, strlen(NSHASH_ANNOTATION_PREFIX)) &&
-	    !makes_own_netns(text, len))
+	    !memmem(text, len, NSH_ANNOTATION_PREFIX, strlen(NSH_ANNOTATION_PREFIX)) && !makes_own_netns(text, len))
 		asks = -1;
 	/* a container with a user namespace of its own gets a netns that
 	 * user namespace owns, whatever the source of its sizes: never a
@@ -343,15 +342,15 @@ static char **wrap_create(int argc, char **argv, const struct nshash_policy *pol
 	opts.userns_pin_path = userns_pin; /* the same life as the netns pin: the private tmpfs's */
 	if (asks > 0 && nsh_private_enter(run_dir, &saved, &err) < 0)
 		die(args->id, err.msg);
-	if (nshash_oci_transform(text, len, &opts, &sized, &sized_len, &res, &err) < 0) {
+	if (nsh_oci_transform(text, len, &opts, &sized, &sized_len, &res, &err) < 0) {
 		nshash_error_prefix(&err, "%s", target);
 		die(args->id, err.msg);
 	}
 	free(text);
 	if (spare.fd >= 0)
 		close(spare.fd); /* pinned now, or not wanted after all */
-	nshash_oci_log_result(args->id, &res);
-	if (res.action != NSHASH_OCI_SIZED) {
+	nsh_oci_log_result(args->id, &res);
+	if (res.action != NSH_OCI_SIZED) {
 		/* the runtime joins the netns the config names, from the host's
 		 * mount namespace as it would without nshash */
 		free(sized);
@@ -376,8 +375,8 @@ static char **wrap_create(int argc, char **argv, const struct nshash_policy *pol
  * older version, or for a container with shared mount propagation, with
  * its sibling bundle): then delete, and remove the pin once no process
  * uses its netns, and the sibling bundle with it.  Never asks `state`. */
-static int wrap_delete(char **argv, const char *runtime, const struct nshash_policy *policy,
-		       const struct nshash_runtime_args *args)
+static int wrap_delete(char **argv, const char *runtime, const struct nsh_policy *policy,
+		       const struct nsh_runtime_args *args)
 {
 	struct nshash_error err = {0};
 	struct nshash_occupancy occ;
@@ -385,8 +384,8 @@ static int wrap_delete(char **argv, const char *runtime, const struct nshash_pol
 	struct stat st;
 	int status;
 
-	if (nshash_oci_wrapper_pin_name(args->id, args->root, pin, sizeof(pin), &err) < 0 ||
-	    nshash_oci_pin_path(policy, pin, pin_path, sizeof(pin_path), &err) < 0 ||
+	if (nsh_oci_wrapper_pin_name(args->id, args->root, pin, sizeof(pin), &err) < 0 ||
+	    nsh_oci_pin_path(policy, pin, pin_path, sizeof(pin_path), &err) < 0 ||
 	    nsh_sibling_path(policy->state_dir, pin, sib, sizeof(sib), &err) < 0)
 		return -1;
 	bool has_pin = lstat(pin_path, &st) == 0 || errno != ENOENT;
@@ -400,19 +399,19 @@ static int wrap_delete(char **argv, const char *runtime, const struct nshash_pol
 	if (has_pin && nshash_pin_is_netns(pin_path, &err) != 1)
 		drop_pin(args->id, pin_path), gone = true; /* a stale pin file */
 	else if (has_pin && nshash_netns_occupancy(pin_path, &occ, &err) < 0)
-		nshash_log(NSHASH_LOG_WARN, args->id, "keeping pin %s: %s", pin_path, err.msg);
+		nsh_log(NSH_LOG_WARN, args->id, "keeping pin %s: %s", pin_path, err.msg);
 	else if (has_pin && occ.pid == 0)
 		drop_pin(args->id, pin_path), gone = true;
 	/* the sibling goes with the pin (a poststop hook of this delete read it) */
 	if (has_sib && gone && nsh_sibling_remove(sib, &err) < 0)
-		nshash_log(NSHASH_LOG_WARN, args->id, "%s", err.msg);
+		nsh_log(NSH_LOG_WARN, args->id, "%s", err.msg);
 	nsh_exit_as(status);
 }
 
 /* `nshash-runtime --version` (or -v, --help, -h) before any command: say
  * who we are first, then the real runtime answers.  Engines that parse the
  * runtime's version (docker's "runc version X" line) still find theirs. */
-static void say_who(int argc, char **argv, const struct nshash_runtime_args *args, const char *runtime)
+static void say_who(int argc, char **argv, const struct nsh_runtime_args *args, const char *runtime)
 {
 	int end = args->subcommand_index < 0 ? argc : args->subcommand_index;
 	for (int i = 1; i < end; i++) {
@@ -437,37 +436,37 @@ static void say_who(int argc, char **argv, const struct nshash_runtime_args *arg
 int main(int argc, char **argv)
 {
 	const char *policy_path = getenv("NSHASH_POLICY");
-	struct nshash_policy policy;
-	struct nshash_runtime_args args;
-	struct nshash_runtime_defaults defaults;
+	struct nsh_policy policy;
+	struct nsh_runtime_args args;
+	struct nsh_runtime_defaults defaults;
 	struct nshash_error err = {0};
 	char self[PATH_MAX], runtime[PATH_MAX];
 	ssize_t n;
 
 	nsh_signals_catch();
-	nshash_policy_defaults(&policy); /* syslog too, before the policy is read */
-	nshash_log_setup("nshash-runtime", &policy);
+	nsh_policy_defaults(&policy); /* syslog too, before the policy is read */
+	nsh_log_setup("nshash-runtime", &policy);
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (n < 0)
 		die(NULL, "readlink /proc/self/exe failed");
 	self[n] = '\0';
-	int own = nshash_runtime_own_options(&argc, argv, &defaults, &err);
-	if (own == 0 && nshash_runtime_args_parse(argc, argv, &args, &err) < 0)
+	int own = nsh_runtime_own_options(&argc, argv, &defaults, &err);
+	if (own == 0 && nsh_runtime_args_parse(argc, argv, &args, &err) < 0)
 		own = -1;
 	if (own < 0) {
 		/* still tell the engine why, through the runtime log it reads */
 		struct nshash_error ignored = {0};
-		nshash_runtime_args_parse(argc, argv, &args, &ignored);
+		nsh_runtime_args_parse(argc, argv, &args, &ignored);
 		find_log(argc, argv, args.subcommand_index < 0 ? argc : args.subcommand_index);
-		nshash_log_wrapper_mode(NSHASH_LOG_ERROR, log_path, log_format);
+		nsh_log_wrapper_mode(NSH_LOG_ERROR, log_path, log_format);
 		die(NULL, err.msg);
 	}
 	find_log(argc, argv, args.subcommand_index < 0 ? argc : args.subcommand_index);
-	nshash_log_wrapper_mode(NSHASH_LOG_ERROR, log_path, log_format);
-	if (nshash_policy_load(policy_path, &policy, &err) < 0)
+	nsh_log_wrapper_mode(NSH_LOG_ERROR, log_path, log_format);
+	if (nsh_policy_load(policy_path, &policy, &err) < 0)
 		die(args.id, err.msg);
-	nshash_log_setup("nshash-runtime", &policy);
-	if (nshash_runtime_find(&policy, self, runtime, sizeof(runtime), &err) < 0)
+	nsh_log_setup("nshash-runtime", &policy);
+	if (nsh_runtime_find(&policy, self, runtime, sizeof(runtime), &err) < 0)
 		die(args.id, err.msg);
 	argv[0] = runtime;
 	say_who(argc, argv, &args, runtime);
@@ -477,11 +476,11 @@ int main(int argc, char **argv)
 	 * of this run is made: no run ever reclaims its own pin. */
 	char msg[1400];
 	if (nsh_reclaim_orphans(policy.state_dir, policy.stale_age, policy.reclaim_interval, msg, sizeof(msg)))
-		nshash_log(NSHASH_LOG_INFO, args.id, "%s", msg);
+		nsh_log(NSH_LOG_INFO, args.id, "%s", msg);
 	int swept = nsh_sibling_sweep(policy.state_dir, policy.stale_age);
 	if (swept > 0)
-		nshash_log(NSHASH_LOG_INFO, args.id, "removed %d sibling bundle(s) under %s/bundles whose pin is gone",
-			   swept, policy.state_dir);
+		nsh_log(NSH_LOG_INFO, args.id, "removed %d sibling bundle(s) under %s/bundles whose pin is gone", swept,
+			policy.state_dir);
 
 	/* everything but delete with a leftover pin ends in this exec */
 	char **exec_argv = argv;

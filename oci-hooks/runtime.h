@@ -3,8 +3,8 @@
  * a child with a sized config it reads in place of the user's file, signal
  * forwarding, exit-status passing, and healing what an older wrapper left in
  * a bundle.  Not installed. */
-#ifndef NSHASH_RUNTIME_H
-#define NSHASH_RUNTIME_H
+#ifndef NSH_RUNTIME_H
+#define NSH_RUNTIME_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -82,10 +82,7 @@ int nsh_sibling_sweep(const char *state_dir, int64_t stale_age);
  * entries.  Returns 1 with *out (malloc'd) = the config without them and
  * `what` saying what went, 0 when there is nothing to heal (a live pin is
  * never touched), or -errno. */
-int nsh_oci_heal(const char *config, size_t len, const struct nshash_policy *policy, char **out, size_t *out_len,
+int nsh_oci_heal(const char *config, size_t len, const struct nsh_policy *policy, char **out, size_t *out_len,
 		 char *what, size_t what_len, struct nshash_error *err);
-/* Rewrite PATH with DATA: temp file in the same directory + rename, same
- * mode and owner. */
-int nsh_write_replacing(const char *path, const char *data, size_t len, struct nshash_error *err);
 
 #endif

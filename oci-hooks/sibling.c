@@ -116,9 +116,9 @@ int nsh_sibling_remove(const char *dir, struct nshash_error *err)
 
 	snprintf(file, sizeof(file), "%s/config.json", dir);
 	if (unlink(file) < 0 && errno != ENOENT)
-		return nshash_error_set(err, errno, "remove %s: %s", file, strerror(errno));
+		return nsh_error_sys(err, errno, "remove %s", file);
 	if (rmdir(dir) < 0 && errno != ENOENT)
-		return nshash_error_set(err, errno, "remove %s: %s", dir, strerror(errno));
+		return nsh_error_sys(err, errno, "remove %s", dir);
 	return 0;
 }
 
@@ -132,7 +132,7 @@ int nsh_sibling_write(const char *state_dir, const char *pin, const char *bundle
 	/* what the runtime would join relative paths with: the bundle's
 	 * real path (runc: getcwd after chdir into it) */
 	if (!realpath(bundle, real))
-		return nshash_error_set(err, errno, "bundle %s: %s", bundle, strerror(errno));
+		return nsh_error_sys(err, errno, "bundle %s", bundle);
 	r = nshash_state_subdir(state_dir, "bundles", parent, sizeof(parent), err);
 	if (r == 0)
 		r = nsh_sibling_path(state_dir, pin, dir, dir_len, err);
@@ -143,16 +143,16 @@ int nsh_sibling_write(const char *state_dir, const char *pin, const char *bundle
 	struct nshash_error ignored;
 	nsh_sibling_remove(dir, &ignored); /* one a killed create of this id left */
 	if (mkdir(dir, 0700) < 0) {
-		r = nshash_error_set(err, errno, "make %s: %s", dir, strerror(errno));
+		r = nsh_error_sys(err, errno, "make %s", dir);
 		free(rebased);
 		return r;
 	}
 	snprintf(file, sizeof(file), "%s/config.json", dir);
 	int fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0 || nsh_write_all(fd, rebased, rebased_len) < 0)
-		r = nshash_error_set(err, errno, "write %s: %s", file, strerror(errno));
+		r = nsh_error_sys(err, errno, "write %s", file);
 	if (fd >= 0 && close(fd) < 0 && r == 0)
-		r = nshash_error_set(err, errno, "write %s: %s", file, strerror(errno));
+		r = nsh_error_sys(err, errno, "write %s", file);
 	free(rebased);
 	if (r < 0)
 		nsh_sibling_remove(dir, &ignored);

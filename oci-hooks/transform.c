@@ -47,8 +47,8 @@ static int dup_out(const char *text, size_t len, char **out, size_t *out_len, st
 
 /* One transform in progress: what parse finds, decide and apply use. */
 struct transform {
-	const struct nshash_oci_opts *opts;
-	struct nshash_oci_result *res;
+	const struct nsh_oci_opts *opts;
+	struct nsh_oci_result *res;
 	struct json_object *doc;   /* the config */
 	struct json_object *ann;   /* its annotations, NULL = none */
 	struct json_object *entry; /* its network namespace entry */
@@ -130,15 +130,15 @@ static int transform_parse(struct transform *t, const char *config, size_t len, 
  * the user.  KEEP_CONFIG when the pin is ours and still there. */
 static int decide_given_pin(struct transform *t, struct nshash_error *err)
 {
-	struct nshash_oci_result *res = t->res;
-	const struct nshash_oci_opts *opts = t->opts;
-	int r = nshash_oci_pin_path(opts->policy, res->request.pin, res->pin_path, sizeof(res->pin_path), err);
+	struct nsh_oci_result *res = t->res;
+	const struct nsh_oci_opts *opts = t->opts;
+	int r = nsh_oci_pin_path(opts->policy, res->request.pin, res->pin_path, sizeof(res->pin_path), err);
 
 	if (r < 0)
 		return r;
-	if (opts->mode == NSHASH_OCI_PRECREATE || !t->path || strcmp(t->path, res->pin_path) != 0)
+	if (opts->mode == NSH_OCI_PRECREATE || !t->path || strcmp(t->path, res->pin_path) != 0)
 		return nshash_error_set(err, EINVAL, "annotation %s=%s is set by nshash itself and cannot be given",
-					NSHASH_ANNOTATION_PIN, res->request.pin);
+					NSH_ANNOTATION_PIN, res->request.pin);
 	/* A pin of the precreate hook ("oci-*", podman with nshash-runtime
 	 * as its runtime) or of this very container is used as is; the
 	 * pin of another container (a bundle reused under a new id) is
@@ -152,7 +152,7 @@ static int decide_given_pin(struct transform *t, struct nshash_error *err)
 		 * from another mount namespace: nshash-runtime works in a private
 		 * one), and the pin would be removed before the runtime opens it. */
 		memset(&res->info, 0, sizeof(res->info));
-		res->action = NSHASH_OCI_ALREADY;
+		res->action = NSH_OCI_ALREADY;
 		return KEEP_CONFIG;
 	}
 	/* Our own earlier transform whose pin is gone (a bundle run
@@ -184,7 +184,7 @@ static bool engine_netns(const char *path)
  * refused, and the log says why. */
 static int skip_defaults(struct transform *t, const struct nshash_netns_info *info)
 {
-	struct nshash_oci_result *res = t->res;
+	struct nsh_oci_result *res = t->res;
 	char shown[300] = "";
 
 	/* a hostile path must not forge log lines */
@@ -201,7 +201,7 @@ static int skip_defaults(struct transform *t, const struct nshash_netns_info *in
 	else
 		snprintf(res->warning, sizeof(res->warning), "it joins the network namespace %s (tcp=%ld udp=%ld)",
 			 shown, info->tcp_entries, info->udp_entries);
-	res->action = NSHASH_OCI_DEFAULTS_SKIPPED;
+	res->action = NSH_OCI_DEFAULTS_SKIPPED;
 	return KEEP_CONFIG;
 }
 
@@ -214,7 +214,7 @@ static int skip_defaults(struct transform *t, const struct nshash_netns_info *in
  * what is true (refusal.c). */
 static int decide_given_path(struct transform *t, struct nshash_error *err)
 {
-	struct nshash_oci_result *res = t->res;
+	struct nsh_oci_result *res = t->res;
 	struct nshash_error ierr = {0};
 	struct nshash_netns_info info;
 	bool inspected = nshash_inspect_path(t->path, &info, &ierr) == 0;
@@ -222,16 +222,16 @@ static int decide_given_path(struct transform *t, struct nshash_error *err)
 	if (inspected && nshash_verify(&info, res->request.sizes, t->path, &ierr) == 0) {
 		res->info = info;
 		snprintf(res->pin_path, sizeof(res->pin_path), "%s", t->path);
-		res->action = NSHASH_OCI_ALREADY;
+		res->action = NSH_OCI_ALREADY;
 		return KEEP_CONFIG;
 	}
-	if (t->opts->mode == NSHASH_OCI_PRECREATE && engine_netns(t->path))
+	if (t->opts->mode == NSH_OCI_PRECREATE && engine_netns(t->path))
 		return TRANSPLANT_NETNS;
 	if (res->from_policy) /* joins a netns that is not its own: the defaults do not apply */
 		return skip_defaults(t, inspected ? &info : NULL);
 	nsh_oci_explain_existing(t->doc, t->path, inspected ? &info : NULL, &ierr, res->warning, sizeof(res->warning));
-	if (t->opts->policy->on_failure == NSHASH_ON_FAILURE_WARN) {
-		res->action = NSHASH_OCI_WARNED;
+	if (t->opts->policy->on_failure == NSH_ON_FAILURE_WARN) {
+		res->action = NSH_OCI_WARNED;
 		return KEEP_CONFIG;
 	}
 	return nshash_error_set(err, inspected ? EEXIST : ierr.errnum, "cannot size tcp=%u udp=%u: %s",
@@ -241,8 +241,8 @@ static int decide_given_path(struct transform *t, struct nshash_error *err)
 /* Decide: KEEP_CONFIG (res->action says why), SIZE_NETNS, or an error. */
 static int transform_decide(struct transform *t, struct nshash_error *err)
 {
-	struct nshash_oci_result *res = t->res;
-	const struct nshash_oci_opts *opts = t->opts;
+	struct nsh_oci_result *res = t->res;
+	const struct nsh_oci_opts *opts = t->opts;
 	struct json_object *path_obj;
 	int r;
 
@@ -250,8 +250,8 @@ static int transform_decide(struct transform *t, struct nshash_error *err)
 		if (res->request.pin[0])
 			return nshash_error_set(
 			    err, EINVAL, "annotation %s is set by nshash itself and cannot be given without %s/%s",
-			    NSHASH_ANNOTATION_PIN, NSHASH_ANNOTATION_TCP, NSHASH_ANNOTATION_UDP);
-		res->action = NSHASH_OCI_UNTOUCHED;
+			    NSH_ANNOTATION_PIN, NSH_ANNOTATION_TCP, NSH_ANNOTATION_UDP);
+		res->action = NSH_OCI_UNTOUCHED;
 		return KEEP_CONFIG;
 	}
 	r = nshash_sizes_cap(res->request.sizes, opts->policy->max,
@@ -273,7 +273,7 @@ static int transform_decide(struct transform *t, struct nshash_error *err)
 		return r;
 	if (t->path)
 		return decide_given_path(t, err);
-	if (t->new_userns && opts->mode == NSHASH_OCI_WRAPPER && !opts->userns_pin_path)
+	if (t->new_userns && opts->mode == NSH_OCI_WRAPPER && !opts->userns_pin_path)
 		return nsh_oci_refuse_userns_shared(res->request.sizes, err);
 	return SIZE_NETNS;
 }
@@ -282,8 +282,8 @@ static int transform_decide(struct transform *t, struct nshash_error *err)
  * STATE_DIR/pins.  KEEP_CONFIG when that failed under onFailure warn. */
 static int create_pinned(struct transform *t, struct nshash_error *err)
 {
-	const struct nshash_policy *policy = t->opts->policy;
-	struct nshash_oci_result *res = t->res;
+	const struct nsh_policy *policy = t->opts->policy;
+	struct nsh_oci_result *res = t->res;
 	char dir[4096];
 	int r = 0;
 
@@ -294,7 +294,7 @@ static int create_pinned(struct transform *t, struct nshash_error *err)
 	if (r == 0 && t->opts->pin_path)
 		snprintf(res->pin_path, sizeof(res->pin_path), "%s", t->opts->pin_path);
 	else if (r == 0)
-		r = nshash_oci_pin_path(policy, t->name, res->pin_path, sizeof(res->pin_path), err);
+		r = nsh_oci_pin_path(policy, t->name, res->pin_path, sizeof(res->pin_path), err);
 	if (r < 0)
 		return r;
 	if (!t->opts->pin_path) {
@@ -302,7 +302,7 @@ static int create_pinned(struct transform *t, struct nshash_error *err)
 		if (r == 0)
 			r = nshash_pin_dir_prepare(dir, err);
 	}
-	struct nshash_oci_spare *spare = t->opts->spare;
+	struct nsh_oci_spare *spare = t->opts->spare;
 	struct nshash_sizes want = nshash_sizes_effective(res->request.sizes), have = {0};
 	if (spare && spare->fd >= 0)
 		have = nshash_sizes_effective(spare->sizes);
@@ -340,14 +340,14 @@ static int create_pinned(struct transform *t, struct nshash_error *err)
 		struct nshash_create_opts copts = nsh_policy_create_opts(policy, res->request.sizes);
 		/* the wrapper takes its spare before entering its private
 		 * mount namespace, never in it */
-		if (t->opts->mode == NSHASH_OCI_WRAPPER)
+		if (t->opts->mode == NSH_OCI_WRAPPER)
 			copts.spares = 0;
 		r = nshash_netns_create(&copts, res->pin_path, &res->info, err);
 	}
-	if (r < 0 && policy->on_failure == NSHASH_ON_FAILURE_WARN) {
+	if (r < 0 && policy->on_failure == NSH_ON_FAILURE_WARN) {
 		snprintf(res->warning, sizeof(res->warning), "%s", err->msg);
 		res->pin_path[0] = '\0';
-		res->action = NSHASH_OCI_WARNED;
+		res->action = NSH_OCI_WARNED;
 		return KEEP_CONFIG;
 	}
 	if (r < 0)
@@ -361,8 +361,8 @@ static int create_pinned(struct transform *t, struct nshash_error *err)
  * it is.  KEEP_CONFIG (transplanted, or warned) or an error. */
 static int transform_transplant(struct transform *t, struct nshash_error *err)
 {
-	const struct nshash_policy *policy = t->opts->policy;
-	struct nshash_oci_result *res = t->res;
+	const struct nsh_policy *policy = t->opts->policy;
+	struct nsh_oci_result *res = t->res;
 	struct nshash_transplant_opts topts = {
 	    /* the policy's budget and spares, as for any creation */
 	    .create = nsh_policy_create_opts(policy, res->request.sizes),
@@ -375,16 +375,16 @@ static int transform_transplant(struct transform *t, struct nshash_error *err)
 		res->info = rep.info;
 		snprintf(res->pin_path, sizeof(res->pin_path), "%s", t->path);
 		snprintf(res->moved, sizeof(res->moved), "%s", rep.links ? rep.link_names : "no links");
-		res->action = NSHASH_OCI_TRANSPLANTED;
+		res->action = NSH_OCI_TRANSPLANTED;
 		return KEEP_CONFIG;
 	}
-	if (policy->on_failure == NSHASH_ON_FAILURE_WARN) {
+	if (policy->on_failure == NSH_ON_FAILURE_WARN) {
 		snprintf(res->warning, sizeof(res->warning), "%s", err->msg);
-		res->action = NSHASH_OCI_WARNED;
+		res->action = NSH_OCI_WARNED;
 		return KEEP_CONFIG;
 	}
-	return nshash_error_prefix(err, "cannot size %s=%u %s=%u", NSHASH_ANNOTATION_TCP, res->request.sizes.tcp,
-				   NSHASH_ANNOTATION_UDP, res->request.sizes.udp);
+	return nshash_error_prefix(err, "cannot size %s=%u %s=%u", NSH_ANNOTATION_TCP, res->request.sizes.tcp,
+				   NSH_ANNOTATION_UDP, res->request.sizes.udp);
 }
 
 /* Apply: create and pin, point the network entry at the pin and (hook)
@@ -401,21 +401,21 @@ static int transform_apply(struct transform *t, struct nshash_error *err)
 	if (t->res->userns_pin_path[0]) /* the mappings stay: runc and crun read them */
 		json_object_object_add(nsh_oci_namespace_entry(t->doc, "user"), "path",
 				       json_object_new_string(t->res->userns_pin_path));
-	if (t->opts->mode == NSHASH_OCI_WRAPPER)
+	if (t->opts->mode == NSH_OCI_WRAPPER)
 		return CONFIG_CHANGED;
 	if (!t->ann || !json_object_is_type(t->ann, json_type_object)) {
 		t->ann = json_object_new_object();
 		json_object_object_add(t->doc, "annotations", t->ann);
 	}
-	json_object_object_add(t->ann, NSHASH_ANNOTATION_PIN, json_object_new_string(t->name));
+	json_object_object_add(t->ann, NSH_ANNOTATION_PIN, json_object_new_string(t->name));
 	if (t->res->from_policy) {
 		/* the sizes it got, where the runtime (nshash-runtime) and the
 		 * state hooks look: the pin is not one without them */
 		char v[16];
 		snprintf(v, sizeof(v), "%u", t->res->request.sizes.tcp);
-		json_object_object_add(t->ann, NSHASH_ANNOTATION_TCP, json_object_new_string(v));
+		json_object_object_add(t->ann, NSH_ANNOTATION_TCP, json_object_new_string(v));
 		snprintf(v, sizeof(v), "%u", t->res->request.sizes.udp);
-		json_object_object_add(t->ann, NSHASH_ANNOTATION_UDP, json_object_new_string(v));
+		json_object_object_add(t->ann, NSH_ANNOTATION_UDP, json_object_new_string(v));
 	}
 	return CONFIG_CHANGED;
 }
@@ -431,8 +431,8 @@ static int serialize(struct json_object *doc, char **out, size_t *out_len, struc
 	return dup_out(s, n, out, out_len, err);
 }
 
-int nshash_oci_transform(const char *config, size_t len, const struct nshash_oci_opts *opts, char **out,
-			 size_t *out_len, struct nshash_oci_result *res, struct nshash_error *err)
+int nsh_oci_transform(const char *config, size_t len, const struct nsh_oci_opts *opts, char **out, size_t *out_len,
+		      struct nsh_oci_result *res, struct nshash_error *err)
 {
 	struct transform t = {.opts = opts, .res = res};
 	int r;
@@ -452,7 +452,7 @@ int nshash_oci_transform(const char *config, size_t len, const struct nshash_oci
 	} else if (r == CONFIG_CHANGED) {
 		r = serialize(t.doc, out, out_len, err);
 		if (r == 0)
-			res->action = NSHASH_OCI_SIZED;
+			res->action = NSH_OCI_SIZED;
 	}
 	if (r < 0 && t.pinned) {
 		struct nshash_error e2;
@@ -468,47 +468,46 @@ int nshash_oci_transform(const char *config, size_t len, const struct nshash_oci
 	return r;
 }
 
-void nshash_oci_log_result(const char *who, const struct nshash_oci_result *res)
+void nsh_oci_log_result(const char *who, const struct nsh_oci_result *res)
 {
 	const struct nshash_sizes *rq = &res->request.sizes;
 	const char *src = res->from_policy ? " (the node's defaultTcp/defaultUdp)" : "";
 
 	switch (res->action) {
-	case NSHASH_OCI_SIZED:
-		nshash_log(NSHASH_LOG_INFO, who,
-			   "sized netns pinned at %s: requested tcp=%u udp=%u%s, effective tcp=%ld udp=%ld%s%s%s",
-			   res->pin_path, rq->tcp, rq->udp, src, res->info.tcp_entries, res->info.udp_entries,
-			   res->userns_pin_path[0] ? " (owned by the container's user namespace, pinned at " : "",
-			   res->userns_pin_path, res->userns_pin_path[0] ? ")" : "");
+	case NSH_OCI_SIZED:
+		nsh_log(NSH_LOG_INFO, who,
+			"sized netns pinned at %s: requested tcp=%u udp=%u%s, effective tcp=%ld udp=%ld%s%s%s",
+			res->pin_path, rq->tcp, rq->udp, src, res->info.tcp_entries, res->info.udp_entries,
+			res->userns_pin_path[0] ? " (owned by the container's user namespace, pinned at " : "",
+			res->userns_pin_path, res->userns_pin_path[0] ? ")" : "");
 		break;
-	case NSHASH_OCI_ALREADY:
+	case NSH_OCI_ALREADY:
 		if (!res->info.tcp_entries && !res->info.udp_entries) { /* nshash's own pin, not entered */
-			nshash_log(NSHASH_LOG_INFO, who, "netns %s was sized by nshash: requested tcp=%u udp=%u",
-				   res->pin_path, rq->tcp, rq->udp);
+			nsh_log(NSH_LOG_INFO, who, "netns %s was sized by nshash: requested tcp=%u udp=%u",
+				res->pin_path, rq->tcp, rq->udp);
 			break;
 		}
-		nshash_log(NSHASH_LOG_INFO, who,
-			   "netns %s is already sized: requested tcp=%u udp=%u%s, effective tcp=%ld udp=%ld",
-			   res->pin_path, rq->tcp, rq->udp, src, res->info.tcp_entries, res->info.udp_entries);
+		nsh_log(NSH_LOG_INFO, who,
+			"netns %s is already sized: requested tcp=%u udp=%u%s, effective tcp=%ld udp=%ld",
+			res->pin_path, rq->tcp, rq->udp, src, res->info.tcp_entries, res->info.udp_entries);
 		break;
-	case NSHASH_OCI_TRANSPLANTED:
-		nshash_log(NSHASH_LOG_INFO, who,
-			   "engine's netns %s replaced by a sized one with its configuration (moved %s): requested "
-			   "tcp=%u udp=%u%s, effective tcp=%ld udp=%ld",
-			   res->pin_path, res->moved, rq->tcp, rq->udp, src, res->info.tcp_entries,
-			   res->info.udp_entries);
+	case NSH_OCI_TRANSPLANTED:
+		nsh_log(NSH_LOG_INFO, who,
+			"engine's netns %s replaced by a sized one with its configuration (moved %s): requested "
+			"tcp=%u udp=%u%s, effective tcp=%ld udp=%ld",
+			res->pin_path, res->moved, rq->tcp, rq->udp, src, res->info.tcp_entries, res->info.udp_entries);
 		break;
-	case NSHASH_OCI_WARNED:
-		nshash_log(NSHASH_LOG_WARN, who,
-			   "requested tcp=%u udp=%u%s, effective: shared global tables (onFailure warn): %s", rq->tcp,
-			   rq->udp, src, res->warning);
+	case NSH_OCI_WARNED:
+		nsh_log(NSH_LOG_WARN, who,
+			"requested tcp=%u udp=%u%s, effective: shared global tables (onFailure warn): %s", rq->tcp,
+			rq->udp, src, res->warning);
 		break;
-	case NSHASH_OCI_DEFAULTS_SKIPPED:
-		nshash_log(NSHASH_LOG_INFO, who,
-			   "asked for no sizes: the node's defaults tcp=%u udp=%u do not apply, it runs unsized: %s",
-			   rq->tcp, rq->udp, res->warning);
+	case NSH_OCI_DEFAULTS_SKIPPED:
+		nsh_log(NSH_LOG_INFO, who,
+			"asked for no sizes: the node's defaults tcp=%u udp=%u do not apply, it runs unsized: %s",
+			rq->tcp, rq->udp, res->warning);
 		break;
-	case NSHASH_OCI_UNTOUCHED:
+	case NSH_OCI_UNTOUCHED:
 		break;
 	}
 }

@@ -133,7 +133,7 @@ out:
 	return r;
 }
 
-int nsh_oci_userns_join_create(const char *path, const struct nshash_policy *policy, struct nshash_sizes sizes,
+int nsh_oci_userns_join_create(const char *path, const struct nsh_policy *policy, struct nshash_sizes sizes,
 			       const char *pin_path, struct nshash_netns_info *info, struct nshash_error *err)
 {
 	bool callers;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Shared by the libFuzzer harnesses: the entry point and an invariant
  * check that stops the fuzzer on the spot (ASan/UBSan catch the rest). */
-#ifndef NSHASH_FUZZ_H
-#define NSHASH_FUZZ_H
+#ifndef NSH_FUZZ_H
+#define NSH_FUZZ_H
 
 #include <stddef.h>
 #include <stdint.h>

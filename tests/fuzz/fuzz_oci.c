@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* libFuzzer harness: what a container hands the OCI hook and the runtime
  * wrapper — a config.json (annotations, hostname, namespaces) for
- * nshash_oci_request_parse and the config transform, and the hook state on
- * stdin for nshash_oci_state_parse.  The process has no capabilities (they
+ * nsh_oci_request_parse and the config transform, and the hook state on
+ * stdin for nsh_oci_state_parse.  The process has no capabilities (they
  * are dropped at start), so a transform that gets as far as creating a
  * netns fails there: the harness checks that such a failure leaves no file
  * in the state dir and that every message is one line. */
@@ -74,31 +74,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const char *text = (const char *)data;
 	struct nshash_error err = {0};
-	struct nshash_oci_request req;
-	if (nshash_oci_request_parse(text, size, &req, &err) < 0)
+	struct nsh_oci_request req;
+	if (nsh_oci_request_parse(text, size, &req, &err) < 0)
 		one_line(err.msg, sizeof(err.msg));
 	else
 		CHECK(!req.present || req.sizes.tcp <= NSHASH_TCP_MAX);
 
-	struct nshash_oci_state st;
+	struct nsh_oci_state st;
 	memset(&err, 0, sizeof(err));
-	if (nshash_oci_state_parse(text, size, &st, &err) < 0)
+	if (nsh_oci_state_parse(text, size, &st, &err) < 0)
 		one_line(err.msg, sizeof(err.msg));
 
-	struct nshash_policy policy;
-	nshash_policy_defaults(&policy);
+	struct nsh_policy policy;
+	nsh_policy_defaults(&policy);
 	snprintf(policy.state_dir, sizeof(policy.state_dir), "%s", state_dir);
-	struct nshash_oci_opts opts = {.mode = NSHASH_OCI_PRECREATE, .policy = &policy};
-	struct nshash_oci_result res;
+	struct nsh_oci_opts opts = {.mode = NSH_OCI_PRECREATE, .policy = &policy};
+	struct nsh_oci_result res;
 	char *out = NULL;
 	size_t out_len = 0;
 	memset(&err, 0, sizeof(err));
-	if (nshash_oci_transform(text, size, &opts, &out, &out_len, &res, &err) < 0) {
+	if (nsh_oci_transform(text, size, &opts, &out, &out_len, &res, &err) < 0) {
 		one_line(err.msg, sizeof(err.msg));
 		CHECK(!out);
 	} else {
 		CHECK(out && strlen(out) == out_len);
-		CHECK(res.action != NSHASH_OCI_SIZED); /* no capabilities: never sized */
+		CHECK(res.action != NSH_OCI_SIZED); /* no capabilities: never sized */
 		free(out);
 	}
 	char pins[64];

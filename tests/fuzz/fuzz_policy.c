@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* libFuzzer harness: the policy file (nshash.json(5)), nshash_policy_parse.
+/* libFuzzer harness: the policy file (nshash.json(5)), nsh_policy_parse.
  * Accepted policies must hold values in range and clean paths; refusals one
  * line naming the file. */
 #include <stdlib.h>
@@ -10,9 +10,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct nshash_policy p;
+	struct nsh_policy p;
 	struct nshash_error err = {0};
-	if (nshash_policy_parse((const char *)data, size, "fuzz.json", &p, &err) < 0) {
+	if (nsh_policy_parse((const char *)data, size, "fuzz.json", &p, &err) < 0) {
 		CHECK(memchr(err.msg, '\0', sizeof(err.msg)) && strstr(err.msg, "fuzz.json"));
 		for (const char *c = err.msg; *c; c++)
 			CHECK((unsigned char)*c >= 0x20 || *c == '\t');

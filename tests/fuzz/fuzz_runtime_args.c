@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* libFuzzer harness: the runtime wrapper's argv (runc conventions),
- * nshash_runtime_args_parse.  Arguments are the input split at NULs; what
+ * nsh_runtime_args_parse.  Arguments are the input split at NULs; what
  * is found must point into argv, the subcommand index be in range. */
 #include <stdlib.h>
 #include <string.h>
@@ -27,9 +27,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t at = 0; at < size; at += strlen(buf + at) + 1)
 		argv[argc++] = buf + at;
 	argv[argc] = NULL;
-	struct nshash_runtime_args a;
+	struct nsh_runtime_args a;
 	struct nshash_error err = {0};
-	if (nshash_runtime_args_parse(argc, argv, &a, &err) == 0) {
+	if (nsh_runtime_args_parse(argc, argv, &a, &err) == 0) {
 		CHECK(a.subcommand_index < argc);
 		CHECK(!a.subcommand || (a.subcommand_index > 0 && a.subcommand == argv[a.subcommand_index]));
 	} else {

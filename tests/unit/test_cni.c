@@ -137,7 +137,7 @@ static struct nshash_cni_node node;
 
 static const struct nshash_cni_node *test_node(void)
 {
-	nshash_policy_defaults(&node.policy);
+	nsh_policy_defaults(&node.policy);
 	snprintf(node.policy.state_dir, sizeof(node.policy.state_dir), "/run/x");
 	node.policy.max = (struct nshash_sizes){16777216, 65536}; /* the network's caps apply */
 	node.failed = false;
@@ -258,7 +258,7 @@ static void test_config(void **state)
 	assert_int_equal(cfg.sizes.udp, 100);
 	assert_int_equal(cfg.max.tcp, 4096); /* no maxTcp: the default, rounded */
 	assert_int_equal(cfg.max.udp, 128);
-	assert_int_equal(cfg.on_failure, NSHASH_ON_FAILURE_WARN);
+	assert_int_equal(cfg.on_failure, NSH_ON_FAILURE_WARN);
 	assert_int_equal(cfg.strategy, NSHASH_STRATEGY_TEMPLATE);
 	nshash_cni_config_free(&cfg);
 
@@ -303,15 +303,15 @@ static void test_config_node(void **state)
 	struct nshash_cni_config cfg;
 	struct nshash_cni_failure err;
 	char warn[1024];
-	struct nshash_policy pol;
-	nshash_policy_defaults(&pol);
+	struct nsh_policy pol;
+	nsh_policy_defaults(&pol);
 	snprintf(pol.state_dir, sizeof(pol.state_dir), "/run/node");
 	snprintf(pol.source, sizeof(pol.source), "/etc/n.json");
 	pol.max.tcp = 8192;
 	pol.max.udp = 1024;
 	pol.max_table_bytes = 100000;
 	pol.spares = 2;
-	pol.on_failure = NSHASH_ON_FAILURE_WARN;
+	pol.on_failure = NSH_ON_FAILURE_WARN;
 
 	/* nothing said: the node's values */
 	const char *c = CONF("1.0.0", ",\"tcp\":4096");
@@ -321,7 +321,7 @@ static void test_config_node(void **state)
 	assert_int_equal(cfg.spares, 2);
 	assert_int_equal(cfg.max_table_bytes, 100000);
 	assert_int_equal(cfg.max.tcp, 4096);
-	assert_int_equal(cfg.on_failure, NSHASH_ON_FAILURE_WARN);
+	assert_int_equal(cfg.on_failure, NSH_ON_FAILURE_WARN);
 	assert_string_equal(warn, "");
 	nshash_cni_config_free(&cfg);
 
@@ -333,7 +333,7 @@ static void test_config_node(void **state)
 	assert_int_equal(cfg.max.tcp, 2048);
 	assert_int_equal(cfg.max_table_bytes, 5000);
 	assert_int_equal(cfg.spares, 0);
-	assert_int_equal(cfg.on_failure, NSHASH_ON_FAILURE_FAIL);
+	assert_int_equal(cfg.on_failure, NSH_ON_FAILURE_FAIL);
 	assert_int_equal(cfg.strategy, NSHASH_STRATEGY_NESTED);
 	assert_string_equal(warn, "");
 	nshash_cni_config_free(&cfg);
@@ -414,7 +414,7 @@ static void test_config_node(void **state)
 	struct nshash_cni_env env = {.command = "ADD", .containerid = "c", .netns = "/run/netns/p", .ifname = "eth0"};
 	struct nshash_cni_node bad;
 	memset(&bad, 0, sizeof(bad));
-	nshash_policy_defaults(&bad.policy);
+	nsh_policy_defaults(&bad.policy);
 	bad.failed = true;
 	snprintf(bad.error.msg, sizeof(bad.error.msg), "policy file /p: owned by uid 5, not root");
 	c = CONF("1.0.0", ",\"tcp\":4096");

@@ -57,22 +57,22 @@ static void parse_all_guarded(const char *text, size_t len)
 {
 	struct guarded g = guard(text, len);
 	struct nshash_error e = {0};
-	struct nshash_policy p;
-	struct nshash_oci_request rq;
-	struct nshash_oci_state st;
-	struct nshash_oci_result res;
+	struct nsh_policy p;
+	struct nsh_oci_request rq;
+	struct nsh_oci_state st;
+	struct nsh_oci_result res;
 	struct nshash_cni_config cfg;
 	struct nshash_cni_failure ce;
 	char *out = NULL;
 	size_t out_len = 0;
 
-	nshash_policy_defaults(&p);
-	nshash_policy_parse(g.buf, len, "guarded", &p, &e);
-	nshash_oci_request_parse(g.buf, len, &rq, &e);
-	nshash_oci_state_parse(g.buf, len, &st, &e);
-	struct nshash_oci_opts opts = {.mode = NSHASH_OCI_PRECREATE, .policy = &p};
-	nshash_policy_defaults(&p);
-	if (nshash_oci_transform(g.buf, len, &opts, &out, &out_len, &res, &e) == 0)
+	nsh_policy_defaults(&p);
+	nsh_policy_parse(g.buf, len, "guarded", &p, &e);
+	nsh_oci_request_parse(g.buf, len, &rq, &e);
+	nsh_oci_state_parse(g.buf, len, &st, &e);
+	struct nsh_oci_opts opts = {.mode = NSH_OCI_PRECREATE, .policy = &p};
+	nsh_policy_defaults(&p);
+	if (nsh_oci_transform(g.buf, len, &opts, &out, &out_len, &res, &e) == 0)
 		free(out);
 	nshash_cni_config_parse(g.buf, len, &cfg, &ce);
 	nshash_cni_config_free(&cfg);
@@ -106,15 +106,15 @@ static void test_no_over_read(void **state)
 static void test_len_shorter_than_string(void **state)
 {
 	(void)state;
-	struct nshash_policy p;
+	struct nsh_policy p;
 	struct nshash_error e = {0};
 	/* "{} " then garbage past len: the document is complete and clean */
-	assert_int_equal(nshash_policy_parse("{} x", 3, "p", &p, &e), 0);
-	assert_int_equal(nshash_policy_parse("{}   ", 3, "p", &p, &e), 0);
+	assert_int_equal(nsh_policy_parse("{} x", 3, "p", &p, &e), 0);
+	assert_int_equal(nsh_policy_parse("{}   ", 3, "p", &p, &e), 0);
 	/* only blanks within len: empty input, whatever follows */
-	assert_true(nshash_policy_parse("   {}", 3, "p", &p, &e) < 0);
+	assert_true(nsh_policy_parse("   {}", 3, "p", &p, &e) < 0);
 	assert_string_equal(e.msg, "p: malformed JSON: empty input");
-	assert_true(nshash_policy_parse(" \n x", 3, "p", &p, &e) < 0);
+	assert_true(nsh_policy_parse(" \n x", 3, "p", &p, &e) < 0);
 	assert_string_equal(e.msg, "p: malformed JSON: empty input");
 }
 
@@ -123,32 +123,32 @@ static void test_len_shorter_than_string(void **state)
 static void test_nul_escape(void **state)
 {
 	(void)state;
-	struct nshash_policy p;
+	struct nsh_policy p;
 	struct nshash_error e = {0};
-	struct nshash_oci_request rq;
-	struct nshash_oci_state st;
+	struct nsh_oci_request rq;
+	struct nsh_oci_state st;
 	const char *pol = "{\"maxTcp\\u0000x\": 4096}";
-	assert_true(nshash_policy_parse(pol, strlen(pol), "p", &p, &e) < 0);
+	assert_true(nsh_policy_parse(pol, strlen(pol), "p", &p, &e) < 0);
 	assert_string_equal(e.msg, "p: malformed JSON at line 1 column 9: \\u0000 (a NUL character) in a string");
 	pol = "{\"_note\": \"a\\u0000b\"}";
-	assert_true(nshash_policy_parse(pol, strlen(pol), "p", &p, &e) < 0);
+	assert_true(nsh_policy_parse(pol, strlen(pol), "p", &p, &e) < 0);
 	assert_string_equal(e.msg, "p: malformed JSON at line 1 column 13: \\u0000 (a NUL character) in a string");
 	/* an escaped backslash followed by u0000 is text, not a NUL */
 	pol = "{\"_note\": \"a\\\\u0000b\", \"maxTcp\": 8}";
-	assert_int_equal(nshash_policy_parse(pol, strlen(pol), "p", &p, &e), 0);
+	assert_int_equal(nsh_policy_parse(pol, strlen(pol), "p", &p, &e), 0);
 	assert_int_equal(p.max.tcp, 8);
 	/* upper-case hex is the same character */
 	pol = "{\"maxTcp\\U0000\": 1, \"maxUdp\\u0000\": 1}";
-	assert_true(nshash_policy_parse(pol, strlen(pol), "p", &p, &e) < 0);
+	assert_true(nsh_policy_parse(pol, strlen(pol), "p", &p, &e) < 0);
 
 	const char *cfg = "{\"annotations\": {\"io.nshash.tcp\\u0000x\": \"4096\"}}";
-	assert_true(nshash_oci_request_parse(cfg, strlen(cfg), &rq, &e) < 0);
+	assert_true(nsh_oci_request_parse(cfg, strlen(cfg), &rq, &e) < 0);
 	assert_msg_contains(e.msg, "\\u0000 (a NUL character) in a string");
 	cfg = "{\"annotations\": {\"io.nshash.tcp\": \"4096\\u0000garbage\"}}";
-	assert_true(nshash_oci_request_parse(cfg, strlen(cfg), &rq, &e) < 0);
+	assert_true(nsh_oci_request_parse(cfg, strlen(cfg), &rq, &e) < 0);
 	assert_msg_contains(e.msg, "\\u0000 (a NUL character) in a string");
 	cfg = "{\"id\": \"c1\", \"pid\": 1, \"annotations\": {\"io.nshash.udp\\u0000\": \"128\"}}";
-	assert_true(nshash_oci_state_parse(cfg, strlen(cfg), &st, &e) < 0);
+	assert_true(nsh_oci_state_parse(cfg, strlen(cfg), &st, &e) < 0);
 	assert_msg_contains(e.msg, "state: malformed JSON at line 1 column 54: \\u0000 (a NUL character) in a string");
 
 	struct nshash_cni_config c;
@@ -219,19 +219,19 @@ static void test_policy_state_dir(void **state)
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		char text[256];
-		struct nshash_policy p;
+		struct nsh_policy p;
 		struct nshash_error e = {0};
 		snprintf(text, sizeof(text), "{\"stateDir\": \"%s\"}", bad[i]);
-		if (nshash_policy_parse(text, strlen(text), "p", &p, &e) == 0)
+		if (nsh_policy_parse(text, strlen(text), "p", &p, &e) == 0)
 			fail_msg("stateDir %s accepted", bad[i]);
 		assert_msg_contains(e.msg, "p: key \"stateDir\": \"");
 		assert_null(strchr(e.msg, '\n'));
 		assert_null(strchr(e.msg, '\x01'));
 	}
-	struct nshash_policy p;
+	struct nsh_policy p;
 	struct nshash_error e = {0};
 	const char *ok = "{\"stateDir\": \"/run/nshash-x/y.z\"}";
-	assert_int_equal(nshash_policy_parse(ok, strlen(ok), "p", &p, &e), 0);
+	assert_int_equal(nsh_policy_parse(ok, strlen(ok), "p", &p, &e), 0);
 	assert_string_equal(p.state_dir, "/run/nshash-x/y.z");
 }
 

@@ -23,12 +23,12 @@
 #include "oci.h"
 #include "runtime.h"
 
-static struct nshash_policy policy;
+static struct nsh_policy policy;
 
 static int setup(void **state)
 {
 	(void)state;
-	nshash_policy_defaults(&policy);
+	nsh_policy_defaults(&policy);
 	snprintf(policy.state_dir, sizeof(policy.state_dir), "/nonexistent/nshash-unit");
 	return 0;
 }
@@ -37,17 +37,17 @@ static int setup(void **state)
 	"{\"ociVersion\": \"1.0.2\", \"x-unknown\": {\"keep\": [1, 2.50, \"a/b\"]}, "                                  \
 	"\"annotations\": {" ann "}, \"linux\": {\"namespaces\": [" ns "]}}"
 
-static int transform(const char *config, char **out, struct nshash_oci_result *res, struct nshash_error *err)
+static int transform(const char *config, char **out, struct nsh_oci_result *res, struct nshash_error *err)
 {
-	struct nshash_oci_opts opts = {.mode = NSHASH_OCI_PRECREATE, .policy = &policy};
+	struct nsh_oci_opts opts = {.mode = NSH_OCI_PRECREATE, .policy = &policy};
 	size_t len;
-	return nshash_oci_transform(config, strlen(config), &opts, out, &len, res, err);
+	return nsh_oci_transform(config, strlen(config), &opts, out, &len, res, err);
 }
 
 static void expect_refused(const char *config, const char *fragment)
 {
 	char *out = (char *)"untouched";
-	struct nshash_oci_result res;
+	struct nsh_oci_result res;
 	struct nshash_error err = {0};
 	int r = transform(config, &out, &res, &err);
 	if (r >= 0)
@@ -67,10 +67,10 @@ static void test_passthrough(void **state)
 	};
 	for (size_t i = 0; i < sizeof(configs) / sizeof(configs[0]); i++) {
 		char *out;
-		struct nshash_oci_result res;
+		struct nsh_oci_result res;
 		struct nshash_error err = {0};
 		assert_int_equal(transform(configs[i], &out, &res, &err), 0);
-		assert_int_equal(res.action, NSHASH_OCI_UNTOUCHED);
+		assert_int_equal(res.action, NSH_OCI_UNTOUCHED);
 		assert_string_equal(out, configs[i]); /* byte for byte */
 		free(out);
 	}
@@ -116,7 +116,7 @@ static void test_bad_annotations(void **state)
 static void test_cap_message(void **state)
 {
 	(void)state;
-	struct nshash_policy saved = policy;
+	struct nsh_policy saved = policy;
 	policy.max.tcp = 4096;
 	snprintf(policy.source, sizeof(policy.source), "/etc/nshash/test.json");
 	expect_refused(CONFIG_WITH("\"io.nshash.tcp\": \"5000\"", "{\"type\": \"network\"}"),
@@ -129,7 +129,7 @@ static void test_cap_message(void **state)
 static void expect_not_in_error(const char *config, const char *fragment)
 {
 	char *out = NULL;
-	struct nshash_oci_result res;
+	struct nsh_oci_result res;
 	struct nshash_error err = {0};
 	assert_true(transform(config, &out, &res, &err) < 0);
 	if (strstr(err.msg, fragment))
@@ -143,7 +143,7 @@ static void test_network_entry(void **state)
 {
 	(void)state;
 	char *out;
-	struct nshash_oci_result res;
+	struct nsh_oci_result res;
 	struct nshash_error err = {0};
 	const char *ann = "\"io.nshash.tcp\": \"4096\", \"io.nshash.udp\": \"1024\"";
 	char buf[2048];
@@ -171,15 +171,15 @@ static void test_network_entry(void **state)
 	expect_refused(buf, "(\"/nonexistent/a\\x0anshash: forged\")");
 	expect_not_in_error(buf, "\n");
 	/* ... or only warn, per policy, leaving the config as it was */
-	policy.on_failure = NSHASH_ON_FAILURE_WARN;
+	policy.on_failure = NSH_ON_FAILURE_WARN;
 	assert_int_equal(transform(buf, &out, &res, &err), 0);
-	assert_int_equal(res.action, NSHASH_OCI_WARNED);
+	assert_int_equal(res.action, NSH_OCI_WARNED);
 	assert_string_equal(out, buf);
 	assert_non_null(strstr(res.warning, "cannot inspect the network namespace the config names"));
 	assert_int_equal(res.request.sizes.tcp, 4096);
 	assert_int_equal(res.request.sizes.udp, 1024);
 	free(out);
-	policy.on_failure = NSHASH_ON_FAILURE_FAIL;
+	policy.on_failure = NSH_ON_FAILURE_FAIL;
 
 	/* the host's netns (our own): what it is, its sizes, the engine's advice */
 	snprintf(buf, sizeof(buf), CONFIG_WITH("%s", "{\"type\": \"network\", \"path\": \"/proc/self/ns/net\"}"), ann);
@@ -244,7 +244,7 @@ static void test_network_entry(void **state)
 static void test_own_options(void **state)
 {
 	(void)state;
-	struct nshash_runtime_defaults d;
+	struct nsh_runtime_defaults d;
 	struct nshash_error err = {0};
 	char *v1[] = {"w",
 		      "--nshash-tcp=8192",
@@ -260,7 +260,7 @@ static void test_own_options(void **state)
 		      "id1",
 		      NULL};
 	int argc = 12;
-	assert_int_equal(nshash_runtime_own_options(&argc, v1, &d, &err), 0);
+	assert_int_equal(nsh_runtime_own_options(&argc, v1, &d, &err), 0);
 	assert_int_equal(argc, 9);
 	const char *want[] = {"w", "--root", "/r", "--log", "l", "create", "--bundle", "/b", "id1"};
 	for (int i = 0; i < 9; i++)
@@ -272,14 +272,14 @@ static void test_own_options(void **state)
 	/* nothing of ours: argv as it was */
 	char *v2[] = {"w", "--root", "--nshash-tcp=1", "exec", "id", "sh", "--nshash-tcp=2", NULL};
 	argc = 7;
-	assert_int_equal(nshash_runtime_own_options(&argc, v2, &d, &err), 0);
+	assert_int_equal(nsh_runtime_own_options(&argc, v2, &d, &err), 0);
 	assert_int_equal(argc, 7);
 	assert_false(d.present);
 	assert_string_equal(v2[2], "--nshash-tcp=1"); /* the value of --root */
 	assert_string_equal(v2[6], "--nshash-tcp=2"); /* the process's own argument */
 	char *v3[] = {"w", "--nshash-udp=0", "--nshash-tcp=0", "state", "x", NULL};
 	argc = 5;
-	assert_int_equal(nshash_runtime_own_options(&argc, v3, &d, &err), 0);
+	assert_int_equal(nsh_runtime_own_options(&argc, v3, &d, &err), 0);
 	assert_int_equal(argc, 3);
 	assert_true(d.present);
 	assert_int_equal(d.sizes.tcp, 0);
@@ -310,7 +310,7 @@ static void test_own_options(void **state)
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		argc = bad[i].argc;
-		if (nshash_runtime_own_options(&argc, bad[i].argv, &d, &err) == 0)
+		if (nsh_runtime_own_options(&argc, bad[i].argv, &d, &err) == 0)
 			fail_msg("accepted: case %zu", i);
 		if (strncmp(err.msg, bad[i].msg, strlen(bad[i].msg)))
 			fail_msg("case %zu: \"%s\", expected \"%s\"", i, err.msg, bad[i].msg);
@@ -323,46 +323,46 @@ static void test_defaults(void **state)
 {
 	(void)state;
 	struct nshash_sizes defaults = {8192, 1024};
-	struct nshash_oci_opts opts = {.mode = NSHASH_OCI_WRAPPER, .policy = &policy, .defaults = &defaults};
-	struct nshash_oci_result res;
+	struct nsh_oci_opts opts = {.mode = NSH_OCI_WRAPPER, .policy = &policy, .defaults = &defaults};
+	struct nsh_oci_result res;
 	struct nshash_error err = {0};
 	char *out = NULL;
 	size_t len;
 	const char *host = "{\"linux\": {\"namespaces\": [{\"type\": \"pid\"}]}}";
 
-	assert_true(nshash_oci_transform(host, strlen(host), &opts, &out, &len, &res, &err) < 0);
+	assert_true(nsh_oci_transform(host, strlen(host), &opts, &out, &len, &res, &err) < 0);
 	assert_true(res.from_defaults);
 	assert_non_null(strstr(err.msg, "cannot size tcp=8192 udp=1024: "));
 	const char *ann = "{\"annotations\": {\"io.nshash.tcp\": \"4096\"}, \"linux\": {\"namespaces\": []}}";
-	assert_true(nshash_oci_transform(ann, strlen(ann), &opts, &out, &len, &res, &err) < 0);
+	assert_true(nsh_oci_transform(ann, strlen(ann), &opts, &out, &len, &res, &err) < 0);
 	assert_false(res.from_defaults);
 	assert_non_null(strstr(err.msg, "cannot size tcp=4096 udp=0: "));
-	struct nshash_policy saved = policy;
+	struct nsh_policy saved = policy;
 	policy.max.udp = 512;
 	snprintf(policy.source, sizeof(policy.source), "/etc/nshash/test.json");
-	assert_true(nshash_oci_transform(host, strlen(host), &opts, &out, &len, &res, &err) < 0);
+	assert_true(nsh_oci_transform(host, strlen(host), &opts, &out, &len, &res, &err) < 0);
 	assert_string_equal(err.msg, "policy /etc/nshash/test.json: nshash-runtime --nshash-tcp/--nshash-udp: udp size "
 				     "1024 (effective 1024) is above the allowed maximum 512 (maxUdp)");
 	policy = saved;
 	/* zero defaults ask for nothing: the config passes byte for byte */
 	defaults = (struct nshash_sizes){0, 0};
-	assert_int_equal(nshash_oci_transform(host, strlen(host), &opts, &out, &len, &res, &err), 0);
-	assert_int_equal(res.action, NSHASH_OCI_UNTOUCHED);
+	assert_int_equal(nsh_oci_transform(host, strlen(host), &opts, &out, &len, &res, &err), 0);
+	assert_int_equal(res.action, NSH_OCI_UNTOUCHED);
 	assert_string_equal(out, host);
 	free(out);
 }
 
 /* A container the policy's defaults would size, passed through unsized:
  * the config as it came, the reason containing `why`. */
-static void assert_defaults_skipped(const char *config, const struct nshash_oci_opts *opts, const char *why)
+static void assert_defaults_skipped(const char *config, const struct nsh_oci_opts *opts, const char *why)
 {
-	struct nshash_oci_result res;
+	struct nsh_oci_result res;
 	struct nshash_error err = {0};
 	char *out = NULL;
 	size_t len;
 
-	assert_int_equal(nshash_oci_transform(config, strlen(config), opts, &out, &len, &res, &err), 0);
-	assert_int_equal(res.action, NSHASH_OCI_DEFAULTS_SKIPPED);
+	assert_int_equal(nsh_oci_transform(config, strlen(config), opts, &out, &len, &res, &err), 0);
+	assert_int_equal(res.action, NSH_OCI_DEFAULTS_SKIPPED);
 	assert_true(res.from_policy);
 	assert_false(res.from_defaults);
 	if (!strstr(res.warning, why))
@@ -378,9 +378,9 @@ static void assert_defaults_skipped(const char *config, const struct nshash_oci_
 static void test_policy_defaults(void **state)
 {
 	(void)state;
-	struct nshash_policy saved = policy;
-	struct nshash_oci_opts opts = {.mode = NSHASH_OCI_PRECREATE, .policy = &policy};
-	struct nshash_oci_result res;
+	struct nsh_policy saved = policy;
+	struct nsh_oci_opts opts = {.mode = NSH_OCI_PRECREATE, .policy = &policy};
+	struct nsh_oci_result res;
 	struct nshash_error err = {0};
 	char *out = NULL;
 	size_t len;
@@ -392,15 +392,15 @@ static void test_policy_defaults(void **state)
 
 	policy.defaults = (struct nshash_sizes){8192, 1024};
 	for (int mode = 0; mode < 2; mode++) {
-		opts.mode = mode ? NSHASH_OCI_WRAPPER : NSHASH_OCI_PRECREATE;
+		opts.mode = mode ? NSH_OCI_WRAPPER : NSH_OCI_PRECREATE;
 		assert_defaults_skipped(host, &opts,
 					"it shares the host's network namespace (no network namespace entry)");
 		assert_defaults_skipped(joined, &opts, "it joins the network namespace /proc/self/ns/net (tcp=");
-		assert_int_equal(nshash_oci_transform(optout, strlen(optout), &opts, &out, &len, &res, &err), 0);
-		assert_int_equal(res.action, NSHASH_OCI_UNTOUCHED);
+		assert_int_equal(nsh_oci_transform(optout, strlen(optout), &opts, &out, &len, &res, &err), 0);
+		assert_int_equal(res.action, NSH_OCI_UNTOUCHED);
 		assert_false(res.from_policy);
 		free(out);
-		assert_true(nshash_oci_transform(asks, strlen(asks), &opts, &out, &len, &res, &err) < 0);
+		assert_true(nsh_oci_transform(asks, strlen(asks), &opts, &out, &len, &res, &err) < 0);
 		assert_false(res.from_policy);
 		assert_non_null(
 		    strstr(err.msg, "cannot size tcp=4096 udp=0: the config has no network namespace entry"));
@@ -408,14 +408,14 @@ static void test_policy_defaults(void **state)
 	/* the wrapper's --nshash-tcp=0 --nshash-udp=0: this handler's containers are shared */
 	struct nshash_sizes zero = {0, 0};
 	opts.defaults = &zero;
-	assert_int_equal(nshash_oci_transform(host, strlen(host), &opts, &out, &len, &res, &err), 0);
-	assert_int_equal(res.action, NSHASH_OCI_UNTOUCHED);
+	assert_int_equal(nsh_oci_transform(host, strlen(host), &opts, &out, &len, &res, &err), 0);
+	assert_int_equal(res.action, NSH_OCI_UNTOUCHED);
 	free(out);
 	opts.defaults = NULL;
 	/* named in a cap error (a policy read at load never gets there) */
 	policy.max.udp = 512;
 	snprintf(policy.source, sizeof(policy.source), "/etc/nshash/test.json");
-	assert_true(nshash_oci_transform(host, strlen(host), &opts, &out, &len, &res, &err) < 0);
+	assert_true(nsh_oci_transform(host, strlen(host), &opts, &out, &len, &res, &err) < 0);
 	assert_string_equal(err.msg, "policy /etc/nshash/test.json: defaultTcp/defaultUdp: udp size 1024 (effective "
 				     "1024) is above the allowed maximum 512 (maxUdp)");
 	policy = saved;
@@ -424,29 +424,29 @@ static void test_policy_defaults(void **state)
 static void test_request_parse(void **state)
 {
 	(void)state;
-	struct nshash_oci_request req;
+	struct nsh_oci_request req;
 	struct nshash_error err = {0};
 	const char *c = "{\"annotations\": {\"io.nshash.tcp\": \"3000\", \"other\": \"x\"}}";
-	assert_int_equal(nshash_oci_request_parse(c, strlen(c), &req, &err), 0);
+	assert_int_equal(nsh_oci_request_parse(c, strlen(c), &req, &err), 0);
 	assert_true(req.present);
 	assert_int_equal(req.sizes.tcp, 3000);
 	assert_int_equal(req.sizes.udp, 0);
 	c = "{\"annotations\": null}";
-	assert_int_equal(nshash_oci_request_parse(c, strlen(c), &req, &err), 0);
+	assert_int_equal(nsh_oci_request_parse(c, strlen(c), &req, &err), 0);
 	assert_false(req.present);
 }
 
 static void test_state(void **state)
 {
 	(void)state;
-	struct nshash_oci_state st;
+	struct nsh_oci_state st;
 	struct nshash_error err = {0};
 	struct nshash_netns_info info;
 	bool warned;
 	const char *s =
 	    "{\"ociVersion\":\"1.0.2\",\"id\":\"c1\",\"status\":\"creating\",\"pid\":42,"
 	    "\"bundle\":\"/nonexistent\",\"annotations\":{\"io.nshash.tcp\":\"4096\",\"io.nshash.pin\":\"p1\"}}";
-	assert_int_equal(nshash_oci_state_parse(s, strlen(s), &st, &err), 0);
+	assert_int_equal(nsh_oci_state_parse(s, strlen(s), &st, &err), 0);
 	assert_string_equal(st.id, "c1");
 	assert_int_equal(st.pid, 42);
 	assert_string_equal(st.status, "creating");
@@ -456,26 +456,26 @@ static void test_state(void **state)
 
 	/* verify without a pid */
 	s = "{\"id\":\"c2\",\"status\":\"created\",\"annotations\":{\"io.nshash.tcp\":\"4096\"}}";
-	assert_int_equal(nshash_oci_state_parse(s, strlen(s), &st, &err), 0);
+	assert_int_equal(nsh_oci_state_parse(s, strlen(s), &st, &err), 0);
 	assert_int_equal(st.pid, 0);
-	assert_true(nshash_oci_verify(&st, &policy, &info, &warned, &err) < 0);
+	assert_true(nsh_oci_verify(&st, &policy, &info, &warned, &err) < 0);
 	assert_non_null(strstr(err.msg, "state of c2 has no pid: cannot verify"));
 	/* nothing requested: nothing to verify */
 	s = "{\"id\":\"c3\",\"pid\":1}";
-	assert_int_equal(nshash_oci_state_parse(s, strlen(s), &st, &err), 0);
-	assert_int_equal(nshash_oci_verify(&st, &policy, &info, &warned, &err), 0);
+	assert_int_equal(nsh_oci_state_parse(s, strlen(s), &st, &err), 0);
+	assert_int_equal(nsh_oci_verify(&st, &policy, &info, &warned, &err), 0);
 
 	s = "{\"id\":\"c1\",\"pid\":\"42\"}";
-	assert_true(nshash_oci_state_parse(s, strlen(s), &st, &err) < 0);
+	assert_true(nsh_oci_state_parse(s, strlen(s), &st, &err) < 0);
 	assert_non_null(strstr(err.msg, "state of c1: \"pid\" is not a process id"));
 	s = "{\"pid\":42}";
-	assert_true(nshash_oci_state_parse(s, strlen(s), &st, &err) < 0);
+	assert_true(nsh_oci_state_parse(s, strlen(s), &st, &err) < 0);
 	assert_non_null(strstr(err.msg, "state: no container \"id\""));
 	s = "{\"id\":\"c1\",";
-	assert_true(nshash_oci_state_parse(s, strlen(s), &st, &err) < 0);
+	assert_true(nsh_oci_state_parse(s, strlen(s), &st, &err) < 0);
 	assert_non_null(strstr(err.msg, "state: malformed JSON at line 1 column"));
 	s = "{\"id\":\"c1\",\"annotations\":{\"io.nshash.xyz\":\"1\"}}";
-	assert_true(nshash_oci_state_parse(s, strlen(s), &st, &err) < 0);
+	assert_true(nsh_oci_state_parse(s, strlen(s), &st, &err) < 0);
 	assert_non_null(strstr(err.msg, "unknown annotation \"io.nshash.xyz\""));
 }
 
@@ -483,7 +483,7 @@ static void test_state_bundle(void **state)
 {
 	(void)state;
 	char dir[] = "/tmp/nshash-oci-XXXXXX", path[128], s[256];
-	struct nshash_oci_state st;
+	struct nsh_oci_state st;
 	struct nshash_error err = {0};
 
 	assert_non_null(mkdtemp(dir));
@@ -496,12 +496,12 @@ static void test_state_bundle(void **state)
 		 "{\"id\":\"c1\",\"status\":\"stopped\",\"bundle\":\"%s\","
 		 "\"annotations\":{\"io.nshash.udp\":\"1024\"}}",
 		 dir);
-	assert_int_equal(nshash_oci_state_parse(s, strlen(s), &st, &err), 0);
+	assert_int_equal(nsh_oci_state_parse(s, strlen(s), &st, &err), 0);
 	assert_string_equal(st.request.pin, ""); /* the state's own annotations carry none */
 	assert_string_equal(st.bundle_pin, "oci-1");
 	/* no annotations at all: the bundle's */
 	snprintf(s, sizeof(s), "{\"id\":\"c1\",\"pid\":7,\"bundle\":\"%s\"}", dir);
-	assert_int_equal(nshash_oci_state_parse(s, strlen(s), &st, &err), 0);
+	assert_int_equal(nsh_oci_state_parse(s, strlen(s), &st, &err), 0);
 	assert_int_equal(st.request.sizes.udp, 1024);
 	unlink(path);
 	rmdir(dir);
@@ -529,13 +529,13 @@ static void test_engine_paths(void **state)
 		 CONFIG_WITH("%s", "{\"type\": \"network\", \"path\": \"/run/netns/netns-not-a-uuid\"}"), ann);
 	expect_refused(buf, "cannot inspect the network namespace the config names (/run/netns/netns-not-a-uuid)");
 
-	struct nshash_oci_opts wopts = {.mode = NSHASH_OCI_WRAPPER, .policy = &policy, .pin_name = "c1-0"};
-	struct nshash_oci_result res;
+	struct nsh_oci_opts wopts = {.mode = NSH_OCI_WRAPPER, .policy = &policy, .pin_name = "c1-0"};
+	struct nsh_oci_result res;
 	struct nshash_error err = {0};
 	char *out = NULL;
 	size_t len;
 	snprintf(buf, sizeof(buf), CONFIG_WITH("%s", "%s"), ann, entry);
-	assert_true(nshash_oci_transform(buf, strlen(buf), &wopts, &out, &len, &res, &err) < 0);
+	assert_true(nsh_oci_transform(buf, strlen(buf), &wopts, &out, &len, &res, &err) < 0);
 	assert_non_null(strstr(err.msg, "cannot inspect the network namespace the config names"));
 	assert_null(strstr(err.msg, "transplant"));
 }
@@ -590,14 +590,14 @@ static void test_heal(void **state)
 static void test_args(void **state)
 {
 	(void)state;
-	struct nshash_runtime_args a;
+	struct nsh_runtime_args a;
 	struct nshash_error err = {0};
 	char *v1[] = {"w",     "--root",      "/run/containerd/runc/default",
 		      "--log", "/b/log.json", "--log-format",
 		      "json",  "create",      "--bundle",
 		      "/b",    "--pid-file",  "/b/init.pid",
 		      "id1",   NULL};
-	assert_int_equal(nshash_runtime_args_parse(13, v1, &a, &err), 0);
+	assert_int_equal(nsh_runtime_args_parse(13, v1, &a, &err), 0);
 	assert_string_equal(a.subcommand, "create");
 	assert_int_equal(a.subcommand_index, 7);
 	assert_string_equal(a.root, "/run/containerd/runc/default");
@@ -608,7 +608,7 @@ static void test_args(void **state)
 	assert_string_equal(a.id, "id1");
 	char *v2[] = {"w",   "--root=/r", "--systemd-cgroup", "run", "-d", "--bundle=/x", "--console-socket", "/s",
 		      "id2", NULL};
-	assert_int_equal(nshash_runtime_args_parse(9, v2, &a, &err), 0);
+	assert_int_equal(nsh_runtime_args_parse(9, v2, &a, &err), 0);
 	assert_string_equal(a.root, "/r");
 	assert_string_equal(a.subcommand, "run");
 	assert_string_equal(a.bundle, "/x");
@@ -617,7 +617,7 @@ static void test_args(void **state)
 	assert_string_equal(a.id, "id2");
 	assert_true(a.detach);
 	char *c1[] = {"w", "create", "--config=/c.json", "--pid-file", "p", "id5", NULL};
-	assert_int_equal(nshash_runtime_args_parse(6, c1, &a, &err), 0);
+	assert_int_equal(nsh_runtime_args_parse(6, c1, &a, &err), 0);
 	assert_string_equal(a.config, "/c.json");
 	assert_int_equal(a.config_argi, 2);
 	assert_true(a.config_inline);
@@ -625,45 +625,45 @@ static void test_args(void **state)
 	assert_string_equal(a.pid_file, "p");
 	assert_string_equal(a.id, "id5");
 	char *c2[] = {"w", "run", "-f", "alt.json", "id6", NULL};
-	assert_int_equal(nshash_runtime_args_parse(5, c2, &a, &err), 0);
+	assert_int_equal(nsh_runtime_args_parse(5, c2, &a, &err), 0);
 	assert_string_equal(a.config, "alt.json");
 	assert_int_equal(a.config_argi, 3);
 	assert_false(a.config_inline);
 	assert_null(a.pid_file);
 	assert_false(a.force);
 	char *c3[] = {"w", "delete", "-f", "id7", NULL};
-	assert_int_equal(nshash_runtime_args_parse(4, c3, &a, &err), 0);
+	assert_int_equal(nsh_runtime_args_parse(4, c3, &a, &err), 0);
 	assert_null(a.config);
 	assert_true(a.force);
 	char *v3[] = {"w", "create", "-b", "/y", "id3", NULL};
-	assert_int_equal(nshash_runtime_args_parse(5, v3, &a, &err), 0);
+	assert_int_equal(nsh_runtime_args_parse(5, v3, &a, &err), 0);
 	assert_string_equal(a.bundle, "/y");
 	assert_null(a.root);
 	char *v4[] = {"w", "-root", "/z", "create", "-bundle", "/q", "id4", NULL};
-	assert_int_equal(nshash_runtime_args_parse(7, v4, &a, &err), 0);
+	assert_int_equal(nsh_runtime_args_parse(7, v4, &a, &err), 0);
 	assert_string_equal(a.root, "/z");
 	assert_string_equal(a.bundle, "/q");
 	assert_string_equal(a.id, "id4");
 	char *v5[] = {"w", "create", "id5", NULL}; /* bundle = cwd */
-	assert_int_equal(nshash_runtime_args_parse(3, v5, &a, &err), 0);
+	assert_int_equal(nsh_runtime_args_parse(3, v5, &a, &err), 0);
 	assert_null(a.bundle);
 	assert_int_equal(a.bundle_argi, 0);
 	assert_string_equal(a.id, "id5");
 	char *v6[] = {"w", "delete", "--force", "id6", NULL};
-	assert_int_equal(nshash_runtime_args_parse(4, v6, &a, &err), 0);
+	assert_int_equal(nsh_runtime_args_parse(4, v6, &a, &err), 0);
 	assert_true(a.force);
 	assert_string_equal(a.id, "id6");
 	char *v7[] = {"w", "--version", NULL};
-	assert_int_equal(nshash_runtime_args_parse(2, v7, &a, &err), 0);
+	assert_int_equal(nsh_runtime_args_parse(2, v7, &a, &err), 0);
 	assert_null(a.subcommand);
 	char *v8[] = {"w", "create", "--bundle", NULL};
-	assert_true(nshash_runtime_args_parse(3, v8, &a, &err) < 0);
+	assert_true(nsh_runtime_args_parse(3, v8, &a, &err) < 0);
 	assert_string_equal(err.msg, "create: option --bundle needs a value");
 	char *v9[] = {"w", "--root", NULL};
-	assert_true(nshash_runtime_args_parse(2, v9, &a, &err) < 0);
+	assert_true(nsh_runtime_args_parse(2, v9, &a, &err) < 0);
 	assert_string_equal(err.msg, "option --root needs a value");
 	char *v10[] = {"w", "state", "--bundle", "id", NULL}; /* not create: --bundle is not taken */
-	assert_int_equal(nshash_runtime_args_parse(4, v10, &a, &err), 0);
+	assert_int_equal(nsh_runtime_args_parse(4, v10, &a, &err), 0);
 	assert_null(a.bundle);
 }
 
@@ -673,50 +673,48 @@ static void test_pin_names(void **state)
 	char name[300], path[4096], longid[300];
 	struct nshash_error err = {0};
 
-	assert_int_equal(nshash_oci_wrapper_pin_name("c1", "/run/containerd/runc/default", name, sizeof(name), &err),
-			 0);
+	assert_int_equal(nsh_oci_wrapper_pin_name("c1", "/run/containerd/runc/default", name, sizeof(name), &err), 0);
 	char other[300];
-	assert_int_equal(nshash_oci_wrapper_pin_name("c1", "/run/containerd/runc/k8s.io", other, sizeof(other), &err),
-			 0);
+	assert_int_equal(nsh_oci_wrapper_pin_name("c1", "/run/containerd/runc/k8s.io", other, sizeof(other), &err), 0);
 	assert_string_not_equal(name, other); /* same id in two namespaces */
 	assert_int_equal(strncmp(name, "c1-", 3), 0);
 	assert_int_equal(strlen(name), 3 + 8);
-	assert_true(nshash_oci_wrapper_pin_name("../x", NULL, name, sizeof(name), &err) < 0);
+	assert_true(nsh_oci_wrapper_pin_name("../x", NULL, name, sizeof(name), &err) < 0);
 	assert_non_null(strstr(err.msg, "container id \"../x\": character '/'"));
-	assert_true(nshash_oci_wrapper_pin_name("a/b", NULL, name, sizeof(name), &err) < 0);
-	assert_true(nshash_oci_wrapper_pin_name("..", NULL, name, sizeof(name), &err) < 0);
-	assert_true(nshash_oci_wrapper_pin_name("", NULL, name, sizeof(name), &err) < 0);
+	assert_true(nsh_oci_wrapper_pin_name("a/b", NULL, name, sizeof(name), &err) < 0);
+	assert_true(nsh_oci_wrapper_pin_name("..", NULL, name, sizeof(name), &err) < 0);
+	assert_true(nsh_oci_wrapper_pin_name("", NULL, name, sizeof(name), &err) < 0);
 	memset(longid, 'a', 250);
 	longid[250] = '\0';
-	assert_true(nshash_oci_wrapper_pin_name(longid, NULL, name, sizeof(name), &err) < 0);
+	assert_true(nsh_oci_wrapper_pin_name(longid, NULL, name, sizeof(name), &err) < 0);
 	assert_non_null(strstr(err.msg, "longer than 200 bytes"));
-	assert_int_equal(nshash_oci_pin_path(&policy, "p1", path, sizeof(path), &err), 0);
+	assert_int_equal(nsh_oci_pin_path(&policy, "p1", path, sizeof(path), &err), 0);
 	assert_string_equal(path, "/nonexistent/nshash-unit/pins/p1");
-	assert_true(nshash_oci_pin_path(&policy, "../../etc/passwd", path, sizeof(path), &err) < 0);
-	assert_true(nshash_oci_cleanup(&policy, "..", &err) < 0);
+	assert_true(nsh_oci_pin_path(&policy, "../../etc/passwd", path, sizeof(path), &err) < 0);
+	assert_true(nsh_oci_cleanup(&policy, "..", &err) < 0);
 	/* an absent pin is not an error (poststop twice) */
-	assert_int_equal(nshash_oci_cleanup(&policy, "gone", &err), 0);
+	assert_int_equal(nsh_oci_cleanup(&policy, "gone", &err), 0);
 }
 
 static void test_runtime_find(void **state)
 {
 	(void)state;
-	struct nshash_policy p = policy;
+	struct nsh_policy p = policy;
 	struct nshash_error err = {0};
 	char out[4096];
 
 	snprintf(p.runtime, sizeof(p.runtime), "/nonexistent/runc");
-	assert_true(nshash_runtime_find(&p, "/proc/self/exe", out, sizeof(out), &err) < 0);
+	assert_true(nsh_runtime_find(&p, "/proc/self/exe", out, sizeof(out), &err) < 0);
 	assert_non_null(strstr(err.msg, "runtime /nonexistent/runc"));
 	snprintf(p.runtime, sizeof(p.runtime), "no-such-runtime-xyz");
-	assert_true(nshash_runtime_find(&p, "/proc/self/exe", out, sizeof(out), &err) < 0);
+	assert_true(nsh_runtime_find(&p, "/proc/self/exe", out, sizeof(out), &err) < 0);
 	assert_non_null(strstr(err.msg, "runtime \"no-such-runtime-xyz\""));
 	snprintf(p.runtime, sizeof(p.runtime), "sh");
-	assert_int_equal(nshash_runtime_find(&p, "/proc/self/exe", out, sizeof(out), &err), 0);
+	assert_int_equal(nsh_runtime_find(&p, "/proc/self/exe", out, sizeof(out), &err), 0);
 	assert_non_null(strstr(out, "/sh"));
 	/* never itself */
 	snprintf(p.runtime, sizeof(p.runtime), "%.1000s", out);
-	assert_true(nshash_runtime_find(&p, out, out, sizeof(out), &err) < 0);
+	assert_true(nsh_runtime_find(&p, out, out, sizeof(out), &err) < 0);
 	assert_non_null(strstr(err.msg, "is nshash-runtime itself"));
 }
 
@@ -789,15 +787,15 @@ static void test_sibling(void **state)
  * is made: tests/integration/45-userns.sh makes them). */
 static int transform_wrapper(const char *config, const char *userns_pin, struct nshash_error *err)
 {
-	struct nshash_oci_opts opts = {.mode = NSHASH_OCI_WRAPPER,
-				       .policy = &policy,
-				       .pin_name = "t",
-				       .pin_path = "/nonexistent/nshash-unit/run/netns",
-				       .userns_pin_path = userns_pin};
-	struct nshash_oci_result res;
+	struct nsh_oci_opts opts = {.mode = NSH_OCI_WRAPPER,
+				    .policy = &policy,
+				    .pin_name = "t",
+				    .pin_path = "/nonexistent/nshash-unit/run/netns",
+				    .userns_pin_path = userns_pin};
+	struct nsh_oci_result res;
 	char *out = NULL;
 	size_t len;
-	int r = nshash_oci_transform(config, strlen(config), &opts, &out, &len, &res, err);
+	int r = nsh_oci_transform(config, strlen(config), &opts, &out, &len, &res, err);
 	free(out);
 	return r;
 }
@@ -886,7 +884,7 @@ static void test_userns(void **state)
 static void test_userns_defaults(void **state)
 {
 	(void)state;
-	struct nshash_policy saved = policy;
+	struct nsh_policy saved = policy;
 	struct nshash_error err = {0};
 	const char *host = "{\"linux\": {\"namespaces\": [{\"type\": \"user\"}]}}";
 	const char *joined = "{\"linux\": {\"namespaces\": [{\"type\": \"user\"}, {\"type\": \"network\", "
@@ -896,11 +894,11 @@ static void test_userns_defaults(void **state)
 
 	policy.defaults = (struct nshash_sizes){4096, 0};
 	for (int mode = 0; mode < 2; mode++) {
-		struct nshash_oci_opts opts = {.mode = mode ? NSHASH_OCI_WRAPPER : NSHASH_OCI_PRECREATE,
-					       .policy = &policy,
-					       .pin_name = "t",
-					       .pin_path = mode ? "/nonexistent/nshash-unit/run/netns" : NULL,
-					       .userns_pin_path = mode ? "/nonexistent/nshash-unit/run/userns" : NULL};
+		struct nsh_oci_opts opts = {.mode = mode ? NSH_OCI_WRAPPER : NSH_OCI_PRECREATE,
+					    .policy = &policy,
+					    .pin_name = "t",
+					    .pin_path = mode ? "/nonexistent/nshash-unit/run/netns" : NULL,
+					    .userns_pin_path = mode ? "/nonexistent/nshash-unit/run/userns" : NULL};
 		assert_defaults_skipped(host, &opts,
 					"it shares the host's network namespace (no network namespace entry)");
 		assert_defaults_skipped(joined, &opts, "it joins the network namespace /proc/self/ns/net (tcp=");

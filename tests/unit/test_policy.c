@@ -13,14 +13,14 @@
 
 #include "common.h"
 
-static int parse(const char *text, struct nshash_policy *p, struct nshash_error *err)
+static int parse(const char *text, struct nsh_policy *p, struct nshash_error *err)
 {
-	return nshash_policy_parse(text, strlen(text), "/etc/nshash/nshash.json", p, err);
+	return nsh_policy_parse(text, strlen(text), "/etc/nshash/nshash.json", p, err);
 }
 
 #define assert_error(text, fragment)                                                                                   \
 	do {                                                                                                           \
-		struct nshash_policy p_;                                                                               \
+		struct nsh_policy p_;                                                                                  \
 		struct nshash_error e_ = {0};                                                                          \
 		assert_true(parse(text, &p_, &e_) < 0);                                                                \
 		if (!strstr(e_.msg, fragment))                                                                         \
@@ -30,11 +30,11 @@ static int parse(const char *text, struct nshash_policy *p, struct nshash_error 
 static void test_defaults(void **state)
 {
 	(void)state;
-	struct nshash_policy p;
-	nshash_policy_defaults(&p);
+	struct nsh_policy p;
+	nsh_policy_defaults(&p);
 	assert_int_equal(p.max.tcp, 262144);
 	assert_int_equal(p.max.udp, 16384);
-	assert_int_equal(p.on_failure, NSHASH_ON_FAILURE_FAIL);
+	assert_int_equal(p.on_failure, NSH_ON_FAILURE_FAIL);
 	/* root of the initial user namespace: /run/nshash; anyone else:
 	 * $XDG_RUNTIME_DIR/nshash, else /run/user/UID/nshash */
 	bool initial_root = false;
@@ -52,6 +52,17 @@ static void test_defaults(void **state)
 	setenv("XDG_RUNTIME_DIR", "/run/user/4242", 1);
 	nsh_default_state_dir(want, sizeof(want));
 	assert_string_equal(want, initial_root ? "/run/nshash" : "/run/user/4242/nshash");
+	/* the library gives a NULL or "" state_dir the same directory: one
+	 * rule for a library caller, the CLI and the policy's default */
+	char buf[1024];
+	assert_string_equal(nsh_state_dir(NULL, buf, sizeof(buf)), want);
+	assert_string_equal(nsh_state_dir("", buf, sizeof(buf)), want);
+	assert_string_equal(nsh_state_dir("/run/given", buf, sizeof(buf)), "/run/given");
+	/* an unclean $XDG_RUNTIME_DIR is not used */
+	setenv("XDG_RUNTIME_DIR", "/run/user/../x", 1);
+	nsh_default_state_dir(want, sizeof(want));
+	if (!initial_root)
+		assert_true(strncmp(want, "/run/user/", 10) == 0 && !strstr(want, ".."));
 	if (xdg)
 		setenv("XDG_RUNTIME_DIR", saved, 1);
 	else
@@ -67,7 +78,7 @@ static void test_defaults(void **state)
 static void test_all_keys(void **state)
 {
 	(void)state;
-	struct nshash_policy p;
+	struct nsh_policy p;
 	struct nshash_error e = {0};
 	const char *text = "{\n \"maxTcp\": 4096, \"maxUdp\": 1024, \"onFailure\": \"warn\",\n"
 			   " \"strategy\": \"nested\", \"stateDir\": \"/run/x\", \"runtime\": \"crun\",\n"
@@ -76,7 +87,7 @@ static void test_all_keys(void **state)
 	assert_int_equal(parse(text, &p, &e), 0);
 	assert_int_equal(p.max.tcp, 4096);
 	assert_int_equal(p.max.udp, 1024);
-	assert_int_equal(p.on_failure, NSHASH_ON_FAILURE_WARN);
+	assert_int_equal(p.on_failure, NSH_ON_FAILURE_WARN);
 	assert_int_equal(p.strategy, NSHASH_STRATEGY_NESTED);
 	assert_string_equal(p.state_dir, "/run/x");
 	assert_string_equal(p.runtime, "crun");
@@ -95,9 +106,9 @@ static void test_all_keys(void **state)
 static void test_stale_age_floor(void **state)
 {
 	(void)state;
-	struct nshash_policy p;
+	struct nsh_policy p;
 	struct nshash_error e = {0};
-	nshash_policy_defaults(&p);
+	nsh_policy_defaults(&p);
 	assert_int_equal(p.stale_age, 60);
 	assert_int_equal(NSHASH_STALE_AGE_MIN, 60);
 	assert_int_equal(parse("{\"staleAge\": 0}", &p, &e), 0);
@@ -113,7 +124,7 @@ static void test_stale_age_floor(void **state)
 static void test_spare_bounds(void **state)
 {
 	(void)state;
-	struct nshash_policy p;
+	struct nsh_policy p;
 	struct nshash_error e = {0};
 	assert_int_equal(parse("{}", &p, &e), 0);
 	assert_int_equal(p.max_spares, 16);
@@ -137,9 +148,9 @@ static void test_spare_bounds(void **state)
 static void test_default_sizes(void **state)
 {
 	(void)state;
-	struct nshash_policy p;
+	struct nsh_policy p;
 	struct nshash_error e = {0};
-	nshash_policy_defaults(&p);
+	nsh_policy_defaults(&p);
 	assert_int_equal(p.defaults.tcp, 0);
 	assert_int_equal(p.defaults.udp, 0);
 	assert_false(nsh_policy_has_defaults(&p));
@@ -197,30 +208,30 @@ static void test_errors(void **state)
 static void test_load(void **state)
 {
 	(void)state;
-	struct nshash_policy p;
+	struct nsh_policy p;
 	struct nshash_error e = {0};
 	char dir[] = "/tmp/nshash-policy-XXXXXX", path[64];
 
 	assert_non_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/nshash.json", dir);
 	/* missing file: documented defaults */
-	assert_int_equal(nshash_policy_load(path, &p, &e), 0);
+	assert_int_equal(nsh_policy_load(path, &p, &e), 0);
 	assert_int_equal(p.max.tcp, 262144);
 	assert_non_null(strstr(p.source, "absent"));
 	FILE *f = fopen(path, "w");
 	assert_non_null(f);
 	fputs("{\"maxUdp\": 2048}\n", f);
 	fclose(f);
-	assert_int_equal(nshash_policy_load(path, &p, &e), 0);
+	assert_int_equal(nsh_policy_load(path, &p, &e), 0);
 	assert_int_equal(p.max.udp, 2048);
 	assert_string_equal(p.source, path);
 	f = fopen(path, "w");
 	fputs("{\"maxUdp\": 2048,,}\n", f);
 	fclose(f);
-	assert_true(nshash_policy_load(path, &p, &e) < 0);
+	assert_true(nsh_policy_load(path, &p, &e) < 0);
 	assert_non_null(strstr(e.msg, path));
 	assert_non_null(strstr(e.msg, "line 1 column"));
-	assert_true(nshash_policy_load("relative.json", &p, &e) < 0);
+	assert_true(nsh_policy_load("relative.json", &p, &e) < 0);
 	assert_non_null(strstr(e.msg, "not an absolute path"));
 	unlink(path);
 	rmdir(dir);

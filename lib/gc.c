@@ -1,209 +1,19 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The state dir: lock, templates, container pins; listing and gc. */
+/* What is in the state dir and /run/netns: listing (nshash_list) and
+ * garbage collection (nshash_gc: stale files, damaged and idle templates,
+ * idle spares, then orphan container pins through reclaim.c).  The
+ * directory itself (default, checks, lock) is statedir.c's. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <linux/magic.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <time.h>
 
 #include "internal.h"
-
-const char *nsh_state_dir(const char *dir)
-{
-	return dir && *dir ? dir : NSHASH_DEFAULT_STATE_DIR;
-}
-
-/* What to do about an existing directory nshash will not use: it never
- * changes the mode of a directory it did not make. */
-#define STATE_DIR_HINT                                                                                                 \
-	"nshash never changes the mode of a directory it did not create: give a directory only its owner can "         \
-	"open (mode 0700), or one that does not exist yet (nshash creates it 0700)"
-
-/* `dir` made absolute and free of symlinks for the name rule: its nearest
- * existing ancestor resolved, the missing rest appended as given (no "." or
- * ".." in it: what mkdir would make of those is not what the name says). */
-static int state_dir_canonical(const char *dir, char *out, size_t len, struct nshash_error *err)
-{
-	char head[PATH_MAX], real[PATH_MAX];
-	size_t n = strlen(dir);
-	if (n >= sizeof(head))
-		return nshash_error_set(err, ENAMETOOLONG, "state dir %.100s...: path too long", dir);
-	memcpy(head, dir, n + 1);
-	while (!realpath(n ? head : ".", real)) {
-		if (errno != ENOENT || n == 0)
-			return nshash_error_set(err, errno, "state dir %s: %s", dir, strerror(errno));
-		while (n > 0 && head[n - 1] == '/')
-			n--;
-		while (n > 0 && head[n - 1] != '/')
-			n--;
-		head[n] = '\0';
-	}
-	/* the missing rest, one component at a time, single slashes */
-	size_t o = (size_t)snprintf(out, len, "%s", strcmp(real, "/") ? real : "");
-	for (const char *p = dir + n; *p;) {
-		size_t c = strcspn(p, "/");
-		if ((c == 1 && p[0] == '.') || (c == 2 && p[0] == '.' && p[1] == '.'))
-			return nshash_error_set(err, EINVAL, "state dir %s: contains \"%.*s\" (give a plain path)", dir,
-						(int)c, p);
-		if (c && (o + 1 + c >= len || (size_t)snprintf(out + o, len - o, "/%.*s", (int)c, p) != c + 1))
-			return nshash_error_set(err, ENAMETOOLONG, "state dir %.100s...: path too long", dir);
-		o += c ? c + 1 : 0;
-		p += c + strspn(p + c, "/");
-	}
-	if (o == 0)
-		snprintf(out, len, "/");
-	return 0;
-}
-
-/* Why the canonical path `c` is a system directory (into why), or false.
- * The rule (docs/design.md "The state dir"): `/` and every directory
- * directly under it; everything under /usr, /etc, /boot, /proc, /sys and
- * /dev; every directory directly under /var and /run/user; /run/netns. */
-static bool system_dir(const char *c, char *why, size_t len)
-{
-	static const char *const trees[] = {"/usr", "/etc", "/boot", "/proc", "/sys", "/dev"};
-	static const char *const parents[] = {"/var", "/run/user"};
-	if (!strcmp(c, "/"))
-		return snprintf(why, len, "the root directory"), true;
-	if (!strchr(c + 1, '/'))
-		return snprintf(why, len, "a directory directly under /"), true;
-	for (size_t i = 0; i < sizeof(trees) / sizeof(trees[0]); i++) {
-		size_t l = strlen(trees[i]);
-		if (!strncmp(c, trees[i], l) && c[l] == '/')
-			return snprintf(why, len, "a directory under %s", trees[i]), true;
-	}
-	for (size_t i = 0; i < sizeof(parents) / sizeof(parents[0]); i++) {
-		size_t l = strlen(parents[i]);
-		if (!strncmp(c, parents[i], l) && c[l] == '/' && !strchr(c + l + 1, '/'))
-			return snprintf(why, len, "a directory directly under %s", parents[i]), true;
-	}
-	if (!strcmp(c, "/run/netns"))
-		return snprintf(why, len, "ip-netns(8)'s directory"), true;
-	return false;
-}
-
-/* The name rule, before anything is made. */
-static int state_dir_name_check(const char *dir, struct nshash_error *err)
-{
-	char canon[PATH_MAX], why[64];
-	int r = state_dir_canonical(dir, canon, sizeof(canon), err);
-	if (r < 0 || !system_dir(canon, why, sizeof(why)))
-		return r;
-	char shown[PATH_MAX + 8] = "";
-	if (strcmp(canon, dir))
-		snprintf(shown, sizeof(shown), " (%s)", canon);
-	return nshash_error_set(err, EPERM,
-				"state dir %s%s: %s, never a state dir (refused: /, every directory directly under /, "
-				"/var or /run/user, everything under /usr, /etc, /boot, /proc, /sys or /dev, and "
-				"/run/netns): give a directory of nshash's own, e.g. /run/nshash, which it creates 0700 "
-				"on first use",
-				dir, shown, why);
-}
-
-int nsh_state_dir_check(const char *dir, bool create, struct nshash_error *err)
-{
-	struct stat st;
-	int r = state_dir_name_check(dir, err);
-	if (r < 0)
-		return r;
-	/* what it makes is 0700 (parents too); what exists is only checked */
-	bool exists = lstat(dir, &st) == 0;
-	if (!exists && errno == ENOENT && create) {
-		r = nsh_mkdir_p(dir, 0700, err);
-		if (r < 0 && r != -ENOTDIR)
-			return r;
-		exists = lstat(dir, &st) == 0;
-	}
-	if (!exists) {
-		if (errno == ENOENT && !create)
-			return 0;
-		return nshash_error_set(err, errno, "state dir %s: %s", dir, strerror(errno));
-	}
-	if (S_ISLNK(st.st_mode))
-		return nshash_error_set(err, ELOOP, "state dir %s: a symbolic link (give the real path)", dir);
-	/* without `create` (a creation's lock-free path) the lstat is the check;
-	 * with it, the dir is held open and checked as opened */
-	cleanup_close int fd = -1;
-	if (create && ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 || fstat(fd, &st) < 0))
-		return nshash_error_set(err, errno, "state dir %s: %s", dir, strerror(errno));
-	if (!S_ISDIR(st.st_mode))
-		return nshash_error_set(err, ENOTDIR, "state dir %s: not a directory", dir);
-	/* It holds pins that are bind-mounted and unmounted as root and names
-	 * of containers: only its owner may write or list it. */
-	if (st.st_uid != geteuid()) {
-		char who[32] = "root";
-		if (geteuid() != 0)
-			snprintf(who, sizeof(who), "uid %u", (unsigned)geteuid());
-		return nshash_error_set(err, EPERM,
-					"state dir %s: owned by uid %u, not %s (the template strategy keeps state "
-					"there: use --state-dir with a directory you own, or --strategy nested, which "
-					"keeps none)",
-					dir, (unsigned)st.st_uid, who);
-	}
-	if (st.st_mode & (S_IWGRP | S_IWOTH))
-		return nshash_error_set(err, EPERM, "state dir %s: writable by group or others (mode %04o): " STATE_DIR_HINT,
-					dir, (unsigned)(st.st_mode & 07777));
-	if (st.st_mode & 077)
-		return nshash_error_set(err, EPERM, "state dir %s: open to group or others (mode %04o): " STATE_DIR_HINT,
-					dir, (unsigned)(st.st_mode & 07777));
-	return 0;
-}
-
-int nshash_state_subdir(const char *state_dir, const char *sub, char *out, size_t outlen, struct nshash_error *err)
-{
-	int r = nsh_state_dir_check(state_dir, true, err);
-	if (r < 0)
-		return r;
-	if ((size_t)snprintf(out, outlen, "%s/%s", state_dir, sub) >= outlen)
-		return nshash_error_set(err, ENAMETOOLONG, "state dir %s: path too long", state_dir);
-	return nsh_state_dir_check(out, true, err);
-}
-
-int nsh_lock_state(const char *state_dir, int *lockfd, struct nshash_error *err)
-{
-	char path[PATH_MAX];
-	int r = nsh_state_dir_check(state_dir, true, err);
-	if (r < 0)
-		return r;
-	snprintf(path, sizeof(path), "%s/lock", state_dir);
-	*lockfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (*lockfd < 0)
-		return nshash_error_set(err, errno, "open lock %s: %s%s", path, strerror(errno),
-					errno == EACCES
-					    ? " (the template strategy keeps state there: use --state-dir "
-					      "with a directory you own, or --strategy nested, which keeps none)"
-					    : "");
-	if (flock(*lockfd, LOCK_EX) < 0) {
-		int e = errno;
-		close(*lockfd);
-		*lockfd = -1;
-		return nshash_error_set(err, e, "lock %s: %s", path, strerror(e));
-	}
-	return 0;
-}
-
-void nsh_template_name(struct nshash_sizes eff, char *buf, size_t len)
-{
-	snprintf(buf, len, "tcp%u-udp%u", eff.tcp, eff.udp);
-}
-
-/* "tcpT-udpU" → sizes; false for anything else. */
-static bool template_name_parse(const char *name, struct nshash_sizes *eff)
-{
-	unsigned t, u;
-	int n = 0;
-	if (sscanf(name, "tcp%u-udp%u%n", &t, &u, &n) != 2 || name[n] != '\0')
-		return false;
-	char canon[64];
-	*eff = (struct nshash_sizes){t, u};
-	nsh_template_name(*eff, canon, sizeof(canon));
-	return strcmp(canon, name) == 0;
-}
 
 static bool ends_with(const char *s, const char *suffix)
 {
@@ -243,12 +53,13 @@ static int scan_dir(const char *dir, enum nshash_entry_kind kind, struct entry_l
 		 * is listed, which is not an error; the CLI says so */
 		if (errno == ENOENT || errno == EACCES || errno == EPERM)
 			return 0;
-		return nshash_error_set(err, errno, "list %s: %s", dir, strerror(errno));
+		return nsh_error_sys(err, errno, "list %s", dir);
 	}
 	struct dirent *de;
 	int r = 0;
 	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.' || strcmp(de->d_name, "lock") == 0 || ends_with(de->d_name, ".used"))
+		if (de->d_name[0] == '.' || strcmp(de->d_name, "lock") == 0 ||
+		    ends_with(de->d_name, NSH_TEMPLATE_STAMP))
 			continue;
 		if (de->d_type == DT_DIR)
 			continue;
@@ -283,14 +94,10 @@ static int scan_dir(const char *dir, enum nshash_entry_kind kind, struct entry_l
 		}
 		if (kind == NSHASH_ENTRY_TEMPLATE && !e->unknown) {
 			struct nshash_sizes eff;
-			e->damaged = !e->pinned || !template_name_parse(e->name, &eff) ||
+			e->damaged = !e->pinned || !nsh_template_name_parse(e->name, &eff) ||
 				     e->info.tcp_child != (long)eff.tcp ||
 				     (e->info.udp_child >= 0 && e->info.udp_child != (long)eff.udp);
-			char stamp[PATH_MAX + 8];
-			struct stat st;
-			snprintf(stamp, sizeof(stamp), "%s.used", e->path);
-			if (stat(stamp, &st) == 0)
-				e->last_used = st.st_mtime;
+			e->last_used = nsh_template_last_used(e->path);
 		}
 		l->n++;
 	}
@@ -307,7 +114,8 @@ void nshash_list_free(struct nshash_entry *entries, size_t count)
 
 int nshash_list(const char *state_dir, struct nshash_entry **out, size_t *count, struct nshash_error *err)
 {
-	state_dir = nsh_state_dir(state_dir);
+	char sdbuf[PATH_MAX]; /* the default state dir, when none is given */
+	state_dir = nsh_state_dir(state_dir, sdbuf, sizeof(sdbuf));
 	struct entry_list l = {0};
 	char dir[PATH_MAX];
 	int r = scan_dir(NSHASH_NETNS_RUN_DIR, NSHASH_ENTRY_NETNS, &l, err);
@@ -392,7 +200,7 @@ static int gc_keep_foreign(struct nshash_entry *v, size_t n, const char **why, s
 		}
 	int r = nsh_mounted_elsewhere(paths, k, mounted);
 	if (r < 0 && r != -EACCES)
-		return nshash_error_set(err, -r, "gc: read the mount tables under /proc: %s", strerror(-r));
+		return nsh_error_sys(err, -r, "gc: read the mount tables under /proc");
 	for (size_t j = 0; j < k; j++)
 		if (r < 0 || mounted[j])
 			why[idx[j]] = NULL;
@@ -431,11 +239,8 @@ static int gc_entries(const struct nshash_gc_opts *opts, struct nshash_entry *v,
 				continue;
 			if (r < 0)
 				return nshash_error_prefix(err, "gc");
-			if (e->kind == NSHASH_ENTRY_TEMPLATE) {
-				char stamp[PATH_MAX + 8];
-				snprintf(stamp, sizeof(stamp), "%s.used", e->path);
-				unlink(stamp);
-			}
+			if (e->kind == NSHASH_ENTRY_TEMPLATE)
+				nsh_template_forget(e->path);
 		}
 		if (opts->removed)
 			opts->removed(e->path, why[i], opts->ctx);
@@ -451,7 +256,8 @@ static int gc_entries(const struct nshash_gc_opts *opts, struct nshash_entry *v,
 
 int nshash_gc(const struct nshash_gc_opts *opts, struct nshash_gc_report *rep, struct nshash_error *err)
 {
-	const char *state_dir = nsh_state_dir(opts->state_dir);
+	char sdbuf[PATH_MAX]; /* the default state dir, when none is given */
+	const char *state_dir = nsh_state_dir(opts->state_dir, sdbuf, sizeof(sdbuf));
 	memset(rep, 0, sizeof(*rep));
 	struct stat st;
 	cleanup_close int lockfd = -1;

@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The state dir itself: the one default (nsh_default_state_dir), its
+ * checks (nsh_state_dir_check, nshash_state_subdir) and its lock.  What is
+ * in it is listed and collected by gc.c. */
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+
+#include "internal.h"
+
+/* The uid that `uid` maps to outside the user namespace (itself in the
+ * initial one); *initial says whether this is the initial namespace. */
+static uid_t outer_uid(uid_t uid, bool *initial)
+{
+	FILE *f = fopen("/proc/self/uid_map", "re");
+	unsigned long inside, outside, count;
+	uid_t found = uid;
+
+	*initial = true;
+	if (!f)
+		return uid;
+	while (fscanf(f, "%lu %lu %lu", &inside, &outside, &count) == 3) {
+		if (!(inside == 0 && outside == 0 && count == 4294967295UL))
+			*initial = false;
+		if (uid >= inside && uid - inside < count)
+			found = (uid_t)(outside + (uid - inside));
+	}
+	fclose(f);
+	return found;
+}
+
+void nsh_default_state_dir(char *out, size_t len)
+{
+	bool initial;
+	uid_t uid = outer_uid(geteuid(), &initial);
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+
+	if (initial && geteuid() == 0)
+		snprintf(out, len, "%s", NSHASH_DEFAULT_STATE_DIR);
+	else if (xdg && xdg[0] == '/' && !nsh_path_unclean(xdg))
+		snprintf(out, len, "%s/nshash", xdg);
+	else
+		snprintf(out, len, "/run/user/%u/nshash", (unsigned)uid);
+}
+
+const char *nsh_state_dir(const char *dir, char *buf, size_t len)
+{
+	if (dir && *dir)
+		return dir;
+	nsh_default_state_dir(buf, len);
+	return buf;
+}
+
+/* What to do about an existing directory nshash will not use: it never
+ * changes the mode of a directory it did not make. */
+#define STATE_DIR_HINT                                                                                                 \
+	"nshash never changes the mode of a directory it did not create: give a directory only its owner can "         \
+	"open (mode 0700), or one that does not exist yet (nshash creates it 0700)"
+
+/* `dir` made absolute and free of symlinks for the name rule: its nearest
+ * existing ancestor resolved, the missing rest appended as given (no "." or
+ * ".." in it: what mkdir would make of those is not what the name says). */
+static int state_dir_canonical(const char *dir, char *out, size_t len, struct nshash_error *err)
+{
+	char head[PATH_MAX], real[PATH_MAX];
+	size_t n = strlen(dir);
+	if (n >= sizeof(head))
+		return nshash_error_set(err, ENAMETOOLONG, "state dir %.100s...: path too long", dir);
+	memcpy(head, dir, n + 1);
+	while (!realpath(n ? head : ".", real)) {
+		if (errno != ENOENT || n == 0)
+			return nsh_error_sys(err, errno, "state dir %s", dir);
+		while (n > 0 && head[n - 1] == '/')
+			n--;
+		while (n > 0 && head[n - 1] != '/')
+			n--;
+		head[n] = '\0';
+	}
+	/* the missing rest, one component at a time, single slashes */
+	size_t o = (size_t)snprintf(out, len, "%s", strcmp(real, "/") ? real : "");
+	for (const char *p = dir + n; *p;) {
+		size_t c = strcspn(p, "/");
+		if ((c == 1 && p[0] == '.') || (c == 2 && p[0] == '.' && p[1] == '.'))
+			return nshash_error_set(err, EINVAL, "state dir %s: contains \"%.*s\" (give a plain path)", dir,
+						(int)c, p);
+		if (c && (o + 1 + c >= len || (size_t)snprintf(out + o, len - o, "/%.*s", (int)c, p) != c + 1))
+			return nshash_error_set(err, ENAMETOOLONG, "state dir %.100s...: path too long", dir);
+		o += c ? c + 1 : 0;
+		p += c + strspn(p + c, "/");
+	}
+	if (o == 0)
+		snprintf(out, len, "/");
+	return 0;
+}
+
+/* Why the canonical path `c` is a system directory (into why), or false.
+ * The rule (docs/design.md "The state dir"): `/` and every directory
+ * directly under it; everything under /usr, /etc, /boot, /proc, /sys and
+ * /dev; every directory directly under /var and /run/user; /run/netns. */
+static bool system_dir(const char *c, char *why, size_t len)
+{
+	static const char *const trees[] = {"/usr", "/etc", "/boot", "/proc", "/sys", "/dev"};
+	static const char *const parents[] = {"/var", "/run/user"};
+	if (!strcmp(c, "/"))
+		return snprintf(why, len, "the root directory"), true;
+	if (!strchr(c + 1, '/'))
+		return snprintf(why, len, "a directory directly under /"), true;
+	for (size_t i = 0; i < sizeof(trees) / sizeof(trees[0]); i++) {
+		size_t l = strlen(trees[i]);
+		if (!strncmp(c, trees[i], l) && c[l] == '/')
+			return snprintf(why, len, "a directory under %s", trees[i]), true;
+	}
+	for (size_t i = 0; i < sizeof(parents) / sizeof(parents[0]); i++) {
+		size_t l = strlen(parents[i]);
+		if (!strncmp(c, parents[i], l) && c[l] == '/' && !strchr(c + l + 1, '/'))
+			return snprintf(why, len, "a directory directly under %s", parents[i]), true;
+	}
+	if (!strcmp(c, "/run/netns"))
+		return snprintf(why, len, "ip-netns(8)'s directory"), true;
+	return false;
+}
+
+/* The name rule, before anything is made. */
+static int state_dir_name_check(const char *dir, struct nshash_error *err)
+{
+	char canon[PATH_MAX], why[64];
+	int r = state_dir_canonical(dir, canon, sizeof(canon), err);
+	if (r < 0 || !system_dir(canon, why, sizeof(why)))
+		return r;
+	char shown[PATH_MAX + 8] = "";
+	if (strcmp(canon, dir))
+		snprintf(shown, sizeof(shown), " (%s)", canon);
+	return nshash_error_set(
+	    err, EPERM,
+	    "state dir %s%s: %s, never a state dir (refused: /, every directory directly under /, "
+	    "/var or /run/user, everything under /usr, /etc, /boot, /proc, /sys or /dev, and "
+	    "/run/netns): give a directory of nshash's own, e.g. /run/nshash, which it creates 0700 "
+	    "on first use",
+	    dir, shown, why);
+}
+
+int nsh_state_dir_check(const char *dir, bool create, struct nshash_error *err)
+{
+	struct stat st;
+	int r = state_dir_name_check(dir, err);
+	if (r < 0)
+		return r;
+	/* what it makes is 0700 (parents too); what exists is only checked */
+	bool exists = lstat(dir, &st) == 0;
+	if (!exists && errno == ENOENT && create) {
+		r = nsh_mkdir_p(dir, 0700, err);
+		if (r < 0 && r != -ENOTDIR)
+			return r;
+		exists = lstat(dir, &st) == 0;
+	}
+	if (!exists) {
+		if (errno == ENOENT && !create)
+			return 0;
+		return nsh_error_sys(err, errno, "state dir %s", dir);
+	}
+	if (S_ISLNK(st.st_mode))
+		return nshash_error_set(err, ELOOP, "state dir %s: a symbolic link (give the real path)", dir);
+	/* without `create` (a creation's lock-free path) the lstat is the check;
+	 * with it, the dir is held open and checked as opened */
+	cleanup_close int fd = -1;
+	if (create && ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 || fstat(fd, &st) < 0))
+		return nsh_error_sys(err, errno, "state dir %s", dir);
+	if (!S_ISDIR(st.st_mode))
+		return nshash_error_set(err, ENOTDIR, "state dir %s: not a directory", dir);
+	/* It holds pins that are bind-mounted and unmounted as root and names
+	 * of containers: only its owner may write or list it. */
+	if (st.st_uid != geteuid()) {
+		char who[32] = "root";
+		if (geteuid() != 0)
+			snprintf(who, sizeof(who), "uid %u", (unsigned)geteuid());
+		return nshash_error_set(err, EPERM,
+					"state dir %s: owned by uid %u, not %s (the template strategy keeps state "
+					"there: use --state-dir with a directory you own, or --strategy nested, which "
+					"keeps none)",
+					dir, (unsigned)st.st_uid, who);
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH))
+		return nshash_error_set(err, EPERM,
+					"state dir %s: writable by group or others (mode %04o): " STATE_DIR_HINT, dir,
+					(unsigned)(st.st_mode & 07777));
+	if (st.st_mode & 077)
+		return nshash_error_set(err, EPERM,
+					"state dir %s: open to group or others (mode %04o): " STATE_DIR_HINT, dir,
+					(unsigned)(st.st_mode & 07777));
+	return 0;
+}
+
+int nshash_state_subdir(const char *state_dir, const char *sub, char *out, size_t outlen, struct nshash_error *err)
+{
+	int r = nsh_state_dir_check(state_dir, true, err);
+	if (r < 0)
+		return r;
+	if ((size_t)snprintf(out, outlen, "%s/%s", state_dir, sub) >= outlen)
+		return nshash_error_set(err, ENAMETOOLONG, "state dir %s: path too long", state_dir);
+	return nsh_state_dir_check(out, true, err);
+}
+
+int nsh_lock_state(const char *state_dir, int *lockfd, struct nshash_error *err)
+{
+	char path[PATH_MAX];
+	int r = nsh_state_dir_check(state_dir, true, err);
+	if (r < 0)
+		return r;
+	snprintf(path, sizeof(path), "%s/lock", state_dir);
+	*lockfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (*lockfd < 0)
+		return nshash_error_set(err, errno, "open lock %s: %s%s", path, strerror(errno),
+					errno == EACCES
+					    ? " (the template strategy keeps state there: use --state-dir "
+					      "with a directory you own, or --strategy nested, which keeps none)"
+					    : "");
+	if (flock(*lockfd, LOCK_EX) < 0) {
+		int e = errno;
+		close(*lockfd);
+		*lockfd = -1;
+		return nsh_error_sys(err, e, "lock %s", path);
+	}
+	return 0;
+}
