@@ -443,6 +443,16 @@ assert_eq "3 1 6" "$(grep -c '^nshash-cni-install: chained' "$D/inst.err") $(gre
 assert_eq "nshash_cni_installed 1|nshash_cni_ready 1|nshash_cni_chain_writes_total 3|nshash_cni_config_refused_total 1" \
 	"$(grep -v '^#' "$PROM" | tr '\n' '|' | sed 's/|$//')" "the status file: installed, ready, 3 writes, 1 refusal"
 assert_eq 4 "$(grep -c '^# TYPE nshash_cni_' "$PROM")" "... with # TYPE lines"
+# the status file is in the watched run dir: its own rewrite wakes no pass
+# (each pass takes the dir's flock and execs the plugin's STATUS)
+if command -v strace >/dev/null; then
+	sleep 1 # the one pass our last write wakes (100 ms settle + a pass) is over
+	timeout -s INT 3 strace -f -qq -e trace=flock,execve -o "$D/idle.strace" -p $W 2>/dev/null
+	assert_eq 0 "$(grep -cE 'flock\(|execve\(' "$D/idle.strace")" "watch: 3 s with nothing changed, the status file in the run dir: no pass (no flock, no exec)"
+	grep -E 'flock\(|execve\(' "$D/idle.strace" | head -4
+else
+	echo "# strace missing: the idle watcher's passes not counted"
+fi
 # the ConfigMap edited under a running watcher: not taken (it rides the next pod), ready still true
 jq '.tcp = 8192' "$ENTRY" >"$D/live-entry.json"
 touch "$NET_D/poke.txt" && rm "$NET_D/poke.txt" # a pass
