@@ -329,6 +329,31 @@ assert_eq 0 $? "a second install over the converted one"
 inst uninstall
 assert_eq "0 $BEFORE" "$? $(snap)" ".conf: uninstall puts the original back byte for byte and removes the .conflist"
 
+# ---- the plugin runs with the signals the runtime gives it, not the watcher's
+node
+echo "$BRIDGE_CONF" >"$NET_D/10-bridge.conflist"
+# perl: it keeps the signal mask and dispositions it is given (a shell does not)
+command -v perl >/dev/null || echo "# perl missing: the plugin's signals not checked"
+cat >"$D/fake-plugin" <<PL
+#!/usr/bin/perl
+if ((\$ENV{CNI_COMMAND} // "") eq "VERSION") { print '{"cniVersion":"1.1.0","supportedVersions":["0.3.1","0.4.0","1.0.0","1.1.0"]}'; exit 0; }
+open(my \$in, "<", "/proc/self/status") or exit 1;
+open(my \$out, ">", "$D/fake-sig.new") or exit 1;
+while (<\$in>) { print \$out \$_ if /^Sig(Blk|Ign):/; }
+close(\$out);
+rename("$D/fake-sig.new", "$D/fake-sig");
+exit 0;
+PL
+chmod 0755 "$D/fake-plugin"
+rm -f "$D/fake-sig"
+CNI_PLUGIN=$D/fake-plugin watcher "$D/inst.err" --watch 30
+for _ in $(seq 50); do [ -s "$D/fake-sig" ] && break; sleep 0.1; done
+kill -TERM $W
+wait $W
+blk=$(sed -n 's/^SigBlk:[[:space:]]*//p' "$D/fake-sig") ign=$(sed -n 's/^SigIgn:[[:space:]]*//p' "$D/fake-sig")
+command -v perl >/dev/null && assert_eq "0 0" "$(((0x${blk:-ffff} & 0x4002) != 0)) $(((0x${ign:-ffff} & 0x1000) != 0))" \
+	"the watcher's STATUS exec: SIGTERM/SIGINT not blocked, SIGPIPE not ignored (SigBlk ${blk:-?}, SigIgn ${ign:-?})"
+
 # ---- several files: the first by name is the one (a .json here)
 node
 echo '{"cniVersion":"1.0.0","name":"first","type":"ptp"}' >"$NET_D/00-first.json"
