@@ -329,6 +329,17 @@ assert_eq 0 $? "a second install over the converted one"
 inst uninstall
 assert_eq "0 $BEFORE" "$? $(snap)" ".conf: uninstall puts the original back byte for byte and removes the .conflist"
 
+# ---- a file name with a newline: logged escaped, never a line of its own
+node
+NL_NAME=$'10-a\nnshash-cni-install: forged.conflist'
+echo "$BRIDGE_CONF" >"$NET_D/$NL_NAME"
+BEFORE=$(snap)
+inst install
+assert_eq "0 0" "$? $(grep -c '^nshash-cni-install: forged' "$D/inst.err")" "a file name with a newline: chained, no forged log line"
+assert_contains "$(cat "$D/inst.err")" 'chained nshash first into '"$NET_D"'/10-a\x0anshash-cni-install: forged.conflist' "... the newline shown as \\x0a"
+inst uninstall
+assert_eq "0 $BEFORE" "$? $(snap)" "... and uninstalled"
+
 # ---- the plugin runs with the signals the runtime gives it, not the watcher's
 node
 echo "$BRIDGE_CONF" >"$NET_D/10-bridge.conflist"
