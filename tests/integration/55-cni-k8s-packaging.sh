@@ -294,7 +294,8 @@ assert_eq "10-bridge.conflist" "$(ls -A "$NET_D")" "... and leaves no nshash fil
 
 # ---- calico's shape; nshash already in it (not first): moved, not duplicated
 node
-echo '{"name":"k8s-pod-network","cniVersion":"0.3.1","plugins":[{"type":"calico","log_level":"info","datastore_type":"kubernetes","ipam":{"type":"calico-ipam"},"policy":{"type":"k8s"},"kubernetes":{"kubeconfig":"/etc/cni/net.d/calico-kubeconfig"}},{"type":"bandwidth","capabilities":{"bandwidth":true}},{"type":"portmap","snat":true,"capabilities":{"portMappings":true}},{"type":"nshash","tcp":1}]}' >"$NET_D/10-calico.conflist"
+CALICO='{"name":"k8s-pod-network","cniVersion":"0.3.1","plugins":[{"type":"calico","log_level":"info","datastore_type":"kubernetes","ipam":{"type":"calico-ipam"},"policy":{"type":"k8s"},"kubernetes":{"kubeconfig":"/etc/cni/net.d/calico-kubeconfig"}},{"type":"bandwidth","capabilities":{"bandwidth":true}},{"type":"portmap","snat":true,"capabilities":{"portMappings":true}},{"type":"nshash","tcp":1}]}'
+echo "$CALICO" >"$NET_D/10-calico.conflist"
 echo 'kubeconfig' >"$NET_D/calico-kubeconfig"
 BEFORE=$(snap)
 inst install
@@ -309,7 +310,12 @@ out=$(inst ready)
 assert_eq 1 $? "the old pod's ready fails: plugins[0] is not the entry its installer read"
 assert_contains "$out" "is not nshash's entry of $D/node/run/entry.json" "... saying so"
 inst uninstall
-assert_eq "0 $BEFORE" "$? $(snap)" "calico: uninstall restores every file byte for byte"
+rc=$?
+assert_eq "0 $(grep -v '^10-calico.conflist ' <<<"$BEFORE")" "$rc $(snap | grep -v '^10-calico.conflist ')" \
+	"calico: uninstall restores every other file byte for byte, removes what it kept"
+assert_eq "$(grep '^10-calico.conflist ' <<<"$BEFORE" | cut -d' ' -f1-3) $(jq -c '.plugins |= map(select(.type != "nshash"))' <<<"$CALICO")" \
+	"$(snap | grep '^10-calico.conflist ' | cut -d' ' -f1-3) $(jq -c . "$NET_D/10-calico.conflist")" \
+	"... and calico's file, mode and owner as they were, without the nshash entry it had (a backup never names nshash)"
 
 # ---- a single .conf becomes a .conflist libcni picks, and comes back
 node
@@ -328,6 +334,78 @@ inst install
 assert_eq 0 $? "a second install over the converted one"
 inst uninstall
 assert_eq "0 $BEFORE" "$? $(snap)" ".conf: uninstall puts the original back byte for byte and removes the .conflist"
+
+# ---- a write that fails after the record was saved: the record as it was
+# loaded (else the next pass takes the chained file for the primary's and
+# keeps it as "the original")
+node
+echo "$BRIDGE_CONF" >"$NET_D/10-bridge.conflist"
+BEFORE=$(snap)
+inst install
+mkdir "$NET_D/.10-bridge.conflist.nshash-tmp" # the write's temporary cannot be made
+ENT=$D/entry2.json inst install
+assert_eq "1 4096" "$? $(jq '.plugins[0].tcp' "$NET_D/10-bridge.conflist")" "a failed write (its temporary blocked): exit 1, the file as it was"
+rmdir "$NET_D/.10-bridge.conflist.nshash-tmp"
+ENT=$D/entry2.json inst install
+assert_eq "0 8192" "$? $(jq '.plugins[0].tcp' "$NET_D/10-bridge.conflist")" "... the next pass writes the new entry"
+inst uninstall
+assert_eq "0 $BEFORE" "$? $(snap)" "... and uninstall restores the original byte for byte (not a chained copy)"
+
+# ---- a node the old install-cni.sh set up: nshash chained, FILE.nshash-orig, no record
+old_script() { # ENTRY-JQ: 10-bridge.conflist chained as the script did it
+	node
+	echo "$BRIDGE_CONF" >"$NET_D/10-bridge.conflist"
+	BEFORE=$(snap)
+	cp -p "$NET_D/10-bridge.conflist" "$NET_D/10-bridge.conflist.nshash-orig"
+	jq --argjson e "$(jq -c "$1" "$ENTRY")" '.plugins = [$e] + .plugins' "$NET_D/10-bridge.conflist" >"$D/new" && cat "$D/new" >"$NET_D/10-bridge.conflist"
+}
+old_script .
+inst install
+assert_eq "0 4096" "$? $(jq '.plugins[0].tcp' "$NET_D/10-bridge.conflist")" "the old script's chain, same entry: install succeeds"
+assert_contains "$(cat "$D/inst.err")" "recorded, its original without nshash kept as $NET_D/10-bridge.conflist.nshash-orig" "... adopting it (recorded, the script's copy kept)"
+inst uninstall
+assert_eq "0 $BEFORE" "$? $(snap)" "... uninstall gives back the original byte for byte, nshash nowhere"
+old_script '.tcp = 1'
+inst install
+assert_eq "0 4096" "$? $(jq '.plugins[0].tcp' "$NET_D/10-bridge.conflist")" "the old script's chain, another entry: rewritten"
+assert_eq "$(grep '^10-bridge.conflist ' <<<"$BEFORE" | cut -d' ' -f2-)" "$(snap | grep '^10-bridge.conflist.nshash-orig ' | cut -d' ' -f2-)" "... the script's copy of the original kept as it was"
+inst uninstall
+assert_eq "0 $BEFORE" "$? $(snap)" "... uninstall gives back the original byte for byte"
+old_script .
+rm "$NET_D/10-bridge.conflist.nshash-orig" # chained by hand: no copy at all
+inst install
+inst uninstall
+assert_eq "0 10-bridge.conflist  $(jq -c . <<<"$BRIDGE_CONF")" "$? $(ls -A "$NET_D") $(grep -lE '"type": *"nshash"' "$NET_D"/*) $(jq -c . "$NET_D/10-bridge.conflist")" \
+	"chained with no copy: uninstall leaves the primary's content without nshash, no file naming nshash"
+old_script '.tcp = 1'
+echo '{"cniVersion":"1.0.0","name":"x","plugins":[{"type":"nshash"}]}' >"$NET_D/10-bridge.conflist.nshash-orig"
+SNAP=$(snap)
+inst install
+assert_eq "1 $SNAP" "$? $(snap)" "a FILE.nshash-orig no record names that is no original (it names nshash): not replaced, nothing written"
+assert_contains "$(cat "$D/inst.err")" "$NET_D/10-bridge.conflist.nshash-orig is there and nshash's record" "... saying so"
+# the script's converted .conf: NAME.conflist chained, NAME.conf.nshash-orig
+node
+printf '{"cniVersion":"0.4.0","name":"single","type":"bridge","bridge":"x0"}' >"$NET_D/05-single.conf"
+BEFORE=$(snap)
+jq --argjson e "$(jq -c .tcp=1 "$ENTRY")" '{cniVersion, name, plugins: [$e, del(.cniVersion, .name)]}' "$NET_D/05-single.conf" >"$NET_D/05-single.conflist"
+mv "$NET_D/05-single.conf" "$NET_D/05-single.conf.nshash-orig"
+inst install
+assert_eq "0 4096" "$? $(jq '.plugins[0].tcp' "$NET_D/05-single.conflist")" "the old script's converted .conf: chained with the entry"
+inst uninstall
+assert_eq "0 $BEFORE" "$? $(snap)" "... uninstall puts the .conf back byte for byte, no .conflist"
+
+# ---- a .conf nshash converted, then the primary writes its own NAME.conflist
+node
+printf '{"cniVersion":"0.4.0","name":"single","type":"bridge","bridge":"x0"}' >"$NET_D/05-single.conf"
+inst install
+echo "$BRIDGE_CONF" >"$D/new" && mv "$D/new" "$NET_D/05-single.conflist"
+inst install
+assert_eq '0 ["nshash","bridge","portmap"] .nshash-cni-install.state 05-single.conflist 05-single.conflist.nshash-orig' \
+	"$? $(types "$NET_D/05-single.conflist") $(ls -A "$NET_D" | LC_ALL=C sort | tr '\n' ' ' | sed 's/ $//')" \
+	"... chained again: a list of its own with its own copy, the .conf's old copy gone"
+inst uninstall
+assert_eq "0 05-single.conflist $BRIDGE_CONF" "$? $(ls -A "$NET_D" | tr '\n' ' ')$(cat "$NET_D/05-single.conflist")" \
+	"... uninstall gives back the primary's .conflist, no .conf"
 
 # ---- a file name with a newline: logged escaped, never a line of its own
 node
