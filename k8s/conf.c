@@ -827,17 +827,44 @@ int k8s_unchain(const struct k8s_opts *o, struct nshash_error *err)
 				failed = errno, k8s_log("remove %s: %s", bp, strerror(errno));
 			continue;
 		}
-		/* a .conf nshash turned into a .conflist */
+		/* a .conf nshash turned into a .conflist: the .conf back first,
+		 * then the .conflist goes (never a moment without a config) */
 		if (ours) {
+			if (have_backup && access(np, F_OK) != 0) {
+				if (rename(bp, np) < 0) {
+					failed = errno, k8s_log("restore %s from %s: %s", np, bp, strerror(errno));
+					continue; /* the .conflist kept: the node keeps a config */
+				}
+				k8s_log("restored %s (its bytes, mode and owner before nshash), removed the .conflist "
+					"nshash made of it",
+					np);
+			} else if (have_backup) {
+				k8s_log("%s was rewritten since nshash chained it: kept, its old copy %s removed", np,
+					bp);
+				if (unlink(bp) < 0)
+					failed = errno, k8s_log("remove %s: %s", bp, strerror(errno));
+			}
 			if (unlink(tp) < 0)
 				failed = errno, k8s_log("remove %s: %s", tp, strerror(errno));
-		} else if (tr == 0) {
+			continue;
+		}
+		if (tr == 0) {
+			/* not what nshash wrote: someone's own now (the primary
+			 * moved to a .conflist): kept without nshash, and the old
+			 * .conf not brought back beside it */
 			strip_entry(o->net_dir, target);
+			if (have_backup) {
+				k8s_log("%s is not the one nshash made of %s: the .conf's old copy %s removed, not "
+					"put back",
+					tp, np, bp);
+				if (unlink(bp) < 0)
+					failed = errno, k8s_log("remove %s: %s", bp, strerror(errno));
+			}
+			continue;
 		}
 		if (have_backup && access(np, F_OK) != 0) {
 			if (rename(bp, np) == 0)
-				k8s_log("restored %s (its bytes, mode and owner before nshash)%s", np,
-					ours ? ", removed the .conflist nshash made of it" : "");
+				k8s_log("restored %s (its bytes, mode and owner before nshash)", np);
 			else
 				failed = errno, k8s_log("restore %s from %s: %s", np, bp, strerror(errno));
 		} else if (have_backup) {

@@ -335,6 +335,16 @@ assert_eq 0 $? "a second install over the converted one"
 inst uninstall
 assert_eq "0 $BEFORE" "$? $(snap)" ".conf: uninstall puts the original back byte for byte and removes the .conflist"
 
+# .conf uninstall: the .conf is back before its .conflist goes (no moment without a config)
+node
+printf '{"cniVersion":"0.4.0","name":"single","type":"bridge","bridge":"x0"}' >"$NET_D/05-single.conf"
+inst install
+strace -f -qq -e trace=rename,renameat,renameat2,unlink,unlinkat -o "$D/un.strace" \
+	"$INST" --cni-bin-dir "$D/node/bin" --cni-net-dir "$NET_D" --plugin "$CNI_PLUGIN" --run-dir "$D/node/run" uninstall 2>"$D/inst.err"
+assert_eq "0 rename:05-single.conf.nshash-orig unlink:05-single.conflist" \
+	"$? $(grep -oE '(rename|unlink)[a-z0-9]*\(.*"[^"]*/05-single\.conf(\.nshash-orig|list)"' "$D/un.strace" | sed -E 's/^(rename|unlink)[a-z0-9]*\(.*\/([^/"]*)"$/\1:\2/' | grep -v '^rename:05-single.conf$' | tr '\n' ' ' | sed 's/ $//')" \
+	".conf uninstall: the backup renamed back first, then the .conflist removed"
+
 # ---- a write that fails after the record was saved: the record as it was
 # loaded (else the next pass takes the chained file for the primary's and
 # keeps it as "the original")
@@ -395,6 +405,13 @@ inst uninstall
 assert_eq "0 $BEFORE" "$? $(snap)" "... uninstall puts the .conf back byte for byte, no .conflist"
 
 # ---- a .conf nshash converted, then the primary writes its own NAME.conflist
+node
+printf '{"cniVersion":"0.4.0","name":"single","type":"bridge","bridge":"x0"}' >"$NET_D/05-single.conf"
+inst install
+echo "$BRIDGE_CONF" >"$D/new" && mv "$D/new" "$NET_D/05-single.conflist"
+inst uninstall
+assert_eq "0 05-single.conflist $BRIDGE_CONF" "$? $(ls -A "$NET_D" | tr '\n' ' ')$(cat "$NET_D/05-single.conflist")" \
+	"the primary's own .conflist where nshash had made one: uninstall keeps it, the stale .conf not brought back"
 node
 printf '{"cniVersion":"0.4.0","name":"single","type":"bridge","bridge":"x0"}' >"$NET_D/05-single.conf"
 inst install
