@@ -339,11 +339,16 @@ assert_eq "0 $BEFORE" "$? $(snap)" ".conf: uninstall puts the original back byte
 node
 printf '{"cniVersion":"0.4.0","name":"single","type":"bridge","bridge":"x0"}' >"$NET_D/05-single.conf"
 inst install
-strace -f -qq -e trace=rename,renameat,renameat2,unlink,unlinkat -o "$D/un.strace" \
-	"$INST" --cni-bin-dir "$D/node/bin" --cni-net-dir "$NET_D" --plugin "$CNI_PLUGIN" --run-dir "$D/node/run" uninstall 2>"$D/inst.err"
-assert_eq "0 rename:05-single.conf.nshash-orig unlink:05-single.conflist" \
-	"$? $(grep -oE '(rename|unlink)[a-z0-9]*\(.*"[^"]*/05-single\.conf(\.nshash-orig|list)"' "$D/un.strace" | sed -E 's/^(rename|unlink)[a-z0-9]*\(.*\/([^/"]*)"$/\1:\2/' | grep -v '^rename:05-single.conf$' | tr '\n' ' ' | sed 's/ $//')" \
-	".conf uninstall: the backup renamed back first, then the .conflist removed"
+if command -v strace >/dev/null; then
+	strace -f -qq -e trace=rename,renameat,renameat2,unlink,unlinkat -o "$D/un.strace" \
+		"$INST" --cni-bin-dir "$D/node/bin" --cni-net-dir "$NET_D" --plugin "$CNI_PLUGIN" --run-dir "$D/node/run" uninstall 2>"$D/inst.err"
+	assert_eq "0 rename:05-single.conf.nshash-orig unlink:05-single.conflist" \
+		"$? $(grep -oE '(rename|unlink)[a-z0-9]*\(.*"[^"]*/05-single\.conf(\.nshash-orig|list)"' "$D/un.strace" | sed -E 's/^(rename|unlink)[a-z0-9]*\(.*\/([^/"]*)"$/\1:\2/' | grep -v '^rename:05-single.conf$' | tr '\n' ' ' | sed 's/ $//')" \
+		".conf uninstall: the backup renamed back first, then the .conflist removed"
+else
+	echo "# strace missing: the order of the uninstall's rename and unlink not checked"
+	inst uninstall
+fi
 
 # ---- a write that fails after the record was saved: the record as it was
 # loaded (else the next pass takes the chained file for the primary's and
@@ -579,7 +584,8 @@ assert_eq 4 "$(grep -c '^# TYPE nshash_cni_' "$PROM")" "... with # TYPE lines"
 if command -v strace >/dev/null; then
 	sleep 1 # the one pass our last write wakes (100 ms settle + a pass) is over
 	timeout -s INT 3 strace -f -qq -e trace=flock,execve -o "$D/idle.strace" -p $W 2>/dev/null
-	assert_eq 0 "$(grep -cE 'flock\(|execve\(' "$D/idle.strace")" "watch: 3 s with nothing changed, the status file in the run dir: no pass (no flock, no exec)"
+	rc=$? # 124: strace was attached the 3 s (timed out), not refused
+	assert_eq "124 0" "$rc $(grep -cE 'flock\(|execve\(' "$D/idle.strace")" "watch: 3 s with nothing changed, the status file in the run dir: no pass (no flock, no exec)"
 	grep -E 'flock\(|execve\(' "$D/idle.strace" | head -4
 else
 	echo "# strace missing: the idle watcher's passes not counted"
