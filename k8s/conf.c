@@ -9,9 +9,15 @@
  * NAME.nshash-orig, "written": the exact bytes it wrote last}.  The backup
  * is the file as it was before nshash's first write (or before the first
  * write after the primary CNI rewrote it): same bytes, mode, owner and
- * times.  Uninstall puts a backup back by renaming it over the file when
- * the file still holds what nshash wrote; otherwise (the primary rewrote
- * it since) it removes only nshash's entry from the current content. */
+ * times; never a copy naming nshash (such content is kept without
+ * nshash's entries), never made over a backup the record does not name.
+ * A pass that fails puts the record back as it was loaded.  A file an
+ * earlier installer (the old install-cni.sh) chained, with no record, is
+ * adopted: recorded with the copy of the original it left when that names
+ * no nshash, else with its content stripped of nshash.  Uninstall puts a
+ * backup back by renaming it over the file when the file still holds
+ * what nshash wrote; otherwise (the primary rewrote it since) it removes
+ * only nshash's entry from the current content, and never deletes it. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -254,17 +260,83 @@ static int file_read(const char *dir, const char *name, struct file *f, struct n
 	return 0;
 }
 
-/* A copy of the file's bytes at BACKUP with its mode, owner and times. */
-static int backup_write(const char *dir, const struct file *f, const char *backup, struct nshash_error *err)
+static bool is_nshash(json_object *p);
+static size_t plugins_replace(json_object *list, json_object *entry);
+static char *serialized(json_object *o);
+
+/* The JSON is nshash's plugin or a list naming it. */
+static bool names_nshash(json_object *j)
 {
-	char p[4096];
+	json_object *plugins;
+	if (is_nshash(j))
+		return true;
+	if (!json_object_object_get_ex(j, "plugins", &plugins) || !json_object_is_type(plugins, json_type_array))
+		return false;
+	for (size_t i = 0; i < json_object_array_length(plugins); i++)
+		if (is_nshash(json_object_array_get_idx(plugins, i)))
+			return true;
+	return false;
+}
+
+/* The file as it was before nshash at BACKUP, with its mode, owner and
+ * times: its bytes, or when it already names nshash (chained by an
+ * earlier installer) its content without nshash's entries, never a copy
+ * uninstall would put back chained.  `fresh` (the record does not name
+ * BACKUP yet): an existing BACKUP is never replaced; the one the old
+ * install-cni.sh left (no nshash in it) is taken when the file names
+ * nshash.  1 written, 0 the existing one taken, -errno. */
+static int backup_make(const char *dir, const struct file *f, const char *backup, bool fresh, struct nshash_error *err)
+{
+	char p[4096], tmp[4200];
 	path_in(p, sizeof(p), dir, backup);
-	int r = k8s_write_atomic(p, f->bytes, f->len, f->st.st_mode & 07777, f->st.st_uid, f->st.st_gid, err);
+	bool chained = f->json && names_nshash(f->json);
+	if (fresh) {
+		struct file b;
+		struct nshash_error e;
+		int br = file_read(dir, backup, &b, &e);
+		bool clean =
+		    br == 0 && b.json && json_object_is_type(b.json, json_type_object) && !names_nshash(b.json);
+		file_free(&b);
+		if (br == 0 && clean && chained)
+			return 0;
+		if (br == 0 || br != -ENOENT)
+			return nshash_error_set(
+			    err, EEXIST,
+			    "%s is there and nshash's record %s/%s does not name it%s: not replacing "
+			    "it (move it away if it is stale)",
+			    p, dir, K8S_RECORD,
+			    clean ? "" : " (it is no copy of the original: it names nshash or is not JSON)");
+	}
+	char *stripped = NULL;
+	const char *bytes = f->bytes;
+	size_t len = f->len;
+	if (chained) {
+		json_object *copy = NULL;
+		json_object_deep_copy(f->json, &copy, NULL);
+		if (copy)
+			plugins_replace(copy, NULL);
+		stripped = copy ? serialized(copy) : NULL;
+		json_object_put(copy);
+		if (!stripped)
+			return nshash_error_set(err, ENOMEM, "%s: out of memory", p);
+		bytes = stripped, len = strlen(stripped);
+	}
+	/* fresh: made beside it, then linked to its name (never over one) */
+	snprintf(tmp, sizeof(tmp), "%s.nshash-new", p);
+	const char *w = fresh ? tmp : p;
+	int r = k8s_write_atomic(w, bytes, len, f->st.st_mode & 07777, f->st.st_uid, f->st.st_gid, err);
+	free(stripped);
 	if (r < 0)
 		return r;
 	struct timespec t[2] = {f->st.st_atim, f->st.st_mtim};
-	(void)utimensat(AT_FDCWD, p, t, AT_SYMLINK_NOFOLLOW);
-	return 0;
+	(void)utimensat(AT_FDCWD, w, t, AT_SYMLINK_NOFOLLOW);
+	if (fresh) {
+		r = link(tmp, p) < 0 ? -errno : 0;
+		unlink(tmp);
+		if (r < 0)
+			return nshash_error_set(err, -r, "write %s: %s", p, strerror(-r));
+	}
+	return 1;
 }
 
 /* The file still holds what was read (a primary rewriting it meanwhile is
@@ -384,7 +456,7 @@ enum k8s_pass k8s_chain(struct k8s_ctx *c, char *done, size_t dlen, struct nshas
 	char name[1024];
 	struct file f = {0};
 	json_object *list = NULL, *rec = NULL;
-	char *text = NULL, **order = NULL;
+	char *text = NULL, **order = NULL, *rec_was = NULL;
 	enum k8s_pass res = K8S_REFUSED;
 	done[0] = '\0';
 	c->warning[0] = '\0';
@@ -445,39 +517,112 @@ enum k8s_pass k8s_chain(struct k8s_ctx *c, char *done, size_t dlen, struct nshas
 	}
 	snprintf(c->warning, sizeof(c->warning), "%s", note);
 	snprintf(c->chained, sizeof(c->chained), "%s/%s", o->net_dir, target);
-	if (is_list && json_object_equal(list, f.json)) {
-		res = K8S_UNCHANGED;
-		goto out;
+	char rpath[4096], made[4096] = "", stale[4096] = "";
+	path_in(rpath, sizeof(rpath), o->net_dir, K8S_RECORD);
+	bool unchanged = is_list && json_object_equal(list, f.json);
+	bool had_record = access(rpath, F_OK) == 0;
+	if (unchanged && !had_record)
+		goto adopt; /* no record: only a file an earlier installer chained is unchanged */
+	if (unchanged) {
+		rec = record_load(o->net_dir, err);
+		if (rec && rec_find(rec, "target", name)) {
+			res = K8S_UNCHANGED;
+			goto out;
+		}
+		if (!rec)
+			goto out;
+		json_object_put(rec);
+		rec = NULL;
 	}
-	text = serialized(list);
-	if (!text) {
+adopt:
+	text = unchanged ? NULL : serialized(list);
+	if (!unchanged && !text) {
 		nshash_error_set(err, ENOMEM, "out of memory");
 		goto out;
 	}
 	res = K8S_REFUSED;
-	char rpath[4096], made[4096] = "";
-	path_in(rpath, sizeof(rpath), o->net_dir, K8S_RECORD);
-	bool had_record = access(rpath, F_OK) == 0;
 	rec = record_load(o->net_dir, err);
 	if (!rec)
 		goto out;
+	/* the record as loaded: put back when this pass fails, so that
+	 * "written" is never what was not written */
+	rec_was = had_record ? strdup(json_object_to_json_string_ext(rec, K8S_JSON_OUT)) : NULL;
+	if (had_record && !rec_was) {
+		nshash_error_set(err, ENOMEM, "out of memory");
+		goto out;
+	}
 	json_object *r = rec_find(rec, "target", name);
 	struct file t = {0};
 	if (is_list) {
 		bool ours = r && rec_written_is(r, f.bytes, f.len);
 		bool converted = r && strcmp(rec_str(r, "name"), rec_str(r, "target"));
 		bool fresh = !r;
+		if (converted && !ours) {
+			/* a NAME.conflist nshash did not write where it had turned
+			 * NAME.conf into one (the primary moved to a .conflist of
+			 * its own): from now on a list of its own with its own
+			 * copy; the .conf's old copy goes once this is written */
+			char b[1100];
+			path_in(stale, sizeof(stale), o->net_dir, rec_str(r, "backup"));
+			snprintf(b, sizeof(b), "%s%s", name, K8S_ORIG_EXT);
+			json_object_object_add(r, "name", json_object_new_string(name));
+			json_object_object_add(r, "backup", json_object_new_string(b));
+			converted = false;
+			fresh = true;
+		}
+		if (!r && names_nshash(f.json)) {
+			/* chained by the old install-cni.sh, which turned NAME.conf
+			 * into this list keeping NAME.conf.nshash-orig: adopted as
+			 * nshash's conversion when that copy names no nshash */
+			char cname[1100], cb[1200];
+			struct file cf;
+			struct nshash_error ce;
+			snprintf(cname, sizeof(cname), "%.*s.conf", (int)(strlen(name) - strlen(".conflist")), name);
+			snprintf(cb, sizeof(cb), "%s%s", cname, K8S_ORIG_EXT);
+			path_in(made, sizeof(made), o->net_dir, cname);
+			if (access(made, F_OK) != 0 && file_read(o->net_dir, cb, &cf, &ce) == 0) {
+				json_object *pl;
+				if (cf.json && json_object_is_type(cf.json, json_type_object) &&
+				    !names_nshash(cf.json) && !json_object_object_get_ex(cf.json, "plugins", &pl)) {
+					r = rec_new(rec, cname, name);
+					json_object_object_add(r, "backup", json_object_new_string(cb));
+					converted = true;
+					fresh = false;
+				}
+				file_free(&cf);
+			}
+			made[0] = '\0';
+		}
 		if (!r)
 			r = rec_new(rec, name, name);
-		if (!ours && !converted && backup_write(o->net_dir, &f, rec_str(r, "backup"), err) < 0)
-			goto fail;
-		if (fresh)
-			path_in(made, sizeof(made), o->net_dir, rec_str(r, "backup"));
+		if (!ours && !converted) {
+			int b = backup_make(o->net_dir, &f, rec_str(r, "backup"), fresh, err);
+			if (b < 0)
+				goto fail;
+			if (b > 0 && fresh)
+				path_in(made, sizeof(made), o->net_dir, rec_str(r, "backup"));
+		}
+		if (unchanged) {
+			/* nothing to write: recorded, for uninstall */
+			json_object_object_add(r, "written", json_object_new_string_len(f.bytes, (int)f.len));
+			if (record_save(o->net_dir, rec, err) < 0)
+				goto fail;
+			snprintf(done, dlen,
+				 "nshash was first in %s already (an earlier installer's): recorded, its original "
+				 "without nshash kept as %s/%s for uninstall",
+				 f.path, o->net_dir, rec_str(r, "backup"));
+			res = K8S_WROTE;
+			goto out;
+		}
 		json_object_object_add(r, "written", json_object_new_string(text));
 		if (record_save(o->net_dir, rec, err) < 0 || still_same(&f, err) < 0 ||
 		    k8s_write_atomic(f.path, text, strlen(text), f.st.st_mode & 07777, f.st.st_uid, f.st.st_gid, err) <
 			0)
 			goto fail;
+		if (stale[0] && unlink(stale) == 0)
+			k8s_log("%s is the primary's own now (not the one nshash made of its .conf): the .conf's "
+				"old copy %s removed",
+				f.path, stale);
 		snprintf(done, dlen, "chained nshash first into %s%s", f.path,
 			 ours || converted ? "" : " (its original kept for uninstall)");
 		res = K8S_WROTE;
@@ -498,12 +643,20 @@ enum k8s_pass k8s_chain(struct k8s_ctx *c, char *done, size_t dlen, struct nshas
 	file_free(&t);
 	if (tr < 0 && tr != -ENOENT)
 		goto fail;
+	bool fresh = !r;
 	if (!r)
 		r = rec_new(rec, name, target);
 	json_object_object_add(r, "written", json_object_new_string(text));
 	char tpath[4096], bpath[4096];
 	path_in(tpath, sizeof(tpath), o->net_dir, target);
 	path_in(bpath, sizeof(bpath), o->net_dir, rec_str(r, "backup"));
+	if (fresh && access(bpath, F_OK) == 0) {
+		nshash_error_set(err, EEXIST,
+				 "%s is there and nshash's record %s does not name it: not replacing it (move it away "
+				 "if it is stale)",
+				 bpath, rpath);
+		goto fail;
+	}
 	if (record_save(o->net_dir, rec, err) < 0 || still_same(&f, err) < 0 ||
 	    k8s_write_atomic(tpath, text, strlen(text), f.st.st_mode & 07777, f.st.st_uid, f.st.st_gid, err) < 0)
 		goto fail;
@@ -517,14 +670,21 @@ enum k8s_pass k8s_chain(struct k8s_ctx *c, char *done, size_t dlen, struct nshas
 	res = K8S_WROTE;
 	goto out;
 fail:
-	/* the node's files as they were: what this pass made goes again */
+	/* the node's files as they were: what this pass made goes again, the
+	 * record as it was loaded */
 	if (made[0])
 		unlink(made);
-	if (!had_record)
+	if (!had_record) {
 		unlink(rpath);
+	} else if (rec_was) {
+		struct nshash_error re;
+		if (k8s_write_atomic(rpath, rec_was, strlen(rec_was), 0600, (uid_t)-1, (gid_t)-1, &re) < 0)
+			k8s_log("%s (putting the record back after: %s)", re.msg, err->msg);
+	}
 	/* a primary writing its file: nothing failed, the next change retries */
 	res = err->errnum == EAGAIN ? K8S_REFUSED : K8S_FAILED;
 out:
+	free(rec_was);
 	names_free(order);
 	json_object_put(rec);
 	json_object_put(list);
@@ -667,17 +827,44 @@ int k8s_unchain(const struct k8s_opts *o, struct nshash_error *err)
 				failed = errno, k8s_log("remove %s: %s", bp, strerror(errno));
 			continue;
 		}
-		/* a .conf nshash turned into a .conflist */
+		/* a .conf nshash turned into a .conflist: the .conf back first,
+		 * then the .conflist goes (never a moment without a config) */
 		if (ours) {
+			if (have_backup && access(np, F_OK) != 0) {
+				if (rename(bp, np) < 0) {
+					failed = errno, k8s_log("restore %s from %s: %s", np, bp, strerror(errno));
+					continue; /* the .conflist kept: the node keeps a config */
+				}
+				k8s_log("restored %s (its bytes, mode and owner before nshash), removed the .conflist "
+					"nshash made of it",
+					np);
+			} else if (have_backup) {
+				k8s_log("%s was rewritten since nshash chained it: kept, its old copy %s removed", np,
+					bp);
+				if (unlink(bp) < 0)
+					failed = errno, k8s_log("remove %s: %s", bp, strerror(errno));
+			}
 			if (unlink(tp) < 0)
 				failed = errno, k8s_log("remove %s: %s", tp, strerror(errno));
-		} else if (tr == 0) {
+			continue;
+		}
+		if (tr == 0) {
+			/* not what nshash wrote: someone's own now (the primary
+			 * moved to a .conflist): kept without nshash, and the old
+			 * .conf not brought back beside it */
 			strip_entry(o->net_dir, target);
+			if (have_backup) {
+				k8s_log("%s is not the one nshash made of %s: the .conf's old copy %s removed, not "
+					"put back",
+					tp, np, bp);
+				if (unlink(bp) < 0)
+					failed = errno, k8s_log("remove %s: %s", bp, strerror(errno));
+			}
+			continue;
 		}
 		if (have_backup && access(np, F_OK) != 0) {
 			if (rename(bp, np) == 0)
-				k8s_log("restored %s (its bytes, mode and owner before nshash)%s", np,
-					ours ? ", removed the .conflist nshash made of it" : "");
+				k8s_log("restored %s (its bytes, mode and owner before nshash)", np);
 			else
 				failed = errno, k8s_log("restore %s from %s: %s", np, bp, strerror(errno));
 		} else if (have_backup) {

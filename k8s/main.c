@@ -17,12 +17,15 @@
 
 void k8s_log(const char *fmt, ...)
 {
-	char buf[2048];
+	char buf[2048], line[4 * sizeof(buf)];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, K8S_PROG ": %s\n", buf);
+	/* file names from readdir, the plugin's messages: a control character
+	 * (a newline) never makes a line of its own */
+	nshash_escape(buf, line, sizeof(line));
+	fprintf(stderr, K8S_PROG ": %s\n", line);
 }
 
 int k8s_write_atomic(const char *path, const char *text, size_t len, mode_t mode, uid_t uid, gid_t gid,

@@ -50,6 +50,12 @@ int k8s_plugin_run(const char *path, const char *cmd, const char *input, char **
 		return nsh_error_sys(err, e, "run %s: fork", path);
 	}
 	if (pid == 0) {
+		/* the plugin as the runtime runs it: not the watcher's blocked
+		 * SIGTERM/SIGINT (its signalfd) nor its ignored SIGPIPE */
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		signal(SIGPIPE, SIG_DFL);
 		int null = open("/dev/null", O_WRONLY);
 		if (dup2(in[0], 0) < 0 || dup2(outp[1], 1) < 0 || (null >= 0 && dup2(null, 2) < 0))
 			_exit(127);

@@ -53,6 +53,11 @@ static void status_write(const struct k8s_opts *o, const struct state *s)
 		 "# TYPE nshash_cni_config_refused_total counter\n"
 		 "nshash_cni_config_refused_total %llu\n",
 		 s->installed, s->ready, s->writes, s->refused);
+	/* the same text is not written again: the status file is in the
+	 * watched run dir, and each write is a rename there */
+	static char written[sizeof(text)];
+	if (!strcmp(written, text))
+		return;
 	struct nshash_error e;
 	if (k8s_write_atomic(o->status_file, text, strlen(text), 0644, (uid_t)-1, (gid_t)-1, &e) < 0) {
 		static char said[1100];
@@ -60,7 +65,9 @@ static void status_write(const struct k8s_opts *o, const struct state *s)
 			k8s_log("status file: %s", e.msg);
 			snprintf(said, sizeof(said), "%s", e.msg);
 		}
+		return;
 	}
+	snprintf(written, sizeof(written), "%s", text);
 }
 
 static bool uninstalled(const struct k8s_opts *o, char *marker, size_t len)
@@ -141,6 +148,10 @@ static void pass(struct k8s_ctx *c, struct state *s)
 	}
 }
 
+/* The watch of the run dir: only the uninstall marker's events there wake
+ * a pass (the status file lives there too, rewritten after passes). */
+static int run_wd = -1;
+
 static int watch_fd(const struct k8s_opts *o)
 {
 	int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
@@ -152,9 +163,29 @@ static int watch_fd(const struct k8s_opts *o)
 		close(fd);
 		return -1;
 	}
+	run_wd = -1;
 	if (o->run_dir && *o->run_dir)
-		(void)inotify_add_watch(fd, o->run_dir, IN_CREATE | IN_MOVED_TO);
+		run_wd = inotify_add_watch(fd, o->run_dir, IN_CREATE | IN_MOVED_TO);
 	return fd;
+}
+
+/* Read every queued event: true when one is worth a pass (any of the CNI
+ * dirs', the marker's in the run dir, an overflow). */
+static bool drain(int fd)
+{
+	char buf[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
+	bool wake = false;
+	ssize_t n;
+	while ((n = read(fd, buf, sizeof(buf))) > 0) {
+		for (char *p = buf; p < buf + n;) {
+			const struct inotify_event *ev = (const struct inotify_event *)p;
+			if (ev->wd != run_wd || (ev->mask & IN_Q_OVERFLOW) ||
+			    (ev->len && !strcmp(ev->name, K8S_MARKER)))
+				wake = true;
+			p += sizeof(*ev) + ev->len;
+		}
+	}
+	return wake;
 }
 
 int k8s_install(struct k8s_ctx *c)
@@ -205,14 +236,12 @@ int k8s_install(struct k8s_ctx *c)
 		if (n > 0 && ifd >= 0 && (p[1].revents & POLLIN)) {
 			/* a burst of events (a primary writing its file, our own
 			 * rename) is one pass: drain, settle 100 ms, drain */
-			char buf[4096];
-			while (read(ifd, buf, sizeof(buf)) > 0)
-				;
+			if (!drain(ifd))
+				continue; /* only the run dir's status file */
 			struct pollfd q = {sfd, POLLIN, 0};
 			if (poll(&q, 1, 100) > 0)
 				continue; /* the signal is read above */
-			while (read(ifd, buf, sizeof(buf)) > 0)
-				;
+			(void)drain(ifd);
 		}
 		if (ifd >= 0 && (p[1].revents & (POLLERR | POLLHUP))) {
 			close(ifd);

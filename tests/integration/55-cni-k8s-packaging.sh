@@ -294,7 +294,8 @@ assert_eq "10-bridge.conflist" "$(ls -A "$NET_D")" "... and leaves no nshash fil
 
 # ---- calico's shape; nshash already in it (not first): moved, not duplicated
 node
-echo '{"name":"k8s-pod-network","cniVersion":"0.3.1","plugins":[{"type":"calico","log_level":"info","datastore_type":"kubernetes","ipam":{"type":"calico-ipam"},"policy":{"type":"k8s"},"kubernetes":{"kubeconfig":"/etc/cni/net.d/calico-kubeconfig"}},{"type":"bandwidth","capabilities":{"bandwidth":true}},{"type":"portmap","snat":true,"capabilities":{"portMappings":true}},{"type":"nshash","tcp":1}]}' >"$NET_D/10-calico.conflist"
+CALICO='{"name":"k8s-pod-network","cniVersion":"0.3.1","plugins":[{"type":"calico","log_level":"info","datastore_type":"kubernetes","ipam":{"type":"calico-ipam"},"policy":{"type":"k8s"},"kubernetes":{"kubeconfig":"/etc/cni/net.d/calico-kubeconfig"}},{"type":"bandwidth","capabilities":{"bandwidth":true}},{"type":"portmap","snat":true,"capabilities":{"portMappings":true}},{"type":"nshash","tcp":1}]}'
+echo "$CALICO" >"$NET_D/10-calico.conflist"
 echo 'kubeconfig' >"$NET_D/calico-kubeconfig"
 BEFORE=$(snap)
 inst install
@@ -309,7 +310,12 @@ out=$(inst ready)
 assert_eq 1 $? "the old pod's ready fails: plugins[0] is not the entry its installer read"
 assert_contains "$out" "is not nshash's entry of $D/node/run/entry.json" "... saying so"
 inst uninstall
-assert_eq "0 $BEFORE" "$? $(snap)" "calico: uninstall restores every file byte for byte"
+rc=$?
+assert_eq "0 $(grep -v '^10-calico.conflist ' <<<"$BEFORE")" "$rc $(snap | grep -v '^10-calico.conflist ')" \
+	"calico: uninstall restores every other file byte for byte, removes what it kept"
+assert_eq "$(grep '^10-calico.conflist ' <<<"$BEFORE" | cut -d' ' -f1-3) $(jq -c '.plugins |= map(select(.type != "nshash"))' <<<"$CALICO")" \
+	"$(snap | grep '^10-calico.conflist ' | cut -d' ' -f1-3) $(jq -c . "$NET_D/10-calico.conflist")" \
+	"... and calico's file, mode and owner as they were, without the nshash entry it had (a backup never names nshash)"
 
 # ---- a single .conf becomes a .conflist libcni picks, and comes back
 node
@@ -328,6 +334,136 @@ inst install
 assert_eq 0 $? "a second install over the converted one"
 inst uninstall
 assert_eq "0 $BEFORE" "$? $(snap)" ".conf: uninstall puts the original back byte for byte and removes the .conflist"
+
+# .conf uninstall: the .conf is back before its .conflist goes (no moment without a config)
+node
+printf '{"cniVersion":"0.4.0","name":"single","type":"bridge","bridge":"x0"}' >"$NET_D/05-single.conf"
+inst install
+if command -v strace >/dev/null; then
+	strace -f -qq -e trace=rename,renameat,renameat2,unlink,unlinkat -o "$D/un.strace" \
+		"$INST" --cni-bin-dir "$D/node/bin" --cni-net-dir "$NET_D" --plugin "$CNI_PLUGIN" --run-dir "$D/node/run" uninstall 2>"$D/inst.err"
+	assert_eq "0 rename:05-single.conf.nshash-orig unlink:05-single.conflist" \
+		"$? $(grep -oE '(rename|unlink)[a-z0-9]*\(.*"[^"]*/05-single\.conf(\.nshash-orig|list)"' "$D/un.strace" | sed -E 's/^(rename|unlink)[a-z0-9]*\(.*\/([^/"]*)"$/\1:\2/' | grep -v '^rename:05-single.conf$' | tr '\n' ' ' | sed 's/ $//')" \
+		".conf uninstall: the backup renamed back first, then the .conflist removed"
+else
+	echo "# strace missing: the order of the uninstall's rename and unlink not checked"
+	inst uninstall
+fi
+
+# ---- a write that fails after the record was saved: the record as it was
+# loaded (else the next pass takes the chained file for the primary's and
+# keeps it as "the original")
+node
+echo "$BRIDGE_CONF" >"$NET_D/10-bridge.conflist"
+BEFORE=$(snap)
+inst install
+mkdir "$NET_D/.10-bridge.conflist.nshash-tmp" # the write's temporary cannot be made
+ENT=$D/entry2.json inst install
+assert_eq "1 4096" "$? $(jq '.plugins[0].tcp' "$NET_D/10-bridge.conflist")" "a failed write (its temporary blocked): exit 1, the file as it was"
+rmdir "$NET_D/.10-bridge.conflist.nshash-tmp"
+ENT=$D/entry2.json inst install
+assert_eq "0 8192" "$? $(jq '.plugins[0].tcp' "$NET_D/10-bridge.conflist")" "... the next pass writes the new entry"
+inst uninstall
+assert_eq "0 $BEFORE" "$? $(snap)" "... and uninstall restores the original byte for byte (not a chained copy)"
+
+# ---- a node the old install-cni.sh set up: nshash chained, FILE.nshash-orig, no record
+old_script() { # ENTRY-JQ: 10-bridge.conflist chained as the script did it
+	node
+	echo "$BRIDGE_CONF" >"$NET_D/10-bridge.conflist"
+	BEFORE=$(snap)
+	cp -p "$NET_D/10-bridge.conflist" "$NET_D/10-bridge.conflist.nshash-orig"
+	jq --argjson e "$(jq -c "$1" "$ENTRY")" '.plugins = [$e] + .plugins' "$NET_D/10-bridge.conflist" >"$D/new" && cat "$D/new" >"$NET_D/10-bridge.conflist"
+}
+old_script .
+inst install
+assert_eq "0 4096" "$? $(jq '.plugins[0].tcp' "$NET_D/10-bridge.conflist")" "the old script's chain, same entry: install succeeds"
+assert_contains "$(cat "$D/inst.err")" "recorded, its original without nshash kept as $NET_D/10-bridge.conflist.nshash-orig" "... adopting it (recorded, the script's copy kept)"
+inst uninstall
+assert_eq "0 $BEFORE" "$? $(snap)" "... uninstall gives back the original byte for byte, nshash nowhere"
+old_script '.tcp = 1'
+inst install
+assert_eq "0 4096" "$? $(jq '.plugins[0].tcp' "$NET_D/10-bridge.conflist")" "the old script's chain, another entry: rewritten"
+assert_eq "$(grep '^10-bridge.conflist ' <<<"$BEFORE" | cut -d' ' -f2-)" "$(snap | grep '^10-bridge.conflist.nshash-orig ' | cut -d' ' -f2-)" "... the script's copy of the original kept as it was"
+inst uninstall
+assert_eq "0 $BEFORE" "$? $(snap)" "... uninstall gives back the original byte for byte"
+old_script .
+rm "$NET_D/10-bridge.conflist.nshash-orig" # chained by hand: no copy at all
+inst install
+inst uninstall
+assert_eq "0 10-bridge.conflist  $(jq -c . <<<"$BRIDGE_CONF")" "$? $(ls -A "$NET_D") $(grep -lE '"type": *"nshash"' "$NET_D"/*) $(jq -c . "$NET_D/10-bridge.conflist")" \
+	"chained with no copy: uninstall leaves the primary's content without nshash, no file naming nshash"
+old_script '.tcp = 1'
+echo '{"cniVersion":"1.0.0","name":"x","plugins":[{"type":"nshash"}]}' >"$NET_D/10-bridge.conflist.nshash-orig"
+SNAP=$(snap)
+inst install
+assert_eq "1 $SNAP" "$? $(snap)" "a FILE.nshash-orig no record names that is no original (it names nshash): not replaced, nothing written"
+assert_contains "$(cat "$D/inst.err")" "$NET_D/10-bridge.conflist.nshash-orig is there and nshash's record" "... saying so"
+# the script's converted .conf: NAME.conflist chained, NAME.conf.nshash-orig
+node
+printf '{"cniVersion":"0.4.0","name":"single","type":"bridge","bridge":"x0"}' >"$NET_D/05-single.conf"
+BEFORE=$(snap)
+jq --argjson e "$(jq -c .tcp=1 "$ENTRY")" '{cniVersion, name, plugins: [$e, del(.cniVersion, .name)]}' "$NET_D/05-single.conf" >"$NET_D/05-single.conflist"
+mv "$NET_D/05-single.conf" "$NET_D/05-single.conf.nshash-orig"
+inst install
+assert_eq "0 4096" "$? $(jq '.plugins[0].tcp' "$NET_D/05-single.conflist")" "the old script's converted .conf: chained with the entry"
+inst uninstall
+assert_eq "0 $BEFORE" "$? $(snap)" "... uninstall puts the .conf back byte for byte, no .conflist"
+
+# ---- a .conf nshash converted, then the primary writes its own NAME.conflist
+node
+printf '{"cniVersion":"0.4.0","name":"single","type":"bridge","bridge":"x0"}' >"$NET_D/05-single.conf"
+inst install
+echo "$BRIDGE_CONF" >"$D/new" && mv "$D/new" "$NET_D/05-single.conflist"
+inst uninstall
+assert_eq "0 05-single.conflist $BRIDGE_CONF" "$? $(ls -A "$NET_D" | tr '\n' ' ')$(cat "$NET_D/05-single.conflist")" \
+	"the primary's own .conflist where nshash had made one: uninstall keeps it, the stale .conf not brought back"
+node
+printf '{"cniVersion":"0.4.0","name":"single","type":"bridge","bridge":"x0"}' >"$NET_D/05-single.conf"
+inst install
+echo "$BRIDGE_CONF" >"$D/new" && mv "$D/new" "$NET_D/05-single.conflist"
+inst install
+assert_eq '0 ["nshash","bridge","portmap"] .nshash-cni-install.state 05-single.conflist 05-single.conflist.nshash-orig' \
+	"$? $(types "$NET_D/05-single.conflist") $(ls -A "$NET_D" | LC_ALL=C sort | tr '\n' ' ' | sed 's/ $//')" \
+	"... chained again: a list of its own with its own copy, the .conf's old copy gone"
+inst uninstall
+assert_eq "0 05-single.conflist $BRIDGE_CONF" "$? $(ls -A "$NET_D" | tr '\n' ' ')$(cat "$NET_D/05-single.conflist")" \
+	"... uninstall gives back the primary's .conflist, no .conf"
+
+# ---- a file name with a newline: logged escaped, never a line of its own
+node
+NL_NAME=$'10-a\nnshash-cni-install: forged.conflist'
+echo "$BRIDGE_CONF" >"$NET_D/$NL_NAME"
+BEFORE=$(snap)
+inst install
+assert_eq "0 0" "$? $(grep -c '^nshash-cni-install: forged' "$D/inst.err")" "a file name with a newline: chained, no forged log line"
+assert_contains "$(cat "$D/inst.err")" 'chained nshash first into '"$NET_D"'/10-a\x0anshash-cni-install: forged.conflist' "... the newline shown as \\x0a"
+inst uninstall
+assert_eq "0 $BEFORE" "$? $(snap)" "... and uninstalled"
+
+# ---- the plugin runs with the signals the runtime gives it, not the watcher's
+node
+echo "$BRIDGE_CONF" >"$NET_D/10-bridge.conflist"
+# perl: it keeps the signal mask and dispositions it is given (a shell does not)
+command -v perl >/dev/null || echo "# perl missing: the plugin's signals not checked"
+cat >"$D/fake-plugin" <<PL
+#!/usr/bin/perl
+if ((\$ENV{CNI_COMMAND} // "") eq "VERSION") { print '{"cniVersion":"1.1.0","supportedVersions":["0.3.1","0.4.0","1.0.0","1.1.0"]}'; exit 0; }
+open(my \$in, "<", "/proc/self/status") or exit 1;
+open(my \$out, ">", "$D/fake-sig.new") or exit 1;
+while (<\$in>) { print \$out \$_ if /^Sig(Blk|Ign):/; }
+close(\$out);
+rename("$D/fake-sig.new", "$D/fake-sig");
+exit 0;
+PL
+chmod 0755 "$D/fake-plugin"
+rm -f "$D/fake-sig"
+CNI_PLUGIN=$D/fake-plugin watcher "$D/inst.err" --watch 30
+for _ in $(seq 50); do [ -s "$D/fake-sig" ] && break; sleep 0.1; done
+kill -TERM $W
+wait $W
+blk=$(sed -n 's/^SigBlk:[[:space:]]*//p' "$D/fake-sig") ign=$(sed -n 's/^SigIgn:[[:space:]]*//p' "$D/fake-sig")
+command -v perl >/dev/null && assert_eq "0 0" "$(((0x${blk:-ffff} & 0x4002) != 0)) $(((0x${ign:-ffff} & 0x1000) != 0))" \
+	"the watcher's STATUS exec: SIGTERM/SIGINT not blocked, SIGPIPE not ignored (SigBlk ${blk:-?}, SigIgn ${ign:-?})"
 
 # ---- several files: the first by name is the one (a .json here)
 node
@@ -443,6 +579,17 @@ assert_eq "3 1 6" "$(grep -c '^nshash-cni-install: chained' "$D/inst.err") $(gre
 assert_eq "nshash_cni_installed 1|nshash_cni_ready 1|nshash_cni_chain_writes_total 3|nshash_cni_config_refused_total 1" \
 	"$(grep -v '^#' "$PROM" | tr '\n' '|' | sed 's/|$//')" "the status file: installed, ready, 3 writes, 1 refusal"
 assert_eq 4 "$(grep -c '^# TYPE nshash_cni_' "$PROM")" "... with # TYPE lines"
+# the status file is in the watched run dir: its own rewrite wakes no pass
+# (each pass takes the dir's flock and execs the plugin's STATUS)
+if command -v strace >/dev/null; then
+	sleep 1 # the one pass our last write wakes (100 ms settle + a pass) is over
+	timeout -s INT 3 strace -f -qq -e trace=flock,execve -o "$D/idle.strace" -p $W 2>/dev/null
+	rc=$? # 124: strace was attached the 3 s (timed out), not refused
+	assert_eq "124 0" "$rc $(grep -cE 'flock\(|execve\(' "$D/idle.strace")" "watch: 3 s with nothing changed, the status file in the run dir: no pass (no flock, no exec)"
+	grep -E 'flock\(|execve\(' "$D/idle.strace" | head -4
+else
+	echo "# strace missing: the idle watcher's passes not counted"
+fi
 # the ConfigMap edited under a running watcher: not taken (it rides the next pod), ready still true
 jq '.tcp = 8192' "$ENTRY" >"$D/live-entry.json"
 touch "$NET_D/poke.txt" && rm "$NET_D/poke.txt" # a pass
