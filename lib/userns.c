@@ -23,6 +23,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 
 #include "internal.h"
@@ -34,6 +35,9 @@ struct helper_reply {
 	struct nshash_error err;
 	struct nshash_netns_info info;
 };
+
+/* How long the caller waits for each of the helper's answers. */
+#define HELPER_TIMEOUT_S 10
 
 static int send_reply(int sock, const struct helper_reply *rep)
 {
@@ -48,6 +52,9 @@ static int recv_reply(int sock, struct helper_reply *rep, const char *stage, str
 	ssize_t n;
 	while ((n = recv(sock, rep, sizeof(*rep), 0)) < 0 && errno == EINTR)
 		;
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return nshash_error_set(err, ETIMEDOUT, "user namespace helper (%s): no answer in %d s", stage,
+					HELPER_TIMEOUT_S);
 	if (n != (ssize_t)sizeof(*rep))
 		return nshash_error_set(err, n < 0 ? errno : EPROTO, "user namespace helper (%s): %s", stage,
 					n < 0 ? strerror(errno) : "died without an answer");
@@ -71,6 +78,13 @@ __attribute__((noreturn)) static void helper(int sock, pid_t parent, const struc
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != parent)
 		_exit(1);
+	/* Not dumpable while in a user namespace others may be in: a process
+	 * there holding CAP_SYS_PTRACE or CAP_KILL over it could attach to, or
+	 * stop, a helper whose credentials are still the host's root.  A new
+	 * user namespace stays dumpable until the caller has written its maps
+	 * (it needs /proc/PID/uid_map), and holds nobody else until then. */
+	if (join_fd >= 0)
+		prctl(PR_SET_DUMPABLE, 0);
 	if (join_fd >= 0 && setns(join_fd, CLONE_NEWUSER) < 0) {
 		int e = errno;
 		rep.r = nshash_error_set(&rep.err, e, "join the user namespace: %s%s", strerror(e),
@@ -86,6 +100,7 @@ __attribute__((noreturn)) static void helper(int sock, pid_t parent, const struc
 		_exit(1);
 	if (recv(sock, &go, 1, 0) != 1 || go != 'g')
 		_exit(1); /* the caller could not write the mappings */
+	prctl(PR_SET_DUMPABLE, 0);
 	int nsfd = -1;
 	rep.r = nsh_netns_nested_here(opts, &nsfd, &rep.info, &rep.err);
 	if (rep.r < 0)
@@ -193,6 +208,9 @@ static int make_in_helper(const struct nshash_create_opts *opts, int join_fd, co
 		helper(sv[1], self, opts, join_fd);
 	}
 	close(sv[1]);
+	/* a helper that cannot answer (stopped, say) is an error, not a hang */
+	struct timeval tmo = {.tv_sec = HELPER_TIMEOUT_S};
+	setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo));
 	struct helper_reply rep;
 	int r = recv_reply(sv[0], &rep, "unshare", err);
 	/* the mappings: gid first (either order works for a privileged writer) */

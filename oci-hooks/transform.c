@@ -273,8 +273,16 @@ static int transform_decide(struct transform *t, struct nshash_error *err)
 		return r;
 	if (t->path)
 		return decide_given_path(t, err);
-	if (t->new_userns && opts->mode == NSH_OCI_WRAPPER && !opts->userns_pin_path)
-		return nsh_oci_refuse_userns_shared(res->request.sizes, err);
+	if (t->new_userns && opts->mode == NSH_OCI_WRAPPER && !opts->userns_pin_path) {
+		/* asked nothing: the node's defaults never refuse a container */
+		if (!res->from_policy)
+			return nsh_oci_refuse_userns_shared(res->request.sizes, err);
+		snprintf(res->warning, sizeof(res->warning),
+			 "it has a user namespace of its own and asks for shared mount propagation, "
+			 "which nshash-runtime cannot size together");
+		res->action = NSH_OCI_DEFAULTS_SKIPPED;
+		return KEEP_CONFIG;
+	}
 	return SIZE_NETNS;
 }
 
