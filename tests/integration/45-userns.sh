@@ -236,9 +236,18 @@ fi
 
 # --- podman through the precreate hook
 if command -v podman >/dev/null; then
-	engines_iptables_snapshot
+	engines_iptables_snapshot nsh45 10.145.0.
 	engines_hooks_dir "$D/hooks" "$P"
 	engines_podman_setup "$D/podman" "hooks_dir = [\"$D/hooks\"]" || cannot_run "podman setup failed"
+	# The bridge containers run on a network of the test's own (not podman's
+	# default "podman" on podman0, which podman on the machine shares, and
+	# which the cleanup would not remove: a later run's teardown, e.g. the
+	# fresh root's, then fails on it and leaves podman's netns pin)
+	ip route | grep -q '^10\.145\.0\.' && cannot_run "10.145.0.0/24 is already routed here"
+	podman network create --subnet 10.145.0.0/24 nsh45 >/dev/null || cannot_run "podman network create failed"
+	jq '.network_interface = "nsh45br0"' "$D/podman/networks/nsh45.json" >"$D/n.json" &&
+		mv "$D/n.json" "$D/podman/networks/nsh45.json"
+	echo 'default_network = "nsh45"' >>"$CONTAINERS_CONF" # [network] is the file's last section
 	IMG=localhost/nshash-busybox
 	PSHOW='echo $(cat /proc/sys/net/ipv4/tcp_ehash_entries) $(cat /proc/sys/net/ipv4/udp_hash_entries); cat /proc/self/uid_map; grep -c " /sys sysfs " /proc/self/mounts'
 	hook_pins_gone() {

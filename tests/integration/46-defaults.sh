@@ -19,7 +19,7 @@ require_kernel_knobs
 command -v jq >/dev/null || cannot_run "jq missing"
 
 engines_oci_setup
-engines_iptables_snapshot
+engines_iptables_snapshot nsh46 10.146.0.
 GTCP=$(cat /proc/sys/net/ipv4/tcp_ehash_entries)
 GUDP=$(cat /proc/sys/net/ipv4/udp_hash_entries)
 GLOBAL="-$GTCP -$GUDP"
