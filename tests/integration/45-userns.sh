@@ -262,6 +262,7 @@ $MAP
 	hook_pins_gone && pass "podman: netns and user namespace pins removed" || fail "podman: pins left: $(ls "$S/pins" "$S/userns")"
 	assert_contains "$(cat "$D/nshash.log")" "and its user namespace's pin $S/userns/oci-" "the hook's child removed both pins"
 
+	before_netns=$(ls /run/netns 2>/dev/null)
 	out=$(podman run --rm --uidmap 0:100000:65536 --gidmap 0:100000:65536 \
 		--annotation io.nshash.tcp=4096 $IMG sh -c 'cat /proc/sys/net/ipv4/tcp_ehash_entries; ip -o -4 addr show eth0 | grep -c "inet "; ip route | grep -c "^default"' 2>"$D/perr")
 	assert_eq "4096
@@ -269,7 +270,16 @@ $MAP
 1" "$out" "podman --uidmap, default bridge: sized, eth0 with an address, a default route"
 	hook_pins_gone && pass "podman bridge: pins removed" || fail "podman bridge: pins left"
 	# podman binds a user-namespaced container's netns at /run/netns/netns-UUID
-	# for its network teardown; once --rm is done nothing holds it
+	# for its network teardown; once --rm is done nothing holds it.  podman
+	# 4.3 leaves that pin where its cleanup cannot reach syslog (measured in
+	# 90-fresh-machine's root, with no nshash at all): then the pin, not
+	# nshash, holds the tables; the test removes what its container left.
+	sleep 1
+	for f in $(comm -13 <(sort <<<"$before_netns") <(ls /run/netns 2>/dev/null | sort)); do
+		grep -q " /run/netns/$f .* - nsfs " /proc/self/mountinfo || continue
+		echo "# podman left its pin /run/netns/$f of the --rm container (podman's own; removed here)"
+		umount "/run/netns/$f" && rm -f "/run/netns/$f"
+	done
 	nshash --state-dir "$S" gc >/dev/null 2>&1
 	assert_eq "table memory: 0 bytes (0 KiB) in 0 netns sized by nshash" "$(usage)" \
 		"podman bridge: its tables no longer counted after --rm (podman's own pin of it gone)"
