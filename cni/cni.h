@@ -2,9 +2,9 @@
 /* The CNI 1.1 chained plugin (docs/cni.md).  Placed first in a conflist, it
  * replaces the still-empty netns pinned at CNI_NETNS by a sized one before
  * the next plugins configure it.  Nothing here writes to stdout: main.c
- * prints nshash_cni_run()'s output.  Not installed. */
-#ifndef NSHASH_CNI_H
-#define NSHASH_CNI_H
+ * prints nsh_cni_run()'s output.  Not installed. */
+#ifndef NSH_CNI_H
+#define NSH_CNI_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -17,54 +17,54 @@ struct json_object;
 /* The CNI 1.1 chained plugin (docs/cni.md).  Placed first in a conflist, it
  * replaces the still-empty netns pinned at CNI_NETNS by a sized one before
  * the next plugins configure it.  Nothing here writes to stdout: main.c
- * prints nshash_cni_run()'s output. */
+ * prints nsh_cni_run()'s output. */
 
 /* Error codes: 1-99 are the CNI spec's, 100+ nshash's own. */
-enum nshash_cni_code {
-	NSHASH_CNI_E_VERSION = 1,	  /* incompatible cniVersion / command */
-	NSHASH_CNI_E_ENV = 4,		  /* missing or invalid CNI_* variable */
-	NSHASH_CNI_E_IO = 5,		  /* reading stdin failed */
-	NSHASH_CNI_E_DECODE = 6,	  /* stdin is not one JSON object */
-	NSHASH_CNI_E_CONFIG = 7,	  /* invalid network config key/value */
-	NSHASH_CNI_E_NOT_READY = 50,	  /* STATUS: cannot size anything here */
-	NSHASH_CNI_E_NOT_RESIZABLE = 100, /* CNI_NETNS cannot be replaced */
-	NSHASH_CNI_E_FALLBACK = 101,	  /* kernel gave the shared table */
-	NSHASH_CNI_E_REFUSED = 102,	  /* pod annotation invalid or over the cap */
-	NSHASH_CNI_E_CREATE = 103,	  /* creating the sized netns failed */
-	NSHASH_CNI_E_MISMATCH = 104,	  /* CHECK: netns has other sizes */
-	NSHASH_CNI_E_BUDGET = 105,	  /* maxTableBytes would be passed */
+enum nsh_cni_code {
+	NSH_CNI_E_VERSION = 1,	  /* incompatible cniVersion / command */
+	NSH_CNI_E_ENV = 4,		  /* missing or invalid CNI_* variable */
+	NSH_CNI_E_IO = 5,		  /* reading stdin failed */
+	NSH_CNI_E_DECODE = 6,	  /* stdin is not one JSON object */
+	NSH_CNI_E_CONFIG = 7,	  /* invalid network config key/value */
+	NSH_CNI_E_NOT_READY = 50,	  /* STATUS: cannot size anything here */
+	NSH_CNI_E_NOT_RESIZABLE = 100, /* CNI_NETNS cannot be replaced */
+	NSH_CNI_E_FALLBACK = 101,	  /* kernel gave the shared table */
+	NSH_CNI_E_REFUSED = 102,	  /* pod annotation invalid or over the cap */
+	NSH_CNI_E_CREATE = 103,	  /* creating the sized netns failed */
+	NSH_CNI_E_MISMATCH = 104,	  /* CHECK: netns has other sizes */
+	NSH_CNI_E_BUDGET = 105,	  /* maxTableBytes would be passed */
 };
 
 /* "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0", NULL */
-extern const char *const nshash_cni_versions[];
-/* Exact membership in nshash_cni_versions. */
-bool nshash_cni_version_supported(const char *version);
+extern const char *const nsh_cni_versions[];
+/* Exact membership in nsh_cni_versions. */
+bool nsh_cni_version_supported(const char *version);
 /* Compare two "MAJOR.MINOR.PATCH" strings; unparsable sorts lowest. */
-int nshash_cni_version_cmp(const char *a, const char *b);
+int nsh_cni_version_cmp(const char *a, const char *b);
 
 /* A CNI failure: the spec's code next to the engine's error type, whose
  * message is the error object's "msg" and errnum what functions return
  * (0 / -errno, as everywhere in nshash). */
-struct nshash_cni_failure {
-	int code;	   /* enum nshash_cni_code; 0 = none */
+struct nsh_cni_failure {
+	int code;	   /* enum nsh_cni_code; 0 = none */
 	char details[128]; /* the error object's "details", "" = none */
 	struct nshash_error err;
 };
 /* Fill `fail` and return -errno (the errno that goes with `code`). */
-int nshash_cni_fail(struct nshash_cni_failure *fail, int code, const char *details, const char *fmt, ...)
+int nsh_cni_fail(struct nsh_cni_failure *fail, int code, const char *details, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* The spec's error object as malloc'd JSON text (NULL on ENOMEM). */
-char *nshash_cni_error_json(const char *cni_version, const struct nshash_cni_failure *fail);
+char *nsh_cni_error_json(const char *cni_version, const struct nsh_cni_failure *fail);
 
-enum nshash_cni_command {
-	NSHASH_CNI_ADD,
-	NSHASH_CNI_DEL,
-	NSHASH_CNI_CHECK,
-	NSHASH_CNI_STATUS,
-	NSHASH_CNI_GC,
-	NSHASH_CNI_VERSION,
+enum nsh_cni_command {
+	NSH_CNI_ADD,
+	NSH_CNI_DEL,
+	NSH_CNI_CHECK,
+	NSH_CNI_STATUS,
+	NSH_CNI_GC,
+	NSH_CNI_VERSION,
 };
-struct nshash_cni_env {
+struct nsh_cni_env {
 	const char *command;	 /* CNI_COMMAND */
 	const char *containerid; /* CNI_CONTAINERID */
 	const char *netns;	 /* CNI_NETNS */
@@ -72,16 +72,16 @@ struct nshash_cni_env {
 	const char *args;	 /* CNI_ARGS (K8S_POD_NAMESPACE, K8S_POD_NAME: for the record) */
 	const char *path;	 /* CNI_PATH (unused: nshash calls no plugin) */
 };
-void nshash_cni_env_from_environ(struct nshash_cni_env *env);
+void nsh_cni_env_from_environ(struct nsh_cni_env *env);
 /* The value of KEY in CNI_ARGS ("K1=V1;K2=V2", libcni's form) into out
  * (cut to fit): true when the key is there. */
-bool nshash_cni_args_get(const char *args, const char *key, char *out, size_t len);
+bool nsh_cni_args_get(const char *args, const char *key, char *out, size_t len);
 /* Check the variables `command` needs; code 4 naming every bad one. */
-int nshash_cni_env_check(const struct nshash_cni_env *env, enum nshash_cni_command *command,
-			 struct nshash_cni_failure *err);
+int nsh_cni_env_check(const struct nsh_cni_env *env, enum nsh_cni_command *command,
+			 struct nsh_cni_failure *err);
 
 /* The plugin's entry of the network config, as nshash reads it. */
-struct nshash_cni_config {
+struct nsh_cni_config {
 	char cni_version[32];
 	char name[256];
 	bool has_tcp, has_udp; /* "tcp" / "udp" given */
@@ -101,10 +101,10 @@ struct nshash_cni_config {
 };
 /* Decode and validate stdin: code 6 when it is not exactly one JSON object,
  * 1 for a missing/unsupported cniVersion, 7 naming a bad key and value.
- * Free with nshash_cni_config_free() whatever it returns. */
-int nshash_cni_config_parse(const char *text, size_t len, struct nshash_cni_config *cfg,
-			    struct nshash_cni_failure *err);
-void nshash_cni_config_free(struct nshash_cni_config *cfg);
+ * Free with nsh_cni_config_free() whatever it returns. */
+int nsh_cni_config_parse(const char *text, size_t len, struct nsh_cni_config *cfg,
+			    struct nsh_cni_failure *err);
+void nsh_cni_config_free(struct nsh_cni_config *cfg);
 /* Apply the node's policy (nshash.json(5)) to a parsed config: the state
  * dir is the node's (a different "stateDir" is code 7); a network with
  * neither "tcp" nor "udp" takes the node's defaultTcp / defaultUdp as its
@@ -113,18 +113,18 @@ void nshash_cni_config_free(struct nshash_cni_config *cfg);
  * network value above the node's is lowered, with a line in `warn`); the
  * network default above the resulting cap is code 7; strategy is nested when
  * either says so; onFailure is the network's, else the node's. */
-int nshash_cni_config_node(struct nshash_cni_config *cfg, const struct nsh_policy *node, char *warn, size_t wlen,
-			   struct nshash_cni_failure *err);
+int nsh_cni_config_node(struct nsh_cni_config *cfg, const struct nsh_policy *node, char *warn, size_t wlen,
+			   struct nsh_cni_failure *err);
 /* The sizes this attachment asks for: the network defaults overridden per
  * protocol by the pod annotations io.nshash.tcp / io.nshash.udp from
  * runtimeConfig["io.kubernetes.cri.pod-annotations"], refused (code 102)
  * when invalid or above maxTcp / maxUdp.  *from_annotation tells which. */
-int nshash_cni_request(const struct nshash_cni_config *cfg, struct nshash_sizes *req, bool *from_annotation,
-		       struct nshash_cni_failure *err);
+int nsh_cni_request(const struct nsh_cni_config *cfg, struct nshash_sizes *req, bool *from_annotation,
+		       struct nsh_cni_failure *err);
 
-/* The system operations the decisions rest on.  nshash_cni_run() uses the
+/* The system operations the decisions rest on.  nsh_cni_run() uses the
  * real ones when `ops` is NULL; unit tests replace them. */
-struct nshash_cni_ops {
+struct nsh_cni_ops {
 	int (*classify)(const char *path, enum nshash_path_kind *kind, char *detail, size_t detail_len,
 			struct nshash_error *err);
 	int (*inspect)(const char *path, struct nshash_netns_info *info, struct nshash_error *err);
@@ -140,9 +140,9 @@ struct nshash_cni_ops {
 	 * parallel with the pod network, and it enters the netns for a few ms. */
 	unsigned process_grace_ms;
 };
-extern const struct nshash_cni_ops nshash_cni_system_ops;
+extern const struct nsh_cni_ops nsh_cni_system_ops;
 
-struct nshash_cni_output {
+struct nsh_cni_output {
 	int status;	   /* exit status: 0 or 1 */
 	char *stdout_text; /* malloc'd: result, version info or error JSON; NULL = nothing */
 	char log[2048];	   /* what goes to stderr ("" = nothing) */
@@ -159,22 +159,22 @@ struct nshash_cni_output {
 };
 /* The node's side: the policy file the hook and the wrapper read
  * ($NSHASH_POLICY, else /etc/nshash/nshash.json; absent = the defaults). */
-struct nshash_cni_node {
+struct nsh_cni_node {
 	struct nsh_policy policy;
 	bool failed; /* it could not be read: `error` says why */
 	struct nshash_error error;
 };
 /* Load it (main.c). */
-void nshash_cni_node_load(struct nshash_cni_node *node);
+void nsh_cni_node_load(struct nsh_cni_node *node);
 /* Run one invocation: env + stdin → output, with the node's policy (NULL =
  * the defaults).  Never exits or prints. */
-void nshash_cni_run(const struct nshash_cni_env *env, const char *input, size_t len, const struct nshash_cni_ops *ops,
-		    const struct nshash_cni_node *node, struct nshash_cni_output *out);
-void nshash_cni_output_free(struct nshash_cni_output *out);
+void nsh_cni_run(const struct nsh_cni_env *env, const char *input, size_t len, const struct nsh_cni_ops *ops,
+		    const struct nsh_cni_node *node, struct nsh_cni_output *out);
+void nsh_cni_output_free(struct nsh_cni_output *out);
 /* After the answer is out: ADD counted by outcome in STATE_DIR/cni/adds and,
  * when its pod runs (sized, warned, unsized), recorded with the pod's
  * namespace and name from CNI_ARGS; DEL removes that record. */
-int nshash_cni_record(const struct nshash_cni_env *env, const struct nshash_cni_output *out, const char *state_dir,
+int nsh_cni_record(const struct nsh_cni_env *env, const struct nsh_cni_output *out, const char *state_dir,
 		      struct nshash_error *err);
 
 /* ------------------------------------------------- between the plugin's files */
@@ -184,12 +184,12 @@ int nshash_cni_record(const struct nshash_cni_env *env, const struct nshash_cni_
 
 /* One invocation in progress. */
 struct run {
-	const struct nshash_cni_env *env;
-	enum nshash_cni_command command;
-	const struct nshash_cni_ops *ops;
-	struct nshash_cni_config cfg;
-	struct nshash_cni_output *out;
-	struct nshash_cni_failure err;
+	const struct nsh_cni_env *env;
+	enum nsh_cni_command command;
+	const struct nsh_cni_ops *ops;
+	struct nsh_cni_config cfg;
+	struct nsh_cni_output *out;
+	struct nsh_cni_failure err;
 };
 
 /* charge.c: for the creation, move into a transient leaf under the pod's
@@ -204,7 +204,7 @@ void nsh_cni_charge_enter(struct run *r, struct nsh_cni_charge *c);
 void nsh_cni_charge_leave(struct run *r, struct nsh_cni_charge *c);
 
 /* config.c: stdin as one JSON object (code 6 otherwise). */
-int nsh_cni_decode(const char *text, size_t len, struct json_object **out, struct nshash_cni_failure *err);
+int nsh_cni_decode(const char *text, size_t len, struct json_object **out, struct nsh_cni_failure *err);
 /* result.c: point the one logger (common/log.c) at r->out->log, nothing
  * on stderr, as "nshash[COMMAND ID]: message". */
 void nsh_cni_log_setup(struct run *r);

@@ -14,7 +14,7 @@
 
 #include "cni.h"
 
-const struct nshash_cni_ops nshash_cni_system_ops = {
+const struct nsh_cni_ops nsh_cni_system_ops = {
     .classify = nshash_path_classify,
     .inspect = nshash_inspect_path,
     .occupancy = nshash_netns_occupancy,
@@ -84,7 +84,7 @@ static int soft_failure(struct run *r, int code, const char *fmt, ...)
 		r->out->outcome = NSH_CNI_WARNED;
 		return 1;
 	}
-	return nshash_cni_fail(&r->err, code, NULL, "%s", msg);
+	return nsh_cni_fail(&r->err, code, NULL, "%s", msg);
 }
 
 static int netns_kind_checked(struct run *r, enum nshash_path_kind *kind, char *detail, size_t dlen)
@@ -92,9 +92,9 @@ static int netns_kind_checked(struct run *r, enum nshash_path_kind *kind, char *
 	struct nshash_error e;
 	const char *netns = r->env->netns;
 	if (r->ops->classify(netns, kind, detail, dlen, &e) < 0)
-		return nshash_cni_fail(&r->err, NSHASH_CNI_E_ENV, NULL, "CNI_NETNS=%s: %s", netns, e.msg);
+		return nsh_cni_fail(&r->err, NSH_CNI_E_ENV, NULL, "CNI_NETNS=%s: %s", netns, e.msg);
 	if (*kind == NSHASH_PATH_MISSING || *kind == NSHASH_PATH_NOT_NETNS)
-		return nshash_cni_fail(&r->err, NSHASH_CNI_E_ENV, NULL, "CNI_NETNS=%s is not a network namespace: %s",
+		return nsh_cni_fail(&r->err, NSH_CNI_E_ENV, NULL, "CNI_NETNS=%s is not a network namespace: %s",
 				       netns, detail);
 	return 0;
 }
@@ -104,7 +104,7 @@ static int netns_kind_checked(struct run *r, enum nshash_path_kind *kind, char *
 static int request_and_netns(struct run *r, struct nshash_sizes *req, bool *from_ann, enum nshash_path_kind *kind,
 			     char *detail, size_t dlen)
 {
-	if (nshash_cni_request(&r->cfg, req, from_ann, &r->err) < 0)
+	if (nsh_cni_request(&r->cfg, req, from_ann, &r->err) < 0)
 		return -r->err.err.errnum;
 	if (req->tcp == 0 && req->udp == 0)
 		return 1;
@@ -118,7 +118,7 @@ static int request_and_netns(struct run *r, struct nshash_sizes *req, bool *from
  * netns is made or taken: it touches only
  * its job, never the run's output or error. */
 struct occupancy_job {
-	const struct nshash_cni_ops *ops;
+	const struct nsh_cni_ops *ops;
 	const char *netns;
 	struct nshash_sizes req;
 	bool inspect; /* in: look at the sizes first */
@@ -169,19 +169,19 @@ static int add_refusal(struct run *r, const char *want, enum nshash_path_kind ki
 
 	if (kind == NSHASH_PATH_PROC)
 		return soft_failure(
-		    r, NSHASH_CNI_E_NOT_RESIZABLE,
+		    r, NSH_CNI_E_NOT_RESIZABLE,
 		    "cannot size the netns %s (%s): it is a process's netns, created by the runtime "
 		    "with the container already inside, and table sizes are fixed when a netns is created; "
 		    "nshash works only with runtimes that pin the netns before ADD (containerd CRI, CRI-O, "
 		    "podman); here use the nshash OCI hook or runtime wrapper instead",
 		    netns, want);
 	if (kind == NSHASH_PATH_LINK)
-		return soft_failure(r, NSHASH_CNI_E_NOT_RESIZABLE,
+		return soft_failure(r, NSH_CNI_E_NOT_RESIZABLE,
 				    "cannot size the netns %s (%s): it is a symbolic link (to %s), not the runtime's "
 				    "pin; nshash replaces only a netns bind-mounted at CNI_NETNS itself",
 				    netns, want, detail);
 	if (prev_sandbox_interfaces(r, names, sizeof(names)))
-		return soft_failure(r, NSHASH_CNI_E_NOT_RESIZABLE,
+		return soft_failure(r, NSH_CNI_E_NOT_RESIZABLE,
 				    "cannot size the netns %s (%s): prevResult already has container interfaces (%s), "
 				    "so nshash is not the first plugin; place nshash first in the conflist's plugins "
 				    "list",
@@ -196,11 +196,11 @@ static int add_occupied(struct run *r, const char *want, const struct occupancy_
 	const char *netns = r->env->netns;
 
 	if (j->r < 0)
-		return nshash_cni_fail(&r->err, NSHASH_CNI_E_IO, NULL, "cannot size the netns %s: %s", netns, j->e.msg);
+		return nsh_cni_fail(&r->err, NSH_CNI_E_IO, NULL, "cannot size the netns %s: %s", netns, j->e.msg);
 	if (j->waited && !j->occ.pid)
 		nsh_cni_log(r, "waited %u ms for a process to leave %s", j->waited, netns);
 	if (j->occ.links)
-		return soft_failure(r, NSHASH_CNI_E_NOT_RESIZABLE,
+		return soft_failure(r, NSH_CNI_E_NOT_RESIZABLE,
 				    "cannot size the netns %s (%s): it already has interfaces besides lo (%s); place "
 				    "nshash first in the conflist's plugins list so it runs before any interface "
 				    "exists",
@@ -210,13 +210,13 @@ static int add_occupied(struct run *r, const char *want, const struct occupancy_
 	 * containerd pinned it from the sandbox's pid.  A replacement made
 	 * here would be the host user namespace's, empty or not. */
 	struct nshash_error ue;
-	if (r->ops == &nshash_cni_system_ops && nshash_netns_foreign_userns(netns, &ue) == 1) {
+	if (r->ops == &nsh_cni_system_ops && nshash_netns_foreign_userns(netns, &ue) == 1) {
 		char inside[80] = "";
 		if (j->occ.pid)
 			snprintf(inside, sizeof(inside), " (process %d, %s, already inside)", (int)j->occ.pid,
 				 j->occ.comm);
 		return soft_failure(
-		    r, NSHASH_CNI_E_NOT_RESIZABLE,
+		    r, NSH_CNI_E_NOT_RESIZABLE,
 		    "cannot size the netns %s (%s): it is owned by the pod's own user namespace (Kubernetes "
 		    "hostUsers: false: the OCI runtime made it with the sandbox%s); a replacement made here would "
 		    "be the host user namespace's, where the pod could not mount sysfs. Instead: size such pods "
@@ -226,7 +226,7 @@ static int add_occupied(struct run *r, const char *want, const struct occupancy_
 	}
 	if (j->occ.pid)
 		return soft_failure(
-		    r, NSHASH_CNI_E_NOT_RESIZABLE,
+		    r, NSH_CNI_E_NOT_RESIZABLE,
 		    "cannot size the netns %s (%s): process %d (%s) already lives in it (still after %u ms); "
 		    "a netns can be replaced only before anything joins it",
 		    netns, want, (int)j->occ.pid, j->occ.comm, r->ops->process_grace_ms);
@@ -241,11 +241,11 @@ static int create_failed(struct run *r, struct nshash_sizes req, const char *wan
 	struct nshash_error e;
 
 	if (r->ops->probe(&probe, &e) < 0 || nshash_probe_require(&probe, req, &e) < 0)
-		return soft_failure(r, NSHASH_CNI_E_CREATE, "cannot size the netns %s (%s): %s", r->env->netns, want,
+		return soft_failure(r, NSH_CNI_E_CREATE, "cannot size the netns %s (%s): %s", r->env->netns, want,
 				    e.msg);
-	int code = ce->errnum == NSHASH_E_FALLBACK ? NSHASH_CNI_E_FALLBACK
-		   : ce->errnum == NSHASH_E_BUDGET ? NSHASH_CNI_E_BUDGET
-						   : NSHASH_CNI_E_CREATE;
+	int code = ce->errnum == NSHASH_E_FALLBACK ? NSH_CNI_E_FALLBACK
+		   : ce->errnum == NSHASH_E_BUDGET ? NSH_CNI_E_BUDGET
+						   : NSH_CNI_E_CREATE;
 	return soft_failure(r, code, "replace netns %s: %s", r->env->netns, ce->msg);
 }
 
@@ -298,7 +298,7 @@ static int add_replace(struct run *r, struct nshash_sizes req, const char *want,
 	 * the pod's (not with replaced system operations: unit tests); a
 	 * spare, made by an earlier call, only where it does not. */
 	struct nsh_cni_charge charge = {0};
-	if (r->ops == &nshash_cni_system_ops)
+	if (r->ops == &nsh_cni_system_ops)
 		nsh_cni_charge_enter(r, &charge);
 	if (!charge.entered)
 		opts.spares = r->cfg.spares;
@@ -314,7 +314,7 @@ static int add_replace(struct run *r, struct nshash_sizes req, const char *want,
 		occupancy_settled(&job);
 	nsh_cni_charge_leave(r, &charge);
 	if (job.inspect && job.ir < 0)
-		s = nshash_cni_fail(&r->err, NSHASH_CNI_E_IO, NULL, "%s", job.ie.msg);
+		s = nsh_cni_fail(&r->err, NSH_CNI_E_IO, NULL, "%s", job.ie.msg);
 	else if (job.already)
 		s = 2; /* the netns made is dropped unused */
 	else
@@ -322,10 +322,10 @@ static int add_replace(struct run *r, struct nshash_sizes req, const char *want,
 	if (s == 0 && created < 0)
 		s = create_failed(r, req, want, &e);
 	if (s == 0 && nshash_verify(&info, req, netns, &e) < 0)
-		s = soft_failure(r, e.errnum == NSHASH_E_FALLBACK ? NSHASH_CNI_E_FALLBACK : NSHASH_CNI_E_CREATE, "%s",
+		s = soft_failure(r, e.errnum == NSHASH_E_FALLBACK ? NSH_CNI_E_FALLBACK : NSH_CNI_E_CREATE, "%s",
 				 e.msg);
 	if (s == 0 && r->ops->swap(nsfd, netns, &e) < 0)
-		s = soft_failure(r, NSHASH_CNI_E_CREATE, "%s", e.msg);
+		s = soft_failure(r, NSH_CNI_E_CREATE, "%s", e.msg);
 	if (nsfd >= 0)
 		close(nsfd);
 	if (s != 0)
@@ -333,17 +333,17 @@ static int add_replace(struct run *r, struct nshash_sizes req, const char *want,
 	/* What the next plugins and the runtime will open is the path, not
 	 * the netns the library made: look again through the path (with the
 	 * system operations, by identity: the same netns is the same sizes). */
-	int looked = r->ops == &nshash_cni_system_ops && info.inode ? shows_made(netns, &info, &e)
+	int looked = r->ops == &nsh_cni_system_ops && info.inode ? shows_made(netns, &info, &e)
 								    : r->ops->inspect(netns, seen, &e);
-	if (looked == 0 && r->ops == &nshash_cni_system_ops && info.inode)
+	if (looked == 0 && r->ops == &nsh_cni_system_ops && info.inode)
 		*seen = info;
 	if (looked < 0 || nshash_verify(seen, req, netns, &e) < 0) {
-		return soft_failure(r, NSHASH_CNI_E_CREATE, "after replacing the netns, %s does not show it: %s", netns,
+		return soft_failure(r, NSH_CNI_E_CREATE, "after replacing the netns, %s does not show it: %s", netns,
 				    e.msg);
 	}
 	/* The pod has its netns: the next ADD of these sizes takes a spare
 	 * (never after an ADD refused, failed or warned: it used none). */
-	if (r->ops == &nshash_cni_system_ops) {
+	if (r->ops == &nsh_cni_system_ops) {
 		r->out->refill = opts;
 		r->out->refill.state_dir = NULL; /* main sets out->state_dir: r->cfg is gone by then */
 		r->out->refill_due = true;
@@ -375,7 +375,7 @@ int nsh_cni_cmd_add(struct run *r)
 	bool common = kind == NSHASH_PATH_PIN && !prev_sandbox_interfaces(r, names, sizeof(names));
 	if (!common) {
 		if (r->ops->inspect(inspected_path(netns, kind, resolved), &info, &e) < 0)
-			return nshash_cni_fail(&r->err, NSHASH_CNI_E_IO, NULL, "%s", e.msg);
+			return nsh_cni_fail(&r->err, NSH_CNI_E_IO, NULL, "%s", e.msg);
 		if (nshash_verify(&info, req, netns, &e) == 0) {
 			r->out->outcome = NSH_CNI_SIZED;
 			nsh_cni_log(r, "%s already has %s", netns, want);
@@ -414,7 +414,7 @@ int nsh_cni_cmd_check(struct run *r)
 	struct nshash_netns_info info;
 	char resolved[PATH_MAX];
 	if (r->ops->inspect(inspected_path(r->env->netns, kind, resolved), &info, &e) < 0)
-		return nshash_cni_fail(&r->err, NSHASH_CNI_E_IO, NULL, "%s", e.msg);
+		return nsh_cni_fail(&r->err, NSH_CNI_E_IO, NULL, "%s", e.msg);
 	if (nshash_verify(&info, req, r->env->netns, &e) < 0) {
 		/* Not "allocation failed?": at CHECK a shared table may as well
 		 * mean the netns was never sized. */
@@ -422,7 +422,7 @@ int nsh_cni_cmd_check(struct run *r)
 		sizes_text(nshash_sizes_effective(req), want, sizeof(want));
 		snprintf(have, sizeof(have), "tcp %s%ld, udp %s%ld", info.tcp_entries < 0 ? "shared " : "",
 			 labs(info.tcp_entries), info.udp_entries < 0 ? "shared " : "", labs(info.udp_entries));
-		s = soft_failure(r, NSHASH_CNI_E_MISMATCH, "CHECK %s: requested %s, the netns has %s", r->env->netns,
+		s = soft_failure(r, NSH_CNI_E_MISMATCH, "CHECK %s: requested %s, the netns has %s", r->env->netns,
 				 want, have);
 		return s < 0 ? s : 0;
 	}
@@ -438,7 +438,7 @@ int nsh_cni_cmd_status(struct run *r)
 	struct nshash_probe probe;
 	struct nshash_error e;
 	if (r->ops->probe(&probe, &e) < 0 || nshash_probe_require(&probe, may, &e) < 0)
-		return nshash_cni_fail(&r->err, NSHASH_CNI_E_NOT_READY, NULL, "nshash cannot size netns here: %s",
+		return nsh_cni_fail(&r->err, NSH_CNI_E_NOT_READY, NULL, "nshash cannot size netns here: %s",
 				       e.msg);
 	return 0;
 }

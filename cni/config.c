@@ -46,7 +46,7 @@ static void json_shown(json_object *v, char *buf, size_t len)
 }
 
 static int config_size(json_object *root, const char *key, enum nshash_proto proto, bool *given, uint32_t *out,
-		       struct nshash_cni_failure *err)
+		       struct nsh_cni_failure *err)
 {
 	json_object *v;
 	*given = false;
@@ -59,7 +59,7 @@ static int config_size(json_object *root, const char *key, enum nshash_proto pro
 		/* "tcp": "8192" -> say: write "tcp": 8192 (the user's own number) */
 		const char *text = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
 		bool digits = text[0] && strspn(text, "0123456789") == strlen(text) && strlen(text) <= 10;
-		return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
+		return nsh_cni_fail(err, NSH_CNI_E_CONFIG, NULL,
 				       "network config key \"%s\": %s is %s; expected a JSON integer "
 				       "0..%u (write \"%s\": %s, not \"%s\")",
 				       key, shown, json_type_word(v), nshash_proto_max(proto), key,
@@ -70,7 +70,7 @@ static int config_size(json_object *root, const char *key, enum nshash_proto pro
 	int64_t n = json_object_get_int64(v);
 	struct nshash_error e;
 	if (n == INT64_MAX || nshash_size_check(proto, key, n, out, &e) < 0)
-		return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
+		return nsh_cni_fail(err, NSH_CNI_E_CONFIG, NULL,
 				       "network config key \"%s\": %s is out of range (%s sizes are 0..%u, "
 				       "0 = shared table)",
 				       key, shown, nshash_proto_name(proto), nshash_proto_max(proto));
@@ -81,7 +81,7 @@ static int config_size(json_object *root, const char *key, enum nshash_proto pro
 /* A string member of `obj`; *out NULL when absent.  `what` and `code` say
  * whose value it is in the error ("network config key", 7). */
 static int string_member(json_object *obj, const char *key, const char *what, int code, const char **out,
-			 struct nshash_cni_failure *err)
+			 struct nsh_cni_failure *err)
 {
 	json_object *v;
 	*out = NULL;
@@ -90,65 +90,65 @@ static int string_member(json_object *obj, const char *key, const char *what, in
 	if (!json_object_is_type(v, json_type_string)) {
 		char shown[96];
 		json_shown(v, shown, sizeof(shown));
-		return nshash_cni_fail(err, code, NULL, "%s \"%s\": %s is %s; expected a string", what, key, shown,
+		return nsh_cni_fail(err, code, NULL, "%s \"%s\": %s is %s; expected a string", what, key, shown,
 				       json_type_word(v));
 	}
 	*out = json_object_get_string(v);
 	return 0;
 }
 
-static int config_string(json_object *root, const char *key, const char **out, struct nshash_cni_failure *err)
+static int config_string(json_object *root, const char *key, const char **out, struct nsh_cni_failure *err)
 {
-	return string_member(root, key, "network config key", NSHASH_CNI_E_CONFIG, out, err);
+	return string_member(root, key, "network config key", NSH_CNI_E_CONFIG, out, err);
 }
 
-void nshash_cni_config_free(struct nshash_cni_config *cfg)
+void nsh_cni_config_free(struct nsh_cni_config *cfg)
 {
 	if (cfg->json)
 		json_object_put(cfg->json);
 	cfg->json = NULL;
 }
 
-int nsh_cni_decode(const char *text, size_t len, json_object **out, struct nshash_cni_failure *err)
+int nsh_cni_decode(const char *text, size_t len, json_object **out, struct nsh_cni_failure *err)
 {
 	struct nsh_json_fault f;
 	json_object *root;
 
 	*out = NULL;
 	if (len == 0)
-		return nshash_cni_fail(err, NSHASH_CNI_E_DECODE, NULL,
+		return nsh_cni_fail(err, NSH_CNI_E_DECODE, NULL,
 				       "no network config on stdin (expected a JSON object)");
 	if (nsh_json_decode(text, len, &root, &f) < 0) {
 		switch (f.kind) {
 		case NSH_JSON_NUL:
-			return nshash_cni_fail(err, NSHASH_CNI_E_DECODE, NULL,
+			return nsh_cni_fail(err, NSH_CNI_E_DECODE, NULL,
 					       "network config on stdin contains a NUL byte");
 		case NSH_JSON_NOMEM:
-			return nshash_cni_fail(err, NSHASH_CNI_E_IO, NULL, "decode network config: out of memory");
+			return nsh_cni_fail(err, NSH_CNI_E_IO, NULL, "decode network config: out of memory");
 		case NSH_JSON_EMPTY:
 		case NSH_JSON_TRUNCATED:
-			return nshash_cni_fail(err, NSHASH_CNI_E_DECODE, NULL,
+			return nsh_cni_fail(err, NSH_CNI_E_DECODE, NULL,
 					       "decode network config: unexpected end of input after %zu bytes "
 					       "(truncated JSON)",
 					       len);
 		case NSH_JSON_NUL_ESCAPE:
-			return nshash_cni_fail(
-			    err, NSHASH_CNI_E_DECODE, NULL,
+			return nsh_cni_fail(
+			    err, NSH_CNI_E_DECODE, NULL,
 			    "decode network config: \\u0000 (a NUL character) in a string at byte %zu", f.offset);
 		case NSH_JSON_TRAILING:
-			return nshash_cni_fail(
-			    err, NSHASH_CNI_E_DECODE, NULL,
+			return nsh_cni_fail(
+			    err, NSH_CNI_E_DECODE, NULL,
 			    "decode network config: unexpected data after the JSON object at byte %zu",
 			    f.offset + strspn(text + f.offset, " \t\r\n"));
 		default:
-			return nshash_cni_fail(err, NSHASH_CNI_E_DECODE, NULL, "decode network config: %s at byte %zu",
+			return nsh_cni_fail(err, NSH_CNI_E_DECODE, NULL, "decode network config: %s at byte %zu",
 					       f.why ? f.why : "too large", f.offset);
 		}
 	}
 	if (!json_object_is_type(root, json_type_object)) {
 		const char *w = json_type_word(root);
 		json_object_put(root);
-		return nshash_cni_fail(err, NSHASH_CNI_E_DECODE, NULL,
+		return nsh_cni_fail(err, NSH_CNI_E_DECODE, NULL,
 				       "decode network config: stdin holds %s, expected a JSON object", w);
 	}
 	*out = root;
@@ -158,29 +158,29 @@ int nsh_cni_decode(const char *text, size_t len, json_object **out, struct nshas
 static void version_list(char *buf, size_t len)
 {
 	buf[0] = '\0';
-	for (int i = 0; nshash_cni_versions[i]; i++)
-		nsh_append(buf, len, "%s%s", i ? ", " : "", nshash_cni_versions[i]);
+	for (int i = 0; nsh_cni_versions[i]; i++)
+		nsh_append(buf, len, "%s%s", i ? ", " : "", nsh_cni_versions[i]);
 }
 
 /* cniVersion: present, a string, one nshash speaks. */
-static int config_version(json_object *root, struct nshash_cni_config *cfg, struct nshash_cni_failure *err)
+static int config_version(json_object *root, struct nsh_cni_config *cfg, struct nsh_cni_failure *err)
 {
 	char supported[64];
 	version_list(supported, sizeof(supported));
 	json_object *v;
 	if (!json_object_object_get_ex(root, "cniVersion", &v))
-		return nshash_cni_fail(err, NSHASH_CNI_E_VERSION, supported,
+		return nsh_cni_fail(err, NSH_CNI_E_VERSION, supported,
 				       "network config has no cniVersion; nshash supports %s", supported);
 	if (!json_object_is_type(v, json_type_string)) {
 		char shown[64];
 		json_shown(v, shown, sizeof(shown));
-		return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
+		return nsh_cni_fail(err, NSH_CNI_E_CONFIG, NULL,
 				       "network config key \"cniVersion\": %s is %s; expected a string", shown,
 				       json_type_word(v));
 	}
 	snprintf(cfg->cni_version, sizeof(cfg->cni_version), "%s", json_object_get_string(v));
-	if (!nshash_cni_version_supported(json_object_get_string(v)))
-		return nshash_cni_fail(err, NSHASH_CNI_E_VERSION, supported,
+	if (!nsh_cni_version_supported(json_object_get_string(v)))
+		return nsh_cni_fail(err, NSH_CNI_E_VERSION, supported,
 				       "cniVersion \"%.64s\" is not supported; nshash supports %s",
 				       json_object_get_string(v), supported);
 
@@ -188,7 +188,7 @@ static int config_version(json_object *root, struct nshash_cni_config *cfg, stru
 }
 
 /* A byte count: a JSON integer >= 0 (0 or absent = none). */
-static int config_bytes(json_object *root, const char *key, uint64_t *out, struct nshash_cni_failure *err)
+static int config_bytes(json_object *root, const char *key, uint64_t *out, struct nsh_cni_failure *err)
 {
 	json_object *v;
 	*out = 0;
@@ -198,7 +198,7 @@ static int config_bytes(json_object *root, const char *key, uint64_t *out, struc
 	json_shown(v, shown, sizeof(shown));
 	int64_t n = json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : -1;
 	if (n < 0 || n == INT64_MAX)
-		return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
+		return nsh_cni_fail(err, NSH_CNI_E_CONFIG, NULL,
 				       "network config key \"%s\": %s is %s; expected a JSON integer of bytes, "
 				       "0..%lld (0 = no budget)",
 				       key, shown,
@@ -209,7 +209,7 @@ static int config_bytes(json_object *root, const char *key, uint64_t *out, struc
 }
 
 /* tcp, udp (network defaults), maxTcp, maxUdp (caps on pods), maxTableBytes. */
-static int config_sizes(json_object *root, struct nshash_cni_config *cfg, struct nshash_cni_failure *err)
+static int config_sizes(json_object *root, struct nsh_cni_config *cfg, struct nsh_cni_failure *err)
 {
 	if (config_size(root, "tcp", NSHASH_TCP, &cfg->has_tcp, &cfg->sizes.tcp, err) < 0 ||
 	    config_size(root, "udp", NSHASH_UDP, &cfg->has_udp, &cfg->sizes.udp, err) < 0 ||
@@ -223,13 +223,13 @@ static int config_sizes(json_object *root, struct nshash_cni_config *cfg, struct
 		cfg->max.udp = nshash_size_effective(NSHASH_UDP, cfg->sizes.udp);
 	struct nshash_error e;
 	if (nshash_sizes_cap(cfg->sizes, cfg->max, "network config", &e) < 0)
-		return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
+		return nsh_cni_fail(err, NSH_CNI_E_CONFIG, NULL,
 				       "%s: the network default must not exceed the cap", e.msg);
 	return config_bytes(root, "maxTableBytes", &cfg->max_table_bytes, err);
 }
 
 /* spares: a JSON integer 0..NSH_MAX_SPARES, absent = the default. */
-static int config_spares(json_object *root, struct nshash_cni_config *cfg, struct nshash_cni_failure *err)
+static int config_spares(json_object *root, struct nsh_cni_config *cfg, struct nsh_cni_failure *err)
 {
 	json_object *v;
 	cfg->spares = NSH_DEFAULT_SPARES;
@@ -239,8 +239,8 @@ static int config_spares(json_object *root, struct nshash_cni_config *cfg, struc
 	json_shown(v, shown, sizeof(shown));
 	int64_t n = json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : -1;
 	if (n < 0 || n > NSH_MAX_SPARES)
-		return nshash_cni_fail(
-		    err, NSHASH_CNI_E_CONFIG, NULL,
+		return nsh_cni_fail(
+		    err, NSH_CNI_E_CONFIG, NULL,
 		    "network config key \"spares\": %s is %s; expected a JSON integer 0..%d (sized "
 		    "netns kept ready per size pair, 0 = none)",
 		    shown, json_object_is_type(v, json_type_int) ? "out of range" : json_type_word(v), NSH_MAX_SPARES);
@@ -250,7 +250,7 @@ static int config_spares(json_object *root, struct nshash_cni_config *cfg, struc
 }
 
 /* onFailure, strategy, stateDir. */
-static int config_choices(json_object *root, struct nshash_cni_config *cfg, struct nshash_cni_failure *err)
+static int config_choices(json_object *root, struct nsh_cni_config *cfg, struct nsh_cni_failure *err)
 {
 	struct nshash_error e;
 	const char *s;
@@ -261,19 +261,19 @@ static int config_choices(json_object *root, struct nshash_cni_config *cfg, stru
 	if (s && strcmp(s, "warn") == 0)
 		cfg->on_failure = NSH_ON_FAILURE_WARN;
 	else if (s && strcmp(s, "fail") != 0)
-		return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
+		return nsh_cni_fail(err, NSH_CNI_E_CONFIG, NULL,
 				       "network config key \"onFailure\": \"%.64s\" is not fail or warn", s);
 
 	if (config_string(root, "strategy", &s, err) < 0)
 		return -err->err.errnum;
 	if (s && nshash_strategy_parse(s, &cfg->strategy, &e) < 0)
-		return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
+		return nsh_cni_fail(err, NSH_CNI_E_CONFIG, NULL,
 				       "network config key \"strategy\": \"%.64s\" is not template or nested", s);
 
 	if (config_string(root, "stateDir", &s, err) < 0)
 		return -err->err.errnum;
 	if (s && (nsh_path_unclean(s) || strlen(s) >= sizeof(cfg->state_dir)))
-		return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
+		return nsh_cni_fail(err, NSH_CNI_E_CONFIG, NULL,
 				       "network config key \"stateDir\": \"%.256s\" is not a clean absolute path", s);
 	snprintf(cfg->state_dir, sizeof(cfg->state_dir), "%s", s ? s : "");
 
@@ -281,23 +281,23 @@ static int config_choices(json_object *root, struct nshash_cni_config *cfg, stru
 }
 
 /* prevResult and runtimeConfig: objects when present. */
-static int config_objects(json_object *root, struct nshash_cni_failure *err)
+static int config_objects(json_object *root, struct nsh_cni_failure *err)
 {
 	json_object *v, *rc;
 
 	if (json_object_object_get_ex(root, "prevResult", &v) && !json_object_is_type(v, json_type_object))
-		return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
+		return nsh_cni_fail(err, NSH_CNI_E_CONFIG, NULL,
 				       "network config key \"prevResult\" is %s; expected an object",
 				       json_type_word(v));
 	/* null like absent, as for the pod annotations inside it */
 	if (json_object_object_get_ex(root, "runtimeConfig", &rc) && !json_object_is_type(rc, json_type_null)) {
 		if (!json_object_is_type(rc, json_type_object))
-			return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
+			return nsh_cni_fail(err, NSH_CNI_E_CONFIG, NULL,
 					       "network config key \"runtimeConfig\" is %s; expected an object",
 					       json_type_word(rc));
 		if (json_object_object_get_ex(rc, POD_ANNOTATIONS, &v) && !json_object_is_type(v, json_type_object) &&
 		    !json_object_is_type(v, json_type_null))
-			return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
+			return nsh_cni_fail(err, NSH_CNI_E_CONFIG, NULL,
 					       "network config key \"runtimeConfig\": \"" POD_ANNOTATIONS
 					       "\" is %s; expected an object of strings",
 					       json_type_word(v));
@@ -305,7 +305,7 @@ static int config_objects(json_object *root, struct nshash_cni_failure *err)
 	return 0;
 }
 
-int nshash_cni_config_parse(const char *text, size_t len, struct nshash_cni_config *cfg, struct nshash_cni_failure *err)
+int nsh_cni_config_parse(const char *text, size_t len, struct nsh_cni_config *cfg, struct nsh_cni_failure *err)
 {
 	json_object *root;
 	const char *name;
@@ -347,8 +347,8 @@ static void lowered(char *warn, size_t wlen, const char *key, unsigned long long
 		   warn[0] ? "\n" : "", key, asked, key, node, source, node);
 }
 
-int nshash_cni_config_node(struct nshash_cni_config *cfg, const struct nsh_policy *node, char *warn, size_t wlen,
-			   struct nshash_cni_failure *err)
+int nsh_cni_config_node(struct nsh_cni_config *cfg, const struct nsh_policy *node, char *warn, size_t wlen,
+			   struct nsh_cni_failure *err)
 {
 	warn[0] = '\0';
 	/* Where nshash keeps its state is the node's: a network config (in
@@ -356,7 +356,7 @@ int nshash_cni_config_node(struct nshash_cni_config *cfg, const struct nsh_polic
 	 * not point root at another directory.  Naming the node's own is
 	 * allowed (configs written before the rule). */
 	if (cfg->state_dir[0] && strcmp(cfg->state_dir, node->state_dir) != 0)
-		return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
+		return nsh_cni_fail(err, NSH_CNI_E_CONFIG, NULL,
 				       "network config key \"stateDir\": \"%.256s\" is not this node's state dir "
 				       "\"%.256s\" (%.256s); the state dir is a node setting: remove the key from the "
 				       "network config, or set stateDir in the node's policy file",
@@ -382,7 +382,7 @@ int nshash_cni_config_node(struct nshash_cni_config *cfg, const struct nsh_polic
 		cfg->max.udp = node->max.udp;
 	struct nshash_error e;
 	if (nshash_sizes_cap(cfg->sizes, cfg->max, "network config", &e) < 0)
-		return nshash_cni_fail(err, NSHASH_CNI_E_CONFIG, NULL,
+		return nsh_cni_fail(err, NSH_CNI_E_CONFIG, NULL,
 				       "%s: the network default must not exceed this node's maxTcp %u / maxUdp %u "
 				       "(%.256s)",
 				       e.msg, node->max.tcp, node->max.udp, node->source);
@@ -417,23 +417,23 @@ int nshash_cni_config_node(struct nshash_cni_config *cfg, const struct nsh_polic
 /* -------------------------------------------------------------- request */
 
 static int annotation_size(json_object *ann, const char *key, enum nshash_proto proto, bool *given, uint32_t *out,
-			   struct nshash_cni_failure *err)
+			   struct nsh_cni_failure *err)
 {
 	const char *text;
 	*given = false;
-	if (string_member(ann, key, "pod annotation", NSHASH_CNI_E_REFUSED, &text, err) < 0)
+	if (string_member(ann, key, "pod annotation", NSH_CNI_E_REFUSED, &text, err) < 0)
 		return -err->err.errnum;
 	if (!text)
 		return 0;
 	struct nshash_error e;
 	if (nshash_size_parse(proto, key, text, out, &e) < 0)
-		return nshash_cni_fail(err, NSHASH_CNI_E_REFUSED, NULL, "pod annotation %s", e.msg);
+		return nsh_cni_fail(err, NSH_CNI_E_REFUSED, NULL, "pod annotation %s", e.msg);
 	*given = true;
 	return 0;
 }
 
-int nshash_cni_request(const struct nshash_cni_config *cfg, struct nshash_sizes *req, bool *from_annotation,
-		       struct nshash_cni_failure *err)
+int nsh_cni_request(const struct nsh_cni_config *cfg, struct nshash_sizes *req, bool *from_annotation,
+		       struct nsh_cni_failure *err)
 {
 	*req = cfg->sizes;
 	*from_annotation = false;
@@ -454,7 +454,7 @@ int nshash_cni_request(const struct nshash_cni_config *cfg, struct nshash_sizes 
 	*from_annotation = tcp_given || udp_given;
 	struct nshash_error e;
 	if (*from_annotation && nshash_sizes_cap(*req, cfg->max, "pod annotations", &e) < 0)
-		return nshash_cni_fail(err, NSHASH_CNI_E_REFUSED, NULL,
+		return nsh_cni_fail(err, NSH_CNI_E_REFUSED, NULL,
 				       "%s in network \"%s\" (raise maxTcp/maxUdp in the conflist to allow it)", e.msg,
 				       cfg->name);
 	return 0;

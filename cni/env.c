@@ -7,7 +7,7 @@
 
 #include "cni.h"
 
-void nshash_cni_env_from_environ(struct nshash_cni_env *env)
+void nsh_cni_env_from_environ(struct nsh_cni_env *env)
 {
 	env->command = getenv("CNI_COMMAND");
 	env->containerid = getenv("CNI_CONTAINERID");
@@ -17,7 +17,7 @@ void nshash_cni_env_from_environ(struct nshash_cni_env *env)
 	env->path = getenv("CNI_PATH");
 }
 
-bool nshash_cni_args_get(const char *args, const char *key, char *out, size_t len)
+bool nsh_cni_args_get(const char *args, const char *key, char *out, size_t len)
 {
 	size_t klen = strlen(key);
 	for (const char *p = args; p && *p;) {
@@ -42,21 +42,21 @@ bool nshash_cni_args_get(const char *args, const char *key, char *out, size_t le
 
 static const struct {
 	const char *name;
-	enum nshash_cni_command command;
+	enum nsh_cni_command command;
 } commands[] = {
-    {"ADD", NSHASH_CNI_ADD},	   {"DEL", NSHASH_CNI_DEL}, {"CHECK", NSHASH_CNI_CHECK},
-    {"STATUS", NSHASH_CNI_STATUS}, {"GC", NSHASH_CNI_GC},   {"VERSION", NSHASH_CNI_VERSION},
+    {"ADD", NSH_CNI_ADD},	   {"DEL", NSH_CNI_DEL}, {"CHECK", NSH_CNI_CHECK},
+    {"STATUS", NSH_CNI_STATUS}, {"GC", NSH_CNI_GC},   {"VERSION", NSH_CNI_VERSION},
 };
 
 /* The reference plugins' rules (CNI's pkg/utils): a container id is a
  * letter or digit followed by letters, digits, '_', '.', '-'. */
-static int containerid_check(const char *id, struct nshash_cni_failure *err)
+static int containerid_check(const char *id, struct nsh_cni_failure *err)
 {
 	for (const char *p = id; *p; p++) {
 		bool alnum = isascii((unsigned char)*p) && isalnum((unsigned char)*p);
 		if (!alnum && (p == id || (*p != '_' && *p != '.' && *p != '-')))
-			return nshash_cni_fail(
-			    err, NSHASH_CNI_E_ENV, NULL,
+			return nsh_cni_fail(
+			    err, NSH_CNI_E_ENV, NULL,
 			    "CNI_CONTAINERID=\"%.128s\": invalid characters (a letter or digit, then "
 			    "letters, digits, '_', '.', '-')",
 			    id);
@@ -83,40 +83,40 @@ static bool utf8_space(const unsigned char *p)
 /* An interface name: at most 15 bytes, not "." or "..", no '/', ':' or
  * white space (the kernel's dev_valid_name, as the reference plugins check
  * it). */
-static int ifname_check(const char *name, struct nshash_cni_failure *err)
+static int ifname_check(const char *name, struct nsh_cni_failure *err)
 {
 	if (strlen(name) > IFNAMSIZ - 1)
-		return nshash_cni_fail(err, NSHASH_CNI_E_ENV, NULL, "CNI_IFNAME=\"%.64s\": longer than %d bytes", name,
+		return nsh_cni_fail(err, NSH_CNI_E_ENV, NULL, "CNI_IFNAME=\"%.64s\": longer than %d bytes", name,
 				       IFNAMSIZ - 1);
 	if (!strcmp(name, ".") || !strcmp(name, ".."))
-		return nshash_cni_fail(err, NSHASH_CNI_E_ENV, NULL, "CNI_IFNAME=\"%s\": not an interface name", name);
+		return nsh_cni_fail(err, NSH_CNI_E_ENV, NULL, "CNI_IFNAME=\"%s\": not an interface name", name);
 	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
 		if (*p == '/' || *p == ':' || isspace(*p) || utf8_space(p))
-			return nshash_cni_fail(err, NSHASH_CNI_E_ENV, NULL,
+			return nsh_cni_fail(err, NSH_CNI_E_ENV, NULL,
 					       "CNI_IFNAME=\"%s\": contains '/', ':' or white space", name);
 	return 0;
 }
 
-int nshash_cni_env_check(const struct nshash_cni_env *env, enum nshash_cni_command *command,
-			 struct nshash_cni_failure *err)
+int nsh_cni_env_check(const struct nsh_cni_env *env, enum nsh_cni_command *command,
+			 struct nsh_cni_failure *err)
 {
 	if (!env->command || !*env->command)
-		return nshash_cni_fail(err, NSHASH_CNI_E_ENV, NULL,
+		return nsh_cni_fail(err, NSH_CNI_E_ENV, NULL,
 				       "required environment variable CNI_COMMAND is missing or empty");
 	size_t i;
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (strcmp(env->command, commands[i].name) == 0)
 			break;
 	if (i == sizeof(commands) / sizeof(commands[0]))
-		return nshash_cni_fail(
-		    err, NSHASH_CNI_E_ENV, NULL,
+		return nsh_cni_fail(
+		    err, NSH_CNI_E_ENV, NULL,
 		    "CNI_COMMAND=\"%.64s\" is not a CNI command (ADD, DEL, CHECK, STATUS, GC, VERSION)", env->command);
 	*command = commands[i].command;
 
 	/* The spec: ADD and CHECK need the container, netns and interface;
 	 * DEL does not need the netns; STATUS, GC and VERSION only the command. */
-	bool need_id = *command == NSHASH_CNI_ADD || *command == NSHASH_CNI_CHECK || *command == NSHASH_CNI_DEL;
-	bool need_netns = *command == NSHASH_CNI_ADD || *command == NSHASH_CNI_CHECK;
+	bool need_id = *command == NSH_CNI_ADD || *command == NSH_CNI_CHECK || *command == NSH_CNI_DEL;
+	bool need_netns = *command == NSH_CNI_ADD || *command == NSH_CNI_CHECK;
 	char missing[256] = "";
 	if (need_id && (!env->containerid || !*env->containerid))
 		nsh_append(missing, sizeof(missing), "%sCNI_CONTAINERID", *missing ? ", " : "");
@@ -125,11 +125,11 @@ int nshash_cni_env_check(const struct nshash_cni_env *env, enum nshash_cni_comma
 	if (need_id && (!env->ifname || !*env->ifname))
 		nsh_append(missing, sizeof(missing), "%sCNI_IFNAME", *missing ? ", " : "");
 	if (*missing)
-		return nshash_cni_fail(err, NSHASH_CNI_E_ENV, NULL,
+		return nsh_cni_fail(err, NSH_CNI_E_ENV, NULL,
 				       "required environment variable%s missing or empty for %s: %s",
 				       strchr(missing, ',') ? "s" : "", env->command, missing);
 	if (need_netns && env->netns[0] != '/')
-		return nshash_cni_fail(err, NSHASH_CNI_E_ENV, NULL, "CNI_NETNS=\"%.256s\" is not an absolute path",
+		return nsh_cni_fail(err, NSH_CNI_E_ENV, NULL, "CNI_NETNS=\"%.256s\" is not an absolute path",
 				       env->netns);
 	if (need_id) {
 		int r = containerid_check(env->containerid, err);

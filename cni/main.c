@@ -16,8 +16,8 @@
 
 int main(void)
 {
-	struct nshash_cni_env env;
-	struct nshash_cni_output out;
+	struct nsh_cni_env env;
+	struct nsh_cni_output out;
 	struct nshash_error err;
 	char *input = NULL;
 	size_t len = 0;
@@ -25,7 +25,7 @@ int main(void)
 	/* the ADD's threads share the one malloc arena: no 64 MiB reservation
 	 * each, on a path every pod start takes */
 	mallopt(M_ARENA_MAX, 1);
-	nshash_cni_env_from_environ(&env);
+	nsh_cni_env_from_environ(&env);
 	/* Run by hand (no CNI_COMMAND): say what this is, as the reference
 	 * plugins do, instead of a protocol error. */
 	if (!env.command || !env.command[0]) {
@@ -33,15 +33,15 @@ int main(void)
 			"CNI nshash plugin version %s (own TCP/UDP hash tables per pod netns; man nshash-cni)\n",
 			NSHASH_VERSION);
 		fprintf(stderr, "CNI protocol versions supported:");
-		for (int i = 0; nshash_cni_versions[i]; i++)
-			fprintf(stderr, "%s %s", i ? "," : "", nshash_cni_versions[i]);
+		for (int i = 0; nsh_cni_versions[i]; i++)
+			fprintf(stderr, "%s %s", i ? "," : "", nsh_cni_versions[i]);
 		fputc('\n', stderr);
 		return 0;
 	}
 	if (nsh_read_fd(STDIN_FILENO, "the network config on stdin", MAX_INPUT, &input, &len, &err) < 0) {
-		struct nshash_cni_failure cerr;
-		nshash_cni_fail(&cerr, NSHASH_CNI_E_IO, NULL, "%s", err.msg);
-		char *json = nshash_cni_error_json(NULL, &cerr);
+		struct nsh_cni_failure cerr;
+		nsh_cni_fail(&cerr, NSH_CNI_E_IO, NULL, "%s", err.msg);
+		char *json = nsh_cni_error_json(NULL, &cerr);
 		if (json)
 			printf("%s\n", json);
 		fprintf(stderr, "nshash: %s\n", err.msg);
@@ -64,9 +64,9 @@ int main(void)
 	signal(SIGPIPE, SIG_IGN); /* a closed stdout is reported, not fatal */
 	/* node-side settings (state dir, caps, budget, spares): the policy
 	 * file of the hook and the wrapper, never the network config alone */
-	static struct nshash_cni_node node;
-	nshash_cni_node_load(&node);
-	nshash_cni_run(&env, input, len, NULL, &node, &out);
+	static struct nsh_cni_node node;
+	nsh_cni_node_load(&node);
+	nsh_cni_run(&env, input, len, NULL, &node, &out);
 	free(input);
 	if (out.log[0])
 		fputs(out.log, stderr);
@@ -81,7 +81,7 @@ int main(void)
 	 * result the runtime never got is a failed ADD to it. */
 	if (status != 0 && out.outcome != NSH_CNI_NONE)
 		out.outcome = NSH_CNI_REFUSED;
-	if (nshash_cni_record(&env, &out, out.have_config ? out.state_dir : node.policy.state_dir, &err) < 0)
+	if (nsh_cni_record(&env, &out, out.have_config ? out.state_dir : node.policy.state_dir, &err) < 0)
 		fprintf(stderr, "nshash: record for metrics: %s\n", err.msg);
 	/* The next ADD of these sizes takes a spare: a detached child makes
 	 * it now that the answer is out. */
@@ -100,6 +100,6 @@ int main(void)
 	if (out.have_config && sizes &&
 	    nsh_reclaim_orphans(out.state_dir, out.stale_age, out.reclaim_interval, msg, sizeof(msg)))
 		fprintf(stderr, "nshash: %s\n", msg);
-	nshash_cni_output_free(&out);
+	nsh_cni_output_free(&out);
 	return status;
 }

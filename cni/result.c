@@ -13,22 +13,22 @@
 static int code_errno(int code)
 {
 	switch (code) {
-	case NSHASH_CNI_E_IO:
+	case NSH_CNI_E_IO:
 		return EIO;
-	case NSHASH_CNI_E_NOT_READY:
+	case NSH_CNI_E_NOT_READY:
 		return EOPNOTSUPP;
-	case NSHASH_CNI_E_NOT_RESIZABLE:
+	case NSH_CNI_E_NOT_RESIZABLE:
 		return EBUSY;
-	case NSHASH_CNI_E_FALLBACK:
+	case NSH_CNI_E_FALLBACK:
 		return NSHASH_E_FALLBACK;
-	case NSHASH_CNI_E_MISMATCH:
+	case NSH_CNI_E_MISMATCH:
 		return NSHASH_E_MISMATCH;
 	default:
 		return EINVAL;
 	}
 }
 
-int nshash_cni_fail(struct nshash_cni_failure *fail, int code, const char *details, const char *fmt, ...)
+int nsh_cni_fail(struct nsh_cni_failure *fail, int code, const char *details, const char *fmt, ...)
 {
 	char raw[sizeof(fail->err.msg)];
 	va_list ap;
@@ -44,7 +44,7 @@ int nshash_cni_fail(struct nshash_cni_failure *fail, int code, const char *detai
 	return -fail->err.errnum;
 }
 
-char *nshash_cni_error_json(const char *cni_version, const struct nshash_cni_failure *fail)
+char *nsh_cni_error_json(const char *cni_version, const struct nsh_cni_failure *fail)
 {
 	json_object *o = json_object_new_object();
 	if (!o)
@@ -88,7 +88,7 @@ void nsh_cni_log(struct run *r, const char *fmt, ...)
  * with the config's cniVersion. */
 /* The JSON text of `doc` (whose reference this takes) as the output.
  * gcc 12's -fanalyzer loses the string once it is stored through r->out
- * (which the caller frees with nshash_cni_output_free) and reports a leak. */
+ * (which the caller frees with nsh_cni_output_free) and reports a leak. */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wanalyzer-malloc-leak"
@@ -98,7 +98,7 @@ static int set_stdout(struct run *r, json_object *doc)
 	char *text = strdup(json_object_to_json_string_ext(doc, JSON_OUT_FLAGS));
 	json_object_put(doc);
 	if (!text)
-		return nshash_cni_fail(&r->err, NSHASH_CNI_E_IO, NULL, "out of memory");
+		return nsh_cni_fail(&r->err, NSH_CNI_E_IO, NULL, "out of memory");
 	free(r->out->stdout_text);
 	r->out->stdout_text = text;
 	return 0;
@@ -116,7 +116,7 @@ int nsh_cni_add_result(struct run *r)
 	} else {
 		res = json_object_new_object();
 		if (!res)
-			return nshash_cni_fail(&r->err, NSHASH_CNI_E_IO, NULL, "out of memory");
+			return nsh_cni_fail(&r->err, NSH_CNI_E_IO, NULL, "out of memory");
 	}
 	json_object *ver = json_object_new_string(r->cfg.cni_version);
 	json_object_object_add(res, "cniVersion", ver);
@@ -133,10 +133,10 @@ int nsh_cni_cmd_version(struct run *r, const char *input, size_t len)
 	if (!o || !list) {
 		json_object_put(o);
 		json_object_put(list);
-		return nshash_cni_fail(&r->err, NSHASH_CNI_E_IO, NULL, "out of memory");
+		return nsh_cni_fail(&r->err, NSH_CNI_E_IO, NULL, "out of memory");
 	}
-	for (int i = 0; nshash_cni_versions[i]; i++)
-		json_object_array_add(list, json_object_new_string(nshash_cni_versions[i]));
+	for (int i = 0; nsh_cni_versions[i]; i++)
+		json_object_array_add(list, json_object_new_string(nsh_cni_versions[i]));
 	json_object_object_add(o, "cniVersion", json_object_new_string(CNI_LATEST));
 	json_object_object_add(o, "supportedVersions", list);
 	return set_stdout(r, o);

@@ -11,12 +11,12 @@
 static int version_allows(struct run *r)
 {
 	const char *need = NULL;
-	if (r->command == NSHASH_CNI_CHECK)
+	if (r->command == NSH_CNI_CHECK)
 		need = "0.4.0";
-	else if (r->command == NSHASH_CNI_STATUS || r->command == NSHASH_CNI_GC)
+	else if (r->command == NSH_CNI_STATUS || r->command == NSH_CNI_GC)
 		need = "1.1.0";
-	if (need && nshash_cni_version_cmp(r->cfg.cni_version, need) < 0)
-		return nshash_cni_fail(&r->err, NSHASH_CNI_E_VERSION, NULL,
+	if (need && nsh_cni_version_cmp(r->cfg.cni_version, need) < 0)
+		return nsh_cni_fail(&r->err, NSH_CNI_E_VERSION, NULL,
 				       "%s needs cniVersion %s or later; the network config says %s", r->env->command,
 				       need, r->cfg.cni_version);
 	return 0;
@@ -27,16 +27,16 @@ static int version_allows(struct run *r)
 static void peek_version(const char *input, size_t len, char *out, size_t outlen)
 {
 	json_object *root, *v;
-	struct nshash_cni_failure ignored;
+	struct nsh_cni_failure ignored;
 	if (nsh_cni_decode(input, len, &root, &ignored) < 0)
 		return;
 	if (json_object_object_get_ex(root, "cniVersion", &v) && json_object_is_type(v, json_type_string) &&
-	    nshash_cni_version_supported(json_object_get_string(v)))
+	    nsh_cni_version_supported(json_object_get_string(v)))
 		snprintf(out, outlen, "%s", json_object_get_string(v));
 	json_object_put(root);
 }
 
-void nshash_cni_node_load(struct nshash_cni_node *node)
+void nsh_cni_node_load(struct nsh_cni_node *node)
 {
 	memset(node, 0, sizeof(*node));
 	if (nsh_policy_load(getenv("NSHASH_POLICY"), &node->policy, &node->error) < 0) {
@@ -46,18 +46,18 @@ void nshash_cni_node_load(struct nshash_cni_node *node)
 }
 
 /* The config as the node allows it (warnings logged), or code 7. */
-static int node_applied(struct run *r, const struct nshash_cni_node *node)
+static int node_applied(struct run *r, const struct nsh_cni_node *node)
 {
-	struct nshash_cni_node defaults;
+	struct nsh_cni_node defaults;
 	if (!node) {
 		memset(&defaults, 0, sizeof(defaults));
 		nsh_policy_defaults(&defaults.policy);
 		node = &defaults;
 	}
 	if (node->failed)
-		return nshash_cni_fail(&r->err, NSHASH_CNI_E_CONFIG, NULL, "node policy: %s", node->error.msg);
+		return nsh_cni_fail(&r->err, NSH_CNI_E_CONFIG, NULL, "node policy: %s", node->error.msg);
 	char warn[2048];
-	int rc = nshash_cni_config_node(&r->cfg, &node->policy, warn, sizeof(warn), &r->err);
+	int rc = nsh_cni_config_node(&r->cfg, &node->policy, warn, sizeof(warn), &r->err);
 	for (char *line = warn, *next; rc == 0 && *line; line = next) {
 		next = line + strcspn(line, "\n");
 		if (*next)
@@ -69,24 +69,24 @@ static int node_applied(struct run *r, const struct nshash_cni_node *node)
 	return rc;
 }
 
-void nshash_cni_run(const struct nshash_cni_env *env, const char *input, size_t len, const struct nshash_cni_ops *ops,
-		    const struct nshash_cni_node *node, struct nshash_cni_output *out)
+void nsh_cni_run(const struct nsh_cni_env *env, const char *input, size_t len, const struct nsh_cni_ops *ops,
+		    const struct nsh_cni_node *node, struct nsh_cni_output *out)
 {
 	memset(out, 0, sizeof(*out));
-	struct run r = {.env = env, .ops = ops ? ops : &nshash_cni_system_ops, .out = out};
+	struct run r = {.env = env, .ops = ops ? ops : &nsh_cni_system_ops, .out = out};
 	nsh_cni_log_setup(&r);
-	int rc = nshash_cni_env_check(env, &r.command, &r.err);
-	if (rc == 0 && r.command == NSHASH_CNI_VERSION) {
+	int rc = nsh_cni_env_check(env, &r.command, &r.err);
+	if (rc == 0 && r.command == NSH_CNI_VERSION) {
 		rc = nsh_cni_cmd_version(&r, input, len);
 		goto done;
 	}
 	if (rc == 0)
-		rc = nshash_cni_config_parse(input, len, &r.cfg, &r.err);
+		rc = nsh_cni_config_parse(input, len, &r.cfg, &r.err);
 	if (rc == 0)
 		rc = node_applied(&r, node); /* DEL passes a refusal too, below */
 	/* The spec's DEL rule: release what can be released, never fail for a
 	 * config ADD would have refused (nshash keeps nothing per attachment). */
-	if (rc < 0 && r.command == NSHASH_CNI_DEL && r.err.code == NSHASH_CNI_E_CONFIG) {
+	if (rc < 0 && r.command == NSH_CNI_DEL && r.err.code == NSH_CNI_E_CONFIG) {
 		nsh_cni_log(&r, "DEL succeeds despite a network config ADD would refuse: %s", r.err.err.msg);
 		rc = 0;
 		goto done;
@@ -98,20 +98,20 @@ void nshash_cni_run(const struct nshash_cni_env *env, const char *input, size_t 
 		out->have_config = true;
 		snprintf(out->state_dir, sizeof(out->state_dir), "%s", r.cfg.state_dir);
 		switch (r.command) {
-		case NSHASH_CNI_ADD:
+		case NSH_CNI_ADD:
 			rc = nsh_cni_cmd_add(&r);
 			break;
-		case NSHASH_CNI_CHECK:
+		case NSH_CNI_CHECK:
 			rc = nsh_cni_cmd_check(&r);
 			break;
-		case NSHASH_CNI_STATUS:
+		case NSH_CNI_STATUS:
 			rc = nsh_cni_cmd_status(&r);
 			break;
 		/* DEL: the netns belongs to the runtime, and nshash keeps no
 		 * per-attachment state: nothing to release.  GC likewise. */
-		case NSHASH_CNI_DEL:
-		case NSHASH_CNI_GC:
-		case NSHASH_CNI_VERSION:
+		case NSH_CNI_DEL:
+		case NSH_CNI_GC:
+		case NSH_CNI_VERSION:
 			break;
 		}
 	}
@@ -123,14 +123,14 @@ done:
 		free(out->stdout_text);
 		if (!r.cfg.cni_version[0])
 			peek_version(input, len, r.cfg.cni_version, sizeof(r.cfg.cni_version));
-		out->stdout_text = nshash_cni_error_json(r.cfg.cni_version[0] ? r.cfg.cni_version : CNI_LATEST, &r.err);
+		out->stdout_text = nsh_cni_error_json(r.cfg.cni_version[0] ? r.cfg.cni_version : CNI_LATEST, &r.err);
 		nsh_cni_log(&r, "error %d: %s", r.err.code, r.err.err.msg);
 	}
-	nshash_cni_config_free(&r.cfg);
+	nsh_cni_config_free(&r.cfg);
 	nsh_log_redirect(NSH_LOG_INFO, NULL, NULL); /* r is going away */
 }
 
-int nshash_cni_record(const struct nshash_cni_env *env, const struct nshash_cni_output *out, const char *state_dir,
+int nsh_cni_record(const struct nsh_cni_env *env, const struct nsh_cni_output *out, const char *state_dir,
 		      struct nshash_error *err)
 {
 	if (!env->command || !state_dir || !*state_dir)
@@ -148,13 +148,13 @@ int nshash_cni_record(const struct nshash_cni_env *env, const struct nshash_cni_
 		rec.inode = (uint64_t)st.st_ino;
 		snprintf(rec.id, sizeof(rec.id), "%s", env->containerid);
 		snprintf(rec.netns, sizeof(rec.netns), "%s", env->netns);
-		nshash_cni_args_get(env->args, "K8S_POD_NAMESPACE", rec.namespace_, sizeof(rec.namespace_));
-		nshash_cni_args_get(env->args, "K8S_POD_NAME", rec.pod, sizeof(rec.pod));
+		nsh_cni_args_get(env->args, "K8S_POD_NAMESPACE", rec.namespace_, sizeof(rec.namespace_));
+		nsh_cni_args_get(env->args, "K8S_POD_NAME", rec.pod, sizeof(rec.pod));
 	}
 	return nsh_cni_record_add(state_dir, out->outcome, keep ? &rec : NULL, err);
 }
 
-void nshash_cni_output_free(struct nshash_cni_output *out)
+void nsh_cni_output_free(struct nsh_cni_output *out)
 {
 	free(out->stdout_text);
 	out->stdout_text = NULL;

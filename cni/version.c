@@ -6,13 +6,13 @@
 
 #include "cni.h"
 
-const char *const nshash_cni_versions[] = {"0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0", NULL};
+const char *const nsh_cni_versions[] = {"0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0", NULL};
 #define CNI_LATEST "1.1.0"
 
-bool nshash_cni_version_supported(const char *version)
+bool nsh_cni_version_supported(const char *version)
 {
-	for (int i = 0; version && nshash_cni_versions[i]; i++)
-		if (strcmp(version, nshash_cni_versions[i]) == 0)
+	for (int i = 0; version && nsh_cni_versions[i]; i++)
+		if (strcmp(version, nsh_cni_versions[i]) == 0)
 			return true;
 	return false;
 }
@@ -33,7 +33,7 @@ static bool version_split(const char *v, long part[3])
 	return true;
 }
 
-int nshash_cni_version_cmp(const char *a, const char *b)
+int nsh_cni_version_cmp(const char *a, const char *b)
 {
 	long pa[3], pb[3];
 	bool oka = version_split(a, pa), okb = version_split(b, pb);

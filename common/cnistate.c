@@ -230,7 +230,7 @@ static bool pct_decode(const char *in, char *out, size_t len)
 }
 
 /* A container id as a file name: what CNI_CONTAINERID is after
- * nshash_cni_env_check, short enough. */
+ * nsh_cni_env_check, short enough. */
 static bool id_ok(const char *id)
 {
 	size_t n = strlen(id);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* libFuzzer harness: one whole CNI plugin invocation, nshash_cni_run(),
+/* libFuzzer harness: one whole CNI plugin invocation, nsh_cni_run(),
  * with the system operations replaced (nothing touches the host): the
  * environment (CNI_COMMAND, CNI_CONTAINERID, CNI_NETNS, CNI_IFNAME,
  * CNI_ARGS) and stdin (network config, prevResult, runtimeConfig with pod
@@ -67,7 +67,7 @@ static int swap(int nsfd, const char *pin_path, struct nshash_error *err)
 	return 0;
 }
 
-static const struct nshash_cni_ops ops = {
+static const struct nsh_cni_ops ops = {
     .classify = classify, .inspect = inspect, .occupancy = occupancy, .probe = probe, .create = create, .swap = swap};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -85,14 +85,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (at > size)
 		at = size;
-	struct nshash_cni_env env = {.command = field[0],
+	struct nsh_cni_env env = {.command = field[0],
 				     .containerid = field[1],
 				     .netns = field[2],
 				     .ifname = field[3],
 				     .args = field[4],
 				     .path = "/usr/lib/cni"};
-	struct nshash_cni_output out;
-	nshash_cni_run(&env, buf + at, size - at, &ops, NULL, &out); /* the node's defaults */
+	struct nsh_cni_output out;
+	nsh_cni_run(&env, buf + at, size - at, &ops, NULL, &out); /* the node's defaults */
 	CHECK(out.status == 0 || out.status == 1);
 	CHECK(memchr(out.log, '\0', sizeof(out.log)));
 	/* one or more whole lines, each the plugin's own (no input starts one) */
@@ -105,7 +105,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(j); /* whatever is printed is JSON */
 		json_object_put(j);
 	}
-	nshash_cni_output_free(&out);
+	nsh_cni_output_free(&out);
 	free(buf);
 	return 0;
 }

@@ -120,7 +120,7 @@ static int mock_swap(int nsfd, const char *pin, struct nshash_error *err)
 	return 0;
 }
 
-static const struct nshash_cni_ops mock_ops = {
+static const struct nsh_cni_ops mock_ops = {
     .classify = mock_classify,
     .inspect = mock_inspect,
     .occupancy = mock_occupancy,
@@ -131,11 +131,11 @@ static const struct nshash_cni_ops mock_ops = {
 
 /* ---------------------------------------------------------------- helpers */
 
-static struct nshash_cni_output out;
+static struct nsh_cni_output out;
 /* the node's policy: the defaults but for its state dir and caps */
-static struct nshash_cni_node node;
+static struct nsh_cni_node node;
 
-static const struct nshash_cni_node *test_node(void)
+static const struct nsh_cni_node *test_node(void)
 {
 	nsh_policy_defaults(&node.policy);
 	snprintf(node.policy.state_dir, sizeof(node.policy.state_dir), "/run/x");
@@ -146,7 +146,7 @@ static const struct nshash_cni_node *test_node(void)
 
 static void run(const char *command, const char *config)
 {
-	struct nshash_cni_env env = {
+	struct nsh_cni_env env = {
 	    .command = command,
 	    .containerid = "c1",
 	    .netns = "/run/netns/cni-1",
@@ -154,8 +154,8 @@ static void run(const char *command, const char *config)
 	    .args = "IgnoreUnknown=1;K8S_POD_NAME=p",
 	    .path = "/opt/cni/bin",
 	};
-	nshash_cni_output_free(&out);
-	nshash_cni_run(&env, config, strlen(config), &mock_ops, test_node(), &out);
+	nsh_cni_output_free(&out);
+	nsh_cni_run(&env, config, strlen(config), &mock_ops, test_node(), &out);
 }
 
 static void expect_error(int code, const char *fragment)
@@ -189,68 +189,68 @@ static void test_versions(void **state)
 	(void)state;
 	const char *ok[] = {"0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"};
 	for (size_t i = 0; i < 5; i++)
-		assert_true(nshash_cni_version_supported(ok[i]));
+		assert_true(nsh_cni_version_supported(ok[i]));
 	const char *bad[] = {"0.1.0", "0.2.0", "1.0", "1.1.0 ", "v1.0.0", "1.2.0", "", NULL};
 	for (size_t i = 0; i < 8; i++)
-		assert_false(nshash_cni_version_supported(bad[i]));
-	assert_true(nshash_cni_version_cmp("0.3.1", "0.4.0") < 0);
-	assert_true(nshash_cni_version_cmp("1.0.0", "0.4.0") > 0);
-	assert_true(nshash_cni_version_cmp("0.10.0", "0.4.0") > 0);
-	assert_int_equal(nshash_cni_version_cmp("1.1.0", "1.1.0"), 0);
-	assert_true(nshash_cni_version_cmp("junk", "0.3.0") < 0);
+		assert_false(nsh_cni_version_supported(bad[i]));
+	assert_true(nsh_cni_version_cmp("0.3.1", "0.4.0") < 0);
+	assert_true(nsh_cni_version_cmp("1.0.0", "0.4.0") > 0);
+	assert_true(nsh_cni_version_cmp("0.10.0", "0.4.0") > 0);
+	assert_int_equal(nsh_cni_version_cmp("1.1.0", "1.1.0"), 0);
+	assert_true(nsh_cni_version_cmp("junk", "0.3.0") < 0);
 }
 
 static void test_env(void **state)
 {
 	(void)state;
-	struct nshash_cni_env env = {0};
-	struct nshash_cni_failure err;
-	enum nshash_cni_command cmd;
-	assert_int_equal(nshash_cni_env_check(&env, &cmd, &err), -EINVAL);
+	struct nsh_cni_env env = {0};
+	struct nsh_cni_failure err;
+	enum nsh_cni_command cmd;
+	assert_int_equal(nsh_cni_env_check(&env, &cmd, &err), -EINVAL);
 	assert_int_equal(err.code, 4);
 	assert_non_null(strstr(err.err.msg, "CNI_COMMAND"));
 
 	env.command = "VERSION";
-	assert_int_equal(nshash_cni_env_check(&env, &cmd, &err), 0);
-	assert_int_equal(cmd, NSHASH_CNI_VERSION);
+	assert_int_equal(nsh_cni_env_check(&env, &cmd, &err), 0);
+	assert_int_equal(cmd, NSH_CNI_VERSION);
 	env.command = "GC";
-	assert_int_equal(nshash_cni_env_check(&env, &cmd, &err), 0);
+	assert_int_equal(nsh_cni_env_check(&env, &cmd, &err), 0);
 	env.command = "STATUS";
-	assert_int_equal(nshash_cni_env_check(&env, &cmd, &err), 0);
+	assert_int_equal(nsh_cni_env_check(&env, &cmd, &err), 0);
 
 	env.command = "ADD";
-	assert_int_equal(nshash_cni_env_check(&env, &cmd, &err), -EINVAL);
+	assert_int_equal(nsh_cni_env_check(&env, &cmd, &err), -EINVAL);
 	assert_string_equal(err.err.msg, "required environment variables missing or empty for ADD: CNI_CONTAINERID, "
 					 "CNI_NETNS, CNI_IFNAME");
 	env.containerid = "";
 	env.ifname = "eth0";
 	env.netns = "/run/netns/x";
-	assert_int_equal(nshash_cni_env_check(&env, &cmd, &err), -EINVAL);
+	assert_int_equal(nsh_cni_env_check(&env, &cmd, &err), -EINVAL);
 	assert_string_equal(err.err.msg, "required environment variable missing or empty for ADD: CNI_CONTAINERID");
 
 	env.command = "DEL"; /* DEL does not need the netns */
 	env.containerid = "c";
 	env.netns = NULL;
-	assert_int_equal(nshash_cni_env_check(&env, &cmd, &err), 0);
-	assert_int_equal(cmd, NSHASH_CNI_DEL);
+	assert_int_equal(nsh_cni_env_check(&env, &cmd, &err), 0);
+	assert_int_equal(cmd, NSH_CNI_DEL);
 
 	env.command = "CHECK";
 	env.netns = "proc/1/ns/net";
-	assert_int_equal(nshash_cni_env_check(&env, &cmd, &err), -EINVAL);
+	assert_int_equal(nsh_cni_env_check(&env, &cmd, &err), -EINVAL);
 	assert_non_null(strstr(err.err.msg, "is not an absolute path"));
 
 	env.command = "add"; /* commands are case-sensitive */
-	assert_int_equal(nshash_cni_env_check(&env, &cmd, &err), -EINVAL);
+	assert_int_equal(nsh_cni_env_check(&env, &cmd, &err), -EINVAL);
 	assert_non_null(strstr(err.err.msg, "CNI_COMMAND=\"add\" is not a CNI command"));
 }
 
 static void test_config(void **state)
 {
 	(void)state;
-	struct nshash_cni_config cfg;
-	struct nshash_cni_failure err;
+	struct nsh_cni_config cfg;
+	struct nsh_cni_failure err;
 	const char *c = CONF("1.0.0", ",\"tcp\":3000,\"udp\":100,\"onFailure\":\"warn\",\"future\":{\"x\":1}");
-	assert_int_equal(nshash_cni_config_parse(c, strlen(c), &cfg, &err), 0);
+	assert_int_equal(nsh_cni_config_parse(c, strlen(c), &cfg, &err), 0);
 	assert_string_equal(cfg.cni_version, "1.0.0");
 	assert_string_equal(cfg.name, "net");
 	assert_true(cfg.has_tcp && cfg.has_udp);
@@ -260,7 +260,7 @@ static void test_config(void **state)
 	assert_int_equal(cfg.max.udp, 128);
 	assert_int_equal(cfg.on_failure, NSH_ON_FAILURE_WARN);
 	assert_int_equal(cfg.strategy, NSHASH_STRATEGY_TEMPLATE);
-	nshash_cni_config_free(&cfg);
+	nsh_cni_config_free(&cfg);
 
 	struct {
 		const char *conf;
@@ -286,8 +286,8 @@ static void test_config(void **state)
 	     "expected an object of strings"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		int r = nshash_cni_config_parse(bad[i].conf, strlen(bad[i].conf), &cfg, &err);
-		nshash_cni_config_free(&cfg);
+		int r = nsh_cni_config_parse(bad[i].conf, strlen(bad[i].conf), &cfg, &err);
+		nsh_cni_config_free(&cfg);
 		if (r >= 0 || err.code != bad[i].code || !strstr(err.err.msg, bad[i].fragment))
 			fail_msg("%s: want %d \"%s\", got %d %d \"%s\"", bad[i].conf, bad[i].code, bad[i].fragment, r,
 				 err.code, err.err.msg);
@@ -300,8 +300,8 @@ static void test_config(void **state)
 static void test_config_node(void **state)
 {
 	(void)state;
-	struct nshash_cni_config cfg;
-	struct nshash_cni_failure err;
+	struct nsh_cni_config cfg;
+	struct nsh_cni_failure err;
 	char warn[1024];
 	struct nsh_policy pol;
 	nsh_policy_defaults(&pol);
@@ -315,33 +315,33 @@ static void test_config_node(void **state)
 
 	/* nothing said: the node's values */
 	const char *c = CONF("1.0.0", ",\"tcp\":4096");
-	assert_int_equal(nshash_cni_config_parse(c, strlen(c), &cfg, &err), 0);
-	assert_int_equal(nshash_cni_config_node(&cfg, &pol, warn, sizeof(warn), &err), 0);
+	assert_int_equal(nsh_cni_config_parse(c, strlen(c), &cfg, &err), 0);
+	assert_int_equal(nsh_cni_config_node(&cfg, &pol, warn, sizeof(warn), &err), 0);
 	assert_string_equal(cfg.state_dir, "/run/node");
 	assert_int_equal(cfg.spares, 2);
 	assert_int_equal(cfg.max_table_bytes, 100000);
 	assert_int_equal(cfg.max.tcp, 4096);
 	assert_int_equal(cfg.on_failure, NSH_ON_FAILURE_WARN);
 	assert_string_equal(warn, "");
-	nshash_cni_config_free(&cfg);
+	nsh_cni_config_free(&cfg);
 
 	/* less: taken; the node's own state dir: accepted */
 	c = CONF("1.0.0", ",\"maxTcp\":2048,\"maxTableBytes\":5000,\"spares\":0,\"onFailure\":\"fail\","
 			  "\"stateDir\":\"/run/node\",\"strategy\":\"nested\"");
-	assert_int_equal(nshash_cni_config_parse(c, strlen(c), &cfg, &err), 0);
-	assert_int_equal(nshash_cni_config_node(&cfg, &pol, warn, sizeof(warn), &err), 0);
+	assert_int_equal(nsh_cni_config_parse(c, strlen(c), &cfg, &err), 0);
+	assert_int_equal(nsh_cni_config_node(&cfg, &pol, warn, sizeof(warn), &err), 0);
 	assert_int_equal(cfg.max.tcp, 2048);
 	assert_int_equal(cfg.max_table_bytes, 5000);
 	assert_int_equal(cfg.spares, 0);
 	assert_int_equal(cfg.on_failure, NSH_ON_FAILURE_FAIL);
 	assert_int_equal(cfg.strategy, NSHASH_STRATEGY_NESTED);
 	assert_string_equal(warn, "");
-	nshash_cni_config_free(&cfg);
+	nsh_cni_config_free(&cfg);
 
 	/* more: the node's values hold, each named */
 	c = CONF("1.0.0", ",\"maxTcp\":65536,\"maxUdp\":4096,\"maxTableBytes\":900000,\"spares\":16");
-	assert_int_equal(nshash_cni_config_parse(c, strlen(c), &cfg, &err), 0);
-	assert_int_equal(nshash_cni_config_node(&cfg, &pol, warn, sizeof(warn), &err), 0);
+	assert_int_equal(nsh_cni_config_parse(c, strlen(c), &cfg, &err), 0);
+	assert_int_equal(nsh_cni_config_node(&cfg, &pol, warn, sizeof(warn), &err), 0);
 	assert_int_equal(cfg.max.tcp, 8192);
 	assert_int_equal(cfg.max.udp, 1024);
 	assert_int_equal(cfg.max_table_bytes, 100000);
@@ -351,23 +351,23 @@ static void test_config_node(void **state)
 	assert_non_null(strstr(warn, "\"maxUdp\": 4096 is above this node's maxUdp 1024"));
 	assert_non_null(strstr(warn, "\"maxTableBytes\": 900000 is above this node's maxTableBytes 100000"));
 	assert_non_null(strstr(warn, "\"spares\": 16 is above this node's spares 2"));
-	nshash_cni_config_free(&cfg);
+	nsh_cni_config_free(&cfg);
 
 	/* a default above the node's cap, another state dir: refused */
 	c = CONF("1.0.0", ",\"tcp\":16384");
-	assert_int_equal(nshash_cni_config_parse(c, strlen(c), &cfg, &err), 0);
-	assert_true(nshash_cni_config_node(&cfg, &pol, warn, sizeof(warn), &err) < 0);
+	assert_int_equal(nsh_cni_config_parse(c, strlen(c), &cfg, &err), 0);
+	assert_true(nsh_cni_config_node(&cfg, &pol, warn, sizeof(warn), &err) < 0);
 	assert_int_equal(err.code, 7);
 	assert_non_null(strstr(err.err.msg, "tcp size 16384 (effective 16384) is above the allowed maximum 8192"));
 	assert_non_null(strstr(err.err.msg, "this node's maxTcp 8192 / maxUdp 1024 (/etc/n.json)"));
-	nshash_cni_config_free(&cfg);
+	nsh_cni_config_free(&cfg);
 	c = CONF("1.0.0", ",\"stateDir\":\"/\"");
-	assert_int_equal(nshash_cni_config_parse(c, strlen(c), &cfg, &err), 0);
-	assert_true(nshash_cni_config_node(&cfg, &pol, warn, sizeof(warn), &err) < 0);
+	assert_int_equal(nsh_cni_config_parse(c, strlen(c), &cfg, &err), 0);
+	assert_true(nsh_cni_config_node(&cfg, &pol, warn, sizeof(warn), &err) < 0);
 	assert_int_equal(err.code, 7);
 	assert_non_null(strstr(err.err.msg, "network config key \"stateDir\": \"/\" is not this node's state dir "
 					    "\"/run/node\" (/etc/n.json)"));
-	nshash_cni_config_free(&cfg);
+	nsh_cni_config_free(&cfg);
 
 	/* the node's defaultTcp/defaultUdp: for a network that names no sizes,
 	 * which pods may lower (0: shared) and not raise; a network's own
@@ -376,68 +376,68 @@ static void test_config_node(void **state)
 	c = CONF("1.0.0", ANN("\"io.nshash.tcp\":\"0\""));
 	struct nshash_sizes req;
 	bool from_ann;
-	assert_int_equal(nshash_cni_config_parse(c, strlen(c), &cfg, &err), 0);
-	assert_int_equal(nshash_cni_config_node(&cfg, &pol, warn, sizeof(warn), &err), 0);
+	assert_int_equal(nsh_cni_config_parse(c, strlen(c), &cfg, &err), 0);
+	assert_int_equal(nsh_cni_config_node(&cfg, &pol, warn, sizeof(warn), &err), 0);
 	assert_int_equal(cfg.sizes.tcp, 4096);
 	assert_int_equal(cfg.sizes.udp, 512);
 	assert_int_equal(cfg.max.tcp, 4096);
 	assert_int_equal(cfg.max.udp, 512);
-	assert_int_equal(nshash_cni_request(&cfg, &req, &from_ann, &err), 0);
+	assert_int_equal(nsh_cni_request(&cfg, &req, &from_ann, &err), 0);
 	assert_int_equal(req.tcp, 0);
 	assert_int_equal(req.udp, 512);
 	assert_true(from_ann);
-	nshash_cni_config_free(&cfg);
+	nsh_cni_config_free(&cfg);
 	c = CONF("1.0.0", ",\"maxTcp\":8192" ANN("\"io.nshash.tcp\":\"8192\",\"io.nshash.udp\":\"0\""));
-	assert_int_equal(nshash_cni_config_parse(c, strlen(c), &cfg, &err), 0);
-	assert_int_equal(nshash_cni_config_node(&cfg, &pol, warn, sizeof(warn), &err), 0);
-	assert_int_equal(nshash_cni_request(&cfg, &req, &from_ann, &err), 0);
+	assert_int_equal(nsh_cni_config_parse(c, strlen(c), &cfg, &err), 0);
+	assert_int_equal(nsh_cni_config_node(&cfg, &pol, warn, sizeof(warn), &err), 0);
+	assert_int_equal(nsh_cni_request(&cfg, &req, &from_ann, &err), 0);
 	assert_int_equal(req.tcp, 8192);
 	assert_int_equal(req.udp, 0);
-	nshash_cni_config_free(&cfg);
+	nsh_cni_config_free(&cfg);
 	c = CONF("1.0.0", ",\"udp\":1024");
-	assert_int_equal(nshash_cni_config_parse(c, strlen(c), &cfg, &err), 0);
-	assert_int_equal(nshash_cni_config_node(&cfg, &pol, warn, sizeof(warn), &err), 0);
+	assert_int_equal(nsh_cni_config_parse(c, strlen(c), &cfg, &err), 0);
+	assert_int_equal(nsh_cni_config_node(&cfg, &pol, warn, sizeof(warn), &err), 0);
 	assert_int_equal(cfg.sizes.tcp, 0);
 	assert_int_equal(cfg.sizes.udp, 1024);
-	nshash_cni_config_free(&cfg);
+	nsh_cni_config_free(&cfg);
 	pol.defaults = (struct nshash_sizes){0, 0};
 
 	/* a node that says nested: a network cannot ask for templates */
 	pol.strategy = NSHASH_STRATEGY_NESTED;
 	c = CONF("1.0.0", ",\"strategy\":\"template\"");
-	assert_int_equal(nshash_cni_config_parse(c, strlen(c), &cfg, &err), 0);
-	assert_int_equal(nshash_cni_config_node(&cfg, &pol, warn, sizeof(warn), &err), 0);
+	assert_int_equal(nsh_cni_config_parse(c, strlen(c), &cfg, &err), 0);
+	assert_int_equal(nsh_cni_config_node(&cfg, &pol, warn, sizeof(warn), &err), 0);
 	assert_int_equal(cfg.strategy, NSHASH_STRATEGY_NESTED);
-	nshash_cni_config_free(&cfg);
+	nsh_cni_config_free(&cfg);
 
 	/* an unreadable node policy fails ADD (code 7), never DEL */
-	struct nshash_cni_env env = {.command = "ADD", .containerid = "c", .netns = "/run/netns/p", .ifname = "eth0"};
-	struct nshash_cni_node bad;
+	struct nsh_cni_env env = {.command = "ADD", .containerid = "c", .netns = "/run/netns/p", .ifname = "eth0"};
+	struct nsh_cni_node bad;
 	memset(&bad, 0, sizeof(bad));
 	nsh_policy_defaults(&bad.policy);
 	bad.failed = true;
 	snprintf(bad.error.msg, sizeof(bad.error.msg), "policy file /p: owned by uid 5, not root");
 	c = CONF("1.0.0", ",\"tcp\":4096");
-	nshash_cni_output_free(&out);
-	nshash_cni_run(&env, c, strlen(c), &mock_ops, &bad, &out);
+	nsh_cni_output_free(&out);
+	nsh_cni_run(&env, c, strlen(c), &mock_ops, &bad, &out);
 	expect_error(7, "node policy: policy file /p: owned by uid 5, not root");
 	env.command = "DEL";
-	nshash_cni_output_free(&out);
-	nshash_cni_run(&env, c, strlen(c), &mock_ops, &bad, &out);
+	nsh_cni_output_free(&out);
+	nsh_cni_run(&env, c, strlen(c), &mock_ops, &bad, &out);
 	assert_int_equal(out.status, 0);
-	nshash_cni_output_free(&out);
+	nsh_cni_output_free(&out);
 }
 
 static void request_of(const char *conf, int want_rc, uint32_t tcp, uint32_t udp, bool from_ann, const char *fragment)
 {
-	struct nshash_cni_config cfg;
-	struct nshash_cni_failure err = {0};
+	struct nsh_cni_config cfg;
+	struct nsh_cni_failure err = {0};
 	struct nshash_sizes req = {0, 0};
 	bool ann = false;
-	if (nshash_cni_config_parse(conf, strlen(conf), &cfg, &err) != 0)
+	if (nsh_cni_config_parse(conf, strlen(conf), &cfg, &err) != 0)
 		fail_msg("%s: %s", conf, err.err.msg);
-	int r = nshash_cni_request(&cfg, &req, &ann, &err);
-	nshash_cni_config_free(&cfg);
+	int r = nsh_cni_request(&cfg, &req, &ann, &err);
+	nsh_cni_config_free(&cfg);
 	if ((r < 0) != (want_rc < 0))
 		fail_msg("%s: rc %d (%s)", conf, r, err.err.msg);
 	if (r == 0) {
@@ -445,7 +445,7 @@ static void request_of(const char *conf, int want_rc, uint32_t tcp, uint32_t udp
 		assert_int_equal(req.udp, udp);
 		assert_int_equal(ann, from_ann);
 	} else {
-		assert_int_equal(err.code, NSHASH_CNI_E_REFUSED);
+		assert_int_equal(err.code, NSH_CNI_E_REFUSED);
 		if (!strstr(err.err.msg, fragment))
 			fail_msg("\"%s\" lacks \"%s\"", err.err.msg, fragment);
 	}
@@ -569,16 +569,16 @@ static void test_add_not_resizable(void **state)
 static void test_add_waits_for_a_passing_process(void **state)
 {
 	(void)state;
-	struct nshash_cni_ops ops = mock_ops;
+	struct nsh_cni_ops ops = mock_ops;
 	ops.process_grace_ms = 100;
-	struct nshash_cni_env env = {.command = "ADD", .containerid = "c", .netns = "/run/netns/p", .ifname = "eth0"};
+	struct nsh_cni_env env = {.command = "ADD", .containerid = "c", .netns = "/run/netns/p", .ifname = "eth0"};
 	const char *c = CONF("1.0.0", ",\"tcp\":4096");
 
 	mock_reset(); /* a parallel plugin (containerd's loopback) leaves after 2 looks */
 	m.occ.pid = 77;
 	m.pid_calls = 2;
-	nshash_cni_output_free(&out);
-	nshash_cni_run(&env, c, strlen(c), &ops, test_node(), &out);
+	nsh_cni_output_free(&out);
+	nsh_cni_run(&env, c, strlen(c), &ops, test_node(), &out);
 	expect_output("{\"cniVersion\":\"1.0.0\"}");
 	assert_int_equal(m.n_replace, 1);
 	assert_non_null(strstr(out.log, "waited 20 ms for a process to leave /run/netns/p"));
@@ -586,8 +586,8 @@ static void test_add_waits_for_a_passing_process(void **state)
 	mock_reset(); /* one that stays: refused after the grace time */
 	m.occ.pid = 77;
 	snprintf(m.occ.comm, sizeof(m.occ.comm), "sleep");
-	nshash_cni_output_free(&out);
-	nshash_cni_run(&env, c, strlen(c), &ops, test_node(), &out);
+	nsh_cni_output_free(&out);
+	nsh_cni_run(&env, c, strlen(c), &ops, test_node(), &out);
 	expect_error(100, "process 77 (sleep) already lives in it (still after 100 ms)");
 	assert_int_equal(m.n_occupancy, 11);
 	assert_int_equal(m.n_replace, 0);
@@ -700,24 +700,24 @@ static void test_del_gc_status_version(void **state)
 static void test_error_json(void **state)
 {
 	(void)state;
-	struct nshash_cni_failure err;
-	assert_int_equal(nshash_cni_fail(&err, 7, NULL, "key \"%s\": bad \"v\"", "tcp"), -EINVAL);
-	char *j = nshash_cni_error_json("0.4.0", &err);
+	struct nsh_cni_failure err;
+	assert_int_equal(nsh_cni_fail(&err, 7, NULL, "key \"%s\": bad \"v\"", "tcp"), -EINVAL);
+	char *j = nsh_cni_error_json("0.4.0", &err);
 	assert_string_equal(j, "{\"cniVersion\":\"0.4.0\",\"code\":7,\"msg\":\"key \\\"tcp\\\": bad \\\"v\\\"\"}");
 	free(j);
-	nshash_cni_fail(&err, 1, "0.3.0, 0.3.1", "unsupported");
-	j = nshash_cni_error_json(NULL, &err);
+	nsh_cni_fail(&err, 1, "0.3.0, 0.3.1", "unsupported");
+	j = nsh_cni_error_json(NULL, &err);
 	assert_string_equal(j, "{\"cniVersion\":\"1.1.0\",\"code\":1,\"msg\":\"unsupported\",\"details\":\"0.3.0, "
 			       "0.3.1\"}");
 	free(j);
 	/* an env error answers in the config's version when stdin has one */
-	struct nshash_cni_env env = {.command = "ADD"};
+	struct nsh_cni_env env = {.command = "ADD"};
 	const char *c = CONF("0.4.0", "");
-	nshash_cni_output_free(&out);
-	nshash_cni_run(&env, c, strlen(c), &mock_ops, test_node(), &out);
+	nsh_cni_output_free(&out);
+	nsh_cni_run(&env, c, strlen(c), &mock_ops, test_node(), &out);
 	expect_error(4, "CNI_CONTAINERID, CNI_NETNS, CNI_IFNAME");
 	assert_non_null(strstr(out.stdout_text, "\"cniVersion\":\"0.4.0\""));
-	nshash_cni_output_free(&out);
+	nsh_cni_output_free(&out);
 }
 
 /* CNI_ARGS as libcni writes it: the pod's namespace and name for the record. */
@@ -726,18 +726,18 @@ static void test_cni_args(void **state)
 	(void)state;
 	char v[16];
 	const char *a = "IgnoreUnknown=1;K8S_POD_NAMESPACE=kube-system;K8S_POD_NAME=p\"o\nd;K8S_POD_NAME2=x";
-	assert_true(nshash_cni_args_get(a, "K8S_POD_NAMESPACE", v, sizeof(v)));
+	assert_true(nsh_cni_args_get(a, "K8S_POD_NAMESPACE", v, sizeof(v)));
 	assert_string_equal(v, "kube-system");
-	assert_true(nshash_cni_args_get(a, "K8S_POD_NAME", v, sizeof(v)));
+	assert_true(nsh_cni_args_get(a, "K8S_POD_NAME", v, sizeof(v)));
 	assert_string_equal(v, "p\"o\nd");
-	assert_false(nshash_cni_args_get(a, "K8S_POD", v, sizeof(v)));
+	assert_false(nsh_cni_args_get(a, "K8S_POD", v, sizeof(v)));
 	assert_string_equal(v, "");
-	assert_false(nshash_cni_args_get(NULL, "K8S_POD_NAME", v, sizeof(v)));
-	assert_true(nshash_cni_args_get("K8S_POD_NAME=", "K8S_POD_NAME", v, sizeof(v)));
+	assert_false(nsh_cni_args_get(NULL, "K8S_POD_NAME", v, sizeof(v)));
+	assert_true(nsh_cni_args_get("K8S_POD_NAME=", "K8S_POD_NAME", v, sizeof(v)));
 	assert_string_equal(v, "");
-	assert_true(nshash_cni_args_get("K8S_POD_NAME=0123456789abcdefXYZ", "K8S_POD_NAME", v, sizeof(v)));
+	assert_true(nsh_cni_args_get("K8S_POD_NAME=0123456789abcdefXYZ", "K8S_POD_NAME", v, sizeof(v)));
 	assert_string_equal(v, "0123456789abcde"); /* cut to fit */
-	assert_false(nshash_cni_args_get(";;=;K8S_POD_NAMEX=1", "K8S_POD_NAME", v, sizeof(v)));
+	assert_false(nsh_cni_args_get(";;=;K8S_POD_NAMEX=1", "K8S_POD_NAME", v, sizeof(v)));
 }
 
 int main(void)

@@ -61,8 +61,8 @@ static void parse_all_guarded(const char *text, size_t len)
 	struct nsh_oci_request rq;
 	struct nsh_oci_state st;
 	struct nsh_oci_result res;
-	struct nshash_cni_config cfg;
-	struct nshash_cni_failure ce;
+	struct nsh_cni_config cfg;
+	struct nsh_cni_failure ce;
 	char *out = NULL;
 	size_t out_len = 0;
 
@@ -74,8 +74,8 @@ static void parse_all_guarded(const char *text, size_t len)
 	nsh_policy_defaults(&p);
 	if (nsh_oci_transform(g.buf, len, &opts, &out, &out_len, &res, &e) == 0)
 		free(out);
-	nshash_cni_config_parse(g.buf, len, &cfg, &ce);
-	nshash_cni_config_free(&cfg);
+	nsh_cni_config_parse(g.buf, len, &cfg, &ce);
+	nsh_cni_config_free(&cfg);
 	unguard(&g);
 }
 
@@ -151,8 +151,8 @@ static void test_nul_escape(void **state)
 	assert_true(nsh_oci_state_parse(cfg, strlen(cfg), &st, &e) < 0);
 	assert_msg_contains(e.msg, "state: malformed JSON at line 1 column 54: \\u0000 (a NUL character) in a string");
 
-	struct nshash_cni_config c;
-	struct nshash_cni_failure ce = {0};
+	struct nsh_cni_config c;
+	struct nsh_cni_failure ce = {0};
 	static const char *const cni[] = {
 	    "{\"cniVersion\": \"1.0.0\", \"name\": \"n\", \"tcp\\u0000\": 4096}",
 	    "{\"cniVersion\": \"1.0.0\\u0000x\", \"name\": \"n\"}",
@@ -166,11 +166,11 @@ static void test_nul_escape(void **state)
 	    "{\"io.nshash.tcp\\u0000x\": \"8192\"}}}",
 	};
 	for (size_t i = 0; i < sizeof(cni) / sizeof(cni[0]); i++) {
-		int r = nshash_cni_config_parse(cni[i], strlen(cni[i]), &c, &ce);
-		nshash_cni_config_free(&c);
+		int r = nsh_cni_config_parse(cni[i], strlen(cni[i]), &c, &ce);
+		nsh_cni_config_free(&c);
 		if (r == 0)
 			fail_msg("accepted: %s", cni[i]);
-		assert_int_equal(ce.code, NSHASH_CNI_E_DECODE);
+		assert_int_equal(ce.code, NSH_CNI_E_DECODE);
 		assert_msg_contains(ce.err.msg, "\\u0000 (a NUL character) in a string");
 	}
 }
@@ -250,18 +250,18 @@ static void test_cni_not_an_object(void **state)
 	    {"1.5", "decode network config: stdin holds a fractional number, expected a JSON object"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct nshash_cni_config c;
-		struct nshash_cni_failure ce = {0};
-		assert_true(nshash_cni_config_parse(cases[i].text, strlen(cases[i].text), &c, &ce) < 0);
-		nshash_cni_config_free(&c);
-		assert_int_equal(ce.code, NSHASH_CNI_E_DECODE);
+		struct nsh_cni_config c;
+		struct nsh_cni_failure ce = {0};
+		assert_true(nsh_cni_config_parse(cases[i].text, strlen(cases[i].text), &c, &ce) < 0);
+		nsh_cni_config_free(&c);
+		assert_int_equal(ce.code, NSH_CNI_E_DECODE);
 		assert_string_equal(ce.err.msg, cases[i].want);
 	}
 	/* a truncated document still says so */
-	struct nshash_cni_config c;
-	struct nshash_cni_failure ce = {0};
-	assert_true(nshash_cni_config_parse("{\"cniVersion\": ", 15, &c, &ce) < 0);
-	nshash_cni_config_free(&c);
+	struct nsh_cni_config c;
+	struct nsh_cni_failure ce = {0};
+	assert_true(nsh_cni_config_parse("{\"cniVersion\": ", 15, &c, &ce) < 0);
+	nsh_cni_config_free(&c);
 	assert_msg_contains(ce.err.msg, "truncated JSON");
 }
 
@@ -270,21 +270,21 @@ static void test_cni_not_an_object(void **state)
 static void test_cni_null_runtime_config(void **state)
 {
 	(void)state;
-	struct nshash_cni_config c;
-	struct nshash_cni_failure ce = {0};
+	struct nsh_cni_config c;
+	struct nsh_cni_failure ce = {0};
 	const char *t = "{\"cniVersion\": \"1.0.0\", \"name\": \"n\", \"tcp\": 4096, \"runtimeConfig\": null}";
-	if (nshash_cni_config_parse(t, strlen(t), &c, &ce) < 0)
+	if (nsh_cni_config_parse(t, strlen(t), &c, &ce) < 0)
 		fail_msg("refused: %s", ce.err.msg);
 	struct nshash_sizes req;
 	bool from_ann;
-	assert_int_equal(nshash_cni_request(&c, &req, &from_ann, &ce), 0);
+	assert_int_equal(nsh_cni_request(&c, &req, &from_ann, &ce), 0);
 	assert_int_equal(req.tcp, 4096);
 	assert_false(from_ann);
-	nshash_cni_config_free(&c);
+	nsh_cni_config_free(&c);
 	t = "{\"cniVersion\": \"1.0.0\", \"name\": \"n\", \"tcp\": 4096, \"runtimeConfig\": "
 	    "{\"io.kubernetes.cri.pod-annotations\": null}}";
-	assert_int_equal(nshash_cni_config_parse(t, strlen(t), &c, &ce), 0);
-	nshash_cni_config_free(&c);
+	assert_int_equal(nsh_cni_config_parse(t, strlen(t), &c, &ce), 0);
+	nsh_cni_config_free(&c);
 }
 
 /* CNI_CONTAINERID and CNI_IFNAME follow the reference plugins' rules. */
@@ -312,13 +312,13 @@ static void test_cni_env_names(void **state)
 	static const char *const commands[] = {"ADD", "CHECK", "DEL"};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		for (size_t k = 0; k < 3; k++) {
-			struct nshash_cni_env env = {.command = commands[k],
+			struct nsh_cni_env env = {.command = commands[k],
 						     .containerid = cases[i].id,
 						     .netns = "/run/netns/x",
 						     .ifname = cases[i].ifname};
-			enum nshash_cni_command cmd;
-			struct nshash_cni_failure ce = {0};
-			int r = nshash_cni_env_check(&env, &cmd, &ce);
+			enum nsh_cni_command cmd;
+			struct nsh_cni_failure ce = {0};
+			int r = nsh_cni_env_check(&env, &cmd, &ce);
 			if (!cases[i].want) {
 				if (r < 0)
 					fail_msg("%s refused id %s ifname %s: %s", commands[k], cases[i].id,
@@ -328,7 +328,7 @@ static void test_cni_env_names(void **state)
 			if (r == 0)
 				fail_msg("%s accepted id \"%s\" ifname \"%s\"", commands[k], cases[i].id,
 					 cases[i].ifname);
-			assert_int_equal(ce.code, NSHASH_CNI_E_ENV);
+			assert_int_equal(ce.code, NSH_CNI_E_ENV);
 			assert_msg_contains(ce.err.msg, cases[i].want);
 			for (const char *m = ce.err.msg; *m; m++)
 				if ((unsigned char)*m < 0x20)
