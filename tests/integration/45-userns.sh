@@ -271,8 +271,8 @@ $MAP
 	hook_pins_gone && pass "podman bridge: pins removed" || fail "podman bridge: pins left"
 	# podman binds a user-namespaced container's netns at /run/netns/netns-UUID
 	# for its network teardown; once --rm is done nothing holds it.  podman
-	# 4.3 leaves that pin where its cleanup cannot reach syslog (measured in
-	# 90-fresh-machine's root, with no nshash at all): then the pin, not
+	# 4.3 leaves that pin in a minimal root (measured in 90-fresh-machine's
+	# root, with no nshash at all; docs/runtimes.md): then the pin, not
 	# nshash, holds the tables; the test removes what its container left.
 	sleep 1
 	for f in $(comm -13 <(sort <<<"$before_netns") <(ls /run/netns 2>/dev/null | sort)); do
