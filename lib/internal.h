@@ -223,6 +223,10 @@ void nsh_pin_unclaim(const char *path, int fd);
 /* pin.c: bind-mount the netns behind nsfd onto the file open as targetfd
  * (never re-resolving a path); -errno. */
 int nsh_bind_fd(int nsfd, int targetfd);
+/* Pin the namespace nsfd at path: claim the file (`claim` names the step
+ * in the error), bind onto it, take the claim back on failure (`kind`:
+ * "network namespace", "user namespace"). */
+int nsh_pin_ns_fd(int nsfd, const char *path, const char *claim, const char *kind, struct nshash_error *err);
 /* pin.c: a detached copy (open_tree) of the mount fd was opened through
  * (or of nsfs's own), made private: what a pin is mounted from; -errno.
  * Make it while that mount is attached: a copy of a detached mount, mounted

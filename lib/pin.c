@@ -174,19 +174,23 @@ void nsh_pin_unclaim(const char *path, int fd)
 		unlink(path);
 }
 
-int nshash_pin_fd(int nsfd, const char *path, struct nshash_error *err)
+int nsh_pin_ns_fd(int nsfd, const char *path, const char *claim, const char *kind, struct nshash_error *err)
 {
 	cleanup_close int fd = -1;
-	int r = nsh_pin_claim(path, "create pin", &fd, err);
+	int r = nsh_pin_claim(path, claim, &fd, err);
 	if (r < 0)
 		return r;
 	r = nsh_bind_fd(nsfd, fd);
 	if (r < 0) {
 		nsh_pin_unclaim(path, fd);
-		return nshash_error_set(err, r, "bind network namespace onto %s: %s%s", path, strerror(-r),
-					nsh_mount_hint(-r));
+		return nshash_error_set(err, r, "bind %s onto %s: %s%s", kind, path, strerror(-r), nsh_mount_hint(-r));
 	}
 	return 0;
+}
+
+int nshash_pin_fd(int nsfd, const char *path, struct nshash_error *err)
+{
+	return nsh_pin_ns_fd(nsfd, path, "create pin", "network namespace", err);
 }
 
 int nshash_pin_is_netns(const char *path, struct nshash_error *err)

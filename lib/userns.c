@@ -316,17 +316,7 @@ int nshash_userns_pin(int userns_fd, const char *path, struct nshash_error *err)
 {
 	if (ioctl(userns_fd, NS_GET_NSTYPE) != CLONE_NEWUSER)
 		return nshash_error_set(err, EINVAL, "pin %s: not a user namespace", path);
-	cleanup_close int fd = -1;
-	int r = nsh_pin_claim(path, "create user namespace pin", &fd, err);
-	if (r < 0)
-		return r;
-	r = nsh_bind_fd(userns_fd, fd);
-	if (r < 0) {
-		nsh_pin_unclaim(path, fd);
-		return nshash_error_set(err, r, "bind user namespace onto %s: %s%s", path, strerror(-r),
-					nsh_mount_hint(-r));
-	}
-	return 0;
+	return nsh_pin_ns_fd(userns_fd, path, "create user namespace pin", "user namespace", err);
 }
 
 int nshash_userns_pin_remove(const char *path, struct nshash_error *err)
