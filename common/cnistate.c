@@ -301,15 +301,23 @@ int nsh_pod_record_write(const char *state_dir, const struct nsh_pod_record *rec
 	return nsh_cni_record_add(state_dir, NSH_CNI_NONE, rec, err);
 }
 
+/* STATE_DIR/cni/pods, as it is (not made): its fd, or -ENOENT when
+ * either is not there. */
+static int pods_dir(const char *state_dir, struct nshash_error *err)
+{
+	int cfd = cni_open(state_dir, false, err);
+	if (cfd < 0)
+		return cfd;
+	int pfd = pods_open(cfd, state_dir, false, err);
+	close(cfd);
+	return pfd;
+}
+
 int nsh_pod_record_remove(const char *state_dir, const char *id, struct nshash_error *err)
 {
 	if (!id_ok(id))
 		return 0; /* never written */
-	int dfd = cni_open(state_dir, false, err);
-	if (dfd < 0)
-		return dfd == -ENOENT ? 0 : dfd;
-	int pfd = pods_open(dfd, state_dir, false, err);
-	close(dfd);
+	int pfd = pods_dir(state_dir, err);
 	if (pfd < 0)
 		return pfd == -ENOENT ? 0 : pfd;
 	int r = unlinkat(pfd, id, 0) < 0 && errno != ENOENT
@@ -350,11 +358,7 @@ static int records_each(const char *state_dir, struct nsh_pod_record *rec,
 			bool (*each)(int pfd, struct nsh_pod_record *rec, void *ctx), void *ctx,
 			struct nshash_error *err)
 {
-	int cfd = cni_open(state_dir, false, err);
-	if (cfd < 0)
-		return cfd == -ENOENT ? 0 : cfd;
-	int dfd = pods_open(cfd, state_dir, false, err);
-	close(cfd);
+	int dfd = pods_dir(state_dir, err);
 	if (dfd < 0)
 		return dfd == -ENOENT ? 0 : dfd;
 	DIR *d = fdopendir(dfd);
