@@ -52,8 +52,7 @@ PKG=golang-github-opencontainers-runtime-tools
 ROOT=$D/runc-root
 # runc leaves the mounts of a container asking rootfsPropagation: shared
 # in the host's mount namespace (under the bundle): gone before $D is.
-mounts_under() { awk -v d="$1/" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo; }
-on_exit "mounts_under '$D' | sort -r | xargs -r -n1 umount -l"
+on_exit "umount_under '$D'"
 on_exit "for c in \$(runc --root '$ROOT' list -q 2>/dev/null); do runc --root '$ROOT' delete -f \$c >/dev/null 2>&1; done"
 
 # --- the suite's source: Debian's orig tarball of the package (upstream as
@@ -156,7 +155,7 @@ run_one() {
 		rc=$?
 		if [ -n "$(mounts_under "$D/tmp-$r")" ]; then
 			echo "$n" >>"$D/left-$r"
-			mounts_under "$D/tmp-$r" | sort -r | xargs -r -n1 umount -l
+			umount_under "$D/tmp-$r"
 		fi
 		if verdict "$D/out/$r/$n" "$rc"; then
 			touch "$D/out/$r/$n.ok"

@@ -135,12 +135,19 @@ age_claims() {
 }
 # kernel_at_least MAJOR MINOR: the running kernel is that version or later.
 kernel_at_least() { uname -r | awk -F. -v M="$1" -v m="$2" '{exit !($1 > M || ($1 == M && $2 + 0 >= m))}'; }
+# mounts_under DIR: the mount points at DIR and below it; umount_under DIR
+# unmounts them, deepest first.
+mounts_under() { awk -v d="$1" '$5 == d || index($5, d "/") == 1 {print $5}' /proc/self/mountinfo; }
+umount_under() {
+	local m
+	mounts_under "$1" | sort -r | while read -r m; do umount -l "$m"; done
+}
 cleanup_state_dir() {
-	local d=$1 m
+	local d=$1
 	# A child making spares (after a container's start) finishes first.
 	spares_settled "$d"
 	# Every mount under it: pins (nsfs) and the shared bind mounts of pin dirs.
-	awk -v d="$d" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r | while read -r m; do umount -l "$m"; done
+	umount_under "$d"
 	rm -rf "$d"
 }
 
