@@ -28,9 +28,9 @@ TO="timeout -k 2 10"
 mkfifo "$D/fifo"
 state_listing() { (cd "$S" && find . | sort | tr '\n' ' '); echo "mounts=$(count_pins_under "$S/")"; }
 cleanup_state_dir_mounts() { # everything a failing case mounted under DIR (stacked too)
-	local i m
+	local i
 	for i in 1 2 3; do
-		awk -v d="$1/" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r | while read -r m; do umount -l "$m"; done
+		umount_under "$1"
 	done
 }
 strip() { sed -E 's/^nshash-hook\[[a-zA-Z]*\]: (error|warning|info): (hostname [^:]*: )?//'; }

@@ -37,7 +37,7 @@ conf() {
 }
 pin() { cni_pin_netns "$D/$1"; }
 # Every mount made under $D (the pins pod*, pre16, par*, busy*, ...), whatever failed.
-on_exit 'awk -v d="$D/" '"'"'index($5, d) == 1 {print $5}'"'"' /proc/self/mountinfo | sort -r | while read -r m; do umount -l "$m"; done'
+on_exit "umount_under '$D'"
 
 # --- the CNI plugin: the first ADD makes its netns and then a spare
 pin pod1

@@ -409,7 +409,7 @@ pause() {
 boot() {
 	local m
 	quiet
-	awk -v d="$STATE/" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r | while read -r m; do umount -l "$m"; done
+	umount_under "$STATE"
 	rm -rf $STATE
 }
 

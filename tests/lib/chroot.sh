@@ -89,7 +89,7 @@ chroot_remove() {
 		kill -9 "${left[@]}" 2>/dev/null
 		sleep 1
 	done
-	awk -v d="$r/" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r | while read -r m; do umount -l "$m"; done
+	umount_under "$r"
 	rm -rf --one-file-system "$r"
 }
 

@@ -137,7 +137,7 @@ docker_stop() {
 	for p in /proc/[0-9]*; do
 		grep -qF -- "$d/exec" "$p/cmdline" 2>/dev/null && kill -9 "${p#/proc/}" 2>/dev/null
 	done
-	awk -v d="$d" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r | while read -r m; do umount -l "$m"; done
+	umount_under "$d"
 	DOCKERD_PID=
 }
 

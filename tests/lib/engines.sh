@@ -144,7 +144,7 @@ engines_podman_cleanup() {
 	local d=$1 m
 	podman rm -a -f -t 0 >/dev/null 2>&1
 	podman pod rm -a -f >/dev/null 2>&1
-	awk -v d="$d" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r | while read -r m; do umount -l "$m"; done
+	umount_under "$d"
 	rm -rf "$d"
 }
 
@@ -205,7 +205,7 @@ engines_containerd_stop() {
 		grep -qF -- "$d/containerd.sock" "$p/cmdline" 2>/dev/null && kill -9 "${p#/proc/}" 2>/dev/null
 	done
 	for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-	awk -v d="$d" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r | while read -r m; do umount -l "$m"; done
+	umount_under "$d"
 	rm -rf "$d"
 }
 
