@@ -335,6 +335,7 @@ INSTALLED = $(BINDIR)/nshash $(BINDIR)/nshash-hook $(BINDIR)/nshash-runtime $(BI
 	$(DEFAULTSHOOKSDIR)/nshash-precreate.json \
 	$(NSHASHDATADIR)/containers.conf.d/50-nshash-hooks.conf \
 	$(NSHASHDATADIR)/containers.conf.d/51-nshash-hooks-defaults.conf \
+	$(NSHASHDATADIR)/remove-state \
 	$(SYSTEMDUNITDIR)/nshash-gc.service $(SYSTEMDUNITDIR)/nshash-gc.timer \
 	$(LIBDIR)/libnshash.a $(LIBDIR)/libnshash.so.$(SOVERSION) $(LIBDIR)/libnshash.so $(INCLUDEDIR)/nshash.h \
 	$(foreach m,$(wildcard docs/man/*.[1-8]),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
@@ -352,6 +353,7 @@ install: all
 		$(DESTDIR)$(DEFAULTSHOOKSDIR) $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSCONFDIR)/nshash
 	install -m 0755 $(B)/nshash $(B)/nshash-hook $(B)/nshash-runtime $(B)/nshash-cni-install $(DESTDIR)$(BINDIR)/
 	install -m 0755 $(B)/cni/nshash $(DESTDIR)$(CNIBINDIR)/nshash
+	install -m 0755 packaging/remove-state $(DESTDIR)$(NSHASHDATADIR)/remove-state
 	# oci-hooks(5) files in dirs of their own: precreate for podman's hooks_dir only (CRI-O
 	# rejects the stage and would then drop every hook in a shared dir); the createRuntime
 	# verification is opt-in (one more hook exec per container start)

@@ -73,6 +73,31 @@ cc -o "$D/use" "$D/use.c" -I"$D/usr/include" -L"$D/usr/lib" -lnshash 2>"$D/cc.lo
 assert_eq 0 $? "a program compiles and links against the installed header and libnshash.so"
 assert_eq 1024 "$(LD_LIBRARY_PATH=$D/usr/lib "$D/use")" "and runs against it"
 
+# The packages' removal script (deb prerm, rpm %preun): a state dir holding
+# only what nshash made for itself (a template) goes entirely; one holding a
+# pin a running process uses is kept, and says so.
+RS=$D/usr/share/nshash/remove-state
+[ -x "$RS" ] && pass "installed usr/share/nshash/remove-state" || fail "installed usr/share/nshash/remove-state"
+S1=$(make_state_dir)
+NSHASH_STATE_DIR=$S1 "$NSHASH" create --tcp 2048 --udp 512 "nshash-t09rs-$$" >/dev/null
+"$NSHASH" delete "nshash-t09rs-$$" >/dev/null
+assert_eq tcp2048-udp512 "$(ls "$S1/templates" | grep -v '\.used$')" "remove-state: the state dir holds an idle template"
+out=$(PATH=$BUILD:$PATH "$RS" "$S1" 2>&1)
+assert_eq "" "$out" "remove-state: silent when all goes"
+[ -e "$S1" ] && fail "remove-state: $S1 is still there: $(ls -a "$S1")" || pass "remove-state: the state dir is gone"
+assert_eq 0 "$(mounts_under "$S1" | wc -l)" "remove-state: nothing left mounted under it"
+S2=$(make_state_dir)
+mkdir -p "$S2/pins"
+unshare -n sleep 300 &
+holder=$!
+on_exit "kill $holder 2>/dev/null"
+sleep 0.2
+touch "$S2/pins/ctr" && mount --bind "/proc/$holder/ns/net" "$S2/pins/ctr"
+out=$(PATH=$BUILD:$PATH "$RS" "$S2" 2>&1)
+assert_contains "$out" "nshash: kept $S2: it holds pins of running containers (nshash list)" "remove-state: a state dir with a used pin is kept"
+assert_eq 1 "$(mounts_under "$S2/pins/ctr" | wc -l)" "remove-state: ... and the pin with it"
+kill $holder
+
 command -v valgrind >/dev/null || cannot_run "valgrind missing"
 STATE=$(make_state_dir)
 export NSHASH_STATE_DIR=$STATE
