@@ -17,6 +17,56 @@ void print_info_text(const char *what, const struct nshash_netns_info *i);
 /* "N KiB" or "N MiB". */
 void human_bytes(uint64_t b, char *buf, size_t len);
 
+int fail_priv(int code, const struct nshash_error *err);
+
+/* Options: the ids getopt returns (cmd/nshash.c's long_opts). */
+enum opt_id {
+	OPT_TCP = 1000,
+	OPT_UDP,
+	OPT_STRATEGY,
+	OPT_STATE_DIR,
+	OPT_JSON,
+	OPT_PID,
+	OPT_KEEP_LO_DOWN,
+	OPT_MAX_IDLE,
+	OPT_STALE_AGE,
+	OPT_DRY_RUN,
+	OPT_VERSION,
+	OPT_HELP,
+	OPT_PROMETHEUS,
+	OPT_MAX_TABLE_BYTES,
+	OPT_INTERVAL,
+	OPT_LISTEN,
+	OPT_GC_EVERY,
+	OPT_TEXTFILE_DIR,
+};
+
+/* The parsed command line a command runs with. */
+struct cli {
+	const char *cmd;
+	struct nshash_create_opts create;
+	const char *state_dir; /* never NULL: --state-dir, $NSHASH_STATE_DIR or the default (run) */
+	bool json, dry_run, prometheus;
+	pid_t pid;
+	int64_t max_idle, stale_age, interval, gc_every;
+	const char *listen, *textfile_dir;
+	unsigned seen; /* bit per option id, to refuse options a command does not take */
+};
+
+/* One command: a file cmd/NAME.c defines it, cmd/nshash.c's commands[]
+ * lists it. */
+struct command {
+	const char *name;
+	int (*run)(struct cli *, int, char **);
+	unsigned allowed;  /* option ids (bit = id - OPT_TCP) this command takes */
+	const char *usage; /* nshash help NAME, nshash NAME --help */
+};
+
+#define BIT(o) (1u << ((o)-OPT_TCP))
+
+/* cmd/list.c: a --stale-age under the library's floor is raised to it: say so (gc, serve). */
+void stale_age_note(const struct cli *c);
+
 /* cmd/resize.c */
 int resize_run(const struct nshash_create_opts *create, bool json, bool dry_run, const char *arg);
 

@@ -109,3 +109,17 @@ void print_info_text(const char *what, const struct nshash_netns_info *i)
 	if (i->tcp_entries > 0 && !host && i->tcp_max_tw_buckets >= 0 && i->tcp_max_tw_buckets < 1024)
 		printf("  note: this small table allows only %ld TIME_WAIT sockets\n", i->tcp_max_tw_buckets);
 }
+
+/* A refusal for lack of privileges says what to do, not only which
+ * syscall failed: run as root, or size a netns of your own without root. */
+int fail_priv(int code, const struct nshash_error *err)
+{
+	struct nshash_probe p;
+	if ((err->errnum == EPERM || err->errnum == EACCES) && nshash_probe(&p, NULL) == 0 && !p.cap_sys_admin)
+		return fail(EXIT_FAIL,
+			    "needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN): run as root, or without root size a "
+			    "netns of your own: unshare -Urmn nshash create --strategy nested --tcp N PATH (PATH on "
+			    "a mount of that namespace, e.g. a tmpfs)  [what failed: %s]",
+			    err->msg);
+	return fail_err(code, err);
+}

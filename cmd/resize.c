@@ -55,3 +55,24 @@ int resize_run(const struct nshash_create_opts *create, bool json, bool dry_run,
 	print_info_text(what, &rep.info);
 	return EXIT_OK;
 }
+
+static const char resize_usage[] =
+    "Usage: nshash resize [--tcp N] [--udp N] [--strategy template|nested] [--dry-run] [-j] NAME|PATH\n"
+    "\n"
+    "Replace a pinned netns someone already configured (an engine's) by a sized one with\n"
+    "the same links, addresses, routes, neighbours and sysctls, bound at the same path.\n"
+    "Refuses, changing nothing, what it cannot carry over (a process inside, firewall\n"
+    "tables, links that cannot move, ...); undoes everything if a step fails midway.\n"
+    "--dry-run only checks.\n";
+
+static int cmd_resize(struct cli *c, int argc, char **argv)
+{
+	if (argc != 1)
+		return fail(EXIT_USAGE, "resize: expected one NAME or PATH (see --help)");
+	c->create.state_dir = c->state_dir;
+	return resize_run(&c->create, c->json, c->dry_run, argv[0]);
+}
+
+const struct command resize_cmd = {"resize", cmd_resize,
+				   BIT(OPT_TCP) | BIT(OPT_UDP) | BIT(OPT_STRATEGY) | BIT(OPT_DRY_RUN) | BIT(OPT_JSON),
+				   resize_usage};

@@ -563,3 +563,40 @@ int serve_command(const struct serve_opts *o)
 	free(s);
 	return rc;
 }
+
+static const char serve_usage[] =
+    "Usage: nshash serve [--listen ADDR:PORT] [--gc-every SECONDS] [--max-idle SECONDS]\n"
+    "                    [--stale-age SECONDS] [--textfile-dir DIR]\n"
+    "\n"
+    "Run until SIGTERM or SIGINT: every --gc-every seconds (default 900; 0: never) what\n"
+    "`nshash gc --max-idle SECONDS --stale-age SECONDS` does (a failed run is logged, never\n"
+    "fatal), plus removing the CNI plugin's pod records of netns that are gone; and answer\n"
+    "HTTP on --listen (default " SERVE_DEFAULT_LISTEN "; [::]:PORT for IPv6):\n"
+    "  GET /metrics   `nshash stats --prometheus` (pod and namespace labels, the plugin's\n"
+    "                 ADDs by outcome, pod netns on the shared tables), gc runs, then every\n"
+    "                 DIR/*.prom of --textfile-dir (each at most 256 KiB, else skipped)\n"
+    "  GET /healthz   \"ok\"\n"
+    "Anything else: 404 or 405.  One request per connection, heads of at most 8 KiB\n"
+    "within 5 s.  Needs root with the host's PID namespace (it scans /proc) and the\n"
+    "state dir mounted with propagation both ways (gc unmounts pins).\n";
+
+static int cmd_serve(struct cli *c, int argc, char **argv)
+{
+	(void)argv;
+	if (argc != 0)
+		return fail(EXIT_USAGE, "serve: takes no arguments");
+	if (c->gc_every > 366LL * 24 * 3600)
+		return fail(EXIT_USAGE, "serve: --gc-every %lld: at most a year", (long long)c->gc_every);
+	stale_age_note(c);
+	struct serve_opts o = {.state_dir = c->state_dir,
+			       .listen = c->listen ? c->listen : SERVE_DEFAULT_LISTEN,
+			       .textfile_dir = c->textfile_dir,
+			       .gc_every = c->gc_every,
+			       .max_idle = c->max_idle,
+			       .stale_age = c->stale_age};
+	return serve_command(&o);
+}
+
+const struct command serve_cmd = {
+    "serve", cmd_serve,
+    BIT(OPT_LISTEN) | BIT(OPT_GC_EVERY) | BIT(OPT_MAX_IDLE) | BIT(OPT_STALE_AGE) | BIT(OPT_TEXTFILE_DIR), serve_usage};

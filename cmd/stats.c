@@ -540,3 +540,24 @@ out:
 	free(only);
 	return rc;
 }
+
+static const char stats_usage[] = "Usage: nshash stats [-j|--json] [--prometheus] [NAME|PATH|pid:PID...]\n"
+				  "\n"
+				  "Every network namespace of the host (pins under /run/netns and the state dir, then\n"
+				  "each distinct netns of a running process), or only those named: its TCP and UDP\n"
+				  "tables (own, shared or global), the sockets in them, the load (sockets per bucket)\n"
+				  "and a recommended size; then the shared tables' totals and top contributors.\n"
+				  "  --prometheus   the Prometheus text format (node_exporter's textfile collector)\n";
+
+static int cmd_stats(struct cli *c, int argc, char **argv)
+{
+	if (c->json && c->prometheus)
+		return fail(EXIT_USAGE, "stats: give --json or --prometheus, not both");
+	return stats_command(c->state_dir,
+			     c->prometheus ? STATS_PROMETHEUS
+			     : c->json	   ? STATS_JSON
+					   : STATS_TEXT,
+			     argc, argv);
+}
+
+const struct command stats_cmd = {"stats", cmd_stats, BIT(OPT_JSON) | BIT(OPT_PROMETHEUS), stats_usage};

@@ -92,7 +92,7 @@ assert_contains "$(tail -3 "$D/nshash.log")" "warning: " "onFailure warn: the mi
 sed -i "s|hooks_dir = \\[\"$D/hooks-verify-only\"\\]|hooks_dir = [\"$D/hooks\"]|" "$CONTAINERS_CONF"
 
 # --- bridge networking: podman created and configured the netns already;
-# precreate moves its links into a sized one (37-oci-podman-bridge in depth)
+# precreate moves its links into a sized one (63-oci-podman-bridge in depth)
 engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/nshash.log\"}"
 out=$(podman run --rm --annotation io.nshash.tcp=4096 $IMG sh -c 'cat /proc/sys/net/ipv4/tcp_ehash_entries; ip -o addr show eth0 | grep -c "inet "' 2>/dev/null)
 assert_eq "4096

@@ -55,7 +55,7 @@ assert_eq "" "$(ls "$S/pins")" "bad annotation: no pin"
 # an rshared bind (issue 20): created from the wrapper's sibling bundle in
 # the host's mount namespace; containerd runs, lists and removes the task
 # all the same, and the bind is there (ctr sets no rootfsPropagation, so
-# runc keeps the rootfs rslave: what reaches the host is 38-wrapper-propagation's)
+# runc keeps the rootfs rslave: what reaches the host is 67-wrapper-propagation's)
 mkdir -p "$D/shared"
 timeout 60 ctr run -d --runc-binary "$W" --runc-root "$D/runc-root" --annotation io.nshash.tcp=4096 --annotation io.nshash.udp=1024 \
 	--mount "type=bind,src=$D/shared,dst=/mnt,options=rbind:rshared" --rootfs "$D/rootfs" k6 /bin/sleep 300 >/dev/null 2>"$D/err"

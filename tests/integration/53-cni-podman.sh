@@ -10,7 +10,7 @@ require_root
 require_kernel_knobs
 command -v podman >/dev/null || cannot_run "podman missing"
 [ "$(engines_podman_major)" -ge 5 ] &&
-	skip_test "podman $(engines_podman_major) has no CNI backend (netavark only since podman 5.0; 37-oci-podman-bridge checks it refuses one): the precreate hook sizes podman 5's netavark networks"
+	skip_test "podman $(engines_podman_major) has no CNI backend (netavark only since podman 5.0; 63-oci-podman-bridge checks it refuses one): the precreate hook sizes podman 5's netavark networks"
 for p in bridge host-local portmap loopback; do [ -x /usr/lib/cni/$p ] || cannot_run "/usr/lib/cni/$p missing"; done
 
 D=$(make_state_dir)

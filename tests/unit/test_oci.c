@@ -523,7 +523,7 @@ static void test_engine_paths(void **state)
 			    "b3c9-736c-2b40-0ca4fa8f206b: No such file or directory");
 	snprintf(buf, sizeof(buf), CONFIG_WITH("%s", "{\"type\": \"network\", \"path\": \"/proc/123/ns/net\"}"), ann);
 	/* (no such process here: what inspecting it said; the pod advice is
-	 * tested with a real pod in 37-oci-podman-bridge) */
+	 * tested with a real pod in 63-oci-podman-bridge) */
 	expect_refused(buf, "cannot inspect the network namespace the config names (/proc/123/ns/net)");
 	snprintf(buf, sizeof(buf),
 		 CONFIG_WITH("%s", "{\"type\": \"network\", \"path\": \"/run/netns/netns-not-a-uuid\"}"), ann);
@@ -880,7 +880,7 @@ static void test_userns(void **state)
 /* The policy's defaults for a container with a user namespace: joining
  * the host's network or another netns it runs unsized, never refused; a
  * netns of its own takes the user-namespace path whatever the source of
- * the sizes (the mappings are read: 45-userns and 46-defaults make them). */
+ * the sizes (the mappings are read: 45-userns and 49-defaults make them). */
 static void test_userns_defaults(void **state)
 {
 	(void)state;
