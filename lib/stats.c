@@ -289,7 +289,7 @@ static void read_container(pid_t pid, char *id, size_t idlen, char *engine, size
  * (nsh_proc_private), a new one every PROC_ROUND netns: a lookup then
  * compares fewer than PROC_ROUND dentries, and the ones made go with the
  * instance, never into the host's cache.  32 balances the compares (~0.6 us
- * each at the fresh lookup) against an instance's teardown (~300 us). */
+ * each at the fresh lookup) against an instance's teardown (150-750 us). */
 #define PROC_ROUND 32
 
 struct scan {
