@@ -45,7 +45,8 @@ int nsh_sysctl_dir_open_in(int proc);
  * namespace without a visible /proc...: use the caller's /proc then).  It
  * costs ~50 us to make and ~250 us of CPU when its last fd closes (the
  * unmount waits for an RCU grace period): for background work that looks
- * into many fresh netns, not for a caller's own path. */
+ * into many fresh netns and for scans of many netns (stats.c renews one
+ * every 32), not for a caller's own path. */
 int nsh_proc_private(void);
 int nsh_sysctl_read_at(int dirfd, const char *name, long *value);
 int nsh_sysctl_write(const char *name, long value);

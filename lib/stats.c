@@ -116,14 +116,15 @@ static int sockets_here(struct nshash_sockets *s, struct nshash_error *err)
 	return 0;
 }
 
-/* Enter nsfd, read (info when asked, sockets), come back to `home`. */
-static int read_netns(int home, int nsfd, struct nshash_netns_info *info, struct nshash_sockets *s,
+/* Enter nsfd, read (info when asked, through `proc`: see
+ * nsh_sysctl_dir_open_in; sockets), come back to `home`. */
+static int read_netns(int home, int proc, int nsfd, struct nshash_netns_info *info, struct nshash_sockets *s,
 		      struct nshash_error *err)
 {
 	int r = nsh_netns_enter(nsfd, "to count its sockets", err);
 	if (r < 0)
 		return r;
-	r = info ? nsh_read_info_here(-1, info, false, err) : 0;
+	r = info ? nsh_read_info_here(proc, info, false, err) : 0;
 	if (r == 0)
 		r = sockets_here(s, err);
 	int r2 = nsh_netns_return(home, err);
@@ -136,7 +137,7 @@ int nshash_sockets_fd(int nsfd, struct nshash_sockets *s, struct nshash_error *e
 		return nshash_error_set(err, EINVAL, "count sockets of fd %d: not a network namespace", nsfd);
 	cleanup_close int home = -1;
 	int r = nsh_netns_open_current(&home, err);
-	return r < 0 ? r : read_netns(home, nsfd, NULL, s, err);
+	return r < 0 ? r : read_netns(home, -1, nsfd, NULL, s, err);
 }
 
 int nshash_sockets_path(const char *path, struct nshash_sockets *s, struct nshash_error *err)
@@ -281,18 +282,69 @@ static void read_container(pid_t pid, char *id, size_t idlen, char *engine, size
 
 /* ------------------------------------------------------------- the scan */
 
+/* Each netns's /proc/sys lookup compares one dentry per netns looked at
+ * through the same proc instance (docs/design.md "Cost"): through the host's
+ * /proc that is every netns on the node, so a scan grew with the square of
+ * their number.  The scan reads through proc instances of its own instead
+ * (nsh_proc_private), a new one every PROC_ROUND netns: a lookup then
+ * compares fewer than PROC_ROUND dentries, and the ones made go with the
+ * instance, never into the host's cache.  32 balances the compares (~0.6 us
+ * each at the fresh lookup) against an instance's teardown (150-750 us). */
+#define PROC_ROUND 32
+
 struct scan {
 	struct nshash_stats_netns *v;
 	size_t n, cap;
+	size_t *index;	  /* open addressing on (dev, inode): v's index + 1, 0 free */
+	size_t index_cap; /* a power of two, > 2 n */
 	int home;
+	int proc; /* the current private proc root, -1 none yet */
+	unsigned proc_used;
+	bool proc_failed; /* no private proc here: the caller's /proc */
 };
+
+/* The proc root (or -1: the caller's /proc) the next netns is read through. */
+static int scan_proc(struct scan *s)
+{
+	if (s->proc >= 0 && s->proc_used >= PROC_ROUND) {
+		close(s->proc);
+		s->proc = -1;
+	}
+	if (s->proc < 0 && !s->proc_failed) {
+		s->proc = nsh_proc_private();
+		s->proc_failed = s->proc < 0;
+		s->proc_used = 0;
+	}
+	s->proc_used++;
+	return s->proc;
+}
+
+static size_t slot_of(const struct scan *s, uint64_t dev, uint64_t ino)
+{
+	uint64_t h = (ino ^ (dev << 32 | dev >> 32)) * 0x9e3779b97f4a7c15ULL;
+	return (size_t)(h >> 17) & (s->index_cap - 1);
+}
 
 static struct nshash_stats_netns *find(struct scan *s, uint64_t dev, uint64_t ino)
 {
-	for (size_t i = 0; i < s->n; i++)
-		if (s->v[i].inode == ino && s->v[i].dev == dev)
-			return &s->v[i];
+	if (!s->index_cap)
+		return NULL;
+	for (size_t i = slot_of(s, dev, ino); s->index[i]; i = (i + 1) & (s->index_cap - 1)) {
+		struct nshash_stats_netns *e = &s->v[s->index[i] - 1];
+		if (e->inode == ino && e->dev == dev)
+			return e;
+	}
 	return NULL;
+}
+
+/* File v[n - 1] in the index. */
+static void index_add(struct scan *s)
+{
+	const struct nshash_stats_netns *e = &s->v[s->n - 1];
+	size_t i = slot_of(s, e->dev, e->inode);
+	while (s->index[i])
+		i = (i + 1) & (s->index_cap - 1);
+	s->index[i] = s->n;
 }
 
 static int grow(struct scan *s, struct nshash_error *err)
@@ -301,10 +353,22 @@ static int grow(struct scan *s, struct nshash_error *err)
 		return 0;
 	size_t cap = s->cap ? s->cap * 2 : 64;
 	struct nshash_stats_netns *v = realloc(s->v, cap * sizeof(*v));
-	if (!v)
+	size_t *index = calloc(cap * 4, sizeof(*index));
+	if (!v || !index) {
+		if (v)
+			s->v = v;
+		free(index);
 		return nshash_error_set(err, ENOMEM, "stats: out of memory");
+	}
 	s->v = v;
 	s->cap = cap;
+	free(s->index);
+	s->index = index;
+	s->index_cap = cap * 4;
+	size_t n = s->n;
+	for (s->n = 1; s->n <= n; s->n++)
+		index_add(s);
+	s->n = n;
 	return 0;
 }
 
@@ -337,13 +401,14 @@ static int add_netns(struct scan *s, const char *path, bool pinned, enum nshash_
 		snprintf(e->name, sizeof(e->name), "%s", path);
 	else
 		snprintf(e->name, sizeof(e->name), "pid:%d", (int)pid);
-	r = read_netns(s->home, fd, &e->info, &e->sockets, err);
+	r = read_netns(s->home, scan_proc(s), fd, &e->info, &e->sockets, err);
 	if (r == -EPERM)
 		return nshash_error_set(
 		    err, EPERM, "stats %s: entering a network namespace needs CAP_SYS_ADMIN (run as root)", path);
 	if (r < 0)
 		return nshash_error_prefix(err, "stats %s", path);
 	s->n++;
+	index_add(s);
 	return 0;
 }
 
@@ -462,7 +527,7 @@ static int scan_only(struct scan *s, const struct nshash_stats_opts *opts, struc
 int nshash_stats_scan(const struct nshash_stats_opts *opts, struct nshash_stats_netns **out, size_t *count,
 		      struct nshash_error *err)
 {
-	struct scan s = {.home = -1};
+	struct scan s = {.home = -1, .proc = -1};
 	int r = nsh_netns_open_current(&s.home, err);
 	if (r == 0)
 		r = opts->only ? scan_only(&s, opts, err) : scan_pins(&s, opts->state_dir, err);
@@ -470,6 +535,9 @@ int nshash_stats_scan(const struct nshash_stats_opts *opts, struct nshash_stats_
 		r = scan_processes(&s, !opts->only, err);
 	if (s.home >= 0)
 		close(s.home);
+	if (s.proc >= 0)
+		close(s.proc);
+	free(s.index);
 	if (r < 0) {
 		free(s.v);
 		return r;
