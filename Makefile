@@ -288,6 +288,9 @@ $(B)/tests/test_cni: tests/unit/test_cni.c $(CNI_OBJS) $(FRONT_LIBS)
 $(B)/tests/test_policy: tests/unit/test_policy.c $(FRONT_LIBS)
 	@mkdir -p $(@D)
 	$(LINK) $(NSH_CPPFLAGS) $(CPPFLAGS) $(UNIT_INC) -o $@ $^ $(LDLIBS) -lcmocka
+$(B)/tests/test_history: tests/unit/test_history.c $(FRONT_LIBS)
+	@mkdir -p $(@D)
+	$(LINK) $(NSH_CPPFLAGS) $(CPPFLAGS) $(UNIT_INC) -o $@ $^ $(LDLIBS) -lcmocka
 $(B)/tests/test_hostile: tests/unit/test_hostile.c $(OCI_OBJS) $(CNI_OBJS) $(FRONT_LIBS)
 	@mkdir -p $(@D)
 	$(LINK) $(NSH_CPPFLAGS) $(CPPFLAGS) $(UNIT_INC) -o $@ $^ $(LDLIBS) -lcmocka

@@ -16,6 +16,7 @@
 #include "cli.h"
 #include "common.h"
 #include "stats.h"
+#include "auto.h"
 
 static const char *prog = "nshash";
 
@@ -42,6 +43,8 @@ static const char usage_text[] =
     "  stats [-j|--json] [--prometheus] [NAME|PATH|pid:PID...]\n"
     "                 every netns (pins, then processes): tables, sockets, load,\n"
     "                 recommended size; the shared tables' totals\n"
+    "  record [-j|--json]   sample sized netns into the `auto` history (nshash-record.timer)\n"
+    "  history [-j|--json] [--prometheus]   workloads, peaks and the sizes `auto` gives\n"
     "  delete NAME|PATH...\n"
     "                 unmount and remove pins (succeeds if already gone)\n"
     "  gc [--max-idle SECONDS] [--stale-age SECONDS] [--dry-run]\n"
@@ -824,6 +827,26 @@ static int cmd_stats(struct cli *c, int argc, char **argv)
 			     argc, argv);
 }
 
+static int cmd_record(struct cli *c, int argc, char **argv)
+{
+	if (argc > 0)
+		return fail(EXIT_USAGE, "record: takes no arguments");
+	(void)argv;
+	return record_command(c->state_dir, c->json);
+}
+
+static int cmd_history(struct cli *c, int argc, char **argv)
+{
+	if (argc > 0)
+		return fail(EXIT_USAGE, "history: takes no arguments");
+	(void)argv;
+	if (c->json && c->prometheus)
+		return fail(EXIT_USAGE, "history: give --json or --prometheus, not both");
+	return history_command(c->state_dir, c->prometheus ? HISTORY_PROMETHEUS
+					     : c->json	   ? HISTORY_JSON
+							   : HISTORY_TEXT);
+}
+
 /* ------------------------------------------------------------- main */
 
 struct command {
@@ -854,6 +877,8 @@ static const struct command commands[] = {
     {"serve", cmd_serve,
      BIT(OPT_LISTEN) | BIT(OPT_GC_EVERY) | BIT(OPT_MAX_IDLE) | BIT(OPT_STALE_AGE) | BIT(OPT_TEXTFILE_DIR), serve_usage},
     {"stats", cmd_stats, BIT(OPT_JSON) | BIT(OPT_PROMETHEUS), stats_usage},
+    {"record", cmd_record, BIT(OPT_JSON), record_usage},
+    {"history", cmd_history, BIT(OPT_JSON) | BIT(OPT_PROMETHEUS), history_usage},
     {"help", cmd_help, 0, usage_text},
 };
 
