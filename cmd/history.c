@@ -16,11 +16,29 @@ const char history_usage[] = "Usage: nshash history [-j|--json] [--prometheus]\n
 			     "io.nshash.tcp=auto / io.nshash.udp=auto give them now (peak x 2, next power\n"
 			     "of two, at least 128, at most the policy's maxTcp/maxUdp).\n";
 
+void history_prometheus(FILE *f, const struct nsh_history *h, const struct nsh_policy *policy, int64_t now)
+{
+	fputs("# HELP nshash_auto_entries The size io.nshash.tcp/udp=auto gives the workload now.\n"
+	      "# TYPE nshash_auto_entries gauge\n",
+	      f);
+	for (size_t i = 0; i < h->n; i++) {
+		const struct nsh_history_entry *e = &h->v[i];
+		char label[NSH_WORKLOAD_KEY_MAX * 4];
+		nsh_prom_label(e->key, label, sizeof(label));
+		for (int k = 0; k < 2; k++) {
+			enum nshash_proto p = k ? NSHASH_UDP : NSHASH_TCP;
+			fprintf(
+			    f, "nshash_auto_entries{workload=\"%s\",proto=\"%s\"} %u\n", label, k ? "udp" : "tcp",
+			    nsh_auto_size(p, nsh_history_peak_now(e, p, now), k ? policy->max.udp : policy->max.tcp));
+		}
+	}
+}
+
 int history_command(const char *state_dir, enum history_format format)
 {
 	struct nshash_error err = {0};
 	struct nsh_policy policy;
-	if (nsh_policy_load(NULL, &policy, &err) < 0)
+	if (nsh_policy_load(getenv("NSHASH_POLICY"), &policy, &err) < 0)
 		return fail(EXIT_FAIL, "history: %s", err.msg);
 	struct nsh_history h;
 	char warn[4500];
@@ -34,9 +52,11 @@ int history_command(const char *state_dir, enum history_format format)
 	if (format == HISTORY_TEXT)
 		printf("%-40s %10s %10s %8s %8s %s\n", "WORKLOAD", "TCP-PEAK", "UDP-PEAK", "AUTO-TCP", "AUTO-UDP",
 		       "LAST-SEEN");
-	if (format == HISTORY_PROMETHEUS)
-		printf("# HELP nshash_auto_entries The size io.nshash.tcp/udp=auto gives the workload now.\n"
-		       "# TYPE nshash_auto_entries gauge\n");
+	if (format == HISTORY_PROMETHEUS) {
+		history_prometheus(stdout, &h, &policy, now);
+		nsh_history_free(&h);
+		return EXIT_OK;
+	}
 	for (size_t i = 0; i < h.n; i++) {
 		const struct nsh_history_entry *e = &h.v[i];
 		long tp = nsh_history_peak_now(e, NSHASH_TCP, now), up = nsh_history_peak_now(e, NSHASH_UDP, now);
@@ -53,11 +73,6 @@ int history_command(const char *state_dir, enum history_format format)
 			json_object_object_add(o, "autoTcp", json_object_new_int64(at));
 			json_object_object_add(o, "autoUdp", json_object_new_int64(au));
 			json_object_array_add(arr, o);
-		} else if (format == HISTORY_PROMETHEUS) {
-			char label[NSH_WORKLOAD_KEY_MAX * 4];
-			nsh_prom_label(e->key, label, sizeof(label));
-			printf("nshash_auto_entries{workload=\"%s\",proto=\"tcp\"} %u\n", label, at);
-			printf("nshash_auto_entries{workload=\"%s\",proto=\"udp\"} %u\n", label, au);
 		} else {
 			char when[32];
 			time_t t = (time_t)e->last_seen;

@@ -49,6 +49,9 @@ out=$($N record 2>&1)
 assert_contains "$out" "sampled 1 of" "record samples the pod's netns"
 assert_eq "cni:shop:pod=web 10000 3000 32768 8192" "$($N history --json | jq -r '.[0] | "\(.workload) \(.tcpPeak) \(.udpPeak) \(.autoTcp) \(.autoUdp)"')" "history of the Deployment web"
 assert_contains "$($N history --prometheus)" 'nshash_auto_entries{workload="cni:shop:pod=web",proto="tcp"} 32768' "prometheus: the recommended size"
+assert_eq "cni:shop:pod=web 32768 8192" "$($N stats --json | jq -r --arg p "$D/p1" '.netns[] | select(.id == $p or (.pid != null and .workload != null)) | "\(.workload) \(.auto.tcp) \(.auto.udp)"' | head -1)" "stats: the netns's workload and what auto gives it now"
+assert_contains "$($N stats)" "workload cni:shop:pod=web auto tcp=32768 udp=8192" "stats text: the same"
+assert_contains "$($N stats --prometheus)" 'nshash_auto_entries{workload="cni:shop:pod=web",proto="udp"} 8192' "stats --prometheus (serve's formatter) exports the auto size"
 kill "$holder"; wait "$holder" 2>/dev/null
 cni_call DEL "$D/p1" "$conf" "$(args shop web-7d4b9c8f6d-x2k9p)"
 
