@@ -101,7 +101,7 @@ struct nsh_history {
 /* The power of two >= peak x 2, at least NSH_AUTO_MIN, at most `cap` (0 =
  * the kernel's maximum). */
 uint32_t nsh_auto_size(enum nshash_proto proto, long peak, uint32_t cap);
-/* peak x NSH_HISTORY_DECAY ^ (days since it was seen), rounded down. */
+/* peak x NSH_HISTORY_DECAY ^ (days since it was seen), rounded to nearest. */
 long nsh_history_peak_now(const struct nsh_history_entry *e, enum nshash_proto proto, int64_t now);
 int nsh_workload_key(const char *frontend, const char *scope, const char *name, char *out, size_t len,
 		     struct nshash_error *err);

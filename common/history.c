@@ -38,7 +38,7 @@ long nsh_history_peak_now(const struct nsh_history_entry *e, enum nshash_proto p
 	for (int64_t d = 0; d < days; d++)
 		v *= NSH_HISTORY_DECAY;
 	v *= 1.0 - (1.0 - NSH_HISTORY_DECAY) * (double)(secs % 86400) / 86400.0;
-	return (long)v;
+	return (long)(v + 0.5); /* nearest: a second of decay is not a socket less */
 }
 
 /* Keys: printable ASCII but space, '%' and '\\' kept; the rest %XX. */
@@ -203,6 +203,12 @@ struct nsh_history_entry *nsh_history_find(struct nsh_history *h, const char *ke
 	return NULL;
 }
 
+static int by_key(const void *a, const void *b)
+{
+	const struct nsh_history_entry *x = a, *y = b;
+	return strcmp(x->key, y->key);
+}
+
 int nsh_history_parse(const char *text, size_t len, struct nsh_history *h, size_t *dropped, struct nshash_error *err)
 {
 	memset(h, 0, sizeof(*h));
@@ -239,7 +245,7 @@ int nsh_history_parse(const char *text, size_t len, struct nsh_history *h, size_
 		struct nsh_history_entry tmp = {0};
 		if (sscanf(line, "w %s %lld %lld %lld %lld %lld %c", ekey, &tp, &ta, &up, &ua, &seen, &extra) != 6 ||
 		    tp < 0 || up < 0 || tp > NSHASH_TCP_MAX || up > NSHASH_TCP_MAX || ta < 0 || ua < 0 || seen < 0 ||
-		    key_unescape(ekey, tmp.key, sizeof(tmp.key)) < 0 || nsh_history_find(h, tmp.key)) {
+		    key_unescape(ekey, tmp.key, sizeof(tmp.key)) < 0) {
 			(*dropped)++;
 			continue;
 		}
@@ -261,6 +267,22 @@ int nsh_history_parse(const char *text, size_t len, struct nsh_history *h, size_
 	}
 	if (len > 0 && !header)
 		(*dropped)++;
+	/* a key twice (a damaged file): one kept, the other dropped; by a
+	 * sort, O(n log n) on the start path, not a search per line */
+	if (h->n > 1) {
+		qsort(h->v, h->n, sizeof(*h->v), by_key);
+		size_t o = 1;
+		for (size_t i = 1; i < h->n; i++) {
+			if (strcmp(h->v[i].key, h->v[o - 1].key) == 0) {
+				(*dropped)++;
+				continue;
+			}
+			if (o != i)
+				h->v[o] = h->v[i];
+			o++;
+		}
+		h->n = o;
+	}
 	return 0;
 }
 
@@ -399,7 +421,7 @@ int nsh_workload_mark(const char *state_dir, uint64_t dev, uint64_t ino, const c
 {
 	char dir[4200], path[4300], tmp[4400];
 	snprintf(dir, sizeof(dir), "%s/%s", state_dir ? state_dir : NSHASH_DEFAULT_STATE_DIR, NSH_WORKLOAD_DIR);
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return nshash_error_set(err, errno, "workload: mkdir %s", dir);
 	snprintf(path, sizeof(path), "%s/%llu-%llu", dir, (unsigned long long)dev, (unsigned long long)ino);
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
