@@ -240,10 +240,11 @@ int nsh_history_parse(const char *text, size_t len, struct nsh_history *h, size_
 			}
 		}
 		char ekey[sizeof(line)];
+		_Static_assert(sizeof(ekey) == 1664, "the sscanf width below is sizeof(ekey) - 1");
 		long long tp, ta, up, ua, seen;
 		char extra;
 		struct nsh_history_entry tmp = {0};
-		if (sscanf(line, "w %s %lld %lld %lld %lld %lld %c", ekey, &tp, &ta, &up, &ua, &seen, &extra) != 6 ||
+		if (sscanf(line, "w %1663s %lld %lld %lld %lld %lld %c", ekey, &tp, &ta, &up, &ua, &seen, &extra) != 6 ||
 		    tp < 0 || up < 0 || tp > NSHASH_TCP_MAX || up > NSHASH_TCP_MAX || ta < 0 || ua < 0 || seen < 0 ||
 		    key_unescape(ekey, tmp.key, sizeof(tmp.key)) < 0) {
 			(*dropped)++;
