@@ -288,6 +288,9 @@ $(B)/tests/test_cni: tests/unit/test_cni.c $(CNI_OBJS) $(FRONT_LIBS)
 $(B)/tests/test_policy: tests/unit/test_policy.c $(FRONT_LIBS)
 	@mkdir -p $(@D)
 	$(LINK) $(NSH_CPPFLAGS) $(CPPFLAGS) $(UNIT_INC) -o $@ $^ $(LDLIBS) -lcmocka
+$(B)/tests/test_history: tests/unit/test_history.c $(FRONT_LIBS)
+	@mkdir -p $(@D)
+	$(LINK) $(NSH_CPPFLAGS) $(CPPFLAGS) $(UNIT_INC) -o $@ $^ $(LDLIBS) -lcmocka
 $(B)/tests/test_hostile: tests/unit/test_hostile.c $(OCI_OBJS) $(CNI_OBJS) $(FRONT_LIBS)
 	@mkdir -p $(@D)
 	$(LINK) $(NSH_CPPFLAGS) $(CPPFLAGS) $(UNIT_INC) -o $@ $^ $(LDLIBS) -lcmocka
@@ -337,6 +340,7 @@ INSTALLED = $(BINDIR)/nshash $(BINDIR)/nshash-hook $(BINDIR)/nshash-runtime $(BI
 	$(NSHASHDATADIR)/containers.conf.d/51-nshash-hooks-defaults.conf \
 	$(NSHASHDATADIR)/remove-state \
 	$(SYSTEMDUNITDIR)/nshash-gc.service $(SYSTEMDUNITDIR)/nshash-gc.timer \
+	$(SYSTEMDUNITDIR)/nshash-record.service $(SYSTEMDUNITDIR)/nshash-record.timer \
 	$(LIBDIR)/libnshash.a $(LIBDIR)/libnshash.so.$(SOVERSION) $(LIBDIR)/libnshash.so $(INCLUDEDIR)/nshash.h \
 	$(foreach m,$(wildcard docs/man/*.[1-8]),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
 # podman reads these hooks dirs by default; setting hooks_dir replaces them.
@@ -372,10 +376,10 @@ install: all
 	sed -e 's|^hooks_dir = .*|hooks_dir = [$(subst $(space),$(comma) ,$(patsubst %,"%",$(strip $(PODMAN_DEFAULTS_HOOKS_DIRS))))]|' \
 		-e 's|/usr/share/nshash/|$(NSHASHDATADIR)/|' packaging/containers/51-nshash-hooks-defaults.conf \
 		>$(DESTDIR)$(NSHASHDATADIR)/containers.conf.d/51-nshash-hooks-defaults.conf
-	for u in nshash-gc.service nshash-gc.timer; do \
+	for u in nshash-gc.service nshash-gc.timer nshash-record.service nshash-record.timer; do \
 		sed 's|/usr/bin/nshash|$(BINDIR)/nshash|' packaging/systemd/$$u >$(DESTDIR)$(SYSTEMDUNITDIR)/$$u; done
 	chmod 0644 $(DESTDIR)$(VERIFYHOOKSDIR)/nshash-verify.json $(DESTDIR)$(PODMANHOOKSDIR)/nshash-precreate.json \
-		$(DESTDIR)$(NSHASHDATADIR)/containers.conf.d/50-nshash-hooks.conf $(DESTDIR)$(SYSTEMDUNITDIR)/nshash-gc.* \
+		$(DESTDIR)$(NSHASHDATADIR)/containers.conf.d/50-nshash-hooks.conf $(DESTDIR)$(SYSTEMDUNITDIR)/nshash-gc.* $(DESTDIR)$(SYSTEMDUNITDIR)/nshash-record.* \
 		$(DESTDIR)$(DEFAULTSHOOKSDIR)/nshash-precreate.json \
 		$(DESTDIR)$(NSHASHDATADIR)/containers.conf.d/51-nshash-hooks-defaults.conf
 	# the policy: never overwrite one that is there

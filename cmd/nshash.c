@@ -41,6 +41,8 @@ static const char usage_text[] =
     "  stats [-j|--json] [--prometheus] [NAME|PATH|pid:PID...]\n"
     "                 every netns (pins, then processes): tables, sockets, load,\n"
     "                 recommended size; the shared tables' totals\n"
+    "  record [-j|--json]   sample sized netns into the `auto` history (nshash-record.timer)\n"
+    "  history [-j|--json] [--prometheus]   workloads, peaks and the sizes `auto` gives\n"
     "  delete NAME|PATH...\n"
     "                 unmount and remove pins (succeeds if already gone)\n"
     "  gc [--max-idle SECONDS] [--stale-age SECONDS] [--dry-run]\n"
@@ -124,13 +126,13 @@ static int parse_pid(const char *text, pid_t *out)
 
 /* The commands, each defined in its file (usage next to its handler). */
 extern const struct command create_cmd, resize_cmd, show_cmd, list_cmd, stats_cmd, delete_cmd, gc_cmd, reclaim_cmd,
-    check_cmd, serve_cmd;
+    check_cmd, serve_cmd, record_cmd, history_cmd;
 static const struct command help_cmd;
 
 /* In the order `nshash help BOGUS` names them. */
 static const struct command *const commands[] = {
     &create_cmd, &resize_cmd,  &show_cmd,  &list_cmd,  &stats_cmd, &delete_cmd,
-    &gc_cmd,	 &reclaim_cmd, &check_cmd, &serve_cmd, &help_cmd,
+    &gc_cmd,	 &reclaim_cmd, &check_cmd, &serve_cmd, &record_cmd, &history_cmd, &help_cmd,
 };
 
 static const struct command *find_command(const char *name)

@@ -6,10 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 #include "common.h"
 #include "stats.h"
+#include "auto.h"
 
 static const char *const proto_key[2] = {"tcp", "udp"};
 
@@ -68,7 +70,22 @@ struct view {
 	struct nsh_pod_record *pods;
 	size_t npods;
 	uint64_t adds[3]; /* sized, warned, refused */
+	/* `auto` (docs/auto.md): each netns's workload ("" none) and the history */
+	char (*keys)[NSH_WORKLOAD_KEY_MAX];
+	struct nsh_history hist;
+	int64_t now;
 };
+
+/* The size `auto` gives netns i's workload now; false: no workload. */
+static bool auto_of(const struct view *w, size_t i, struct nshash_sizes *out)
+{
+	if (!w->keys || !w->keys[i][0])
+		return false;
+	bool known;
+	*out =
+	    nsh_auto_resolve(&w->hist, w->keys[i], &w->policy, true, true, (struct nshash_sizes){0, 0}, w->now, &known);
+	return true;
+}
 
 static const struct nsh_pod_record *pod_of(const struct view *w, size_t i)
 {
@@ -111,6 +128,19 @@ static json_object *netns_json(const struct view *w, size_t i)
 	json_object_object_add(o, "cni_outcome",
 			       pod ? json_object_new_string(nsh_cni_outcome_name(pod->outcome)) : NULL);
 	json_object_object_add(o, "pod_shared", shared ? json_object_new_string(shared) : NULL);
+	struct nshash_sizes a;
+	if (auto_of(w, i, &a)) {
+		char shown[NSH_WORKLOAD_KEY_MAX * 3 + 4];
+		nsh_workload_show(w->keys[i], shown, sizeof(shown));
+		json_object_object_add(o, "workload", json_object_new_string(shown));
+		json_object *ao = json_object_new_object();
+		json_object_object_add(ao, "tcp", json_object_new_int64(a.tcp));
+		json_object_object_add(ao, "udp", json_object_new_int64(a.udp));
+		json_object_object_add(o, "auto", ao);
+	} else {
+		json_object_object_add(o, "workload", NULL);
+		json_object_object_add(o, "auto", NULL);
+	}
 	return o;
 }
 
@@ -294,6 +324,7 @@ static void prom_all(FILE *f, const struct view *w, bool commands)
 	prom_shared(f, w->sh);
 	prom_cni(f, w);
 	prom_defaults(f, w);
+	history_prometheus(f, &w->hist, &w->policy, w->now);
 }
 
 /* ------------------------------------------------------------- text */
@@ -339,6 +370,12 @@ static void print_text(const struct view *w)
 			printable(p->namespace_, ns, sizeof(ns));
 			printable(p->pod, pod, sizeof(pod));
 			printf(" pod %s/%s", ns, pod);
+		}
+		struct nshash_sizes a;
+		if (auto_of(w, i, &a)) {
+			char shown[NSH_WORKLOAD_KEY_MAX * 3 + 4];
+			nsh_workload_show(w->keys[i], shown, sizeof(shown));
+			printf(" workload %s auto tcp=%u udp=%u", shown, a.tcp, a.udp);
 		}
 		putchar('\n');
 	}
@@ -470,6 +507,16 @@ static int view_load(const char *state_dir, const char *const *only, size_t nonl
 		fail(0, "stats: %s (pods unnamed)", err.msg);
 	if (nsh_cni_adds_read(state_dir, w->adds, &err) < 0)
 		fail(0, "stats: %s (ADDs not counted)", err.msg);
+	char warn[4500];
+	w->now = (int64_t)time(NULL);
+	if (nsh_history_load(state_dir, &w->hist, warn, sizeof(warn), &err) < 0)
+		fail(0, "stats: %s (auto sizes not shown)", err.msg);
+	else if (warn[0])
+		fail(0, "stats: warning: %s", warn);
+	w->keys = w->n ? calloc(w->n, sizeof(*w->keys)) : NULL;
+	for (size_t i = 0; w->keys && i < w->n; i++)
+		if (nsh_workload_read(state_dir, w->v[i].dev, w->v[i].inode, w->keys[i], sizeof(w->keys[i])) < 0)
+			w->keys[i][0] = '\0';
 	return EXIT_OK;
 }
 
@@ -477,6 +524,8 @@ static void view_free(struct view *w)
 {
 	free(w->v);
 	free(w->pods);
+	free(w->keys);
+	nsh_history_free(&w->hist);
 }
 
 int stats_prometheus(FILE *f, const char *state_dir, bool commands)

@@ -21,18 +21,18 @@ struct json_object;
 
 /* Error codes: 1-99 are the CNI spec's, 100+ nshash's own. */
 enum nsh_cni_code {
-	NSH_CNI_E_VERSION = 1,	  /* incompatible cniVersion / command */
-	NSH_CNI_E_ENV = 4,		  /* missing or invalid CNI_* variable */
-	NSH_CNI_E_IO = 5,		  /* reading stdin failed */
-	NSH_CNI_E_DECODE = 6,	  /* stdin is not one JSON object */
-	NSH_CNI_E_CONFIG = 7,	  /* invalid network config key/value */
-	NSH_CNI_E_NOT_READY = 50,	  /* STATUS: cannot size anything here */
+	NSH_CNI_E_VERSION = 1,	       /* incompatible cniVersion / command */
+	NSH_CNI_E_ENV = 4,	       /* missing or invalid CNI_* variable */
+	NSH_CNI_E_IO = 5,	       /* reading stdin failed */
+	NSH_CNI_E_DECODE = 6,	       /* stdin is not one JSON object */
+	NSH_CNI_E_CONFIG = 7,	       /* invalid network config key/value */
+	NSH_CNI_E_NOT_READY = 50,      /* STATUS: cannot size anything here */
 	NSH_CNI_E_NOT_RESIZABLE = 100, /* CNI_NETNS cannot be replaced */
-	NSH_CNI_E_FALLBACK = 101,	  /* kernel gave the shared table */
-	NSH_CNI_E_REFUSED = 102,	  /* pod annotation invalid or over the cap */
-	NSH_CNI_E_CREATE = 103,	  /* creating the sized netns failed */
-	NSH_CNI_E_MISMATCH = 104,	  /* CHECK: netns has other sizes */
-	NSH_CNI_E_BUDGET = 105,	  /* maxTableBytes would be passed */
+	NSH_CNI_E_FALLBACK = 101,      /* kernel gave the shared table */
+	NSH_CNI_E_REFUSED = 102,       /* pod annotation invalid or over the cap */
+	NSH_CNI_E_CREATE = 103,	       /* creating the sized netns failed */
+	NSH_CNI_E_MISMATCH = 104,      /* CHECK: netns has other sizes */
+	NSH_CNI_E_BUDGET = 105,	       /* maxTableBytes would be passed */
 };
 
 /* "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0", NULL */
@@ -77,8 +77,7 @@ void nsh_cni_env_from_environ(struct nsh_cni_env *env);
  * (cut to fit): true when the key is there. */
 bool nsh_cni_args_get(const char *args, const char *key, char *out, size_t len);
 /* Check the variables `command` needs; code 4 naming every bad one. */
-int nsh_cni_env_check(const struct nsh_cni_env *env, enum nsh_cni_command *command,
-			 struct nsh_cni_failure *err);
+int nsh_cni_env_check(const struct nsh_cni_env *env, enum nsh_cni_command *command, struct nsh_cni_failure *err);
 
 /* The plugin's entry of the network config, as nshash reads it. */
 struct nsh_cni_config {
@@ -97,13 +96,14 @@ struct nsh_cni_config {
 	unsigned max_spares;
 	uint64_t max_spare_bytes;
 	int64_t spare_max_idle;
-	struct json_object *json; /* the whole document */
+	struct json_object *json;	  /* the whole document */
+	bool auto_tcp, auto_udp;	  /* "tcp"/"udp": "auto" (or the node's defaults "auto") */
+	struct nshash_sizes auto_initial; /* the node's autoInitialTcp/autoInitialUdp */
 };
 /* Decode and validate stdin: code 6 when it is not exactly one JSON object,
  * 1 for a missing/unsupported cniVersion, 7 naming a bad key and value.
  * Free with nsh_cni_config_free() whatever it returns. */
-int nsh_cni_config_parse(const char *text, size_t len, struct nsh_cni_config *cfg,
-			    struct nsh_cni_failure *err);
+int nsh_cni_config_parse(const char *text, size_t len, struct nsh_cni_config *cfg, struct nsh_cni_failure *err);
 void nsh_cni_config_free(struct nsh_cni_config *cfg);
 /* Apply the node's policy (nshash.json(5)) to a parsed config: the state
  * dir is the node's (a different "stateDir" is code 7); a network with
@@ -114,13 +114,13 @@ void nsh_cni_config_free(struct nsh_cni_config *cfg);
  * network default above the resulting cap is code 7; strategy is nested when
  * either says so; onFailure is the network's, else the node's. */
 int nsh_cni_config_node(struct nsh_cni_config *cfg, const struct nsh_policy *node, char *warn, size_t wlen,
-			   struct nsh_cni_failure *err);
+			struct nsh_cni_failure *err);
 /* The sizes this attachment asks for: the network defaults overridden per
  * protocol by the pod annotations io.nshash.tcp / io.nshash.udp from
  * runtimeConfig["io.kubernetes.cri.pod-annotations"], refused (code 102)
  * when invalid or above maxTcp / maxUdp.  *from_annotation tells which. */
 int nsh_cni_request(const struct nsh_cni_config *cfg, struct nshash_sizes *req, bool *from_annotation,
-		       struct nsh_cni_failure *err);
+		    struct nsh_cni_failure *err);
 
 /* The system operations the decisions rest on.  nsh_cni_run() uses the
  * real ones when `ops` is NULL; unit tests replace them. */
@@ -143,10 +143,11 @@ struct nsh_cni_ops {
 extern const struct nsh_cni_ops nsh_cni_system_ops;
 
 struct nsh_cni_output {
-	int status;	   /* exit status: 0 or 1 */
-	char *stdout_text; /* malloc'd: result, version info or error JSON; NULL = nothing */
-	char log[2048];	   /* what goes to stderr ("" = nothing) */
-	bool have_config;  /* the network config was valid: state_dir is its stateDir */
+	int status;				 /* exit status: 0 or 1 */
+	char workload_key[NSH_WORKLOAD_KEY_MAX]; /* ADD with `auto`: the pod's workload ("" none) */
+	char *stdout_text;			 /* malloc'd: result, version info or error JSON; NULL = nothing */
+	char log[2048];				 /* what goes to stderr ("" = nothing) */
+	bool have_config;			 /* the network config was valid: state_dir is its stateDir */
 	char state_dir[1024];
 	int64_t stale_age, reclaim_interval; /* the node's, for that reclaim */
 	/* ADD gave the pod a sized netns (refill_due): spares of these sizes
@@ -169,13 +170,13 @@ void nsh_cni_node_load(struct nsh_cni_node *node);
 /* Run one invocation: env + stdin → output, with the node's policy (NULL =
  * the defaults).  Never exits or prints. */
 void nsh_cni_run(const struct nsh_cni_env *env, const char *input, size_t len, const struct nsh_cni_ops *ops,
-		    const struct nsh_cni_node *node, struct nsh_cni_output *out);
+		 const struct nsh_cni_node *node, struct nsh_cni_output *out);
 void nsh_cni_output_free(struct nsh_cni_output *out);
 /* After the answer is out: ADD counted by outcome in STATE_DIR/cni/adds and,
  * when its pod runs (sized, warned, unsized), recorded with the pod's
  * namespace and name from CNI_ARGS; DEL removes that record. */
 int nsh_cni_record(const struct nsh_cni_env *env, const struct nsh_cni_output *out, const char *state_dir,
-		      struct nshash_error *err);
+		   struct nshash_error *err);
 
 /* ------------------------------------------------- between the plugin's files */
 #define POD_ANNOTATIONS "io.kubernetes.cri.pod-annotations"
@@ -183,6 +184,14 @@ int nsh_cni_record(const struct nsh_cni_env *env, const struct nsh_cni_output *o
 #define CNI_LATEST	"1.1.0"
 
 /* One invocation in progress. */
+/* auto.c: `auto` in the network config or the pod annotations replaced by
+ * the sizes the history gives the pod's workload (docs/auto.md); the key
+ * goes to r->out->workload_key.  Refused (code 102): a bad io.nshash.workload. */
+struct run;
+int nsh_cni_auto(struct run *r, struct nshash_sizes *req, bool *from_ann);
+/* After a sized ADD: mark the pod's netns with its workload. */
+void nsh_cni_auto_mark(const struct nsh_cni_env *env, const struct nsh_cni_output *out, const char *state_dir);
+
 struct run {
 	const struct nsh_cni_env *env;
 	enum nsh_cni_command command;

@@ -94,8 +94,8 @@ static int netns_kind_checked(struct run *r, enum nshash_path_kind *kind, char *
 	if (r->ops->classify(netns, kind, detail, dlen, &e) < 0)
 		return nsh_cni_fail(&r->err, NSH_CNI_E_ENV, NULL, "CNI_NETNS=%s: %s", netns, e.msg);
 	if (*kind == NSHASH_PATH_MISSING || *kind == NSHASH_PATH_NOT_NETNS)
-		return nsh_cni_fail(&r->err, NSH_CNI_E_ENV, NULL, "CNI_NETNS=%s is not a network namespace: %s",
-				       netns, detail);
+		return nsh_cni_fail(&r->err, NSH_CNI_E_ENV, NULL, "CNI_NETNS=%s is not a network namespace: %s", netns,
+				    detail);
 	return 0;
 }
 
@@ -105,6 +105,8 @@ static int request_and_netns(struct run *r, struct nshash_sizes *req, bool *from
 			     char *detail, size_t dlen)
 {
 	if (nsh_cni_request(&r->cfg, req, from_ann, &r->err) < 0)
+		return -r->err.err.errnum;
+	if (nsh_cni_auto(r, req, from_ann) < 0)
 		return -r->err.err.errnum;
 	if (req->tcp == 0 && req->udp == 0)
 		return 1;
@@ -322,8 +324,7 @@ static int add_replace(struct run *r, struct nshash_sizes req, const char *want,
 	if (s == 0 && created < 0)
 		s = create_failed(r, req, want, &e);
 	if (s == 0 && nshash_verify(&info, req, netns, &e) < 0)
-		s = soft_failure(r, e.errnum == NSHASH_E_FALLBACK ? NSH_CNI_E_FALLBACK : NSH_CNI_E_CREATE, "%s",
-				 e.msg);
+		s = soft_failure(r, e.errnum == NSHASH_E_FALLBACK ? NSH_CNI_E_FALLBACK : NSH_CNI_E_CREATE, "%s", e.msg);
 	if (s == 0 && r->ops->swap(nsfd, netns, &e) < 0)
 		s = soft_failure(r, NSH_CNI_E_CREATE, "%s", e.msg);
 	if (nsfd >= 0)
@@ -334,7 +335,7 @@ static int add_replace(struct run *r, struct nshash_sizes req, const char *want,
 	 * the netns the library made: look again through the path (with the
 	 * system operations, by identity: the same netns is the same sizes). */
 	int looked = r->ops == &nsh_cni_system_ops && info.inode ? shows_made(netns, &info, &e)
-								    : r->ops->inspect(netns, seen, &e);
+								 : r->ops->inspect(netns, seen, &e);
 	if (looked == 0 && r->ops == &nsh_cni_system_ops && info.inode)
 		*seen = info;
 	if (looked < 0 || nshash_verify(seen, req, netns, &e) < 0) {
@@ -422,8 +423,8 @@ int nsh_cni_cmd_check(struct run *r)
 		sizes_text(nshash_sizes_effective(req), want, sizeof(want));
 		snprintf(have, sizeof(have), "tcp %s%ld, udp %s%ld", info.tcp_entries < 0 ? "shared " : "",
 			 labs(info.tcp_entries), info.udp_entries < 0 ? "shared " : "", labs(info.udp_entries));
-		s = soft_failure(r, NSH_CNI_E_MISMATCH, "CHECK %s: requested %s, the netns has %s", r->env->netns,
-				 want, have);
+		s = soft_failure(r, NSH_CNI_E_MISMATCH, "CHECK %s: requested %s, the netns has %s", r->env->netns, want,
+				 have);
 		return s < 0 ? s : 0;
 	}
 	return 0;
@@ -438,7 +439,6 @@ int nsh_cni_cmd_status(struct run *r)
 	struct nshash_probe probe;
 	struct nshash_error e;
 	if (r->ops->probe(&probe, &e) < 0 || nshash_probe_require(&probe, may, &e) < 0)
-		return nsh_cni_fail(&r->err, NSH_CNI_E_NOT_READY, NULL, "nshash cannot size netns here: %s",
-				       e.msg);
+		return nsh_cni_fail(&r->err, NSH_CNI_E_NOT_READY, NULL, "nshash cannot size netns here: %s", e.msg);
 	return 0;
 }

@@ -60,10 +60,10 @@ static int config_size(json_object *root, const char *key, enum nshash_proto pro
 		const char *text = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
 		bool digits = text[0] && strspn(text, "0123456789") == strlen(text) && strlen(text) <= 10;
 		return nsh_cni_fail(err, NSH_CNI_E_CONFIG, NULL,
-				       "network config key \"%s\": %s is %s; expected a JSON integer "
-				       "0..%u (write \"%s\": %s, not \"%s\")",
-				       key, shown, json_type_word(v), nshash_proto_max(proto), key,
-				       digits ? text : "4096", digits ? text : "4096");
+				    "network config key \"%s\": %s is %s; expected a JSON integer "
+				    "0..%u (write \"%s\": %s, not \"%s\")",
+				    key, shown, json_type_word(v), nshash_proto_max(proto), key, digits ? text : "4096",
+				    digits ? text : "4096");
 	}
 	/* json-c saturates integers beyond int64 (and keeps uint64 ones as
 	 * such): anything that large is out of range anyway. */
@@ -71,9 +71,9 @@ static int config_size(json_object *root, const char *key, enum nshash_proto pro
 	struct nshash_error e;
 	if (n == INT64_MAX || nshash_size_check(proto, key, n, out, &e) < 0)
 		return nsh_cni_fail(err, NSH_CNI_E_CONFIG, NULL,
-				       "network config key \"%s\": %s is out of range (%s sizes are 0..%u, "
-				       "0 = shared table)",
-				       key, shown, nshash_proto_name(proto), nshash_proto_max(proto));
+				    "network config key \"%s\": %s is out of range (%s sizes are 0..%u, "
+				    "0 = shared table)",
+				    key, shown, nshash_proto_name(proto), nshash_proto_max(proto));
 	*given = true;
 	return 0;
 }
@@ -91,7 +91,7 @@ static int string_member(json_object *obj, const char *key, const char *what, in
 		char shown[96];
 		json_shown(v, shown, sizeof(shown));
 		return nsh_cni_fail(err, code, NULL, "%s \"%s\": %s is %s; expected a string", what, key, shown,
-				       json_type_word(v));
+				    json_type_word(v));
 	}
 	*out = json_object_get_string(v);
 	return 0;
@@ -116,40 +116,37 @@ int nsh_cni_decode(const char *text, size_t len, json_object **out, struct nsh_c
 
 	*out = NULL;
 	if (len == 0)
-		return nsh_cni_fail(err, NSH_CNI_E_DECODE, NULL,
-				       "no network config on stdin (expected a JSON object)");
+		return nsh_cni_fail(err, NSH_CNI_E_DECODE, NULL, "no network config on stdin (expected a JSON object)");
 	if (nsh_json_decode(text, len, &root, &f) < 0) {
 		switch (f.kind) {
 		case NSH_JSON_NUL:
-			return nsh_cni_fail(err, NSH_CNI_E_DECODE, NULL,
-					       "network config on stdin contains a NUL byte");
+			return nsh_cni_fail(err, NSH_CNI_E_DECODE, NULL, "network config on stdin contains a NUL byte");
 		case NSH_JSON_NOMEM:
 			return nsh_cni_fail(err, NSH_CNI_E_IO, NULL, "decode network config: out of memory");
 		case NSH_JSON_EMPTY:
 		case NSH_JSON_TRUNCATED:
 			return nsh_cni_fail(err, NSH_CNI_E_DECODE, NULL,
-					       "decode network config: unexpected end of input after %zu bytes "
-					       "(truncated JSON)",
-					       len);
+					    "decode network config: unexpected end of input after %zu bytes "
+					    "(truncated JSON)",
+					    len);
 		case NSH_JSON_NUL_ESCAPE:
-			return nsh_cni_fail(
-			    err, NSH_CNI_E_DECODE, NULL,
-			    "decode network config: \\u0000 (a NUL character) in a string at byte %zu", f.offset);
+			return nsh_cni_fail(err, NSH_CNI_E_DECODE, NULL,
+					    "decode network config: \\u0000 (a NUL character) in a string at byte %zu",
+					    f.offset);
 		case NSH_JSON_TRAILING:
-			return nsh_cni_fail(
-			    err, NSH_CNI_E_DECODE, NULL,
-			    "decode network config: unexpected data after the JSON object at byte %zu",
-			    f.offset + strspn(text + f.offset, " \t\r\n"));
+			return nsh_cni_fail(err, NSH_CNI_E_DECODE, NULL,
+					    "decode network config: unexpected data after the JSON object at byte %zu",
+					    f.offset + strspn(text + f.offset, " \t\r\n"));
 		default:
 			return nsh_cni_fail(err, NSH_CNI_E_DECODE, NULL, "decode network config: %s at byte %zu",
-					       f.why ? f.why : "too large", f.offset);
+					    f.why ? f.why : "too large", f.offset);
 		}
 	}
 	if (!json_object_is_type(root, json_type_object)) {
 		const char *w = json_type_word(root);
 		json_object_put(root);
 		return nsh_cni_fail(err, NSH_CNI_E_DECODE, NULL,
-				       "decode network config: stdin holds %s, expected a JSON object", w);
+				    "decode network config: stdin holds %s, expected a JSON object", w);
 	}
 	*out = root;
 	return 0;
@@ -170,19 +167,19 @@ static int config_version(json_object *root, struct nsh_cni_config *cfg, struct 
 	json_object *v;
 	if (!json_object_object_get_ex(root, "cniVersion", &v))
 		return nsh_cni_fail(err, NSH_CNI_E_VERSION, supported,
-				       "network config has no cniVersion; nshash supports %s", supported);
+				    "network config has no cniVersion; nshash supports %s", supported);
 	if (!json_object_is_type(v, json_type_string)) {
 		char shown[64];
 		json_shown(v, shown, sizeof(shown));
 		return nsh_cni_fail(err, NSH_CNI_E_CONFIG, NULL,
-				       "network config key \"cniVersion\": %s is %s; expected a string", shown,
-				       json_type_word(v));
+				    "network config key \"cniVersion\": %s is %s; expected a string", shown,
+				    json_type_word(v));
 	}
 	snprintf(cfg->cni_version, sizeof(cfg->cni_version), "%s", json_object_get_string(v));
 	if (!nsh_cni_version_supported(json_object_get_string(v)))
 		return nsh_cni_fail(err, NSH_CNI_E_VERSION, supported,
-				       "cniVersion \"%.64s\" is not supported; nshash supports %s",
-				       json_object_get_string(v), supported);
+				    "cniVersion \"%.64s\" is not supported; nshash supports %s",
+				    json_object_get_string(v), supported);
 
 	return 0;
 }
@@ -199,11 +196,11 @@ static int config_bytes(json_object *root, const char *key, uint64_t *out, struc
 	int64_t n = json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : -1;
 	if (n < 0 || n == INT64_MAX)
 		return nsh_cni_fail(err, NSH_CNI_E_CONFIG, NULL,
-				       "network config key \"%s\": %s is %s; expected a JSON integer of bytes, "
-				       "0..%lld (0 = no budget)",
-				       key, shown,
-				       json_object_is_type(v, json_type_int) ? "out of range" : json_type_word(v),
-				       (long long)INT64_MAX - 1);
+				    "network config key \"%s\": %s is %s; expected a JSON integer of bytes, "
+				    "0..%lld (0 = no budget)",
+				    key, shown,
+				    json_object_is_type(v, json_type_int) ? "out of range" : json_type_word(v),
+				    (long long)INT64_MAX - 1);
 	*out = (uint64_t)n;
 	return 0;
 }
@@ -211,8 +208,13 @@ static int config_bytes(json_object *root, const char *key, uint64_t *out, struc
 /* tcp, udp (network defaults), maxTcp, maxUdp (caps on pods), maxTableBytes. */
 static int config_sizes(json_object *root, struct nsh_cni_config *cfg, struct nsh_cni_failure *err)
 {
-	if (config_size(root, "tcp", NSHASH_TCP, &cfg->has_tcp, &cfg->sizes.tcp, err) < 0 ||
-	    config_size(root, "udp", NSHASH_UDP, &cfg->has_udp, &cfg->sizes.udp, err) < 0 ||
+	json_object *v;
+	cfg->auto_tcp = json_object_object_get_ex(root, "tcp", &v) && json_object_is_type(v, json_type_string) &&
+			!strcmp(json_object_get_string(v), "auto");
+	cfg->auto_udp = json_object_object_get_ex(root, "udp", &v) && json_object_is_type(v, json_type_string) &&
+			!strcmp(json_object_get_string(v), "auto");
+	if ((!cfg->auto_tcp && config_size(root, "tcp", NSHASH_TCP, &cfg->has_tcp, &cfg->sizes.tcp, err) < 0) ||
+	    (!cfg->auto_udp && config_size(root, "udp", NSHASH_UDP, &cfg->has_udp, &cfg->sizes.udp, err) < 0) ||
 	    config_size(root, "maxTcp", NSHASH_TCP, &cfg->has_max_tcp, &cfg->max.tcp, err) < 0)
 		return -err->err.errnum;
 	if (!cfg->has_max_tcp) /* pods may ask up to the network default, as rounded by the kernel */
@@ -223,8 +225,8 @@ static int config_sizes(json_object *root, struct nsh_cni_config *cfg, struct ns
 		cfg->max.udp = nshash_size_effective(NSHASH_UDP, cfg->sizes.udp);
 	struct nshash_error e;
 	if (nshash_sizes_cap(cfg->sizes, cfg->max, "network config", &e) < 0)
-		return nsh_cni_fail(err, NSH_CNI_E_CONFIG, NULL,
-				       "%s: the network default must not exceed the cap", e.msg);
+		return nsh_cni_fail(err, NSH_CNI_E_CONFIG, NULL, "%s: the network default must not exceed the cap",
+				    e.msg);
 	return config_bytes(root, "maxTableBytes", &cfg->max_table_bytes, err);
 }
 
@@ -239,11 +241,11 @@ static int config_spares(json_object *root, struct nsh_cni_config *cfg, struct n
 	json_shown(v, shown, sizeof(shown));
 	int64_t n = json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : -1;
 	if (n < 0 || n > NSH_MAX_SPARES)
-		return nsh_cni_fail(
-		    err, NSH_CNI_E_CONFIG, NULL,
-		    "network config key \"spares\": %s is %s; expected a JSON integer 0..%d (sized "
-		    "netns kept ready per size pair, 0 = none)",
-		    shown, json_object_is_type(v, json_type_int) ? "out of range" : json_type_word(v), NSH_MAX_SPARES);
+		return nsh_cni_fail(err, NSH_CNI_E_CONFIG, NULL,
+				    "network config key \"spares\": %s is %s; expected a JSON integer 0..%d (sized "
+				    "netns kept ready per size pair, 0 = none)",
+				    shown, json_object_is_type(v, json_type_int) ? "out of range" : json_type_word(v),
+				    NSH_MAX_SPARES);
 	cfg->spares = (unsigned)n;
 	cfg->has_spares = true;
 	return 0;
@@ -262,19 +264,19 @@ static int config_choices(json_object *root, struct nsh_cni_config *cfg, struct 
 		cfg->on_failure = NSH_ON_FAILURE_WARN;
 	else if (s && strcmp(s, "fail") != 0)
 		return nsh_cni_fail(err, NSH_CNI_E_CONFIG, NULL,
-				       "network config key \"onFailure\": \"%.64s\" is not fail or warn", s);
+				    "network config key \"onFailure\": \"%.64s\" is not fail or warn", s);
 
 	if (config_string(root, "strategy", &s, err) < 0)
 		return -err->err.errnum;
 	if (s && nshash_strategy_parse(s, &cfg->strategy, &e) < 0)
 		return nsh_cni_fail(err, NSH_CNI_E_CONFIG, NULL,
-				       "network config key \"strategy\": \"%.64s\" is not template or nested", s);
+				    "network config key \"strategy\": \"%.64s\" is not template or nested", s);
 
 	if (config_string(root, "stateDir", &s, err) < 0)
 		return -err->err.errnum;
 	if (s && (nsh_path_unclean(s) || strlen(s) >= sizeof(cfg->state_dir)))
 		return nsh_cni_fail(err, NSH_CNI_E_CONFIG, NULL,
-				       "network config key \"stateDir\": \"%.256s\" is not a clean absolute path", s);
+				    "network config key \"stateDir\": \"%.256s\" is not a clean absolute path", s);
 	snprintf(cfg->state_dir, sizeof(cfg->state_dir), "%s", s ? s : "");
 
 	return 0;
@@ -287,20 +289,19 @@ static int config_objects(json_object *root, struct nsh_cni_failure *err)
 
 	if (json_object_object_get_ex(root, "prevResult", &v) && !json_object_is_type(v, json_type_object))
 		return nsh_cni_fail(err, NSH_CNI_E_CONFIG, NULL,
-				       "network config key \"prevResult\" is %s; expected an object",
-				       json_type_word(v));
+				    "network config key \"prevResult\" is %s; expected an object", json_type_word(v));
 	/* null like absent, as for the pod annotations inside it */
 	if (json_object_object_get_ex(root, "runtimeConfig", &rc) && !json_object_is_type(rc, json_type_null)) {
 		if (!json_object_is_type(rc, json_type_object))
 			return nsh_cni_fail(err, NSH_CNI_E_CONFIG, NULL,
-					       "network config key \"runtimeConfig\" is %s; expected an object",
-					       json_type_word(rc));
+					    "network config key \"runtimeConfig\" is %s; expected an object",
+					    json_type_word(rc));
 		if (json_object_object_get_ex(rc, POD_ANNOTATIONS, &v) && !json_object_is_type(v, json_type_object) &&
 		    !json_object_is_type(v, json_type_null))
 			return nsh_cni_fail(err, NSH_CNI_E_CONFIG, NULL,
-					       "network config key \"runtimeConfig\": \"" POD_ANNOTATIONS
-					       "\" is %s; expected an object of strings",
-					       json_type_word(v));
+					    "network config key \"runtimeConfig\": \"" POD_ANNOTATIONS
+					    "\" is %s; expected an object of strings",
+					    json_type_word(v));
 	}
 	return 0;
 }
@@ -348,7 +349,7 @@ static void lowered(char *warn, size_t wlen, const char *key, unsigned long long
 }
 
 int nsh_cni_config_node(struct nsh_cni_config *cfg, const struct nsh_policy *node, char *warn, size_t wlen,
-			   struct nsh_cni_failure *err)
+			struct nsh_cni_failure *err)
 {
 	warn[0] = '\0';
 	/* Where nshash keeps its state is the node's: a network config (in
@@ -357,21 +358,31 @@ int nsh_cni_config_node(struct nsh_cni_config *cfg, const struct nsh_policy *nod
 	 * allowed (configs written before the rule). */
 	if (cfg->state_dir[0] && strcmp(cfg->state_dir, node->state_dir) != 0)
 		return nsh_cni_fail(err, NSH_CNI_E_CONFIG, NULL,
-				       "network config key \"stateDir\": \"%.256s\" is not this node's state dir "
-				       "\"%.256s\" (%.256s); the state dir is a node setting: remove the key from the "
-				       "network config, or set stateDir in the node's policy file",
-				       cfg->state_dir, node->state_dir, node->source);
+				    "network config key \"stateDir\": \"%.256s\" is not this node's state dir "
+				    "\"%.256s\" (%.256s); the state dir is a node setting: remove the key from the "
+				    "network config, or set stateDir in the node's policy file",
+				    cfg->state_dir, node->state_dir, node->source);
 	snprintf(cfg->state_dir, sizeof(cfg->state_dir), "%s", node->state_dir);
 
 	/* a network that names no sizes: the node's defaultTcp/defaultUdp (within
 	 * the node's caps, checked at its load); pods may ask up to them */
+	cfg->has_tcp |= cfg->auto_tcp;
+	cfg->has_udp |= cfg->auto_udp;
+	cfg->auto_initial = node->auto_initial;
 	if (!cfg->has_tcp && !cfg->has_udp) {
+		cfg->auto_tcp = node->defaults_auto.tcp;
+		cfg->auto_udp = node->defaults_auto.udp;
 		cfg->sizes = node->defaults;
 		if (!cfg->has_max_tcp)
 			cfg->max.tcp = nshash_size_effective(NSHASH_TCP, cfg->sizes.tcp);
 		if (!cfg->has_max_udp)
 			cfg->max.udp = nshash_size_effective(NSHASH_UDP, cfg->sizes.udp);
 	}
+	/* auto: up to the node's caps unless the network sets its own */
+	if (cfg->auto_tcp && !cfg->has_max_tcp)
+		cfg->max.tcp = node->max.tcp;
+	if (cfg->auto_udp && !cfg->has_max_udp)
+		cfg->max.udp = node->max.udp;
 	if (cfg->has_max_tcp && cfg->max.tcp > node->max.tcp)
 		lowered(warn, wlen, "maxTcp", cfg->max.tcp, node->max.tcp, node->source);
 	if (cfg->has_max_udp && cfg->max.udp > node->max.udp)
@@ -383,9 +394,9 @@ int nsh_cni_config_node(struct nsh_cni_config *cfg, const struct nsh_policy *nod
 	struct nshash_error e;
 	if (nshash_sizes_cap(cfg->sizes, cfg->max, "network config", &e) < 0)
 		return nsh_cni_fail(err, NSH_CNI_E_CONFIG, NULL,
-				       "%s: the network default must not exceed this node's maxTcp %u / maxUdp %u "
-				       "(%.256s)",
-				       e.msg, node->max.tcp, node->max.udp, node->source);
+				    "%s: the network default must not exceed this node's maxTcp %u / maxUdp %u "
+				    "(%.256s)",
+				    e.msg, node->max.tcp, node->max.udp, node->source);
 
 	/* the budget: the lower of the two, 0 = none */
 	if (node->max_table_bytes && cfg->max_table_bytes > node->max_table_bytes)
@@ -423,7 +434,7 @@ static int annotation_size(json_object *ann, const char *key, enum nshash_proto 
 	*given = false;
 	if (string_member(ann, key, "pod annotation", NSH_CNI_E_REFUSED, &text, err) < 0)
 		return -err->err.errnum;
-	if (!text)
+	if (!text || !strcmp(text, "auto")) /* auto: nsh_cni_auto() */
 		return 0;
 	struct nshash_error e;
 	if (nshash_size_parse(proto, key, text, out, &e) < 0)
@@ -433,7 +444,7 @@ static int annotation_size(json_object *ann, const char *key, enum nshash_proto 
 }
 
 int nsh_cni_request(const struct nsh_cni_config *cfg, struct nshash_sizes *req, bool *from_annotation,
-		       struct nsh_cni_failure *err)
+		    struct nsh_cni_failure *err)
 {
 	*req = cfg->sizes;
 	*from_annotation = false;
@@ -455,7 +466,7 @@ int nsh_cni_request(const struct nsh_cni_config *cfg, struct nshash_sizes *req, 
 	struct nshash_error e;
 	if (*from_annotation && nshash_sizes_cap(*req, cfg->max, "pod annotations", &e) < 0)
 		return nsh_cni_fail(err, NSH_CNI_E_REFUSED, NULL,
-				       "%s in network \"%s\" (raise maxTcp/maxUdp in the conflist to allow it)", e.msg,
-				       cfg->name);
+				    "%s in network \"%s\" (raise maxTcp/maxUdp in the conflist to allow it)", e.msg,
+				    cfg->name);
 	return 0;
 }

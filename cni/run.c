@@ -17,8 +17,8 @@ static int version_allows(struct run *r)
 		need = "1.1.0";
 	if (need && nsh_cni_version_cmp(r->cfg.cni_version, need) < 0)
 		return nsh_cni_fail(&r->err, NSH_CNI_E_VERSION, NULL,
-				       "%s needs cniVersion %s or later; the network config says %s", r->env->command,
-				       need, r->cfg.cni_version);
+				    "%s needs cniVersion %s or later; the network config says %s", r->env->command,
+				    need, r->cfg.cni_version);
 	return 0;
 }
 
@@ -70,7 +70,7 @@ static int node_applied(struct run *r, const struct nsh_cni_node *node)
 }
 
 void nsh_cni_run(const struct nsh_cni_env *env, const char *input, size_t len, const struct nsh_cni_ops *ops,
-		    const struct nsh_cni_node *node, struct nsh_cni_output *out)
+		 const struct nsh_cni_node *node, struct nsh_cni_output *out)
 {
 	memset(out, 0, sizeof(*out));
 	struct run r = {.env = env, .ops = ops ? ops : &nsh_cni_system_ops, .out = out};
@@ -131,12 +131,15 @@ done:
 }
 
 int nsh_cni_record(const struct nsh_cni_env *env, const struct nsh_cni_output *out, const char *state_dir,
-		      struct nshash_error *err)
+		   struct nshash_error *err)
 {
 	if (!env->command || !state_dir || !*state_dir)
 		return 0;
 	if (strcmp(env->command, "DEL") == 0)
 		return env->containerid ? nsh_pod_record_remove(state_dir, env->containerid, err) : 0;
+	/* `auto` learns from a pod left shared too (no history, autoInitial 0) */
+	if (strcmp(env->command, "ADD") == 0 && out->outcome == NSH_CNI_NONE)
+		nsh_cni_auto_mark(env, out, state_dir);
 	if (strcmp(env->command, "ADD") != 0 || out->outcome == NSH_CNI_NONE)
 		return 0;
 	/* a record for a pod that runs (not refused), while its netns is there */
@@ -151,6 +154,8 @@ int nsh_cni_record(const struct nsh_cni_env *env, const struct nsh_cni_output *o
 		nsh_cni_args_get(env->args, "K8S_POD_NAMESPACE", rec.namespace_, sizeof(rec.namespace_));
 		nsh_cni_args_get(env->args, "K8S_POD_NAME", rec.pod, sizeof(rec.pod));
 	}
+	if (keep)
+		nsh_cni_auto_mark(env, out, state_dir);
 	return nsh_cni_record_add(state_dir, out->outcome, keep ? &rec : NULL, err);
 }
 

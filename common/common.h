@@ -54,6 +54,10 @@ struct nsh_policy {
 	unsigned max_spares;		/* maxSpares: spares in the state dir, all size pairs */
 	uint64_t max_spare_bytes;	/* maxSpareBytes: their table bytes */
 	int64_t spare_max_idle;		/* spareMaxIdle: seconds before an untaken spare goes */
+	struct nshash_sizes auto_initial; /* autoInitialTcp, autoInitialUdp: `auto` without history (0 = shared) */
+	struct {
+		bool tcp, udp;
+	} defaults_auto; /* defaultTcp/defaultUdp "auto" (defaults then 0) */
 };
 
 void nsh_policy_defaults(struct nsh_policy *policy);
@@ -70,6 +74,56 @@ bool nsh_policy_has_defaults(const struct nsh_policy *policy);
 /* How the policy has netns of `sizes` made: strategy, state dir, budget,
  * spares. */
 struct nshash_create_opts nsh_policy_create_opts(const struct nsh_policy *policy, struct nshash_sizes sizes);
+
+/* ------------------------------------------------------------ auto sizes */
+/* history.c: `auto` (docs/auto.md).  A workload's key is
+ * "FRONTEND:SCOPE:NAME"; its peaks live in STATE_DIR/history. */
+#define NSH_ANNOTATION_WORKLOAD "io.nshash.workload"
+#define NSH_AUTO_MIN		128u /* smallest auto size: the kernel's UDP minimum */
+#define NSH_HISTORY_FILE	"history"
+#define NSH_HISTORY_MAGIC	"nshash-history 1"
+#define NSH_HISTORY_MAX		2048u /* workloads kept; least recently seen go first */
+#define NSH_HISTORY_MAX_BYTES	(2u << 20)
+#define NSH_HISTORY_DECAY	0.98 /* a peak's weight after one day unbeaten */
+#define NSH_WORKLOAD_NAME_MAX	200u
+#define NSH_WORKLOAD_KEY_MAX	512u
+#define NSH_WORKLOAD_DIR	"workloads"
+struct nsh_history_entry {
+	char key[NSH_WORKLOAD_KEY_MAX];
+	long tcp_peak, udp_peak;
+	int64_t tcp_at, udp_at; /* when each peak was seen */
+	int64_t last_seen;
+};
+struct nsh_history {
+	struct nsh_history_entry *v;
+	size_t n, cap;
+};
+/* The power of two >= peak x 2, at least NSH_AUTO_MIN, at most `cap` (0 =
+ * the kernel's maximum). */
+uint32_t nsh_auto_size(enum nshash_proto proto, long peak, uint32_t cap);
+/* peak x NSH_HISTORY_DECAY ^ (days since it was seen), rounded to nearest. */
+long nsh_history_peak_now(const struct nsh_history_entry *e, enum nshash_proto proto, int64_t now);
+int nsh_workload_key(const char *frontend, const char *scope, const char *name, char *out, size_t len,
+		     struct nshash_error *err);
+/* A key for printing: '%XX' for bytes outside printable ASCII, space, '%', '\\'. */
+size_t nsh_workload_show(const char *key, char *buf, size_t len);
+/* K8S_POD_NAME without its controller's generated suffix (docs/auto.md). */
+void nsh_pod_owner(const char *pod, char *out, size_t len);
+int nsh_history_parse(const char *text, size_t len, struct nsh_history *h, size_t *dropped, struct nshash_error *err);
+/* Missing file: empty.  Damaged: what parses, and `warn` says so; never an error but ENOMEM. */
+int nsh_history_load(const char *state_dir, struct nsh_history *h, char *warn, size_t wlen, struct nshash_error *err);
+int nsh_history_save(const char *state_dir, struct nsh_history *h, struct nshash_error *err);
+struct nsh_history_entry *nsh_history_find(struct nsh_history *h, const char *key);
+int nsh_history_sample(struct nsh_history *h, const char *key, long tcp, long udp, int64_t now,
+		       struct nshash_error *err);
+/* Keep the `max` most recently seen; returns how many went. */
+size_t nsh_history_evict(struct nsh_history *h, size_t max);
+void nsh_history_free(struct nsh_history *h);
+struct nsh_policy;
+struct nshash_sizes nsh_auto_resolve(const struct nsh_history *h, const char *key, const struct nsh_policy *policy,
+				     bool tcp_auto, bool udp_auto, struct nshash_sizes asked, int64_t now, bool *known);
+int nsh_workload_mark(const char *state_dir, uint64_t dev, uint64_t ino, const char *key, struct nshash_error *err);
+int nsh_workload_read(const char *state_dir, uint64_t dev, uint64_t ino, char *key, size_t len);
 
 /* ------------------------------------------------------------ logger */
 /* The one logger of the front-ends: one line per action on stderr

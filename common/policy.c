@@ -37,7 +37,7 @@ void nsh_policy_defaults(struct nsh_policy *policy)
 
 bool nsh_policy_has_defaults(const struct nsh_policy *policy)
 {
-	return policy->defaults.tcp || policy->defaults.udp;
+	return policy->defaults.tcp || policy->defaults.udp || policy->defaults_auto.tcp || policy->defaults_auto.udp;
 }
 
 const char *nsh_on_failure_name(enum nsh_on_failure on_failure)
@@ -106,10 +106,19 @@ static int policy_key(struct nsh_policy *p, const char *key, struct json_object 
 		r = policy_size(val, source, key, NSHASH_TCP, &p->max.tcp, err);
 	} else if (!strcmp(key, "maxUdp")) {
 		r = policy_size(val, source, key, NSHASH_UDP, &p->max.udp, err);
-	} else if (!strcmp(key, "defaultTcp")) {
-		r = policy_size(val, source, key, NSHASH_TCP, &p->defaults.tcp, err);
-	} else if (!strcmp(key, "defaultUdp")) {
-		r = policy_size(val, source, key, NSHASH_UDP, &p->defaults.udp, err);
+	} else if (!strcmp(key, "defaultTcp") || !strcmp(key, "defaultUdp")) {
+		int k = !strcmp(key, "defaultUdp");
+		bool *a = k ? &p->defaults_auto.udp : &p->defaults_auto.tcp;
+		*a = json_object_is_type(val, json_type_string) && !strcmp(json_object_get_string(val), "auto");
+		if (*a)
+			k ? (p->defaults.udp = 0) : (p->defaults.tcp = 0);
+		else
+			r = policy_size(val, source, key, k ? NSHASH_UDP : NSHASH_TCP,
+					k ? &p->defaults.udp : &p->defaults.tcp, err);
+	} else if (!strcmp(key, "autoInitialTcp")) {
+		r = policy_size(val, source, key, NSHASH_TCP, &p->auto_initial.tcp, err);
+	} else if (!strcmp(key, "autoInitialUdp")) {
+		r = policy_size(val, source, key, NSHASH_UDP, &p->auto_initial.udp, err);
 	} else if (!strcmp(key, "onFailure")) {
 		const char *s = json_object_is_type(val, json_type_string) ? json_object_get_string(val) : NULL;
 		if (s && !strcmp(s, "fail"))
@@ -190,7 +199,7 @@ static int policy_key(struct nsh_policy *p, const char *key, struct json_object 
 		    err, EINVAL,
 		    "%s: unknown key \"%s\" (known: maxTcp, maxUdp, defaultTcp, defaultUdp, maxTableBytes, onFailure, "
 		    "strategy, stateDir, runtime, hookPath, logFile, syslog, staleAge, reclaimInterval, spares, "
-		    "maxSpares, maxSpareBytes, spareMaxIdle)",
+		    "maxSpares, maxSpareBytes, spareMaxIdle, autoInitialTcp, autoInitialUdp)",
 		    source, key);
 	}
 	return r;

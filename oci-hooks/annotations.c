@@ -23,9 +23,9 @@ int nsh_oci_request_from_annotations(struct json_object *ann, struct nsh_oci_req
 		if (strncmp(key, NSH_ANNOTATION_PREFIX, strlen(NSH_ANNOTATION_PREFIX)) != 0)
 			continue;
 		if (strcmp(key, NSH_ANNOTATION_TCP) && strcmp(key, NSH_ANNOTATION_UDP) &&
-		    strcmp(key, NSH_ANNOTATION_PIN))
-			return nshash_error_set(err, EINVAL, "unknown annotation \"%.200s\" (known: %s, %s)", key,
-						NSH_ANNOTATION_TCP, NSH_ANNOTATION_UDP);
+		    strcmp(key, NSH_ANNOTATION_PIN) && strcmp(key, NSH_ANNOTATION_WORKLOAD))
+			return nshash_error_set(err, EINVAL, "unknown annotation \"%.200s\" (known: %s, %s, %s)", key,
+						NSH_ANNOTATION_TCP, NSH_ANNOTATION_UDP, NSH_ANNOTATION_WORKLOAD);
 		if (!json_object_is_type(val, json_type_string))
 			return nshash_error_set(err, EINVAL, "annotation %s: expected a string, got %s", key,
 						json_type_to_name(json_object_get_type(val)));
@@ -39,7 +39,20 @@ int nsh_oci_request_from_annotations(struct json_object *ann, struct nsh_oci_req
 			snprintf(req->pin, sizeof(req->pin), "%s", s);
 			continue;
 		}
+		if (!strcmp(key, NSH_ANNOTATION_WORKLOAD)) {
+			char k[NSH_WORKLOAD_KEY_MAX];
+			r = nsh_workload_key("x", "", s, k, sizeof(k), err);
+			if (r < 0)
+				return nshash_error_prefix(err, "annotation %s", key);
+			snprintf(req->workload, sizeof(req->workload), "%s", s);
+			continue;
+		}
 		enum nshash_proto proto = strcmp(key, NSH_ANNOTATION_TCP) ? NSHASH_UDP : NSHASH_TCP;
+		if (!strcmp(s, "auto")) {
+			*(proto == NSHASH_TCP ? &req->auto_tcp : &req->auto_udp) = true;
+			req->present = true;
+			continue;
+		}
 		r = nshash_size_parse(proto, key, s, proto == NSHASH_TCP ? &req->sizes.tcp : &req->sizes.udp, err);
 		if (r < 0)
 			return r;

@@ -20,6 +20,8 @@ struct nsh_oci_request {
 	bool present;		   /* io.nshash.tcp or io.nshash.udp given */
 	struct nshash_sizes sizes; /* requested (0 for a protocol not given) */
 	char pin[256];		   /* io.nshash.pin, "" if absent */
+	bool auto_tcp, auto_udp;   /* io.nshash.tcp/udp=auto: sizes from the history (docs/auto.md) */
+	char workload[NSH_WORKLOAD_NAME_MAX + 1]; /* io.nshash.workload, "" if absent */
 };
 /* Parse the annotations object of an OCI config or state (JSON text of the
  * whole document).  Unknown io.nshash.* keys, non-string values and bad
@@ -54,7 +56,9 @@ struct nsh_oci_opts {
 	 * has no io.nshash.tcp/udp annotation (0 and 0: shared); NULL = none:
 	 * then the policy's defaultTcp/defaultUdp */
 	const struct nshash_sizes *defaults;
+	bool defaults_auto_tcp, defaults_auto_udp; /* wrapper: --nshash-tcp=auto / --nshash-udp=auto */
 	struct nsh_oci_spare *spare; /* wrapper: NULL = none */
+	const char *container_id;    /* wrapper: the container's id, the workload key's last resort */
 };
 enum nsh_oci_action {
 	NSH_OCI_UNTOUCHED = 0, /* no nshash annotations: output = input */
@@ -77,7 +81,16 @@ struct nsh_oci_result {
 	bool from_defaults;	       /* the request is opts->defaults, not annotations */
 	bool from_policy;	       /* the request is the policy's defaultTcp/defaultUdp */
 	char moved[256];	       /* TRANSPLANTED: the links moved, "eth0, eth1" */
+	char workload_key[NSH_WORKLOAD_KEY_MAX]; /* `auto`: the workload the netns is marked with, "" none */
 };
+/* oci-hooks/auto.c: `auto` in the request (annotations, the wrapper's
+ * options, the policy's defaults) replaced by the sizes the history gives
+ * the container's workload (docs/auto.md); the key goes to `key`.  A
+ * damaged history is a warning in the log, never an error. */
+int nsh_oci_auto_resolve(struct json_object *doc, const struct nsh_oci_opts *opts, struct nsh_oci_request *req,
+			 char *key, size_t keylen, struct nshash_error *err);
+/* Mark the netns the transform sized with its workload (no-op without one). */
+void nsh_oci_auto_mark(const struct nsh_policy *policy, const struct nsh_oci_result *res);
 /* The one config transform shared by the hook and the wrapper.  On success
  * *out is a malloc'd config (a copy of the input when nothing changed) and,
  * for SIZED, a pin exists that the caller must remove if it cannot hand the
@@ -152,6 +165,7 @@ int nsh_runtime_args_parse(int argc, char *const argv[], struct nsh_runtime_args
 struct nsh_runtime_defaults {
 	bool present; /* --nshash-tcp or --nshash-udp given */
 	struct nshash_sizes sizes;
+	bool auto_tcp, auto_udp; /* given as auto */
 };
 int nsh_runtime_own_options(int *argc, char **argv, struct nsh_runtime_defaults *defaults, struct nshash_error *err);
 /* Find the real runtime: the policy's `runtime` (absolute, or a name

@@ -131,7 +131,7 @@ int nsh_runtime_args_parse(int argc, char *const argv[], struct nsh_runtime_args
 }
 
 #define OWN_PREFIX "--nshash-"
-#define OWN_USAGE  "nshash-runtime [--nshash-tcp=N] [--nshash-udp=N] [runtime options] COMMAND ..."
+#define OWN_USAGE  "nshash-runtime [--nshash-tcp=N|auto] [--nshash-udp=N|auto] [runtime options] COMMAND ..."
 
 /* One --nshash-NAME[=V] at argv[*i] (V may be the next word). */
 static int own_option(int argc, char **argv, int *i, struct nsh_runtime_defaults *d, bool seen[2],
@@ -161,6 +161,11 @@ static int own_option(int argc, char **argv, int *i, struct nsh_runtime_defaults
 	}
 	char key[32];
 	snprintf(key, sizeof(key), "--nshash-%s", names[p]);
+	if (!strcmp(val, "auto")) { /* docs/auto.md */
+		*(p ? &d->auto_udp : &d->auto_tcp) = true;
+		d->present = true;
+		return 0;
+	}
 	int r = nshash_size_parse(p ? NSHASH_UDP : NSHASH_TCP, key, val, p ? &d->sizes.udp : &d->sizes.tcp, err);
 	if (r < 0)
 		return r;

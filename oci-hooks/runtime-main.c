@@ -138,20 +138,22 @@ static char *read_config(const char *id, const char *bundle, const char *target,
  * 1 yes, 0 no, -1 a bad request (the transform reports it).  Cheap: most
  * configs never name nshash. */
 static int asks_sizes(const char *text, size_t len, const struct nsh_runtime_defaults *d,
-		      const struct nsh_policy *policy, struct nshash_sizes *sizes)
+		      const struct nsh_policy *policy, struct nshash_sizes *sizes, bool *is_auto)
 {
 	struct nsh_oci_request req;
 	struct nshash_error err;
 
 	*sizes = d->present ? d->sizes : policy->defaults;
-	bool by_default = sizes->tcp || sizes->udp;
+	*is_auto = d->present ? d->auto_tcp || d->auto_udp : policy->defaults_auto.tcp || policy->defaults_auto.udp;
+	bool by_default = sizes->tcp || sizes->udp || *is_auto;
 	if (!memmem(text, len, NSH_ANNOTATION_PREFIX, strlen(NSH_ANNOTATION_PREFIX)))
 		return by_default;
 	if (nsh_oci_request_parse(text, len, &req, &err) < 0)
 		return -1;
 	if (req.present) { /* annotations win, wholly */
 		*sizes = req.sizes;
-		return req.sizes.tcp || req.sizes.udp;
+		*is_auto = req.auto_tcp || req.auto_udp;
+		return req.sizes.tcp || req.sizes.udp || *is_auto;
 	}
 	return by_default;
 }
@@ -293,6 +295,9 @@ static char **wrap_create(int argc, char **argv, const struct nsh_policy *policy
 	    .pin_name = pin,
 	    .pin_path = pin_path,
 	    .defaults = defaults->present ? &defaults->sizes : NULL,
+	    .defaults_auto_tcp = defaults->auto_tcp,
+	    .defaults_auto_udp = defaults->auto_udp,
+	    .container_id = args->id,
 	};
 
 	if (!args->id)
@@ -307,7 +312,8 @@ static char **wrap_create(int argc, char **argv, const struct nsh_policy *policy
 					  : ".",
 			   target, policy, &len, &config_st);
 	struct nshash_sizes sizes;
-	int asks = asks_sizes(text, len, defaults, policy, &sizes);
+	bool is_auto = false;
+	int asks = asks_sizes(text, len, defaults, policy, &sizes, &is_auto);
 	if (asks == 0) {
 		free(text);
 		return argv; /* exec */
@@ -328,7 +334,7 @@ static char **wrap_create(int argc, char **argv, const struct nsh_policy *policy
 	 * user namespace owns, whatever the source of its sizes: never a
 	 * spare (the host's) */
 	bool userns = asks > 0 && nsh_oci_text_wants_userns(text, len);
-	if (asks > 0 && !userns) {
+	if (asks > 0 && !userns && !is_auto) { /* auto: the sizes are known in the transform */
 		spare_get(policy, sizes, &spare, &refill);
 		opts.spare = &spare;
 	}

@@ -120,6 +120,19 @@ static int transform_parse(struct transform *t, const char *config, size_t len, 
 		t->res->from_defaults = d != NULL;
 		t->res->from_policy = d == NULL;
 	}
+	/* `auto` as a default: the wrapper's --nshash-tcp/udp=auto, else the policy's */
+	bool dat = d ? t->opts->defaults_auto_tcp : t->opts->policy->defaults_auto.tcp;
+	bool dau = d ? t->opts->defaults_auto_udp : t->opts->policy->defaults_auto.udp;
+	if (r == 0 && (!t->res->request.present || t->res->from_defaults || t->res->from_policy) && (dat || dau)) {
+		t->res->request.auto_tcp = dat;
+		t->res->request.auto_udp = dau;
+		t->res->request.present = true;
+		t->res->from_defaults = d != NULL;
+		t->res->from_policy = d == NULL;
+	}
+	if (r == 0)
+		r = nsh_oci_auto_resolve(t->doc, t->opts, &t->res->request, t->res->workload_key,
+					 sizeof(t->res->workload_key), err);
 	return r;
 }
 
@@ -472,6 +485,8 @@ int nsh_oci_transform(const char *config, size_t len, const struct nsh_oci_opts 
 		free(*out);
 		*out = NULL;
 	}
+	if (r == 0)
+		nsh_oci_auto_mark(opts->policy, res);
 	json_object_put(t.doc);
 	return r;
 }

@@ -67,7 +67,7 @@ assert_eq 0 "$(engines_pins_left "$S")" "no pin mounted after rm"
 
 # --- typo in a key, bad value, above the cap: refused, nothing left
 out=$(podman run --rm --network none --annotation io.nshash.tpc=4096 $IMG true 2>&1)
-assert_contains "$out" 'unknown annotation "io.nshash.tpc" (known: io.nshash.tcp, io.nshash.udp)' "typo in the key refused"
+assert_contains "$out" 'unknown annotation "io.nshash.tpc" (known: io.nshash.tcp, io.nshash.udp, io.nshash.workload)' "typo in the key refused"
 out=$(podman run --rm --network none --annotation io.nshash.tcp=4k $IMG true 2>&1)
 assert_contains "$out" 'io.nshash.tcp' "non-numeric value refused"
 out=$(podman run --rm --network none --annotation io.nshash.tcp=4194304 $IMG true 2>&1)

@@ -45,7 +45,7 @@ expect_hook "over the default cap" "policy $P: annotations: tcp size 1048576 (ef
 	precreate "$(cfg '"io.nshash.tcp": "1048576"')"
 
 # ---- precreate: keys, JSON, shapes
-expect_hook "unknown io.nshash.* key" 'unknown annotation "io.nshash.tcp_size" (known: io.nshash.tcp, io.nshash.udp)' \
+expect_hook "unknown io.nshash.* key" 'unknown annotation "io.nshash.tcp_size" (known: io.nshash.tcp, io.nshash.udp, io.nshash.workload)' \
 	precreate "$(cfg '"io.nshash.tcp_size": "4096"')"
 expect_hook "malformed JSON on stdin" 'config: malformed JSON at line 2 column 3: quoted object property name expected' \
 	precreate $'{"annotations": {"io.nshash.tcp": "4096"},\n  ]'

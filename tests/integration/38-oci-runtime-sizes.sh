@@ -78,9 +78,9 @@ expect_bad "out of range" '--nshash-tcp: "99999999999" is out of range (tcp size
 	--nshash-tcp=99999999999 "${LOG[@]}" create t38f
 expect_bad "given twice" "option --nshash-tcp given twice" \
 	--nshash-tcp=4096 --nshash-tcp=8192 "${LOG[@]}" create t38f
-expect_bad "single dash" "option -nshash-tcp=4096: write it with two dashes (nshash-runtime [--nshash-tcp=N] [--nshash-udp=N] [runtime options] COMMAND ...)" \
+expect_bad "single dash" "option -nshash-tcp=4096: write it with two dashes (nshash-runtime [--nshash-tcp=N|auto] [--nshash-udp=N|auto] [runtime options] COMMAND ...)" \
 	-nshash-tcp=4096 "${LOG[@]}" create t38f
-expect_bad "after the command" "option --nshash-tcp=4096 after the command create: it must come before it (nshash-runtime [--nshash-tcp=N] [--nshash-udp=N] [runtime options] COMMAND ...)" \
+expect_bad "after the command" "option --nshash-tcp=4096 after the command create: it must come before it (nshash-runtime [--nshash-tcp=N|auto] [--nshash-udp=N|auto] [runtime options] COMMAND ...)" \
 	"${LOG[@]}" create --nshash-tcp=4096 t38f
 engines_policy "$P" "{\"stateDir\": \"$S\", \"maxTcp\": 8192}"
 expect_bad "above the policy's cap" "t38f: ./config.json: policy $P: nshash-runtime --nshash-tcp/--nshash-udp: tcp size 16384 (effective 16384) is above the allowed maximum 8192 (maxTcp)" \

@@ -95,7 +95,7 @@ static void test_bad_annotations(void **state)
 	REFUSE("\"io.nshash.udp\": \"\"", "io.nshash.udp");
 	REFUSE("\"io.nshash.tcp\": 4096", "annotation io.nshash.tcp: expected a string, got int");
 	REFUSE("\"io.nshash.tpc\": \"4096\"",
-	       "unknown annotation \"io.nshash.tpc\" (known: io.nshash.tcp, io.nshash.udp)");
+	       "unknown annotation \"io.nshash.tpc\" (known: io.nshash.tcp, io.nshash.udp, io.nshash.workload)");
 	REFUSE("\"io.nshash.tcp\": \"4\\u0000096\"", "\\u0000 (a NUL character) in a string");
 	/* above the default cap (262144 / 16384) */
 	REFUSE("\"io.nshash.tcp\": \"1048576\"", "policy defaults");
@@ -299,7 +299,7 @@ static void test_own_options(void **state)
 	    {2, {"w", "--nshash-udp"}, "option --nshash-udp needs a value (--nshash-udp=N)"},
 	    {3,
 	     {"w", "-nshash-tcp=1", "create"},
-	     "option -nshash-tcp=1: write it with two dashes (nshash-runtime [--nshash-tcp=N] [--nshash-udp=N] "
+	     "option -nshash-tcp=1: write it with two dashes (nshash-runtime [--nshash-tcp=N|auto] [--nshash-udp=N|auto] "
 	     "[runtime options] COMMAND ...)"},
 	    {4,
 	     {"w", "create", "--nshash-tcp=1", "id"},

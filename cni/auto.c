@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* `auto` for the CNI plugin: the pod's workload key and the sizes its
+ * recorded peaks give (docs/auto.md). */
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "cni.h"
+
+static const char *pod_annotation(const struct nsh_cni_config *cfg, const char *key)
+{
+	json_object *rc, *ann, *v;
+	if (!cfg->json || !json_object_object_get_ex(cfg->json, "runtimeConfig", &rc) ||
+	    !json_object_is_type(rc, json_type_object) || !json_object_object_get_ex(rc, POD_ANNOTATIONS, &ann) ||
+	    !json_object_is_type(ann, json_type_object) || !json_object_object_get_ex(ann, key, &v) ||
+	    !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+/* The key: "cni:NAMESPACE:w=KEY" (io.nshash.workload), else
+ * "cni:NAMESPACE:pod=OWNER" (K8S_POD_NAME without its generated suffix),
+ * else "cni:NETWORK:id=CNI_CONTAINERID". */
+static int workload_key(struct run *r, char *key, size_t len, struct nshash_error *e)
+{
+	char ns[256] = "", pod[256] = "", owner[256], name[NSH_WORKLOAD_NAME_MAX + 16];
+	const char *w = pod_annotation(&r->cfg, NSH_ANNOTATION_WORKLOAD);
+	nsh_cni_args_get(r->env->args, "K8S_POD_NAMESPACE", ns, sizeof(ns));
+	nsh_cni_args_get(r->env->args, "K8S_POD_NAME", pod, sizeof(pod));
+	if (strchr(ns, ':'))
+		return nshash_error_set(e, EINVAL, "K8S_POD_NAMESPACE is not a namespace name");
+	const char *scope = ns;
+	if (w) {
+		if (strlen(w) > NSH_WORKLOAD_NAME_MAX)
+			return nsh_workload_key("cni", scope, w, key, len, e);
+		snprintf(name, sizeof(name), "w=%s", w);
+	} else if (pod[0]) {
+		nsh_pod_owner(pod, owner, sizeof(owner));
+		snprintf(name, sizeof(name), "pod=%.200s", owner);
+	} else if (r->env->containerid) {
+		snprintf(name, sizeof(name), "id=%.200s", r->env->containerid);
+		scope = strchr(r->cfg.name, ':') ? "" : r->cfg.name;
+	} else {
+		return nshash_error_set(e, ENOENT, "workload key: none (set the pod annotation io.nshash.workload)");
+	}
+	return nsh_workload_key("cni", scope, name, key, len, e);
+}
+
+int nsh_cni_auto(struct run *r, struct nshash_sizes *req, bool *from_ann)
+{
+	const char *ta = pod_annotation(&r->cfg, NSH_ANNOTATION_TCP), *ua = pod_annotation(&r->cfg, NSH_ANNOTATION_UDP);
+	/* a pod's annotation wins per protocol, as for numbers */
+	bool at = ta ? !strcmp(ta, "auto") : r->cfg.auto_tcp;
+	bool au = ua ? !strcmp(ua, "auto") : r->cfg.auto_udp;
+	r->out->workload_key[0] = '\0';
+	if (!at && !au)
+		return 0;
+	if (ta && at)
+		*from_ann = true;
+	if (ua && au)
+		*from_ann = true;
+	struct nshash_error e = {0};
+	char key[NSH_WORKLOAD_KEY_MAX] = "";
+	const char *w = pod_annotation(&r->cfg, NSH_ANNOTATION_WORKLOAD);
+	if (workload_key(r, key, sizeof(key), &e) < 0) {
+		if (w)
+			return nsh_cni_fail(&r->err, NSH_CNI_E_REFUSED, NULL, "pod annotation %s: %s",
+					    NSH_ANNOTATION_WORKLOAD, e.msg);
+		nsh_log(NSH_LOG_WARN, r->env->containerid, "%s: auto gives the initial sizes", e.msg);
+		key[0] = '\0';
+	}
+	struct nsh_history h = {0};
+	char warn[4500] = "";
+	if (key[0] && nsh_history_load(r->cfg.state_dir, &h, warn, sizeof(warn), &e) < 0)
+		return nsh_cni_fail(&r->err, NSH_CNI_E_REFUSED, NULL, "%s", e.msg);
+	if (warn[0])
+		nsh_log(NSH_LOG_WARN, r->env->containerid, "%s", warn);
+	struct nsh_policy caps;
+	memset(&caps, 0, sizeof(caps));
+	caps.max = r->cfg.max;
+	caps.auto_initial = r->cfg.auto_initial;
+	bool known = false;
+	*req = nsh_auto_resolve(&h, key[0] ? key : NULL, &caps, at, au, *req, (int64_t)time(NULL), &known);
+	nsh_history_free(&h);
+	char shown[NSH_WORKLOAD_KEY_MAX * 3 + 4];
+	nsh_workload_show(key, shown, sizeof(shown));
+	nsh_log(NSH_LOG_INFO, r->env->containerid, "auto: workload %s %s: tcp=%u udp=%u", key[0] ? shown : "(none)",
+		known ? "from its history" : "has no history, initial sizes", req->tcp, req->udp);
+	struct nshash_error ce;
+	if (nshash_sizes_cap(*req, r->cfg.max, "auto", &ce) < 0)
+		return nsh_cni_fail(&r->err, NSH_CNI_E_REFUSED, NULL,
+				    "%s in network \"%s\" (autoInitialTcp/autoInitialUdp above the caps)", ce.msg,
+				    r->cfg.name);
+	snprintf(r->out->workload_key, sizeof(r->out->workload_key), "%s", key);
+	return 0;
+}
+
+void nsh_cni_auto_mark(const struct nsh_cni_env *env, const struct nsh_cni_output *out, const char *state_dir)
+{
+	struct stat st;
+	struct nshash_error e = {0};
+	if (!out->workload_key[0] || !env->netns || out->outcome == NSH_CNI_REFUSED)
+		return;
+	if (stat(env->netns, &st) < 0)
+		return;
+	if (nsh_workload_mark(state_dir, (uint64_t)st.st_dev, (uint64_t)st.st_ino, out->workload_key, &e) < 0)
+		nsh_log(NSH_LOG_WARN, env->containerid, "auto: %s: the workload is not recorded", e.msg);
+}

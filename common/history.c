@@ -1,0 +1,461 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* `auto` sizes: the workload key, the peaks file (STATE_DIR/history) and
+ * the rule that turns a peak into a size.  See docs/auto.md. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common.h"
+
+uint32_t nsh_auto_size(enum nshash_proto proto, long peak, uint32_t cap)
+{
+	uint64_t want = peak > 0 ? (uint64_t)peak * 2 : 0;
+	uint64_t size = NSH_AUTO_MIN;
+	uint64_t max = nshash_proto_max(proto);
+	if (cap && cap < max)
+		max = cap;
+	while (size < want && size < max)
+		size <<= 1;
+	return (uint32_t)(size < max ? size : max);
+}
+
+long nsh_history_peak_now(const struct nsh_history_entry *e, enum nshash_proto proto, int64_t now)
+{
+	long p = proto == NSHASH_TCP ? e->tcp_peak : e->udp_peak;
+	int64_t at = proto == NSHASH_TCP ? e->tcp_at : e->udp_at;
+	if (now <= at || p <= 0)
+		return p;
+	/* whole days multiply by NSH_HISTORY_DECAY, the part of a day in
+	 * between linearly (no libm on the start path) */
+	int64_t secs = now - at, days = secs / 86400;
+	if (days > 3650)
+		return 0;
+	double v = (double)p;
+	for (int64_t d = 0; d < days; d++)
+		v *= NSH_HISTORY_DECAY;
+	v *= 1.0 - (1.0 - NSH_HISTORY_DECAY) * (double)(secs % 86400) / 86400.0;
+	return (long)(v + 0.5); /* nearest: a second of decay is not a socket less */
+}
+
+/* Keys: printable ASCII but space, '%' and '\\' kept; the rest %XX. */
+static size_t key_escape(const char *key, char *buf, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0;
+	for (const unsigned char *p = (const unsigned char *)key; *p && o + 4 < len; p++) {
+		if (*p > 0x20 && *p < 0x7f && *p != '%' && *p != '\\') {
+			buf[o++] = (char)*p;
+		} else {
+			buf[o++] = '%';
+			buf[o++] = hex[*p >> 4];
+			buf[o++] = hex[*p & 15];
+		}
+	}
+	buf[o] = '\0';
+	return o;
+}
+
+static int unhex(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+static int key_unescape(const char *in, char *out, size_t len)
+{
+	size_t o = 0;
+	for (const char *p = in; *p; p++) {
+		if (o + 1 >= len)
+			return -1;
+		if (*p == '%') {
+			int a = unhex(p[1]), b = a < 0 ? -1 : unhex(p[2]);
+			if (b < 0 || (a == 0 && b == 0))
+				return -1;
+			out[o++] = (char)(a * 16 + b);
+			p += 2;
+		} else if ((unsigned char)*p > 0x20 && (unsigned char)*p < 0x7f && *p != '\\') {
+			out[o++] = *p;
+		} else {
+			return -1;
+		}
+	}
+	out[o] = '\0';
+	return o ? 0 : -1;
+}
+
+size_t nsh_workload_show(const char *key, char *buf, size_t len)
+{
+	return key_escape(key, buf, len);
+}
+
+int nsh_workload_key(const char *frontend, const char *scope, const char *name, char *out, size_t len,
+		     struct nshash_error *err)
+{
+	if (!name || !*name)
+		return nshash_error_set(err, EINVAL, "workload key: empty name");
+	size_t n = strlen(name);
+	if (n > NSH_WORKLOAD_NAME_MAX) {
+		char shown[64];
+		nshash_quote(name, shown, sizeof(shown));
+		return nshash_error_set(
+		    err, ENAMETOOLONG,
+		    "workload key %s: %zu bytes, at most %u (set io.nshash.workload to a shorter key)", shown, n,
+		    NSH_WORKLOAD_NAME_MAX);
+	}
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		if (*p < 0x20 || *p == 0x7f) {
+			char shown[64];
+			nshash_quote(name, shown, sizeof(shown));
+			return nshash_error_set(
+			    err, EINVAL, "workload key %s: control characters are not allowed (use printable text)",
+			    shown);
+		}
+	/* the front-end and the scope end at the first ':' of their own part:
+	 * neither may hold one, so a name cannot reach into another scope */
+	int w = snprintf(out, len, "%s:%s:%s", frontend, scope ? scope : "", name);
+	if (w < 0 || (size_t)w >= len)
+		return nshash_error_set(err, ENAMETOOLONG, "workload key: too long");
+	return 0;
+}
+
+/* K8S_POD_NAME without what controllers generate: a Deployment's pod
+ * NAME-<pod-template-hash>-<5 chars> (hash 1..10 of [bcdfghjklmnpqrstvwxz2456789]),
+ * a ReplicaSet's, DaemonSet's or Job's NAME-<5 chars>, a StatefulSet's
+ * NAME-<ordinal>.  Anything else is kept whole. */
+static bool rand_chars(const char *s, size_t n)
+{
+	static const char alnum[] = "bcdfghjklmnpqrstvwxz2456789";
+	if (n == 0)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!strchr(alnum, s[i]) || s[i] == '\0')
+			return false;
+	return true;
+}
+
+void nsh_pod_owner(const char *pod, char *out, size_t len)
+{
+	snprintf(out, len, "%s", pod);
+	size_t n = strlen(out);
+	char *dash = strrchr(out, '-');
+	if (!dash || dash == out)
+		return;
+	size_t tail = n - (size_t)(dash + 1 - out);
+	if (tail == 5 && rand_chars(dash + 1, 5)) {
+		*dash = '\0';
+		char *d2 = strrchr(out, '-');
+		if (d2 && d2 != out) {
+			size_t h = strlen(d2 + 1);
+			if (h >= 1 && h <= 10 && rand_chars(d2 + 1, h))
+				*d2 = '\0';
+		}
+		return;
+	}
+	bool digits = tail > 0 && tail <= 9;
+	for (size_t i = 0; digits && i < tail; i++)
+		digits = dash[1 + i] >= '0' && dash[1 + i] <= '9';
+	if (digits)
+		*dash = '\0';
+}
+
+/* ---------------------------------------------------------------- file */
+/* Text, one workload a line:
+ *   nshash-history 1
+ *   w KEY TCP_PEAK TCP_AT UDP_PEAK UDP_AT LAST_SEEN
+ * KEY escaped as above, times in seconds since the epoch.  Written to a
+ * temporary file, fsync'd and renamed over: a reader sees the old or the
+ * new file whole.  Lines that do not parse are dropped (repaired) and
+ * counted in `dropped`. */
+void nsh_history_free(struct nsh_history *h)
+{
+	free(h->v);
+	h->v = NULL;
+	h->n = h->cap = 0;
+}
+
+static struct nsh_history_entry *add(struct nsh_history *h)
+{
+	if (h->n == h->cap) {
+		size_t c = h->cap ? h->cap * 2 : 16;
+		struct nsh_history_entry *v = realloc(h->v, c * sizeof(*v));
+		if (!v)
+			return NULL;
+		h->v = v;
+		h->cap = c;
+	}
+	struct nsh_history_entry *e = &h->v[h->n++];
+	memset(e, 0, sizeof(*e));
+	return e;
+}
+
+struct nsh_history_entry *nsh_history_find(struct nsh_history *h, const char *key)
+{
+	for (size_t i = 0; i < h->n; i++)
+		if (strcmp(h->v[i].key, key) == 0)
+			return &h->v[i];
+	return NULL;
+}
+
+static int by_key(const void *a, const void *b)
+{
+	const struct nsh_history_entry *x = a, *y = b;
+	return strcmp(x->key, y->key);
+}
+
+int nsh_history_parse(const char *text, size_t len, struct nsh_history *h, size_t *dropped, struct nshash_error *err)
+{
+	memset(h, 0, sizeof(*h));
+	*dropped = 0;
+	const char *p = text, *end = text + len;
+	bool first = true, header = false;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		if (!nl) { /* torn last line */
+			(*dropped)++;
+			break;
+		}
+		size_t n = (size_t)(nl - p);
+		char line[NSH_WORKLOAD_KEY_MAX * 3 + 128];
+		if (n >= sizeof(line) || memchr(p, '\0', n)) {
+			(*dropped)++;
+			p = nl + 1;
+			first = false;
+			continue;
+		}
+		memcpy(line, p, n);
+		line[n] = '\0';
+		p = nl + 1;
+		if (first) {
+			first = false;
+			if (strcmp(line, NSH_HISTORY_MAGIC) == 0) {
+				header = true;
+				continue;
+			}
+		}
+		char ekey[sizeof(line)];
+		_Static_assert(sizeof(ekey) == 1664, "the sscanf width below is sizeof(ekey) - 1");
+		long long tp, ta, up, ua, seen;
+		char extra;
+		struct nsh_history_entry tmp = {0};
+		if (sscanf(line, "w %1663s %lld %lld %lld %lld %lld %c", ekey, &tp, &ta, &up, &ua, &seen, &extra) != 6 ||
+		    tp < 0 || up < 0 || tp > NSHASH_TCP_MAX || up > NSHASH_TCP_MAX || ta < 0 || ua < 0 || seen < 0 ||
+		    key_unescape(ekey, tmp.key, sizeof(tmp.key)) < 0) {
+			(*dropped)++;
+			continue;
+		}
+		if (h->n >= NSH_HISTORY_MAX) {
+			(*dropped)++;
+			continue;
+		}
+		struct nsh_history_entry *e = add(h);
+		if (!e) {
+			nsh_history_free(h);
+			return nshash_error_set(err, ENOMEM, "history: out of memory");
+		}
+		*e = tmp;
+		e->tcp_peak = (long)tp;
+		e->tcp_at = ta;
+		e->udp_peak = (long)up;
+		e->udp_at = ua;
+		e->last_seen = seen;
+	}
+	if (len > 0 && !header)
+		(*dropped)++;
+	/* a key twice (a damaged file): one kept, the other dropped; by a
+	 * sort, O(n log n) on the start path, not a search per line */
+	if (h->n > 1) {
+		qsort(h->v, h->n, sizeof(*h->v), by_key);
+		size_t o = 1;
+		for (size_t i = 1; i < h->n; i++) {
+			if (strcmp(h->v[i].key, h->v[o - 1].key) == 0) {
+				(*dropped)++;
+				continue;
+			}
+			if (o != i)
+				h->v[o] = h->v[i];
+			o++;
+		}
+		h->n = o;
+	}
+	return 0;
+}
+
+static void history_path(const char *state_dir, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%s", state_dir ? state_dir : NSHASH_DEFAULT_STATE_DIR, NSH_HISTORY_FILE);
+}
+
+int nsh_history_load(const char *state_dir, struct nsh_history *h, char *warn, size_t wlen, struct nshash_error *err)
+{
+	char path[4200];
+	char *text = NULL;
+	size_t len = 0;
+	history_path(state_dir, path, sizeof(path));
+	if (warn && wlen)
+		warn[0] = '\0';
+	memset(h, 0, sizeof(*h));
+	int r = nsh_read_file(path, NSH_HISTORY_MAX_BYTES, &text, &len, err);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0) {
+		/* unreadable or too large: start afresh; the next record replaces it */
+		if (warn && wlen)
+			snprintf(warn, wlen, "%s (ignored: the next `nshash record` rewrites it)", err->msg);
+		return 0;
+	}
+	size_t dropped = 0;
+	r = nsh_history_parse(text, len, h, &dropped, err);
+	free(text);
+	if (r < 0)
+		return r;
+	if (dropped && warn && wlen)
+		snprintf(warn, wlen, "%s: %zu damaged line%s dropped (repaired on the next `nshash record`)", path,
+			 dropped, dropped == 1 ? "" : "s");
+	return 0;
+}
+
+static int by_seen_desc(const void *a, const void *b)
+{
+	const struct nsh_history_entry *x = a, *y = b;
+	return x->last_seen < y->last_seen ? 1 : x->last_seen > y->last_seen ? -1 : strcmp(x->key, y->key);
+}
+
+size_t nsh_history_evict(struct nsh_history *h, size_t max)
+{
+	qsort(h->v, h->n, sizeof(*h->v), by_seen_desc);
+	if (h->n <= max)
+		return 0;
+	size_t gone = h->n - max;
+	h->n = max;
+	return gone;
+}
+
+int nsh_history_sample(struct nsh_history *h, const char *key, long tcp, long udp, int64_t now,
+		       struct nshash_error *err)
+{
+	struct nsh_history_entry *e = nsh_history_find(h, key);
+	if (!e) {
+		if (strlen(key) >= sizeof(e->key))
+			return nshash_error_set(err, ENAMETOOLONG, "history: key too long");
+		e = add(h);
+		if (!e)
+			return nshash_error_set(err, ENOMEM, "history: out of memory");
+		snprintf(e->key, sizeof(e->key), "%s", key);
+	}
+	if (tcp >= nsh_history_peak_now(e, NSHASH_TCP, now)) {
+		e->tcp_peak = tcp;
+		e->tcp_at = now;
+	}
+	if (udp >= nsh_history_peak_now(e, NSHASH_UDP, now)) {
+		e->udp_peak = udp;
+		e->udp_at = now;
+	}
+	e->last_seen = now;
+	return 0;
+}
+
+int nsh_history_save(const char *state_dir, struct nsh_history *h, struct nshash_error *err)
+{
+	char path[4200], tmp[4300];
+	history_path(state_dir, path, sizeof(path));
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
+	nsh_history_evict(h, NSH_HISTORY_MAX);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return nshash_error_set(err, errno, "history: create %s", tmp);
+	FILE *f = fdopen(fd, "w");
+	if (!f) {
+		close(fd);
+		unlink(tmp);
+		return nshash_error_set(err, errno, "history: %s", tmp);
+	}
+	fprintf(f, "%s\n", NSH_HISTORY_MAGIC);
+	for (size_t i = 0; i < h->n; i++) {
+		char ek[NSH_WORKLOAD_KEY_MAX * 3 + 4];
+		const struct nsh_history_entry *e = &h->v[i];
+		key_escape(e->key, ek, sizeof(ek));
+		fprintf(f, "w %s %ld %lld %ld %lld %lld\n", ek, e->tcp_peak, (long long)e->tcp_at, e->udp_peak,
+			(long long)e->udp_at, (long long)e->last_seen);
+	}
+	int bad = fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0;
+	int e = errno;
+	if (fclose(f) != 0 && !bad) {
+		bad = 1;
+		e = errno;
+	}
+	if (bad || rename(tmp, path) != 0) {
+		if (!bad)
+			e = errno;
+		unlink(tmp);
+		return nshash_error_set(err, e, "history: write %s", path);
+	}
+	return 0;
+}
+
+struct nshash_sizes nsh_auto_resolve(const struct nsh_history *h, const char *key, const struct nsh_policy *policy,
+				     bool tcp_auto, bool udp_auto, struct nshash_sizes asked, int64_t now, bool *known)
+{
+	struct nshash_sizes s = asked;
+	const struct nsh_history_entry *e = key ? nsh_history_find((struct nsh_history *)h, key) : NULL;
+	*known = e != NULL;
+	if (tcp_auto)
+		s.tcp = e ? nsh_auto_size(NSHASH_TCP, nsh_history_peak_now(e, NSHASH_TCP, now), policy->max.tcp)
+			  : policy->auto_initial.tcp;
+	if (udp_auto)
+		s.udp = e ? nsh_auto_size(NSHASH_UDP, nsh_history_peak_now(e, NSHASH_UDP, now), policy->max.udp)
+			  : policy->auto_initial.udp;
+	return s;
+}
+
+/* ------------------------------------------------------------ marks */
+/* STATE_DIR/workloads/DEV-INO holds the key of the netns nshash sized with
+ * that nsfs identity; `nshash record` reads them and drops those of netns
+ * gone. */
+int nsh_workload_mark(const char *state_dir, uint64_t dev, uint64_t ino, const char *key, struct nshash_error *err)
+{
+	char dir[4200], path[4300], tmp[4400];
+	snprintf(dir, sizeof(dir), "%s/%s", state_dir ? state_dir : NSHASH_DEFAULT_STATE_DIR, NSH_WORKLOAD_DIR);
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return nshash_error_set(err, errno, "workload: mkdir %s", dir);
+	snprintf(path, sizeof(path), "%s/%llu-%llu", dir, (unsigned long long)dev, (unsigned long long)ino);
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return nshash_error_set(err, errno, "workload: create %s", tmp);
+	size_t n = strlen(key);
+	ssize_t w = write(fd, key, n);
+	int e = errno;
+	close(fd);
+	if (w != (ssize_t)n || rename(tmp, path) < 0) {
+		if (w == (ssize_t)n)
+			e = errno;
+		unlink(tmp);
+		return nshash_error_set(err, e ? e : EIO, "workload: write %s", path);
+	}
+	return 0;
+}
+
+int nsh_workload_read(const char *state_dir, uint64_t dev, uint64_t ino, char *key, size_t len)
+{
+	char path[4300];
+	snprintf(path, sizeof(path), "%s/%s/%llu-%llu", state_dir ? state_dir : NSHASH_DEFAULT_STATE_DIR,
+		 NSH_WORKLOAD_DIR, (unsigned long long)dev, (unsigned long long)ino);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	ssize_t r = read(fd, key, len - 1);
+	close(fd);
+	if (r <= 0)
+		return -EINVAL;
+	key[r] = '\0';
+	if (strlen(key) != (size_t)r)
+		return -EINVAL;
+	return 0;
+}

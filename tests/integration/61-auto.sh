@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# `auto` with nshash-runtime (runc): a workload holds 3000 bound UDP sockets
+# and 5000 established loopback TCP connections (10000 sockets in its
+# established hash: both ends live in the netns), `nshash record` keeps its
+# peaks, and the same workload started again with --nshash-tcp=auto
+# --nshash-udp=auto gets exactly the rule's sizes (peak x 2 -> next power
+# of two: tcp 10000 -> 32768, udp 3000 -> 8192).  Another workload gets the
+# initial sizes (no leak); a corrupt and a torn history file are repaired
+# with a warning on the start path; hostile io.nshash.workload keys are
+# refused with their exact error or stored escaped.
+source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/engines.sh"
+require_root
+require_kernel_knobs
+
+engines_oci_setup
+engines_policy "$P" "{\"stateDir\": \"$S\", \"autoInitialTcp\": 1024, \"logFile\": \"$D/nshash.log\"}"
+ROOT=$D/runc-root
+on_exit "for c in \$(runc --root '$ROOT' list -q 2>/dev/null); do runc --root '$ROOT' delete -f \$c; done"
+export NSHASH_POLICY=$P
+W=$BUILD/nshash-runtime
+N="$BUILD/nshash --state-dir $S"
+GUDP=$(cat /proc/sys/net/ipv4/udp_hash_entries)
+engines_busybox_rootfs "$D/rootfs"
+
+start() { # BUNDLE KEY=VALUE...: a bundle whose process sleeps, with these annotations
+	local b=$1
+	shift
+	engines_script_bundle "$D/$b" "$D/rootfs" "sleep 300" "$@"
+}
+run_detached() { # BUNDLE ID WRAPPER-OPTIONS...
+	local b=$1 id=$2
+	shift 2
+	(cd "$D/$b" && "$W" "$@" --root "$ROOT" create "$id" >"$D/$id.out" 2>&1)
+	runc --root "$ROOT" state "$id" 2>/dev/null | jq -r .pid
+}
+
+# --- the workload: 3000 UDP sockets, 5000 TCP connections over lo
+start web1
+pid=$(run_detached web1 t61a --nshash-tcp=auto --nshash-udp=auto)
+assert_eq "1024 -$GUDP" "$(netns_sizes_of_pid "${pid:-0}")" "no history: autoInitialTcp 1024, udp shared (autoInitialUdp 0)"
+cat >"$D/hold.py" <<'PY'
+import resource, socket, sys, time
+resource.setrlimit(resource.RLIMIT_NOFILE, (20000, 20000))
+keep = []
+for _ in range(3000):
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(("127.0.0.1", 0)); keep.append(u)
+l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(6000); port = l.getsockname()[1]
+for _ in range(5000):
+    c = socket.create_connection(("127.0.0.1", port)); s, _a = l.accept(); keep += [c, s]
+open(sys.argv[1], "w").write("ready\n")
+time.sleep(600)
+PY
+nsenter -t "$pid" -n ip link set lo up
+nsenter -t "$pid" -n python3 "$D/hold.py" "$D/ready" &
+holder=$!
+on_exit "kill $holder 2>/dev/null"
+for _ in $(seq 600); do [ -s "$D/ready" ] && break; sleep 0.1; done
+assert_eq "ready" "$(cat "$D/ready" 2>/dev/null)" "the workload holds its sockets"
+counts=$($N stats --json "pid:$pid" | jq -r '.netns[0] | "\(.tcp.sockets) \(.udp.sockets)"' 2>/dev/null)
+assert_eq "10000 3000" "$counts" "measured: 5000 loopback connections are 10000 ehash sockets; 3000 UDP sockets"
+out=$($N record 2>&1)
+assert_contains "$out" "sampled 1 of" "record samples the one netns nshash sized for a workload"
+hist=$($N history --json)
+assert_eq "runtime::id=t61a 10000 3000 32768 8192" "$(jq -r '.[0] | "\(.workload) \(.tcpPeak) \(.udpPeak) \(.autoTcp) \(.autoUdp)"' <<<"$hist")" "history: peaks and the auto sizes"
+kill "$holder"; wait "$holder" 2>/dev/null
+"$W" --root "$ROOT" delete -f t61a >/dev/null 2>&1
+
+# --- started again: exactly the rule's sizes
+start web1b
+pid=$(run_detached web1b t61a --nshash-tcp=auto --nshash-udp=auto)
+assert_eq "32768 8192" "$(netns_sizes_of_pid "${pid:-0}")" "the same workload again: tcp 32768 udp 8192"
+"$W" --root "$ROOT" delete -f t61a >/dev/null 2>&1
+
+# --- annotations: io.nshash.tcp=auto with an explicit workload key
+start ann io.nshash.tcp=auto io.nshash.udp=auto io.nshash.workload=web
+pid=$(run_detached ann t61b)
+assert_eq "1024 -$GUDP" "$(netns_sizes_of_pid "${pid:-0}")" "another workload: no leak of t61a's history"
+"$W" --root "$ROOT" delete -f t61b >/dev/null 2>&1
+
+# --- a corrupt, then a torn history file: warned, repaired, never an error
+printf 'nshash-history 1\nw runtime::id=t61a 10000 %s 3000 %s %s\n\001garbage\nw torn 1 2' "$(date +%s)" "$(date +%s)" "$(date +%s)" >"$S/history"
+start web1c
+pid=$(run_detached web1c t61a --nshash-tcp=auto --nshash-udp=auto)
+assert_eq "32768 8192" "$(netns_sizes_of_pid "${pid:-0}")" "damaged history: the good line still sizes"
+assert_contains "$(cat "$D/nshash.log")" "2 damaged lines dropped" "the start path warns about the damage"
+out=$($N record 2>&1)
+assert_contains "$out" "2 damaged lines dropped" "record warns too"
+assert_eq "nshash-history 1" "$(head -1 "$S/history")" "record rewrote the file whole"
+assert_eq 0 "$(grep -c garbage "$S/history")" "the damage is gone"
+"$W" --root "$ROOT" delete -f t61a >/dev/null 2>&1
+head -c 20 "$S/history" >"$S/history.x" && mv "$S/history.x" "$S/history"
+start web1d
+pid=$(run_detached web1d t61a --nshash-tcp=auto --nshash-udp=auto)
+assert_eq "1024 -$GUDP" "$(netns_sizes_of_pid "${pid:-0}")" "torn history: the start goes on with the initial sizes"
+assert_contains "$(tail -3 "$D/nshash.log")" "damaged line" "torn: warned"
+"$W" --root "$ROOT" delete -f t61a >/dev/null 2>&1
+
+# --- hostile keys
+long=$(printf 'k%.0s' $(seq 300))
+start bad1 io.nshash.tcp=auto "io.nshash.workload=$long"
+(cd "$D/bad1" && "$W" --root "$ROOT" create t61c >"$D/bad1.out" 2>&1)
+assert_contains "$(cat "$D/bad1.out")" "annotation io.nshash.workload: workload key" "a 300-byte key is refused"
+assert_contains "$(cat "$D/bad1.out")" "at most 200" "with the limit"
+start bad2 io.nshash.tcp=auto "io.nshash.workload=../../x y%"
+pid=$(run_detached bad2 t61d)
+$N record >/dev/null 2>&1
+assert_contains "$($N history)" "runtime::w=../../x%20y%25" "../ and spaces are stored and printed escaped"
+assert_eq 0 "$(ls "$S" | grep -c '^x')" "no file made from the key"
+"$W" --root "$ROOT" delete -f t61d >/dev/null 2>&1
+jq -n '{"io.nshash.tcp":"auto","io.nshash.workload":"a\u0001b"}' >"$D/ann.json"
+engines_script_bundle "$D/bad3" "$D/rootfs" "sleep 300"
+jq --slurpfile a "$D/ann.json" '.annotations = $a[0]' "$D/bad3/config.json" >"$D/x" && mv "$D/x" "$D/bad3/config.json"
+(cd "$D/bad3" && "$W" --root "$ROOT" create t61e >"$D/bad3.out" 2>&1)
+assert_contains "$(cat "$D/bad3.out")" "control characters are not allowed" "a control character is refused"
+assert_eq 0 "$(engines_pins_left "$S")" "no pin left"

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# `auto` through a CNI ADD driven directly: "tcp": "auto", "udp": "auto" in
+# the network config, the workload = K8S_POD_NAMESPACE + the pod's owner
+# (web-7d4b9c8f6d-x2k9p and web-5c8f9d7b6-q4r7t are both "web").  The first
+# pod (no history) stays shared but is recorded; it holds 3000 UDP sockets
+# and 5000 loopback connections (10000 ehash sockets); `nshash record`;
+# the next pod of the same Deployment gets tcp 32768 udp 8192; a pod of
+# another namespace with the same name gets no history of it.
+. "$(dirname "$0")/../lib/common.sh"
+. "$(dirname "$0")/../lib/cni.sh"
+require_root
+require_kernel_knobs
+command -v jq >/dev/null || cannot_run "jq missing"
+command -v python3 >/dev/null || cannot_run "python3 missing"
+
+D=$(make_state_dir)
+cni_node_policy "$D/node.json" "$D"
+N="$BUILD/nshash --state-dir $D"
+conf='{"cniVersion":"1.0.0","name":"net62","type":"nshash","tcp":"auto","udp":"auto"}'
+GTCP=$(cat /proc/sys/net/ipv4/tcp_ehash_entries)
+GUDP=$(cat /proc/sys/net/ipv4/udp_hash_entries)
+args() { echo "CNI_ARGS=IgnoreUnknown=1;K8S_POD_NAMESPACE=$1;K8S_POD_NAME=$2"; }
+
+cni_pin_netns "$D/p1"
+on_exit "umount '$D/p1' 2>/dev/null"
+cni_call ADD "$D/p1" "$conf" "$(args shop web-7d4b9c8f6d-x2k9p)"
+assert_eq 0 "$CNI_RC" "ADD with auto and no history succeeds ($CNI_ERR)"
+assert_eq "-$GTCP -$GUDP" "$(netns_sizes_at "$D/p1")" "no history, autoInitial 0: shared"
+cat >"$D/hold.py" <<'PY'
+import resource, socket, sys, time
+resource.setrlimit(resource.RLIMIT_NOFILE, (20000, 20000))
+keep = []
+for _ in range(3000):
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(("127.0.0.1", 0)); keep.append(u)
+l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(6000); port = l.getsockname()[1]
+for _ in range(5000):
+    c = socket.create_connection(("127.0.0.1", port)); s, _a = l.accept(); keep += [c, s]
+open(sys.argv[1], "w").write("ready\n")
+time.sleep(600)
+PY
+nsenter --net="$D/p1" ip link set lo up
+nsenter --net="$D/p1" python3 "$D/hold.py" "$D/ready" &
+holder=$!
+on_exit "kill $holder 2>/dev/null"
+for _ in $(seq 600); do [ -s "$D/ready" ] && break; sleep 0.1; done
+assert_eq "ready" "$(cat "$D/ready" 2>/dev/null)" "the pod holds its sockets"
+out=$($N record 2>&1)
+assert_contains "$out" "sampled 1 of" "record samples the pod's netns"
+assert_eq "cni:shop:pod=web 10000 3000 32768 8192" "$($N history --json | jq -r '.[0] | "\(.workload) \(.tcpPeak) \(.udpPeak) \(.autoTcp) \(.autoUdp)"')" "history of the Deployment web"
+assert_contains "$($N history --prometheus)" 'nshash_auto_entries{workload="cni:shop:pod=web",proto="tcp"} 32768' "prometheus: the recommended size"
+assert_eq "cni:shop:pod=web 32768 8192" "$($N stats --json | jq -r --arg p "$D/p1" '.netns[] | select(.id == $p or (.pid != null and .workload != null)) | "\(.workload) \(.auto.tcp) \(.auto.udp)"' | head -1)" "stats: the netns's workload and what auto gives it now"
+assert_contains "$($N stats)" "workload cni:shop:pod=web auto tcp=32768 udp=8192" "stats text: the same"
+assert_contains "$($N stats --prometheus)" 'nshash_auto_entries{workload="cni:shop:pod=web",proto="udp"} 8192' "stats --prometheus (serve's formatter) exports the auto size"
+kill "$holder"; wait "$holder" 2>/dev/null
+cni_call DEL "$D/p1" "$conf" "$(args shop web-7d4b9c8f6d-x2k9p)"
+
+cni_pin_netns "$D/p2"
+on_exit "umount '$D/p2' 2>/dev/null"
+cni_call ADD "$D/p2" "$conf" "$(args shop web-5c8f9d7b6-q4r7t)"
+assert_eq 0 "$CNI_RC" "ADD of the next replica ($CNI_ERR)"
+assert_eq "32768 8192" "$(netns_sizes_at "$D/p2")" "the same Deployment again: tcp 32768 udp 8192"
+cni_call DEL "$D/p2" "$conf" "$(args shop web-5c8f9d7b6-q4r7t)"
+
+cni_pin_netns "$D/p3"
+on_exit "umount '$D/p3' 2>/dev/null"
+cni_call ADD "$D/p3" "$conf" "$(args other web-7d4b9c8f6d-x2k9p)"
+assert_eq "-$GTCP -$GUDP" "$(netns_sizes_at "$D/p3")" "another namespace, same pod name: no history leaks"
+cni_call DEL "$D/p3" "$conf" "$(args other web-7d4b9c8f6d-x2k9p)"
+
+# a hostile io.nshash.workload: refused, nothing made
+cni_pin_netns "$D/p4"
+on_exit "umount '$D/p4' 2>/dev/null"
+long=$(printf 'k%.0s' $(seq 300))
+cni_call ADD "$D/p4" "{\"cniVersion\":\"1.0.0\",\"name\":\"net62\",\"type\":\"nshash\",\"tcp\":\"auto\",\"runtimeConfig\":{\"io.kubernetes.cri.pod-annotations\":{\"io.nshash.workload\":\"$long\"}}}" "$(args shop x)"
+assert_cni_error 102 "pod annotation io.nshash.workload: workload key" "a 300-byte key is refused"

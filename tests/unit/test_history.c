@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* `auto`: the rule, the decay, the history file (format, repair, LRU),
+ * workload keys and pod owner names (common/history.c). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common.h"
+
+static void test_rule(void **state)
+{
+	(void)state;
+	/* peak x 2, next power of two, at least 128, at most the cap */
+	assert_int_equal(nsh_auto_size(NSHASH_TCP, 0, 0), 128);
+	assert_int_equal(nsh_auto_size(NSHASH_TCP, 64, 0), 128);
+	assert_int_equal(nsh_auto_size(NSHASH_TCP, 65, 0), 256);
+	assert_int_equal(nsh_auto_size(NSHASH_TCP, 5000, 0), 16384);
+	assert_int_equal(nsh_auto_size(NSHASH_TCP, 10000, 0), 32768);
+	assert_int_equal(nsh_auto_size(NSHASH_UDP, 3000, 0), 8192);
+	assert_int_equal(nsh_auto_size(NSHASH_UDP, 4096, 0), 8192);
+	assert_int_equal(nsh_auto_size(NSHASH_UDP, 4097, 0), 16384);
+	assert_int_equal(nsh_auto_size(NSHASH_UDP, 1000000, 0), NSHASH_UDP_MAX);
+	assert_int_equal(nsh_auto_size(NSHASH_TCP, 100000000, 0), NSHASH_TCP_MAX);
+	assert_int_equal(nsh_auto_size(NSHASH_TCP, 5000, 4096), 4096); /* the policy's cap */
+	assert_int_equal(nsh_auto_size(NSHASH_TCP, -5, 0), 128);
+}
+
+static void test_decay(void **state)
+{
+	(void)state;
+	struct nsh_history_entry e = {.tcp_peak = 10000, .tcp_at = 1000, .udp_peak = 100, .udp_at = 1000};
+	assert_int_equal(nsh_history_peak_now(&e, NSHASH_TCP, 1000), 10000);
+	assert_int_equal(nsh_history_peak_now(&e, NSHASH_TCP, 1000 + 86400), 9800);
+	assert_int_equal(nsh_history_peak_now(&e, NSHASH_TCP, 1000 + 2 * 86400), 9604);
+	assert_int_equal(nsh_history_peak_now(&e, NSHASH_TCP, 1000 + 43200), 9900); /* half a day */
+	assert_int_equal(nsh_history_peak_now(&e, NSHASH_TCP, 1000 + 3651LL * 86400), 0);
+	/* a lower sample keeps the (decayed) peak; a higher one replaces it */
+	struct nsh_history h = {0};
+	struct nshash_error err = {0};
+	assert_int_equal(nsh_history_sample(&h, "a:b:c", 10000, 50, 1000, &err), 0);
+	assert_int_equal(nsh_history_sample(&h, "a:b:c", 10, 60, 1000 + 86400, &err), 0);
+	struct nsh_history_entry *p = nsh_history_find(&h, "a:b:c");
+	assert_non_null(p);
+	assert_int_equal(p->tcp_peak, 10000);
+	assert_int_equal(p->tcp_at, 1000);
+	assert_int_equal(p->udp_peak, 60);
+	assert_int_equal(p->last_seen, 1000 + 86400);
+	nsh_history_free(&h);
+}
+
+static void test_keys(void **state)
+{
+	(void)state;
+	char k[NSH_WORKLOAD_KEY_MAX], shown[NSH_WORKLOAD_KEY_MAX * 3 + 4];
+	struct nshash_error err = {0};
+	assert_int_equal(nsh_workload_key("cni", "default", "w=web", k, sizeof(k), &err), 0);
+	assert_string_equal(k, "cni:default:w=web");
+	char big[300];
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	assert_int_equal(nsh_workload_key("cni", "x", big, k, sizeof(k), &err), -ENAMETOOLONG);
+	assert_non_null(strstr(err.msg, "at most 200"));
+	assert_int_equal(nsh_workload_key("cni", "x", "a\nb", k, sizeof(k), &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "control characters"));
+	assert_int_equal(nsh_workload_key("cni", "x", "../../etc passwd%", k, sizeof(k), &err), 0);
+	nsh_workload_show(k, shown, sizeof(shown));
+	assert_string_equal(shown, "cni:x:../../etc%20passwd%25");
+}
+
+static void test_pod_owner(void **state)
+{
+	(void)state;
+	char o[256];
+	nsh_pod_owner("web-7d4b9c8f6d-x2k9p", o, sizeof(o)); /* Deployment */
+	assert_string_equal(o, "web");
+	nsh_pod_owner("web-x2k9p", o, sizeof(o)); /* ReplicaSet, DaemonSet, Job */
+	assert_string_equal(o, "web");
+	nsh_pod_owner("db-12", o, sizeof(o)); /* StatefulSet */
+	assert_string_equal(o, "db");
+	nsh_pod_owner("my-app", o, sizeof(o)); /* "app" is not a generated suffix */
+	assert_string_equal(o, "my-app");
+	nsh_pod_owner("cache-abcde", o, sizeof(o)); /* 'a', 'e' are not in the alphabet */
+	assert_string_equal(o, "cache-abcde");
+	nsh_pod_owner("solo", o, sizeof(o));
+	assert_string_equal(o, "solo");
+	nsh_pod_owner("-12", o, sizeof(o));
+	assert_string_equal(o, "-12");
+}
+
+static void test_file(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/nshash-unit-history-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	struct nsh_history h = {0}, back;
+	struct nshash_error err = {0};
+	char warn[4500], path[4200];
+	snprintf(path, sizeof(path), "%s/history", dir);
+	/* missing: empty, no warning */
+	assert_int_equal(nsh_history_load(dir, &back, warn, sizeof(warn), &err), 0);
+	assert_int_equal(back.n, 0);
+	assert_string_equal(warn, "");
+	assert_int_equal(nsh_history_sample(&h, "runtime::id=a b\x01", 5000, 3000, 100, &err), 0);
+	assert_int_equal(nsh_history_sample(&h, "cni:ns:w=k", 7, 8, 200, &err), 0);
+	assert_int_equal(nsh_history_save(dir, &h, &err), 0);
+	nsh_history_free(&h);
+	assert_int_equal(nsh_history_load(dir, &back, warn, sizeof(warn), &err), 0);
+	assert_string_equal(warn, "");
+	assert_int_equal(back.n, 2);
+	struct nsh_history_entry *e = nsh_history_find(&back, "runtime::id=a b\x01");
+	assert_non_null(e);
+	assert_int_equal(e->tcp_peak, 5000);
+	assert_int_equal(e->udp_peak, 3000);
+	assert_int_equal(e->last_seen, 100);
+	nsh_history_free(&back);
+	/* the exact text */
+	FILE *f = fopen(path, "r");
+	char text[1000];
+	size_t n = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	/* the most recently seen first */
+	assert_string_equal(text, "nshash-history 1\n"
+				  "w cni:ns:w=k 7 200 8 200 200\n"
+				  "w runtime::id=a%20b%01 5000 100 3000 100 100\n");
+	/* torn: the last line cut; corrupt: garbage lines; both repaired */
+	f = fopen(path, "w");
+	fputs("nshash-history 1\nw good 1 2 3 4 5\nw bad x 2 3 4 5\n\x01\x02garbage\nw torn 1 2", f);
+	fclose(f);
+	assert_int_equal(nsh_history_load(dir, &back, warn, sizeof(warn), &err), 0);
+	assert_int_equal(back.n, 1);
+	assert_non_null(nsh_history_find(&back, "good"));
+	assert_non_null(strstr(warn, "3 damaged lines dropped"));
+	nsh_history_free(&back);
+	/* no header at all: what parses is kept, the header counts as damage */
+	f = fopen(path, "w");
+	fputs("\xff\xfe binary junk\n", f);
+	fclose(f);
+	assert_int_equal(nsh_history_load(dir, &back, warn, sizeof(warn), &err), 0);
+	assert_int_equal(back.n, 0);
+	assert_non_null(strstr(warn, "damaged line"));
+	nsh_history_free(&back);
+	unlink(path);
+	rmdir(dir);
+}
+
+static void test_lru(void **state)
+{
+	(void)state;
+	struct nsh_history h = {0};
+	struct nshash_error err = {0};
+	char k[32];
+	for (int i = 0; i < 10; i++) {
+		snprintf(k, sizeof(k), "k%d", i);
+		assert_int_equal(nsh_history_sample(&h, k, i, i, 1000 + (i * 7) % 10, &err), 0);
+	}
+	assert_int_equal(nsh_history_evict(&h, 4), 6);
+	assert_int_equal(h.n, 4);
+	/* last seen 1000 + (i*7)%10: the 4 newest are 9,8,7,6 -> i = 7, 4, 1, 8 */
+	assert_string_equal(h.v[0].key, "k7");
+	assert_string_equal(h.v[1].key, "k4");
+	assert_string_equal(h.v[2].key, "k1");
+	assert_string_equal(h.v[3].key, "k8");
+	nsh_history_free(&h);
+}
+
+static void test_resolve(void **state)
+{
+	(void)state;
+	struct nsh_policy p;
+	nsh_policy_defaults(&p);
+	p.auto_initial.tcp = 1024;
+	struct nsh_history h = {0};
+	struct nshash_error err = {0};
+	assert_int_equal(nsh_history_sample(&h, "a", 5000, 3000, 100, &err), 0);
+	bool known;
+	struct nshash_sizes s = nsh_auto_resolve(&h, "a", &p, true, true, (struct nshash_sizes){0, 0}, 100, &known);
+	assert_true(known);
+	assert_int_equal(s.tcp, 16384);
+	assert_int_equal(s.udp, 8192);
+	/* another workload's history never leaks */
+	s = nsh_auto_resolve(&h, "b", &p, true, true, (struct nshash_sizes){0, 0}, 100, &known);
+	assert_false(known);
+	assert_int_equal(s.tcp, 1024);
+	assert_int_equal(s.udp, 0);
+	/* only the auto protocol changes */
+	s = nsh_auto_resolve(&h, "a", &p, false, true, (struct nshash_sizes){4096, 0}, 100, &known);
+	assert_int_equal(s.tcp, 4096);
+	assert_int_equal(s.udp, 8192);
+	nsh_history_free(&h);
+}
+
+static void test_policy_keys(void **state)
+{
+	(void)state;
+	struct nsh_policy p;
+	struct nshash_error err = {0};
+	const char *t = "{\"defaultTcp\": \"auto\", \"defaultUdp\": 256, \"autoInitialTcp\": 2048}";
+	assert_int_equal(nsh_policy_parse(t, strlen(t), "p.json", &p, &err), 0);
+	assert_true(p.defaults_auto.tcp);
+	assert_false(p.defaults_auto.udp);
+	assert_int_equal(p.defaults.udp, 256);
+	assert_int_equal(p.auto_initial.tcp, 2048);
+	assert_true(nsh_policy_has_defaults(&p));
+	t = "{\"defaultTcp\": \"big\"}";
+	assert_true(nsh_policy_parse(t, strlen(t), "p.json", &p, &err) < 0);
+	assert_non_null(strstr(err.msg, "defaultTcp"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_rule),      cmocka_unit_test(test_decay),	  cmocka_unit_test(test_keys),
+	    cmocka_unit_test(test_pod_owner), cmocka_unit_test(test_file),	  cmocka_unit_test(test_lru),
+	    cmocka_unit_test(test_resolve),   cmocka_unit_test(test_policy_keys),
+	};
+	return cmocka_run_group_tests_name("history", tests, NULL, NULL);
+}
