@@ -171,7 +171,7 @@ assert_eq "" "$(ls /run/netns | grep "^$P-nobody")" "create as a user left nothi
 # help: global, per command, as a command (stats too)
 assert_contains "$(nshash help)" "Usage: nshash [-j|--json] [--state-dir DIR] COMMAND" "nshash help: the global usage"
 # every command listed once, in the order of the man page's COMMANDS
-assert_eq "create resize show list stats delete gc reclaim serve check help" \
+assert_eq "create resize show list stats record history delete gc reclaim serve check help" \
 	"$(nshash help | awk '/^Commands:/ {on = 1; next} /^$/ || /^Options:/ {on = 0} on && /^  [a-z]/ {print $1}' | xargs)" \
 	"nshash help lists each command once"
 for cmd in create resize show list stats delete gc reclaim serve check; do
