@@ -90,10 +90,8 @@ static const char *const host_advice[] = {
 static const char *const joined_advice[] = {
     [ENGINE_OTHER] = "give the container whose network namespace this one joins the same sizes, or give this "
 		     "one its own",
-    [ENGINE_PODMAN] = "with podman, a pod's containers share its infra container's network namespace and podman pod "
-		      "create takes no annotations: run the container outside the pod, or size the pod's network "
-		      "with the nshash CNI plugin placed first in the network's plugin chain; for --network "
-		      "container:NAME, give NAME the same io.nshash.* annotations",
+    [ENGINE_PODMAN] = "with podman --network container:NAME, give NAME the same io.nshash.* annotations, or ask "
+		      "for nothing here (then this container joins it unsized by nshash)",
     [ENGINE_DOCKER] = "with Docker, run the container named in --network container:NAME with the same sized "
 		      "runtime, or give this one a network of its own",
     [ENGINE_CRI] = "under Kubernetes, size the pod with the nshash CNI plugin placed first in the network's plugin "
@@ -133,6 +131,19 @@ static const char *shown_path(const char *path, char *buf, size_t len)
 		}
 	snprintf(buf, len, "%s", path);
 	return buf;
+}
+
+/* podman marks a pod's members (not its infra container) with the infra
+ * container's id: the pod they join.  NULL = not a pod member. */
+static const char *podman_sandbox(struct json_object *doc)
+{
+	struct json_object *ann;
+	const char *id;
+
+	if (!json_object_object_get_ex(doc, "annotations", &ann) || !json_object_is_type(ann, json_type_object))
+		return NULL;
+	id = str_member(ann, "io.kubernetes.cri-o.SandboxID");
+	return id && *id && strspn(id, "0123456789abcdef") == strlen(id) ? id : NULL;
 }
 
 /* The path is the host's netns: init's, or (when /proc/1 is hidden from
@@ -183,6 +194,23 @@ void nsh_oci_explain_existing(struct json_object *doc, const char *path, const s
 			 "pod's)",
 			 pid);
 		advice = joined_advice[engine];
+		const char *sandbox = podman_sandbox(doc);
+		if (engine == ENGINE_PODMAN && sandbox) {
+			snprintf(what, sizeof(what),
+				 "the container would join the network namespace of process %d, its podman pod's "
+				 "(infra container %.12s)",
+				 pid, sandbox);
+			snprintf(out, n,
+				 "%s; the pod's network namespace %s, and a network namespace's tables cannot be "
+				 "resized after creation. Instead: give this container the pod's sizes or no "
+				 "io.nshash.* annotations (it then joins the pod), or give the pod other sizes: podman "
+				 "passes no annotations to a pod's infra container (pod create has none, kube play "
+				 "gives them to the members only), so the infra container gets the node's "
+				 "defaultTcp/defaultUdp (nshash.json, with the hooks file that runs nshash for every "
+				 "container) or the sizes of a podman network labelled io.nshash.tcp/io.nshash.udp",
+				 what, sizes);
+			return;
+		}
 	} else {
 		snprintf(what, sizeof(what), "network namespace %s already exists%s", shown,
 			 engine == ENGINE_PODMAN ? " (podman made, and maybe configured, it before nshash runs)"

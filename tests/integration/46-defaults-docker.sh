@@ -6,7 +6,9 @@
 # container on the bridge gets exactly them (the gateway answers), one that
 # joins a sized container (--network container:X) joins it, --network host
 # runs unsized and is not refused, --runtime runc is not sized; on Docker
-# >= 24 --annotation io.nshash.tcp=0 opts out.  Nothing is left after rm,
+# >= 24 --annotation io.nshash.tcp=0 opts out.  Then "default-runtime" set
+# to a size class (nshash-8k: runtimeArgs --nshash-tcp=8192 --nshash-udp=2048):
+# every container gets tcp=8192 udp=2048, --runtime runc stays shared.  Nothing is left after rm,
 # and the host is as it was once dockerd is stopped.
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/engines.sh"
@@ -19,7 +21,7 @@ LOG=$D/nshash.log
 policy() { engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$LOG\"${1:+, $1}}"; } # [JSON-MEMBERS]
 policy
 W=$BUILD/nshash-runtime
-docker_start "$D/docker" "$(jq -n --arg w "$W" '{"nshash": {"path": $w}}')" NSHASH_POLICY="$P" ||
+docker_start "$D/docker" "$(jq -n --arg w "$W" '{"nshash": {"path": $w}, "nshash-8k": {"path": $w, "runtimeArgs": ["--nshash-tcp=8192", "--nshash-udp=2048"]}}')" NSHASH_POLICY="$P" ||
 	cannot_run "dockerd did not start: $(tail -3 "$D/docker/dockerd.log")"
 # docker_start writes daemon.json without a default runtime: add it, and restart
 jq '."default-runtime" = "nshash"' "$D/docker/daemon.json" >"$D/x" && mv "$D/x" "$D/docker/daemon.json"
@@ -56,6 +58,14 @@ if [ "${DOCKER_MAJOR:-0}" -ge 24 ] 2>/dev/null; then
 		"--annotation io.nshash.tcp=0 opts out (shared)"
 fi
 dk rm -f x46 >/dev/null 2>&1
+# default-runtime = a size class (runtimeArgs): every container gets its sizes, over the policy's
+jq '."default-runtime" = "nshash-8k"' "$D/docker/daemon.json" >"$D/x" && mv "$D/x" "$D/docker/daemon.json"
+docker_restart || fail "dockerd did not restart with default-runtime nshash-8k: $(tail -3 "$D/docker/dockerd.log")"
+assert_eq nshash-8k "$(dk info -f '{{.DefaultRuntime}}' 2>&1)" "dockerd's default runtime is the size class nshash-8k"
+out=$(dk run --rm "$DOCKER_IMAGE" sh -c "$SHOW; ping -c1 -W2 $GW >/dev/null && echo gw-ok" 2>&1)
+assert_eq "8192 2048
+gw-ok" "$out" "default-runtime nshash-8k: a container asking nothing gets the class's tcp=8192 udp=2048, the gateway answers"
+assert_eq "-$GTCP -$GUDP" "$(dk run --rm --runtime runc "$DOCKER_IMAGE" sh -c "$SHOW" 2>&1)" "default-runtime nshash-8k, --runtime runc: not sized"
 assert_eq "" "$(docker_wait_clean)" "docker rm -f: no container, netns mount, shim, rule or link left"
 assert_eq 0 "$(engines_pins_left "$S")" "no pin left"
 

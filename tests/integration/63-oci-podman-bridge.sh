@@ -162,7 +162,7 @@ ino=$(stat -L -c %i /run/netns/$U)
 podman pod create --name pod37 >/dev/null
 out=$(podman run --rm --pod pod37 $(ANN 4096 1024) $IMG true 2>&1)
 assert_contains "$out" "the container would join the network namespace of process" "pod member: refused, naming the shared netns"
-assert_contains "$out" "run the container outside the pod, or size the pod's network with the nshash CNI plugin" "pod member: says what to do"
+assert_contains "$out" "the pod's network namespace uses the shared global tables (tcp=$(cat /proc/sys/net/ipv4/tcp_ehash_entries) udp=$(cat /proc/sys/net/ipv4/udp_hash_entries)), and a network namespace's tables cannot be resized after creation. Instead: give this container the pod's sizes or no io.nshash.* annotations" "pod member: names the pod's sizes, says what to do"
 podman pod rm -f pod37 >/dev/null
 
 # --- onFailure warn: a refusal (an nftables table inside podman's netns,

@@ -227,13 +227,25 @@ static void test_network_entry(void **state)
 		 "{\"annotations\": {" PODMAN_ANN "%s}, \"linux\": {\"namespaces\": [{\"type\": \"network\", "
 		 "\"path\": \"/proc/%d/ns/net\"}]}}",
 		 ann, (int)child);
-	char want[160];
+	char want[300];
 	snprintf(want, sizeof(want), "the container would join the network namespace of process %d", (int)child);
 	if (ok) {
 		expect_refused(buf, want);
 		expect_refused(buf, "; it uses the shared global tables (tcp=");
-		expect_refused(
-		    buf, "Instead: with podman, a pod's containers share its infra container's network namespace");
+		expect_refused(buf, "Instead: with podman --network container:NAME, give NAME the same io.nshash.*");
+		expect_not_in_error(buf, "CNI plugin");
+		/* a pod member: podman names its infra container */
+		snprintf(buf, sizeof(buf),
+			 "{\"annotations\": {" PODMAN_ANN "\"io.kubernetes.cri-o.SandboxID\": \"0911b56160c2abcd\", "
+			 "%s}, \"linux\": {\"namespaces\": [{\"type\": \"network\", \"path\": \"/proc/%d/ns/net\"}]}}",
+			 ann, (int)child);
+		snprintf(want, sizeof(want),
+			 "the container would join the network namespace of process %d, its podman pod's (infra "
+			 "container 0911b56160c2); the pod's network namespace uses the shared global tables (tcp=",
+			 (int)child);
+		expect_refused(buf, want);
+		expect_refused(buf, "Instead: give this container the pod's sizes or no io.nshash.* annotations");
+		expect_not_in_error(buf, "CNI plugin");
 	}
 	kill(child, SIGKILL);
 	waitpid(child, NULL, 0);
