@@ -88,7 +88,7 @@ CNI_OBJS := $(call obj,$(filter-out cni/main.c,$(sort $(wildcard cni/*.c))))
 CMD_OBJS := $(call obj,$(filter-out cmd/nshash.c,$(sort $(wildcard cmd/*.c))))
 K8S_OBJS := $(call obj,$(sort $(wildcard k8s/*.c)))
 
-BINS := $(B)/nshash $(B)/nshash-hook $(B)/nshash-runtime $(B)/cni/nshash $(B)/nshash-cni-install
+BINS := $(B)/nshash $(B)/nshash-hook $(B)/nshash-runtime $(B)/cni/nshash $(B)/nshash-cni-install $(B)/netavark/netavark
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRCS))
 BENCH_SRCS := $(sort $(wildcard bench/*.c))
@@ -102,7 +102,7 @@ FUZZ_SMOKE_SECONDS ?= 4
 # How long `make soak` runs its day on a node (seconds).
 SOAK_SECONDS ?= 1800
 SAN := build/san
-ALL_SRCS := $(sort $(wildcard lib/*.c common/*.c oci-hooks/*.c cni/*.c cmd/*.c k8s/*.c))
+ALL_SRCS := $(sort $(wildcard lib/*.c common/*.c oci-hooks/*.c cni/*.c cmd/*.c k8s/*.c netavark/*.c))
 
 .PHONY: all deps deps-test deps-unit deps-lint deps-deb deps-rpm check check-engines unit integration soak demo bench value install uninstall \
 	deb rpm clean format pkgconfig-check fuzz lint san san-check image
@@ -225,6 +225,9 @@ $(B)/obj/oci-hooks/%.o: oci-hooks/%.c $(wildcard oci-hooks/*.h common/*.h lib/ns
 $(B)/obj/cni/%.o: cni/%.c $(wildcard cni/*.h common/*.h lib/nshash.h lib/shared.h) | pkgconfig-check
 	@mkdir -p $(@D)
 	$(COMPILE) -Icommon -Icni -c -o $@ $<
+$(B)/obj/netavark/%.o: netavark/%.c $(wildcard common/*.h lib/nshash.h lib/shared.h) | pkgconfig-check
+	@mkdir -p $(@D)
+	$(COMPILE) -Icommon -c -o $@ $<
 $(B)/obj/cmd/%.o: cmd/%.c $(wildcard cmd/*.h common/*.h lib/nshash.h lib/shared.h) | pkgconfig-check
 	@mkdir -p $(@D)
 	$(COMPILE) -Icommon -Icmd -c -o $@ $<
@@ -256,6 +259,11 @@ $(B)/nshash-hook: $(call obj,oci-hooks/hook-main.c) $(OCI_OBJS) $(FRONT_LIBS)
 $(B)/nshash-runtime: $(call obj,oci-hooks/runtime-main.c) $(OCI_OBJS) $(FRONT_LIBS)
 	$(LINK) -o $@ $^ $(BIN_LDLIBS)
 $(B)/cni/nshash: $(call obj,cni/main.c) $(CNI_OBJS) $(FRONT_LIBS)
+	@mkdir -p $(@D)
+	$(LINK) -o $@ $^ $(BIN_LDLIBS)
+# podman's netavark front-end (docs/networks.md): installed as `netavark`
+# into NETAVARKDIR, which the containers.conf drop-in lists first.
+$(B)/netavark/netavark: $(call obj,netavark/main.c) $(FRONT_LIBS)
 	@mkdir -p $(@D)
 	$(LINK) -o $@ $^ $(BIN_LDLIBS)
 # The Kubernetes installer runs in a FROM-scratch image: static like the plugin.
