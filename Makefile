@@ -17,6 +17,8 @@ LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 MANDIR ?= $(PREFIX)/share/man
 LIBEXECDIR ?= $(PREFIX)/libexec/nshash
+# podman's helper_binaries_dir entry (52-nshash-networks.conf): nshash's `netavark`
+NETAVARKDIR ?= $(LIBEXECDIR)/netavark
 # The CNI plugin follows PREFIX like everything else; runtimes look in
 # /usr/lib/cni (Debian), /opt/cni/bin (upstream): set CNIBINDIR to one of those
 # (make install CNIBINDIR=/usr/lib/cni) or add $(PREFIX)/lib/cni to their plugin dirs.
@@ -338,7 +340,7 @@ san:
 
 # Everything `make install` puts down, relative to DESTDIR (uninstall removes it).
 INSTALLED = $(BINDIR)/nshash $(BINDIR)/nshash-hook $(BINDIR)/nshash-runtime $(BINDIR)/nshash-cni-install \
-	$(CNIBINDIR)/nshash \
+	$(CNIBINDIR)/nshash $(NETAVARKDIR)/netavark $(NSHASHDATADIR)/containers.conf.d/52-nshash-networks.conf \
 	$(PODMANHOOKSDIR)/nshash-precreate.json $(VERIFYHOOKSDIR)/nshash-verify.json \
 	$(DEFAULTSHOOKSDIR)/nshash-precreate.json \
 	$(NSHASHDATADIR)/containers.conf.d/50-nshash-hooks.conf \
@@ -357,9 +359,14 @@ space := $(empty) $(empty)
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(CNIBINDIR) \
 		$(DESTDIR)$(PODMANHOOKSDIR) $(DESTDIR)$(VERIFYHOOKSDIR) $(DESTDIR)$(NSHASHDATADIR)/containers.conf.d \
-		$(DESTDIR)$(DEFAULTSHOOKSDIR) $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSCONFDIR)/nshash
+		$(DESTDIR)$(DEFAULTSHOOKSDIR) $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSCONFDIR)/nshash \
+		$(DESTDIR)$(NETAVARKDIR)
 	install -m 0755 $(B)/nshash $(B)/nshash-hook $(B)/nshash-runtime $(B)/nshash-cni-install $(DESTDIR)$(BINDIR)/
 	install -m 0755 $(B)/cni/nshash $(DESTDIR)$(CNIBINDIR)/nshash
+	install -m 0755 $(B)/netavark/netavark $(DESTDIR)$(NETAVARKDIR)/netavark
+	sed 's|"/usr/libexec/nshash/netavark"|"$(NETAVARKDIR)"|' packaging/containers/52-nshash-networks.conf \
+		>$(DESTDIR)$(NSHASHDATADIR)/containers.conf.d/52-nshash-networks.conf
+	chmod 0644 $(DESTDIR)$(NSHASHDATADIR)/containers.conf.d/52-nshash-networks.conf
 	# oci-hooks(5) files in dirs of their own: precreate for podman's hooks_dir only (CRI-O
 	# rejects the stage and would then drop every hook in a shared dir); the createRuntime
 	# verification is opt-in (one more hook exec per container start)

@@ -21,8 +21,8 @@
 
 #include "common.h"
 
-#define NSH_NETAVARK_MAX_INPUT     (4u << 20) /* the network definitions on stdin */
-#define MAX_LABEL_LEN 10	 /* decimal digits of a size label */
+#define NSH_NETAVARK_MAX_INPUT (4u << 20) /* the network definitions on stdin */
+#define MAX_LABEL_LEN	       10	  /* decimal digits of a size label */
 /* podman's own helper directories, after nshash's in helper_binaries_dir */
 static const char *const default_dirs = "/usr/local/libexec/podman:/usr/local/lib/podman:/usr/libexec/podman:"
 					"/usr/lib/podman";
@@ -64,8 +64,8 @@ static int find_real(char *out, size_t len)
 	for (char *d = strtok_r(list, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
 		struct stat st;
 		snprintf(out, len, "%s/netavark", d);
-		if (stat(out, &st) == 0 && S_ISREG(st.st_mode) && !(st.st_dev == self.st_dev && st.st_ino == self.st_ino) &&
-		    access(out, X_OK) == 0)
+		if (stat(out, &st) == 0 && S_ISREG(st.st_mode) &&
+		    !(st.st_dev == self.st_dev && st.st_ino == self.st_ino) && access(out, X_OK) == 0)
 			return 0;
 	}
 	return -1;
@@ -76,8 +76,8 @@ static int find_real(char *out, size_t len)
  * word skip it). */
 static void subcommand(int argc, char **argv, const char **cmd, const char **netns)
 {
-	static const char *const valued[] = {"--config", "-c", "--file", "-f", "--aardvark-binary", "-a",
-					     "--rootless", "-r", "--firewall-driver", NULL};
+	static const char *const valued[] = {
+	    "--config", "-c", "--file", "-f", "--aardvark-binary", "-a", "--rootless", "-r", "--firewall-driver", NULL};
 	*cmd = *netns = NULL;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -282,7 +282,8 @@ int main(int argc, char **argv)
 		char *input = NULL;
 		size_t len = 0;
 		struct nshash_error e;
-		if (nsh_read_fd(STDIN_FILENO, "the network definitions on stdin", NSH_NETAVARK_MAX_INPUT, &input, &len, &e) < 0)
+		if (nsh_read_fd(STDIN_FILENO, "the network definitions on stdin", NSH_NETAVARK_MAX_INPUT, &input, &len,
+				&e) < 0)
 			return fail("nshash: %s", e.msg);
 		json_object *root = NULL;
 		struct nsh_json_fault fault;
@@ -297,8 +298,8 @@ int main(int argc, char **argv)
 			    found) {
 				if (nsh_policy_load(pp && *pp ? pp : NULL, &pol, &e) < 0)
 					return fail("nshash: %s", e.msg);
-				if (network_sizes(root, &pol, &sizes, &found, first, sizeof(first), msg,
-						  sizeof(msg)) == 0 &&
+				if (network_sizes(root, &pol, &sizes, &found, first, sizeof(first), msg, sizeof(msg)) ==
+					0 &&
 				    (sizes.tcp || sizes.udp) &&
 				    size_netns(netns, &pol, sizes, first, note, sizeof(note), msg, sizeof(msg)) == 0 &&
 				    note[0] && getenv("NSHASH_NETAVARK_VERBOSE"))
