@@ -147,10 +147,20 @@ static int label_size(json_object *labels, const char *net, const char *key, uns
 			 net, key, shown, key);
 		return 1;
 	}
-	unsigned long long x = strtoull(s, NULL, 10);
-	if (x > cap) {
-		snprintf(msg, mlen, "network %s: label %s=%s is above the policy's cap %u: lower it or raise the cap",
-			 net, key, s, cap);
+	enum nshash_proto proto = strcmp(key, NSH_ANNOTATION_TCP) ? NSHASH_UDP : NSHASH_TCP;
+	struct nshash_error e;
+	uint32_t x;
+	if (nshash_size_parse(proto, key, s, &x, &e) < 0) {
+		snprintf(msg, mlen, "network %s: label %s", net, e.msg);
+		return 1;
+	}
+	/* the policy's caps compare what the kernel makes of it */
+	uint32_t eff = nshash_size_effective(proto, x);
+	if (eff > cap) {
+		snprintf(
+		    msg, mlen,
+		    "network %s: label %s=%s (effective %u) is above the policy's cap %u: lower it or raise the cap",
+		    net, key, s, eff, cap);
 		return 1;
 	}
 	*out = (unsigned)x;

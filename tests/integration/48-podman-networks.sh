@@ -32,7 +32,7 @@ GTCP=$(cat /proc/sys/net/ipv4/tcp_ehash_entries)
 GUDP=$(cat /proc/sys/net/ipv4/udp_hash_entries)
 GLOBAL="-$GTCP -$GUDP"
 SIZES='echo $(cat /proc/sys/net/ipv4/tcp_ehash_entries) $(cat /proc/sys/net/ipv4/udp_hash_entries)'
-engines_policy "$P" "{\"stateDir\": \"$S\", \"maxTcp\": 8192, \"maxUdp\": 4096}"
+engines_policy "$P" "{\"stateDir\": \"$S\", \"maxTcp\": 6000, \"maxUdp\": 4096}"
 export NSHASH_POLICY=$P
 
 # ---------------------------------------------------------------- pass-through, no podman
@@ -70,13 +70,14 @@ net() { # NAME N [LABELS...]
 net nsh48a 1 io.nshash.tcp=4096 io.nshash.udp=1024
 net nsh48b 2
 net nsh48c 3 io.nshash.tcp=4096 io.nshash.udp=1024
-net nsh48d 4 io.nshash.tcp=8192
+net nsh48d 4 io.nshash.tcp=2048
 net nsh48bad 5 io.nshash.tcp=12abc
 net nsh48big 6 io.nshash.tcp=99999
+net nsh48rnd 7 io.nshash.tcp=4097
 
 assert_eq "4096 1024" "$(podman run --rm --network nsh48a $IMG sh -c "$SIZES" 2>&1)" "labelled network: exact sizes inside"
 assert_eq "$GLOBAL" "$(podman run --rm --network nsh48b $IMG sh -c "$SIZES" 2>&1)" "unlabelled network: shared tables"
-assert_eq "8192 -$GUDP" "$(podman run --rm --network nsh48d $IMG sh -c "$SIZES" 2>&1)" \
+assert_eq "2048 -$GUDP" "$(podman run --rm --network nsh48d $IMG sh -c "$SIZES" 2>&1)" \
 	"only io.nshash.tcp: own TCP table, shared UDP"
 assert_eq "4096 1024" "$(podman run --rm --network nsh48b --network nsh48a $IMG sh -c "$SIZES" 2>&1)" \
 	"two networks, one labelled: its sizes"
@@ -86,15 +87,19 @@ out=$(podman run --rm --network nsh48a --network nsh48d $IMG true 2>&1)
 assert_eq 126 $? "conflicting labels: the start fails"
 assert_contains "$out" "ask for other sizes: a netns has one pair of tables" "conflicting labels: refused"
 assert_contains "$out" '"nsh48a" (io.nshash.tcp=4096 io.nshash.udp=1024)' "conflicting labels: the first network named"
-assert_contains "$out" '"nsh48d" (io.nshash.tcp=8192 io.nshash.udp=0)' "conflicting labels: the second network named"
+assert_contains "$out" '"nsh48d" (io.nshash.tcp=2048 io.nshash.udp=0)' "conflicting labels: the second network named"
 out=$(podman run --rm --network nsh48bad $IMG true 2>&1)
 assert_eq 126 $? "non-decimal label: the start fails"
 assert_contains "$out" 'nshash: network "nsh48bad": label io.nshash.tcp="12abc" is not a decimal number of hash buckets' \
 	"non-decimal label: the network and the label named"
 out=$(podman run --rm --network nsh48big $IMG true 2>&1)
 assert_eq 126 $? "label above the cap: the start fails"
-assert_contains "$out" "nshash: network \"nsh48big\": label io.nshash.tcp=99999 is above the policy's cap 8192" \
+assert_contains "$out" "nshash: network \"nsh48big\": label io.nshash.tcp=99999 (effective 131072) is above the policy's cap 6000" \
 	"label above the cap: the network, the label and the cap named"
+out=$(podman run --rm --network nsh48rnd $IMG true 2>&1)
+assert_eq 126 $? "label under the cap whose effective size is above it: the start fails"
+assert_contains "$out" "nshash: network \"nsh48rnd\": label io.nshash.tcp=4097 (effective 8192) is above the policy's cap 6000" \
+	"the cap compares the effective size"
 assert_eq "" "$(podman ps -a -q)" "bad labels: no container left"
 assert_eq 0 "$(engines_pins_left "$S")" "bad labels: no nshash pin left"
 
