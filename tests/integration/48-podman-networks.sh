@@ -128,6 +128,15 @@ nsh48-ok" "$out" "aardvark DNS: a second sized container finds the first by name
 podman restart -t 0 nsh48web >/dev/null 2>&1
 assert_eq "4096 1024" "$(podman exec nsh48web sh -c "$SIZES")" "podman restart: sized again"
 key2=$(podman inspect -f '{{.NetworkSettings.SandboxKey}}' "$id")
+# reload runs setup on the configured netns: not fresh, sized already, left alone
+out=$(podman network reload nsh48web 2>&1)
+assert_eq "$id" "$out" "podman network reload: done"
+ok=
+for _ in $(seq 30); do
+	ok=$(curl -s -m 2 http://10.148.1.1:18480/i 2>/dev/null) && [ -n "$ok" ] && break
+	sleep 0.2
+done
+assert_eq "4096 1024 nsh48-ok" "$(podman exec nsh48web sh -c "$SIZES") $ok" "podman network reload: same sizes, -p still answers"
 podman rm -f -t 0 nsh48web >/dev/null
 left=()
 for k in "$key" "$key2"; do [ -e "$k" ] && left+=("$k"); done
