@@ -118,6 +118,17 @@ static void quote(const char *s, char *buf, size_t len)
 	json_object_put(o);
 }
 
+/* --rootless=true: podman's rootless netavark, in its user namespace */
+static bool rootless(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--rootless=true") ||
+		    ((!strcmp(argv[i], "--rootless") || !strcmp(argv[i], "-r")) && i + 1 < argc &&
+		     !strcmp(argv[i + 1], "true")))
+			return true;
+	return false;
+}
+
 /* One size label of network `net`: absent (0, *set false), or decimal
  * digits within `cap`.  0 or 1 (message written). */
 static int label_size(json_object *labels, const char *net, const char *key, unsigned cap, unsigned *out, bool *set,
@@ -308,11 +319,19 @@ int main(int argc, char **argv)
 			    found) {
 				if (nsh_policy_load(pp && *pp ? pp : NULL, &pol, &e) < 0)
 					return fail("nshash: %s", e.msg);
-				if (network_sizes(root, &pol, &sizes, &found, first, sizeof(first), msg, sizeof(msg)) ==
-					0 &&
-				    (sizes.tcp || sizes.udp) &&
-				    size_netns(netns, &pol, sizes, first, note, sizeof(note), msg, sizeof(msg)) == 0 &&
-				    note[0] && getenv("NSHASH_NETAVARK_VERBOSE"))
+				int bad =
+				    network_sizes(root, &pol, &sizes, &found, first, sizeof(first), msg, sizeof(msg));
+				bool want = !bad && (sizes.tcp || sizes.udp);
+				if (want && rootless(argc, argv))
+					snprintf(
+					    msg, sizeof(msg),
+					    "network %s asks for own hash tables (io.nshash.* labels): only rootful "
+					    "podman can size a netns this way; use a network without these labels",
+					    first);
+				else if (want &&
+					 size_netns(netns, &pol, sizes, first, note, sizeof(note), msg, sizeof(msg)) ==
+					     0 &&
+					 note[0] && getenv("NSHASH_NETAVARK_VERBOSE"))
 					fprintf(stderr, "nshash: %s\n", note); /* podman shows netavark's stderr */
 			}
 			json_object_put(root);

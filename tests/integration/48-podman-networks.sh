@@ -56,6 +56,10 @@ assert_eq "$want" "$got" "pass-through: the real netavark's error and status, un
 big=$(head -c $((5 << 20)) /dev/zero | tr '\0' ' ' | NSHASH_NETAVARK=$D/recorder "$NA/netavark" setup /x; echo "rc=$?")
 assert_contains "$big" "{\"error\":\"nshash: read the network definitions on stdin: larger than 4194304 bytes\"}" "oversized stdin refused, as netavark reports errors"
 assert_contains "$big" "rc=1" "oversized stdin: exit 1"
+LIN='{"network_info":{"lab":{"name":"lab","labels":{"io.nshash.tcp":"4096"}}}}'
+out=$(printf '%s' "$LIN" | NSHASH_NETAVARK=$D/recorder "$NA/netavark" --rootless=true setup /run/netns/nsh48-none; echo "rc=$?")
+assert_eq '{"error":"nshash: network \"lab\" asks for own hash tables (io.nshash.* labels): only rootful podman can size a netns this way; use a network without these labels"}
+rc=1' "$out" "rootless podman on a labelled network: refused, said why"
 
 # ---------------------------------------------------------------- podman
 engines_podman_setup "$D/podman" "helper_binaries_dir = [\"$NA\", \"$(dirname "$REAL")\"]" || cannot_run "podman setup failed"
