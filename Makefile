@@ -17,6 +17,8 @@ LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 MANDIR ?= $(PREFIX)/share/man
 LIBEXECDIR ?= $(PREFIX)/libexec/nshash
+# podman's helper_binaries_dir entry (52-nshash-networks.conf): nshash's `netavark`
+NETAVARKDIR ?= $(LIBEXECDIR)/netavark
 # The CNI plugin follows PREFIX like everything else; runtimes look in
 # /usr/lib/cni (Debian), /opt/cni/bin (upstream): set CNIBINDIR to one of those
 # (make install CNIBINDIR=/usr/lib/cni) or add $(PREFIX)/lib/cni to their plugin dirs.
@@ -88,7 +90,7 @@ CNI_OBJS := $(call obj,$(filter-out cni/main.c,$(sort $(wildcard cni/*.c))))
 CMD_OBJS := $(call obj,$(filter-out cmd/nshash.c,$(sort $(wildcard cmd/*.c))))
 K8S_OBJS := $(call obj,$(sort $(wildcard k8s/*.c)))
 
-BINS := $(B)/nshash $(B)/nshash-hook $(B)/nshash-runtime $(B)/cni/nshash $(B)/nshash-cni-install
+BINS := $(B)/nshash $(B)/nshash-hook $(B)/nshash-runtime $(B)/cni/nshash $(B)/nshash-cni-install $(B)/netavark/netavark
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRCS))
 BENCH_SRCS := $(sort $(wildcard bench/*.c))
@@ -102,7 +104,7 @@ FUZZ_SMOKE_SECONDS ?= 4
 # How long `make soak` runs its day on a node (seconds).
 SOAK_SECONDS ?= 1800
 SAN := build/san
-ALL_SRCS := $(sort $(wildcard lib/*.c common/*.c oci-hooks/*.c cni/*.c cmd/*.c k8s/*.c))
+ALL_SRCS := $(sort $(wildcard lib/*.c common/*.c oci-hooks/*.c cni/*.c cmd/*.c k8s/*.c netavark/*.c))
 
 .PHONY: all deps deps-test deps-unit deps-lint deps-deb deps-rpm check check-engines unit integration soak demo bench value install uninstall \
 	deb rpm clean format pkgconfig-check fuzz lint san san-check image
@@ -225,6 +227,9 @@ $(B)/obj/oci-hooks/%.o: oci-hooks/%.c $(wildcard oci-hooks/*.h common/*.h lib/ns
 $(B)/obj/cni/%.o: cni/%.c $(wildcard cni/*.h common/*.h lib/nshash.h lib/shared.h) | pkgconfig-check
 	@mkdir -p $(@D)
 	$(COMPILE) -Icommon -Icni -c -o $@ $<
+$(B)/obj/netavark/%.o: netavark/%.c $(wildcard common/*.h lib/nshash.h lib/shared.h) | pkgconfig-check
+	@mkdir -p $(@D)
+	$(COMPILE) -Icommon -c -o $@ $<
 $(B)/obj/cmd/%.o: cmd/%.c $(wildcard cmd/*.h common/*.h lib/nshash.h lib/shared.h) | pkgconfig-check
 	@mkdir -p $(@D)
 	$(COMPILE) -Icommon -Icmd -c -o $@ $<
@@ -256,6 +261,11 @@ $(B)/nshash-hook: $(call obj,oci-hooks/hook-main.c) $(OCI_OBJS) $(FRONT_LIBS)
 $(B)/nshash-runtime: $(call obj,oci-hooks/runtime-main.c) $(OCI_OBJS) $(FRONT_LIBS)
 	$(LINK) -o $@ $^ $(BIN_LDLIBS)
 $(B)/cni/nshash: $(call obj,cni/main.c) $(CNI_OBJS) $(FRONT_LIBS)
+	@mkdir -p $(@D)
+	$(LINK) -o $@ $^ $(BIN_LDLIBS)
+# podman's netavark front-end (docs/networks.md): installed as `netavark`
+# into NETAVARKDIR, which the containers.conf drop-in lists first.
+$(B)/netavark/netavark: $(call obj,netavark/main.c) $(FRONT_LIBS)
 	@mkdir -p $(@D)
 	$(LINK) -o $@ $^ $(BIN_LDLIBS)
 # The Kubernetes installer runs in a FROM-scratch image: static like the plugin.
@@ -333,7 +343,7 @@ san:
 
 # Everything `make install` puts down, relative to DESTDIR (uninstall removes it).
 INSTALLED = $(BINDIR)/nshash $(BINDIR)/nshash-hook $(BINDIR)/nshash-runtime $(BINDIR)/nshash-cni-install \
-	$(CNIBINDIR)/nshash \
+	$(CNIBINDIR)/nshash $(NETAVARKDIR)/netavark $(NSHASHDATADIR)/containers.conf.d/52-nshash-networks.conf \
 	$(PODMANHOOKSDIR)/nshash-precreate.json $(VERIFYHOOKSDIR)/nshash-verify.json \
 	$(DEFAULTSHOOKSDIR)/nshash-precreate.json \
 	$(NSHASHDATADIR)/containers.conf.d/50-nshash-hooks.conf \
@@ -354,10 +364,15 @@ space := $(empty) $(empty)
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(CNIBINDIR) \
 		$(DESTDIR)$(PODMANHOOKSDIR) $(DESTDIR)$(VERIFYHOOKSDIR) $(DESTDIR)$(NSHASHDATADIR)/containers.conf.d \
-		$(DESTDIR)$(DEFAULTSHOOKSDIR) $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSCONFDIR)/nshash
+		$(DESTDIR)$(DEFAULTSHOOKSDIR) $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSCONFDIR)/nshash \
+		$(DESTDIR)$(NETAVARKDIR)
 	install -m 0755 $(B)/nshash $(B)/nshash-hook $(B)/nshash-runtime $(B)/nshash-cni-install $(DESTDIR)$(BINDIR)/
 	install -m 0755 $(B)/cni/nshash $(DESTDIR)$(CNIBINDIR)/nshash
 	install -m 0755 packaging/remove-state $(DESTDIR)$(NSHASHDATADIR)/remove-state
+	install -m 0755 $(B)/netavark/netavark $(DESTDIR)$(NETAVARKDIR)/netavark
+	sed 's|"/usr/libexec/nshash/netavark"|"$(NETAVARKDIR)"|' packaging/containers/52-nshash-networks.conf \
+		>$(DESTDIR)$(NSHASHDATADIR)/containers.conf.d/52-nshash-networks.conf
+	chmod 0644 $(DESTDIR)$(NSHASHDATADIR)/containers.conf.d/52-nshash-networks.conf
 	# oci-hooks(5) files in dirs of their own: precreate for podman's hooks_dir only (CRI-O
 	# rejects the stage and would then drop every hook in a shared dir); the createRuntime
 	# verification is opt-in (one more hook exec per container start)

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# podman networks that carry sizes (docs/networks.md): real podman (4.3 on
+# the host, 5.4 in tests/check-engines), rootful, netavark backend, with
+# nshash's netavark first in a private helper_binaries_dir.  A network
+# labelled io.nshash.tcp/udp gives its containers and pods exactly those
+# tables (read inside); an unlabelled one changes nothing; of two networks
+# the first labelled wins, conflicting labels are refused naming both;
+# restart, -p, aardvark DNS by name keep working; bad labels fail the start
+# naming the network and the label and leave no netns; teardown leaves
+# nothing; the pass-through is exact (argv, stdin bytes, stdout, exit).
+# The test's own networks nsh48* (10.148.N.0/24, bridges nsh48brN).
+source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/engines.sh"
+require_root
+require_kernel_knobs
+command -v jq >/dev/null || cannot_run "jq missing"
+command -v podman >/dev/null || cannot_run "podman missing"
+NA_BIN=$BUILD/netavark/netavark
+[ -x "$NA_BIN" ] || cannot_run "$NA_BIN not built"
+REAL=
+for d in /usr/local/libexec/podman /usr/local/lib/podman /usr/libexec/podman /usr/lib/podman; do
+	[ -x "$d/netavark" ] && REAL=$d/netavark && break
+done
+[ -n "$REAL" ] || cannot_run "no netavark in podman's helper dirs"
+
+engines_oci_setup
+engines_iptables_snapshot nsh48 10.148.
+NA=$D/netavark
+mkdir -p "$NA" && cp "$NA_BIN" "$NA/netavark"
+GTCP=$(cat /proc/sys/net/ipv4/tcp_ehash_entries)
+GUDP=$(cat /proc/sys/net/ipv4/udp_hash_entries)
+GLOBAL="-$GTCP -$GUDP"
+SIZES='echo $(cat /proc/sys/net/ipv4/tcp_ehash_entries) $(cat /proc/sys/net/ipv4/udp_hash_entries)'
+engines_policy "$P" "{\"stateDir\": \"$S\", \"maxTcp\": 6000, \"maxUdp\": 4096}"
+export NSHASH_POLICY=$P
+
+# ---------------------------------------------------------------- pass-through, no podman
+REC=$D/rec
+printf '#!/bin/sh\nprintf "%%s\\n" "$@" >%s.argv\ncat >%s.stdin\nprintf "{\\"recorded\\": true}\\n"\nexit 7\n' "$REC" "$REC" >"$D/recorder"
+chmod +x "$D/recorder"
+IN='{"container_id":"x","networks":{"plain":{"interface_name":"eth0"}},"network_info":{"plain":{"name":"plain","labels":{"other":"1"}}}}'
+out=$(printf '%s' "$IN" | NSHASH_NETAVARK=$D/recorder "$NA/netavark" --config /x --rootless=false setup /run/netns/nsh48-none)
+rc=$?
+assert_eq 7 "$rc" "pass-through: the real netavark's exit status"
+assert_eq '{"recorded": true}' "$out" "pass-through: its stdout"
+assert_eq "$(printf '%s\n' --config /x --rootless=false setup /run/netns/nsh48-none)" "$(cat "$REC.argv")" "pass-through: argv unchanged"
+assert_eq "$IN" "$(cat "$REC.stdin")" "pass-through: the exact stdin bytes"
+out=$(printf 'not json' | NSHASH_NETAVARK=$D/recorder "$NA/netavark" teardown /run/netns/nsh48-none)
+rc=$?
+assert_eq "7 not json" "$rc $(cat "$REC.stdin")" "teardown: passed through with its stdin"
+# against the real netavark: its own error, word for word
+want=$(printf '{}' | "$REAL" --config "$D" setup /nonexistent-nsh48 2>/dev/null; echo "rc=$?")
+got=$(printf '{}' | "$NA/netavark" --config "$D" setup /nonexistent-nsh48 2>/dev/null; echo "rc=$?")
+assert_eq "$want" "$got" "pass-through: the real netavark's error and status, unchanged"
+big=$(head -c $((5 << 20)) /dev/zero | tr '\0' ' ' | NSHASH_NETAVARK=$D/recorder "$NA/netavark" setup /x; echo "rc=$?")
+assert_contains "$big" "{\"error\":\"nshash: read the network definitions on stdin: larger than 4194304 bytes\"}" "oversized stdin refused, as netavark reports errors"
+assert_contains "$big" "rc=1" "oversized stdin: exit 1"
+LIN='{"network_info":{"lab":{"name":"lab","labels":{"io.nshash.tcp":"4096"}}}}'
+out=$(printf '%s' "$LIN" | NSHASH_NETAVARK=$D/recorder "$NA/netavark" --rootless=true setup /run/netns/nsh48-none; echo "rc=$?")
+assert_eq '{"error":"nshash: network \"lab\" asks for own hash tables (io.nshash.* labels): only rootful podman can size a netns this way; use a network without these labels"}
+rc=1' "$out" "rootless podman on a labelled network: refused, said why"
+
+# ---------------------------------------------------------------- podman
+engines_podman_setup "$D/podman" "helper_binaries_dir = [\"$NA\", \"$(dirname "$REAL")\"]" || cannot_run "podman setup failed"
+IMG=localhost/nshash-busybox
+net() { # NAME N [LABELS...]
+	local name=$1 n=$2 f
+	shift 2
+	podman network create --subnet "10.148.$n.0/24" "${@/#/--label=}" "$name" >/dev/null || cannot_run "podman network create $name"
+	f=$D/podman/networks/$name.json
+	jq --arg b "nsh48br$n" '.network_interface = $b' "$f" >"$f.new" && mv "$f.new" "$f"
+}
+net nsh48a 1 io.nshash.tcp=4096 io.nshash.udp=1024
+net nsh48b 2
+net nsh48c 3 io.nshash.tcp=4096 io.nshash.udp=1024
+net nsh48d 4 io.nshash.tcp=2048
+net nsh48bad 5 io.nshash.tcp=12abc
+net nsh48big 6 io.nshash.tcp=99999
+net nsh48rnd 7 io.nshash.tcp=4097
+
+assert_eq "4096 1024" "$(podman run --rm --network nsh48a $IMG sh -c "$SIZES" 2>&1)" "labelled network: exact sizes inside"
+assert_eq "$GLOBAL" "$(podman run --rm --network nsh48b $IMG sh -c "$SIZES" 2>&1)" "unlabelled network: shared tables"
+assert_eq "2048 -$GUDP" "$(podman run --rm --network nsh48d $IMG sh -c "$SIZES" 2>&1)" \
+	"only io.nshash.tcp: own TCP table, shared UDP"
+assert_eq "4096 1024" "$(podman run --rm --network nsh48b --network nsh48a $IMG sh -c "$SIZES" 2>&1)" \
+	"two networks, one labelled: its sizes"
+assert_eq "4096 1024" "$(podman run --rm --network nsh48a --network nsh48c $IMG sh -c "$SIZES" 2>&1)" \
+	"two networks with the same labels: those sizes"
+out=$(podman run --rm --network nsh48a --network nsh48d $IMG true 2>&1)
+assert_eq 126 $? "conflicting labels: the start fails"
+assert_contains "$out" "ask for other sizes: a netns has one pair of tables" "conflicting labels: refused"
+assert_contains "$out" '"nsh48a" (io.nshash.tcp=4096 io.nshash.udp=1024)' "conflicting labels: the first network named"
+assert_contains "$out" '"nsh48d" (io.nshash.tcp=2048 io.nshash.udp=0)' "conflicting labels: the second network named"
+out=$(podman run --rm --network nsh48bad $IMG true 2>&1)
+assert_eq 126 $? "non-decimal label: the start fails"
+assert_contains "$out" 'nshash: network "nsh48bad": label io.nshash.tcp="12abc" is not a decimal number of hash buckets' \
+	"non-decimal label: the network and the label named"
+out=$(podman run --rm --network nsh48big $IMG true 2>&1)
+assert_eq 126 $? "label above the cap: the start fails"
+assert_contains "$out" "nshash: network \"nsh48big\": label io.nshash.tcp=99999 (effective 131072) is above the policy's cap 6000" \
+	"label above the cap: the network, the label and the cap named"
+out=$(podman run --rm --network nsh48rnd $IMG true 2>&1)
+assert_eq 126 $? "label under the cap whose effective size is above it: the start fails"
+assert_contains "$out" "nshash: network \"nsh48rnd\": label io.nshash.tcp=4097 (effective 8192) is above the policy's cap 6000" \
+	"the cap compares the effective size"
+assert_eq "" "$(podman ps -a -q)" "bad labels: no container left"
+assert_eq 0 "$(engines_pins_left "$S")" "bad labels: no nshash pin left"
+
+# restart, -p, DNS by name
+id=$(podman run -d --name nsh48web --network nsh48a -p 18480:8080 $IMG \
+	sh -c 'echo nsh48-ok >/tmp/i; exec httpd -f -p 8080 -h /tmp')
+key=$(podman inspect -f '{{.NetworkSettings.SandboxKey}}' "$id")
+assert_eq "4096 1024" "$(podman exec nsh48web sh -c "$SIZES")" "detached container: sized"
+# records of netns that are gone are dropped by the next reclaim (as for
+# every front-end): after it, only live netns count
+ledger() { nshash --state-dir "$S" reclaim >/dev/null 2>&1; nshash --state-dir "$S" list --max-table-bytes 1000000000 2>&1 | grep -o 'in [0-9]* netns sized by nshash' | awk '{print $2}'; }
+assert_eq 1 "$(ledger)" "the ledger counts the labelled network's netns (nshash list)"
+ok=
+for _ in $(seq 30); do
+	ok=$(curl -s -m 2 http://10.148.1.1:18480/i 2>/dev/null) && [ -n "$ok" ] && break
+	sleep 0.2
+done
+assert_eq "nsh48-ok" "$ok" "-p: the published port answers from the host"
+# busybox-static's wget crashes resolving (static NSS): nslookup asks
+# aardvark, nc fetches
+ip=$(podman inspect -f '{{(index .NetworkSettings.Networks "nsh48a").IPAddress}}' "$id")
+out=$(podman run --rm --network nsh48a $IMG sh -c "$SIZES; nslookup nsh48web 10.148.1.1 | sed -n 's/^Address: *//p' | grep -v ':53\$'; printf 'GET /i HTTP/1.0\\r\\n\\r\\n' | nc -w 5 $ip 8080 | tail -n 1" 2>&1)
+assert_eq "4096 1024
+$ip
+nsh48-ok" "$out" "aardvark DNS: a second sized container finds the first by name and reaches it"
+podman restart -t 0 nsh48web >/dev/null 2>&1
+assert_eq "4096 1024" "$(podman exec nsh48web sh -c "$SIZES")" "podman restart: sized again"
+key2=$(podman inspect -f '{{.NetworkSettings.SandboxKey}}' "$id")
+# reload runs setup on the configured netns: not fresh, sized already, left alone
+out=$(podman network reload nsh48web 2>&1)
+assert_eq "$id" "$out" "podman network reload: done"
+ok=
+for _ in $(seq 30); do
+	ok=$(curl -s -m 2 http://10.148.1.1:18480/i 2>/dev/null) && [ -n "$ok" ] && break
+	sleep 0.2
+done
+assert_eq "4096 1024 nsh48-ok" "$(podman exec nsh48web sh -c "$SIZES") $ok" "podman network reload: same sizes, -p still answers"
+podman rm -f -t 0 nsh48web >/dev/null
+left=()
+for k in "$key" "$key2"; do [ -e "$k" ] && left+=("$k"); done
+assert_none "teardown: the netns pins of the container are gone" 2 "${left[@]}"
+assert_eq 0 "$(ledger)" "teardown: the ledger counts nothing"
+
+# a pod on the network
+podman pod create --name nsh48pod --network nsh48a >/dev/null || cannot_run "podman pod create"
+assert_eq "4096 1024" "$(podman run --rm --pod nsh48pod $IMG sh -c "$SIZES" 2>&1)" "pod on a labelled network: the member is sized"
+key=$(podman inspect -f '{{.NetworkSettings.SandboxKey}}' "$(podman pod inspect -f '{{.InfraContainerID}}' nsh48pod)")
+podman pod rm -f nsh48pod >/dev/null
+left=()
+[ -e "$key" ] && left+=("$key")
+assert_none "pod removed: its netns pin is gone" 1 "${left[@]}"
+
+assert_eq "" "$(podman ps -a -q)" "no container left"
+assert_eq 0 "$(engines_pins_left "$S")" "no nshash pin left"
