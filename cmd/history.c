@@ -77,7 +77,10 @@ int history_command(const char *state_dir, enum history_format format)
 			char when[32];
 			time_t t = (time_t)e->last_seen;
 			struct tm tm;
-			strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+			if (gmtime_r(&t, &tm))
+				strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+			else
+				snprintf(when, sizeof(when), "?");
 			printf("%-40s %10ld %10ld %8u %8u %s\n", shown, tp, up, at, au, when);
 		}
 	}

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "auto.h"
@@ -22,7 +24,10 @@ const char record_usage[] = "Usage: nshash record [-j|--json]\n"
 			    "A damaged history file is repaired with a warning.  Run every minute by\n"
 			    "nshash-record.timer.\n";
 
-static void drop_stale_marks(const char *state_dir, const struct nshash_stats_netns *v, size_t n)
+/* Marks of netns the scan did not see, made before it began (one made
+ * while it ran belongs to a netns it may have missed: kept for the next
+ * run), and temporary files a killed writer left a minute ago or more. */
+static void drop_stale_marks(const char *state_dir, const struct nshash_stats_netns *v, size_t n, time_t began)
 {
 	char dir[4200];
 	snprintf(dir, sizeof(dir), "%s/%s", state_dir ? state_dir : NSHASH_DEFAULT_STATE_DIR, NSH_WORKLOAD_DIR);
@@ -33,7 +38,16 @@ static void drop_stale_marks(const char *state_dir, const struct nshash_stats_ne
 	while ((de = readdir(d))) {
 		unsigned long long dev, ino;
 		char tail;
-		if (sscanf(de->d_name, "%llu-%llu%c", &dev, &ino, &tail) != 2)
+		struct stat st;
+		if (de->d_name[0] == '.' || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    st.st_mtime >= began)
+			continue;
+		int fields = sscanf(de->d_name, "%llu-%llu%c", &dev, &ino, &tail);
+		if (fields == 3 && strstr(de->d_name, ".tmp.") && st.st_mtime + 60 <= began) {
+			unlinkat(dirfd(d), de->d_name, 0);
+			continue;
+		}
+		if (fields != 2)
 			continue;
 		bool live = false;
 		for (size_t i = 0; i < n && !live; i++)
@@ -50,6 +64,7 @@ int record_command(const char *state_dir, bool json)
 	struct nshash_stats_netns *v = NULL;
 	size_t n = 0;
 	struct nshash_stats_opts opts = {.state_dir = state_dir};
+	time_t began = time(NULL);
 	if (nshash_stats_scan(&opts, &v, &n, &err) < 0)
 		return fail(EXIT_FAIL, "record: %s", err.msg);
 	struct nsh_history h;
@@ -73,7 +88,7 @@ int record_command(const char *state_dir, bool json)
 		}
 		sampled++;
 	}
-	drop_stale_marks(state_dir, v, n);
+	drop_stale_marks(state_dir, v, n, began);
 	free(v);
 	int r = nsh_history_save(state_dir, &h, &err);
 	size_t workloads = h.n;

@@ -34,8 +34,9 @@ static int workload_key(struct run *r, char *key, size_t len, struct nshash_erro
 		return nshash_error_set(e, EINVAL, "K8S_POD_NAMESPACE is not a namespace name");
 	const char *scope = ns;
 	if (w) {
-		if (strlen(w) > NSH_WORKLOAD_NAME_MAX)
-			return nsh_workload_key("cni", scope, w, key, len, e);
+		int r = nsh_workload_check(w, e);
+		if (r < 0)
+			return r;
 		snprintf(name, sizeof(name), "w=%s", w);
 	} else if (pod[0]) {
 		nsh_pod_owner(pod, owner, sizeof(owner));

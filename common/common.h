@@ -86,6 +86,7 @@ struct nshash_create_opts nsh_policy_create_opts(const struct nsh_policy *policy
 #define NSH_HISTORY_MAX_BYTES	(2u << 20)
 #define NSH_HISTORY_DECAY	0.98 /* a peak's weight after one day unbeaten */
 #define NSH_WORKLOAD_NAME_MAX	200u
+#define NSH_WORKLOAD_PREFIX_MAX 8u /* "image=", "host=", "pod=", "id=", "w=" */
 #define NSH_WORKLOAD_KEY_MAX	512u
 #define NSH_WORKLOAD_DIR	"workloads"
 struct nsh_history_entry {
@@ -98,11 +99,15 @@ struct nsh_history {
 	struct nsh_history_entry *v;
 	size_t n, cap;
 };
-/* The power of two >= peak x 2, at least NSH_AUTO_MIN, at most `cap` (0 =
- * the kernel's maximum). */
+/* The power of two >= peak x 2, at least NSH_AUTO_MIN, at most the largest
+ * power of two within `cap` (0 = the kernel's maximum); 0 (the shared tables)
+ * when the cap holds none of at least NSH_AUTO_MIN. */
 uint32_t nsh_auto_size(enum nshash_proto proto, long peak, uint32_t cap);
 /* peak x NSH_HISTORY_DECAY ^ (days since it was seen), rounded to nearest. */
 long nsh_history_peak_now(const struct nsh_history_entry *e, enum nshash_proto proto, int64_t now);
+/* A value given for a workload key (io.nshash.workload): at most
+ * NSH_WORKLOAD_NAME_MAX bytes, no control character.  0 or -errno. */
+int nsh_workload_check(const char *value, struct nshash_error *err);
 int nsh_workload_key(const char *frontend, const char *scope, const char *name, char *out, size_t len,
 		     struct nshash_error *err);
 /* A key for printing: '%XX' for bytes outside printable ASCII, space, '%', '\\'. */

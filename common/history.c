@@ -16,8 +16,15 @@ uint32_t nsh_auto_size(enum nshash_proto proto, long peak, uint32_t cap)
 	uint64_t want = peak > 0 ? (uint64_t)peak * 2 : 0;
 	uint64_t size = NSH_AUTO_MIN;
 	uint64_t max = nshash_proto_max(proto);
-	if (cap && cap < max)
-		max = cap;
+	if (cap && cap < max) {
+		/* the kernel rounds a size up to a power of two: the largest one
+		 * within the cap, or the shared tables when none is */
+		max = 1;
+		while (max * 2 <= cap)
+			max <<= 1;
+		if (max < NSH_AUTO_MIN)
+			return 0;
+	}
 	while (size < want && size < max)
 		size <<= 1;
 	return (uint32_t)(size < max ? size : max);
@@ -95,13 +102,13 @@ size_t nsh_workload_show(const char *key, char *buf, size_t len)
 	return key_escape(key, buf, len);
 }
 
-int nsh_workload_key(const char *frontend, const char *scope, const char *name, char *out, size_t len,
-		     struct nshash_error *err)
+/* name: at most max bytes, no control character */
+static int name_check(const char *name, size_t max, struct nshash_error *err)
 {
 	if (!name || !*name)
 		return nshash_error_set(err, EINVAL, "workload key: empty name");
 	size_t n = strlen(name);
-	if (n > NSH_WORKLOAD_NAME_MAX) {
+	if (n > max) {
 		char shown[64];
 		nshash_quote(name, shown, sizeof(shown));
 		return nshash_error_set(
@@ -117,6 +124,22 @@ int nsh_workload_key(const char *frontend, const char *scope, const char *name, 
 			    err, EINVAL, "workload key %s: control characters are not allowed (use printable text)",
 			    shown);
 		}
+	return 0;
+}
+
+int nsh_workload_check(const char *value, struct nshash_error *err)
+{
+	return name_check(value, NSH_WORKLOAD_NAME_MAX, err);
+}
+
+int nsh_workload_key(const char *frontend, const char *scope, const char *name, char *out, size_t len,
+		     struct nshash_error *err)
+{
+	/* name: a front-end's prefix ("w=", "image=", ...) and a value of at
+	 * most NSH_WORKLOAD_NAME_MAX (nsh_workload_check, or cut to it) */
+	int r = name_check(name, NSH_WORKLOAD_NAME_MAX + NSH_WORKLOAD_PREFIX_MAX, err);
+	if (r < 0)
+		return r;
 	/* the front-end and the scope end at the first ':' of their own part:
 	 * neither may hold one, so a name cannot reach into another scope */
 	int w = snprintf(out, len, "%s:%s:%s", frontend, scope ? scope : "", name);
@@ -246,6 +269,7 @@ int nsh_history_parse(const char *text, size_t len, struct nsh_history *h, size_
 		struct nsh_history_entry tmp = {0};
 		if (sscanf(line, "w %1663s %lld %lld %lld %lld %lld %c", ekey, &tp, &ta, &up, &ua, &seen, &extra) != 6 ||
 		    tp < 0 || up < 0 || tp > NSHASH_TCP_MAX || up > NSHASH_TCP_MAX || ta < 0 || ua < 0 || seen < 0 ||
+		    ta > (1LL << 40) || ua > (1LL << 40) || seen > (1LL << 40) ||
 		    key_unescape(ekey, tmp.key, sizeof(tmp.key)) < 0) {
 			(*dropped)++;
 			continue;
@@ -349,6 +373,11 @@ int nsh_history_sample(struct nsh_history *h, const char *key, long tcp, long ud
 			return nshash_error_set(err, ENOMEM, "history: out of memory");
 		snprintf(e->key, sizeof(e->key), "%s", key);
 	}
+	/* what the file's reader takes back (it drops a line above these) */
+	if (tcp > (long)NSHASH_TCP_MAX)
+		tcp = (long)NSHASH_TCP_MAX;
+	if (udp > (long)NSHASH_TCP_MAX)
+		udp = (long)NSHASH_TCP_MAX;
 	if (tcp >= nsh_history_peak_now(e, NSHASH_TCP, now)) {
 		e->tcp_peak = tcp;
 		e->tcp_at = now;
@@ -367,7 +396,7 @@ int nsh_history_save(const char *state_dir, struct nsh_history *h, struct nshash
 	history_path(state_dir, path, sizeof(path));
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
 	nsh_history_evict(h, NSH_HISTORY_MAX);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return nshash_error_set(err, errno, "history: create %s", tmp);
 	FILE *f = fdopen(fd, "w");
@@ -426,7 +455,7 @@ int nsh_workload_mark(const char *state_dir, uint64_t dev, uint64_t ino, const c
 		return nshash_error_set(err, errno, "workload: mkdir %s", dir);
 	snprintf(path, sizeof(path), "%s/%llu-%llu", dir, (unsigned long long)dev, (unsigned long long)ino);
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return nshash_error_set(err, errno, "workload: create %s", tmp);
 	size_t n = strlen(key);

@@ -40,8 +40,7 @@ int nsh_oci_request_from_annotations(struct json_object *ann, struct nsh_oci_req
 			continue;
 		}
 		if (!strcmp(key, NSH_ANNOTATION_WORKLOAD)) {
-			char k[NSH_WORKLOAD_KEY_MAX];
-			r = nsh_workload_key("x", "", s, k, sizeof(k), err);
+			r = nsh_workload_check(s, err);
 			if (r < 0)
 				return nshash_error_prefix(err, "annotation %s", key);
 			snprintf(req->workload, sizeof(req->workload), "%s", s);

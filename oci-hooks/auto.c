@@ -36,9 +36,19 @@ static int workload_key(struct json_object *doc, const struct nsh_oci_opts *opts
 	struct json_object *ann = NULL, *h;
 	json_object_object_get_ex(doc, "annotations", &ann);
 	const char *fe = opts->mode == NSH_OCI_PRECREATE ? "podman" : "runtime";
-	const char *scope = ann_string(ann, "io.kubernetes.cri.sandbox-namespace");
+	/* The namespace from the engine's own key only: CRI-O copies a pod's
+	 * annotations into the spec, so there a tenant could write containerd's
+	 * key (and the other way round where pod_annotations lets it through);
+	 * two that disagree give no key at all. */
+	const char *crio_ns = ann_string(ann, "io.kubernetes.pod.namespace");
+	const char *ctrd_ns = ann_string(ann, "io.kubernetes.cri.sandbox-namespace");
+	if (crio_ns && ctrd_ns && strcmp(crio_ns, ctrd_ns) != 0)
+		return nshash_error_set(err, EINVAL,
+					"workload key: io.kubernetes.pod.namespace and "
+					"io.kubernetes.cri.sandbox-namespace disagree");
+	const char *scope = ann_string(ann, "io.kubernetes.cri-o.ContainerID") ? crio_ns : ctrd_ns;
 	if (!scope)
-		scope = ann_string(ann, "io.kubernetes.pod.namespace");
+		scope = crio_ns;
 	if (scope && (strchr(scope, ':') || strlen(scope) > 253))
 		return nshash_error_set(err, EINVAL,
 					"workload key: the pod namespace annotation is not a namespace name");

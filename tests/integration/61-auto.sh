@@ -97,6 +97,16 @@ assert_eq "1024 -$GUDP" "$(netns_sizes_of_pid "${pid:-0}")" "torn history: the s
 assert_contains "$(tail -3 "$D/nshash.log")" "damaged line" "torn: warned"
 "$W" --root "$ROOT" delete -f t61a >/dev/null 2>&1
 
+# --- a scope a tenant could write (CRI-O copies pod annotations): two
+# namespace annotations that disagree give no key, the initial sizes
+start ns1 io.nshash.tcp=auto io.nshash.workload=web io.kubernetes.pod.namespace=tenant-a \
+	io.kubernetes.cri.sandbox-namespace=victim
+pid=$(run_detached ns1 t61f)
+assert_eq "1024" "$(netns_sizes_of_pid "${pid:-0}" | cut -d' ' -f1)" "disagreeing namespace annotations: the initial size"
+assert_contains "$(tail -5 "$D/nshash.log")" "io.kubernetes.pod.namespace and io.kubernetes.cri.sandbox-namespace disagree" \
+	"... and the log says why"
+"$W" --root "$ROOT" delete -f t61f >/dev/null 2>&1
+
 # --- hostile keys
 long=$(printf 'k%.0s' $(seq 300))
 start bad1 io.nshash.tcp=auto "io.nshash.workload=$long"

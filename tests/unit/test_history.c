@@ -30,6 +30,12 @@ static void test_rule(void **state)
 	assert_int_equal(nsh_auto_size(NSHASH_TCP, 100000000, 0), NSHASH_TCP_MAX);
 	assert_int_equal(nsh_auto_size(NSHASH_TCP, 5000, 4096), 4096); /* the policy's cap */
 	assert_int_equal(nsh_auto_size(NSHASH_TCP, -5, 0), 128);
+	/* a cap that is no power of two: the largest power of two within it
+	 * (the kernel would round 3000 up to 4096, above the cap) */
+	assert_int_equal(nsh_auto_size(NSHASH_TCP, 5000, 3000), 2048);
+	assert_int_equal(nsh_auto_size(NSHASH_TCP, 100, 3000), 256);
+	/* no power of two >= the minimum within the cap: the shared tables */
+	assert_int_equal(nsh_auto_size(NSHASH_UDP, 5000, 100), 0);
 }
 
 static void test_decay(void **state)
@@ -67,6 +73,16 @@ static void test_keys(void **state)
 	big[sizeof(big) - 1] = '\0';
 	assert_int_equal(nsh_workload_key("cni", "x", big, k, sizeof(k), &err), -ENAMETOOLONG);
 	assert_non_null(strstr(err.msg, "at most 200"));
+	/* a 200-byte io.nshash.workload is valid, and so is its key with the
+	 * front-end's prefix; 201 bytes are not */
+	big[200] = '\0';
+	assert_int_equal(nsh_workload_check(big, &err), 0);
+	char wname[sizeof(big) + 4];
+	snprintf(wname, sizeof(wname), "w=%s", big);
+	assert_int_equal(nsh_workload_key("runtime", "x", wname, k, sizeof(k), &err), 0);
+	big[200] = 'a';
+	big[201] = '\0';
+	assert_int_equal(nsh_workload_check(big, &err), -ENAMETOOLONG);
 	assert_int_equal(nsh_workload_key("cni", "x", "a\nb", k, sizeof(k), &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "control characters"));
 	assert_int_equal(nsh_workload_key("cni", "x", "../../etc passwd%", k, sizeof(k), &err), 0);
