@@ -293,6 +293,13 @@ int main(int argc, char **argv)
 {
 	char real[PATH_MAX];
 	const char *cmd, *netns;
+	/* What we exec is told it came from here: a "real" netavark that is
+	 * nshash's wrapper again (a second copy in the helper dirs, or
+	 * NSHASH_NETAVARK naming it) would exec it back forever. */
+	if (getenv("NSHASH_NETAVARK_PASSED"))
+		return fail("nshash: the netavark nshash's netavark ran is nshash's netavark again (%s): point "
+			    "NSHASH_NETAVARK or NSHASH_NETAVARK_DIRS at podman's own netavark",
+			    getenv("NSHASH_NETAVARK_PASSED"));
 	if (find_real(real, sizeof(real)) < 0)
 		return fail("nshash: no real netavark found in %s: set NSHASH_NETAVARK_DIRS or install podman's "
 			    "netavark",
@@ -343,6 +350,7 @@ int main(int argc, char **argv)
 		free(input);
 	}
 	argv[0] = real;
+	setenv("NSHASH_NETAVARK_PASSED", real, 1);
 	execv(real, argv);
 	return fail("nshash: exec %s: %s", real, strerror(errno));
 }
