@@ -214,7 +214,7 @@ pkgconfig-check:
 	@pkg-config --exists $(PKGS) 2>/dev/null || { echo "nshash: missing build dependencies (pkg-config: $(PKGS)):" \
 		"run 'make deps' as root (installs them with apt), or 'make demo' / 'make check', which do it first" >&2; exit 1; }
 
-# Dependencies point one way: cmd/, oci-hooks/, cni/, k8s/ -> common/ -> lib/.
+# Dependencies point one way: cmd/, oci-hooks/, cni/, k8s/, netavark/ -> common/ -> lib/.
 $(B)/obj/lib/%.o: lib/%.c $(wildcard lib/*.h) | pkgconfig-check
 	@mkdir -p $(@D)
 	$(COMPILE) -c -o $@ $<
@@ -420,7 +420,7 @@ uninstall:
 	$(if $(DESTDIR),,ldconfig)
 
 format:
-	clang-format -i lib/*.[ch] common/*.[ch] cmd/*.c oci-hooks/*.[ch] cni/*.[ch] k8s/*.[ch] $(wildcard tests/unit/*.c tests/fuzz/*.[ch] bench/*.c)
+	clang-format -i lib/*.[ch] common/*.[ch] cmd/*.[ch] oci-hooks/*.[ch] cni/*.[ch] k8s/*.[ch] netavark/*.c $(wildcard tests/unit/*.c tests/fuzz/*.[ch] bench/*.c)
 
 clean:
 	rm -rf build lib/*.o common/*.o cmd/*.o oci-hooks/*.o cni/*.o k8s/*.o
