@@ -56,14 +56,25 @@ assert_eq "$want" "$got" "pass-through: the real netavark's error and status, un
 big=$(head -c $((5 << 20)) /dev/zero | tr '\0' ' ' | NSHASH_NETAVARK=$D/recorder "$NA/netavark" setup /x; echo "rc=$?")
 assert_contains "$big" "{\"error\":\"nshash: read the network definitions on stdin: larger than 4194304 bytes\"}" "oversized stdin refused, as netavark reports errors"
 assert_contains "$big" "rc=1" "oversized stdin: exit 1"
+# the "real" netavark is nshash's again: refused, not an endless exec loop
+out=$(printf '{}' | NSHASH_NETAVARK="$NA/netavark" timeout 10 "$NA/netavark" version; echo "rc=$?")
+assert_contains "$(head -1 <<<"$out" | jq -r .error)" "nshash's netavark again ($NA/netavark)" \
+	"the wrapper as its own real netavark: refused, named"
+assert_contains "$out" "rc=1" "... exit 1, no loop"
 LIN='{"network_info":{"lab":{"name":"lab","labels":{"io.nshash.tcp":"4096"}}}}'
 out=$(printf '%s' "$LIN" | NSHASH_NETAVARK=$D/recorder "$NA/netavark" --rootless=true setup /run/netns/nsh48-none; echo "rc=$?")
 assert_eq '{"error":"nshash: network \"lab\" asks for own hash tables (io.nshash.* labels): only rootful podman can size a netns this way; use a network without these labels"}
 rc=1' "$out" "rootless podman on a labelled network: refused, said why"
 
 # ---------------------------------------------------------------- podman
-engines_podman_setup "$D/podman" "helper_binaries_dir = [\"$NA\", \"$(dirname "$REAL")\"]" || cannot_run "podman setup failed"
+# the precreate hook too: a container's own annotations win over its network's labels
+engines_hooks_dir "$D/hooks" "$P"
+engines_podman_setup "$D/podman" "helper_binaries_dir = [\"$NA\", \"$(dirname "$REAL")\"]
+hooks_dir = [\"$D/hooks\"]" || cannot_run "podman setup failed"
 IMG=localhost/nshash-busybox
+# aardvark-dns (DNS is on for these networks) says this on stderr, through
+# netavark, where nothing listens on /dev/log (the fresh root of 90)
+no_syslog_noise() { grep -v '^failed to connect to syslog: ' || true; }
 net() { # NAME N [LABELS...]
 	local name=$1 n=$2 f
 	shift 2
@@ -78,14 +89,19 @@ net nsh48d 4 io.nshash.tcp=2048
 net nsh48bad 5 io.nshash.tcp=12abc
 net nsh48big 6 io.nshash.tcp=99999
 net nsh48rnd 7 io.nshash.tcp=4097
+# dual stack: an IPv6 subnet beside the IPv4 one
+podman network create --ipv6 --subnet 10.148.8.0/24 --subnet fd48:8::/64 --label=io.nshash.tcp=4096 \
+	--label=io.nshash.udp=1024 nsh48v6 >/dev/null || cannot_run "podman network create --ipv6 nsh48v6"
+f=$D/podman/networks/nsh48v6.json
+jq '.network_interface = "nsh48br8"' "$f" >"$f.new" && mv "$f.new" "$f"
 
-assert_eq "4096 1024" "$(podman run --rm --network nsh48a $IMG sh -c "$SIZES" 2>&1)" "labelled network: exact sizes inside"
-assert_eq "$GLOBAL" "$(podman run --rm --network nsh48b $IMG sh -c "$SIZES" 2>&1)" "unlabelled network: shared tables"
-assert_eq "2048 -$GUDP" "$(podman run --rm --network nsh48d $IMG sh -c "$SIZES" 2>&1)" \
+assert_eq "4096 1024" "$(podman run --rm --network nsh48a $IMG sh -c "$SIZES" 2>&1 | no_syslog_noise)" "labelled network: exact sizes inside"
+assert_eq "$GLOBAL" "$(podman run --rm --network nsh48b $IMG sh -c "$SIZES" 2>&1 | no_syslog_noise)" "unlabelled network: shared tables"
+assert_eq "2048 -$GUDP" "$(podman run --rm --network nsh48d $IMG sh -c "$SIZES" 2>&1 | no_syslog_noise)" \
 	"only io.nshash.tcp: own TCP table, shared UDP"
-assert_eq "4096 1024" "$(podman run --rm --network nsh48b --network nsh48a $IMG sh -c "$SIZES" 2>&1)" \
+assert_eq "4096 1024" "$(podman run --rm --network nsh48b --network nsh48a $IMG sh -c "$SIZES" 2>&1 | no_syslog_noise)" \
 	"two networks, one labelled: its sizes"
-assert_eq "4096 1024" "$(podman run --rm --network nsh48a --network nsh48c $IMG sh -c "$SIZES" 2>&1)" \
+assert_eq "4096 1024" "$(podman run --rm --network nsh48a --network nsh48c $IMG sh -c "$SIZES" 2>&1 | no_syslog_noise)" \
 	"two networks with the same labels: those sizes"
 out=$(podman run --rm --network nsh48a --network nsh48d $IMG true 2>&1)
 assert_eq 126 $? "conflicting labels: the start fails"
@@ -104,6 +120,16 @@ out=$(podman run --rm --network nsh48rnd $IMG true 2>&1)
 assert_eq 126 $? "label under the cap whose effective size is above it: the start fails"
 assert_contains "$out" "nshash: network \"nsh48rnd\": label io.nshash.tcp=4097 (effective 8192) is above the policy's cap 6000" \
 	"the cap compares the effective size"
+out=$(podman run --rm --network nsh48v6 $IMG sh -c "$SIZES; ip -6 addr show dev eth0 scope global | grep -o 'fd48:8::[0-9a-f:]*/64'; ping -6 -c 1 -W 3 fd48:8::1 >/dev/null && echo ping6-ok" 2>&1 | no_syslog_noise)
+assert_eq "4096 1024" "$(sed -n 1p <<<"$out")" "IPv6 network: exact sizes inside"
+assert_contains "$(sed -n 2p <<<"$out")" "fd48:8::" "IPv6 network: the container has its IPv6 address"
+assert_eq "ping6-ok" "$(sed -n 3p <<<"$out")" "IPv6 network: the gateway answers over IPv6"
+# the container's own annotations win: the hook transplants the labelled
+# (sized) netns into one of the annotated sizes
+out=$(podman run --rm --annotation io.nshash.tcp=2048 --annotation io.nshash.udp=512 --network nsh48a $IMG \
+	sh -c "$SIZES; ping -c 1 -W 3 10.148.1.1 >/dev/null && echo ping-ok" 2>&1 | no_syslog_noise)
+assert_eq "2048 512
+ping-ok" "$out" "annotations on a labelled network: the annotations' sizes, the network works"
 assert_eq "" "$(podman ps -a -q)" "bad labels: no container left"
 assert_eq 0 "$(engines_pins_left "$S")" "bad labels: no nshash pin left"
 
@@ -125,7 +151,7 @@ assert_eq "nsh48-ok" "$ok" "-p: the published port answers from the host"
 # busybox-static's wget crashes resolving (static NSS): nslookup asks
 # aardvark, nc fetches
 ip=$(podman inspect -f '{{(index .NetworkSettings.Networks "nsh48a").IPAddress}}' "$id")
-out=$(podman run --rm --network nsh48a $IMG sh -c "$SIZES; nslookup nsh48web 10.148.1.1 | sed -n 's/^Address: *//p' | grep -v ':53\$'; printf 'GET /i HTTP/1.0\\r\\n\\r\\n' | nc -w 5 $ip 8080 | tail -n 1" 2>&1)
+out=$(podman run --rm --network nsh48a $IMG sh -c "$SIZES; nslookup nsh48web 10.148.1.1 | sed -n 's/^Address: *//p' | grep -v ':53\$'; printf 'GET /i HTTP/1.0\\r\\n\\r\\n' | nc -w 5 $ip 8080 | tail -n 1" 2>&1 | no_syslog_noise)
 assert_eq "4096 1024
 $ip
 nsh48-ok" "$out" "aardvark DNS: a second sized container finds the first by name and reaches it"
@@ -133,7 +159,7 @@ podman restart -t 0 nsh48web >/dev/null 2>&1
 assert_eq "4096 1024" "$(podman exec nsh48web sh -c "$SIZES")" "podman restart: sized again"
 key2=$(podman inspect -f '{{.NetworkSettings.SandboxKey}}' "$id")
 # reload runs setup on the configured netns: not fresh, sized already, left alone
-out=$(podman network reload nsh48web 2>&1)
+out=$(podman network reload nsh48web 2>&1 | no_syslog_noise)
 assert_eq "$id" "$out" "podman network reload: done"
 ok=
 for _ in $(seq 30); do
@@ -149,7 +175,7 @@ assert_eq 0 "$(ledger)" "teardown: the ledger counts nothing"
 
 # a pod on the network
 podman pod create --name nsh48pod --network nsh48a >/dev/null || cannot_run "podman pod create"
-assert_eq "4096 1024" "$(podman run --rm --pod nsh48pod $IMG sh -c "$SIZES" 2>&1)" "pod on a labelled network: the member is sized"
+assert_eq "4096 1024" "$(podman run --rm --pod nsh48pod $IMG sh -c "$SIZES" 2>&1 | no_syslog_noise)" "pod on a labelled network: the member is sized"
 key=$(podman inspect -f '{{.NetworkSettings.SandboxKey}}' "$(podman pod inspect -f '{{.InfraContainerID}}' nsh48pod)")
 podman pod rm -f nsh48pod >/dev/null
 left=()
