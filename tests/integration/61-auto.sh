@@ -40,20 +40,8 @@ run_detached() { # BUNDLE ID WRAPPER-OPTIONS...
 start web1
 pid=$(run_detached web1 t61a --nshash-tcp=auto --nshash-udp=auto)
 assert_eq "1024 -$GUDP" "$(netns_sizes_of_pid "${pid:-0}")" "no history: autoInitialTcp 1024, udp shared (autoInitialUdp 0)"
-cat >"$D/hold.py" <<'PY'
-import resource, socket, sys, time
-resource.setrlimit(resource.RLIMIT_NOFILE, (20000, 20000))
-keep = []
-for _ in range(3000):
-    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(("127.0.0.1", 0)); keep.append(u)
-l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(6000); port = l.getsockname()[1]
-for _ in range(5000):
-    c = socket.create_connection(("127.0.0.1", port)); s, _a = l.accept(); keep += [c, s]
-open(sys.argv[1], "w").write("ready\n")
-time.sleep(600)
-PY
 nsenter -t "$pid" -n ip link set lo up
-nsenter -t "$pid" -n python3 "$D/hold.py" "$D/ready" &
+nsenter -t "$pid" -n python3 "$TOP/tests/lib/hold-sockets.py" 3000 5000 "$D/ready" &
 holder=$!
 on_exit "kill $holder 2>/dev/null"
 for _ in $(seq 600); do [ -s "$D/ready" ] && break; sleep 0.1; done

@@ -27,20 +27,8 @@ on_exit "umount '$D/p1' 2>/dev/null"
 cni_call ADD "$D/p1" "$conf" "$(args shop web-7d4b9c8f6d-x2k9p)"
 assert_eq 0 "$CNI_RC" "ADD with auto and no history succeeds ($CNI_ERR)"
 assert_eq "-$GTCP -$GUDP" "$(netns_sizes_at "$D/p1")" "no history, autoInitial 0: shared"
-cat >"$D/hold.py" <<'PY'
-import resource, socket, sys, time
-resource.setrlimit(resource.RLIMIT_NOFILE, (20000, 20000))
-keep = []
-for _ in range(3000):
-    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(("127.0.0.1", 0)); keep.append(u)
-l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(6000); port = l.getsockname()[1]
-for _ in range(5000):
-    c = socket.create_connection(("127.0.0.1", port)); s, _a = l.accept(); keep += [c, s]
-open(sys.argv[1], "w").write("ready\n")
-time.sleep(600)
-PY
 nsenter --net="$D/p1" ip link set lo up
-nsenter --net="$D/p1" python3 "$D/hold.py" "$D/ready" &
+nsenter --net="$D/p1" python3 "$TOP/tests/lib/hold-sockets.py" 3000 5000 "$D/ready" &
 holder=$!
 on_exit "kill $holder 2>/dev/null"
 for _ in $(seq 600); do [ -s "$D/ready" ] && break; sleep 0.1; done
