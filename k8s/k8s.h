@@ -21,13 +21,13 @@ struct json_object;
 #define K8S_ORIG_EXT ".nshash-orig"		 /* FILE + this: FILE's original bytes, mode, owner */
 #define K8S_TMP_EXT  ".nshash-tmp"
 /* In the run dir (the pod's emptyDir): `uninstall` was run; watchers stop. */
-#define K8S_MARKER   "uninstalled"
+#define K8S_MARKER "uninstalled"
 /* In the run dir: the entry the running installer read at its start, which
  * `ready` checks against (a ConfigMap edited since reaches the node only
  * with the next pod). */
 #define K8S_ENTRY_COPY "entry.json"
-#define K8S_MAX_FILE (4u << 20)
-#define K8S_JSON_OUT (JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE)
+#define K8S_MAX_FILE   (4u << 20)
+#define K8S_JSON_OUT   (JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE)
 
 struct k8s_opts {
 	const char *bin_dir;	 /* the node's CNI bin dir, as mounted here */
@@ -39,6 +39,9 @@ struct k8s_opts {
 	const char *status_file; /* Prometheus text file; NULL = none */
 	unsigned watch;		 /* seconds; 0 = one pass */
 	bool remove_binary;	 /* uninstall: the binary too */
+	const char *nshash;	 /* record: the nshash CLI */
+	const char *state_dir;	 /* record: the node's state dir */
+	unsigned every;		 /* record: seconds between runs' starts */
 };
 
 /* What the installer holds for a pass: the entry read once at start, the
@@ -97,6 +100,11 @@ void k8s_unlock(int fd);
 /* ---- watch.c */
 /* install: one pass, or --watch: passes until SIGTERM/SIGINT. Exit status. */
 int k8s_install(struct k8s_ctx *c);
+
+/* ---- record.c */
+/* record: `nshash --state-dir DIR record` now and every o->every seconds,
+ * until SIGTERM/SIGINT (0).  A failed run is logged, never fatal. */
+int k8s_record_loop(const struct k8s_opts *o);
 
 /* ---- main.c */
 void k8s_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

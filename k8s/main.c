@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* nshash-cni-install: options, the subcommands (install, uninstall, ready,
- * state-dir), the log and atomic writes.  man nshash-cni-install(8). */
+ * state-dir, record), the log and atomic writes.  man nshash-cni-install(8). */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -63,6 +63,10 @@ static const char usage[] =
     "  state-dir PATH\n"
     "              make PATH a directory 0700 root:root (narrowing one that exists; a\n"
     "              symbolic link is refused): nshash's state dir on the node\n"
+    "  record [--every SECONDS] [--state-dir DIR] [--nshash PATH]\n"
+    "              run `nshash --state-dir DIR record` (the `auto` sizes' samples) now and\n"
+    "              every SECONDS (60) until SIGTERM; a run that fails is logged, the loop\n"
+    "              goes on\n"
     "\n"
     "Options (and their environment variables):\n"
     "  --cni-bin-dir DIR   CNI_BIN_DIR   the node's CNI bin dir   (/host/opt/cni/bin)\n"
@@ -78,6 +82,9 @@ static const char usage[] =
     "  --status-file PATH  install: write the Prometheus status (nshash_cni_installed,\n"
     "                      nshash_cni_ready, ..._chain_writes_total, ..._config_refused_total)\n"
     "  --remove-binary     uninstall: remove CNI_BIN_DIR/nshash too\n"
+    "  --every SECONDS     record: seconds from one run's start to the next (60)\n"
+    "  --state-dir DIR     record: the node's nshash state dir (/run/nshash)\n"
+    "  --nshash PATH       record: the nshash CLI (/usr/bin/nshash)\n"
     "  -h, --help          this text\n"
     "  -V, --version       the version\n";
 
@@ -226,16 +233,28 @@ int main(int argc, char **argv)
 	    .entry_path = env_or("NSHASH_ENTRY", "/etc/nshash-cni/nshash-entry.json"),
 	    .conf_name = env_or("CNI_CONF_NAME", ""),
 	    .run_dir = getenv("NSHASH_CNI_RUN_DIR") ? getenv("NSHASH_CNI_RUN_DIR") : "/run/nshash-cni",
+	    .nshash = "/usr/bin/nshash",
+	    .state_dir = "/run/nshash",
+	    .every = 60,
 	};
 	static const struct option longs[] = {
-	    {"cni-bin-dir", required_argument, NULL, 'b'}, {"cni-net-dir", required_argument, NULL, 'n'},
-	    {"plugin", required_argument, NULL, 'p'},	   {"entry", required_argument, NULL, 'e'},
-	    {"conf-name", required_argument, NULL, 'c'},   {"run-dir", required_argument, NULL, 'r'},
-	    {"watch", required_argument, NULL, 'w'},	   {"status-file", required_argument, NULL, 's'},
-	    {"remove-binary", no_argument, NULL, 'R'},	   {"help", no_argument, NULL, 'h'},
-	    {"version", no_argument, NULL, 'V'},	   {NULL, 0, NULL, 0},
+	    {"cni-bin-dir", required_argument, NULL, 'b'},
+	    {"cni-net-dir", required_argument, NULL, 'n'},
+	    {"plugin", required_argument, NULL, 'p'},
+	    {"entry", required_argument, NULL, 'e'},
+	    {"conf-name", required_argument, NULL, 'c'},
+	    {"run-dir", required_argument, NULL, 'r'},
+	    {"watch", required_argument, NULL, 'w'},
+	    {"status-file", required_argument, NULL, 's'},
+	    {"remove-binary", no_argument, NULL, 'R'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
+	    {"every", required_argument, NULL, 'E'},
+	    {"state-dir", required_argument, NULL, 'S'},
+	    {"nshash", required_argument, NULL, 'N'},
+	    {NULL, 0, NULL, 0},
 	};
-	bool watch_given = false;
+	bool watch_given = false, record_given = false;
 	int opt;
 	while ((opt = getopt_long(argc, argv, "hV", longs, NULL)) != -1) {
 		char *end;
@@ -264,15 +283,30 @@ int main(int argc, char **argv)
 		case 'R':
 			o.remove_binary = true;
 			break;
+		case 'S':
+			o.state_dir = optarg;
+			record_given = true;
+			break;
+		case 'N':
+			o.nshash = optarg;
+			record_given = true;
+			break;
 		case 'w':
+		case 'E':
 			errno = 0;
 			unsigned long w = strtoul(optarg, &end, 10);
 			if (errno || end == optarg || *end || w < 1 || w > 86400 || optarg[0] == '-') {
-				k8s_log("--watch %s: give whole seconds from 1 to 86400", optarg);
+				k8s_log("--%s %s: give whole seconds from 1 to 86400", opt == 'w' ? "watch" : "every",
+					optarg);
 				return 2;
 			}
-			o.watch = (unsigned)w;
-			watch_given = true;
+			if (opt == 'w') {
+				o.watch = (unsigned)w;
+				watch_given = true;
+			} else {
+				o.every = (unsigned)w;
+				record_given = true;
+			}
 			break;
 		case 'h':
 			fputs(usage, stdout);
@@ -286,7 +320,8 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind >= argc) {
-		fprintf(stderr, K8S_PROG ": no command (install, uninstall, ready, state-dir PATH); see --help\n");
+		fprintf(stderr,
+			K8S_PROG ": no command (install, uninstall, ready, state-dir PATH, record); see --help\n");
 		return 2;
 	}
 	const char *cmd = argv[optind];
@@ -294,6 +329,10 @@ int main(int argc, char **argv)
 	bool is_install = !strcmp(cmd, "install");
 	if ((watch_given || o.status_file) && !is_install) {
 		k8s_log("--watch and --status-file go with install, not %s", cmd);
+		return 2;
+	}
+	if (record_given && strcmp(cmd, "record")) {
+		k8s_log("--every, --state-dir and --nshash go with record, not %s", cmd);
 		return 2;
 	}
 	if (o.remove_binary && strcmp(cmd, "uninstall")) {
@@ -313,9 +352,18 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(cmd, "uninstall"))
 		return cmd_uninstall(&o);
+	if (!strcmp(cmd, "record")) {
+		const char *why = nsh_path_unclean(o.state_dir);
+		if (why || !*o.nshash) {
+			k8s_log("record: --state-dir %s: %s; give an absolute path", o.state_dir,
+				why ? why : "bad --nshash");
+			return 2;
+		}
+		return k8s_record_loop(&o);
+	}
 	struct k8s_ctx c = {.o = &o};
 	if (!is_install && strcmp(cmd, "ready")) {
-		k8s_log("%s: no such command (install, uninstall, ready, state-dir PATH); see --help", cmd);
+		k8s_log("%s: no such command (install, uninstall, ready, state-dir PATH, record); see --help", cmd);
 		return 2;
 	}
 	char copy[4200] = "";

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* nshash's netavark: podman networks that carry sizes (docs/networks.md).
  * podman runs the first `netavark` of helper_binaries_dir; this one reads
- * the network definitions on stdin at `setup NETNS`, and when a network of
- * the container has io.nshash.tcp / io.nshash.udp labels and NETNS is
- * fresh (no link but lo, no process), replaces the netns pinned at NETNS by
- * a sized one (nshash_netns_new + nshash_netns_swap, as the CNI plugin's
+ * the network definitions on stdin at `setup NETNS` (a command line it
+ * reads as netavark does, else nothing), and when a network of the
+ * container has io.nshash.tcp / io.nshash.udp labels and NETNS is a fresh
+ * pin under /run/netns (no link but lo, no process), replaces the netns
+ * pinned there by a sized one (nshash_netns_replace, as the CNI plugin's
  * ADD).  Then, always, it execs the real netavark with the same argv, the
- * same stdin bytes, stdout and exit status. */
+ * same stdin bytes (streamed when more than it reads), stdout and exit
+ * status. */
 #include <errno.h>
 #include <json-c/json.h>
 #include <limits.h>
@@ -16,7 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -71,42 +76,109 @@ static int find_real(char *out, size_t len)
 	return -1;
 }
 
-/* netavark's subcommand and its first operand (the netns of setup and
- * teardown), past the global options (those taking a value as a separate
- * word skip it). */
-static void subcommand(int argc, char **argv, const char **cmd, const char **netns)
+/* netavark's command line as nshash reads it.  Only netavark's own global
+ * options are understood (netavark 1.4's -a/--aardvark-binary, -c/--config,
+ * -f/--file, -r/--rootless, -h/--help, -V/--version, and netavark 1.14's
+ * --firewall-driver and --plugin-directory), each in the forms clap takes
+ * (--opt VALUE, --opt=VALUE, -o VALUE, -oVALUE); the subcommand, then its
+ * operand (setup's and teardown's netns path) and nothing else.  Anything
+ * else (an unknown option, one whose value is missing, an option after the
+ * subcommand) is not understood: netavark's to judge, nshash does nothing
+ * (it never sizes a path it may have misread). */
+struct cmdline {
+	bool understood;
+	const char *cmd, *netns;
+	bool file;	      /* --file: the input is not on stdin */
+	const char *rootless; /* --rootless's value, NULL when not given */
+};
+
+struct option_spec {
+	char shrt; /* 0: none */
+	const char *lng;
+	bool valued;
+};
+static const struct option_spec known_options[] = {
+    {'a', "aardvark-binary", true}, {'c', "config", true},	   {'f', "file", true},	 {'r', "rootless", true},
+    {0, "firewall-driver", true},   {0, "plugin-directory", true}, {'h', "help", false}, {'V', "version", false},
+};
+
+/* The option named by `lng` (len bytes) or, with lng NULL, by `shrt`. */
+static const struct option_spec *known_option(const char *lng, size_t len, char shrt)
 {
-	static const char *const valued[] = {
-	    "--config", "-c", "--file", "-f", "--aardvark-binary", "-a", "--rootless", "-r", "--firewall-driver", NULL};
-	*cmd = *netns = NULL;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (a[0] == '-') {
-			if (*cmd)
-				continue;
-			for (int k = 0; valued[k]; k++)
-				if (!strcmp(a, valued[k]) && i + 1 < argc) {
-					i++;
-					break;
-				}
-			continue;
-		}
-		if (!*cmd)
-			*cmd = a;
-		else if (!*netns) {
-			*netns = a;
-			return;
-		}
+	for (size_t k = 0; k < sizeof(known_options) / sizeof(known_options[0]); k++) {
+		const struct option_spec *o = &known_options[k];
+		if (lng ? strlen(o->lng) == len && !strncmp(lng, o->lng, len) : o->shrt && o->shrt == shrt)
+			return o;
 	}
+	return NULL;
 }
 
-static bool has_option(int argc, char **argv, const char *lng, const char *shrt)
+static void parse_cmdline(int argc, char **argv, struct cmdline *c)
 {
-	size_t n = strlen(lng);
-	for (int i = 1; i < argc; i++)
-		if (!strcmp(argv[i], lng) || !strcmp(argv[i], shrt) || (!strncmp(argv[i], lng, n) && argv[i][n] == '='))
-			return true;
-	return false;
+	memset(c, 0, sizeof(*c));
+	bool positional_only = false;
+	const char *operands[2] = {NULL, NULL};
+	int nops = 0;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (positional_only || a[0] != '-' || !strcmp(a, "-")) {
+			if (!c->cmd)
+				c->cmd = a;
+			else if (nops < 2)
+				operands[nops++] = a;
+			else
+				return; /* a third operand: not understood */
+			continue;
+		}
+		if (!strcmp(a, "--")) {
+			positional_only = true;
+			continue;
+		}
+		if (c->cmd)
+			return; /* an option of the subcommand (setup -h): netavark's */
+		const struct option_spec *o;
+		const char *value = NULL;
+		if (a[1] == '-') {
+			const char *eq = strchr(a + 2, '=');
+			o = known_option(a + 2, eq ? (size_t)(eq - (a + 2)) : strlen(a + 2), 0);
+			if (!o || (eq && !o->valued))
+				return;
+			value = eq ? eq + 1 : NULL;
+		} else {
+			o = known_option(NULL, 0, a[1]);
+			if (!o || (a[2] && !o->valued))
+				return;
+			value = a[2] ? a + 2 + (a[2] == '=') : NULL;
+		}
+		if (o->valued && !value) {
+			if (i + 1 >= argc)
+				return;
+			value = argv[++i];
+		}
+		if (o->shrt == 'f')
+			c->file = true;
+		if (o->shrt == 'r')
+			c->rootless = value;
+	}
+	if (!c->cmd)
+		return;
+	c->netns = operands[0];
+	/* setup and teardown take one operand exactly */
+	if ((!strcmp(c->cmd, "setup") || !strcmp(c->cmd, "teardown")) && (nops != 1))
+		return;
+	c->understood = true;
+}
+
+/* NETNS where podman pins a rootful container's netns: /run/netns/NAME,
+ * NAME one component (podman's netns-UUID). */
+static bool under_run_netns(const char *netns)
+{
+	const char *dir = NSHASH_NETNS_RUN_DIR "/";
+	size_t n = strlen(dir);
+	if (strncmp(netns, dir, n))
+		return false;
+	const char *name = netns + n;
+	return *name && !strchr(name, '/') && strcmp(name, ".") && strcmp(name, "..");
 }
 
 /* `s` as a JSON string (json-c escapes it), cut to fit: hostile text
@@ -116,17 +188,6 @@ static void quote(const char *s, char *buf, size_t len)
 	json_object *o = json_object_new_string(s);
 	snprintf(buf, len, "%s", o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN) : "\"?\"");
 	json_object_put(o);
-}
-
-/* --rootless=true: podman's rootless netavark, in its user namespace */
-static bool rootless(int argc, char **argv)
-{
-	for (int i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "--rootless=true") ||
-		    ((!strcmp(argv[i], "--rootless") || !strcmp(argv[i], "-r")) && i + 1 < argc &&
-		     !strcmp(argv[i + 1], "true")))
-			return true;
-	return false;
 }
 
 /* One size label of network `net`: absent (0, *set false), or decimal
@@ -228,6 +289,13 @@ static int size_netns(const char *netns, const struct nsh_policy *pol, struct ns
 	struct nshash_error e;
 	enum nshash_path_kind kind;
 	char detail[600];
+	if (!under_run_netns(netns)) {
+		snprintf(msg, mlen,
+			 "network %s asks for own hash tables, but the netns %s is not under " NSHASH_NETNS_RUN_DIR
+			 "/ (where rootful podman pins it): nshash sizes no other path",
+			 net, netns);
+		return 1;
+	}
 	if (nshash_path_classify(netns, &kind, detail, sizeof(detail), &e) < 0) {
 		snprintf(msg, mlen, "network %s: netns %s: %s", net, netns, e.msg);
 		return 1;
@@ -257,17 +325,15 @@ static int size_netns(const char *netns, const struct nsh_policy *pol, struct ns
 			 occ.links ? "" : occ.comm);
 		return 0;
 	}
+	/* made (verified), recorded in the ledger and mounted at the path in
+	 * place of podman's; a failure before it is mounted there cancels the
+	 * ledger's record (and the budget's reservation): nothing is left */
 	struct nshash_create_opts opts = nsh_policy_create_opts(pol, sizes);
-	int nsfd = -1;
 	struct nshash_netns_info made;
-	if (nshash_netns_new(&opts, &nsfd, &made, &e) < 0 || nshash_verify(&made, sizes, netns, &e) < 0 ||
-	    nshash_netns_swap(nsfd, netns, &e) < 0) {
-		if (nsfd >= 0)
-			close(nsfd);
+	if (nshash_netns_replace(&opts, netns, &made, &e) < 0) {
 		snprintf(msg, mlen, "network %s: cannot size netns %s: %s", net, netns, e.msg);
 		return 1;
 	}
-	close(nsfd);
 	/* what netavark will open is the path: look through it */
 	if (nshash_inspect_path(netns, &info, &e) < 0 || nshash_verify(&info, sizes, netns, &e) < 0) {
 		snprintf(msg, mlen, "network %s: after replacing netns %s: %s", net, netns, e.msg);
@@ -275,6 +341,49 @@ static int size_netns(const char *netns, const struct nsh_policy *pol, struct ns
 	}
 	snprintf(note, nlen, "replaced %s by a netns with tcp %ld udp %ld (network %s)", netns, info.tcp_entries,
 		 info.udp_entries, net);
+	return 0;
+}
+
+/* stdin for the real netavark when it was more than nshash reads: a pipe
+ * at 0, fed by a detached process with the bytes read, then the rest of
+ * the original stdin as it comes (never held whole). */
+static int stream_stdin(const char *buf, size_t len)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		/* the feeder's parent exits at once: netavark, which this
+		 * process becomes, never has a child it did not make */
+		if (fork() != 0)
+			_exit(0);
+		close(p[0]);
+		/* nothing of netavark's output held open by the feeder */
+		int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		if (null >= 0) {
+			dup2(null, STDOUT_FILENO);
+			dup2(null, STDERR_FILENO);
+		}
+		signal(SIGPIPE, SIG_DFL);
+		if (nsh_write_all(p[1], buf, len) < 0)
+			_exit(1);
+		char chunk[65536];
+		ssize_t n;
+		while ((n = read(STDIN_FILENO, chunk, sizeof(chunk))) > 0 || (n < 0 && errno == EINTR))
+			if (n > 0 && nsh_write_all(p[1], chunk, (size_t)n) < 0)
+				_exit(1);
+		_exit(n < 0);
+	}
+	int ws;
+	while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
+		;
+	close(p[1]);
+	if (dup2(p[0], STDIN_FILENO) < 0)
+		return -1;
+	close(p[0]);
 	return 0;
 }
 
@@ -292,7 +401,6 @@ static int restore_stdin(const char *buf, size_t len)
 int main(int argc, char **argv)
 {
 	char real[PATH_MAX];
-	const char *cmd, *netns;
 	/* What we exec is told it came from here: a "real" netavark that is
 	 * nshash's wrapper again (a second copy in the helper dirs, or
 	 * NSHASH_NETAVARK naming it) would exec it back forever. */
@@ -304,15 +412,39 @@ int main(int argc, char **argv)
 		return fail("nshash: no real netavark found in %s: set NSHASH_NETAVARK_DIRS or install podman's "
 			    "netavark",
 			    getenv("NSHASH_NETAVARK_DIRS") ? getenv("NSHASH_NETAVARK_DIRS") : default_dirs);
-	subcommand(argc, argv, &cmd, &netns);
-	/* teardown, version, dhcp-proxy, --file input: netavark's alone */
-	if (cmd && !strcmp(cmd, "setup") && netns && !has_option(argc, argv, "--file", "-f")) {
-		char *input = NULL;
+	struct cmdline cl;
+	parse_cmdline(argc, argv, &cl);
+	/* teardown, version, dhcp-proxy, --file input, what nshash does not
+	 * understand: netavark's alone */
+	if (cl.understood && !strcmp(cl.cmd, "setup") && !cl.file) {
+		char *input = malloc(NSH_NETAVARK_MAX_INPUT + 1);
 		size_t len = 0;
+		if (!input)
+			return fail("nshash: the network definitions on stdin: %s", strerror(ENOMEM));
+		/* at most the limit + 1 byte: what is more is netavark's alone */
+		while (len <= NSH_NETAVARK_MAX_INPUT) {
+			ssize_t n = read(STDIN_FILENO, input + len, NSH_NETAVARK_MAX_INPUT + 1 - len);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0)
+				return fail("nshash: read the network definitions on stdin: %s", strerror(errno));
+			if (n == 0)
+				break;
+			len += (size_t)n;
+		}
+		if (len > NSH_NETAVARK_MAX_INPUT) {
+			/* too large to read for labels: not sized, passed on */
+			fprintf(stderr,
+				"nshash: the network definitions on stdin are larger than %u bytes: not read for "
+				"io.nshash.* labels, passed to netavark unchanged\n",
+				NSH_NETAVARK_MAX_INPUT);
+			if (stream_stdin(input, len) < 0)
+				return fail("nshash: cannot hand the network definitions to %s: %s", real,
+					    strerror(errno));
+			free(input);
+			goto exec;
+		}
 		struct nshash_error e;
-		if (nsh_read_fd(STDIN_FILENO, "the network definitions on stdin", NSH_NETAVARK_MAX_INPUT, &input, &len,
-				&e) < 0)
-			return fail("nshash: %s", e.msg);
 		json_object *root = NULL;
 		struct nsh_json_fault fault;
 		char msg[4096] = "", note[600] = "", first[160] = "";
@@ -329,15 +461,15 @@ int main(int argc, char **argv)
 				int bad =
 				    network_sizes(root, &pol, &sizes, &found, first, sizeof(first), msg, sizeof(msg));
 				bool want = !bad && (sizes.tcp || sizes.udp);
-				if (want && rootless(argc, argv))
+				if (want && cl.rootless && strcmp(cl.rootless, "false"))
 					snprintf(
 					    msg, sizeof(msg),
 					    "network %s asks for own hash tables (io.nshash.* labels): only rootful "
 					    "podman can size a netns this way; use a network without these labels",
 					    first);
 				else if (want &&
-					 size_netns(netns, &pol, sizes, first, note, sizeof(note), msg, sizeof(msg)) ==
-					     0 &&
+					 size_netns(cl.netns, &pol, sizes, first, note, sizeof(note), msg,
+						    sizeof(msg)) == 0 &&
 					 note[0] && getenv("NSHASH_NETAVARK_VERBOSE"))
 					fprintf(stderr, "nshash: %s\n", note); /* podman shows netavark's stderr */
 			}
@@ -349,6 +481,7 @@ int main(int argc, char **argv)
 			return fail("nshash: cannot hand the network definitions to %s: %s", real, strerror(errno));
 		free(input);
 	}
+exec:
 	argv[0] = real;
 	setenv("NSHASH_NETAVARK_PASSED", real, 1);
 	execv(real, argv);

@@ -8,7 +8,10 @@
 # the first labelled wins, conflicting labels are refused naming both;
 # restart, -p, aardvark DNS by name keep working; bad labels fail the start
 # naming the network and the label and leave no netns; teardown leaves
-# nothing; the pass-through is exact (argv, stdin bytes, stdout, exit).
+# nothing; the pass-through is exact (argv, stdin bytes, stdout, exit),
+# also for more stdin than nshash reads (streamed) and for a command line
+# that is not netavark's own (nothing sized); only a pin under /run/netns
+# is sized; a replacement that fails leaves no ledger record.
 # The test's own networks nsh48* (10.148.N.0/24, bridges nsh48brN).
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/engines.sh"
@@ -53,9 +56,19 @@ assert_eq "7 not json" "$rc $(cat "$REC.stdin")" "teardown: passed through with 
 want=$(printf '{}' | "$REAL" --config "$D" setup /nonexistent-nsh48 2>/dev/null; echo "rc=$?")
 got=$(printf '{}' | "$NA/netavark" --config "$D" setup /nonexistent-nsh48 2>/dev/null; echo "rc=$?")
 assert_eq "$want" "$got" "pass-through: the real netavark's error and status, unchanged"
-big=$(head -c $((5 << 20)) /dev/zero | tr '\0' ' ' | NSHASH_NETAVARK=$D/recorder "$NA/netavark" setup /x; echo "rc=$?")
-assert_contains "$big" "{\"error\":\"nshash: read the network definitions on stdin: larger than 4194304 bytes\"}" "oversized stdin refused, as netavark reports errors"
-assert_contains "$big" "rc=1" "oversized stdin: exit 1"
+# more than nshash reads (4 MiB): not read for labels, streamed to netavark
+# exact, never a failure of nshash's
+head -c $((5 << 20)) /dev/zero | tr '\0' ' ' >"$D/big.in"
+printf '{"network_info":{"plain":{"name":"plain","labels":{"pad":"%s"}}}}' "$(head -c $((5 << 20)) /dev/zero | tr '\0' x)" >"$D/big.json"
+for f in big.in big.json; do
+	rm -f "$REC.stdin"
+	out=$(NSHASH_NETAVARK=$D/recorder "$NA/netavark" setup /run/netns/nsh48-none <"$D/$f" 2>"$D/big.err")
+	rc=$?
+	cmp -s "$D/$f" "$REC.stdin" && same=exact || same="differs ($(stat -c %s "$REC.stdin" 2>/dev/null) of $(stat -c %s "$D/$f") bytes)"
+	assert_eq "7 {\"recorded\": true} exact" "$rc $out $same" "stdin of $(stat -c %s "$D/$f") bytes ($f): passed to netavark, every byte, its status and stdout"
+done
+assert_eq "nshash: the network definitions on stdin are larger than 4194304 bytes: not read for io.nshash.* labels, passed to netavark unchanged" \
+	"$(cat "$D/big.err")" "... saying on stderr that nshash did not read it"
 # the "real" netavark is nshash's again: refused, not an endless exec loop
 out=$(printf '{}' | NSHASH_NETAVARK="$NA/netavark" timeout 10 "$NA/netavark" version; echo "rc=$?")
 assert_contains "$(head -1 <<<"$out" | jq -r .error)" "nshash's netavark again ($NA/netavark)" \
@@ -65,6 +78,64 @@ LIN='{"network_info":{"lab":{"name":"lab","labels":{"io.nshash.tcp":"4096"}}}}'
 out=$(printf '%s' "$LIN" | NSHASH_NETAVARK=$D/recorder "$NA/netavark" --rootless=true setup /run/netns/nsh48-none; echo "rc=$?")
 assert_eq '{"error":"nshash: network \"lab\" asks for own hash tables (io.nshash.* labels): only rootful podman can size a netns this way; use a network without these labels"}
 rc=1' "$out" "rootless podman on a labelled network: refused, said why"
+
+# the command line: nshash acts only on one it reads as netavark does
+# (netavark 1.4's global options, and 1.14's --firewall-driver and
+# --plugin-directory), else it passes it on untouched and sizes nothing
+LIN='{"network_info":{"lab":{"name":"lab","labels":{"io.nshash.tcp":"4096","io.nshash.udp":"1024"}}}}'
+ip netns add nsh48o || cannot_run "ip netns add nsh48o"
+on_exit "ip netns del nsh48o 2>/dev/null"
+nsizes() { ip netns exec "$1" sh -c "$SIZES"; }
+na() { # ARGS...: the wrapper, the recorder as the real netavark, $LIN on stdin; rc in NA_RC
+	rm -f "$REC.argv" "$REC.stdin"
+	NA_OUT=$(printf '%s' "$LIN" | NSHASH_NETAVARK=$D/recorder "$NA/netavark" "$@" 2>&1)
+	NA_RC=$?
+}
+for args in "--foo bar setup /run/netns/nsh48o" "--foo=bar setup /run/netns/nsh48o" "-z setup /run/netns/nsh48o" \
+	"-hc /x setup /run/netns/nsh48o" "setup -h /run/netns/nsh48o" "setup /run/netns/nsh48o extra" \
+	"--config setup /run/netns/nsh48o" "--rootless"; do
+	read -r -a argv <<<"$args"
+	na "${argv[@]}"
+	assert_eq "7 $(printf '%s\n' "${argv[@]}" | md5sum) $(printf '%s' "$LIN" | md5sum) $GLOBAL" \
+		"$NA_RC $(md5sum <"$REC.argv") $(md5sum <"$REC.stdin") $(nsizes nsh48o)" \
+		"not netavark's own command line ($args): passed on, argv and stdin exact, the netns not sized"
+done
+na -c/x --rootless=false -a /y --firewall-driver iptables --plugin-directory=/d -- setup /run/netns/nsh48o
+assert_eq "7 4096 1024" "$NA_RC $(nsizes nsh48o)" "netavark's own options in each form clap takes (and 1.14's): understood, sized"
+ip netns del nsh48o # the ledger below counts podman's netns alone
+# the netns path: only a pin under /run/netns (rootful podman's), nothing else
+touch "$D/opin" && unshare --net="$D/opin" true || cannot_run "unshare --net=$D/opin"
+on_exit "umount '$D/opin' 2>/dev/null"
+for p in "$D/opin" "/run/netns/../..$D/opin"; do
+	na --config /x setup "$p"
+	assert_eq "1 no $GLOBAL" "$NA_RC $([ -e "$REC.argv" ] && echo ran || echo no) $(nsenter --net="$D/opin" sh -c "$SIZES")" \
+		"a labelled network's netns outside /run/netns ($p): refused, not sized, netavark not run"
+	assert_eq "nshash: network \"lab\" asks for own hash tables, but the netns $p is not under /run/netns/ (where rootful podman pins it): nshash sizes no other path" \
+		"$(jq -r .error <<<"$NA_OUT")" \
+		"... named, as netavark reports errors"
+done
+# a replacement that fails (its mounts refused: strace injects the errors)
+# leaves nothing: no ledger record, no reservation of the budget, the pin
+# podman's
+if command -v strace >/dev/null; then
+	LS=$(make_state_dir)
+	engines_policy "$D/budget.json" "{\"stateDir\": \"$LS\", \"maxTableBytes\": 100000000}"
+	ip netns add nsh48f || cannot_run "ip netns add nsh48f"
+	on_exit "ip netns del nsh48f 2>/dev/null"
+	rm -f "$REC.argv"
+	out=$(printf '%s' "$LIN" | NSHASH_POLICY=$D/budget.json NSHASH_NETAVARK=$D/recorder strace -f -qq -o /dev/null \
+		-e trace=move_mount,umount2 -e inject=move_mount:error=EINVAL -e inject=umount2:error=EPERM \
+		"$NA/netavark" --config /x setup /run/netns/nsh48f 2>&1)
+	assert_eq "1" "$?" "a replacement whose unmount fails: the setup fails"
+	assert_contains "$(jq -r .error <<<"$out")" "cannot size netns /run/netns/nsh48f: replace netns /run/netns/nsh48f: unmount the old pin: Operation not permitted" "... saying why"
+	assert_eq "no $GLOBAL" "$([ -e "$REC.argv" ] && echo ran || echo no) $(nsizes nsh48f)" "... netavark not run, podman's netns left at the pin"
+	assert_eq "table memory: 0 bytes (0 KiB) of maxTableBytes 100000000 in 0 netns sized by nshash" \
+		"$(nshash --state-dir "$LS" list --max-table-bytes 100000000 | grep '^table memory')" \
+		"... no ledger record, no reservation (no reclaim needed)"
+	assert_eq "0 0" "$(engines_pins_left "$LS") $(find "$LS" -mindepth 1 -maxdepth 1 -name '*.tmp*' | wc -l)" "... no pin, no temporary file"
+else
+	echo "# strace missing: the failed replacement not tested"
+fi
 
 # ---------------------------------------------------------------- podman
 # the precreate hook too: a container's own annotations win over its network's labels

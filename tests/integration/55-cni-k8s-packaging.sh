@@ -110,6 +110,23 @@ im = {m["name"]: m["mountPath"] for m in (inits[0]["volumeMounts"] if inits else
 check(len(inits) == 1 and host([n for n, p in im.items() if p == "/host/run"][0] if "/host/run" in im.values() else "x") == "/run",
       "an init container sees the node's /run at /host/run")
 check(inits and inits[0]["command"] == ["/usr/bin/nshash-cni-install", "state-dir", "/host/run/nshash"], "it runs nshash-cni-install state-dir /host/run/nshash (no shell)")
+recs = [x for x in spec["containers"] if x["name"] == "record"]
+check(len(recs) == 1, "a record container samples the netns auto sizes from (issue 25: the DaemonSet runs the loop)")
+r = recs[0] if recs else {"command": [], "volumeMounts": []}
+rcmd = r["command"]
+def rarg(name):
+    return rcmd[rcmd.index(name) + 1] if name in rcmd[:-1] else None
+check(rcmd[:2] == ["/usr/bin/nshash-cni-install", "record"] and rarg("--every") == "60" and "--nshash" not in rcmd,
+      "it runs nshash-cni-install record --every 60 (PID 1: no shell; the image's /usr/bin/nshash)")
+rm = [m for m in r["volumeMounts"] if m["mountPath"] == rarg("--state-dir")]
+check(rarg("--state-dir") == "/run/nshash" and len(rm) == 1 and host(rm[0]["name"]) == "/run/nshash" and
+      rm[0].get("mountPropagation") == "HostToContainer" and not rm[0].get("readOnly"),
+      "--state-dir is the node's /run/nshash (where the plugin reads the history), HostToContainer (it sees new pins), writable (the history)")
+check(len(r["volumeMounts"]) == 1, "... and it mounts nothing else")
+check(spec.get("hostPID") is True and r.get("securityContext", {}).get("privileged") is True and
+      r["securityContext"].get("readOnlyRootFilesystem") is True,
+      "it enters the pods' netns (privileged, hostPID), read-only root")
+print("RECORD " + "\x1f".join(rcmd))
 print("ENTRY " + json.dumps(entry))
 PY
 )
@@ -118,6 +135,7 @@ while read -r line; do
 	ok\ *) pass "${line#ok }" ;;
 	FAIL\ *) fail "${line#FAIL }" ;;
 	ENTRY\ *) ENTRY=${line#ENTRY } ;;
+	RECORD\ *) IFS=$'\x1f' read -r -a RECORD <<<"${line#RECORD }" ;;
 	*) fail "manifest check: $line" ;;
 	esac
 done <<<"$out"
@@ -167,7 +185,7 @@ for o in $opts; do grep -qF -- "${o//-/\\-}" "$TOP/docs/man/nshash-cni-install.8
 assert_eq "" "$missing" "nshash-cni-install(8) documents every option of --help ($(echo $opts))"
 "$INST" frobnicate 2>"$TOP/build/t55.err"
 assert_eq 2 $? "an unknown command: status 2"
-assert_contains "$(cat "$TOP/build/t55.err")" "frobnicate: no such command (install, uninstall, ready, state-dir PATH); see --help" "... saying what there is"
+assert_contains "$(cat "$TOP/build/t55.err")" "frobnicate: no such command (install, uninstall, ready, state-dir PATH, record); see --help" "... saying what there is"
 rm -f "$TOP/build/t55.err"
 "$INST" ready --watch 3 2>/dev/null
 assert_eq 2 $? "--watch with another command than install is refused"
@@ -193,6 +211,15 @@ watcher() { # ERRFILE ARGS...
 		--run-dir "$D/node/run" install "$@" 2>"$e" &
 	W=$!
 	on_exit "kill $W"
+}
+# SIGTERM to PID, waited for: its status in rc, the time it took in ms
+sigterm() {
+	local t0
+	t0=$(date +%s%N)
+	kill -TERM "$1"
+	wait "$1"
+	rc=$?
+	ms=$((($(date +%s%N) - t0) / 1000000))
 }
 # every file of the net dir (hidden ones too): name, mode, owner, size, bytes
 snap() { (cd "$D/node/net" && for f in $(ls -A | LC_ALL=C sort); do echo "$f $(stat -c '%a %u:%g %s' "$f") $(md5sum <"$f" | cut -c1-32)"; done); }
@@ -601,11 +628,7 @@ rm "$D/node/bin/nshash"
 for _ in $(seq 50); do cmp -s "$CNI_PLUGIN" "$D/node/bin/nshash" && break; sleep 0.1; done
 cmp -s "$CNI_PLUGIN" "$D/node/bin/nshash" && pass "watch: a removed binary is put back" || fail "watch: the binary was not put back"
 CHAINED=$(snap)
-t0=$(date +%s%N)
-kill -TERM $W
-wait $W
-rc=$?
-ms=$((($(date +%s%N) - t0) / 1000000))
+sigterm $W
 echo "# SIGTERM to exit: $ms ms"
 assert_eq "0 $CHAINED" "$rc $(snap)" "SIGTERM: exit 0, nshash left chained (an upgrade's next installer takes over)"
 [ "$ms" -lt 5000 ] && pass "SIGTERM: exited in $ms ms, inside the manifest's grace period (5 s)" || fail "SIGTERM took $ms ms"
@@ -628,6 +651,77 @@ assert_eq 1 $? "... ready fails"
 assert_contains "$out" "not ready: uninstalled" "... saying uninstalled"
 kill -TERM $W
 wait $W
+
+# ---- the record container's command (the manifest's, its paths mapped to
+# this test's: the installer, the state dir, the CLI) samples a pod the
+# plugin sized with auto into the history the plugin reads
+RS=$STATE
+AUTO='{"cniVersion":"1.0.0","name":"k8s","type":"nshash","tcp":"auto","udp":"auto"}'
+cni_pin_netns "$D/apod"
+on_exit "umount '$D/apod' 2>/dev/null"
+cni_call ADD "$D/apod" "$AUTO" "CNI_ARGS=IgnoreUnknown=1;K8S_POD_NAMESPACE=shop;K8S_POD_NAME=web-7d4b9c8f6d-x2k9p"
+assert_eq "0 1" "$CNI_RC $(ls "$RS/workloads" 2>/dev/null | wc -l)" "an ADD with auto marks the pod's netns ($CNI_ERR)"
+nsenter --net="$D/apod" ip link set lo up
+nsenter --net="$D/apod" python3 "$TOP/tests/lib/hold-sockets.py" 300 100 "$D/held" &
+holder=$!
+on_exit "kill $holder 2>/dev/null"
+for _ in $(seq 300); do [ -s "$D/held" ] && break; sleep 0.1; done
+assert_eq "ready" "$(cat "$D/held" 2>/dev/null)" "the pod holds 300 bound UDP sockets and 100 loopback TCP connections"
+rec_cmd() { # EVERY: the manifest's record command, mapped; --every EVERY unless ""
+	local a=("${RECORD[@]}") i
+	a[0]=$INST
+	for ((i = 1; i < ${#a[@]} - 1; i++)); do
+		[ "${a[i]}" = --state-dir ] && a[i + 1]=$RS
+		[ "${a[i]}" = --every ] && [ -n "$1" ] && a[i + 1]=$1
+	done
+	printf '%s\n' "${a[@]}" --nshash "$BUILD/nshash"
+}
+hist() { "$BUILD/nshash" --state-dir "$RS" history --json 2>/dev/null | jq -r '.[] | select(.workload == "cni:shop:pod=web") | "\(.tcpPeak) \(.udpPeak) \(.autoTcp) \(.autoUdp)"'; }
+runs() { grep -c '^sampled ' "$D/rec.out"; }
+wait_runs() { for _ in $(seq 200); do [ "$(runs)" -ge "$1" ] && break; sleep 0.05; done; }
+# the test's knob: a run every second
+rm -f "$RS/history"
+mapfile -t RC < <(rec_cmd 1)
+"${RC[@]}" >"$D/rec.out" 2>"$D/rec.err" &
+R=$!
+on_exit "kill $R 2>/dev/null"
+wait_runs 1
+assert_eq "200 300 512 1024" "$(hist)" "record loop (--every 1): the workload's peaks in STATE/history (200 TCP in the ehash, 300 UDP), auto 512/1024"
+# a run that fails: a directory where the history goes (record cannot
+# write it); logged, the loop goes on
+rm -f "$RS/history" && mkdir "$RS/history"
+for _ in $(seq 100); do grep -q "exited with status" "$D/rec.err" && break; sleep 0.05; done
+rmdir "$RS/history"
+n=$(runs)
+assert_contains "$(cat "$D/rec.err")" "record: $BUILD/nshash --state-dir $RS record exited with status 1; again in 1 s" "a failed run is logged with its status"
+wait_runs $((n + 1))
+[ "$(runs)" -gt "$n" ] && kill -0 $R 2>/dev/null && [ "$(hist)" = "200 300 512 1024" ] && pass "... and the loop goes on: the next run samples again into a new history ($(runs) runs)" || fail "the loop did not go on: $(cat "$D/rec.err")"
+kill -TERM $R
+wait $R
+assert_eq 0 $? "SIGTERM: the loop exits 0"
+assert_contains "$(cat "$D/rec.err")" "signal 15: stopping" "... by its own handler (PID 1)"
+# the manifest's own interval: a run at start, then 60 s to the next
+rm -f "$RS/history"
+mapfile -t RC < <(rec_cmd "")
+assert_eq "--every 60" "$(printf '%s\n' "${RC[@]}" | grep -A1 -x -- --every | tr '\n' ' ' | sed 's/ $//')" "the manifest's command as it is: --every 60"
+"${RC[@]}" >"$D/rec.out" 2>"$D/rec.err" &
+R=$!
+on_exit "kill $R 2>/dev/null"
+wait_runs 1
+assert_eq "200 300 512 1024" "$(hist)" "record loop (--every 60): the first run at start writes the history"
+sigterm $R
+echo "# record loop: SIGTERM to exit: $ms ms"
+assert_eq "0 1" "$rc $(runs)" "SIGTERM while it waits: exit 0, after one run"
+[ "$ms" -lt 5000 ] && pass "... in $ms ms, inside the manifest's grace period (5 s)" || fail "record loop SIGTERM took $ms ms"
+"$INST" record --every 0 2>"$D/rec.err"
+assert_eq "2" "$?" "record --every 0 is refused"
+assert_contains "$(cat "$D/rec.err")" "--every 0: give whole seconds from 1 to 86400" "... saying what to give"
+"$INST" ready --every 5 2>/dev/null
+assert_eq 2 $? "--every with another command than record is refused"
+kill $holder
+wait $holder 2>/dev/null
+cni_call DEL "$D/apod" "$AUTO"
+umount "$D/apod"
 
 # ---- through containerd 1.6's CRI (the one kubelet talks to): install ->
 # pods -> upgrade -> uninstall -> the pods made while chained stopped and removed

@@ -10,7 +10,8 @@
 # restores the node's file byte for byte, SIGTERM stops it promptly; the
 # node container (nshash serve) beside it serves the installer's status and
 # nshash's metrics, answers its liveness probe and stops on SIGTERM; the
-# state-dir init container makes the state dir 0700 without a shell.
+# record container samples a pod sized with auto into the history and stops
+# on SIGTERM; the state-dir init container makes the state dir 0700 without a shell.
 # Private podman storage; the image is removed with it.
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/cni.sh"
@@ -67,6 +68,15 @@ print("NSEC " + "\x1f".join(
 print("NMNT " + "\x1f".join("%s:%s:%s" % (m["mountPath"], "ro" if m.get("readOnly") else "rw", m.get("mountPropagation", "None"))
                             for m in n["volumeMounts"]))
 print("NLIVE %s %s" % (n["livenessProbe"]["httpGet"]["path"], n["livenessProbe"]["httpGet"]["port"]))
+r = [x for x in spec["containers"] if x["name"] == "record"][0]
+rsc = r["securityContext"]
+print("RCMD " + "\x1f".join(r["command"]))
+print("RSEC " + "\x1f".join(
+    (["--read-only"] if rsc.get("readOnlyRootFilesystem") else []) +
+    (["--privileged"] if rsc.get("privileged") else []) + ["--user=%d" % rsc["runAsUser"]] +
+    (["--pid=host"] if spec.get("hostPID") else [])))
+print("RMNT " + "\x1f".join("%s:%s:%s" % (m["mountPath"], "ro" if m.get("readOnly") else "rw", m.get("mountPropagation", "None"))
+                            for m in r["volumeMounts"]))
 PY
 )
 field() { local l; for l in "${SPEC[@]}"; do [ "${l%% *}" = "$1" ] && printf '%s' "${l#* }"; done; }
@@ -79,6 +89,8 @@ GRACE=$(field GRACE)
 IFS=$'\x1f' read -r -a NCMD <<<"$(field NCMD)"
 IFS=$'\x1f' read -r -a NSEC <<<"$(field NSEC)"
 read -r LIVE_PATH LIVE_PORT <<<"$(field NLIVE)"
+IFS=$'\x1f' read -r -a RCMD <<<"$(field RCMD)"
+IFS=$'\x1f' read -r -a RSEC <<<"$(field RSEC)"
 assert_eq "/host/opt/cni/bin /host/etc/cni/net.d /etc/nshash-cni /run/nshash-cni" "$(field MNT | tr '\037' ' ')" "the manifest's mounts (mapped here)"
 ENV_ARGS=()
 for e in "${ENVS[@]}"; do ENV_ARGS+=(-e "$e"); done
@@ -155,6 +167,44 @@ echo "# node container: podman stop (SIGTERM) to exit: $ms ms"
 assert_eq 0 "$(podman inspect -f '{{.State.ExitCode}}' "$NAME-node")" "the node container: SIGTERM, exit 0"
 [ "$ms" -lt $((GRACE * 1000)) ] && pass "... stopped in $ms ms, before the grace period's SIGKILL (${GRACE} s)" || fail "node stop took $ms ms"
 assert_contains "$(podman logs "$NAME-node" 2>&1)" "signal 15: exiting" "... by its own handler (PID 1)"
+
+# the record container, as the manifest runs it (its command as it is,
+# --every 60: the run at start), on the node container's scratch state dir
+# where the plugin marked a pod it sized with auto
+assert_eq "/run/nshash:rw:HostToContainer" "$(field RMNT | tr '\037' ' ')" "the record container's mount (mapped here)"
+assert_eq "--read-only --privileged --user=0 --pid=host" "${RSEC[*]}" "... and its security settings (privileged, hostPID)"
+cni_node_policy "$D/node.json" "$NSTATE"
+cni_pin_netns "$NSTATE/apod"
+on_exit "umount '$NSTATE/apod' 2>/dev/null"
+cni_call ADD "$NSTATE/apod" '{"cniVersion":"1.0.0","name":"k8s","type":"nshash","tcp":"auto","udp":"auto"}' \
+	"CNI_ARGS=IgnoreUnknown=1;K8S_POD_NAMESPACE=shop;K8S_POD_NAME=web-x2k9p"
+assert_eq 0 "$CNI_RC" "ADD with auto marks the pod's netns ($CNI_ERR)"
+nsenter --net="$NSTATE/apod" ip link set lo up
+nsenter --net="$NSTATE/apod" python3 "$TOP/tests/lib/hold-sockets.py" 40 0 "$D/held" &
+holder=$!
+on_exit "kill $holder 2>/dev/null"
+for _ in $(seq 300); do [ -s "$D/held" ] && break; sleep 0.1; done
+podman run -d --pull=never --name "$NAME-record" --network none "${RSEC[@]}" \
+	--mount "type=bind,source=$NSTATE,destination=/run/nshash,bind-propagation=rslave" \
+	--entrypoint "${RCMD[0]}" "$IMG:$VERSION" "${RCMD[@]:1}" >/dev/null 2>"$D/record.err"
+assert_eq 0 $? "the record container starts: ${RCMD[*]} ($(cat "$D/record.err"))"
+on_exit "podman rm -f -t 0 $NAME-record"
+for _ in $(seq 100); do podman logs "$NAME-record" 2>&1 | grep -q '^sampled ' && break; sleep 0.1; done
+assert_eq "sampled 1 of" "$(podman logs "$NAME-record" 2>&1 | grep -o '^sampled 1 of')" "it samples the marked netns at start (the image's /usr/bin/nshash record)"
+assert_eq "cni:shop:pod=web 0 40 128 128" "$("$BUILD/nshash" --state-dir "$NSTATE" history --json | jq -r '.[] | "\(.workload) \(.tcpPeak) \(.udpPeak) \(.autoTcp) \(.autoUdp)"')" \
+	"... into the node's STATE/history: the pod's 40 UDP sockets and no TCP, auto 128 each (the floor)"
+t0=$(date +%s%N)
+podman stop -t "$GRACE" "$NAME-record" >/dev/null
+ms=$((($(date +%s%N) - t0) / 1000000))
+echo "# record container: podman stop (SIGTERM) to exit: $ms ms"
+assert_eq 0 "$(podman inspect -f '{{.State.ExitCode}}' "$NAME-record")" "the record container: SIGTERM, exit 0"
+[ "$ms" -lt $((GRACE * 1000)) ] && pass "... stopped in $ms ms, before the grace period's SIGKILL (${GRACE} s)" || fail "record stop took $ms ms"
+assert_contains "$(podman logs "$NAME-record" 2>&1)" "signal 15: stopping" "... by its own handler (PID 1)"
+kill $holder
+wait $holder 2>/dev/null
+cni_call DEL "$NSTATE/apod" '{"cniVersion":"1.0.0","name":"k8s","type":"nshash","tcp":"auto","udp":"auto"}'
+umount "$NSTATE/apod"
+unset NSHASH_POLICY
 
 # removal: kubectl exec ... nshash-cni-install uninstall (as docs/cni.md says), then the pod goes
 out=$(podman exec "$NAME" nshash-cni-install uninstall 2>&1)
