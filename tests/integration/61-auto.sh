@@ -61,9 +61,6 @@ assert_eq "400 100 1024 256" "$($N history --json | jq -r '.[] | select(.workloa
 	"its peaks (200 loopback connections: 400 sockets; 100 UDP) and the sizes they give"
 kill "$holder"; wait "$holder" 2>/dev/null
 "$W" --root "$ROOT" delete -f t61z >/dev/null 2>&1
-touch -d '-1 min' "$S"/workloads/*-"$ino" # record keeps a mark made in the second its scan began
-$N record >/dev/null 2>&1
-assert_eq 0 "$(ls "$S"/workloads | grep -c -- "-$ino\$")" "its netns gone: record drops its mark"
 start firstb
 pid=$(NSHASH_POLICY=$D/policy0.json run_detached firstb t61z --nshash-tcp=auto --nshash-udp=auto)
 assert_eq "1024 256" "$(netns_sizes_of_pid "${pid:-0}")" "started again: learned from the first run"
