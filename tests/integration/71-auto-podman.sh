@@ -12,7 +12,10 @@
 # docs/auto.md); on the bridge network by a transplant.  Another workload
 # gets the initial (shared) tables.  A container without --hostname is
 # keyed by its short id: the same key after its init was SIGKILLed,
-# `podman system migrate` and a new podman process started it again.  Nothing left: no
+# `podman system migrate` and a new podman process started it again.  The
+# policy's defaults as auto with nshash-runtime as podman's runtime after
+# the hook: the shared-tables netns is the hook's, taken as it is, and
+# learned.  Nothing left: no
 # pin, no container.  Own names: nsh71*,
 # network nsh71 (10.171.0.0/24, bridge nsh71br0).
 source "$(dirname "$0")/../lib/common.sh"
@@ -26,7 +29,10 @@ engines_iptables_snapshot nsh71 10.171.0.
 LOG=$D/nshash.log
 engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$LOG\"}"
 engines_hooks_dir "$D/hooks" "$P"
-engines_podman_setup "$D/podman" "hooks_dir = [\"$D/hooks\"]" || cannot_run "podman setup failed"
+# conmon_env_vars: the policy of nshash-runtime as podman's runtime
+engines_podman_setup "$D/podman" "hooks_dir = [\"$D/hooks\"]
+conmon_env_vars = [\"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\", \"NSHASH_POLICY=$P\"]" ||
+	cannot_run "podman setup failed"
 ip route | grep -q '^10\.171\.0\.' && cannot_run "10.171.0.0/24 is already routed here"
 podman network create --subnet 10.171.0.0/24 nsh71 >/dev/null || cannot_run "podman network create failed"
 f=$D/podman/networks/nsh71.json
@@ -118,6 +124,29 @@ pid=$(pid_of nsh71-id)
 assert_eq "1024 256" "$(netns_sizes_of_pid "$pid")" "after its init was SIGKILLed and podman system migrate: the same key, the learned sizes"
 assert_eq "podman::host=$short" "$(mark_of "$pid")" "... marked with the same key"
 podman rm -f -t 0 nsh71-id >/dev/null
+
+# --- the policy's defaults as auto (the opt-in hooks file for every
+# container), nshash-runtime as podman's runtime after the hook: the hook's
+# shared-tables netns (its pin beside io.nshash.tcp=0 udp=0, which the
+# wrapper passes through) runs, and the workload is learned
+engines_policy "$D/policy-auto.json" "{\"stateDir\": \"$S\", \"logFile\": \"$LOG\", \"defaultTcp\": \"auto\", \"defaultUdp\": \"auto\"}"
+mkdir -p "$D/hooks-auto"
+jq --arg p "$BUILD/nshash-hook" --arg pol "$D/policy-auto.json" '.hook.path = $p | .hook.args = .hook.args + ["--policy", $pol]' \
+	"$TOP/oci-hooks/defaults-hooks.d/nshash-precreate.json" >"$D/hooks-auto/nshash-precreate.json"
+: >"$LOG"
+podman --hooks-dir "$D/hooks-auto" run -d --name nsh71-rt --hostname nsh71-rt --network none \
+	--runtime "$BUILD/nshash-runtime" $IMG sleep 300 >"$D/rt.out" 2>&1
+pid=$(pid_of nsh71-rt)
+assert_eq "$SHARED" "$(netns_sizes_of_pid "${pid:-0}" 2>&1)" "defaults auto + nshash-runtime: runs, the shared tables"
+assert_eq "$BUILD/nshash-runtime" "$(podman inspect -f '{{.OCIRuntime}}' nsh71-rt)" "... run by nshash-runtime (tcp=0 udp=0: passed through)"
+assert_eq "podman::host=nsh71-rt" "$(mark_of "${pid:-0}")" "marked by the hook"
+hold "${pid:-0}" 100 200
+$N record >/dev/null 2>&1
+unhold
+podman stop -t 0 nsh71-rt >/dev/null
+podman --hooks-dir "$D/hooks-auto" start nsh71-rt >/dev/null 2>&1
+assert_eq "1024 256" "$(netns_sizes_of_pid "$(pid_of nsh71-rt)" 2>&1)" "started again: the learned sizes"
+podman rm -f -t 0 nsh71-rt >/dev/null
 
 # --- nothing left
 pins_gone
