@@ -65,7 +65,19 @@ start firstb
 pid=$(NSHASH_POLICY=$D/policy0.json run_detached firstb t61z --nshash-tcp=auto --nshash-udp=auto)
 assert_eq "1024 256" "$(netns_sizes_of_pid "${pid:-0}")" "started again: learned from the first run"
 "$W" --root "$ROOT" delete -f t61z >/dev/null 2>&1
-rm -f "$S/history"
+# the precreate hook's pin of such a netns, which no runtime ever joined:
+# gc removes it like any other
+start pc io.nshash.tcp=auto io.nshash.udp=auto io.nshash.workload=pc
+pin=$("$BUILD/nshash-hook" precreate --policy "$D/policy0.json" <"$D/pc/config.json" 2>"$D/pc.err" | jq -r '.annotations["io.nshash.pin"]')
+assert_eq 1 "$(engines_pins_left "$S")" "precreate, auto with no history: a pin of the shared tables ($pin)"
+assert_eq "podman::w=pc" "$(cat "$S"/workloads/*-"$(stat -L -c %i "$S/pins/$pin")" 2>/dev/null)" \
+	"... marked for its workload"
+age_claims 120 "$S/pins/$pin"
+$N gc --stale-age 1 >/dev/null 2>&1
+assert_eq 0 "$(engines_pins_left "$S")" "gc removes that pin nobody joined"
+# a clean slate: the marks of netns gone name whatever netns gets their
+# inode number next (nsfs reuses them at once) until record drops them
+rm -f "$S/history" "$S"/workloads/*
 
 # --- the workload: 3000 UDP sockets, 5000 TCP connections over lo
 start web1
