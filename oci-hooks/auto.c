@@ -104,7 +104,8 @@ int nsh_oci_auto_resolve(struct json_object *doc, const struct nsh_oci_opts *opt
 
 void nsh_oci_auto_mark(const struct nsh_policy *policy, const struct nsh_oci_result *res)
 {
-	if (!res->workload_key[0] || (res->action != NSH_OCI_SIZED && res->action != NSH_OCI_TRANSPLANTED))
+	if (!res->workload_key[0] ||
+	    (res->action != NSH_OCI_SIZED && res->action != NSH_OCI_TRANSPLANTED && !res->adopted))
 		return;
 	struct nshash_error err = {0};
 	struct stat st;

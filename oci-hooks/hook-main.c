@@ -116,7 +116,8 @@ static void hand_off(const struct nsh_policy *policy, const struct nsh_oci_resul
 	/* the next container of these sizes takes a spare: make it now that
 	 * this one runs (not while its runtime creates it) */
 	struct nshash_create_opts copts = nsh_policy_create_opts(policy, res->request.sizes);
-	if (user > 0 && !res->userns_pin_path[0]) /* a user namespace's netns never comes from a spare */
+	/* ... never a spare of the shared tables (`auto` without history) */
+	if (user > 0 && !res->userns_pin_path[0] && (res->request.sizes.tcp || res->request.sizes.udp))
 		nsh_spares_work(&copts);
 	_exit(0);
 }
@@ -172,7 +173,8 @@ static int precreate(const struct nsh_policy *policy, const char *in, size_t len
 	nsh_oci_log_result(who, &res);
 	if (watching)
 		hand_off(policy, &res, who, &h);
-	if (res.action == NSH_OCI_TRANSPLANTED) { /* podman holds its netns: no hand-over, a refill now */
+	if (res.action == NSH_OCI_TRANSPLANTED && (res.request.sizes.tcp || res.request.sizes.udp)) {
+		/* podman holds its netns: no hand-over, a refill now */
 		struct nshash_create_opts copts = nsh_policy_create_opts(policy, res.request.sizes);
 		nsh_spares_refill(&copts);
 	}

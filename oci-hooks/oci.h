@@ -82,6 +82,7 @@ struct nsh_oci_result {
 	bool from_policy;	       /* the request is the policy's defaultTcp/defaultUdp */
 	char moved[256];	       /* TRANSPLANTED: the links moved, "eth0, eth1" */
 	char workload_key[NSH_WORKLOAD_KEY_MAX]; /* `auto`: the workload the netns is marked with, "" none */
+	bool adopted; /* ALREADY: podman's own netns, as `auto` wanted it, marked for its workload */
 };
 /* oci-hooks/auto.c: `auto` in the request (annotations, the wrapper's
  * options, the policy's defaults) replaced by the sizes the history gives
@@ -89,7 +90,7 @@ struct nsh_oci_result {
  * damaged history is a warning in the log, never an error. */
 int nsh_oci_auto_resolve(struct json_object *doc, const struct nsh_oci_opts *opts, struct nsh_oci_request *req,
 			 char *key, size_t keylen, struct nshash_error *err);
-/* Mark the netns the transform sized with its workload (no-op without one). */
+/* Mark the netns the transform sized (or adopted) with its workload (no-op without one). */
 void nsh_oci_auto_mark(const struct nsh_policy *policy, const struct nsh_oci_result *res);
 /* The one config transform shared by the hook and the wrapper.  On success
  * *out is a malloc'd config (a copy of the input when nothing changed) and,

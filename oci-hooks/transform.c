@@ -236,6 +236,10 @@ static int decide_given_path(struct transform *t, struct nshash_error *err)
 		res->info = info;
 		snprintf(res->pin_path, sizeof(res->pin_path), "%s", t->path);
 		res->action = NSH_OCI_ALREADY;
+		/* podman's own netns of this container, on the shared tables that
+		 * `auto` gave: adopted as it is (marked for its workload) */
+		if (t->opts->mode == NSH_OCI_PRECREATE && engine_netns(t->path) && res->workload_key[0])
+			res->adopted = true;
 		return KEEP_CONFIG;
 	}
 	if (t->opts->mode == NSH_OCI_PRECREATE && engine_netns(t->path))
@@ -259,7 +263,12 @@ static int transform_decide(struct transform *t, struct nshash_error *err)
 	struct json_object *path_obj;
 	int r;
 
-	if (!res->request.present || (res->request.sizes.tcp == 0 && res->request.sizes.udp == 0)) {
+	/* `auto` that gives the shared tables (no history, autoInitial* 0) for a
+	 * known workload: nshash still makes the netns (shared tables) and
+	 * marks it, or (podman's bridge) marks podman's own, so that `nshash
+	 * record` samples the first run and the next start is sized. */
+	bool learn = res->workload_key[0] && (res->request.auto_tcp || res->request.auto_udp);
+	if (!res->request.present || (res->request.sizes.tcp == 0 && res->request.sizes.udp == 0 && !learn)) {
 		if (res->request.pin[0])
 			return nshash_error_set(
 			    err, EINVAL, "annotation %s is set by nshash itself and cannot be given without %s/%s",
@@ -505,6 +514,13 @@ void nsh_oci_log_result(const char *who, const struct nsh_oci_result *res)
 			res->userns_pin_path, res->userns_pin_path[0] ? ")" : "");
 		break;
 	case NSH_OCI_ALREADY:
+		if (res->adopted) {
+			nsh_log(NSH_LOG_INFO, who,
+				"engine's netns %s kept on the shared tables (auto: tcp=%u udp=%u), marked for its "
+				"workload: effective tcp=%ld udp=%ld",
+				res->pin_path, rq->tcp, rq->udp, res->info.tcp_entries, res->info.udp_entries);
+			break;
+		}
 		if (!res->info.tcp_entries && !res->info.udp_entries) { /* nshash's own pin, not entered */
 			nsh_log(NSH_LOG_INFO, who, "netns %s was sized by nshash: requested tcp=%u udp=%u",
 				res->pin_path, rq->tcp, rq->udp);

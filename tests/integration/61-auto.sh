@@ -6,7 +6,9 @@
 # peaks, and the same workload started again with --nshash-tcp=auto
 # --nshash-udp=auto gets exactly the rule's sizes (peak x 2 -> next power
 # of two: tcp 10000 -> 32768, udp 3000 -> 8192).  Another workload gets the
-# initial sizes (no leak); a corrupt and a torn history file are repaired
+# initial sizes (no leak).  A first start with no history and autoInitial*
+# 0 gets the shared tables in a netns nshash makes and marks: record learns
+# from it and the next start is sized.  A corrupt and a torn history file are repaired
 # with a warning on the start path; hostile io.nshash.workload keys are
 # refused with their exact error or stored escaped.
 source "$(dirname "$0")/../lib/common.sh"
@@ -35,6 +37,47 @@ run_detached() { # BUNDLE ID WRAPPER-OPTIONS...
 	(cd "$D/$b" && "$W" "$@" --root "$ROOT" create "$id" >"$D/$id.out" 2>&1)
 	runc --root "$ROOT" state "$id" 2>/dev/null | jq -r .pid
 }
+
+# --- a first start with no history and autoInitial* 0 (the shared tables):
+# nshash still makes the netns (shared tables: the read-only sysctls show
+# the global tables' sizes, negated) and marks it, so record learns from it
+GTCP=$(cat /proc/sys/net/ipv4/tcp_ehash_entries)
+engines_policy "$D/policy0.json" "{\"stateDir\": \"$S\", \"logFile\": \"$D/nshash.log\"}"
+start first
+pid=$(NSHASH_POLICY=$D/policy0.json run_detached first t61z --nshash-tcp=auto --nshash-udp=auto)
+assert_eq "-$GTCP -$GUDP" "$(netns_sizes_of_pid "${pid:-0}")" "no history, autoInitial 0: the shared tables"
+assert_contains "$(cat "$D/nshash.log")" "requested tcp=0 udp=0, effective tcp=-$GTCP udp=-$GUDP" \
+	"nshash made that netns itself (shared tables)"
+ino=$(stat -L -c %i "/proc/$pid/ns/net")
+assert_eq "runtime::id=t61z" "$(cat "$S"/workloads/*-"$ino" 2>/dev/null)" "... and marked it for its workload"
+nsenter -t "$pid" -n ip link set lo up
+nsenter -t "$pid" -n python3 "$TOP/tests/lib/hold-sockets.py" 100 200 "$D/ready0" &
+holder=$!
+on_exit "kill $holder 2>/dev/null"
+for _ in $(seq 300); do [ -s "$D/ready0" ] && break; sleep 0.1; done
+out=$($N record 2>&1)
+assert_contains "$out" "sampled 1 of" "record samples the first run on the shared tables"
+assert_eq "400 100 1024 256" "$($N history --json | jq -r '.[] | select(.workload == "runtime::id=t61z") | "\(.tcpPeak) \(.udpPeak) \(.autoTcp) \(.autoUdp)"')" \
+	"its peaks (200 loopback connections: 400 sockets; 100 UDP) and the sizes they give"
+kill "$holder"; wait "$holder" 2>/dev/null
+"$W" --root "$ROOT" delete -f t61z >/dev/null 2>&1
+start firstb
+pid=$(NSHASH_POLICY=$D/policy0.json run_detached firstb t61z --nshash-tcp=auto --nshash-udp=auto)
+assert_eq "1024 256" "$(netns_sizes_of_pid "${pid:-0}")" "started again: learned from the first run"
+"$W" --root "$ROOT" delete -f t61z >/dev/null 2>&1
+# the precreate hook's pin of such a netns, which no runtime ever joined:
+# gc removes it like any other
+start pc io.nshash.tcp=auto io.nshash.udp=auto io.nshash.workload=pc
+pin=$("$BUILD/nshash-hook" precreate --policy "$D/policy0.json" <"$D/pc/config.json" 2>"$D/pc.err" | jq -r '.annotations["io.nshash.pin"]')
+assert_eq 1 "$(engines_pins_left "$S")" "precreate, auto with no history: a pin of the shared tables ($pin)"
+assert_eq "podman::w=pc" "$(cat "$S"/workloads/*-"$(stat -L -c %i "$S/pins/$pin")" 2>/dev/null)" \
+	"... marked for its workload"
+age_claims 120 "$S/pins/$pin"
+$N gc --stale-age 1 >/dev/null 2>&1
+assert_eq 0 "$(engines_pins_left "$S")" "gc removes that pin nobody joined"
+# a clean slate: the marks of netns gone name whatever netns gets their
+# inode number next (nsfs reuses them at once) until record drops them
+rm -f "$S/history" "$S"/workloads/*
 
 # --- the workload: 3000 UDP sockets, 5000 TCP connections over lo
 start web1
