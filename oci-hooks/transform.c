@@ -242,8 +242,18 @@ static int decide_given_path(struct transform *t, struct nshash_error *err)
 			res->adopted = true;
 		return KEEP_CONFIG;
 	}
-	if (t->opts->mode == NSH_OCI_PRECREATE && engine_netns(t->path))
+	if (t->opts->mode == NSH_OCI_PRECREATE && engine_netns(t->path)) {
+		/* the node's defaults never replace tables chosen for this
+		 * netns: a podman network's io.nshash.* labels (nshash's
+		 * netavark sized it before the hook runs, docs/networks.md) */
+		if (res->from_policy && inspected && (info.tcp_entries > 0 || info.udp_entries > 0)) {
+			res->info = info;
+			snprintf(res->pin_path, sizeof(res->pin_path), "%s", t->path);
+			res->action = NSH_OCI_ALREADY;
+			return KEEP_CONFIG;
+		}
 		return TRANSPLANT_NETNS;
+	}
 	if (res->from_policy) /* joins a netns that is not its own: the defaults do not apply */
 		return skip_defaults(t, inspected ? &info : NULL);
 	nsh_oci_explain_existing(t->doc, t->path, inspected ? &info : NULL, &ierr, res->warning, sizeof(res->warning));

@@ -43,38 +43,8 @@
 # leftovers).  Not part of make check.
 
 # ---------------------------------------------------------------- outside
-if [ -z "${NSHASH_DAY_NS:-}" ]; then
-	[ "$(id -u)" = 0 ] || { echo "not ok 1 - CANNOT RUN: needs root"; exit 1; }
-	command -v unshare >/dev/null || { echo "not ok 1 - CANNOT RUN: no unshare"; exit 1; }
-	nsfile=$(mktemp /tmp/nshash-60-ns.XXXXXX)
-	NSHASH_DAY_NS=$nsfile unshare -m --propagation private bash "$0" "$@" &
-	inner=$!
-	trap 'kill -TERM $inner 2>/dev/null' INT TERM
-	wait $inner
-	rc=$?
-	# a signal interrupted the first wait: the inner script is cleaning up
-	while kill -0 $inner 2>/dev/null; do wait $inner; rc=$?; done
-	ns=$(cat "$nsfile" 2>/dev/null)
-	rm -f "$nsfile"
-	[ -n "$ns" ] || { echo "not ok - the private mount namespace was never set up"; exit 1; }
-	left=""
-	for _ in $(seq 50); do
-		left=""
-		for p in /proc/[0-9]*; do
-			[ "$(readlink "$p/ns/mnt" 2>/dev/null)" = "$ns" ] && left+=" ${p#/proc/}($(cat "$p/comm" 2>/dev/null))"
-		done
-		[ -z "$left" ] && break
-		sleep 0.2
-	done
-	if [ -z "$left" ]; then
-		echo "ok - no process of the day's mount namespace outlived it"
-	else
-		echo "not ok - processes outlived the day's mount namespace (killed now):$left"
-		for p in $left; do kill -9 "${p%%(*}" 2>/dev/null; done
-		rc=1
-	fi
-	exit $rc
-fi
+source "$(dirname "$0")/../lib/day.sh"
+day_enter "$@"
 
 # ---------------------------------------------------------------- inside
 source "$(dirname "$0")/../lib/common.sh"
@@ -82,8 +52,6 @@ source "$(dirname "$0")/../lib/engines.sh"
 require_root
 require_kernel_knobs
 for c in podman runc jq nsenter; do command -v $c >/dev/null || cannot_run "$c missing"; done
-MYNS=$(readlink /proc/self/ns/mnt)
-echo "$MYNS" >"$NSHASH_DAY_NS"
 SOAK=${SOAK:-0}
 SOAK_SECONDS=${SOAK_SECONDS:-1800}
 PAUSE=65 # > staleAge (60) and > reclaimInterval (60), the shipped defaults
@@ -93,35 +61,9 @@ STATE=/run/nshash
 PREFIX=/usr/local
 NSH=$PREFIX/bin/nshash
 RUNTIME=$PREFIX/bin/nshash-runtime
-T0=$(date +%s)
-note() { echo "# [$(($(date +%s) - T0))s] $*"; }
-
-# ---- the private mount namespace
-D=$(mktemp -d /tmp/nshash-t60.XXXXXX)
-on_exit "${KEEP:+: }rm -rf '$D'"
-mounts_under_run() { awk '{print $5}' /proc/self/mountinfo | grep -E '^/(run|tmp|var|work)/'; }
-# other tests' pins, container roots and /run state: copies this namespace got
-{ mounts_under_run; awk '$9 == "nsfs" {print $5}' /proc/self/mountinfo; } | sort -ru | while read -r m; do
-	umount -l "$m" 2>/dev/null
-done
-mkdir -p "$D/oldrun" "$D/etc-up" "$D/etc-work"
-mount --bind /run "$D/oldrun" || cannot_run "cannot bind /run in a private mount namespace"
-mount -t tmpfs -o mode=0755,size=256m nshash-day-run /run || cannot_run "cannot mount a tmpfs over /run"
-for e in lock dbus systemd user; do
-	[ -d "$D/oldrun/$e" ] && mkdir -p "/run/$e" && mount --bind "$D/oldrun/$e" "/run/$e"
-done
-ln -s /dev/shm /run/shm
-umount -l "$D/oldrun"
-[ -e $STATE ] && cannot_run "$STATE exists on the fresh /run"
-
-# ---- make install into a DESTDIR, overlaid on /usr/local and /etc
-DEST=$D/root
-make -C "$TOP" install DESTDIR="$DEST" PREFIX=$PREFIX >"$D/install.log" 2>&1 ||
-	cannot_run "make install failed: $(tail -3 "$D/install.log")"
-mount -t overlay nshash-day-usr -o "lowerdir=$DEST$PREFIX:$PREFIX" $PREFIX ||
-	cannot_run "cannot overlay the install on $PREFIX"
-mount -t overlay nshash-day-etc -o "lowerdir=$DEST/etc:/etc,upperdir=$D/etc-up,workdir=$D/etc-work" /etc ||
-	cannot_run "cannot overlay the install on /etc"
+# the private mount namespace; make install into a DESTDIR, overlaid on
+# /usr/local and /etc
+day_begin 60 $PREFIX
 cmp -s "$TOP/packaging/etc/nshash.json" /etc/nshash/nshash.json && pass "the installed policy is the shipped one" ||
 	fail "/etc/nshash/nshash.json is not packaging/etc/nshash.json"
 for f in $NSH $PREFIX/bin/nshash-hook $RUNTIME $PREFIX/lib/cni/nshash; do
@@ -386,33 +328,11 @@ sweep() { # KINDS...
 	done
 }
 
-nshash_procs() { # pid comm of every nshash process in this mount namespace
-	local p c
-	for p in /proc/[0-9]*; do
-		{ read -r c <"$p/comm"; } 2>/dev/null || continue
-		[[ "$c" == nshash* ]] && [ "$(readlink "$p/ns/mnt")" = "$MYNS" ] && echo "${p#/proc/} $c"
-	done
-}
-quiet() { # the hook's waiting children and spare fillers are done (or 20 s)
-	for _ in $(seq 100); do
-		[ -z "$(nshash_procs)" ] && { [ ! -d $STATE ] || spares_settled $STATE; } && return 0
-		sleep 0.2
-	done
-	return 1
-}
 pause() {
 	quiet
 	note "pause: ${PAUSE}s of quiet (staleAge 60 s, reclaimInterval 60 s at the defaults)"
 	sleep "$PAUSE"
 }
-# boot: what a reboot leaves of the state dir: nothing (no container runs)
-boot() {
-	local m
-	quiet
-	umount_under "$STATE"
-	rm -rf $STATE
-}
-
 # ---------------------------------------------------------------- the day
 note "boot: the first sized start after a boot, through each front-end"
 for k in wr dk pn cni pb; do
@@ -529,18 +449,6 @@ assert_eq "" "$spares" "at most $SPARES_CAP spare per size pair ($nspares spares
 assert_eq "" "$(nshash_procs)" "no nshash process left"
 other_nsfs=$(awk -v d="$STATE/" '$9 == "nsfs" && index($5, d) != 1 {print $5}' /proc/self/mountinfo)
 assert_eq "" "$other_nsfs" "no nsfs mount of the day outside the state dir"
-# the end of the day: the spares' idle expiry (gc --max-idle 0); every table
-# byte in the ledger then belongs to nothing (a freed netns takes a moment)
-for _ in $(seq 20); do
-	gcj=$($NSH gc --max-idle 0 --json 2>"$D/gc.err")
-	[ "$(jq -r '.table_memory.netns' <<<"$gcj" 2>/dev/null)" = 0 ] && break
-	sleep 0.5
-done
-assert_eq "0 0" "$(jq -r '"\(.table_memory.bytes) \(.table_memory.netns)"' <<<"$gcj" 2>/dev/null)" \
-	"after \`nshash gc --max-idle 0\`: ledger table bytes 0, no netns counted ($(head -c 300 "$D/gc.err"))"
-assert_eq "" "$(ls $STATE/spares 2>/dev/null | grep -v '^\.')" "after it: no spare"
-assert_eq "" "$(awk -v d="$STATE/" '$9 == "nsfs" && index($5, d) == 1 && index($5, d "templates/") != 1 {print $5}' /proc/self/mountinfo)" \
-	"after it: no nsfs mount under $STATE but templates"
-assert_eq "" "$(nshash_procs)" "after it: no nshash process"
+day_idle_expiry $NSH
 assert_host_untouched
 note "day done in $(($(date +%s) - T0))s: $TOTAL starts, $FAILED failed;$(kinds_line); leftovers: pins $(echo -n "$pins" | grep -c .), spares $nspares (before the idle expiry), templates after it $(ls $STATE/templates 2>/dev/null | grep -vc '\.used$')"
