@@ -19,7 +19,7 @@
 #    container on a network labelled io.nshash.tcp=2048 io.nshash.udp=512
 #    gets exactly those; a pod on that network too;
 #  - an auto workload (io.nshash.tcp=auto, io.nshash.udp=auto,
-#    io.nshash.workload=day71) starts with the initial sizes (1024 128),
+#    io.nshash.workload=day72) starts with the initial sizes (1024 128),
 #    holds 3000 UDP sockets and 5000 loopback TCP connections, the installed
 #    nshash-record.service's ExecStart (/usr/bin/nshash record, what the
 #    timer runs) records its peaks, `podman restart` gives it exactly the
@@ -34,8 +34,8 @@
 #    its subnet or bridge, no nshash or aardvark process, after
 #    `nshash gc --max-idle 0` no ledger bytes and no spare, host knobs
 #    unchanged.
-# Own names: network nsh71n (10.171.1.0/24, bridge nsh71br1), pods and
-# containers day71-*.
+# Own names: network nsh72n (10.172.1.0/24, bridge nsh72br1), pods and
+# containers day72-*.
 
 # ---------------------------------------------------------------- outside
 source "$(dirname "$0")/../lib/day.sh"
@@ -52,7 +52,7 @@ STATE=/run/nshash
 PREFIX=/usr
 NSH=$PREFIX/bin/nshash
 # the private mount namespace, the install overlaid on /usr and /etc
-day_begin 71 $PREFIX
+day_begin 72 $PREFIX
 SHARE=$PREFIX/share/nshash/containers.conf.d
 for f in $NSH $PREFIX/bin/nshash-hook /usr/libexec/nshash/netavark/netavark; do
 	[ -x "$f" ] || cannot_run "$f not installed"
@@ -77,16 +77,16 @@ HELPERS_LINE=$(grep '^helper_binaries_dir' "$SHARE/52-nshash-networks.conf")
 [ -n "$HOOKS_LINE" ] && [ -n "$HELPERS_LINE" ] || cannot_run "no hooks_dir or helper_binaries_dir in the installed drop-ins"
 
 # ---- podman: a private containers.conf with the drop-ins' keys
-engines_iptables_snapshot nsh71 10.171.1.
-on_exit "ip link del nsh71br1"
-ip route | grep -q '^10\.171\.1\.' && cannot_run "10.171.1.0/24 is already routed here"
+engines_iptables_snapshot nsh72 10.172.1.
+on_exit "ip link del nsh72br1"
+ip route | grep -q '^10\.172\.1\.' && cannot_run "10.172.1.0/24 is already routed here"
 engines_podman_setup "$D/podman" "$HOOKS_LINE
 $HELPERS_LINE" || cannot_run "podman setup failed"
 IMG=localhost/nshash-busybox
-podman network create --subnet 10.171.1.0/24 --label io.nshash.tcp=2048 --label io.nshash.udp=512 nsh71n >/dev/null ||
+podman network create --subnet 10.172.1.0/24 --label io.nshash.tcp=2048 --label io.nshash.udp=512 nsh72n >/dev/null ||
 	cannot_run "podman network create failed"
-f=$D/podman/networks/nsh71n.json
-jq '.network_interface = "nsh71br1"' "$f" >"$f.new" && mv "$f.new" "$f"
+f=$D/podman/networks/nsh72n.json
+jq '.network_interface = "nsh72br1"' "$f" >"$f.new" && mv "$f.new" "$f"
 SIZES='echo $(cat /proc/sys/net/ipv4/tcp_ehash_entries) $(cat /proc/sys/net/ipv4/udp_hash_entries)'
 mkdir -p "$D/out"
 pid_of() { podman inspect -f '{{.State.Pid}}' "$1" 2>/dev/null; }
@@ -94,7 +94,7 @@ sizes_of() { local p; p=$(pid_of "$1"); [ -n "$p" ] && [ "$p" != 0 ] && netns_si
 infra_of() { podman pod inspect -f '{{.InfraContainerID}}' "$1" 2>/dev/null; }
 # run_rm NAME ARGS...: podman run --rm ARGS... $IMG (reads the sizes); stdout only
 run_rm() { local n=$1; shift; timeout 120 podman run --rm "$@" $IMG sh -c "$SIZES" 2>"$D/out/$n.err" </dev/null; }
-AUTO="--annotation io.nshash.tcp=auto --annotation io.nshash.udp=auto --annotation io.nshash.workload=day71"
+AUTO="--annotation io.nshash.tcp=auto --annotation io.nshash.udp=auto --annotation io.nshash.workload=day72"
 DEF="4096 1024" LAB="2048 512" INIT="1024 128" LEARNED="32768 8192"
 # The long-running ones: "NAME WANT" (a pod's infra container by its pod's name)
 RUNNING=()
@@ -124,29 +124,29 @@ pause() {
 # ---------------------------------------------------------------- the day
 note "boot: a pod with the node's defaults"
 assert_eq "" "$(ls -d $STATE 2>/dev/null)" "after a boot: $STATE absent"
-pod_up day71-pod none "$DEF" "pod --network none, the first start after a boot" "the defaults"
-infra=$(infra_of day71-pod)
-assert_eq "$DEF" "$(run_rm pod-rm --pod day71-pod)" "... a --rm member asking nothing too"
-RUNNING+=("$infra $DEF" "day71-pod-a $DEF")
+pod_up day72-pod none "$DEF" "pod --network none, the first start after a boot" "the defaults"
+infra=$(infra_of day72-pod)
+assert_eq "$DEF" "$(run_rm pod-rm --pod day72-pod)" "... a --rm member asking nothing too"
+RUNNING+=("$infra $DEF" "day72-pod-a $DEF")
 
 note "boot again: a labelled network"
-podman pod stop -t 0 day71-pod >/dev/null 2>&1
+podman pod stop -t 0 day72-pod >/dev/null 2>&1
 boot
-assert_eq "$LAB" "$(run_rm lab-first --network nsh71n)" \
+assert_eq "$LAB" "$(run_rm lab-first --network nsh72n)" \
 	"a labelled network, the first start after a boot: exactly io.nshash.tcp=2048 io.nshash.udp=512 (the installed netavark)"
-podman pod start day71-pod >/dev/null 2>"$D/out/pod-start.err"
+podman pod start day72-pod >/dev/null 2>"$D/out/pod-start.err"
 assert_eq "$DEF" "$(sizes_of "$infra")" "the pod started again after the boot: the defaults"
-podman run -d --name day71-lab --network nsh71n $IMG sleep 1000000 >/dev/null 2>"$D/out/lab.err" </dev/null
-assert_eq "$LAB" "$(sizes_of day71-lab)" "a detached container on the labelled network: exactly its labels' sizes"
-pod_up day71-lpod nsh71n "$LAB" "a pod on the labelled network" "the labels' sizes, not the defaults"
-linfra=$(infra_of day71-lpod)
-RUNNING+=("day71-lab $LAB" "$linfra $LAB" "day71-lpod-a $LAB")
+podman run -d --name day72-lab --network nsh72n $IMG sleep 1000000 >/dev/null 2>"$D/out/lab.err" </dev/null
+assert_eq "$LAB" "$(sizes_of day72-lab)" "a detached container on the labelled network: exactly its labels' sizes"
+pod_up day72-lpod nsh72n "$LAB" "a pod on the labelled network" "the labels' sizes, not the defaults"
+linfra=$(infra_of day72-lpod)
+RUNNING+=("day72-lab $LAB" "$linfra $LAB" "day72-lpod-a $LAB")
 
 note "an auto workload learns its size"
 # shellcheck disable=SC2086
-podman run -d --name day71-auto --network none $AUTO $IMG sleep 1000000 >/dev/null 2>"$D/out/auto.err" </dev/null
-assert_eq "$INIT" "$(sizes_of day71-auto)" "auto, no history: autoInitialTcp 1024, autoInitialUdp 128"
-apid=$(pid_of day71-auto)
+podman run -d --name day72-auto --network none $AUTO $IMG sleep 1000000 >/dev/null 2>"$D/out/auto.err" </dev/null
+assert_eq "$INIT" "$(sizes_of day72-auto)" "auto, no history: autoInitialTcp 1024, autoInitialUdp 128"
+apid=$(pid_of day72-auto)
 nsenter -t "${apid:-0}" -n python3 "$TOP/tests/lib/hold-sockets.py" 3000 5000 "$D/ready" &
 holder=$!
 on_exit "kill $holder 2>/dev/null"
@@ -154,14 +154,14 @@ for _ in $(seq 600); do [ -s "$D/ready" ] && break; sleep 0.1; done
 assert_eq "ready" "$(cat "$D/ready" 2>/dev/null)" "the workload holds 3000 UDP sockets and 5000 loopback TCP connections"
 out=$($RECORD_CMD 2>&1)
 assert_contains "$out" "sampled 1 of" "\`$RECORD_CMD\` (the timer's service) samples the one auto netns"
-assert_eq "podman::w=day71 10000 3000 32768 8192" \
-	"$($NSH history --json | jq -r '.[] | select(.workload | endswith("w=day71")) | "\(.workload) \(.tcpPeak) \(.udpPeak) \(.autoTcp) \(.autoUdp)"')" \
+assert_eq "podman::w=day72 10000 3000 32768 8192" \
+	"$($NSH history --json | jq -r '.[] | select(.workload | endswith("w=day72")) | "\(.workload) \(.tcpPeak) \(.udpPeak) \(.autoTcp) \(.autoUdp)"')" \
 	"the history: the workload's peaks and its auto sizes"
 kill "$holder"
 wait "$holder" 2>/dev/null
-podman restart -t 0 day71-auto >/dev/null 2>"$D/out/auto-restart.err"
-assert_eq "$LEARNED" "$(sizes_of day71-auto)" "podman restart: the auto workload gets exactly the rule's sizes"
-RUNNING+=("day71-auto $LEARNED")
+podman restart -t 0 day72-auto >/dev/null 2>"$D/out/auto-restart.err"
+assert_eq "$LEARNED" "$(sizes_of day72-auto)" "podman restart: the auto workload gets exactly the rule's sizes"
+RUNNING+=("day72-auto $LEARNED")
 check_running "before the pause"
 
 pause
@@ -169,29 +169,29 @@ note "after a quiet minute"
 check_running "after ${PAUSE}s of quiet"
 out=$($RECORD_CMD 2>&1)
 assert_contains "$out" "sampled 1 of" "the record after the pause samples the idle auto workload"
-assert_eq "32768 8192" "$($NSH history --json | jq -r '.[] | select(.workload | endswith("w=day71")) | "\(.autoTcp) \(.autoUdp)"')" \
+assert_eq "32768 8192" "$($NSH history --json | jq -r '.[] | select(.workload | endswith("w=day72")) | "\(.autoTcp) \(.autoUdp)"')" \
 	"the history keeps the peak of a workload gone idle"
-podman pod restart day71-pod >/dev/null 2>"$D/out/pod-restart.err"
-podman pod restart day71-lpod >/dev/null 2>"$D/out/lpod-restart.err"
-podman restart -t 0 day71-lab >/dev/null 2>"$D/out/lab-restart.err"
-infra=$(infra_of day71-pod) linfra=$(infra_of day71-lpod)
-RUNNING=("$infra $DEF" "day71-pod-a $DEF" "day71-lab $LAB" "$linfra $LAB" "day71-lpod-a $LAB" "day71-auto $LEARNED")
+podman pod restart day72-pod >/dev/null 2>"$D/out/pod-restart.err"
+podman pod restart day72-lpod >/dev/null 2>"$D/out/lpod-restart.err"
+podman restart -t 0 day72-lab >/dev/null 2>"$D/out/lab-restart.err"
+infra=$(infra_of day72-pod) linfra=$(infra_of day72-lpod)
+RUNNING=("$infra $DEF" "day72-pod-a $DEF" "day72-lab $LAB" "$linfra $LAB" "day72-lpod-a $LAB" "day72-auto $LEARNED")
 check_running "pods and containers restarted after the pause"
-podman rm -f -t 0 day71-auto >/dev/null 2>&1
+podman rm -f -t 0 day72-auto >/dev/null 2>&1
 unset 'RUNNING[5]'
 # shellcheck disable=SC2086
-podman run -d --name day71-auto2 --network none $AUTO $IMG sleep 1000000 >/dev/null 2>"$D/out/auto2.err" </dev/null
-assert_eq "$LEARNED" "$(sizes_of day71-auto2)" "the auto workload removed and started anew after the pause: the rule's sizes"
-RUNNING+=("day71-auto2 $LEARNED")
+podman run -d --name day72-auto2 --network none $AUTO $IMG sleep 1000000 >/dev/null 2>"$D/out/auto2.err" </dev/null
+assert_eq "$LEARNED" "$(sizes_of day72-auto2)" "the auto workload removed and started anew after the pause: the rule's sizes"
+RUNNING+=("day72-auto2 $LEARNED")
 
 note "a burst of 6"
 # shellcheck disable=SC2086
 {
-	run_rm b1 --pod day71-pod >"$D/out/b1" &
-	run_rm b2 --network nsh71n >"$D/out/b2" &
+	run_rm b1 --pod day72-pod >"$D/out/b1" &
+	run_rm b2 --network nsh72n >"$D/out/b2" &
 	run_rm b3 --network none $AUTO >"$D/out/b3" &
-	run_rm b4 --pod day71-lpod >"$D/out/b4" &
-	run_rm b5 --network nsh71n >"$D/out/b5" &
+	run_rm b4 --pod day72-lpod >"$D/out/b4" &
+	run_rm b5 --network nsh72n >"$D/out/b5" &
 	run_rm b6 --network none $AUTO >"$D/out/b6" &
 	wait
 }
@@ -204,9 +204,9 @@ assert_none "6 parallel starts (pod members, the labelled network, auto): exact 
 check_running "after the burst"
 
 note "evening: everything removed"
-podman pod rm -f day71-pod day71-lpod >/dev/null 2>&1
-podman rm -f -t 0 day71-lab day71-auto2 >/dev/null 2>&1
-podman network rm -f nsh71n >/dev/null 2>&1
+podman pod rm -f day72-pod day72-lpod >/dev/null 2>&1
+podman rm -f -t 0 day72-lab day72-auto2 >/dev/null 2>&1
+podman network rm -f nsh72n >/dev/null 2>&1
 quiet || fail "nshash processes still at work 20 s after the last start: $(nshash_procs | tr '\n' ' ')"
 assert_eq "" "$(podman ps -aq; podman pod ps -q)" "no podman container or pod left"
 for _ in $(seq 50); do [ -z "$(ls -A /run/netns 2>/dev/null)" ] && break; sleep 0.2; done
@@ -216,8 +216,8 @@ assert_eq "" "$(awk -v d="$STATE/" '$9 == "nsfs" && index($5, d) == 1 && index($
 assert_eq "" "$(ls -A $STATE/pins 2>/dev/null | grep -vx '\.handoff\.[0-7]')" "no pin file under $STATE/pins"
 assert_eq "" "$(awk -v d="$STATE/" '$9 == "nsfs" && index($5, d) != 1 {print $5}' /proc/self/mountinfo)" \
 	"no nsfs mount of the day outside the state dir"
-assert_eq "" "$(ip -o link show | grep -E 'nsh71|master nsh71' | cut -d: -f2)" "no link of the network (bridge nsh71br1, veth) left"
-rules=$(for ipt in iptables ip6tables; do for t in filter nat mangle; do $ipt -w -t $t -S 2>/dev/null; done; done | grep -F -e 10.171.1. -e nsh71)
+assert_eq "" "$(ip -o link show | grep -E 'nsh72|master nsh72' | cut -d: -f2)" "no link of the network (bridge nsh72br1, veth) left"
+rules=$(for ipt in iptables ip6tables; do for t in filter nat mangle; do $ipt -w -t $t -S 2>/dev/null; done; done | grep -F -e 10.172.1. -e nsh72)
 assert_eq "" "$rules" "no iptables rule naming the network's subnet or bridge left"
 procs=$(for p in /proc/[0-9]*; do
 	[ "$(readlink "$p/ns/mnt" 2>/dev/null)" = "$MYNS" ] && grep -qE '^(aardvark-dns|netavark|conmon|nshash.*)$' "$p/comm" 2>/dev/null && cat "$p/comm"
