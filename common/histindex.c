@@ -55,6 +55,10 @@ struct idx_record {
 	uint32_t sum; /* of the record (this field 0) and the key */
 };
 
+/* no padding: the checksums cover every byte */
+_Static_assert(sizeof(struct idx_header) == 72, "struct idx_header has padding");
+_Static_assert(sizeof(struct idx_record) == 64, "struct idx_record has padding");
+
 static uint64_t fnv(uint64_t h, const void *p, size_t n)
 {
 	for (const unsigned char *c = p; n--; c++)
@@ -166,12 +170,15 @@ int nsh_history_index_write(const char *state_dir, const struct nsh_history *h, 
 	for (size_t k = 0; k < h->n; k++) {
 		const struct nsh_history_entry *e = &h->v[order[k]];
 		uint32_t b = bucket_of[order[k]];
-		while (prev != b) /* this bucket and the empty ones before it start here */
-			offs[++prev] = (uint32_t)o, ordinal = 0;
+		while (prev != b) { /* this bucket and the empty ones before it start here */
+			offs[++prev] = (uint32_t)o;
+			ordinal = 0;
+		}
 		size_t kl = strlen(e->key);
+		uint32_t nth = ordinal++;
 		struct idx_record rec = {.len = (uint32_t)IDX_PAD(sizeof(rec) + kl),
 					 .bucket = b,
-					 .ordinal = ordinal++,
+					 .ordinal = nth,
 					 .count = count[b],
 					 .tcp_peak = e->tcp_peak,
 					 .tcp_at = e->tcp_at,
