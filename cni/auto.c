@@ -75,7 +75,7 @@ int nsh_cni_auto(struct run *r, struct nshash_sizes *req, bool *from_ann)
 	}
 	struct nsh_history h = {0};
 	char warn[4500] = "";
-	if (key[0] && nsh_history_load(r->cfg.state_dir, &h, warn, sizeof(warn), &e) < 0)
+	if (key[0] && nsh_history_load_key(r->cfg.state_dir, key, &h, warn, sizeof(warn), &e) < 0)
 		return nsh_cni_fail(&r->err, NSH_CNI_E_REFUSED, NULL, "%s", e.msg);
 	if (warn[0])
 		nsh_log(NSH_LOG_WARN, r->env->containerid, "%s", warn);

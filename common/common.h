@@ -127,6 +127,20 @@ void nsh_history_free(struct nsh_history *h);
 struct nsh_policy;
 struct nshash_sizes nsh_auto_resolve(const struct nsh_history *h, const char *key, const struct nsh_policy *policy,
 				     bool tcp_auto, bool udp_auto, struct nshash_sizes asked, int64_t now, bool *known);
+/* histindex.c: STATE_DIR/history.idx, the start path's lookup.  Written
+ * by nsh_history_save from the history file it wrote (`hist`: its stat;
+ * buckets 0: as many as the workloads, a power of two; tests pass 1 to
+ * make every key collide). */
+#define NSH_HISTORY_INDEX_FILE "history.idx"
+struct stat;
+int nsh_history_index_write(const char *state_dir, const struct nsh_history *h, const struct stat *hist,
+			    unsigned buckets, struct nshash_error *err);
+/* nsh_history_load for one key: `h` gets that key's entry or none, from
+ * the index; when the index does not answer (missing, made from another
+ * history, damaged) from the whole history, and `warn` says so.  Never an
+ * error but ENOMEM. */
+int nsh_history_load_key(const char *state_dir, const char *key, struct nsh_history *h, char *warn, size_t wlen,
+			 struct nshash_error *err);
 int nsh_workload_mark(const char *state_dir, uint64_t dev, uint64_t ino, const char *key, struct nshash_error *err);
 int nsh_workload_read(const char *state_dir, uint64_t dev, uint64_t ino, char *key, size_t len);
 

@@ -419,13 +419,19 @@ int nsh_history_save(const char *state_dir, struct nsh_history *h, struct nshash
 		bad = 1;
 		e = errno;
 	}
+	struct stat st;
+	if (!bad && stat(tmp, &st) != 0) {
+		bad = 1;
+		e = errno;
+	}
 	if (bad || rename(tmp, path) != 0) {
 		if (!bad)
 			e = errno;
 		unlink(tmp);
 		return nshash_error_set(err, e, "history: write %s", path);
 	}
-	return 0;
+	/* the start path's lookup (histindex.c), made from this file */
+	return nsh_history_index_write(state_dir, h, &st, 0, err);
 }
 
 struct nshash_sizes nsh_auto_resolve(const struct nsh_history *h, const char *key, const struct nsh_policy *policy,

@@ -29,7 +29,7 @@ struct entry_list {
 /* Pinned or not, and what it has.  What cannot be looked at (a non-root
  * caller, a netns of an outer user namespace) is `unknown`, never taken
  * for a stale file or a damaged template. */
-static void look_at(struct nshash_entry *e)
+static void look_at(struct nshash_entry *e, struct nsh_proc_round *proc)
 {
 	struct nshash_error ierr = {0};
 	int r = nshash_pin_is_netns(e->path, &ierr);
@@ -41,11 +41,12 @@ static void look_at(struct nshash_entry *e)
 		return;
 	}
 	e->pinned = r == 1;
-	if (e->pinned && nshash_inspect_path(e->path, &e->info, &ierr) < 0)
+	if (e->pinned && nsh_inspect_path_in(e->path, nsh_proc_round_next(proc), &e->info, &ierr) < 0)
 		e->unknown = ierr.errnum ? ierr.errnum : EIO;
 }
 
-static int scan_dir(const char *dir, enum nshash_entry_kind kind, struct entry_list *l, struct nshash_error *err)
+static int scan_dir(const char *dir, enum nshash_entry_kind kind, struct entry_list *l, struct nsh_proc_round *proc,
+		    struct nshash_error *err)
 {
 	DIR *d = opendir(dir);
 	if (!d) {
@@ -84,7 +85,7 @@ static int scan_dir(const char *dir, enum nshash_entry_kind kind, struct entry_l
 		}
 		e->name = e->path + strlen(dir) + 1;
 		e->kind = kind;
-		look_at(e);
+		look_at(e, proc);
 		if (kind == NSHASH_ENTRY_SPARE && !e->unknown) {
 			struct stat st;
 			/* the mounted netns's nsfs inode: its times are those of
@@ -118,16 +119,21 @@ int nshash_list(const char *state_dir, struct nshash_entry **out, size_t *count,
 	state_dir = nsh_state_dir(state_dir, sdbuf, sizeof(sdbuf));
 	struct entry_list l = {0};
 	char dir[PATH_MAX];
-	int r = scan_dir(NSHASH_NETNS_RUN_DIR, NSHASH_ENTRY_NETNS, &l, err);
+	/* each pin's sysctls through private proc instances: through the
+	 * host's /proc, every lookup would compare against every live netns
+	 * (nsh_proc_round_next) */
+	struct nsh_proc_round proc = NSH_PROC_ROUND_INIT;
+	int r = scan_dir(NSHASH_NETNS_RUN_DIR, NSHASH_ENTRY_NETNS, &l, &proc, err);
 	snprintf(dir, sizeof(dir), "%s/templates", state_dir);
 	if (r == 0)
-		r = scan_dir(dir, NSHASH_ENTRY_TEMPLATE, &l, err);
+		r = scan_dir(dir, NSHASH_ENTRY_TEMPLATE, &l, &proc, err);
 	snprintf(dir, sizeof(dir), "%s/pins", state_dir);
 	if (r == 0)
-		r = scan_dir(dir, NSHASH_ENTRY_CONTAINER, &l, err);
+		r = scan_dir(dir, NSHASH_ENTRY_CONTAINER, &l, &proc, err);
 	snprintf(dir, sizeof(dir), "%s/spares", state_dir);
 	if (r == 0)
-		r = scan_dir(dir, NSHASH_ENTRY_SPARE, &l, err);
+		r = scan_dir(dir, NSHASH_ENTRY_SPARE, &l, &proc, err);
+	nsh_proc_round_end(&proc);
 	if (r < 0) {
 		nshash_list_free(l.v, l.n);
 		return r;

@@ -48,6 +48,30 @@ int nsh_sysctl_dir_open_in(int proc);
  * into many fresh netns and for scans of many netns (stats.c renews one
  * every 32), not for a caller's own path. */
 int nsh_proc_private(void);
+/* Private proc instances for a scan of many netns, a new one every
+ * NSH_PROC_ROUND netns (stats.c, gc.c).  Each netns's /proc/sys lookup
+ * compares one dentry per netns looked at through the same instance
+ * (docs/design.md "Cost"): through the host's /proc that is every netns on
+ * the node, so a scan grew with the square of their number.  Through an
+ * instance renewed every NSH_PROC_ROUND netns a lookup compares fewer than
+ * that, and the dentries made go with the instance, never into the host's
+ * cache.  32 balances the compares (~0.6 us each at the fresh lookup)
+ * against an instance's teardown (150-750 us).  Caller-owned state:
+ * NSH_PROC_ROUND_INIT, then nsh_proc_round_next() before each netns (the
+ * proc root to read it through, or -1: the caller's /proc when no private
+ * instance can be made), nsh_proc_round_end() when done. */
+#define NSH_PROC_ROUND 32
+struct nsh_proc_round {
+	int proc; /* the current private proc root, -1 none yet */
+	unsigned used;
+	bool failed; /* no private proc here: the caller's /proc */
+};
+#define NSH_PROC_ROUND_INIT                                                                                            \
+	{                                                                                                              \
+		.proc = -1, .used = 0, .failed = false                                                                 \
+	}
+int nsh_proc_round_next(struct nsh_proc_round *r);
+void nsh_proc_round_end(struct nsh_proc_round *r);
 int nsh_sysctl_read_at(int dirfd, const char *name, long *value);
 int nsh_sysctl_write(const char *name, long value);
 /* Any sysctl file's text (relative to dirfd, or absolute with AT_FDCWD),
@@ -77,6 +101,9 @@ int nsh_read_info_here(int proc, struct nshash_netns_info *info, bool full, stru
  * info NULL: only the reopen, no /proc/sys lookup (each one compares
  * against a dentry of every live netns that looked there: docs/kernel.md). */
 int nsh_inspect_reopen(int nsfd, int *fd, struct nshash_netns_info *info, struct nshash_error *err);
+/* nshash_inspect_path reading the sysctls through `proc` (a private proc
+ * root, nsh_proc_round_next; -1: the caller's /proc). */
+int nsh_inspect_path_in(const char *path, int proc, struct nshash_netns_info *info, struct nshash_error *err);
 int nsh_fd_is_netns(int fd);
 /* scan.c: a process (not this one) whose thread group leader is in the
  * netns with nsfs inode dev:ino; 0 if none, -errno if /proc cannot be read. */

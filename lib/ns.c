@@ -184,26 +184,27 @@ struct nshash_sizes nshash_info_sizes(const struct nshash_netns_info *info)
 struct inspect_req {
 	int nsfd;
 	bool read; /* false: only reopen it (no /proc/sys lookup) */
+	int proc;  /* the proc root to read through (nsh_sysctl_dir_open_in) */
 };
 
 static int inspect_here(const void *arg, int *fd, struct nshash_netns_info *info, struct nshash_error *err)
 {
 	const struct inspect_req *q = arg;
 	int r = nsh_netns_enter(q->nsfd, q->read ? "to inspect it" : "to reopen it", err);
-	if (r < 0 || (q->read && (r = nsh_read_info_here(-1, info, true, err)) < 0) || !fd)
+	if (r < 0 || (q->read && (r = nsh_read_info_here(q->proc, info, true, err)) < 0) || !fd)
 		return r;
 	/* the netns opened anew from inside: through no mount but nsfs's own */
 	*fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
 	return *fd < 0 ? nsh_error_sys(err, errno, "open /proc/thread-self/ns/net") : 0;
 }
 
-static int inspect_fd(int nsfd, int *reopened, struct nshash_netns_info *info, struct nshash_error *err)
+static int inspect_fd(int nsfd, int proc, int *reopened, struct nshash_netns_info *info, struct nshash_error *err)
 {
 	if (!nsh_fd_is_netns(nsfd))
 		return nshash_error_set(err, EINVAL, "%s fd %d: not a network namespace", info ? "inspect" : "reopen",
 					nsfd);
 	struct nshash_netns_info unread;
-	struct inspect_req q = {nsfd, info != NULL};
+	struct inspect_req q = {nsfd, info != NULL, proc};
 	if (!info)
 		info = &unread;
 	cleanup_close int home = -1;
@@ -223,16 +224,17 @@ static int inspect_fd(int nsfd, int *reopened, struct nshash_netns_info *info, s
 
 int nshash_inspect_fd(int nsfd, struct nshash_netns_info *info, struct nshash_error *err)
 {
-	return inspect_fd(nsfd, NULL, info, err);
+	return inspect_fd(nsfd, -1, NULL, info, err);
 }
 
 int nsh_inspect_reopen(int nsfd, int *fd, struct nshash_netns_info *info, struct nshash_error *err)
 {
 	*fd = -1;
-	return inspect_fd(nsfd, fd, info, err);
+	return inspect_fd(nsfd, -1, fd, info, err);
 }
 
-static int inspect_open(const char *path, const char *shown, struct nshash_netns_info *info, struct nshash_error *err)
+static int inspect_open(const char *path, const char *shown, int proc, struct nshash_netns_info *info,
+			struct nshash_error *err)
 {
 	cleanup_close int fd = -1;
 	const char *not_netns;
@@ -241,7 +243,7 @@ static int inspect_open(const char *path, const char *shown, struct nshash_netns
 		return nsh_error_sys(err, r, "inspect %s", shown);
 	if (not_netns)
 		return nshash_error_set(err, EINVAL, "inspect %s: not a network namespace (%s)", shown, not_netns);
-	r = nshash_inspect_fd(fd, info, err);
+	r = inspect_fd(fd, proc, NULL, info, err);
 	if (r < 0)
 		return nshash_error_prefix(err, "inspect %s", shown);
 	return 0;
@@ -249,7 +251,12 @@ static int inspect_open(const char *path, const char *shown, struct nshash_netns
 
 int nshash_inspect_path(const char *path, struct nshash_netns_info *info, struct nshash_error *err)
 {
-	return inspect_open(path, path, info, err);
+	return inspect_open(path, path, -1, info, err);
+}
+
+int nsh_inspect_path_in(const char *path, int proc, struct nshash_netns_info *info, struct nshash_error *err)
+{
+	return inspect_open(path, path, proc, info, err);
 }
 
 int nshash_inspect_pid(pid_t pid, struct nshash_netns_info *info, struct nshash_error *err)
@@ -259,7 +266,7 @@ int nshash_inspect_pid(pid_t pid, struct nshash_netns_info *info, struct nshash_
 		return nshash_error_set(err, EINVAL, "inspect pid %d: not a valid pid", (int)pid);
 	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
 	snprintf(shown, sizeof(shown), "pid %d", (int)pid);
-	return inspect_open(path, shown, info, err);
+	return inspect_open(path, shown, -1, info, err);
 }
 
 static void describe(long entries, char *buf, size_t len)

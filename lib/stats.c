@@ -282,42 +282,16 @@ static void read_container(pid_t pid, char *id, size_t idlen, char *engine, size
 
 /* ------------------------------------------------------------- the scan */
 
-/* Each netns's /proc/sys lookup compares one dentry per netns looked at
- * through the same proc instance (docs/design.md "Cost"): through the host's
- * /proc that is every netns on the node, so a scan grew with the square of
- * their number.  The scan reads through proc instances of its own instead
- * (nsh_proc_private), a new one every PROC_ROUND netns: a lookup then
- * compares fewer than PROC_ROUND dentries, and the ones made go with the
- * instance, never into the host's cache.  32 balances the compares (~0.6 us
- * each at the fresh lookup) against an instance's teardown (150-750 us). */
-#define PROC_ROUND 32
-
 struct scan {
 	struct nshash_stats_netns *v;
 	size_t n, cap;
 	size_t *index;	  /* open addressing on (dev, inode): v's index + 1, 0 free */
 	size_t index_cap; /* a power of two, > 2 n */
 	int home;
-	int proc; /* the current private proc root, -1 none yet */
-	unsigned proc_used;
-	bool proc_failed; /* no private proc here: the caller's /proc */
+	/* the proc instances netns are read through (nsh_proc_round_next):
+	 * never the host's /proc, whose lookups grow with the netns count */
+	struct nsh_proc_round proc;
 };
-
-/* The proc root (or -1: the caller's /proc) the next netns is read through. */
-static int scan_proc(struct scan *s)
-{
-	if (s->proc >= 0 && s->proc_used >= PROC_ROUND) {
-		close(s->proc);
-		s->proc = -1;
-	}
-	if (s->proc < 0 && !s->proc_failed) {
-		s->proc = nsh_proc_private();
-		s->proc_failed = s->proc < 0;
-		s->proc_used = 0;
-	}
-	s->proc_used++;
-	return s->proc;
-}
 
 static size_t slot_of(const struct scan *s, uint64_t dev, uint64_t ino)
 {
@@ -401,7 +375,7 @@ static int add_netns(struct scan *s, const char *path, bool pinned, enum nshash_
 		snprintf(e->name, sizeof(e->name), "%s", path);
 	else
 		snprintf(e->name, sizeof(e->name), "pid:%d", (int)pid);
-	r = read_netns(s->home, scan_proc(s), fd, &e->info, &e->sockets, err);
+	r = read_netns(s->home, nsh_proc_round_next(&s->proc), fd, &e->info, &e->sockets, err);
 	if (r == -EPERM)
 		return nshash_error_set(
 		    err, EPERM, "stats %s: entering a network namespace needs CAP_SYS_ADMIN (run as root)", path);
@@ -527,7 +501,7 @@ static int scan_only(struct scan *s, const struct nshash_stats_opts *opts, struc
 int nshash_stats_scan(const struct nshash_stats_opts *opts, struct nshash_stats_netns **out, size_t *count,
 		      struct nshash_error *err)
 {
-	struct scan s = {.home = -1, .proc = -1};
+	struct scan s = {.home = -1, .proc = NSH_PROC_ROUND_INIT};
 	int r = nsh_netns_open_current(&s.home, err);
 	if (r == 0)
 		r = opts->only ? scan_only(&s, opts, err) : scan_pins(&s, opts->state_dir, err);
@@ -535,8 +509,7 @@ int nshash_stats_scan(const struct nshash_stats_opts *opts, struct nshash_stats_
 		r = scan_processes(&s, !opts->only, err);
 	if (s.home >= 0)
 		close(s.home);
-	if (s.proc >= 0)
-		close(s.proc);
+	nsh_proc_round_end(&s.proc);
 	free(s.index);
 	if (r < 0) {
 		free(s.v);

@@ -42,6 +42,29 @@ int nsh_proc_private(void)
 	return m < 0 ? -errno : m;
 }
 
+int nsh_proc_round_next(struct nsh_proc_round *r)
+{
+	if (r->proc >= 0 && r->used >= NSH_PROC_ROUND) {
+		close(r->proc);
+		r->proc = -1;
+	}
+	if (r->proc < 0 && !r->failed) {
+		r->proc = nsh_proc_private();
+		r->failed = r->proc < 0;
+		r->used = 0;
+	}
+	r->used++;
+	return r->proc;
+}
+
+void nsh_proc_round_end(struct nsh_proc_round *r)
+{
+	if (r->proc >= 0)
+		close(r->proc);
+	r->proc = -1;
+	r->used = 0;
+}
+
 int nsh_sysctl_text(int dirfd, const char *path, char *buf, size_t len)
 {
 	cleanup_close int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);

@@ -87,7 +87,7 @@ int nsh_oci_auto_resolve(struct json_object *doc, const struct nsh_oci_opts *opt
 	}
 	struct nsh_history hist = {0};
 	char warn[4500] = "";
-	if (key[0] && nsh_history_load(policy->state_dir, &hist, warn, sizeof(warn), err) < 0)
+	if (key[0] && nsh_history_load_key(policy->state_dir, key, &hist, warn, sizeof(warn), err) < 0)
 		return err->errnum ? -err->errnum : -ENOMEM;
 	if (warn[0])
 		nsh_log(NSH_LOG_WARN, NULL, "%s", warn);

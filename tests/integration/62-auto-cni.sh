@@ -6,7 +6,9 @@
 # pod (no history) stays shared but is recorded; it holds 3000 UDP sockets
 # and 5000 loopback connections (10000 ehash sockets); `nshash record`;
 # the next pod of the same Deployment gets tcp 32768 udp 8192; a pod of
-# another namespace with the same name gets no history of it.
+# another namespace with the same name gets no history of it.  The ADD
+# reads STATE/history.idx; a hand-edited history (stale index) and a
+# damaged index fall back to the history with a warning.
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/cni.sh"
 require_root
@@ -48,7 +50,30 @@ on_exit "umount '$D/p2' 2>/dev/null"
 cni_call ADD "$D/p2" "$conf" "$(args shop web-5c8f9d7b6-q4r7t)"
 assert_eq 0 "$CNI_RC" "ADD of the next replica ($CNI_ERR)"
 assert_eq "32768 8192" "$(netns_sizes_at "$D/p2")" "the same Deployment again: tcp 32768 udp 8192"
+assert_contains "$CNI_ERR" "workload cni:shop:pod=web from its history" "the ADD found the workload"
+assert_not_contains "$CNI_ERR" "history.idx" "record wrote the index the ADD read: no fallback, no warning"
 cni_call DEL "$D/p2" "$conf" "$(args shop web-5c8f9d7b6-q4r7t)"
+
+# a history written by hand (or an older nshash): the index no longer
+# matches it; the start reads the history whole, with a warning, and gets
+# the new peak, not the index's
+sed -i 's/^w cni:shop:pod=web 10000 /w cni:shop:pod=web 20000 /' "$D/history"
+cni_pin_netns "$D/p2b"
+on_exit "umount '$D/p2b' 2>/dev/null"
+cni_call ADD "$D/p2b" "$conf" "$(args shop web-5c8f9d7b6-zz4r7)"
+assert_eq 0 "$CNI_RC" "ADD with a stale index succeeds ($CNI_ERR)"
+assert_eq "65536 8192" "$(netns_sizes_at "$D/p2b")" "the history's new peak 20000: tcp 65536"
+assert_contains "$CNI_ERR" "history.idx: older than the history: read the history whole" "the stale index is warned about"
+cni_call DEL "$D/p2b" "$conf" "$(args shop web-5c8f9d7b6-zz4r7)"
+printf 'junk' >"$D/history.idx"
+cni_pin_netns "$D/p2c"
+on_exit "umount '$D/p2c' 2>/dev/null"
+cni_call ADD "$D/p2c" "$conf" "$(args shop web-5c8f9d7b6-zz4r8)"
+assert_eq "0 65536 8192" "$CNI_RC $(netns_sizes_at "$D/p2c")" "a damaged index: the history still sizes"
+assert_contains "$CNI_ERR" "history.idx: damaged" "the damaged index is warned about"
+cni_call DEL "$D/p2c" "$conf" "$(args shop web-5c8f9d7b6-zz4r8)"
+$N record >/dev/null 2>&1
+cmp -s <(head -c 14 "$D/history.idx") <(printf 'nshash-hidx 1\n') && pass "record rewrote the index" || fail "record rewrote the index"
 
 cni_pin_netns "$D/p3"
 on_exit "umount '$D/p3' 2>/dev/null"

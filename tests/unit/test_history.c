@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* `auto`: the rule, the decay, the history file (format, repair, LRU),
- * workload keys and pod owner names (common/history.c). */
+ * workload keys and pod owner names (common/history.c), the start path's index (common/histindex.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -164,7 +166,135 @@ static void test_file(void **state)
 	assert_non_null(strstr(warn, "damaged line"));
 	nsh_history_free(&back);
 	unlink(path);
-	rmdir(dir);
+	snprintf(path, sizeof(path), "%s/history.idx", dir);
+	unlink(path);
+	assert_int_equal(rmdir(dir), 0);
+}
+
+/* One key's entry through load_key: its tcp peak, -1 when none. */
+static long key_tcp(const char *dir, const char *key, char *warn, size_t wlen)
+{
+	struct nsh_history h;
+	struct nshash_error err = {0};
+	assert_int_equal(nsh_history_load_key(dir, key, &h, warn, wlen, &err), 0);
+	struct nsh_history_entry *e = nsh_history_find(&h, key);
+	long v = e ? e->tcp_peak : -1;
+	nsh_history_free(&h);
+	return v;
+}
+
+static void flip(const char *path, off_t at)
+{
+	int fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	unsigned char c;
+	assert_int_equal(pread(fd, &c, 1, at), 1);
+	c ^= 0x5a;
+	assert_int_equal(pwrite(fd, &c, 1, at), 1);
+	close(fd);
+}
+
+static void test_index(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/nshash-unit-hidx-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char hpath[4200], ipath[4200], warn[9000];
+	snprintf(hpath, sizeof(hpath), "%s/history", dir);
+	snprintf(ipath, sizeof(ipath), "%s/history.idx", dir);
+	struct nsh_history h = {0};
+	struct nshash_error err = {0};
+	/* no history, no index: none, quietly */
+	assert_int_equal(key_tcp(dir, "a", warn, sizeof(warn)), -1);
+	assert_string_equal(warn, "");
+	/* keys that are prefixes of each other, escapes, a long one */
+	char longkey[NSH_WORKLOAD_KEY_MAX];
+	memset(longkey, 'x', sizeof(longkey) - 1);
+	longkey[sizeof(longkey) - 1] = '\0';
+	const char *keys[] = {"cni:shop:pod=web", "cni:shop:pod=we", "cni:shop:pod=web2", "runtime::id=a b\x01",
+			      longkey};
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(nsh_history_sample(&h, keys[i], 100 + i, 7, 1000, &err), 0);
+	for (int i = 0; i < 300; i++) { /* more than a bucket or two */
+		char k[32];
+		snprintf(k, sizeof(k), "bench:w%d:pod=w%d", i, i);
+		assert_int_equal(nsh_history_sample(&h, k, 1000 + i, 7, 900, &err), 0);
+	}
+	assert_int_equal(nsh_history_save(dir, &h, &err), 0);
+	struct stat st;
+	assert_int_equal(stat(ipath, &st), 0);
+	for (int i = 0; i < 5; i++) {
+		assert_int_equal(key_tcp(dir, keys[i], warn, sizeof(warn)), 100 + i);
+		assert_string_equal(warn, "");
+	}
+	assert_int_equal(key_tcp(dir, "bench:w299:pod=w299", warn, sizeof(warn)), 1299);
+	assert_int_equal(key_tcp(dir, "cni:shop:pod=w", warn, sizeof(warn)), -1);
+	assert_string_equal(warn, "");
+	assert_int_equal(key_tcp(dir, "cni:shop:pod=web ", warn, sizeof(warn)), -1);
+	/* every key in one bucket (what a hostile choice of keys could at
+	 * most reach): each still gets its own entry, never a neighbour's */
+	assert_int_equal(stat(hpath, &st), 0);
+	assert_int_equal(nsh_history_index_write(dir, &h, &st, 1, &err), 0);
+	for (int i = 0; i < 5; i++) {
+		assert_int_equal(key_tcp(dir, keys[i], warn, sizeof(warn)), 100 + i);
+		assert_string_equal(warn, "");
+	}
+	assert_int_equal(key_tcp(dir, "cni:shop:pod=w", warn, sizeof(warn)), -1);
+	assert_string_equal(warn, "");
+	/* damaged: a byte of the data flipped, the file cut, the header
+	 * flipped: the history answers, with a warning */
+	assert_int_equal(nsh_history_save(dir, &h, &err), 0);
+	assert_int_equal(stat(ipath, &st), 0);
+	for (off_t at = st.st_size - 1; at > st.st_size - 20000 && at > 100; at -= 997) {
+		flip(ipath, at);
+		for (int i = 0; i < 5; i++)
+			assert_int_equal(key_tcp(dir, keys[i], warn, sizeof(warn)), 100 + i);
+		assert_int_equal(key_tcp(dir, "cni:shop:pod=w", warn, sizeof(warn)), -1);
+		flip(ipath, at);
+	}
+	flip(ipath, 10);
+	assert_int_equal(key_tcp(dir, keys[0], warn, sizeof(warn)), 100);
+	assert_non_null(strstr(warn, "history.idx: damaged (no valid header): read the history whole"));
+	assert_int_equal(truncate(ipath, 60), 0);
+	assert_int_equal(key_tcp(dir, keys[0], warn, sizeof(warn)), 100);
+	assert_non_null(strstr(warn, "damaged"));
+	assert_int_equal(nsh_history_save(dir, &h, &err), 0);
+	assert_int_equal(truncate(ipath, st.st_size - 8), 0);
+	assert_int_equal(key_tcp(dir, keys[0], warn, sizeof(warn)), 100);
+	assert_int_equal(key_tcp(dir, "cni:shop:pod=w", warn, sizeof(warn)), -1);
+	/* a record damaged where it is read: caught, not taken */
+	assert_int_equal(nsh_history_save(dir, &h, &err), 0);
+	assert_int_equal(stat(ipath, &st), 0);
+	int bad = 0;
+	for (off_t at = 72 + 4 * 512 + 4; at < st.st_size; at += 61) {
+		flip(ipath, at);
+		for (int i = 0; i < 5; i++)
+			assert_int_equal(key_tcp(dir, keys[i], warn, sizeof(warn)), 100 + i);
+		bad += strstr(warn, "damaged") != NULL;
+		flip(ipath, at);
+	}
+	assert_true(bad > 0);
+	/* stale: the history written by someone else (an older nshash, a
+	 * hand): its answer, not the index's */
+	FILE *f = fopen(hpath, "w");
+	fputs("nshash-history 1\nw cni:shop:pod=web 42 1 2 3 4\n", f);
+	fclose(f);
+	assert_int_equal(key_tcp(dir, keys[0], warn, sizeof(warn)), 42);
+	assert_non_null(strstr(warn, "history.idx: older than the history: read the history whole"));
+	assert_int_equal(key_tcp(dir, keys[1], warn, sizeof(warn)), -1);
+	/* missing */
+	assert_int_equal(nsh_history_save(dir, &h, &err), 0);
+	assert_int_equal(unlink(ipath), 0);
+	assert_int_equal(key_tcp(dir, keys[2], warn, sizeof(warn)), 102);
+	assert_non_null(strstr(warn, "history.idx: missing: read the history whole"));
+	/* the history gone, an index left: no history */
+	assert_int_equal(nsh_history_save(dir, &h, &err), 0);
+	assert_int_equal(unlink(hpath), 0);
+	assert_int_equal(key_tcp(dir, keys[2], warn, sizeof(warn)), -1);
+	assert_string_equal(warn, "");
+	nsh_history_free(&h);
+	assert_int_equal(unlink(ipath), 0);
+	assert_int_equal(rmdir(dir), 0);
 }
 
 static void test_lru(void **state)
@@ -233,9 +363,9 @@ static void test_policy_keys(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_rule),      cmocka_unit_test(test_decay),	  cmocka_unit_test(test_keys),
-	    cmocka_unit_test(test_pod_owner), cmocka_unit_test(test_file),	  cmocka_unit_test(test_lru),
-	    cmocka_unit_test(test_resolve),   cmocka_unit_test(test_policy_keys),
+	    cmocka_unit_test(test_rule),      cmocka_unit_test(test_decay),   cmocka_unit_test(test_keys),
+	    cmocka_unit_test(test_pod_owner), cmocka_unit_test(test_file),    cmocka_unit_test(test_index),
+	    cmocka_unit_test(test_lru),	      cmocka_unit_test(test_resolve), cmocka_unit_test(test_policy_keys),
 	};
 	return cmocka_run_group_tests_name("history", tests, NULL, NULL);
 }
