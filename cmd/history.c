@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* nshash history: the workloads of STATE_DIR/history, their peaks (decayed
+/* nshash history: the workloads of HISTORY/history, their peaks (decayed
  * to now), when each was last seen and the sizes `auto` gives them now. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* nshash record: one sample of every netns nshash sized for a workload
- * (STATE_DIR/workloads marks), folded into the peaks of STATE_DIR/history.
+ * (STATE_DIR/workloads marks), folded into the peaks of HISTORY/history.
  * Run every minute by nshash-record.timer. */
 #include <errno.h>
 #include <stdio.h>
@@ -20,7 +20,8 @@ const char record_usage[] = "Usage: nshash record [-j|--json]\n"
 			    "Sample the sockets of every network namespace nshash sized for a workload\n"
 			    "(io.nshash.workload or the front-end's key, see nshash(8) AUTO SIZES) and\n"
 			    "keep each workload's peak TCP established-hash sockets (TIME_WAIT included)\n"
-			    "and bound UDP sockets in STATE_DIR/history, the peaks `auto` sizes from.\n"
+			    "and bound UDP sockets in HISTORY/history, the peaks `auto` sizes from\n"
+			    "(HISTORY: /var/lib/nshash beside the default state dir, else STATE_DIR).\n"
 			    "A damaged history file is repaired with a warning.  Run every minute by\n"
 			    "nshash-record.timer.\n";
 

@@ -77,10 +77,15 @@ struct nshash_create_opts nsh_policy_create_opts(const struct nsh_policy *policy
 
 /* ------------------------------------------------------------ auto sizes */
 /* history.c: `auto` (docs/auto.md).  A workload's key is
- * "FRONTEND:SCOPE:NAME"; its peaks live in STATE_DIR/history. */
+ * "FRONTEND:SCOPE:NAME"; its peaks live in HISTORY/history (nsh_history_dir). */
 #define NSH_ANNOTATION_WORKLOAD "io.nshash.workload"
 #define NSH_AUTO_MIN		128u /* smallest auto size: the kernel's UDP minimum */
 #define NSH_HISTORY_FILE	"history"
+/* Where the history lives: NSH_HISTORY_DIR beside the default state dir
+ * (which is /run, a tmpfs: the history must survive a reboot), else the
+ * state dir itself (a private or rootless state dir keeps its own). */
+#define NSH_HISTORY_DIR	"/var/lib/nshash"
+void nsh_history_dir(const char *state_dir, char *buf, size_t len);
 #define NSH_HISTORY_MAGIC	"nshash-history 1"
 #define NSH_HISTORY_MAX		2048u /* workloads kept; least recently seen go first */
 #define NSH_HISTORY_MAX_BYTES	(2u << 20)
@@ -127,7 +132,7 @@ void nsh_history_free(struct nsh_history *h);
 struct nsh_policy;
 struct nshash_sizes nsh_auto_resolve(const struct nsh_history *h, const char *key, const struct nsh_policy *policy,
 				     bool tcp_auto, bool udp_auto, struct nshash_sizes asked, int64_t now, bool *known);
-/* histindex.c: STATE_DIR/history.idx, the start path's lookup.  Written
+/* histindex.c: HISTORY/history.idx, the start path's lookup.  Written
  * by nsh_history_save from the history file it wrote (`hist`: its stat;
  * buckets 0: as many as the workloads, a power of two; tests pass 1 to
  * make every key collide). */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The start path's lookup of one workload's peaks: STATE_DIR/history.idx,
- * written beside STATE_DIR/history by every nsh_history_save, read with a
+/* The start path's lookup of one workload's peaks: HISTORY/history.idx,
+ * written beside HISTORY/history by every nsh_history_save, read with a
  * few small preads instead of parsing the whole history (up to 2048
  * workloads, 2 MiB) on every container start.  See docs/auto.md "Cost".
  *
@@ -89,7 +89,8 @@ static uint32_t record_sum(const struct idx_record *r, const char *key)
 
 static void paths(const char *state_dir, char *hist, char *idx, size_t len)
 {
-	const char *sd = state_dir ? state_dir : NSHASH_DEFAULT_STATE_DIR;
+	char sd[4096];
+	nsh_history_dir(state_dir, sd, sizeof(sd));
 	snprintf(hist, len, "%s/%s", sd, NSH_HISTORY_FILE);
 	snprintf(idx, len, "%s/%s", sd, NSH_HISTORY_INDEX_FILE);
 }

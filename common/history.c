@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* `auto` sizes: the workload key, the peaks file (STATE_DIR/history) and
+/* `auto` sizes: the workload key, the peaks file (HISTORY/history: nsh_history_dir) and
  * the rule that turns a peak into a size.  See docs/auto.md. */
 #include <errno.h>
 #include <fcntl.h>
@@ -311,9 +311,19 @@ int nsh_history_parse(const char *text, size_t len, struct nsh_history *h, size_
 	return 0;
 }
 
+void nsh_history_dir(const char *state_dir, char *buf, size_t len)
+{
+	if (!state_dir || !strcmp(state_dir, NSHASH_DEFAULT_STATE_DIR))
+		snprintf(buf, len, "%s", NSH_HISTORY_DIR);
+	else
+		snprintf(buf, len, "%s", state_dir);
+}
+
 static void history_path(const char *state_dir, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s/%s", state_dir ? state_dir : NSHASH_DEFAULT_STATE_DIR, NSH_HISTORY_FILE);
+	char dir[4096];
+	nsh_history_dir(state_dir, dir, sizeof(dir));
+	snprintf(buf, len, "%s/%s", dir, NSH_HISTORY_FILE);
 }
 
 int nsh_history_load(const char *state_dir, struct nsh_history *h, char *warn, size_t wlen, struct nshash_error *err)
@@ -396,6 +406,10 @@ int nsh_history_save(const char *state_dir, struct nsh_history *h, struct nshash
 	history_path(state_dir, path, sizeof(path));
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
 	nsh_history_evict(h, NSH_HISTORY_MAX);
+	char dir[4096];
+	nsh_history_dir(state_dir, dir, sizeof(dir));
+	if (!strcmp(dir, NSH_HISTORY_DIR) && mkdir(dir, 0700) != 0 && errno != EEXIST)
+		return nshash_error_set(err, errno, "history: create %s", dir);
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return nshash_error_set(err, errno, "history: create %s", tmp);

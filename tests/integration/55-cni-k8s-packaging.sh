@@ -122,7 +122,11 @@ rm = [m for m in r["volumeMounts"] if m["mountPath"] == rarg("--state-dir")]
 check(rarg("--state-dir") == "/run/nshash" and len(rm) == 1 and host(rm[0]["name"]) == "/run/nshash" and
       rm[0].get("mountPropagation") == "HostToContainer" and not rm[0].get("readOnly"),
       "--state-dir is the node's /run/nshash (where the plugin reads the history), HostToContainer (it sees new pins), writable (the history)")
-check(len(r["volumeMounts"]) == 1, "... and it mounts nothing else")
+hm = [m for m in r["volumeMounts"] if m["mountPath"] == "/var/lib/nshash"]
+check(len(hm) == 1 and host(hm[0]["name"]) == "/var/lib/nshash" and not hm[0].get("readOnly") and
+      vols.get(hm[0]["name"], {}).get("hostPath", {}).get("type") == "DirectoryOrCreate",
+      "the history's dir is the node's /var/lib/nshash (beside the default state dir: survives a reboot), writable")
+check(len(r["volumeMounts"]) == 2, "... and it mounts nothing else")
 check(spec.get("hostPID") is True and r.get("securityContext", {}).get("privileged") is True and
       r["securityContext"].get("readOnlyRootFilesystem") is True,
       "it enters the pods' netns (privileged, hostPID), read-only root")

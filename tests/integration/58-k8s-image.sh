@@ -170,8 +170,10 @@ assert_contains "$(podman logs "$NAME-node" 2>&1)" "signal 15: exiting" "... by 
 
 # the record container, as the manifest runs it (its command as it is,
 # --every 60: the run at start), on the node container's scratch state dir
-# where the plugin marked a pod it sized with auto
-assert_eq "/run/nshash:rw:HostToContainer" "$(field RMNT | tr '\037' ' ')" "the record container's mount (mapped here)"
+# where the plugin marked a pod it sized with auto; its /var/lib/nshash (the
+# history beside the default state dir) is that dir too, where this
+# plugin's state dir keeps its history
+assert_eq "/run/nshash:rw:HostToContainer /var/lib/nshash:rw:None" "$(field RMNT | tr '\037' ' ')" "the record container's mounts (mapped here)"
 assert_eq "--read-only --privileged --user=0 --pid=host" "${RSEC[*]}" "... and its security settings (privileged, hostPID)"
 cni_node_policy "$D/node.json" "$NSTATE"
 cni_pin_netns "$NSTATE/apod"
@@ -186,6 +188,7 @@ on_exit "kill $holder 2>/dev/null"
 for _ in $(seq 300); do [ -s "$D/held" ] && break; sleep 0.1; done
 podman run -d --pull=never --name "$NAME-record" --network none "${RSEC[@]}" \
 	--mount "type=bind,source=$NSTATE,destination=/run/nshash,bind-propagation=rslave" \
+	--mount "type=bind,source=$NSTATE,destination=/var/lib/nshash" \
 	--entrypoint "${RCMD[0]}" "$IMG:$VERSION" "${RCMD[@]:1}" >/dev/null 2>"$D/record.err"
 assert_eq 0 $? "the record container starts: ${RCMD[*]} ($(cat "$D/record.err"))"
 on_exit "podman rm -f -t 0 $NAME-record"

@@ -208,6 +208,13 @@ podman pod rm -f day72-pod day72-lpod >/dev/null 2>&1
 podman rm -f -t 0 day72-lab day72-auto2 >/dev/null 2>&1
 podman network rm -f nsh72n >/dev/null 2>&1
 quiet || fail "nshash processes still at work 20 s after the last start: $(nshash_procs | tr '\n' ' ')"
+note "a boot: the learned sizes survive it"
+boot
+# shellcheck disable=SC2086
+assert_eq "$LEARNED" "$(run_rm after-boot --network none $AUTO)" \
+	"the auto workload's first start after a boot: the learned sizes (the history is in /var/lib/nshash, not $STATE)"
+[ -s /var/lib/nshash/history ] && pass "the history file is /var/lib/nshash/history" || fail "no /var/lib/nshash/history"
+quiet || fail "nshash processes still at work 20 s after the start after the boot: $(nshash_procs | tr '\n' ' ')"
 assert_eq "" "$(podman ps -aq; podman pod ps -q)" "no podman container or pod left"
 for _ in $(seq 50); do [ -z "$(ls -A /run/netns 2>/dev/null)" ] && break; sleep 0.2; done
 assert_eq "" "$(ls -A /run/netns 2>/dev/null)" "/run/netns empty"

@@ -69,9 +69,10 @@ nshash-runtime --version | head -1
 echo "== dev"
 printf "#include <nshash.h>\n#include <stdio.h>\nint main(void){printf(\"%%u\\\\n\", nshash_size_effective(NSHASH_UDP, 1000));return 0;}\n" >/tmp/u.c
 apt-get -o Dpkg::Use-Pty=0 install -y gcc libc6-dev >>/root/apt.log 2>&1 && gcc -o /tmp/u /tmp/u.c -lnshash && /tmp/u
+nshash record >/dev/null; echo "history: $(ls /var/lib/nshash | tr "\n" " ")"
 echo "== purge"
 apt-get -o Dpkg::Use-Pty=0 purge -y nshash >>/root/apt.log 2>&1
-ls /etc/nshash 2>&1 | head -1; ls /usr/lib/cni/nshash 2>&1 | head -1
+ls /etc/nshash 2>&1 | head -1; ls -d /var/lib/nshash 2>&1 | head -1; ls /usr/lib/cni/nshash 2>&1 | head -1
 echo "run-nshash: [$(ls -A /run/nshash 2>/dev/null | tr "\n" " ")]"
 echo "nsfs mounts: $(grep -c " - nsfs " /proc/self/mountinfo)"
 ' 2>&1)
@@ -88,6 +89,8 @@ assert_eq 1024 "$(sed -n '/^== dev/{n;p}' <<<"$out")" "a program builds and runs
 assert_contains "$(sed -n '/^== who/{n;p}' <<<"$out")" "nshash-runtime version " "the installed nshash-runtime names itself"
 assert_contains "$(sed -n '/^== who/{n;n;p}' <<<"$out")" "CNI nshash plugin version " "the installed CNI plugin, run by hand, names itself"
 assert_contains "$(sed -n '/^== purge/,$p' <<<"$out")" "ls: cannot access '/etc/nshash'" "purge removes /etc/nshash"
+assert_contains "$out" "history: history history.idx " "nshash record with the default state dir keeps the history in /var/lib/nshash"
+assert_contains "$(sed -n '/^== purge/,$p' <<<"$out")" "ls: cannot access '/var/lib/nshash'" "purge removes /var/lib/nshash (the auto history)"
 # The podman container left a template and spares there (each a pinned netns).
 assert_contains "$(sed -n '/^== purge/,$p' <<<"$out")" "run-nshash: []" "removing the package removes /run/nshash (its idle templates and spares)"
 assert_contains "$(sed -n '/^== purge/,$p' <<<"$out")" "nsfs mounts: 0" "and no pin is left in the root"

@@ -81,6 +81,13 @@ day_private_run() {
 	done
 	ln -s /dev/shm /run/shm
 	umount -l "$d/oldrun"
+	# the auto history (NSH_HISTORY_DIR beside the default state dir): this
+	# day's own, never the machine's; it survives the day's boots
+	[ -d /var/lib/nshash ] || { mkdir /var/lib/nshash && on_exit "rmdir /var/lib/nshash"; } ||
+		cannot_run "cannot make /var/lib/nshash"
+	mount -t tmpfs -o mode=0700,size=16m nshash-day-history /var/lib/nshash ||
+		cannot_run "cannot mount a tmpfs over /var/lib/nshash"
+	on_exit "umount -l /var/lib/nshash"
 }
 
 day_install() {
