@@ -24,40 +24,6 @@ const char record_usage[] = "Usage: nshash record [-j|--json]\n"
 			    "A damaged history file is repaired with a warning.  Run every minute by\n"
 			    "nshash-record.timer.\n";
 
-/* Marks of netns the scan did not see, made before it began (one made
- * while it ran belongs to a netns it may have missed: kept for the next
- * run), and temporary files a killed writer left a minute ago or more. */
-static void drop_stale_marks(const char *state_dir, const struct nshash_stats_netns *v, size_t n, time_t began)
-{
-	char dir[4200];
-	snprintf(dir, sizeof(dir), "%s/%s", state_dir ? state_dir : NSHASH_DEFAULT_STATE_DIR, NSH_WORKLOAD_DIR);
-	DIR *d = opendir(dir);
-	if (!d)
-		return;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		unsigned long long dev, ino;
-		char tail;
-		struct stat st;
-		if (de->d_name[0] == '.' || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    st.st_mtime >= began)
-			continue;
-		int fields = sscanf(de->d_name, "%llu-%llu%c", &dev, &ino, &tail);
-		if (fields == 3 && strstr(de->d_name, ".tmp.") && st.st_mtime + 60 <= began) {
-			unlinkat(dirfd(d), de->d_name, 0);
-			continue;
-		}
-		if (fields != 2)
-			continue;
-		bool live = false;
-		for (size_t i = 0; i < n && !live; i++)
-			live = v[i].dev == dev && v[i].inode == ino;
-		if (!live)
-			unlinkat(dirfd(d), de->d_name, 0);
-	}
-	closedir(d);
-}
-
 int record_command(const char *state_dir, bool json)
 {
 	struct nshash_error err = {0};
@@ -67,32 +33,51 @@ int record_command(const char *state_dir, bool json)
 	time_t began = time(NULL);
 	if (nshash_stats_scan(&opts, &v, &n, &err) < 0)
 		return fail(EXIT_FAIL, "record: %s", err.msg);
-	struct nsh_history h;
-	char warn[4500];
-	if (nsh_history_load(state_dir, &h, warn, sizeof(warn), &err) < 0) {
+	/* each netns with a mark whose id is that netns's (a stale mark of a
+	 * netns gone whose inode the kernel gave to this one is dropped) */
+	struct nsh_history_sample *samples = calloc(n ? n : 1, sizeof(*samples));
+	char(*keys)[NSH_WORKLOAD_KEY_MAX] = calloc(n ? n : 1, sizeof(*keys));
+	if (!samples || !keys) {
+		free(samples);
+		free(keys);
 		free(v);
-		return fail(EXIT_FAIL, "record: %s", err.msg);
+		return fail(EXIT_FAIL, "record: out of memory");
 	}
-	if (warn[0])
-		fprintf(stderr, "nshash: warning: record: %s\n", warn);
-	int64_t now = (int64_t)time(NULL);
 	size_t sampled = 0;
 	for (size_t i = 0; i < n; i++) {
-		char key[NSH_WORKLOAD_KEY_MAX];
-		if (nsh_workload_read(state_dir, v[i].dev, v[i].inode, key, sizeof(key)) < 0)
+		char probe[NSH_WORKLOAD_KEY_MAX];
+		if (nsh_workload_read(state_dir, v[i].dev, v[i].inode, probe, sizeof(probe)) < 0)
 			continue;
-		if (nsh_history_sample(&h, key, v[i].sockets.tcp, v[i].sockets.udp, now, &err) < 0) {
-			nsh_history_free(&h);
-			free(v);
-			return fail(EXIT_FAIL, "record: %s", err.msg);
-		}
+		char path[4200];
+		if (v[i].pinned)
+			snprintf(path, sizeof(path), "%s", v[i].name);
+		else
+			snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)v[i].pid);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		struct stat st;
+		struct nshash_error merr = {0};
+		/* gone since the scan, or another netns at that path now: not sampled */
+		bool same = fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_dev == v[i].dev &&
+			    (uint64_t)st.st_ino == v[i].inode;
+		int m = same ? nsh_workload_match(state_dir, fd, keys[sampled], sizeof(keys[sampled]), &merr) : 0;
+		if (fd >= 0)
+			close(fd);
+		if (m < 0)
+			fprintf(stderr, "nshash: warning: record: %s: %s\n", path, merr.msg);
+		if (m != 1)
+			continue;
+		samples[sampled] = (struct nsh_history_sample){keys[sampled], v[i].sockets.tcp, v[i].sockets.udp};
 		sampled++;
 	}
-	drop_stale_marks(state_dir, v, n, began);
+	char warn[4500] = "";
+	size_t workloads = 0;
+	int r = nsh_history_add(state_dir, samples, sampled, warn, sizeof(warn), &workloads, &err);
+	free(samples);
+	free(keys);
+	if (warn[0])
+		fprintf(stderr, "nshash: warning: record: %s\n", warn);
+	nsh_workload_reap(state_dir, v, n, began);
 	free(v);
-	int r = nsh_history_save(state_dir, &h, &err);
-	size_t workloads = h.n;
-	nsh_history_free(&h);
 	if (r < 0)
 		return fail(EXIT_FAIL, "record: %s", err.msg);
 	if (json) {
