@@ -113,3 +113,34 @@ jq --slurpfile a "$D/ann.json" '.annotations = $a[0]' "$D/bad3/config.json" >"$D
 (cd "$D/bad3" && "$W" --root "$ROOT" create t61e >"$D/bad3.out" 2>&1)
 assert_contains "$(cat "$D/bad3.out")" "control characters are not allowed" "a control character is refused"
 assert_eq 0 "$(engines_pins_left "$S")" "no pin left"
+
+# --- teardowns the wrapper does not see (the container's netns went with
+# its processes): gc removes their marks
+left=$(ls "$S/workloads" | grep -vc '\.tmp\.')
+assert_eq 1 "$([ "$left" -ge 1 ] && echo 1)" "marks of containers gone are left ($left) until record or gc"
+assert_eq "$left" "$($N gc --json | jq -r .workload_marks_removed)" "gc removes every one"
+assert_eq "" "$(ls "$S/workloads")" "... and none is left"
+
+# --- nshash delete: the pinned netns goes with its pin (no process in it),
+# its last sample (here TIME_WAIT sockets alone) is recorded and its mark,
+# as a front-end writes it (key and netns id), removed
+$N create "$D/t61g" >/dev/null
+on_exit "umount '$D/t61g' 2>/dev/null; rm -f '$D/t61g'"
+id=$(python3 -c 'import fcntl,os,struct,sys; fd=os.open(sys.argv[1],os.O_RDONLY); print(struct.unpack("Q",fcntl.ioctl(fd,0x8008b70d,b"\0"*8))[0])' "$D/t61g")
+m="$S/workloads/$(stat -L -c %d-%i "$D/t61g")"
+printf 'runtime::w=del\nid %s\n' "$id" >"$m"
+nsenter --net="$D/t61g" python3 "$TOP/tests/lib/hold-sockets.py" 0 20 "$D/ready7" &
+holder=$!
+on_exit "kill $holder 2>/dev/null"
+for _ in $(seq 600); do [ -s "$D/ready7" ] && break; sleep 0.1; done
+kill "$holder"; wait "$holder" 2>/dev/null
+for _ in $(seq 50); do
+	c=$($N stats --json "$D/t61g" | jq -r '.netns[0].tcp | "\(.sockets) \(.time_wait)"')
+	[ "${c% *}" = "${c#* }" ] && break
+	sleep 0.1
+done
+assert_eq 1 "$([ "${c% *}" = "${c#* }" ] && [ "${c% *}" -ge 20 ] && echo 1)" "20 closed connections: TIME_WAIT sockets alone ($c)"
+$N delete "$D/t61g"
+assert_eq "no" "$([ -e "$m" ] && echo yes || echo no)" "delete removes the mark"
+assert_eq "runtime::w=del ${c% *} 0" "$($N history --json | jq -r '.[] | select(.workload == "runtime::w=del") | "\(.workload) \(.tcpPeak) \(.udpPeak)"')" \
+	"delete's sample is in the history"
