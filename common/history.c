@@ -356,7 +356,8 @@ static int by_seen_desc(const void *a, const void *b)
 
 size_t nsh_history_evict(struct nsh_history *h, size_t max)
 {
-	qsort(h->v, h->n, sizeof(*h->v), by_seen_desc);
+	if (h->n > 1)
+		qsort(h->v, h->n, sizeof(*h->v), by_seen_desc);
 	if (h->n <= max)
 		return 0;
 	size_t gone = h->n - max;
