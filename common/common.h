@@ -153,8 +153,6 @@ int nsh_workload_match(const char *state_dir, int nsfd, char *key, size_t len, s
 /* At a teardown: nsfd's mark, if it matches, is sampled once into the
  * history and removed.  1 sampled, 0 no mark, -errno (the mark is gone). */
 int nsh_workload_teardown(const char *state_dir, int nsfd, char *key, size_t len, struct nshash_error *err);
-/* Remove nsfd's mark (1) if it has one. */
-int nsh_workload_unmark(const char *state_dir, int nsfd);
 /* Remove marks made before `began` of netns not in v (a scan), or whose id
  * is not that netns's; temporary files a minute old.  Returns the marks removed. */
 struct nshash_stats_netns;

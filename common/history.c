@@ -640,18 +640,6 @@ int nsh_workload_teardown(const char *state_dir, int nsfd, char *key, size_t len
 	return r < 0 ? r : 1;
 }
 
-int nsh_workload_unmark(const char *state_dir, int nsfd)
-{
-	char key[NSH_WORKLOAD_KEY_MAX];
-	struct nshash_error err = {0};
-	struct stat ns;
-	if (nsh_workload_match(state_dir, nsfd, key, sizeof(key), &err) != 1 || fstat(nsfd, &ns) < 0)
-		return 0;
-	char path[4300];
-	mark_path(state_dir, (uint64_t)ns.st_dev, (uint64_t)ns.st_ino, path, sizeof(path));
-	return unlink(path) == 0;
-}
-
 size_t nsh_workload_reap(const char *state_dir, const struct nshash_stats_netns *v, size_t n, time_t began)
 {
 	char dir[4200];

@@ -311,11 +311,6 @@ static void test_marks(void **state)
 	nsh_history_free(&h);
 	assert_int_equal(nsh_workload_teardown(dir, fd, key, sizeof(key), &err), 0); /* no mark: nothing */
 
-	/* unmark */
-	assert_int_equal(nsh_workload_mark_fd(dir, fd, "cni:a:w=web", &err), 0);
-	assert_int_equal(nsh_workload_unmark(dir, fd), 1);
-	assert_false(exists(mark));
-
 	/* reap: a mark of a netns the scan did not see goes, the live one with
 	 * its id stays, a live inode with another id goes */
 	struct nshash_stats_netns live = {.dev = (uint64_t)st.st_dev, .inode = (uint64_t)st.st_ino, .pid = getpid()};
