@@ -46,24 +46,12 @@ int record_command(const char *state_dir, bool json)
 	size_t sampled = 0;
 	for (size_t i = 0; i < n; i++) {
 		char probe[NSH_WORKLOAD_KEY_MAX];
+		struct nshash_error merr = {0};
 		if (nsh_workload_read(state_dir, v[i].dev, v[i].inode, probe, sizeof(probe)) < 0)
 			continue;
-		char path[4200];
-		if (v[i].pinned)
-			snprintf(path, sizeof(path), "%s", v[i].name);
-		else
-			snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)v[i].pid);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		struct stat st;
-		struct nshash_error merr = {0};
-		/* gone since the scan, or another netns at that path now: not sampled */
-		bool same = fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_dev == v[i].dev &&
-			    (uint64_t)st.st_ino == v[i].inode;
-		int m = same ? nsh_workload_match(state_dir, fd, keys[sampled], sizeof(keys[sampled]), &merr) : 0;
-		if (fd >= 0)
-			close(fd);
+		int m = nsh_workload_of(state_dir, &v[i], keys[sampled], sizeof(keys[sampled]), true, &merr);
 		if (m < 0)
-			fprintf(stderr, "nshash: warning: record: %s: %s\n", path, merr.msg);
+			fprintf(stderr, "nshash: warning: record: %s\n", merr.msg);
 		if (m != 1)
 			continue;
 		samples[sampled] = (struct nsh_history_sample){keys[sampled], v[i].sockets.tcp, v[i].sockets.udp};

@@ -136,6 +136,7 @@ struct nsh_history_sample {
 };
 int nsh_history_add(const char *state_dir, const struct nsh_history_sample *v, size_t n, char *warn, size_t wlen,
 		    size_t *workloads, struct nshash_error *err);
+struct nshash_stats_netns;
 /* Marks: STATE_DIR/workloads/DEV-INO, the key and the netns's id
  * (nshash_netns_id; 0: the kernel has none). */
 #define NSH_WORKLOAD_MARKS_MAX 16384u
@@ -150,12 +151,15 @@ int nsh_workload_read(const char *state_dir, uint64_t dev, uint64_t ino, char *k
 /* 1 and the key when nsfd's netns has a mark with its id; 0 when none or
  * stale (another netns with the same inode made it: then removed). */
 int nsh_workload_match(const char *state_dir, int nsfd, char *key, size_t len, struct nshash_error *err);
+/* The same for a netns of a scan (its pin, or its process's netns, checked
+ * to be that dev-ino still); drop false leaves a stale mark in place. */
+int nsh_workload_of(const char *state_dir, const struct nshash_stats_netns *ns, char *key, size_t len, bool drop,
+		    struct nshash_error *err);
 /* At a teardown: nsfd's mark, if it matches, is sampled once into the
  * history and removed.  1 sampled, 0 no mark, -errno (the mark is gone). */
 int nsh_workload_teardown(const char *state_dir, int nsfd, char *key, size_t len, struct nshash_error *err);
 /* Remove marks made before `began` of netns not in v (a scan), or whose id
  * is not that netns's; temporary files a minute old.  Returns the marks removed. */
-struct nshash_stats_netns;
 size_t nsh_workload_reap(const char *state_dir, const struct nshash_stats_netns *v, size_t n, time_t began);
 
 /* ------------------------------------------------------------ logger */

@@ -552,7 +552,7 @@ static void mark_drop(const char *state_dir, uint64_t dev, uint64_t ino, const s
 		unlink(path);
 }
 
-int nsh_workload_match(const char *state_dir, int nsfd, char *key, size_t len, struct nshash_error *err)
+static int match(const char *state_dir, int nsfd, char *key, size_t len, bool drop, struct nshash_error *err)
 {
 	struct stat ns, st;
 	uint64_t id = 0, have = 0;
@@ -563,24 +563,53 @@ int nsh_workload_match(const char *state_dir, int nsfd, char *key, size_t len, s
 		return 0;
 	if (r == 0) {
 		struct nshash_error ie = {0};
-		r = nshash_netns_id(nsfd, &id, &ie);
-		if (r == -EOPNOTSUPP) /* no id on this kernel: dev-ino alone (docs/auto.md) */
-			return have ? (mark_drop(state_dir, (uint64_t)ns.st_dev, (uint64_t)ns.st_ino, &st), 0) : 1;
-		if (r < 0) {
+		int g = nshash_netns_id(nsfd, &id, &ie);
+		if (g < 0 && g != -EOPNOTSUPP) {
 			*err = ie;
-			return r;
+			return g;
 		}
-		/* a mark without an id (an older version's) on a kernel with
-		 * ids cannot tell its netns from a successor: dropped too */
+		/* no id on this kernel (0): dev-ino alone (docs/auto.md).  A mark
+		 * without an id (an older version's) on a kernel with ids cannot
+		 * tell its netns from a successor: stale too */
 		if (have == id)
 			return 1;
 	}
 	/* stale (another netns had this inode) or not a mark: never attributed */
 	if (r == 0 || r == -EINVAL) {
-		mark_drop(state_dir, (uint64_t)ns.st_dev, (uint64_t)ns.st_ino, &st);
+		if (drop)
+			mark_drop(state_dir, (uint64_t)ns.st_dev, (uint64_t)ns.st_ino, &st);
 		return 0;
 	}
 	return nshash_error_set(err, -r, "workload mark: read");
+}
+
+int nsh_workload_match(const char *state_dir, int nsfd, char *key, size_t len, struct nshash_error *err)
+{
+	return match(state_dir, nsfd, key, len, true, err);
+}
+
+int nsh_workload_of(const char *state_dir, const struct nshash_stats_netns *ns, char *key, size_t len, bool drop,
+		    struct nshash_error *err)
+{
+	char path[4200];
+	if (ns->pinned)
+		snprintf(path, sizeof(path), "%s", ns->name);
+	else if (ns->pid > 0)
+		snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)ns->pid);
+	else
+		return 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0; /* gone since the scan */
+	struct stat st;
+	/* another netns at that path now: not this one's */
+	int r = fstat(fd, &st) == 0 && (uint64_t)st.st_dev == ns->dev && (uint64_t)st.st_ino == ns->inode
+		    ? match(state_dir, fd, key, len, drop, err)
+		    : 0;
+	close(fd);
+	if (r < 0)
+		nshash_error_prefix(err, "%s", path);
+	return r;
 }
 
 /* One writer of STATE_DIR/history at a time (record, a teardown): each
@@ -674,19 +703,10 @@ size_t nsh_workload_reap(const char *state_dir, const struct nshash_stats_netns 
 			continue;
 		}
 		/* live inode: the same netns, or a successor with its inode */
-		char path[4200], key[NSH_WORKLOAD_KEY_MAX];
-		if (live->pinned)
-			snprintf(path, sizeof(path), "%s", live->name);
-		else
-			snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)live->pid);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		struct stat fs;
+		char key[NSH_WORKLOAD_KEY_MAX];
 		struct nshash_error err = {0};
-		if (fd >= 0 && fstat(fd, &fs) == 0 && (uint64_t)fs.st_dev == dev && (uint64_t)fs.st_ino == ino &&
-		    nsh_workload_match(state_dir, fd, key, sizeof(key), &err) == 0) /* it drops a stale one */
+		if (nsh_workload_of(state_dir, live, key, sizeof(key), true, &err) == 0) /* it drops a stale one */
 			gone += faccessat(dirfd(d), de->d_name, F_OK, AT_SYMLINK_NOFOLLOW) < 0;
-		if (fd >= 0)
-			close(fd);
 	}
 	closedir(d);
 	return gone;

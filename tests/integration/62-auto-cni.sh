@@ -111,6 +111,8 @@ on_exit "umount '$D/p6' 2>/dev/null"
 m="$D/workloads/$(stat -L -c %d-%i "$D/p6")"
 printf 'cni:victim:w=old\nid 18446744073709551615\n' >"$m"
 touch -d '-1 hour' "$m"
+assert_eq "null" "$($N stats --json "$D/p6" | jq -r '.netns[0].workload')" "stats shows no workload for a stale mark"
+assert_eq "yes" "$([ -e "$m" ] && echo yes || echo no)" "... and leaves it (stats only reads)"
 out=$($N record 2>&1)
 assert_contains "$out" "sampled 0 of" "record does not sample a netns whose mark is stale"
 assert_eq "no" "$([ -e "$m" ] && echo yes || echo no)" "the stale mark is removed"
