@@ -320,20 +320,11 @@ int nsh_unshare_net(const char *what, struct nshash_error *err)
 #define SO_NETNS_COOKIE 71
 #endif
 
-int nshash_netns_id(int nsfd, uint64_t *id, struct nshash_error *err)
+int nsh_netns_cookie(int nsfd, uint64_t *cookie, struct nshash_error *err)
 {
 	__u64 v = 0;
-	*id = 0;
-	if (!nsh_fd_is_netns(nsfd))
-		return nshash_error_set(err, EINVAL, "netns id of fd %d: not a network namespace", nsfd);
-	if (ioctl(nsfd, NS_GET_ID, &v) == 0 && v) {
-		*id = v;
-		return 0;
-	}
-	if (errno != ENOTTY && errno != EINVAL)
-		return nsh_error_sys(err, errno, "netns id: NS_GET_ID");
-	/* before 6.18: the cookie of a socket made inside */
 	cleanup_close int home = -1;
+	*cookie = 0;
 	int r = nsh_netns_open_current(&home, err);
 	if (r < 0)
 		return r;
@@ -351,10 +342,25 @@ int nshash_netns_id(int nsfd, uint64_t *id, struct nshash_error *err)
 	if (r < 0)
 		return r;
 	if (e == ENOPROTOOPT || (!e && !v))
-		return nshash_error_set(err, EOPNOTSUPP,
-					"netns id: the kernel has neither NS_GET_ID nor SO_NETNS_COOKIE");
+		return nshash_error_set(err, EOPNOTSUPP, "netns id: the kernel has neither NS_GET_ID nor SO_NETNS_COOKIE");
 	if (e)
 		return nsh_error_sys(err, e, "netns id: SO_NETNS_COOKIE");
-	*id = v;
+	*cookie = v;
 	return 0;
+}
+
+int nshash_netns_id(int nsfd, uint64_t *id, struct nshash_error *err)
+{
+	__u64 v = 0;
+	*id = 0;
+	if (!nsh_fd_is_netns(nsfd))
+		return nshash_error_set(err, EINVAL, "netns id of fd %d: not a network namespace", nsfd);
+	if (ioctl(nsfd, NS_GET_ID, &v) == 0 && v) {
+		*id = v;
+		return 0;
+	}
+	if (errno != ENOTTY && errno != EINVAL)
+		return nsh_error_sys(err, errno, "netns id: NS_GET_ID");
+	/* before 6.18: the cookie of a socket made inside (the same number) */
+	return nsh_netns_cookie(nsfd, id, err);
 }

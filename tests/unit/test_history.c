@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "common.h"
+#include "internal.h" /* nsh_netns_cookie */
 
 static void test_rule(void **state)
 {
@@ -267,6 +268,10 @@ static void test_marks(void **state)
 	uint64_t id = 0;
 	assert_int_equal(nshash_netns_id(fd, &id, &err), 0);
 	assert_true(id != 0);
+	/* the fallback before 6.18 (SO_NETNS_COOKIE) gives the same number */
+	uint64_t cookie = 0;
+	assert_int_equal(nsh_netns_cookie(fd, &cookie, &err), 0);
+	assert_true(cookie == id);
 	snprintf(mark, sizeof(mark), "%s/workloads/%llu-%llu", dir, (unsigned long long)st.st_dev,
 		 (unsigned long long)st.st_ino);
 
