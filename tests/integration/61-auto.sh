@@ -170,3 +170,21 @@ assert_eq "no" "$([ -e "$M" ] && echo yes || echo no)" "poststop removes the mar
 assert_eq 0 "$(count_pins_under "$S/pins/t61h")" "... and the pin"
 assert_eq "podman::w=post ${C% *} 0" "$($N history --json | jq -r '.[] | select(.workload == "podman::w=post") | "\(.workload) \(.tcpPeak) \(.udpPeak)"')" \
 	"poststop's sample is in the history"
+
+# --- nshash-runtime delete of a container pinned on the host (shared mount
+# propagation): the pin's netns goes, sampled first, its mark removed
+start shr io.nshash.workload=shr
+jq '.linux.rootfsPropagation = "rshared"' "$D/shr/config.json" >"$D/x" && mv "$D/x" "$D/shr/config.json"
+pid=$(run_detached shr t61s --nshash-tcp=auto)
+pin=$(ls "$S/pins" | grep '^t61s-')
+assert_eq 1 "$([ -n "$pin" ] && [ "$(count_pins_under "$S/pins/$pin")" -ge 1 ] && echo 1)" "a shared-propagation container: pinned on the host ($(cat "$D/t61s.out"))"
+M="$S/workloads/$(stat -L -c %d-%i "$S/pins/$pin")"
+assert_eq "runtime::w=shr" "$(head -1 "$M" 2>/dev/null)" "its netns is marked"
+runc --root "$ROOT" kill t61s KILL
+for _ in $(seq 50); do [ "$(runc --root "$ROOT" state t61s 2>/dev/null | jq -r .status)" = stopped ] && break; sleep 0.1; done
+nsenter --net="$S/pins/$pin" ip link set lo up
+time_wait_only "$S/pins/$pin" "$D/ready9"
+"$W" --root "$ROOT" delete t61s >/dev/null 2>&1
+assert_eq "no" "$([ -e "$M" ] && echo yes || echo no)" "delete removes the mark"
+assert_eq "runtime::w=shr ${C% *}" "$($N history --json | jq -r '.[] | select(.workload == "runtime::w=shr") | "\(.workload) \(.tcpPeak)"')" \
+	"delete's sample (TIME_WAIT sockets: $C) is in the history"
