@@ -21,8 +21,9 @@ const char record_usage[] = "Usage: nshash record [-j|--json]\n"
 			    "(io.nshash.workload or the front-end's key, see nshash(8) AUTO SIZES) and\n"
 			    "keep each workload's peak TCP established-hash sockets (TIME_WAIT included)\n"
 			    "and bound UDP sockets in STATE_DIR/history, the peaks `auto` sizes from.\n"
-			    "A damaged history file is repaired with a warning.  Run every minute by\n"
-			    "nshash-record.timer.\n";
+			    "A mark counts only when it holds that netns's id (a stale one is removed),\n"
+			    "and marks of netns gone are removed.  A damaged history file is repaired\n"
+			    "with a warning.  Run every minute by nshash-record.timer.\n";
 
 int record_command(const char *state_dir, bool json)
 {
