@@ -2,6 +2,7 @@
 /* nshash create, show, delete: one netns at a path or name, its pin. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,19 +115,23 @@ static int cmd_show(struct cli *c, int argc, char **argv)
 }
 
 /* A netns outlives its pin while a process is in it: say so. */
-static void warn_if_used(const char *path)
+/* The pid using the pin's netns, 0 none, -1 not a pin or unknown. */
+static pid_t warn_if_used(const char *path)
 {
 	struct nshash_occupancy occ;
 	struct nshash_error err = {0};
 	enum nshash_path_kind kind;
 	char detail[256];
 	if (nshash_path_classify(path, &kind, detail, sizeof(detail), &err) < 0 || kind != NSHASH_PATH_PIN)
-		return;
-	if (nshash_netns_occupancy(path, &occ, &err) == 0 && occ.pid > 0)
+		return -1;
+	if (nshash_netns_occupancy(path, &occ, &err) < 0)
+		return -1;
+	if (occ.pid > 0)
 		fprintf(stderr,
 			"%s: warning: %s: process %d (%s) still uses this netns: removing the pin does not end it; "
 			"it lives on until that process exits\n",
 			prog, path, (int)occ.pid, occ.comm);
+	return occ.pid;
 }
 
 /* An unmounted file is a pin (one a creator claimed and never bound) only
@@ -168,7 +173,17 @@ static int cmd_delete(struct cli *c, int argc, char **argv)
 				  NSHASH_NETNS_RUN_DIR);
 			continue;
 		}
-		warn_if_used(path);
+		/* its netns goes with the pin (no process in it): `auto`'s last
+		 * sample of it, and its mark */
+		if (warn_if_used(path) == 0) {
+			char key[NSH_WORKLOAD_KEY_MAX];
+			struct nshash_error werr = {0};
+			int fd = open(path, O_RDONLY | O_CLOEXEC);
+			if (fd >= 0 && nsh_workload_teardown(c->state_dir, fd, key, sizeof(key), &werr) < 0)
+				fprintf(stderr, "nshash: warning: delete %s: %s\n", path, werr.msg);
+			if (fd >= 0)
+				close(fd);
+		}
 		if (nshash_pin_remove(path, &err) < 0)
 			rc = fail_priv(err.errnum == EINVAL ? EXIT_USAGE : EXIT_FAIL, &err);
 	}

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -220,6 +221,19 @@ static int cmd_gc(struct cli *c, int argc, char **argv)
 	size_t pods = 0;
 	if (!c->dry_run && nsh_pod_records_prune(c->state_dir, &pods, &err) < 0)
 		fail(0, "gc: %s", err.msg);
+	/* `auto`'s marks of netns gone (no `nshash record` timer) */
+	size_t marks = 0;
+	if (!c->dry_run) {
+		struct nshash_stats_netns *v = NULL;
+		size_t n = 0;
+		struct nshash_stats_opts so = {.state_dir = c->state_dir};
+		time_t began = time(NULL);
+		if (nshash_stats_scan(&so, &v, &n, &err) < 0)
+			fail(0, "gc: workload marks kept: %s", err.msg);
+		else
+			marks = nsh_workload_reap(c->state_dir, v, n, began);
+		free(v);
+	}
 	if (c->json) {
 		json_object *j = json_object_new_object();
 		json_object_object_add(j, "templates_removed", json_object_new_int64((int64_t)rep.templates_removed));
@@ -229,6 +243,7 @@ static int cmd_gc(struct cli *c, int argc, char **argv)
 		json_object_object_add(j, "kept", json_object_new_int64((int64_t)rep.kept));
 		json_object_object_add(j, "ledger_dropped", json_object_new_int64((int64_t)rep.ledger_dropped));
 		json_object_object_add(j, "pod_records_removed", json_object_new_int64((int64_t)pods));
+		json_object_object_add(j, "workload_marks_removed", json_object_new_int64((int64_t)marks));
 		json_object_object_add(j, "dry_run", json_object_new_boolean(c->dry_run));
 		json_object_object_add(j, "paths", seen.paths);
 		usage_json(j, &rep.usage, c->create.max_table_bytes);
@@ -240,6 +255,8 @@ static int cmd_gc(struct cli *c, int argc, char **argv)
 		    "of nshash's\n",
 		    c->dry_run ? "would remove " : "removed ", rep.templates_removed, rep.spares_removed,
 		    rep.stale_removed, rep.orphans_removed, rep.kept);
+		if (marks)
+			printf("removed %zu workload mark(s) of network namespaces gone\n", marks);
 		print_usage_text(&rep.usage, c->create.max_table_bytes);
 	}
 	return EXIT_OK;

@@ -22,42 +22,9 @@ const char record_usage[] = "Usage: nshash record [-j|--json]\n"
 			    "keep each workload's peak TCP established-hash sockets (TIME_WAIT included)\n"
 			    "and bound UDP sockets in HISTORY/history, the peaks `auto` sizes from\n"
 			    "(HISTORY: /var/lib/nshash beside the default state dir, else STATE_DIR).\n"
-			    "A damaged history file is repaired with a warning.  Run every minute by\n"
-			    "nshash-record.timer.\n";
-
-/* Marks of netns the scan did not see, made before it began (one made
- * while it ran belongs to a netns it may have missed: kept for the next
- * run), and temporary files a killed writer left a minute ago or more. */
-static void drop_stale_marks(const char *state_dir, const struct nshash_stats_netns *v, size_t n, time_t began)
-{
-	char dir[4200];
-	snprintf(dir, sizeof(dir), "%s/%s", state_dir ? state_dir : NSHASH_DEFAULT_STATE_DIR, NSH_WORKLOAD_DIR);
-	DIR *d = opendir(dir);
-	if (!d)
-		return;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		unsigned long long dev, ino;
-		char tail;
-		struct stat st;
-		if (de->d_name[0] == '.' || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    st.st_mtime >= began)
-			continue;
-		int fields = sscanf(de->d_name, "%llu-%llu%c", &dev, &ino, &tail);
-		if (fields == 3 && strstr(de->d_name, ".tmp.") && st.st_mtime + 60 <= began) {
-			unlinkat(dirfd(d), de->d_name, 0);
-			continue;
-		}
-		if (fields != 2)
-			continue;
-		bool live = false;
-		for (size_t i = 0; i < n && !live; i++)
-			live = v[i].dev == dev && v[i].inode == ino;
-		if (!live)
-			unlinkat(dirfd(d), de->d_name, 0);
-	}
-	closedir(d);
-}
+			    "A mark counts only when it holds that netns's id (a stale one is removed),\n"
+			    "and marks of netns gone are removed.  A damaged history file is repaired\n"
+			    "with a warning.  Run every minute by nshash-record.timer.\n";
 
 int record_command(const char *state_dir, bool json)
 {
@@ -68,32 +35,39 @@ int record_command(const char *state_dir, bool json)
 	time_t began = time(NULL);
 	if (nshash_stats_scan(&opts, &v, &n, &err) < 0)
 		return fail(EXIT_FAIL, "record: %s", err.msg);
-	struct nsh_history h;
-	char warn[4500];
-	if (nsh_history_load(state_dir, &h, warn, sizeof(warn), &err) < 0) {
+	/* each netns with a mark whose id is that netns's (a stale mark of a
+	 * netns gone whose inode the kernel gave to this one is dropped) */
+	struct nsh_history_sample *samples = calloc(n ? n : 1, sizeof(*samples));
+	char(*keys)[NSH_WORKLOAD_KEY_MAX] = calloc(n ? n : 1, sizeof(*keys));
+	if (!samples || !keys) {
+		free(samples);
+		free(keys);
 		free(v);
-		return fail(EXIT_FAIL, "record: %s", err.msg);
+		return fail(EXIT_FAIL, "record: out of memory");
 	}
-	if (warn[0])
-		fprintf(stderr, "nshash: warning: record: %s\n", warn);
-	int64_t now = (int64_t)time(NULL);
 	size_t sampled = 0;
 	for (size_t i = 0; i < n; i++) {
-		char key[NSH_WORKLOAD_KEY_MAX];
-		if (nsh_workload_read(state_dir, v[i].dev, v[i].inode, key, sizeof(key)) < 0)
+		char probe[NSH_WORKLOAD_KEY_MAX];
+		struct nshash_error merr = {0};
+		if (nsh_workload_read(state_dir, v[i].dev, v[i].inode, probe, sizeof(probe)) < 0)
 			continue;
-		if (nsh_history_sample(&h, key, v[i].sockets.tcp, v[i].sockets.udp, now, &err) < 0) {
-			nsh_history_free(&h);
-			free(v);
-			return fail(EXIT_FAIL, "record: %s", err.msg);
-		}
+		int m = nsh_workload_of(state_dir, &v[i], keys[sampled], sizeof(keys[sampled]), true, &merr);
+		if (m < 0)
+			fprintf(stderr, "nshash: warning: record: %s\n", merr.msg);
+		if (m != 1)
+			continue;
+		samples[sampled] = (struct nsh_history_sample){keys[sampled], v[i].sockets.tcp, v[i].sockets.udp};
 		sampled++;
 	}
-	drop_stale_marks(state_dir, v, n, began);
+	char warn[4500] = "";
+	size_t workloads = 0;
+	int r = nsh_history_add(state_dir, samples, sampled, warn, sizeof(warn), &workloads, &err);
+	free(samples);
+	free(keys);
+	if (warn[0])
+		fprintf(stderr, "nshash: warning: record: %s\n", warn);
+	nsh_workload_reap(state_dir, v, n, began);
 	free(v);
-	int r = nsh_history_save(state_dir, &h, &err);
-	size_t workloads = h.n;
-	nsh_history_free(&h);
 	if (r < 0)
 		return fail(EXIT_FAIL, "record: %s", err.msg);
 	if (json) {

@@ -515,8 +515,9 @@ static int view_load(const char *state_dir, const char *const *only, size_t nonl
 		fail(0, "stats: warning: %s", warn);
 	w->keys = w->n ? calloc(w->n, sizeof(*w->keys)) : NULL;
 	for (size_t i = 0; w->keys && i < w->n; i++)
-		if (nsh_workload_read(state_dir, w->v[i].dev, w->v[i].inode, w->keys[i], sizeof(w->keys[i])) < 0)
-			w->keys[i][0] = '\0';
+		if (nsh_workload_read(state_dir, w->v[i].dev, w->v[i].inode, w->keys[i], sizeof(w->keys[i])) < 0 ||
+		    nsh_workload_of(state_dir, &w->v[i], w->keys[i], sizeof(w->keys[i]), false, &err) != 1)
+			w->keys[i][0] = '\0'; /* none, or stale: another netns's */
 	return EXIT_OK;
 }
 

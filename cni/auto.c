@@ -2,11 +2,13 @@
 /* `auto` for the CNI plugin: the pod's workload key and the sizes its
  * recorded peaks give (docs/auto.md). */
 #include <errno.h>
+#include <fcntl.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cni.h"
 
@@ -101,12 +103,31 @@ int nsh_cni_auto(struct run *r, struct nshash_sizes *req, bool *from_ann)
 
 void nsh_cni_auto_mark(const struct nsh_cni_env *env, const struct nsh_cni_output *out, const char *state_dir)
 {
-	struct stat st;
 	struct nshash_error e = {0};
 	if (!out->workload_key[0] || !env->netns || out->outcome == NSH_CNI_REFUSED)
 		return;
-	if (stat(env->netns, &st) < 0)
+	int fd = open(env->netns, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
 		return;
-	if (nsh_workload_mark(state_dir, (uint64_t)st.st_dev, (uint64_t)st.st_ino, out->workload_key, &e) < 0)
+	if (nsh_workload_mark_fd(state_dir, fd, out->workload_key, &e) < 0)
 		nsh_log(NSH_LOG_WARN, env->containerid, "auto: %s: the workload is not recorded", e.msg);
+	close(fd);
+}
+
+void nsh_cni_auto_teardown(const struct nsh_cni_env *env, const char *state_dir)
+{
+	struct nshash_error e = {0};
+	char key[NSH_WORKLOAD_KEY_MAX], shown[NSH_WORKLOAD_KEY_MAX * 3 + 4];
+	/* no netns at DEL: it is gone already; record reaps its mark */
+	int fd = env->netns && *env->netns ? open(env->netns, O_RDONLY | O_CLOEXEC) : -1;
+	if (fd < 0)
+		return;
+	int r = nsh_workload_teardown(state_dir, fd, key, sizeof(key), &e);
+	close(fd);
+	if (r < 0) {
+		nsh_log(NSH_LOG_WARN, env->containerid, "auto: %s: its last sample is not recorded", e.msg);
+	} else if (r > 0) {
+		nsh_workload_show(key, shown, sizeof(shown));
+		nsh_log(NSH_LOG_INFO, env->containerid, "auto: workload %s: sampled at DEL", shown);
+	}
 }

@@ -191,6 +191,9 @@ struct run;
 int nsh_cni_auto(struct run *r, struct nshash_sizes *req, bool *from_ann);
 /* After a sized ADD: mark the pod's netns with its workload. */
 void nsh_cni_auto_mark(const struct nsh_cni_env *env, const struct nsh_cni_output *out, const char *state_dir);
+/* DEL: the pod netns's mark, if it matches, sampled once into the history and
+ * removed; errors logged, never the DEL's failure. */
+void nsh_cni_auto_teardown(const struct nsh_cni_env *env, const char *state_dir);
 
 struct run {
 	const struct nsh_cni_env *env;

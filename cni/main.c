@@ -51,12 +51,14 @@ int main(void)
 	/* Root on hostile input: before parsing it, keep only what sizing a
 	 * netns needs (namespaces, mounts, lo and sysctls of the new netns,
 	 * /proc of other users' processes, their fd dirs: mode 0500 of their
-	 * uid, which CAP_SYS_PTRACE alone does not open); DEL, GC and VERSION
-	 * need nothing. */
+	 * uid, which CAP_SYS_PTRACE alone does not open); DEL the first, to
+	 * enter the pod's netns for `auto`'s last sample; GC and VERSION
+	 * nothing. */
 	static const int keep[] = {CAP_SYS_ADMIN, CAP_NET_ADMIN, CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH};
 	bool sizes = env.command &&
 		     (!strcmp(env.command, "ADD") || !strcmp(env.command, "CHECK") || !strcmp(env.command, "STATUS"));
-	if (nsh_caps_keep(keep, sizes ? sizeof(keep) / sizeof(keep[0]) : 0, &err) < 0) {
+	bool del = env.command && !strcmp(env.command, "DEL");
+	if (nsh_caps_keep(keep, sizes ? sizeof(keep) / sizeof(keep[0]) : del ? 1 : 0, &err) < 0) {
 		free(input);
 		fprintf(stderr, "nshash: %s\n", err.msg);
 		return 1;

@@ -135,8 +135,10 @@ int nsh_cni_record(const struct nsh_cni_env *env, const struct nsh_cni_output *o
 {
 	if (!env->command || !state_dir || !*state_dir)
 		return 0;
-	if (strcmp(env->command, "DEL") == 0)
+	if (strcmp(env->command, "DEL") == 0) {
+		nsh_cni_auto_teardown(env, state_dir);
 		return env->containerid ? nsh_pod_record_remove(state_dir, env->containerid, err) : 0;
+	}
 	/* `auto` learns from a pod left shared too (no history, autoInitial 0) */
 	if (strcmp(env->command, "ADD") == 0 && out->outcome == NSH_CNI_NONE)
 		nsh_cni_auto_mark(env, out, state_dir);

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <time.h>
 
 #include "nshash.h"
 #include "shared.h" /* lib's file and /proc helpers, shared with the front-ends */
@@ -146,8 +147,39 @@ int nsh_history_index_write(const char *state_dir, const struct nsh_history *h, 
  * error but ENOMEM. */
 int nsh_history_load_key(const char *state_dir, const char *key, struct nsh_history *h, char *warn, size_t wlen,
 			 struct nshash_error *err);
-int nsh_workload_mark(const char *state_dir, uint64_t dev, uint64_t ino, const char *key, struct nshash_error *err);
+/* Fold samples into HISTORY/history under STATE_DIR/history.lock:
+ * load, sample, save.  `warn` as nsh_history_load's. */
+struct nsh_history_sample {
+	const char *key;
+	long tcp, udp;
+};
+int nsh_history_add(const char *state_dir, const struct nsh_history_sample *v, size_t n, char *warn, size_t wlen,
+		    size_t *workloads, struct nshash_error *err);
+struct nshash_stats_netns;
+/* Marks: STATE_DIR/workloads/DEV-INO, the key and the netns's id
+ * (nshash_netns_id; 0: the kernel has none). */
+#define NSH_WORKLOAD_MARKS_MAX 16384u
+extern size_t nsh_workload_marks_max; /* NSH_WORKLOAD_MARKS_MAX; tests lower it */
+int nsh_workload_mark(const char *state_dir, uint64_t dev, uint64_t ino, uint64_t id, const char *key,
+		      struct nshash_error *err);
+/* Mark the netns behind nsfd; beyond nsh_workload_marks_max marks, those
+ * of netns gone are reaped (a scan, at most once a minute). */
+int nsh_workload_mark_fd(const char *state_dir, int nsfd, const char *key, struct nshash_error *err);
+/* The key of dev-ino's mark, unverified (for display). */
 int nsh_workload_read(const char *state_dir, uint64_t dev, uint64_t ino, char *key, size_t len);
+/* 1 and the key when nsfd's netns has a mark with its id; 0 when none or
+ * stale (another netns with the same inode made it: then removed). */
+int nsh_workload_match(const char *state_dir, int nsfd, char *key, size_t len, struct nshash_error *err);
+/* The same for a netns of a scan (its pin, or its process's netns, checked
+ * to be that dev-ino still); drop false leaves a stale mark in place. */
+int nsh_workload_of(const char *state_dir, const struct nshash_stats_netns *ns, char *key, size_t len, bool drop,
+		    struct nshash_error *err);
+/* At a teardown: nsfd's mark, if it matches, is sampled once into the
+ * history and removed.  1 sampled, 0 no mark, -errno (the mark is gone). */
+int nsh_workload_teardown(const char *state_dir, int nsfd, char *key, size_t len, struct nshash_error *err);
+/* Remove marks made before `began` of netns not in v (a scan), or whose id
+ * is not that netns's; temporary files a minute old.  Returns the marks removed. */
+size_t nsh_workload_reap(const char *state_dir, const struct nshash_stats_netns *v, size_t n, time_t began);
 
 /* ------------------------------------------------------------ logger */
 /* The one logger of the front-ends: one line per action on stderr

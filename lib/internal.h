@@ -89,6 +89,9 @@ int nsh_netns_enter(int nsfd, const char *what, struct nshash_error *err);
 /* Return to `home`.  If that fails the thread is stranded in another netns:
  * the error says so loudly. */
 int nsh_netns_return(int home, struct nshash_error *err);
+/* nshash_netns_id's fallback before Linux 6.18: SO_NETNS_COOKIE of a socket
+ * made inside nsfd's netns (the thread enters it and comes back). */
+int nsh_netns_cookie(int nsfd, uint64_t *cookie, struct nshash_error *err);
 /* Read the tables of the calling thread's netns (through `proc`, see
  * nsh_sysctl_dir_open_in). `full` adds child knobs and derived limits
  * (slower in a fresh netns). */

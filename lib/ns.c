@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 
@@ -317,4 +318,56 @@ int nsh_unshare_net(const char *what, struct nshash_error *err)
 					e == EPERM ? " (needs CAP_SYS_ADMIN)" : "");
 	}
 	return 0;
+}
+
+#ifndef NS_GET_ID
+#define NS_GET_ID _IOR(NSIO, 13, __u64)
+#endif
+#ifndef SO_NETNS_COOKIE
+#define SO_NETNS_COOKIE 71
+#endif
+
+int nsh_netns_cookie(int nsfd, uint64_t *cookie, struct nshash_error *err)
+{
+	__u64 v = 0;
+	cleanup_close int home = -1;
+	*cookie = 0;
+	int r = nsh_netns_open_current(&home, err);
+	if (r < 0)
+		return r;
+	r = nsh_netns_enter(nsfd, "to read its cookie", err);
+	if (r < 0)
+		return r;
+	int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int e = s < 0 ? errno : 0;
+	socklen_t len = sizeof(v);
+	if (s >= 0 && getsockopt(s, SOL_SOCKET, SO_NETNS_COOKIE, &v, &len) < 0)
+		e = errno;
+	if (s >= 0)
+		close(s);
+	r = nsh_netns_return(home, err);
+	if (r < 0)
+		return r;
+	if (e == ENOPROTOOPT || (!e && !v))
+		return nshash_error_set(err, EOPNOTSUPP, "netns id: the kernel has neither NS_GET_ID nor SO_NETNS_COOKIE");
+	if (e)
+		return nsh_error_sys(err, e, "netns id: SO_NETNS_COOKIE");
+	*cookie = v;
+	return 0;
+}
+
+int nshash_netns_id(int nsfd, uint64_t *id, struct nshash_error *err)
+{
+	__u64 v = 0;
+	*id = 0;
+	if (!nsh_fd_is_netns(nsfd))
+		return nshash_error_set(err, EINVAL, "netns id of fd %d: not a network namespace", nsfd);
+	if (ioctl(nsfd, NS_GET_ID, &v) == 0 && v) {
+		*id = v;
+		return 0;
+	}
+	if (errno != ENOTTY && errno != EINVAL)
+		return nsh_error_sys(err, errno, "netns id: NS_GET_ID");
+	/* before 6.18: the cookie of a socket made inside (the same number) */
+	return nsh_netns_cookie(nsfd, id, err);
 }

@@ -592,6 +592,11 @@ struct nshash_sockets {
  * /proc/PID/ns/net); the calling thread enters it and comes back. */
 int nshash_sockets_fd(int nsfd, struct nshash_sockets *sockets, struct nshash_error *err);
 int nshash_sockets_path(const char *path, struct nshash_sockets *sockets, struct nshash_error *err);
+/* The netns's 64-bit id: unique for the boot, never reused (unlike its
+ * nsfs inode number).  NS_GET_ID on nsfd (Linux 6.18), else SO_NETNS_COOKIE
+ * of a socket made inside it (5.14; the calling thread enters it and comes
+ * back).  -EOPNOTSUPP when the kernel has neither. */
+int nshash_netns_id(int nsfd, uint64_t *id, struct nshash_error *err);
 
 /* One network namespace of the host as `nshash stats` shows it. */
 struct nshash_stats_netns {

@@ -2,11 +2,13 @@
 /* `auto` sizes for the hook and the wrapper: the container's workload key
  * and the sizes its recorded peaks give (docs/auto.md). */
 #include <errno.h>
+#include <fcntl.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "oci.h"
 
@@ -108,11 +110,29 @@ void nsh_oci_auto_mark(const struct nsh_policy *policy, const struct nsh_oci_res
 	    (res->action != NSH_OCI_SIZED && res->action != NSH_OCI_TRANSPLANTED && !res->adopted))
 		return;
 	struct nshash_error err = {0};
-	struct stat st;
-	if (!res->pin_path[0] || stat(res->pin_path, &st) < 0) {
+	int fd = res->pin_path[0] ? open(res->pin_path, O_RDONLY | O_CLOEXEC) : -1;
+	if (fd < 0) {
 		nsh_log(NSH_LOG_WARN, NULL, "auto: %s: %s: not recorded", res->pin_path, strerror(errno));
 		return;
 	}
-	if (nsh_workload_mark(policy->state_dir, (uint64_t)st.st_dev, (uint64_t)st.st_ino, res->workload_key, &err) < 0)
+	if (nsh_workload_mark_fd(policy->state_dir, fd, res->workload_key, &err) < 0)
 		nsh_log(NSH_LOG_WARN, NULL, "auto: %s: the workload is not recorded", err.msg);
+	close(fd);
+}
+
+void nsh_oci_auto_teardown(const struct nsh_policy *policy, const char *pin_path, const char *id)
+{
+	struct nshash_error err = {0};
+	char key[NSH_WORKLOAD_KEY_MAX], shown[NSH_WORKLOAD_KEY_MAX * 3 + 4];
+	int fd = open(pin_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	int r = nsh_workload_teardown(policy->state_dir, fd, key, sizeof(key), &err);
+	close(fd);
+	if (r < 0) {
+		nsh_log(NSH_LOG_WARN, id, "auto: %s: its last sample is not recorded", err.msg);
+	} else if (r > 0) {
+		nsh_workload_show(key, shown, sizeof(shown));
+		nsh_log(NSH_LOG_INFO, id, "auto: workload %s: sampled at teardown", shown);
+	}
 }

@@ -92,6 +92,9 @@ int nsh_oci_auto_resolve(struct json_object *doc, const struct nsh_oci_opts *opt
 			 char *key, size_t keylen, struct nshash_error *err);
 /* Mark the netns the transform sized (or adopted) with its workload (no-op without one). */
 void nsh_oci_auto_mark(const struct nsh_policy *policy, const struct nsh_oci_result *res);
+/* The netns at pin_path goes: its workload mark, if it matches, sampled once
+ * into the history and removed (errors logged, never returned). */
+void nsh_oci_auto_teardown(const struct nsh_policy *policy, const char *pin_path, const char *id);
 /* The one config transform shared by the hook and the wrapper.  On success
  * *out is a malloc'd config (a copy of the input when nothing changed) and,
  * for SIZED, a pin exists that the caller must remove if it cannot hand the

@@ -33,6 +33,8 @@ int nsh_oci_cleanup(const struct nsh_policy *policy, const char *pin_name, struc
 				 (int)occ.pid, occ.comm);
 		return 1;
 	}
+	if (nshash_pin_is_netns(path, NULL) == 1)
+		nsh_oci_auto_teardown(policy, path, NULL);
 	return nshash_pin_remove(path, err);
 }
 

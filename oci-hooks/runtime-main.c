@@ -407,7 +407,7 @@ static int wrap_delete(char **argv, const char *runtime, const struct nsh_policy
 	else if (has_pin && nshash_netns_occupancy(pin_path, &occ, &err) < 0)
 		nsh_log(NSH_LOG_WARN, args->id, "keeping pin %s: %s", pin_path, err.msg);
 	else if (has_pin && occ.pid == 0)
-		drop_pin(args->id, pin_path), gone = true;
+		nsh_oci_auto_teardown(policy, pin_path, args->id), drop_pin(args->id, pin_path), gone = true;
 	/* the sibling goes with the pin (a poststop hook of this delete read it) */
 	if (has_sib && gone && nsh_sibling_remove(sib, &err) < 0)
 		nsh_log(NSH_LOG_WARN, args->id, "%s", err.msg);

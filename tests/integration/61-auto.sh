@@ -156,3 +156,78 @@ jq --slurpfile a "$D/ann.json" '.annotations = $a[0]' "$D/bad3/config.json" >"$D
 (cd "$D/bad3" && "$W" --root "$ROOT" create t61e >"$D/bad3.out" 2>&1)
 assert_contains "$(cat "$D/bad3.out")" "control characters are not allowed" "a control character is refused"
 assert_eq 0 "$(engines_pins_left "$S")" "no pin left"
+
+# --- teardowns the wrapper does not see (the container's netns went with
+# its processes): gc removes their marks
+left=$(ls "$S/workloads" | grep -vc '\.tmp\.')
+assert_eq 1 "$([ "$left" -ge 1 ] && echo 1)" "marks of containers gone are left ($left) until record or gc"
+assert_eq "$left" "$($N gc --json | jq -r .workload_marks_removed)" "gc removes every one"
+assert_eq "" "$(ls "$S/workloads")" "... and none is left"
+
+# time_wait_only NETNS READY: 20 loopback connections made and closed in the
+# netns, until only their TIME_WAIT sockets are left; C = "SOCKETS TIME_WAIT"
+time_wait_only() {
+	nsenter --net="$1" python3 "$TOP/tests/lib/hold-sockets.py" 0 20 "$2" &
+	local h=$!
+	on_exit "kill $h 2>/dev/null"
+	for _ in $(seq 600); do [ -s "$2" ] && break; sleep 0.1; done
+	kill "$h"; wait "$h" 2>/dev/null
+	for _ in $(seq 50); do
+		C=$($N stats --json "$1" | jq -r '.netns[0].tcp | "\(.sockets) \(.time_wait)"')
+		[ "${C% *}" = "${C#* }" ] && break
+		sleep 0.1
+	done
+}
+# mark NETNS KEY: a mark as a front-end writes it (the key, the netns id); M its path
+mark() {
+	local id
+	id=$(python3 -c 'import fcntl,os,struct,sys; fd=os.open(sys.argv[1],os.O_RDONLY); print(struct.unpack("Q",fcntl.ioctl(fd,0x8008b70d,b"\0"*8))[0])' "$1")
+	M="$S/workloads/$(stat -L -c %d-%i "$1")"
+	printf '%s\nid %s\n' "$2" "$id" >"$M"
+}
+
+# --- nshash delete: the pinned netns goes with its pin (no process in it),
+# its last sample (here TIME_WAIT sockets alone) is recorded and its mark
+# removed
+$N create "$D/t61g" >/dev/null
+on_exit "umount '$D/t61g' 2>/dev/null; rm -f '$D/t61g'"
+mark "$D/t61g" runtime::w=del
+time_wait_only "$D/t61g" "$D/ready7"
+assert_eq 1 "$([ "${C% *}" = "${C#* }" ] && [ "${C% *}" -ge 20 ] && echo 1)" "20 closed connections: TIME_WAIT sockets alone ($C)"
+$N delete "$D/t61g"
+assert_eq "no" "$([ -e "$M" ] && echo yes || echo no)" "delete removes the mark"
+assert_eq "runtime::w=del ${C% *} 0" "$($N history --json | jq -r '.[] | select(.workload == "runtime::w=del") | "\(.workload) \(.tcpPeak) \(.udpPeak)"')" \
+	"delete's sample is in the history"
+
+# --- the hook's poststop removing a container's pin: the same
+mkdir -p -m 0700 "$S/pins"
+$N create "$S/pins/t61h" >/dev/null
+on_exit "umount '$S/pins/t61h' 2>/dev/null; rm -f '$S/pins/t61h'"
+mark "$S/pins/t61h" podman::w=post
+time_wait_only "$S/pins/t61h" "$D/ready8"
+mkdir -p "$D/post"
+printf '{"ociVersion": "1.0.2", "annotations": {"io.nshash.tcp": "256", "io.nshash.pin": "t61h"}, "linux": {"namespaces": [{"type": "network", "path": "%s"}]}}' "$S/pins/t61h" >"$D/post/config.json"
+out=$(printf '{"ociVersion": "1.0.2", "id": "t61h", "status": "stopped", "bundle": "%s", "annotations": {"io.nshash.tcp": "256"}}' "$D/post" | "$BUILD/nshash-hook" poststop --policy "$P" 2>&1)
+assert_contains "$out" "auto: workload podman::w=post: sampled at teardown" "poststop samples the workload"
+assert_eq "no" "$([ -e "$M" ] && echo yes || echo no)" "poststop removes the mark"
+assert_eq 0 "$(count_pins_under "$S/pins/t61h")" "... and the pin"
+assert_eq "podman::w=post ${C% *} 0" "$($N history --json | jq -r '.[] | select(.workload == "podman::w=post") | "\(.workload) \(.tcpPeak) \(.udpPeak)"')" \
+	"poststop's sample is in the history"
+
+# --- nshash-runtime delete of a container pinned on the host (shared mount
+# propagation): the pin's netns goes, sampled first, its mark removed
+start shr io.nshash.workload=shr
+jq '.linux.rootfsPropagation = "rshared"' "$D/shr/config.json" >"$D/x" && mv "$D/x" "$D/shr/config.json"
+pid=$(run_detached shr t61s --nshash-tcp=auto)
+pin=$(ls "$S/pins" | grep '^t61s-')
+assert_eq 1 "$([ -n "$pin" ] && [ "$(count_pins_under "$S/pins/$pin")" -ge 1 ] && echo 1)" "a shared-propagation container: pinned on the host ($(cat "$D/t61s.out"))"
+M="$S/workloads/$(stat -L -c %d-%i "$S/pins/$pin")"
+assert_eq "runtime::w=shr" "$(head -1 "$M" 2>/dev/null)" "its netns is marked"
+runc --root "$ROOT" kill t61s KILL
+for _ in $(seq 50); do [ "$(runc --root "$ROOT" state t61s 2>/dev/null | jq -r .status)" = stopped ] && break; sleep 0.1; done
+nsenter --net="$S/pins/$pin" ip link set lo up
+time_wait_only "$S/pins/$pin" "$D/ready9"
+"$W" --root "$ROOT" delete t61s >/dev/null 2>&1
+assert_eq "no" "$([ -e "$M" ] && echo yes || echo no)" "delete removes the mark"
+assert_eq "runtime::w=shr ${C% *}" "$($N history --json | jq -r '.[] | select(.workload == "runtime::w=shr") | "\(.workload) \(.tcpPeak)"')" \
+	"delete's sample (TIME_WAIT sockets: $C) is in the history"

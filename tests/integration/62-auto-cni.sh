@@ -43,7 +43,11 @@ assert_eq "cni:shop:pod=web 32768 8192" "$($N stats --json | jq -r --arg p "$D/p
 assert_contains "$($N stats)" "workload cni:shop:pod=web auto tcp=32768 udp=8192" "stats text: the same"
 assert_contains "$($N stats --prometheus)" 'nshash_auto_entries{workload="cni:shop:pod=web",proto="udp"} 8192' "stats --prometheus (serve's formatter) exports the auto size"
 kill "$holder"; wait "$holder" 2>/dev/null
+assert_eq 1 "$(ls "$D/workloads" | wc -l)" "one mark: the pod's"
 cni_call DEL "$D/p1" "$conf" "$(args shop web-7d4b9c8f6d-x2k9p)"
+assert_eq 0 "$CNI_RC" "DEL succeeds ($CNI_ERR)"
+assert_eq "" "$(ls "$D/workloads")" "DEL removes the pod's mark"
+assert_eq "cni:shop:pod=web 10000 3000" "$($N history --json | jq -r '.[0] | "\(.workload) \(.tcpPeak) \(.udpPeak)"')" "the smaller sample at DEL keeps the peak"
 
 cni_pin_netns "$D/p2"
 on_exit "umount '$D/p2' 2>/dev/null"
@@ -87,3 +91,58 @@ on_exit "umount '$D/p4' 2>/dev/null"
 long=$(printf 'k%.0s' $(seq 300))
 cni_call ADD "$D/p4" "{\"cniVersion\":\"1.0.0\",\"name\":\"net62\",\"type\":\"nshash\",\"tcp\":\"auto\",\"runtimeConfig\":{\"io.kubernetes.cri.pod-annotations\":{\"io.nshash.workload\":\"$long\"}}}" "$(args shop x)"
 assert_cni_error 102 "pod annotation io.nshash.workload: workload key" "a 300-byte key is refused"
+
+# --- a pod torn down before any `nshash record`: the DEL's sample is its
+# history.  200 connections closed before the DEL leave TIME_WAIT sockets,
+# 100 held ones 200 established; 50 UDP sockets bound.
+cni_pin_netns "$D/p5"
+on_exit "umount '$D/p5' 2>/dev/null"
+cni_call ADD "$D/p5" "$conf" "$(args shop burst-0)"
+assert_eq 0 "$CNI_RC" "ADD of a StatefulSet pod ($CNI_ERR)"
+nsenter --net="$D/p5" ip link set lo up
+rm -f "$D/ready"
+nsenter --net="$D/p5" python3 "$TOP/tests/lib/hold-sockets.py" 0 200 "$D/ready" &
+tw=$!
+on_exit "kill $tw 2>/dev/null"
+for _ in $(seq 600); do [ -s "$D/ready" ] && break; sleep 0.1; done
+assert_eq "ready" "$(cat "$D/ready" 2>/dev/null)" "200 connections made"
+kill "$tw"; wait "$tw" 2>/dev/null
+rm -f "$D/ready"
+nsenter --net="$D/p5" python3 "$TOP/tests/lib/hold-sockets.py" 50 100 "$D/ready" &
+holder=$!
+on_exit "kill $holder 2>/dev/null"
+for _ in $(seq 600); do [ -s "$D/ready" ] && break; sleep 0.1; done
+assert_eq "ready" "$(cat "$D/ready" 2>/dev/null)" "the pod holds 50 UDP sockets and 100 connections"
+# the closed connections' last states settle into TIME_WAIT (60 s)
+for _ in $(seq 50); do
+	c=$($N stats --json "$D/p5" | jq -r '.netns[0].tcp | "\(.sockets) \(.time_wait)"')
+	[ "$(( ${c% *} - ${c#* } ))" = 200 ] && break
+	sleep 0.1
+done
+tws=${c#* }
+assert_eq 200 "$(( ${c% *} - tws ))" "200 established sockets besides TIME_WAIT ($c)"
+assert_eq 1 "$([ "$tws" -ge 200 ] && echo 1)" "at least one TIME_WAIT socket per closed connection ($tws)"
+cni_call DEL "$D/p5" "$conf" "$(args shop burst-0)"
+assert_eq 0 "$CNI_RC" "DEL succeeds ($CNI_ERR)"
+assert_eq "cni:shop:pod=burst $(( 200 + tws )) 50" "$($N history --json | jq -r '.[] | select(.workload == "cni:shop:pod=burst") | "\(.workload) \(.tcpPeak) \(.udpPeak)"')" \
+	"no record ran: the DEL's sample (TIME_WAIT included) is the history"
+assert_eq "" "$(ls "$D/workloads")" "... and the mark is gone"
+kill "$holder"; wait "$holder" 2>/dev/null
+
+# --- a stale mark: the netns's dev-ino, another netns's id (one gone whose
+# inode this netns got): never attributed, removed
+cni_pin_netns "$D/p6"
+on_exit "umount '$D/p6' 2>/dev/null"
+m="$D/workloads/$(stat -L -c %d-%i "$D/p6")"
+printf 'cni:victim:w=old\nid 18446744073709551615\n' >"$m"
+touch -d '-1 hour' "$m"
+assert_eq "null" "$($N stats --json "$D/p6" | jq -r '.netns[0].workload')" "stats shows no workload for a stale mark"
+assert_eq "yes" "$([ -e "$m" ] && echo yes || echo no)" "... and leaves it (stats only reads)"
+out=$($N record 2>&1)
+assert_contains "$out" "sampled 0 of" "record does not sample a netns whose mark is stale"
+assert_eq "no" "$([ -e "$m" ] && echo yes || echo no)" "the stale mark is removed"
+assert_eq "" "$($N history --json | jq -r '.[] | select(.workload == "cni:victim:w=old") | .workload')" "no history for it"
+printf 'cni:victim:w=old' >"$m" # an older version's mark, no id
+touch -d '-1 hour' "$m"
+$N record >/dev/null 2>&1
+assert_eq "no" "$([ -e "$m" ] && echo yes || echo no)" "an id-less mark is removed too"

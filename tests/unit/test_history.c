@@ -10,11 +10,13 @@
 #include <string.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "common.h"
+#include "internal.h" /* nsh_netns_cookie */
 
 static void test_rule(void **state)
 {
@@ -360,12 +362,147 @@ static void test_policy_keys(void **state)
 	assert_non_null(strstr(err.msg, "defaultTcp"));
 }
 
+/* marks: the netns id makes a mark of a netns gone never attributed to a
+ * successor with its inode; teardown samples and removes; reap and bound */
+static void put(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static bool exists(const char *path)
+{
+	return access(path, F_OK) == 0;
+}
+
+static void aged(const char *path)
+{
+	struct timespec t[2] = {{.tv_sec = time(NULL) - 3600}, {.tv_sec = time(NULL) - 3600}};
+	assert_int_equal(utimensat(AT_FDCWD, path, t, 0), 0);
+}
+
+static void test_marks(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/nshash-unit-marks-XXXXXX", mark[4300], fake[4300], text[700], key[NSH_WORKLOAD_KEY_MAX];
+	assert_non_null(mkdtemp(dir));
+	struct nshash_error err = {0};
+	int fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	struct stat st;
+	assert_int_equal(fstat(fd, &st), 0);
+	uint64_t id = 0;
+	assert_int_equal(nshash_netns_id(fd, &id, &err), 0);
+	assert_true(id != 0);
+	/* the fallback before 6.18 (SO_NETNS_COOKIE) gives the same number */
+	uint64_t cookie = 0;
+	assert_int_equal(nsh_netns_cookie(fd, &cookie, &err), 0);
+	assert_true(cookie == id);
+	snprintf(mark, sizeof(mark), "%s/workloads/%llu-%llu", dir, (unsigned long long)st.st_dev,
+		 (unsigned long long)st.st_ino);
+
+	/* a mark holds the key and the id; it matches its netns */
+	assert_int_equal(nsh_workload_mark_fd(dir, fd, "cni:a:w=web", &err), 0);
+	FILE *f = fopen(mark, "r");
+	assert_non_null(f);
+	size_t n = fread(text, 1, sizeof(text) - 1, f);
+	text[n] = '\0';
+	fclose(f);
+	char want[700];
+	snprintf(want, sizeof(want), "cni:a:w=web\nid %llu\n", (unsigned long long)id);
+	assert_string_equal(text, want);
+	assert_int_equal(nsh_workload_match(dir, fd, key, sizeof(key), &err), 1);
+	assert_string_equal(key, "cni:a:w=web");
+
+	/* the same dev-ino, another id (a netns gone whose inode this one got):
+	 * never attributed, removed */
+	assert_int_equal(nsh_workload_mark(dir, (uint64_t)st.st_dev, (uint64_t)st.st_ino, id + 1, "cni:b:w=old", &err),
+			 0);
+	assert_int_equal(nsh_workload_match(dir, fd, key, sizeof(key), &err), 0);
+	assert_false(exists(mark));
+	/* an older version's mark (no id) and a damaged one: the same */
+	put(mark, "cni:b:w=old");
+	assert_int_equal(nsh_workload_match(dir, fd, key, sizeof(key), &err), 0);
+	assert_false(exists(mark));
+	put(mark, "cni:b:w=old\nid x\n");
+	assert_int_equal(nsh_workload_match(dir, fd, key, sizeof(key), &err), 0);
+	assert_false(exists(mark));
+	assert_int_equal(nsh_workload_match(dir, fd, key, sizeof(key), &err), 0); /* none */
+
+	/* teardown: one sample into the history, the mark gone */
+	assert_int_equal(nsh_workload_mark_fd(dir, fd, "cni:a:w=web", &err), 0);
+	assert_int_equal(nsh_workload_teardown(dir, fd, key, sizeof(key), &err), 1);
+	assert_false(exists(mark));
+	struct nsh_history h;
+	char warn[4500];
+	assert_int_equal(nsh_history_load(dir, &h, warn, sizeof(warn), &err), 0);
+	assert_int_equal(h.n, 1);
+	assert_string_equal(h.v[0].key, "cni:a:w=web");
+	assert_true(h.v[0].last_seen >= time(NULL) - 5);
+	nsh_history_free(&h);
+	assert_int_equal(nsh_workload_teardown(dir, fd, key, sizeof(key), &err), 0); /* no mark: nothing */
+
+	/* reap: a mark of a netns the scan did not see goes, the live one with
+	 * its id stays, a live inode with another id goes */
+	struct nshash_stats_netns live = {.dev = (uint64_t)st.st_dev, .inode = (uint64_t)st.st_ino, .pid = getpid()};
+	snprintf(fake, sizeof(fake), "%s/workloads/1-1", dir);
+	put(fake, "cni:c:w=gone\nid 7\n");
+	aged(fake);
+	assert_int_equal(nsh_workload_mark_fd(dir, fd, "cni:a:w=web", &err), 0);
+	aged(mark);
+	assert_int_equal(nsh_workload_reap(dir, &live, 1, time(NULL)), 1);
+	assert_false(exists(fake));
+	assert_true(exists(mark));
+	assert_int_equal(nsh_workload_mark(dir, (uint64_t)st.st_dev, (uint64_t)st.st_ino, id + 1, "cni:b:w=old", &err),
+			 0);
+	aged(mark);
+	assert_int_equal(nsh_workload_reap(dir, &live, 1, time(NULL)), 1);
+	assert_false(exists(mark));
+	/* a mark made while the scan ran is kept for the next one */
+	put(fake, "cni:c:w=gone\nid 7\n");
+	assert_int_equal(nsh_workload_reap(dir, &live, 1, time(NULL) - 10), 0);
+	assert_true(exists(fake));
+
+	/* the bound: beyond nsh_workload_marks_max marks, writing one reaps
+	 * those of netns gone (a scan: root) */
+	if (geteuid() == 0) {
+		nsh_workload_marks_max = 2;
+		for (int i = 1; i <= 3; i++) {
+			snprintf(fake, sizeof(fake), "%s/workloads/1-%d", dir, i);
+			put(fake, "cni:c:w=gone\nid 7\n");
+			aged(fake);
+		}
+		assert_int_equal(nsh_workload_mark_fd(dir, fd, "cni:a:w=web", &err), 0);
+		for (int i = 1; i <= 3; i++) {
+			snprintf(fake, sizeof(fake), "%s/workloads/1-%d", dir, i);
+			assert_false(exists(fake));
+		}
+		assert_true(exists(mark));
+		/* at most once a minute: three more stay */
+		for (int i = 1; i <= 3; i++) {
+			snprintf(fake, sizeof(fake), "%s/workloads/1-%d", dir, i);
+			put(fake, "cni:c:w=gone\nid 7\n");
+			aged(fake);
+		}
+		assert_int_equal(nsh_workload_mark_fd(dir, fd, "cni:a:w=web", &err), 0);
+		assert_true(exists(fake));
+		nsh_workload_marks_max = NSH_WORKLOAD_MARKS_MAX;
+	}
+	close(fd);
+	char cmd[200];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_rule),      cmocka_unit_test(test_decay),   cmocka_unit_test(test_keys),
 	    cmocka_unit_test(test_pod_owner), cmocka_unit_test(test_file),    cmocka_unit_test(test_index),
 	    cmocka_unit_test(test_lru),	      cmocka_unit_test(test_resolve), cmocka_unit_test(test_policy_keys),
+	    cmocka_unit_test(test_marks),
 	};
 	return cmocka_run_group_tests_name("history", tests, NULL, NULL);
 }
