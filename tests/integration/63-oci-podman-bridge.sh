@@ -55,8 +55,8 @@ out=$(podman run --rm $(ANN 4096 1024) $IMG sh -c "$SIZES; ip -o -4 addr show et
 assert_eq "4096 1024
 1
 gw-ok" "$out" "bridge: tcp=4096 udp=1024, eth0 has its address, the gateway answers"
-assert_contains "$(cat "$D/nshash.log")" "replaced by a sized one with its configuration (moved eth0): requested tcp=4096 udp=1024, effective tcp=4096 udp=1024" \
-	"precreate logs the transplant"
+assert_contains "$(cat "$D/nshash.log")" "replaced by a sized one with its configuration (recreated eth0): requested tcp=4096 udp=1024, effective tcp=4096 udp=1024" \
+	"precreate logs the transplant: eth0's veth pair recreated, not moved"
 out=$(podman run --rm $IMG sh -c "$SIZES")
 assert_eq "-$(cat /proc/sys/net/ipv4/tcp_ehash_entries) -$(cat /proc/sys/net/ipv4/udp_hash_entries)" "$out" \
 	"no annotations: untouched, shared tables"
@@ -95,8 +95,8 @@ assert_eq "4096 128" "$(echo "$out" | head -1)" "two networks: sized"
 [[ "$subnets" =~ ^eth[01]\ 10\.137\.0\ eth[01]\ 10\.138\.0\ $ ]] && pass "two networks: eth0 and eth1 kept their addresses ($subnets)" ||
 	fail "two networks: addresses ($subnets)"
 assert_eq "gws-ok" "$(echo "$out" | tail -1)" "two networks: both gateways answer"
-moved=$(grep precreate "$D/nshash.log" | tail -1 | sed -n 's/.*(moved \([^)]*\)).*/\1/p' | tr -d ' ' | tr ',' '\n' | sort | tr '\n' ' ')
-assert_eq "eth0 eth1 " "$moved" "two networks: both links moved"
+moved=$(grep precreate "$D/nshash.log" | tail -1 | sed -n 's/.*(recreated \([^)]*\)).*/\1/p' | tr -d ' ' | tr ',' '\n' | sort | tr '\n' ' ')
+assert_eq "eth0 eth1 " "$moved" "two networks: both veth pairs recreated"
 
 # --- an IPv6 network
 net37 nsh37v6 nsh37br6 --ipv6 --subnet 10.139.0.0/24 --subnet fd37::/64
