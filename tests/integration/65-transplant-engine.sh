@@ -192,6 +192,23 @@ assert_eq 1 "$(bridge fdb show dev "$HV" | grep -c '02:00:00:00:65:01')" "a stat
 fallback "a sysctl of the host side" "sysctl -qw net.ipv4.conf.$HV.proxy_arp=1" \
 	"its host side $HV: net/ipv4/conf/$HV/proxy_arp is \"0\" (the old one's, \"1\", is not carried)"
 assert_eq 1 "$(cat /proc/sys/net/ipv4/conf/$HV/proxy_arp)" "a sysctl of the host side: kept"
+
+# a failure after the pair was recreated (a second mount of P under the
+# first, found only at the swap): undone, the new pair deleted, the old
+# host side back under its name, on the bridge, up
+make_bridged
+mount --bind "$NP" "$NP"
+before=$(ifindex)
+want=$(sides)
+out=$(engine thread)
+assert_contains "$out" "another netns is mounted under it (stacked mounts) (undone: $NP is as it was)" \
+	"a failure after the recreation: undone"
+assert_eq "$before" "$(ifindex)" "undo: the old host side is back under its name (ifindex $before)"
+assert_eq "$want" "$(sides)" "undo: both sides as they were"
+assert_eq "1 0" "$(mac_count "$(cat /sys/class/net/$HV/address)") $(ip -o link show | grep -c ': nsho')" \
+	"undo: the new pair deleted, nothing renamed left"
+assert_eq "hello-65" "$(reach)" "undo: the container side reaches the host again"
+umount "$NP"
 ip netns del "$U"
 
 assert_eq 0 "$(count_pins_under "$S/pins/")" "no container pin left in the state dir"
