@@ -217,7 +217,7 @@ static bool per_device(const char *rel)
 }
 
 /* Every readable and writable knob under /proc/sys/net/REL. */
-static int sys_walk(const char *rel, struct nsh_netcfg *cfg)
+int nsh_netsys_walk(const char *rel, struct nsh_netcfg *cfg)
 {
 	char dir[512];
 	snprintf(dir, sizeof(dir), SYSNET "%s", rel);
@@ -233,7 +233,7 @@ static int sys_walk(const char *rel, struct nsh_netcfg *cfg)
 		if ((size_t)snprintf(sub, sizeof(sub), "%s%s%s", rel, *rel ? "/" : "", de->d_name) >= sizeof(sub))
 			continue;
 		if (de->d_type == DT_DIR) {
-			r = sys_walk(sub, cfg);
+			r = nsh_netsys_walk(sub, cfg);
 			continue;
 		}
 		struct stat st;
@@ -331,7 +331,7 @@ int nsh_netcfg_read(struct nl_sock *sk, unsigned what, struct nsh_netcfg *cfg, s
 	if (r == 0 && (what & NSH_CFG_EXTRA))
 		r = read_firewall(cfg, err);
 	if (r == 0 && (what & NSH_CFG_SYSCTL)) {
-		r = sys_walk("", cfg);
+		r = nsh_netsys_walk("", cfg);
 		if (r < 0)
 			nsh_error_sys(err, r, "read /proc/sys/net");
 	}

@@ -100,6 +100,39 @@ int nsh_netcfg_diff(const struct nsh_netcfg *want, const struct nsh_netcfg *have
  * asynchronously (IPv6 local routes). */
 int nsh_netcfg_compare(struct nl_sock *sk, const struct nsh_netcfg *want, unsigned wait_ms, struct nshash_error *err);
 
+/* veth.c: a veth of P whose peer is a bridge port in the caller's netns,
+ * recreated instead of moved (see there). */
+#define NSH_VETH_FEATW 4 /* 32-bit words of ethtool features compared */
+struct nsh_veth {
+	bool candidate;		 /* a veth whose peer is a bridge port here */
+	bool ok;		 /* and nothing seen that a new pair would not carry */
+	char why[240];		 /* a candidate not recreated: why */
+	int host, bridge, fresh; /* ifindex: the old host side, its bridge, the new host side */
+	char name[IF_NAMESIZE];	 /* the host side's name */
+	char tmp[IF_NAMESIZE];	 /* the old host side's meanwhile (nshoIFINDEX) */
+	unsigned char mac[32];	 /* the host side's */
+	int maclen;
+	bool up;		      /* the old host side was up */
+	int state;		      /* how far the recreation went (veth.c) */
+	struct nlmsghdr *hmsg, *cmsg; /* the old host side, container side as read */
+	uint32_t hfeat[NSH_VETH_FEATW], cfeat[NSH_VETH_FEATW];
+	struct nsh_netcfg hsys; /* the old host side's per-device sysctls */
+};
+/* Look at link l of P (socket skp, fd pfd) from the caller's netns (skh,
+ * home): 1 recreatable (v->ok), 0 not (v->why when a candidate), or an
+ * error. */
+int nsh_veth_plan(struct nl_sock *skp, struct nl_sock *skh, int pfd, int home, const struct nsh_link *l,
+		  struct nsh_veth *v, struct nshash_error *err);
+/* Recreate it: the container side in S (sks, sfd) as l with ifindex
+ * `index` (0: the kernel's choice).  1 done, 0 not exact (v->why; the old
+ * pair is back as it was: move it), or an error (the old pair could not
+ * be put back). */
+int nsh_veth_recreate(struct nl_sock *skh, struct nl_sock *sks, int sfd, int home, const struct nsh_link *l, int index,
+		      struct nsh_veth *v, struct nshash_error *err);
+/* Delete the new pair, put the old host side back (name, bridge, up). */
+int nsh_veth_undo(struct nl_sock *skh, struct nsh_veth *v, struct nshash_error *err);
+void nsh_veth_free(struct nsh_veth *v);
+
 /* ---------------------------------------------------- between netcfg's files
  * rtnl.c (transport) <- netcfg.c (read) <- netcompare.c (canonical forms,
  * descriptions, compare) <- netapply.c (replay). */
@@ -108,6 +141,8 @@ int nsh_netcfg_compare(struct nl_sock *sk, const struct nsh_netcfg *want, unsign
  * /proc/sys/net/REL file of the calling thread's netns (sysctl.c). */
 const char *nsh_netcfg_link_name(const struct nsh_netcfg *cfg, int index);
 int nsh_netsys_read(const char *rel, char *buf, size_t len);
+/* Every readable and writable knob under /proc/sys/net/REL into cfg. */
+int nsh_netsys_walk(const char *rel, struct nsh_netcfg *cfg);
 /* A dump of `type` (header hdrlen bytes, AF_UNSPEC) into out; `optional`:
  * a kernel without it (EOPNOTSUPP, EINVAL) gives none.  "list WHAT: why". */
 int nsh_netcfg_dump(struct nl_sock *sk, int type, size_t hdrlen, struct nsh_msgs *out, const char *what, bool optional,

@@ -347,7 +347,13 @@ int nshash_reclaim(const struct nshash_reclaim_opts *opts, struct nshash_reclaim
  * fd open on it), netfilter tables (nftables, iptables-legacy) in P, a link
  * the kernel will not move (netns-immutable: bridge, bond, vrf, ...), an
  * enslaved link, a qdisc or XDP program on a link, nexthop objects,
- * non-default policy routing rules, routes of another family.  A failure
+ * non-default policy routing rules, routes of another family.  A veth whose
+ * peer is a port of a bridge in the caller's netns is made again rather
+ * than moved (report->recreated): the container side in S with its name,
+ * ifindex, MAC, MTU, queues, the host side with its name and MAC on the
+ * same bridge (a new ifindex), the old pair left in P, down and off the
+ * bridge, to die with P; only when nothing tells the pairs apart, else it
+ * is moved (report->fallback says why).  A failure
  * after the first link moved is undone: links back in P with their
  * configuration, P's mount back (report->undone; if even that fails, the
  * message says "UNDO FAILED").  Order: move the links, bind S at the path,
@@ -377,6 +383,11 @@ struct nshash_transplant_report {
 	unsigned sysctls;	       /* sysctl writes */
 	bool refused;		       /* error: refused before anything changed */
 	bool undone;		       /* error: a failure midway was undone */
+	unsigned recreated;	       /* of links: veth pairs made again (the container side in S,
+					* the host side on the same bridge) rather than moved */
+	char recreated_names[256];     /* "eth0" */
+	char fallback[256];	       /* why a bridged veth was moved rather than recreated:
+					* "eth0: its host side veth1: it has a qdisc configured" */
 	struct nshash_netns_info info; /* S as read through the path */
 };
 int nshash_netns_transplant(const struct nshash_transplant_opts *opts, const char *path,

@@ -58,7 +58,7 @@ static int on_valid(struct nl_msg *msg, void *arg)
 static int on_ack(struct nl_msg *msg, void *arg)
 {
 	(void)msg;
-	(void)arg;
+	((struct nsh_reply *)arg)->acked = true;
 	return NL_STOP;
 }
 
@@ -97,7 +97,12 @@ static int nl_exchange(struct nl_sock *sk, struct nl_msg *req, struct nsh_msgs *
 		nl_cb_set(cb, NL_CB_VALID, NL_CB_CUSTOM, on_valid, rp);
 		nl_cb_set(cb, NL_CB_ACK, NL_CB_CUSTOM, on_ack, rp);
 		nl_cb_err(cb, NL_CB_CUSTOM, on_error, rp);
-		r = nl_recvmsgs(sk, cb);
+		/* a request's answer comes before its ack: read on to the ack,
+		 * or it would be taken for the next request's */
+		bool dump = nlmsg_hdr(req)->nlmsg_flags & NLM_F_DUMP;
+		do
+			r = nl_recvmsgs(sk, cb);
+		while (r >= 0 && !dump && !rp->acked && !rp->error);
 		nl_cb_put(cb);
 	}
 	if (rp->error)
@@ -118,16 +123,21 @@ const char *nsh_rtnl_why(const struct nsh_reply *rp)
 
 /* Send a request built by the caller (NULL: building it ran out of memory)
  * and free it. */
-int nsh_rtnl_send(struct nl_sock *sk, struct nl_msg *m, struct nsh_reply *rp)
+int nsh_rtnl_ask(struct nl_sock *sk, struct nl_msg *m, struct nsh_msgs *out, struct nsh_reply *rp)
 {
 	if (!m) {
 		memset(rp, 0, sizeof(*rp));
 		rp->error = ENOMEM;
 		return -ENOMEM;
 	}
-	int r = nl_exchange(sk, m, NULL, rp);
+	int r = nl_exchange(sk, m, out, rp);
 	nlmsg_free(m);
 	return r;
+}
+
+int nsh_rtnl_send(struct nl_sock *sk, struct nl_msg *m, struct nsh_reply *rp)
+{
+	return nsh_rtnl_ask(sk, m, NULL, rp);
 }
 
 int nsh_rtnl_dump(struct nl_sock *sk, int type, const void *hdr, size_t hdrlen, struct nsh_msgs *out,

@@ -24,12 +24,15 @@ struct nsh_reply {
 	struct nsh_msgs *out;
 	int error;	  /* positive errno from the kernel */
 	char extack[200]; /* the kernel's extended ack message */
+	bool acked;	  /* the request's ack was read */
 };
 int nsh_msgs_push(struct nsh_msgs *m, const struct nlmsghdr *h);
 void nsh_msgs_free(struct nsh_msgs *m);
 /* Send a request built by the caller (NULL: building it ran out of
  * memory), wait for the ack, free it.  -errno, rp says why. */
 int nsh_rtnl_send(struct nl_sock *sk, struct nl_msg *m, struct nsh_reply *rp);
+/* The same, keeping the replies (a GET's answer) in out. */
+int nsh_rtnl_ask(struct nl_sock *sk, struct nl_msg *m, struct nsh_msgs *out, struct nsh_reply *rp);
 /* A dump of `type` with header hdr[hdrlen] into out. */
 int nsh_rtnl_dump(struct nl_sock *sk, int type, const void *hdr, size_t hdrlen, struct nsh_msgs *out,
 		  struct nsh_reply *rp);

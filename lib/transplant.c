@@ -6,7 +6,9 @@
  * A netns's tables are fixed when it is made, so the configuration moves
  * instead: every link but lo goes from P to S (a move keeps a link's name,
  * ifindex, MAC and MTU but drops its addresses, routes and per-device
- * sysctls), and those are given back from what P had.  All or nothing:
+ * sysctls), and those are given back from what P had.  A veth whose peer
+ * is a bridge port in the caller's netns is made again instead when that
+ * is exact (veth.c: a move costs the kernel an rcu_barrier()).  All or nothing:
  * P is inspected first and refused, naming what was found, when the
  * result could not be the same (a process inside, firewall tables, a link
  * the kernel will not move, ...); a failure after the first move is undone
@@ -34,11 +36,14 @@ struct tp {
 	int home, pfd, sfd;
 	int restore;		   /* a copy of P's mount made before it was detached: to put back */
 	struct nl_sock *skp, *sks; /* rtnetlink in P, in S */
+	struct nl_sock *skh;	   /* rtnetlink in the caller's netns (veth peers) */
+	struct nsh_veth *veth;	   /* per p.links: a bridged veth, recreated rather than moved */
 	struct nsh_netcfg p;	   /* P as found */
 	struct nsh_netcfg s;	   /* S when new: links, rules */
 	struct nsh_netcfg fwd;	   /* P's configuration minus the sysctls a new netns has anyway:
 				    * what S is given (shares P's data; own sysctl arrays) */
 	bool *moved;		   /* per p.links */
+	bool *recreated;	   /* per p.links */
 	bool touched;		   /* a link left P or the mount changed */
 	bool unmounted, bound;	   /* P's mount detached; S bound at the path */
 };
@@ -280,8 +285,13 @@ static int tp_read_p(struct tp *t, struct nshash_error *err)
 	if (r < 0)
 		return nshash_error_prefix(err, "transplant %s", t->path);
 	drop_derived(&t->p.wide, info.tcp_entries);
-	t->moved = calloc(t->p.nlinks ? t->p.nlinks : 1, sizeof(bool));
-	return t->moved ? 0 : nshash_error_set(err, ENOMEM, "transplant %s: out of memory", t->path);
+	size_t n = t->p.nlinks ? t->p.nlinks : 1;
+	t->moved = calloc(n, sizeof(bool));
+	t->recreated = calloc(n, sizeof(bool));
+	t->veth = calloc(n, sizeof(*t->veth));
+	return t->moved && t->recreated && t->veth
+		   ? 0
+		   : nshash_error_set(err, ENOMEM, "transplant %s: out of memory", t->path);
 }
 
 static int refuse_qdiscs(const struct tp *t, struct nshash_error *err)
@@ -518,6 +528,35 @@ static int tp_refuse_vs_s(struct tp *t, struct nshash_error *err)
 
 /* ------------------------------------------------------------ moving, restoring */
 
+/* Which links are veths whose peer is a bridge port here, and can be
+ * made again rather than moved (veth.c). */
+static int tp_plan_veths(struct tp *t, struct nshash_error *err)
+{
+	for (size_t i = 0; i < t->p.nlinks; i++) {
+		const struct nsh_link *l = &t->p.links[i];
+		if (l->kept || strcmp(l->kind, "veth") != 0)
+			continue;
+		if (!t->skh) {
+			int r = nsh_nl_open(NETLINK_ROUTE, &t->skh, err);
+			if (r < 0)
+				return r;
+		}
+		int r = nsh_veth_plan(t->skp, t->skh, t->pfd, t->home, l, &t->veth[i], err);
+		if (r < 0)
+			return nshash_error_prefix(err, "transplant %s", t->path);
+	}
+	return 0;
+}
+
+/* The new container side keeps its ifindex when S has it free. */
+static int free_index(const struct tp *t, int index)
+{
+	for (size_t i = 0; i < t->s.nlinks; i++)
+		if (t->s.links[i].index == index)
+			return 0;
+	return index;
+}
+
 static int tp_move_links(struct tp *t, int from_p, struct nshash_error *err)
 {
 	struct nsh_netcfg cur = {0};
@@ -531,6 +570,16 @@ static int tp_move_links(struct tp *t, int from_p, struct nshash_error *err)
 		const struct nsh_link *l = &t->p.links[i];
 		if (l->kept || (!from_p && !t->moved[i]))
 			continue;
+		if (from_p && t->veth[i].ok) {
+			t->touched = true;
+			r = nsh_veth_recreate(t->skh, t->sks, t->sfd, t->home, l, free_index(t, l->index), &t->veth[i],
+					      err);
+			t->recreated[i] = r == 1;
+			if (r != 0) {
+				r = r < 0 ? nshash_error_prefix(err, "transplant %s", t->path) : 0;
+				continue;
+			}
+		}
 		if (from_p) {
 			t->touched = true;
 			r = nsh_link_move(t->skp, l, t->sfd, err);
@@ -619,6 +668,12 @@ static int tp_undo(struct tp *t, struct nshash_error *err)
 			return nsh_error_sys(err, r, "bind the original netns back at %s", t->path);
 		t->unmounted = false;
 	}
+	for (size_t i = 0; i < t->p.nlinks; i++) {
+		int r = t->veth[i].state ? nsh_veth_undo(t->skh, &t->veth[i], err) : 0;
+		if (r < 0)
+			return r;
+		t->recreated[i] = false;
+	}
 	int r = tp_move_links(t, 0, err);
 	if (r < 0)
 		return r;
@@ -630,9 +685,14 @@ static void tp_close(struct tp *t)
 {
 	free(t->fwd.wide.v);
 	free(t->fwd.dev.v);
-	nsh_netcfg_free(&t->p);
 	nsh_netcfg_free(&t->s);
 	free(t->moved);
+	free(t->recreated);
+	for (size_t i = 0; t->veth && i < t->p.nlinks; i++)
+		nsh_veth_free(&t->veth[i]);
+	free(t->veth);
+	if (t->skh)
+		nl_socket_free(t->skh);
 	if (t->skp)
 		nl_socket_free(t->skp);
 	if (t->sks)
@@ -641,6 +701,7 @@ static void tp_close(struct tp *t)
 	nsh_closep(&t->sfd);
 	nsh_closep(&t->restore);
 	nsh_closep(&t->home);
+	nsh_netcfg_free(&t->p);
 }
 
 static void tp_report(const struct tp *t, struct nshash_transplant_report *rep)
@@ -654,6 +715,25 @@ static void tp_report(const struct tp *t, struct nshash_transplant_report *rep)
 				 t->p.links[i].name);
 		if (n > 0 && off + (size_t)n < sizeof(rep->link_names))
 			off += (size_t)n;
+	}
+}
+
+static void add_name(char *buf, size_t len, const char *name)
+{
+	size_t off = strlen(buf);
+	snprintf(buf + off, len - off, "%s%s", off ? ", " : "", name);
+}
+
+static void tp_report_veths(const struct tp *t, struct nshash_transplant_report *rep)
+{
+	for (size_t i = 0; i < t->p.nlinks; i++) {
+		const struct nsh_veth *v = &t->veth[i];
+		if (t->recreated[i]) {
+			rep->recreated++;
+			add_name(rep->recreated_names, sizeof(rep->recreated_names), t->p.links[i].name);
+		} else if (v->candidate && v->why[0] && !rep->fallback[0]) {
+			snprintf(rep->fallback, sizeof(rep->fallback), "%.15s: %.230s", t->p.links[i].name, v->why);
+		}
 	}
 }
 
@@ -688,7 +768,9 @@ int nshash_netns_transplant(const struct nshash_transplant_opts *opts, const cha
 	 * configured: a caller killed from then on leaves the links in S at
 	 * the path, where the engine's teardown finds them; only a kill
 	 * between the move and the bind (a few syscalls) loses them. */
-	r = tp_move_links(&t, 1, err);
+	r = tp_plan_veths(&t, err);
+	if (r == 0)
+		r = tp_move_links(&t, 1, err);
 	if (r == 0)
 		r = tp_swap_mount(&t, err);
 	if (r == 0)
@@ -699,6 +781,7 @@ int nshash_netns_transplant(const struct nshash_transplant_opts *opts, const cha
 	rep->routes = counts[1];
 	rep->neighbours = counts[2];
 	rep->sysctls = counts[3];
+	tp_report_veths(&t, rep);
 	if (r < 0) {
 		nshash_error_prefix(err, "transplant %s", path);
 		struct nshash_error uerr = {0};

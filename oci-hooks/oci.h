@@ -80,7 +80,7 @@ struct nsh_oci_result {
 	char hostname[256];	       /* the config's hostname (podman: the short id), for logs */
 	bool from_defaults;	       /* the request is opts->defaults, not annotations */
 	bool from_policy;	       /* the request is the policy's defaultTcp/defaultUdp */
-	char moved[256];	       /* TRANSPLANTED: the links moved, "eth0, eth1" */
+	char moved[800];	       /* TRANSPLANTED: "recreated eth0, moved eth1 (not recreated: why)" */
 	char workload_key[NSH_WORKLOAD_KEY_MAX]; /* `auto`: the workload the netns is marked with, "" none */
 	bool adopted; /* ALREADY: podman's own netns, as `auto` wanted it, marked for its workload */
 };

@@ -396,6 +396,33 @@ static int create_pinned(struct transform *t, struct nshash_error *err)
 	return SIZE_NETNS;
 }
 
+static bool name_listed(const char *list, const char *name)
+{
+	char copy[256], *save = NULL;
+	snprintf(copy, sizeof(copy), "%s", list);
+	for (char *n = strtok_r(copy, ", ", &save); n; n = strtok_r(NULL, ", ", &save))
+		if (strcmp(n, name) == 0)
+			return true;
+	return false;
+}
+
+/* What the transplant did with the links, for the log: "recreated eth0",
+ * "moved eth0 (not recreated: eth0: its host side ...)". */
+static void links_done(const struct nshash_transplant_report *rep, char *out, size_t len)
+{
+	char names[256], moved[256] = "", *save = NULL;
+	snprintf(names, sizeof(names), "%s", rep->link_names);
+	for (char *n = strtok_r(names, ", ", &save); n; n = strtok_r(NULL, ", ", &save))
+		if (!name_listed(rep->recreated_names, n))
+			snprintf(moved + strlen(moved), sizeof(moved) - strlen(moved), "%s%s", moved[0] ? ", " : "", n);
+	if (!rep->links)
+		snprintf(out, len, "no links");
+	else
+		snprintf(out, len, "%s%s%s%s%s%s%s%s", rep->recreated ? "recreated " : "", rep->recreated_names,
+			 rep->recreated && moved[0] ? ", " : "", moved[0] ? "moved " : "", moved,
+			 rep->fallback[0] ? " (not recreated: " : "", rep->fallback, rep->fallback[0] ? ")" : "");
+}
+
 /* Apply, for podman's configured netns: replace it at the same path by a
  * sized netns with the same links and configuration; the config stays as
  * it is.  KEEP_CONFIG (transplanted, or warned) or an error. */
@@ -414,7 +441,7 @@ static int transform_transplant(struct transform *t, struct nshash_error *err)
 	if (r == 0) {
 		res->info = rep.info;
 		snprintf(res->pin_path, sizeof(res->pin_path), "%s", t->path);
-		snprintf(res->moved, sizeof(res->moved), "%s", rep.links ? rep.link_names : "no links");
+		links_done(&rep, res->moved, sizeof(res->moved));
 		res->action = NSH_OCI_TRANSPLANTED;
 		return KEEP_CONFIG;
 	}
@@ -542,7 +569,7 @@ void nsh_oci_log_result(const char *who, const struct nsh_oci_result *res)
 		break;
 	case NSH_OCI_TRANSPLANTED:
 		nsh_log(NSH_LOG_INFO, who,
-			"engine's netns %s replaced by a sized one with its configuration (moved %s): requested "
+			"engine's netns %s replaced by a sized one with its configuration (%s): requested "
 			"tcp=%u udp=%u%s, effective tcp=%ld udp=%ld",
 			res->pin_path, res->moved, rq->tcp, rq->udp, src, res->info.tcp_entries, res->info.udp_entries);
 		break;

@@ -97,7 +97,7 @@ engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/nshash.log\"}"
 out=$(podman run --rm --annotation io.nshash.tcp=4096 $IMG sh -c 'cat /proc/sys/net/ipv4/tcp_ehash_entries; ip -o addr show eth0 | grep -c "inet "' 2>/dev/null)
 assert_eq "4096
 1" "$out" "bridge: sized, eth0 kept its address"
-assert_contains "$(grep precreate "$D/nshash.log" | tail -1)" "replaced by a sized one with its configuration (moved eth0)" "bridge: logged as a transplant"
+assert_contains "$(grep precreate "$D/nshash.log" | tail -1)" "replaced by a sized one with its configuration (recreated eth0)" "bridge: logged as a transplant"
 pins_gone && pass "bridge: no pin made" || fail "bridge: pin left"
 
 # --- nshash-runtime as podman's runtime: alone, and behind the hooks

@@ -46,7 +46,7 @@ for net in none nsh47; do
 	if [ $net = none ]; then
 		assert_contains "$(cat "$LOG")" "sized netns pinned at" "pod --network none: the infra's netns was created sized"
 	else
-		assert_contains "$(cat "$LOG")" "replaced by a sized one with its configuration (moved eth0): requested tcp=4096 udp=1024" \
+		assert_contains "$(cat "$LOG")" "replaced by a sized one with its configuration (recreated eth0): requested tcp=4096 udp=1024" \
 			"pod on a bridge network: the infra's netns was transplanted"
 	fi
 	assert_eq "4096 1024" "$(netns_sizes_of_pid "$(pid_of nsh47-$net-a)")" "pod --network $net: a detached member asking nothing joins, sees 4096 1024"

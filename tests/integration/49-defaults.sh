@@ -144,7 +144,7 @@ podman rm -f -t 0 "$id" >/dev/null
 out=$(podman run --rm --network nsh46 $IMG sh -c "$SIZES; ping -c1 -W2 10.146.0.1 >/dev/null && echo gw-ok" 2>"$D/err")
 assert_eq "4096 1024
 gw-ok" "$out" "podman bridge, defaults: tcp=4096 udp=1024, the gateway answers"
-assert_contains "$(cat "$LOG")" "replaced by a sized one with its configuration (moved eth0): requested tcp=4096 udp=1024" "podman bridge: the defaults transplanted"
+assert_contains "$(cat "$LOG")" "replaced by a sized one with its configuration (recreated eth0): requested tcp=4096 udp=1024" "podman bridge: the defaults transplanted"
 assert_eq "$GLOBAL" "$(podman run --rm --network none --annotation io.nshash.tcp=0 $IMG sh -c "$SIZES" 2>&1)" "podman: io.nshash.tcp=0 opts out (shared)"
 assert_eq "8192 2048" "$(podman run --rm --network nsh46 --annotation io.nshash.tcp=8192 --annotation io.nshash.udp=2048 $IMG sh -c "$SIZES" 2>"$D/err")" \
 	"podman: an explicit annotation wins"

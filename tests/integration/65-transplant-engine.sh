@@ -118,5 +118,98 @@ assert_contains "$out" "refused: process $other (python3) has thread " "another 
 [ "$(tcp_of)" -lt 0 ] && pass "an occupant: P left as it was" || fail "an occupant: P changed"
 kill $other
 wait $other 2>/dev/null
+# --- a veth whose peer is a port of a bridge in the host (netavark's
+# bridge, Docker's): the pair is made again (container side in S, host side
+# on the bridge under its old name), the old pair left in P to die with it;
+# what a new pair would not carry (a qdisc, a static FDB entry, a changed
+# sysctl of the host side) sends it to the move, which keeps everything.
+BR=nsh65br0
+HV=nsh65h0
+ip link add "$BR" address 02:00:00:00:65:ff type bridge && on_exit "ip link del $BR 2>/dev/null"
+ip addr add 10.137.65.1/24 dev "$BR" && ip link set "$BR" up
+make_bridged() {
+	ip netns del "$U" 2>/dev/null
+	ip link del "$HV" 2>/dev/null
+	ip netns add "$U" && ip link add "$HV" type veth peer name eth0 netns "$U" &&
+		ip link set "$HV" master "$BR" up && ip -n "$U" addr add 10.137.65.2/24 dev eth0 &&
+		ip -n "$U" link set eth0 up && ip -n "$U" link set lo up && ip -n "$U" route add default via 10.137.65.1
+}
+on_exit "ip link del $HV 2>/dev/null"
+mkdir -p "$D/www" && echo hello-65 >"$D/www/i"
+python3 -m http.server --bind 10.137.65.1 --directory "$D/www" 18765 >/dev/null 2>&1 &
+web=$!
+on_exit "kill $web 2>/dev/null"
+reach() { for _ in $(seq 30); do ip netns exec "$U" curl -s -m 2 http://10.137.65.1:18765/i 2>/dev/null && return; sleep 0.2; done; }
+ifindex() { cat "/sys/class/net/$HV/ifindex" 2>/dev/null; }
+mac_count() { ip -o link show | grep -c "link/ether $1 "; } # links of the host with that MAC
+# host side: MTU, master, up, MAC; container side: ifindex, MAC, MTU, address
+sides() {
+	echo "$(ip -o link show "$HV" | grep -o 'mtu [0-9]* .*master [^ ]*' | sed 's/qdisc [^ ]* //') $(cat /sys/class/net/$HV/operstate) $(cat /sys/class/net/$HV/address)"
+	echo "$(ip -n "$U" -o link show eth0 | awk '{print $1, $5}') $(ip -n "$U" -o link show eth0 | grep -o 'link/ether [^ ]*') $(ip -n "$U" -o -4 addr show eth0 | awk '{print $4}')"
+}
+make_bridged
+ip link set "$HV" mtu 1400 && ip -n "$U" link set eth0 mtu 1400
+before=$(ifindex)
+want=$(sides)
+hmac=$(cat "/sys/class/net/$HV/address")
+out=$(engine thread)
+assert_contains "$out" "rc=0" "bridged veth: the hook succeeds"
+assert_contains "$out" "replaced by a sized one with its configuration (recreated eth0): requested tcp=4096 udp=1024" \
+	"bridged veth: eth0's pair recreated, not moved"
+assert_eq 4096 "$(tcp_of)" "bridged veth: P replaced by a sized netns"
+after=$(ifindex)
+[ -n "$after" ] && [ "$after" != "$before" ] && pass "bridged veth: a new host side ($before -> $after)" ||
+	fail "bridged veth: host side ifindex $before -> $after"
+assert_eq "$want" "$(sides)" "bridged veth: both sides as they were (MTU 1400, bridge, up, MACs, eth0's ifindex and address)"
+assert_eq "hello-65" "$(reach)" "bridged veth: the container side reaches the host through the bridge"
+for _ in $(seq 50); do [ "$(mac_count "$hmac")" = 1 ] && break; sleep 0.1; done
+assert_eq "1 0" "$(mac_count "$hmac") $(ip -o link show | grep -c ": nsho$before[@:]")" \
+	"bridged veth: the old pair died with P (no nsho$before, one link with the host side's MAC)"
+ip netns del "$U"
+for _ in $(seq 50); do [ -z "$(ifindex)" ] && break; sleep 0.1; done
+assert_eq "" "$(ifindex)" "bridged veth: the new pair dies with S"
+
+# fallback KIND SETUP EXPECT: something a new pair would not carry
+fallback() {
+	make_bridged
+	eval "$2"
+	before=$(ifindex)
+	want=$(sides)
+	out=$(engine thread)
+	assert_contains "$out" "rc=0" "$1: the hook succeeds"
+	assert_contains "$out" "(moved eth0 (not recreated: eth0: $3))" "$1: moved instead, saying why"
+	assert_eq "4096 $before" "$(tcp_of) $(ifindex)" "$1: sized, the host side kept (ifindex $before)"
+	assert_eq "$want" "$(sides)" "$1: both sides as they were"
+	assert_eq "hello-65" "$(reach)" "$1: the container side reaches the host"
+	assert_eq 0 "$(ip -o link show | grep -c ': nsho')" "$1: no renamed link left"
+}
+fallback "a qdisc on the host side" "tc qdisc add dev $HV root handle 1: htb" "its host side $HV: it has a qdisc configured"
+assert_eq 1 "$(tc qdisc show dev "$HV" | grep -c 'qdisc htb 1:')" "a qdisc on the host side: still there"
+fallback "a static FDB entry" "bridge fdb add 02:00:00:00:65:01 dev $HV master static" \
+	"its host side $HV: it has a static forwarding (FDB) entry"
+assert_eq 1 "$(bridge fdb show dev "$HV" | grep -c '02:00:00:00:65:01')" "a static FDB entry: still there"
+# only the new pair shows this one: made, compared, deleted, the old one put back
+fallback "a sysctl of the host side" "sysctl -qw net.ipv4.conf.$HV.proxy_arp=1" \
+	"its host side $HV: net/ipv4/conf/$HV/proxy_arp is \"0\" (the old one's, \"1\", is not carried)"
+assert_eq 1 "$(cat /proc/sys/net/ipv4/conf/$HV/proxy_arp)" "a sysctl of the host side: kept"
+
+# a failure after the pair was recreated (a second mount of P under the
+# first, found only at the swap): undone, the new pair deleted, the old
+# host side back under its name, on the bridge, up
+make_bridged
+mount --bind "$NP" "$NP"
+before=$(ifindex)
+want=$(sides)
+out=$(engine thread)
+assert_contains "$out" "another netns is mounted under it (stacked mounts) (undone: $NP is as it was)" \
+	"a failure after the recreation: undone"
+assert_eq "$before" "$(ifindex)" "undo: the old host side is back under its name (ifindex $before)"
+assert_eq "$want" "$(sides)" "undo: both sides as they were"
+assert_eq "1 0" "$(mac_count "$(cat /sys/class/net/$HV/address)") $(ip -o link show | grep -c ': nsho')" \
+	"undo: the new pair deleted, nothing renamed left"
+assert_eq "hello-65" "$(reach)" "undo: the container side reaches the host again"
+umount "$NP"
+ip netns del "$U"
+
 assert_eq 0 "$(count_pins_under "$S/pins/")" "no container pin left in the state dir"
 assert_host_untouched
