@@ -49,7 +49,7 @@ assert_eq "-$GTCP -$GUDP" "$(netns_sizes_of_pid "${pid:-0}")" "no history, autoI
 assert_contains "$(cat "$D/nshash.log")" "requested tcp=0 udp=0, effective tcp=-$GTCP udp=-$GUDP" \
 	"nshash made that netns itself (shared tables)"
 ino=$(stat -L -c %i "/proc/$pid/ns/net")
-assert_eq "runtime::id=t61z" "$(cat "$S"/workloads/*-"$ino" 2>/dev/null)" "... and marked it for its workload"
+assert_eq "runtime::id=t61z" "$(head -1 "$S"/workloads/*-"$ino" 2>/dev/null)" "... and marked it for its workload"
 nsenter -t "$pid" -n ip link set lo up
 nsenter -t "$pid" -n python3 "$TOP/tests/lib/hold-sockets.py" 100 200 "$D/ready0" &
 holder=$!
@@ -70,7 +70,7 @@ assert_eq "1024 256" "$(netns_sizes_of_pid "${pid:-0}")" "started again: learned
 start pc io.nshash.tcp=auto io.nshash.udp=auto io.nshash.workload=pc
 pin=$("$BUILD/nshash-hook" precreate --policy "$D/policy0.json" <"$D/pc/config.json" 2>"$D/pc.err" | jq -r '.annotations["io.nshash.pin"]')
 assert_eq 1 "$(engines_pins_left "$S")" "precreate, auto with no history: a pin of the shared tables ($pin)"
-assert_eq "podman::w=pc" "$(cat "$S"/workloads/*-"$(stat -L -c %i "$S/pins/$pin")" 2>/dev/null)" \
+assert_eq "podman::w=pc" "$(head -1 "$S"/workloads/*-"$(stat -L -c %i "$S/pins/$pin")" 2>/dev/null)" \
 	"... marked for its workload"
 age_claims 120 "$S/pins/$pin"
 $N gc --stale-age 1 >/dev/null 2>&1

@@ -45,7 +45,7 @@ GUDP=$(cat /proc/sys/net/ipv4/udp_hash_entries)
 SHARED="-$GTCP -$GUDP"
 AUTO="--annotation io.nshash.tcp=auto --annotation io.nshash.udp=auto"
 pid_of() { podman inspect -f '{{.State.Pid}}' "$1"; }
-mark_of() { cat "$S"/workloads/*-"$(stat -L -c %i "/proc/$1/ns/net")" 2>/dev/null; }
+mark_of() { head -1 "$S"/workloads/*-"$(stat -L -c %i "/proc/$1/ns/net")" 2>/dev/null; } # the key (then "id N")
 pins_gone() { for _ in $(seq 50); do [ "$(engines_pins_left "$S")" = 0 ] && return 0; sleep 0.1; done; return 1; }
 holder=
 hold() { # PID UDP TCP: the workload's sockets, in the container's netns
