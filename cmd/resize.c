@@ -35,6 +35,12 @@ int resize_run(const struct nshash_create_opts *create, bool json, bool dry_run,
 		json_object_object_add(o, "path", json_object_new_string(path));
 		json_object_object_add(o, "dry_run", json_object_new_boolean(dry_run));
 		json_object_object_add(o, "links", links);
+		json_object *rec = json_object_new_array();
+		snprintf(names, sizeof(names), "%s", rep.recreated_names);
+		for (char *save = NULL, *n = strtok_r(names, ", ", &save); n; n = strtok_r(NULL, ", ", &save))
+			json_object_array_add(rec, json_object_new_string(n));
+		json_object_object_add(o, "recreated", rec);
+		json_object_object_add(o, "fallback", json_object_new_string(rep.fallback));
 		json_object_object_add(o, "addresses", json_object_new_int64(rep.addresses));
 		json_object_object_add(o, "routes", json_object_new_int64(rep.routes));
 		json_object_object_add(o, "neighbours", json_object_new_int64(rep.neighbours));
@@ -48,10 +54,12 @@ int resize_run(const struct nshash_create_opts *create, bool json, bool dry_run,
 		printf("%s can be resized: would move %s\n", path, rep.links ? rep.link_names : "no links");
 		return EXIT_OK;
 	}
-	char what[4600];
+	char what[4096 + 1024];
 	snprintf(what, sizeof(what),
-		 "resized %s: moved %s; restored %u address(es), %u route(s), %u neighbour(s), %u sysctl write(s)",
-		 path, rep.links ? rep.link_names : "no links", rep.addresses, rep.routes, rep.neighbours, rep.sysctls);
+		 "resized %s: %s %s%s%s%s; restored %u address(es), %u route(s), %u neighbour(s), %u sysctl write(s)",
+		 path, rep.recreated ? "carried" : "moved", rep.links ? rep.link_names : "no links",
+		 rep.recreated ? " (veth recreated: " : "", rep.recreated_names, rep.recreated ? ")" : "", rep.addresses,
+		 rep.routes, rep.neighbours, rep.sysctls);
 	print_info_text(what, &rep.info);
 	return EXIT_OK;
 }

@@ -109,7 +109,7 @@ struct nsh_veth {
 	char why[240];		 /* a candidate not recreated: why */
 	int host, bridge, fresh; /* ifindex: the old host side, its bridge, the new host side */
 	char name[IF_NAMESIZE];	 /* the host side's name */
-	char tmp[IF_NAMESIZE];	 /* the old host side's meanwhile (nshoIFINDEX) */
+	char fresh_name[IF_NAMESIZE]; /* the new host side's (the kernel's vethN) */
 	unsigned char mac[32];	 /* the host side's */
 	int maclen;
 	bool up;		      /* the old host side was up */

@@ -6,10 +6,13 @@
  * whose peer is a port of a bridge in the caller's netns is made again:
  * the container side in S with the same name, ifindex (when free), MAC,
  * MTU, queue length and queue counts, the host side with the old one's
- * name, MAC, MTU, on the same bridge, up as it was.  The old pair is left
- * in P, its host side down, out of the bridge and renamed (nshoIFINDEX):
- * it dies with P, as the kernel destroys a veth whose netns goes (deleting
- * it would cost the rcu_barrier() again).
+ * MAC, MTU and queues, on the same bridge, up as it was, under a name the
+ * kernel picks (vethN, as for the pairs netavark makes): renaming the old
+ * one to free its name would free it for a concurrent engine too (seen:
+ * 20 parallel podman starts, EEXIST).  The old pair is left in P, its host
+ * side down and out of the bridge: it dies with P, as the kernel destroys
+ * a veth whose netns goes (deleting it would cost the rcu_barrier()
+ * again).
  *
  * Only when nothing could tell the pairs apart: what is not carried
  * (addresses beyond the IPv6 link-local, routes through the host side,
@@ -43,7 +46,7 @@
 #define IFF_DORMANT 0x20000
 #endif
 
-enum { OLD_RELEASED = 1, OLD_RENAMED, NEW_MADE };
+enum { OLD_RELEASED = 1, NEW_MADE };
 
 /* One link's current message (stats skipped); NULL with rp->error. */
 static struct nlmsghdr *link_get(struct nl_sock *sk, int index, const char *name, struct nsh_reply *rp)
@@ -258,6 +261,21 @@ static int host_sysctls(const char *name, struct nsh_netcfg *out)
 	return r;
 }
 
+/* "ipv4/conf/NAME/KNOB": equal but for NAME (the two host sides' differ) */
+static bool same_knob(const char *a, const char *b)
+{
+	const char *ta = a, *tb = b;
+	for (int k = 0; k < 3 && ta && tb; k++) {
+		ta = strchr(ta, '/');
+		tb = strchr(tb, '/');
+		if (ta && tb && k < 2 && (ta - a != tb - b || memcmp(a, b, (size_t)(ta - a))))
+			return false;
+		ta = ta ? ta + 1 : NULL;
+		tb = tb ? tb + 1 : NULL;
+	}
+	return ta && tb && !strcmp(ta, tb);
+}
+
 static int sysctls_diff(const struct nsh_sysvec *a, const struct nsh_sysvec *b, char *why, size_t len)
 {
 	if (a->n != b->n) {
@@ -265,7 +283,7 @@ static int sysctls_diff(const struct nsh_sysvec *a, const struct nsh_sysvec *b, 
 		return 1;
 	}
 	for (size_t i = 0; i < a->n; i++)
-		if (strcmp(a->v[i].path, b->v[i].path) || strcmp(a->v[i].value, b->v[i].value)) {
+		if (!same_knob(a->v[i].path, b->v[i].path) || strcmp(a->v[i].value, b->v[i].value)) {
 			snprintf(why, len, "net/%s is \"%.40s\" (the old one's, \"%.40s\", is not carried)",
 				 b->v[i].path, b->v[i].value, a->v[i].value);
 			return 1;
@@ -370,7 +388,6 @@ int nsh_veth_plan(struct nl_sock *skp, struct nl_sock *skh, int pfd, int home, c
 	v->host = (int)peer;
 	struct nlattr *a = nsh_nla(v->hmsg, sizeof(struct ifinfomsg), IFLA_IFNAME);
 	snprintf(v->name, sizeof(v->name), "%.*s", a ? nla_len(a) : 0, a ? (const char *)nla_data(a) : "");
-	snprintf(v->tmp, sizeof(v->tmp), "nsho%d", v->host);
 	a = nsh_nla(v->hmsg, sizeof(struct ifinfomsg), IFLA_ADDRESS);
 	v->maclen = a && nla_len(a) <= (int)sizeof(v->mac) ? nla_len(a) : 0;
 	if (v->maclen)
@@ -416,19 +433,16 @@ int nsh_veth_plan(struct nl_sock *skp, struct nl_sock *skh, int pfd, int home, c
 
 /* ------------------------------------------------------------ making, undoing */
 
-static int set_old(struct nl_sock *skh, const struct nsh_veth *v, const char *name, int master, bool up)
+static int set_old(struct nl_sock *skh, const struct nsh_veth *v, int master, bool up)
 {
 	struct rtnl_link *old = rtnl_link_alloc(), *ch = rtnl_link_alloc();
 	int r = -NLE_NOMEM;
 	if (old && ch) {
 		rtnl_link_set_ifindex(old, v->host);
-		if (name)
-			rtnl_link_set_name(ch, name);
-		if (master >= 0)
-			rtnl_link_set_master(ch, master);
+		rtnl_link_set_master(ch, master);
 		if (up)
 			rtnl_link_set_flags(ch, IFF_UP);
-		else if (!name)
+		else
 			rtnl_link_unset_flags(ch, IFF_UP);
 		r = rtnl_link_change(skh, old, ch, 0);
 	}
@@ -444,7 +458,7 @@ static struct nl_addr *mac_addr(const struct nlmsghdr *h)
 }
 
 /* The new pair: the container side named l in S (sfd), the host side
- * named v->name here. */
+ * here, named by the kernel. */
 static int make_pair(struct nl_sock *skh, const struct nsh_link *l, int index, int sfd, const struct nsh_veth *v)
 {
 	struct rtnl_link *c = rtnl_link_veth_alloc();
@@ -474,7 +488,6 @@ static int make_pair(struct nl_sock *skh, const struct nsh_link *l, int index, i
 	if (index > 0)
 		rtnl_link_set_ifindex(c, index);
 	rtnl_link_set_ns_fd(c, sfd);
-	rtnl_link_set_name(h, v->name);
 	int r = rtnl_link_add(skh, c, NLM_F_CREATE | NLM_F_EXCL);
 	rtnl_link_put(h);
 	rtnl_link_veth_release(c);
@@ -484,29 +497,25 @@ static int make_pair(struct nl_sock *skh, const struct nsh_link *l, int index, i
 int nsh_veth_undo(struct nl_sock *skh, struct nsh_veth *v, struct nshash_error *err)
 {
 	int r = 0;
-	if (v->state >= NEW_MADE) {
+	/* the new pair: deleted by its host side's index (unknown when it
+	 * could not be read: then it goes with S, which the failure drops) */
+	if (v->state >= NEW_MADE && v->fresh) {
 		struct rtnl_link *n = rtnl_link_alloc();
 		r = -NLE_NOMEM;
 		if (n) {
-			rtnl_link_set_name(n, v->name);
-			if (v->fresh)
-				rtnl_link_set_ifindex(n, v->fresh);
+			rtnl_link_set_ifindex(n, v->fresh);
 			r = rtnl_link_delete(skh, n);
 			rtnl_link_put(n);
 		}
 		if (r < 0 && r != -NLE_NODEV && r != -NLE_OBJ_NOTFOUND)
-			return nshash_error_set(err, EIO, "delete the new veth %s: %s", v->name, nl_geterror(r));
-		v->state = OLD_RENAMED;
+			return nshash_error_set(err, EIO, "delete the new veth %s: %s", v->fresh_name, nl_geterror(r));
+	}
+	if (v->state >= NEW_MADE) {
+		v->state = OLD_RELEASED;
 		v->fresh = 0;
 	}
-	if (v->state >= OLD_RENAMED) {
-		r = set_old(skh, v, v->name, -1, false);
-		if (r < 0)
-			return nshash_error_set(err, EIO, "rename %s back to %s: %s", v->tmp, v->name, nl_geterror(r));
-		v->state = OLD_RELEASED;
-	}
 	if (v->state >= OLD_RELEASED) {
-		r = set_old(skh, v, NULL, v->bridge, v->up);
+		r = set_old(skh, v, v->bridge, v->up);
 		if (r < 0)
 			return nshash_error_set(err, EIO, "put %s back on its bridge: %s", v->name, nl_geterror(r));
 		v->state = 0;
@@ -518,25 +527,27 @@ int nsh_veth_recreate(struct nl_sock *skh, struct nl_sock *sks, int sfd, int hom
 		      struct nsh_veth *v, struct nshash_error *err)
 {
 	char why[200] = "";
-	int r = set_old(skh, v, NULL, 0, false);
+	int r = set_old(skh, v, 0, false);
 	if (r < 0)
 		snprintf(why, sizeof(why), "take %s off its bridge: %s", v->name, nl_geterror(r));
 	else
 		v->state = OLD_RELEASED;
-	if (!why[0] && (r = set_old(skh, v, v->tmp, -1, false)) < 0)
-		snprintf(why, sizeof(why), "rename %s to %s: %s", v->name, v->tmp, nl_geterror(r));
-	else if (!why[0])
-		v->state = OLD_RENAMED;
 	if (!why[0] && (r = make_pair(skh, l, index, sfd, v)) < 0)
 		snprintf(why, sizeof(why), "create the new pair: %s", nl_geterror(r));
 	else if (!why[0])
 		v->state = NEW_MADE;
+	/* the new host side: the container side's peer */
 	struct nsh_reply rp;
-	cleanup_free struct nlmsghdr *nh = why[0] ? NULL : link_get(skh, 0, v->name, &rp);
+	cleanup_free struct nlmsghdr *cs = why[0] ? NULL : link_get(sks, 0, l->name, &rp);
+	long fresh = cs ? attr_u32(cs, IFLA_LINK) : -1;
+	cleanup_free struct nlmsghdr *nh = fresh > 0 ? link_get(skh, (int)fresh, NULL, &rp) : NULL;
 	if (!why[0] && !nh)
-		snprintf(why, sizeof(why), "read the new %s: %s", v->name, nsh_rtnl_why(&rp));
+		snprintf(why, sizeof(why), "read the new pair: %s", cs ? nsh_rtnl_why(&rp) : "no peer");
 	if (nh) {
 		v->fresh = ((const struct ifinfomsg *)NLMSG_DATA(nh))->ifi_index;
+		struct nlattr *a = nsh_nla(nh, sizeof(struct ifinfomsg), IFLA_IFNAME);
+		snprintf(v->fresh_name, sizeof(v->fresh_name), "%.*s", a ? nla_len(a) : 0,
+			 a ? (const char *)nla_data(a) : "");
 		struct rtnl_link *o = rtnl_link_alloc(), *ch = rtnl_link_alloc();
 		r = -NLE_NOMEM;
 		if (o && ch) {
@@ -549,7 +560,7 @@ int nsh_veth_recreate(struct nl_sock *skh, struct nl_sock *sks, int sfd, int hom
 		rtnl_link_put(o);
 		rtnl_link_put(ch);
 		if (r < 0)
-			snprintf(why, sizeof(why), "put the new %s on its bridge: %s", v->name, nl_geterror(r));
+			snprintf(why, sizeof(why), "put the new %s on its bridge: %s", v->fresh_name, nl_geterror(r));
 	}
 	/* now only the new pair can tell */
 	cleanup_free struct nlmsghdr *hn = why[0] ? NULL : link_get(skh, v->fresh, NULL, &rp);
@@ -563,11 +574,11 @@ int nsh_veth_recreate(struct nl_sock *skh, struct nl_sock *sks, int sfd, int hom
 		snprintf(why, sizeof(why), "its host side %s: %s", v->name, d);
 	else if (!why[0] && link_diff(v->cmsg, cn, IFF_UP | IFF_RUNNING | IFF_LOWER_UP | IFF_DORMANT, d, sizeof(d)))
 		snprintf(why, sizeof(why), "%s", d);
-	else if (!why[0] && (features_in(-1, home, v->name, hf) < 0 || features_in(sfd, home, l->name, cf) < 0 ||
+	else if (!why[0] && (features_in(-1, home, v->fresh_name, hf) < 0 || features_in(sfd, home, l->name, cf) < 0 ||
 			     memcmp(hf, v->hfeat, sizeof(hf)) || memcmp(cf, v->cfeat, sizeof(cf))))
 		snprintf(why, sizeof(why), "its ethtool features differ from a new veth's");
-	else if (!why[0] && host_sysctls(v->name, &sys) < 0)
-		snprintf(why, sizeof(why), "read the new %s's sysctls", v->name);
+	else if (!why[0] && host_sysctls(v->fresh_name, &sys) < 0)
+		snprintf(why, sizeof(why), "read the new %s's sysctls", v->fresh_name);
 	else if (!why[0] && sysctls_diff(&v->hsys.dev, &sys.dev, d, sizeof(d)))
 		snprintf(why, sizeof(why), "its host side %s: %s", v->name, d);
 	nsh_netcfg_free(&sys);

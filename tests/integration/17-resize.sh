@@ -87,6 +87,7 @@ mac=$(ip -n $P -j link show v17p | jq -r '.[0].address')
 out=$(resize --tcp 4096 --udp 1024 --json $P 2>&1)
 assert_eq 0 $? "resize exits 0 ($out)"
 assert_eq '["v17p"]' "$(jq -c .links <<<"$out")" "JSON names the moved link"
+assert_eq '[] ""' "$(jq -c .recreated <<<"$out") $(jq .fallback <<<"$out")" "... moved, not recreated (its peer is no bridge port)"
 assert_eq "4096 1024" "$(sizes_of)" "sizes exact through /run/netns/$P"
 [ "$(inode_of)" != "$ino" ] && pass "a new netns is bound at the path" || fail "same netns at the path"
 if state_is "$before"; then
@@ -238,4 +239,28 @@ for i in $(seq 12); do
 done
 [ $kills -gt 0 ] && pass "$kills of 12 runs were killed midway" || fail "no run was killed (all finished first)"
 assert_eq 0 "$(count_pins_under "$S/pins")" "no container pin left after the kills"
+
+# ---------------------------------------------------------------- a bridged veth: recreated
+# P's link with its peer a port of a bridge here (as podman's netavark and
+# CNI's bridge plugin make them): made again rather than moved
+B=nsh17-$$-b
+on_exit "ip netns del $B; ip link del nsh17br"
+ip link add nsh17br type bridge && ip link set nsh17br up && ip netns add $B &&
+	ip link add v17b netns $B type veth peer name h17b && ip link set h17b master nsh17br up &&
+	ip -n $B link set v17b up && ip -n $B addr add 10.117.9.2/24 dev v17b ||
+	cannot_run "cannot build a bridged veth"
+bmac=$(ip -n $B -j link show v17b | jq -r '.[0].address')
+hidx=$(ip -j link show h17b | jq -r '.[0].ifindex')
+out=$("$NSHASH" --state-dir "$S" resize --tcp 2048 --udp 512 --json $B 2>&1)
+assert_eq '0 ["v17b"] ["v17b"] ""' "$? $(jq -c .links <<<"$out") $(jq -c .recreated <<<"$out") $(jq .fallback <<<"$out")" \
+	"a bridged veth: resize recreates it (JSON links, recreated, no fallback)"
+assert_eq "2048 512 $bmac 10.117.9.2/24" \
+	"$(ip netns exec $B sh -c 'echo $(cat /proc/sys/net/ipv4/tcp_ehash_entries) $(cat /proc/sys/net/ipv4/udp_hash_entries)') $(ip -n $B -j link show v17b | jq -r '.[0].address') $(ip -n $B -j addr show v17b | jq -r '.[0].addr_info[] | select(.family == "inet") | "\(.local)/\(.prefixlen)"')" \
+	"... sized, with the same MAC and address"
+nidx=$(ip -n $B -j link show v17b | jq -r '.[0].link_index')
+assert_eq "nsh17br" "$(ip -j link show | jq -r ".[] | select(.ifindex == $nidx) | .master")" "... its new host side on the same bridge"
+[ "$nidx" != "$hidx" ] && pass "... a new host side (ifindex $hidx before, $nidx now)" || fail "the host side's ifindex did not change"
+ip netns del $B
+for _ in $(seq 50); do [ -z "$(ip -o link show master nsh17br)" ] && break; sleep 0.1; done
+assert_eq "" "$(ip -o link show master nsh17br)" "the netns deleted: no port left on the bridge (the old pair died with the old netns)"
 assert_host_untouched

@@ -90,7 +90,7 @@ for net in none nsh71; do
 	podman stop -t 0 nsh71-$net >/dev/null
 	podman start nsh71-$net >/dev/null || fail "podman start --network $net"
 	assert_eq "32768 8192" "$(netns_sizes_of_pid "$(pid_of nsh71-$net)")" "--network $net: podman start: tcp 32768 udp 8192"
-	[ $net = none ] || assert_contains "$(tail -3 "$LOG")" "replaced by a sized one with its configuration (moved eth0): requested tcp=32768 udp=8192" \
+	[ $net = none ] || assert_contains "$(tail -3 "$LOG")" "replaced by a sized one with its configuration (recreated eth0): requested tcp=32768 udp=8192" \
 		"bridge: podman start: transplanted to the learned sizes"
 	podman rm -f -t 0 nsh71-$net >/dev/null
 
