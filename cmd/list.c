@@ -227,7 +227,8 @@ static int cmd_gc(struct cli *c, int argc, char **argv)
 		struct nshash_stats_netns *v = NULL;
 		size_t n = 0;
 		struct nshash_stats_opts so = {.state_dir = c->state_dir};
-		time_t began = time(NULL);
+		struct timespec began;
+		clock_gettime(CLOCK_REALTIME, &began);
 		if (nshash_stats_scan(&so, &v, &n, &err) < 0)
 			fail(0, "gc: workload marks kept: %s", err.msg);
 		else

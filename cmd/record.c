@@ -32,7 +32,8 @@ int record_command(const char *state_dir, bool json)
 	struct nshash_stats_netns *v = NULL;
 	size_t n = 0;
 	struct nshash_stats_opts opts = {.state_dir = state_dir};
-	time_t began = time(NULL);
+	struct timespec began;
+	clock_gettime(CLOCK_REALTIME, &began);
 	if (nshash_stats_scan(&opts, &v, &n, &err) < 0)
 		return fail(EXIT_FAIL, "record: %s", err.msg);
 	/* each netns with a mark whose id is that netns's (a stale mark of a

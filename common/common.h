@@ -179,7 +179,7 @@ int nsh_workload_of(const char *state_dir, const struct nshash_stats_netns *ns, 
 int nsh_workload_teardown(const char *state_dir, int nsfd, char *key, size_t len, struct nshash_error *err);
 /* Remove marks made before `began` of netns not in v (a scan), or whose id
  * is not that netns's; temporary files a minute old.  Returns the marks removed. */
-size_t nsh_workload_reap(const char *state_dir, const struct nshash_stats_netns *v, size_t n, time_t began);
+size_t nsh_workload_reap(const char *state_dir, const struct nshash_stats_netns *v, size_t n, struct timespec began);
 
 /* ------------------------------------------------------------ logger */
 /* The one logger of the front-ends: one line per action on stderr

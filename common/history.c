@@ -689,7 +689,7 @@ int nsh_workload_teardown(const char *state_dir, int nsfd, char *key, size_t len
 	return r < 0 ? r : 1;
 }
 
-size_t nsh_workload_reap(const char *state_dir, const struct nshash_stats_netns *v, size_t n, time_t began)
+size_t nsh_workload_reap(const char *state_dir, const struct nshash_stats_netns *v, size_t n, struct timespec began)
 {
 	char dir[4200];
 	size_t gone = 0;
@@ -705,10 +705,11 @@ size_t nsh_workload_reap(const char *state_dir, const struct nshash_stats_netns 
 		/* one made while the scan ran belongs to a netns it may have
 		 * missed: kept for the next run */
 		if (de->d_name[0] == '.' || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    st.st_mtime >= began)
+		    st.st_mtim.tv_sec > began.tv_sec ||
+		    (st.st_mtim.tv_sec == began.tv_sec && st.st_mtim.tv_nsec >= began.tv_nsec))
 			continue;
 		int fields = sscanf(de->d_name, "%llu-%llu%c", &dev, &ino, &tail);
-		if (fields == 3 && strstr(de->d_name, ".tmp.") && st.st_mtime + 60 <= began) {
+		if (fields == 3 && strstr(de->d_name, ".tmp.") && st.st_mtime + 60 <= began.tv_sec) {
 			unlinkat(dirfd(d), de->d_name, 0); /* a killed writer's */
 			continue;
 		}
@@ -765,7 +766,7 @@ static void marks_bound(const char *state_dir)
 	struct nshash_stats_opts opts = {.state_dir = state_dir};
 	struct nshash_error err = {0};
 	if (nshash_stats_scan(&opts, &v, &n, &err) == 0)
-		nsh_workload_reap(state_dir, v, n, began);
+		nsh_workload_reap(state_dir, v, n, (struct timespec){.tv_sec = began});
 	free(v);
 }
 

@@ -285,7 +285,7 @@ static int sysctls_diff(const struct nsh_sysvec *a, const struct nsh_sysvec *b, 
 	for (size_t i = 0; i < a->n; i++)
 		if (!same_knob(a->v[i].path, b->v[i].path) || strcmp(a->v[i].value, b->v[i].value)) {
 			snprintf(why, len, "net/%s is \"%.40s\" (the old one's, \"%.40s\", is not carried)",
-				 b->v[i].path, b->v[i].value, a->v[i].value);
+				 a->v[i].path, b->v[i].value, a->v[i].value);
 			return 1;
 		}
 	return 0;

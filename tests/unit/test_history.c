@@ -383,6 +383,14 @@ static void aged(const char *path)
 	assert_int_equal(utimensat(AT_FDCWD, path, t, 0), 0);
 }
 
+static struct timespec now_ts(long off)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	t.tv_sec += off;
+	return t;
+}
+
 static void test_marks(void **state)
 {
 	(void)state;
@@ -452,18 +460,27 @@ static void test_marks(void **state)
 	aged(fake);
 	assert_int_equal(nsh_workload_mark_fd(dir, fd, "cni:a:w=web", &err), 0);
 	aged(mark);
-	assert_int_equal(nsh_workload_reap(dir, &live, 1, time(NULL)), 1);
+	assert_int_equal(nsh_workload_reap(dir, &live, 1, now_ts(0)), 1);
 	assert_false(exists(fake));
 	assert_true(exists(mark));
 	assert_int_equal(nsh_workload_mark(dir, (uint64_t)st.st_dev, (uint64_t)st.st_ino, id + 1, "cni:b:w=old", &err),
 			 0);
 	aged(mark);
-	assert_int_equal(nsh_workload_reap(dir, &live, 1, time(NULL)), 1);
+	assert_int_equal(nsh_workload_reap(dir, &live, 1, now_ts(0)), 1);
 	assert_false(exists(mark));
 	/* a mark made while the scan ran is kept for the next one */
 	put(fake, "cni:c:w=gone\nid 7\n");
-	assert_int_equal(nsh_workload_reap(dir, &live, 1, time(NULL) - 10), 0);
+	assert_int_equal(nsh_workload_reap(dir, &live, 1, now_ts(-10)), 0);
 	assert_true(exists(fake));
+	/* one made a moment before the scan began, in the same second, goes */
+	unlink(fake);
+	put(fake, "cni:c:w=gone\nid 7\n");
+	struct timespec after = now_ts(0);
+	after.tv_nsec += 1000000;
+	if (after.tv_nsec >= 1000000000L)
+		after.tv_sec++, after.tv_nsec -= 1000000000L;
+	assert_int_equal(nsh_workload_reap(dir, &live, 1, after), 1);
+	assert_false(exists(fake));
 
 	/* the bound: beyond nsh_workload_marks_max marks, writing one reaps
 	 * those of netns gone (a scan: root) */
