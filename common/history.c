@@ -734,23 +734,14 @@ size_t nsh_workload_reap(const char *state_dir, const struct nshash_stats_netns 
 }
 
 /* More than NSH_WORKLOAD_MARKS_MAX marks (no `nshash record` runs, or
- * teardowns nshash does not see): reap those of netns gone, at most once a
- * minute (a stamp file's mtime), so a node with that many live netns does
- * not scan on every start. */
+ * teardowns nshash does not see): reap those of netns gone.  Looked at
+ * most once a minute (a stamp file's mtime), so a start pays one stat,
+ * not a read of the whole directory, and a node with that many live netns
+ * does not scan on every start. */
 static void marks_bound(const char *state_dir)
 {
 	char dir[4200], stamp[4300];
 	marks_dir(state_dir, dir, sizeof(dir));
-	DIR *d = opendir(dir);
-	if (!d)
-		return;
-	size_t count = 0;
-	struct dirent *de;
-	while (count <= nsh_workload_marks_max && (de = readdir(d)))
-		count += de->d_name[0] != '.';
-	closedir(d);
-	if (count <= nsh_workload_marks_max)
-		return;
 	snprintf(stamp, sizeof(stamp), "%s/.reaped", dir);
 	struct stat st;
 	time_t began = time(NULL);
@@ -761,6 +752,16 @@ static void marks_bound(const char *state_dir)
 		futimens(fd, NULL);
 		close(fd);
 	}
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	size_t count = 0;
+	struct dirent *de;
+	while (count <= nsh_workload_marks_max && (de = readdir(d)))
+		count += de->d_name[0] != '.';
+	closedir(d);
+	if (count <= nsh_workload_marks_max)
+		return;
 	struct nshash_stats_netns *v = NULL;
 	size_t n = 0;
 	struct nshash_stats_opts opts = {.state_dir = state_dir};
