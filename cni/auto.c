@@ -101,12 +101,23 @@ int nsh_cni_auto(struct run *r, struct nshash_sizes *req, bool *from_ann)
 	return 0;
 }
 
+/* CNI_NETNS (hostile: the runtime's, but never trusted): nsfs or nothing,
+ * never a device, a FIFO or a symlink opened as root; -1 when not a netns. */
+static int open_netns(const char *path)
+{
+	int fd = -1;
+	const char *not_netns;
+	if (!path || !*path || nsh_path_open_netns(path, false, &fd, &not_netns) < 0)
+		return -1;
+	return fd;
+}
+
 void nsh_cni_auto_mark(const struct nsh_cni_env *env, const struct nsh_cni_output *out, const char *state_dir)
 {
 	struct nshash_error e = {0};
 	if (!out->workload_key[0] || !env->netns || out->outcome == NSH_CNI_REFUSED)
 		return;
-	int fd = open(env->netns, O_RDONLY | O_CLOEXEC);
+	int fd = open_netns(env->netns);
 	if (fd < 0)
 		return;
 	if (nsh_workload_mark_fd(state_dir, fd, out->workload_key, &e) < 0)
@@ -119,9 +130,19 @@ void nsh_cni_auto_teardown(const struct nsh_cni_env *env, const char *state_dir)
 	struct nshash_error e = {0};
 	char key[NSH_WORKLOAD_KEY_MAX], shown[NSH_WORKLOAD_KEY_MAX * 3 + 4];
 	/* no netns at DEL: it is gone already; record reaps its mark */
-	int fd = env->netns && *env->netns ? open(env->netns, O_RDONLY | O_CLOEXEC) : -1;
+	int fd = open_netns(env->netns);
 	if (fd < 0)
 		return;
+	/* the netns this pod's ADD recorded, when it recorded one: a DEL
+	 * naming another pod's netns does not end that one's mark */
+	struct nsh_pod_record rec;
+	struct stat st;
+	if (env->containerid && nsh_pod_record_get(state_dir, env->containerid, &rec) == 1 &&
+	    (fstat(fd, &st) < 0 || (uint64_t)st.st_ino != rec.inode)) {
+		nsh_log(NSH_LOG_WARN, env->containerid, "auto: CNI_NETNS is not the netns this pod's ADD recorded: not sampled");
+		close(fd);
+		return;
+	}
 	int r = nsh_workload_teardown(state_dir, fd, key, sizeof(key), &e);
 	close(fd);
 	if (r < 0) {

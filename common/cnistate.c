@@ -351,6 +351,37 @@ static bool record_parse(char *text, struct nsh_pod_record *rec)
 	       pct_decode(f[4], rec->pod, sizeof(rec->pod)) && pct_decode(f[5], rec->netns, sizeof(rec->netns));
 }
 
+/* The record named `id` in the pods dir dfd: 1 with *rec, 0 none or not one. */
+static int record_read_at(int dfd, const char *id, struct nsh_pod_record *rec)
+{
+	int fd = openat(dfd, id, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return 0;
+	char text[RECORD_MAX + 1];
+	struct stat st;
+	ssize_t len = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, text, sizeof(text) - 1) : -1;
+	close(fd);
+	if (len <= 0 || (size_t)len >= sizeof(text) - 1)
+		return 0;
+	text[len] = '\0';
+	memset(rec, 0, sizeof(*rec));
+	memcpy(rec->id, id, strlen(id) + 1); /* id_ok: short enough */
+	return record_parse(text, rec) ? 1 : 0;
+}
+
+int nsh_pod_record_get(const char *state_dir, const char *id, struct nsh_pod_record *rec)
+{
+	if (!id_ok(id))
+		return 0;
+	struct nshash_error e;
+	int dfd = pods_dir(state_dir, &e);
+	if (dfd < 0)
+		return 0;
+	int r = record_read_at(dfd, id, rec);
+	close(dfd);
+	return r;
+}
+
 /* Each record of STATE_DIR/cni/pods in turn, parsed into *rec (its id
  * set), given to `each` with the pods dir's fd; `each` returning false
  * stops.  One record in memory at a time. */
@@ -368,22 +399,10 @@ static int records_each(const char *state_dir, struct nsh_pod_record *rec,
 		return nsh_error_sys(err, e, "list %s/cni/pods", state_dir);
 	}
 	struct dirent *de;
-	char text[RECORD_MAX + 1];
 	while ((de = readdir(d))) {
 		if (!id_ok(de->d_name))
 			continue; /* ".", "..", temporary files */
-		int fd = openat(dfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-		if (fd < 0)
-			continue;
-		struct stat st;
-		ssize_t len = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, text, sizeof(text) - 1) : -1;
-		close(fd);
-		if (len <= 0 || (size_t)len >= sizeof(text) - 1)
-			continue;
-		text[len] = '\0';
-		memset(rec, 0, sizeof(*rec));
-		memcpy(rec->id, de->d_name, strlen(de->d_name) + 1); /* id_ok: short enough */
-		if (record_parse(text, rec) && !each(dfd, rec, ctx))
+		if (record_read_at(dfd, de->d_name, rec) && !each(dfd, rec, ctx))
 			break;
 	}
 	closedir(d);

@@ -147,7 +147,7 @@ int nsh_history_index_write(const char *state_dir, const struct nsh_history *h, 
  * error but ENOMEM. */
 int nsh_history_load_key(const char *state_dir, const char *key, struct nsh_history *h, char *warn, size_t wlen,
 			 struct nshash_error *err);
-/* Fold samples into HISTORY/history under STATE_DIR/history.lock:
+/* Fold samples into HISTORY/history under HISTORY/history.lock:
  * load, sample, save.  `warn` as nsh_history_load's. */
 struct nsh_history_sample {
 	const char *key;
@@ -318,6 +318,8 @@ int nsh_cni_record_add(const char *state_dir, enum nsh_cni_outcome o, const stru
 		       struct nshash_error *err);
 /* Remove the record of container `id` (none: 0). */
 int nsh_pod_record_remove(const char *state_dir, const char *id, struct nshash_error *err);
+/* The record of one CNI_CONTAINERID: 1 with *rec, 0 none (or not one). */
+int nsh_pod_record_get(const char *state_dir, const char *id, struct nsh_pod_record *rec);
 /* Every record (malloc'd; none: NULL, 0). */
 int nsh_pod_records_read(const char *state_dir, struct nsh_pod_record **out, size_t *count, struct nshash_error *err);
 /* The record of the netns with that inode, or NULL. */

@@ -449,7 +449,11 @@ int nsh_history_save(const char *state_dir, struct nsh_history *h, struct nshash
 		return nshash_error_set(err, e, "history: write %s", path);
 	}
 	/* the start path's lookup (histindex.c), made from this file */
-	return nsh_history_index_write(state_dir, h, &st, 0, err);
+	/* the start path's index: its failure is no lost history (a start
+	 * without it reads the history whole, with a warning) */
+	struct nshash_error ie = {0};
+	(void)nsh_history_index_write(state_dir, h, &st, 0, &ie);
+	return 0;
 }
 
 struct nshash_sizes nsh_auto_resolve(const struct nsh_history *h, const char *key, const struct nsh_policy *policy,
@@ -637,7 +641,11 @@ int nsh_workload_of(const char *state_dir, const struct nshash_stats_netns *ns, 
 static int history_lock(const char *state_dir)
 {
 	char path[4300];
-	snprintf(path, sizeof(path), "%s/%s.lock", state_dir ? state_dir : NSHASH_DEFAULT_STATE_DIR, NSH_HISTORY_FILE);
+	char dir[4096];
+	nsh_history_dir(state_dir, dir, sizeof(dir));
+	if (!strcmp(dir, NSH_HISTORY_DIR) && mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return -1;
+	snprintf(path, sizeof(path), "%s/%s.lock", dir, NSH_HISTORY_FILE); /* beside the history */
 	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd >= 0 && flock(fd, LOCK_EX) < 0) {
 		close(fd);

@@ -238,13 +238,6 @@ bool nsh_is_proc_netns_link(const char *path);
 /* Open an O_PATH fd (or one from O_PATH) again for real, through
  * /proc/self/fd: the same inode, whatever the path now names. */
 int nsh_reopen(int pathfd, int flags);
-/* Open a netns path from anywhere (a container's config, CNI_NETNS, the
- * command line) without ever opening anything but nsfs: O_PATH first (no
- * device open, no FIFO block, no tty), the final symlink not followed
- * unless `follow` or it is /proc's own ns link, then nsfs and the netns
- * type checked before the real open.  0 with *fd; 0 with *fd = -1 and
- * *not_netns saying what is there instead; -errno when it cannot be opened. */
-int nsh_path_open_netns(const char *path, bool follow, int *fd, const char **not_netns);
 
 /* pin.c: create PATH empty with O_EXCL ("WHAT PATH: already exists");
  * *fd holds the claimed file (for nsh_bind_fd and nsh_pin_unclaim). */

@@ -87,4 +87,12 @@ struct nsh_proc_stat {
 /* 0, -errno (-ENOENT: gone), or -EINVAL when it cannot be parsed. */
 int nsh_proc_stat(pid_t pid, struct nsh_proc_stat *st);
 
+/* ns.c: open a netns path from anywhere (a container's config, CNI_NETNS, the
+ * command line) without ever opening anything but nsfs: O_PATH first (no
+ * device open, no FIFO block, no tty), the final symlink not followed
+ * unless `follow` or it is /proc's own ns link, then nsfs and the netns
+ * type checked before the real open.  0 with *fd; 0 with *fd = -1 and
+ * *not_netns saying what is there instead; -errno when it cannot be opened. */
+int nsh_path_open_netns(const char *path, bool follow, int *fd, const char **not_netns);
+
 #endif

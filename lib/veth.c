@@ -46,7 +46,7 @@
 #define IFF_DORMANT 0x20000
 #endif
 
-enum { OLD_RELEASED = 1, NEW_MADE };
+enum { NEW_MADE = 1, OLD_RELEASED = 2 }; /* bits of v->state */
 
 /* One link's current message (stats skipped); NULL with rp->error. */
 static struct nlmsghdr *link_get(struct nl_sock *sk, int index, const char *name, struct nsh_reply *rp)
@@ -401,6 +401,23 @@ int nsh_veth_plan(struct nl_sock *skp, struct nl_sock *skh, int pfd, int home, c
 		return 0; /* not a bridge port */
 	v->bridge = (int)master;
 	v->candidate = true;
+	/* the new host side gets a name from the kernel: only a name the
+	 * kernel gave (NET_NAME_ENUM, as netavark's own vethN) is not lost;
+	 * one its creator chose (netavark's host_interface_name, ...) may be
+	 * what firewall rules or tc name */
+	char np[96], nt[8] = "";
+	snprintf(np, sizeof(np), "/sys/class/net/%s/name_assign_type", v->name);
+	FILE *f = v->name[0] && !strchr(v->name, '/') ? fopen(np, "re") : NULL;
+	if (f) {
+		if (!fgets(nt, sizeof(nt), f))
+			nt[0] = '\0';
+		fclose(f);
+	}
+	if (strcmp(nt, "1\n") != 0) {
+		snprintf(v->why, sizeof(v->why), "its host side %s has a name its creator chose (a new one would not keep it)",
+			 v->name);
+		return 0;
+	}
 	struct nlattr *li = nsh_nla(br, sizeof(struct ifinfomsg), IFLA_LINKINFO);
 	struct nlattr *d = li ? nla_find(nla_data(li), nla_len(li), IFLA_INFO_DATA) : NULL;
 	struct nlattr *vf = d ? nla_find(nla_data(d), nla_len(d), IFLA_BR_VLAN_FILTERING) : NULL;
@@ -494,31 +511,40 @@ static int make_pair(struct nl_sock *skh, const struct nsh_link *l, int index, i
 	return r;
 }
 
+/* Delete the new pair: by its host side's index, else (not read back) by
+ * its container side's name in S. */
+static int delete_new(struct nl_sock *skh, struct nl_sock *sks, const struct nsh_veth *v, const char *cname)
+{
+	struct rtnl_link *n = rtnl_link_alloc();
+	if (!n)
+		return -NLE_NOMEM;
+	if (v->fresh)
+		rtnl_link_set_ifindex(n, v->fresh);
+	else
+		rtnl_link_set_name(n, cname);
+	int r = rtnl_link_delete(v->fresh || !sks ? skh : sks, n);
+	rtnl_link_put(n);
+	return r == -NLE_NODEV || r == -NLE_OBJ_NOTFOUND ? 0 : r;
+}
+
 int nsh_veth_undo(struct nl_sock *skh, struct nsh_veth *v, struct nshash_error *err)
 {
-	int r = 0;
-	/* the new pair: deleted by its host side's index (unknown when it
-	 * could not be read: then it goes with S, which the failure drops) */
-	if (v->state >= NEW_MADE && v->fresh) {
-		struct rtnl_link *n = rtnl_link_alloc();
-		r = -NLE_NOMEM;
-		if (n) {
-			rtnl_link_set_ifindex(n, v->fresh);
-			r = rtnl_link_delete(skh, n);
-			rtnl_link_put(n);
-		}
-		if (r < 0 && r != -NLE_NODEV && r != -NLE_OBJ_NOTFOUND)
-			return nshash_error_set(err, EIO, "delete the new veth %s: %s", v->fresh_name, nl_geterror(r));
-	}
-	if (v->state >= NEW_MADE) {
-		v->state = OLD_RELEASED;
-		v->fresh = 0;
-	}
-	if (v->state >= OLD_RELEASED) {
-		r = set_old(skh, v, v->bridge, v->up);
+	/* the old host side back on its bridge first: the bridge never has
+	 * one port fewer (netavark deletes a bridge it finds without ports) */
+	if (v->state & OLD_RELEASED) {
+		int r = set_old(skh, v, v->bridge, v->up);
 		if (r < 0)
 			return nshash_error_set(err, EIO, "put %s back on its bridge: %s", v->name, nl_geterror(r));
-		v->state = 0;
+		v->state &= ~OLD_RELEASED;
+	}
+	if (v->state & NEW_MADE) {
+		if (!v->fresh) /* neither found nor deleted: only S's end takes it */
+			return nshash_error_set(err, EIO, "the new veth pair could not be read back nor deleted");
+		int r = delete_new(skh, NULL, v, NULL);
+		if (r < 0)
+			return nshash_error_set(err, EIO, "delete the new veth %s: %s", v->fresh_name, nl_geterror(r));
+		v->state &= ~NEW_MADE;
+		v->fresh = 0;
 	}
 	return 0;
 }
@@ -527,22 +553,23 @@ int nsh_veth_recreate(struct nl_sock *skh, struct nl_sock *sks, int sfd, int hom
 		      struct nsh_veth *v, struct nshash_error *err)
 {
 	char why[200] = "";
-	int r = set_old(skh, v, 0, false);
+	/* the new pair, on the bridge and up, before the old one leaves it */
+	int r = make_pair(skh, l, index, sfd, v);
 	if (r < 0)
-		snprintf(why, sizeof(why), "take %s off its bridge: %s", v->name, nl_geterror(r));
-	else
-		v->state = OLD_RELEASED;
-	if (!why[0] && (r = make_pair(skh, l, index, sfd, v)) < 0)
 		snprintf(why, sizeof(why), "create the new pair: %s", nl_geterror(r));
-	else if (!why[0])
-		v->state = NEW_MADE;
+	else
+		v->state |= NEW_MADE;
 	/* the new host side: the container side's peer */
 	struct nsh_reply rp;
 	cleanup_free struct nlmsghdr *cs = why[0] ? NULL : link_get(sks, 0, l->name, &rp);
 	long fresh = cs ? attr_u32(cs, IFLA_LINK) : -1;
 	cleanup_free struct nlmsghdr *nh = fresh > 0 ? link_get(skh, (int)fresh, NULL, &rp) : NULL;
-	if (!why[0] && !nh)
+	if (!why[0] && !nh) {
 		snprintf(why, sizeof(why), "read the new pair: %s", cs ? nsh_rtnl_why(&rp) : "no peer");
+		/* not found through its host side: delete it through S */
+		if (delete_new(skh, sks, v, l->name) == 0)
+			v->state &= ~NEW_MADE;
+	}
 	if (nh) {
 		v->fresh = ((const struct ifinfomsg *)NLMSG_DATA(nh))->ifi_index;
 		struct nlattr *a = nsh_nla(nh, sizeof(struct ifinfomsg), IFLA_IFNAME);
@@ -561,6 +588,13 @@ int nsh_veth_recreate(struct nl_sock *skh, struct nl_sock *sks, int sfd, int hom
 		rtnl_link_put(ch);
 		if (r < 0)
 			snprintf(why, sizeof(why), "put the new %s on its bridge: %s", v->fresh_name, nl_geterror(r));
+	}
+	/* then the old host side off the bridge and down (marked first: a
+	 * request half applied is undone too) */
+	if (!why[0]) {
+		v->state |= OLD_RELEASED;
+		if ((r = set_old(skh, v, 0, false)) < 0)
+			snprintf(why, sizeof(why), "take %s off its bridge: %s", v->name, nl_geterror(r));
 	}
 	/* now only the new pair can tell */
 	cleanup_free struct nlmsghdr *hn = why[0] ? NULL : link_get(skh, v->fresh, NULL, &rp);

@@ -358,7 +358,10 @@ static int stream_stdin(const char *buf, size_t len)
 	if (pid == 0) {
 		/* the feeder's parent exits at once: netavark, which this
 		 * process becomes, never has a child it did not make */
-		if (fork() != 0)
+		pid_t g = fork();
+		if (g < 0)
+			_exit(1);
+		if (g > 0)
 			_exit(0);
 		close(p[0]);
 		/* nothing of netavark's output held open by the feeder */
@@ -377,10 +380,15 @@ static int stream_stdin(const char *buf, size_t len)
 				_exit(1);
 		_exit(n < 0);
 	}
-	int ws;
+	int ws = 0;
 	while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
 		;
 	close(p[1]);
+	if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0) { /* no feeder: netavark would read nothing */
+		close(p[0]);
+		errno = EAGAIN;
+		return -1;
+	}
 	if (dup2(p[0], STDIN_FILENO) < 0)
 		return -1;
 	close(p[0]);

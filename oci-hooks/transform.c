@@ -57,10 +57,25 @@ struct transform {
 	bool pinned;		   /* a pin exists that a failure must remove */
 	bool new_userns;	   /* linux.namespaces has a user entry without a path */
 	const char *userns_path;   /* ... or with this path, NULL = none */
+	bool learn0;		   /* `auto` gave the shared tables: only to learn, never refuse */
 };
 
 /* What decide and apply conclude. */
 enum { KEEP_CONFIG = 0, SIZE_NETNS = 1, CONFIG_CHANGED = 2, TRANSPLANT_NETNS = 3 };
+
+/* The container keeps what it has when it cannot be sized: it asked
+ * nothing (the node's defaults) or `auto` gave 0/0 (a first run, to
+ * learn from; a host-network or joined netns simply is not learned). */
+static bool never_refuse(const struct transform *t)
+{
+	return t->res->from_policy || t->learn0;
+}
+
+static int learn_skipped(struct transform *t)
+{
+	t->res->action = NSH_OCI_UNTOUCHED;
+	return KEEP_CONFIG;
+}
 
 static bool is_shared(const char *s)
 {
@@ -246,7 +261,7 @@ static int decide_given_path(struct transform *t, struct nshash_error *err)
 		/* the node's defaults never replace tables chosen for this
 		 * netns: a podman network's io.nshash.* labels (nshash's
 		 * netavark sized it before the hook runs, docs/networks.md) */
-		if (res->from_policy && inspected && (info.tcp_entries > 0 || info.udp_entries > 0)) {
+		if (never_refuse(t) && inspected && (info.tcp_entries > 0 || info.udp_entries > 0)) {
 			res->info = info;
 			snprintf(res->pin_path, sizeof(res->pin_path), "%s", t->path);
 			res->action = NSH_OCI_ALREADY;
@@ -254,6 +269,8 @@ static int decide_given_path(struct transform *t, struct nshash_error *err)
 		}
 		return TRANSPLANT_NETNS;
 	}
+	if (t->learn0) /* joins a netns that is not its own: nothing to learn */
+		return learn_skipped(t);
 	if (res->from_policy) /* joins a netns that is not its own: the defaults do not apply */
 		return skip_defaults(t, inspected ? &info : NULL);
 	nsh_oci_explain_existing(t->doc, t->path, inspected ? &info : NULL, &ierr, res->warning, sizeof(res->warning));
@@ -278,6 +295,7 @@ static int transform_decide(struct transform *t, struct nshash_error *err)
 	 * marks it, or (podman's bridge) marks podman's own, so that `nshash
 	 * record` samples the first run and the next start is sized. */
 	bool learn = res->workload_key[0] && (res->request.auto_tcp || res->request.auto_udp);
+	t->learn0 = learn && res->request.sizes.tcp == 0 && res->request.sizes.udp == 0;
 	if (!res->request.present || (res->request.sizes.tcp == 0 && res->request.sizes.udp == 0 && !learn)) {
 		if (res->request.pin[0])
 			return nshash_error_set(
@@ -294,6 +312,8 @@ static int transform_decide(struct transform *t, struct nshash_error *err)
 	if (r < 0)
 		return nshash_error_prefix(err, "policy %s", opts->policy->source), r;
 	t->entry = nsh_oci_network_entry(t->doc);
+	if (!t->entry && t->learn0)
+		return learn_skipped(t);
 	if (!t->entry && res->from_policy)
 		return skip_defaults(t, NULL);
 	if (!t->entry)
@@ -307,6 +327,8 @@ static int transform_decide(struct transform *t, struct nshash_error *err)
 		return decide_given_path(t, err);
 	if (t->new_userns && opts->mode == NSH_OCI_WRAPPER && !opts->userns_pin_path) {
 		/* asked nothing: the node's defaults never refuse a container */
+		if (t->learn0)
+			return learn_skipped(t);
 		if (!res->from_policy)
 			return nsh_oci_refuse_userns_shared(res->request.sizes, err);
 		snprintf(res->warning, sizeof(res->warning),

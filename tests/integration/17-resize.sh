@@ -245,12 +245,16 @@ assert_eq 0 "$(count_pins_under "$S/pins")" "no container pin left after the kil
 # CNI's bridge plugin make them): made again rather than moved
 B=nsh17-$$-b
 on_exit "ip netns del $B; ip link del nsh17br"
+# (its host side named by the kernel, vethN, as netavark's: a name its
+# creator chose would be lost by a new pair, and is moved instead)
 ip link add nsh17br type bridge && ip link set nsh17br up && ip netns add $B &&
-	ip link add v17b netns $B type veth peer name h17b && ip link set h17b master nsh17br up &&
-	ip -n $B link set v17b up && ip -n $B addr add 10.117.9.2/24 dev v17b ||
+	ip -n $B link add v17b type veth peer netns 1 && ip -n $B link set v17b up &&
+	ip -n $B addr add 10.117.9.2/24 dev v17b ||
 	cannot_run "cannot build a bridged veth"
+hidx=$(ip -n $B -j link show v17b | jq -r '.[0].link_index')
+h17b=$(ip -j link show | jq -r ".[] | select(.ifindex == $hidx) | .ifname")
+ip link set "$h17b" master nsh17br up || cannot_run "cannot put $h17b on the bridge"
 bmac=$(ip -n $B -j link show v17b | jq -r '.[0].address')
-hidx=$(ip -j link show h17b | jq -r '.[0].ifindex')
 out=$("$NSHASH" --state-dir "$S" resize --tcp 2048 --udp 512 --json $B 2>&1)
 assert_eq '0 ["v17b"] ["v17b"] ""' "$? $(jq -c .links <<<"$out") $(jq -c .recreated <<<"$out") $(jq .fallback <<<"$out")" \
 	"a bridged veth: resize recreates it (JSON links, recreated, no fallback)"

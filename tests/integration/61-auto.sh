@@ -75,6 +75,16 @@ assert_eq "podman::w=pc" "$(head -1 "$S"/workloads/*-"$(stat -L -c %i "$S/pins/$
 age_claims 120 "$S/pins/$pin"
 $N gc --stale-age 1 >/dev/null 2>&1
 assert_eq 0 "$(engines_pins_left "$S")" "gc removes that pin nobody joined"
+# auto with no history on the host's network (no netns entry): nothing to
+# make or learn, and never refused (it was refused as "host network")
+start hostnet
+jq 'del(.linux.namespaces[] | select(.type == "network"))' "$D/hostnet/config.json" >"$D/x" &&
+	mv "$D/x" "$D/hostnet/config.json"
+pid=$(NSHASH_POLICY=$D/policy0.json run_detached hostnet t61h --nshash-tcp=auto --nshash-udp=auto)
+[ -n "$pid" ] && [ "$pid" != 0 ] && pass "auto, no history, the host's network: started ($(head -c 200 "$D/t61h.out"))" ||
+	fail "auto, no history, the host's network: not started: $(cat "$D/t61h.out")"
+assert_eq "$(readlink /proc/self/ns/net)" "$(readlink /proc/"${pid:-0}"/ns/net 2>/dev/null)" "... in the host's netns, untouched"
+"$W" --root "$ROOT" delete -f t61h >/dev/null 2>&1
 # a clean slate: the marks of netns gone name whatever netns gets their
 # inode number next (nsfs reuses them at once) until record drops them
 rm -f "$S/history" "$S"/workloads/*

@@ -48,6 +48,16 @@ cni_call DEL "$D/p1" "$conf" "$(args shop web-7d4b9c8f6d-x2k9p)"
 assert_eq 0 "$CNI_RC" "DEL succeeds ($CNI_ERR)"
 assert_eq "" "$(ls "$D/workloads")" "DEL removes the pod's mark"
 assert_eq "cni:shop:pod=web 10000 3000" "$($N history --json | jq -r '.[0] | "\(.workload) \(.tcpPeak) \(.udpPeak)"')" "the smaller sample at DEL keeps the peak"
+# a hostile CNI_NETNS at DEL: a FIFO (an open would block the plugin for
+# good) and a symlink are never opened; the DEL returns at once
+mkfifo "$D/fifo" && ln -s "$D/p1" "$D/link"
+for bad in "$D/fifo" "$D/link"; do
+	timeout 20 bash -c "source '$TOP/tests/lib/cni.sh'; CNI_PLUGIN='$CNI_PLUGIN'; NSHASH_POLICY='${NSHASH_POLICY:-}'; cni_call DEL '$bad' '$conf' '$(args shop web-7d4b9c8f6d-x2k9p)'; exit \$CNI_RC"
+	rc=$?
+	[ "$rc" != 124 ] && pass "DEL with CNI_NETNS a $( [ "$bad" = "$D/fifo" ] && echo FIFO || echo symlink ): not blocked (exit $rc)" ||
+		fail "DEL with CNI_NETNS=$bad hung"
+done
+rm -f "$D/fifo" "$D/link"
 
 cni_pin_netns "$D/p2"
 on_exit "umount '$D/p2' 2>/dev/null"

@@ -129,9 +129,17 @@ ip link add "$BR" address 02:00:00:00:65:ff type bridge && on_exit "ip link del 
 ip addr add 10.137.65.1/24 dev "$BR" && ip link set "$BR" up
 make_bridged() {
 	ip netns del "$U" 2>/dev/null
-	ip link del "$HV" 2>/dev/null
-	ip netns add "$U" && ip link add "$HV" type veth peer name eth0 netns "$U" &&
-		ip link set "$HV" master "$BR" up && ip -n "$U" addr add 10.137.65.2/24 dev eth0 &&
+	# the host side named by the kernel (vethN, as netavark's), or by us
+	# ($1 = named: a name its creator chose, which a new pair would lose)
+	ip netns add "$U" || return 1
+	if [ "${1:-}" = named ]; then
+		ip link del nsh65h0 2>/dev/null
+		ip link add nsh65h0 type veth peer name eth0 netns "$U" || return 1
+	else
+		ip link add type veth peer name eth0 netns "$U" || return 1
+	fi
+	HV=$(hv)
+	[ -n "$HV" ] && ip link set "$HV" master "$BR" up && ip -n "$U" addr add 10.137.65.2/24 dev eth0 &&
 		ip -n "$U" link set eth0 up && ip -n "$U" link set lo up && ip -n "$U" route add default via 10.137.65.1
 }
 on_exit "ip link del $HV 2>/dev/null"
@@ -177,8 +185,9 @@ gone "$after" && pass "bridged veth: the new pair dies with S" || fail "bridged 
 
 # fallback KIND SETUP EXPECT: something a new pair would not carry
 fallback() {
-	make_bridged
-	eval "$2"
+	make_bridged ${4:-}
+	eval "${2//@HV@/$HV}"
+	set -- "$1" "$2" "${3//@HV@/$HV}"
 	before=$(ifindex)
 	want=$(sides)
 	out=$(engine thread)
@@ -189,15 +198,18 @@ fallback() {
 	assert_eq "hello-65" "$(reach)" "$1: the container side reaches the host"
 	assert_eq "$HV" "$(ip -o link show master "$BR" | awk -F': ' '{print $2}' | cut -d@ -f1)" "$1: one port on the bridge, the old host side"
 }
-fallback "a qdisc on the host side" "tc qdisc add dev $HV root handle 1: htb" "its host side $HV: it has a qdisc configured"
+fallback "a qdisc on the host side" "tc qdisc add dev @HV@ root handle 1: htb" "its host side @HV@: it has a qdisc configured"
 assert_eq 1 "$(tc qdisc show dev "$HV" | grep -c 'qdisc htb 1:')" "a qdisc on the host side: still there"
-fallback "a static FDB entry" "bridge fdb add 02:00:00:00:65:01 dev $HV master static" \
-	"its host side $HV: it has a static forwarding (FDB) entry"
+fallback "a static FDB entry" "bridge fdb add 02:00:00:00:65:01 dev @HV@ master static" \
+	"its host side @HV@: it has a static forwarding (FDB) entry"
 assert_eq 1 "$(bridge fdb show dev "$HV" | grep -c '02:00:00:00:65:01')" "a static FDB entry: still there"
 # only the new pair shows this one: made, compared, deleted, the old one put back
-fallback "a sysctl of the host side" "sysctl -qw net.ipv4.conf.$HV.proxy_arp=1" \
-	"its host side $HV: net/ipv4/conf/$HV/proxy_arp is \"0\" (the old one's, \"1\", is not carried)"
+fallback "a sysctl of the host side" "sysctl -qw net.ipv4.conf.@HV@.proxy_arp=1" \
+	"its host side @HV@: net/ipv4/conf/@HV@/proxy_arp is \"0\" (the old one's, \"1\", is not carried)"
 assert_eq 1 "$(cat /proc/sys/net/ipv4/conf/$HV/proxy_arp)" "a sysctl of the host side: kept"
+# netavark's host_interface_name and the like: a name its creator chose
+fallback "a host side named by its creator" "true" \
+	"its host side nsh65h0 has a name its creator chose (a new one would not keep it)" named
 
 # a failure after the pair was recreated (a second mount of P under the
 # first, found only at the swap): undone, the new pair deleted, the old
