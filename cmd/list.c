@@ -221,9 +221,11 @@ static int cmd_gc(struct cli *c, int argc, char **argv)
 	size_t pods = 0;
 	if (!c->dry_run && nsh_pod_records_prune(c->state_dir, &pods, &err) < 0)
 		fail(0, "gc: %s", err.msg);
-	/* `auto`'s marks of netns gone (no `nshash record` timer) */
+	/* `auto`'s marks of netns gone (no `nshash record` timer): a netns
+	 * scan, only when there are marks (an unprivileged caller's state dir
+	 * has none, and a node without `auto` pays nothing) */
 	size_t marks = 0;
-	if (!c->dry_run) {
+	if (!c->dry_run && nsh_workload_marks_any(c->state_dir)) {
 		struct nshash_stats_netns *v = NULL;
 		size_t n = 0;
 		struct nshash_stats_opts so = {.state_dir = c->state_dir};

@@ -180,6 +180,8 @@ int nsh_workload_teardown(const char *state_dir, int nsfd, char *key, size_t len
 /* Remove marks made before `began` of netns not in v (a scan), or whose id
  * is not that netns's; temporary files a minute old.  Returns the marks removed. */
 size_t nsh_workload_reap(const char *state_dir, const struct nshash_stats_netns *v, size_t n, struct timespec began);
+/* Whether STATE_DIR/workloads holds any mark (gc scans only then). */
+bool nsh_workload_marks_any(const char *state_dir);
 
 /* ------------------------------------------------------------ logger */
 /* The one logger of the front-ends: one line per action on stderr

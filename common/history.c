@@ -485,6 +485,21 @@ static void marks_dir(const char *state_dir, char *buf, size_t len)
 	snprintf(buf, len, "%s/%s", state_dir ? state_dir : NSHASH_DEFAULT_STATE_DIR, NSH_WORKLOAD_DIR);
 }
 
+bool nsh_workload_marks_any(const char *state_dir)
+{
+	char dir[4200];
+	marks_dir(state_dir, dir, sizeof(dir));
+	DIR *d = opendir(dir);
+	if (!d)
+		return false;
+	struct dirent *de;
+	bool any = false;
+	while (!any && (de = readdir(d)))
+		any = de->d_name[0] != '.';
+	closedir(d);
+	return any;
+}
+
 static void mark_path(const char *state_dir, uint64_t dev, uint64_t ino, char *buf, size_t len)
 {
 	char dir[4200];
