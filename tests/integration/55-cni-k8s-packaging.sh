@@ -103,8 +103,21 @@ check(spec.get("hostNetwork") is True and (arg("--listen") or "").rsplit(":", 1)
 check(g.get("livenessProbe", {}).get("httpGet", {}).get("path") == "/healthz" and str(g["livenessProbe"]["httpGet"]["port"]) == port,
       "the liveness probe asks /healthz on that port")
 st = vols.get("nshash-state", {}).get("hostPath", {})
-check(st.get("path") == "/run/nshash" and st.get("type") == "Directory",
-      "the node's /run/nshash is mounted as it is (type Directory: DirectoryOrCreate would make it 0755, which nshash refuses)")
+check(st.get("path") == "/run/nshash" and st.get("type") == "DirectoryOrCreate",
+      "the node's /run/nshash is DirectoryOrCreate (kubelet sets volumes up before init containers: a fresh node or /run must not block)")
+allc = spec["containers"] + spec.get("initContainers", [])
+check(all(m["name"] in vols for x in allc for m in x.get("volumeMounts", [])), "every container's mounts name a volume of the pod")
+for v in spec["volumes"]:
+    hp = v.get("hostPath")
+    if hp is None:
+        continue
+    want = "Directory" if hp.get("path") == "/run" else "DirectoryOrCreate"
+    check(hp.get("type") == want, "hostPath " + hp.get("path", "?") + " is type " + want +
+          (" (every node has it)" if want == "Directory" else " (a fresh node or a fresh /run after a reboot must not block the pod)"))
+nm = [m for m in g["volumeMounts"] if m["mountPath"] in ("/run/netns", "/var/run/netns")]
+check(sorted(m["mountPath"] for m in nm) == ["/run/netns", "/var/run/netns"] and
+      all(host(m["name"]) == "/run/netns" and m.get("readOnly") is True and m.get("mountPropagation") == "HostToContainer" for m in nm),
+      "the node container sees the runtime's netns pins: the node's /run/netns at /run/netns and /var/run/netns, read-only, HostToContainer")
 inits = [x for x in spec.get("initContainers", []) if x["name"] == "state-dir"]
 im = {m["name"]: m["mountPath"] for m in (inits[0]["volumeMounts"] if inits else [])}
 check(len(inits) == 1 and host([n for n, p in im.items() if p == "/host/run"][0] if "/host/run" in im.values() else "x") == "/run",

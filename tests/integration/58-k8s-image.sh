@@ -130,7 +130,7 @@ assert_eq "nshash_cni_installed 1 nshash_cni_ready 1 nshash_cni_chain_writes_tot
 # is (127.0.0.1:9490: in a netns of this test's, not the machine's), its
 # security settings, the state dir (a scratch one) and the emptyDir the
 # installer writes (read-only here)
-assert_eq "/run/nshash:rw:Bidirectional /run/nshash-cni:ro:None" "$(field NMNT | tr '\037' ' ')" "the node container's mounts (mapped here)"
+assert_eq "/run/nshash:rw:Bidirectional /run/nshash-cni:ro:None /run/netns:ro:HostToContainer /var/run/netns:ro:HostToContainer" "$(field NMNT | tr '\037' ' ')" "the node container's mounts (mapped here)"
 assert_eq "--read-only --privileged --user=0 --pid=host" "${NSEC[*]}" "... and its security settings (privileged, hostPID)"
 NSTATE=$(make_state_dir)
 NNS=nshash-t58-$$
@@ -138,6 +138,7 @@ ip netns add "$NNS" && ip -n "$NNS" link set lo up || cannot_run "ip netns add $
 on_exit "ip netns del $NNS"
 podman run -d --pull=never --name "$NAME-node" --network "ns:/run/netns/$NNS" "${NSEC[@]}" \
 	--mount "type=bind,source=$NSTATE,destination=/run/nshash,bind-propagation=rshared" -v "$N/run:/run/nshash-cni:ro" \
+	-v /run/netns:/run/netns:ro,rslave -v /run/netns:/var/run/netns:ro,rslave \
 	--entrypoint "${NCMD[0]}" "$IMG:$VERSION" "${NCMD[@]:1}" >/dev/null 2>"$D/node.err"
 assert_eq 0 $? "the node container starts: ${NCMD[*]} ($(cat "$D/node.err"))"
 on_exit "podman rm -f -t 0 $NAME-node"
