@@ -361,12 +361,24 @@ assert_eq "null|null|null|unseen" "$(jq -r --arg p "$U" '.netns[] | select(.id =
 	"a stale record with the inode of another netns (not at its path): not that netns's name"
 rm "$S/cni/pods/nsh59old"
 
+# ---- a gc that cannot see the runtime's pins (a node container without
+# /run/netns mounted: here a private /run) keeps every record, and says so
+before=$(ls "$S/cni/pods" | sort | tr '\n' ' ')
+hold=$(mktemp -d /var/tmp/nsh59-hold.XXXXXX)
+out=$(unshare --mount --propagation private sh -c 'mount --bind "$1" "$2" && mount -t tmpfs -o mode=0755 none /run &&
+	mkdir -p "$1" && mount --bind "$2" "$1" && exec "$0" --state-dir "$1" gc' "$BUILD/nshash" "$S" "$hold" 2>&1)
+rmdir "$hold"
+assert_contains "$out" "orphaned container pin(s), 0 pod record(s); kept" "gc without /run/netns in view: 0 pod records removed, in its text"
+assert_eq "$before" "$(ls "$S/cni/pods" | sort | tr '\n' ' ')" "... and every record kept"
 # ---- records go: DEL removes the pod's, gc the one whose netns is gone
 cni_call DEL "$A" "$(conf)" CNI_CONTAINERID=nsh59a
 assert_eq "0 nsh59w" "$CNI_RC $(ls "$S/cni/pods")" "DEL removes the pod's record"
 ip netns del "$NS-w"
 J=$("$BUILD/nshash" --state-dir "$S" gc -j)
 assert_eq "1 " "$(jq -r .pod_records_removed <<<"$J") $(ls "$S/cni/pods")" "gc removes the record of a netns that is gone"
+printf '1 4026600000 sized ns gone-pod /run/netns/%s-gone\n' "$NS" >"$S/cni/pods/nsh59t"
+out=$("$BUILD/nshash" --state-dir "$S" gc)
+assert_contains "$out" "orphaned container pin(s), 1 pod record(s); kept" "gc's text counts the pod records it removed"
 for x in a u; do ip netns del "$NS-$x"; done
 assert_eq "" "$(ls /run/netns | grep "^$NS-")" "no pod netns left"
 # ---- a large backlog of stale records (DELs that never came) is pruned

@@ -133,7 +133,7 @@ static void test_pod_records(void **state)
 	snprintf(r.id, sizeof(r.id), "abc-1");
 	snprintf(r.namespace_, sizeof(r.namespace_), "-");
 	snprintf(r.pod, sizeof(r.pod), "p o%%d\n\"\\\xff");
-	snprintf(r.netns, sizeof(r.netns), "/run/netns/cni-1 2");
+	snprintf(r.netns, sizeof(r.netns), "%s/cni-1 2", dir); /* its dir is there, its pin not */
 	assert_int_equal(nsh_pod_record_write(dir, &r, &err), 0);
 	struct nsh_pod_record bad = r;
 	snprintf(bad.id, sizeof(bad.id), "../x");
@@ -172,6 +172,23 @@ static void test_pod_records(void **state)
 	assert_int_equal(n, 0);
 	free(v);
 	assert_int_equal(nsh_pod_record_remove(dir, "abc-1", &err), 0); /* gone already: fine */
+	/* its netns's directory is not in this view (a node container without
+	 * the runtime's /run/netns mounted): cannot tell gone from unseen, kept */
+	struct nsh_pod_record hidden = r;
+	snprintf(hidden.netns, sizeof(hidden.netns), "%s/no-such-dir/cni-1", dir);
+	assert_int_equal(nsh_pod_record_write(dir, &hidden, &err), 0);
+	assert_int_equal(nsh_pod_records_prune(dir, &removed, &err), 0);
+	assert_int_equal(removed, 0);
+	assert_int_equal(nsh_pod_records_read(dir, &v, &n, &err), 0);
+	assert_int_equal(n, 1);
+	free(v);
+	/* once the directory is there and the pin is not: gone, pruned */
+	char hdir[256];
+	snprintf(hdir, sizeof(hdir), "%s/no-such-dir", dir);
+	assert_int_equal(mkdir(hdir, 0700), 0);
+	assert_int_equal(nsh_pod_records_prune(dir, &removed, &err), 0);
+	assert_int_equal(removed, 1);
+	assert_int_equal(rmdir(hdir), 0);
 	/* a netns that is no absolute path: never a netns, pruned (whatever
 	 * errno was left by the calls before) */
 	struct nsh_pod_record rel = r;
