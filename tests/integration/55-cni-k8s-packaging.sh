@@ -313,6 +313,22 @@ rm "$NET_D/50-hand.conflist"
 inst uninstall --remove-binary
 assert_eq "0 absent" "$? $([ -e "$D/node/bin/nshash" ] && echo present || echo absent)" "uninstall --remove-binary removes it then"
 
+# ---- a hand edit of nshash's entry in the chained file (what code 102
+# used to suggest): the watcher's next pass puts the shipped entry back, and
+# the saved original keeps its own bytes (one line: not the installer's
+# formatting), not a reformatted copy
+node
+echo "$BRIDGE_CONF" >"$NET_D/10-bridge.conflist"
+ORIG=$(snap | grep '^10-bridge.conflist ' | cut -d' ' -f2-)
+inst install
+CHAINED=$(snap)
+jq '.plugins[0].maxTcp = 262144' "$NET_D/10-bridge.conflist" >"$D/new" && mv "$D/new" "$NET_D/10-bridge.conflist"
+inst install
+assert_eq "0 $CHAINED" "$? $(snap)" "a hand edit of nshash's entry: the shipped entry back, the original's copy untouched"
+assert_eq "$ORIG" "$(snap | grep '^10-bridge.conflist.nshash-orig ' | cut -d' ' -f2-)" "... its bytes, mode and owner as before nshash"
+inst uninstall
+assert_eq "0 $ORIG" "$? $(snap | grep '^10-bridge.conflist ' | cut -d' ' -f2-)" "... and uninstall restores them byte for byte"
+
 # ---- the file changed by someone else after chaining: only nshash's entry goes
 node
 echo "$BRIDGE_CONF" >"$NET_D/10-bridge.conflist"
