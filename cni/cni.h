@@ -99,6 +99,11 @@ struct nsh_cni_config {
 	struct json_object *json;	  /* the whole document */
 	bool auto_tcp, auto_udp;	  /* "tcp"/"udp": "auto" (or the node's defaults "auto") */
 	struct nshash_sizes auto_initial; /* the node's autoInitialTcp/autoInitialUdp */
+	/* "chainedBy": the installer that wrote this entry ("" none) */
+	char chained_by[64];
+	/* where each protocol's cap is set, for the over-cap message (code
+	 * 102): [0] tcp, [1] udp, after nsh_cni_config_node */
+	char cap_hint[2][1280];
 };
 /* Decode and validate stdin: code 6 when it is not exactly one JSON object,
  * 1 for a missing/unsupported cniVersion, 7 naming a bad key and value.

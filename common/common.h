@@ -26,6 +26,9 @@ struct stat;
  * A missing file means the defaults below; a malformed one is an error that
  * names the line or the key. */
 #define NSH_DEFAULT_POLICY_PATH	     "/etc/nshash/nshash.json"
+/* The Kubernetes installer, as it stamps the entry it chains ("chainedBy"):
+ * the plugin's over-cap message then names the ConfigMap, not the conflist. */
+#define NSH_K8S_INSTALLER "nshash-cni-install"
 #define NSH_POLICY_DEFAULT_MAX_TCP   262144u /* 2 MiB of buckets */
 #define NSH_POLICY_DEFAULT_MAX_UDP   16384u  /* 1 MiB of buckets */
 #define NSH_POLICY_DEFAULT_STALE_AGE 60	     /* staleAge: as nshash gc --stale-age */

@@ -194,7 +194,7 @@ assert_eq "0 -$GTCP 1024" "$CNI_RC $(netns_sizes_at "$N")" "CNI: io.nshash.tcp=0
 add "$(conf '"tcp":8192')"
 assert_eq "0 8192 -$GUDP" "$CNI_RC $(netns_sizes_at "$N")" "CNI: the network's own tcp wins wholly over the node's defaults"
 add "$(conf "$(ann '"io.nshash.tcp":"8192"')")"
-assert_cni_error 102 "tcp size 8192 (effective 8192) is above the allowed maximum 4096 (maxTcp)" "CNI: a pod may not ask above the node's defaults without maxTcp"
+assert_cni_error 102 "tcp size 8192 (effective 8192) is above the allowed maximum 4096 (maxTcp) in network \"net46\" (to allow it: the network names no sizes: raise defaultTcp in $C/node.json, the node's policy (nshash.json(5)), or set maxTcp in the network's nshash entry)" "CNI: a pod may not ask above the node's defaults without maxTcp, told where they are"
 cni_call DEL "$N" "$(conf)"
 assert_eq 0 "$CNI_RC" "CNI DEL"
 cni_node_policy "$C/node.json" "$C" '"maxTcp": 4096, "defaultTcp": 8192'

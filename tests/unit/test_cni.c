@@ -353,6 +353,45 @@ static void test_config_node(void **state)
 	assert_non_null(strstr(warn, "\"spares\": 16 is above this node's spares 2"));
 	nsh_cni_config_free(&cfg);
 
+	/* where the over-cap message (code 102) says the cap lives, per
+	 * protocol: the node's policy when it is the lower, the network's
+	 * entry, the ConfigMap when nshash-cni-install wrote the entry, the
+	 * node's defaults when the network names no sizes */
+	static const struct {
+		const char *conf, *hint;
+	} hints[] = {
+	    {CONF("1.0.0", ",\"tcp\":4096,\"maxTcp\":65536" ANN("\"io.nshash.tcp\":\"16384\"")),
+	     "(to allow it: raise maxTcp in /etc/n.json, the node's policy (nshash.json(5)))"},
+	    {CONF("1.0.0", ",\"tcp\":1024,\"maxTcp\":4096" ANN("\"io.nshash.tcp\":\"8192\"")),
+	     "in network \"net\" (to allow it: raise maxTcp in the network config \"net\")"},
+	    {CONF("1.0.0", ",\"tcp\":1024,\"udp\":128" ANN("\"io.nshash.udp\":\"512\"")),
+	     "(to allow it: set maxUdp in the network config \"net\")"},
+	    {CONF("1.0.0", ",\"chainedBy\":\"nshash-cni-install\",\"tcp\":1024,\"maxTcp\":4096"
+			   ANN("\"io.nshash.tcp\":\"8192\"")),
+	     "(to allow it: raise maxTcp in nshash's entry, which nshash-cni-install writes into this conflist "
+	     "from its ConfigMap (as shipped: nshash-cni-config, key nshash-entry.json; a hand edit of the "
+	     "conflist is reverted), then kubectl -n kube-system rollout restart daemonset/nshash-cni)"},
+	    {CONF("1.0.0", "" ANN("\"io.nshash.tcp\":\"8192\"")),
+	     "(to allow it: the network names no sizes: raise defaultTcp in /etc/n.json, the node's policy "
+	     "(nshash.json(5)), or set maxTcp in the network's nshash entry)"},
+	};
+	for (size_t i = 0; i < sizeof(hints) / sizeof(hints[0]); i++) {
+		struct nshash_sizes req;
+		bool ann;
+		assert_int_equal(nsh_cni_config_parse(hints[i].conf, strlen(hints[i].conf), &cfg, &err), 0);
+		assert_int_equal(nsh_cni_config_node(&cfg, &pol, warn, sizeof(warn), &err), 0);
+		assert_true(nsh_cni_request(&cfg, &req, &ann, &err) < 0);
+		assert_int_equal(err.code, NSH_CNI_E_REFUSED);
+		if (!strstr(err.err.msg, hints[i].hint))
+			fail_msg("%s: \"%s\" lacks \"%s\"", hints[i].conf, err.err.msg, hints[i].hint);
+		nsh_cni_config_free(&cfg);
+	}
+	/* chainedBy: a string or absent */
+	c = CONF("1.0.0", ",\"chainedBy\":7");
+	assert_true(nsh_cni_config_parse(c, strlen(c), &cfg, &err) < 0);
+	assert_int_equal(err.code, 7);
+	nsh_cni_config_free(&cfg);
+
 	/* a default above the node's cap, another state dir: refused */
 	c = CONF("1.0.0", ",\"tcp\":16384");
 	assert_int_equal(nsh_cni_config_parse(c, strlen(c), &cfg, &err), 0);
