@@ -133,13 +133,13 @@ assert_eq "0 4096 700 700" "$CNI_RC $(netns_sizes_at "$P" | cut -d' ' -f1) $(sta
 # ---- issue 19: a "stateDir" naming / or an existing 0755 directory is refused,
 # never chmod'ed, nothing made in it, the netns left shared
 new_pin
-mkdir -m 0755 "$D/st-755"
+mkdir -m 0755 "$D/st-755" && touch "$D/st-755/theirs" # not empty: not kubelet's
 cni_node_policy "$D/node-755.json" "$D/st-755"
 conf "\"tcp\":4096,\"stateDir\":\"$D/st-755\"" >"$D/c.json"
 plugin CNI_NETNS="$P" <"$D/c.json"
 assert_cni_error 103 "state dir $D/st-755: open to group or others (mode 0755): nshash never changes the mode of a directory it did not create" \
 	"stateDir an existing 0755 directory: refused"
-assert_eq "755 " "$(stat -c %a "$D/st-755") $(ls -A "$D/st-755")" "stateDir 0755: mode unchanged, nothing made in it"
+assert_eq "755 theirs" "$(stat -c %a "$D/st-755") $(ls -A "$D/st-755")" "stateDir 0755: mode unchanged, nothing made in it"
 assert_eq shared "$(shared "$P")" "stateDir 0755: netns left shared"
 # A build that chmods would make / 0700: "/" only after the scratch case showed this one does not.
 if [ "$(stat -c %a "$D/st-755")" = 755 ] && [ "$CNI_RC" -ne 0 ]; then
