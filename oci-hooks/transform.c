@@ -126,24 +126,13 @@ static int transform_parse(struct transform *t, const char *config, size_t len, 
 	    json_object_get_string_len(up) > 0)
 		t->userns_path = json_object_get_string(up);
 	r = nsh_oci_request_from_annotations(t->ann, &t->res->request, err);
-	/* a container that asks nothing: the wrapper's --nshash-tcp/--nshash-udp
-	 * (even 0: shared), else the node's defaultTcp/defaultUdp */
-	const struct nshash_sizes *d = t->opts->defaults, *node = &t->opts->policy->defaults;
-	if (r == 0 && !t->res->request.present && (d ? d->tcp || d->udp : node->tcp || node->udp)) {
-		t->res->request.sizes = d ? *d : *node;
-		t->res->request.present = true;
-		t->res->from_defaults = d != NULL;
-		t->res->from_policy = d == NULL;
-	}
-	/* `auto` as a default: the wrapper's --nshash-tcp/udp=auto, else the policy's */
-	bool dat = d ? t->opts->defaults_auto_tcp : t->opts->policy->defaults_auto.tcp;
-	bool dau = d ? t->opts->defaults_auto_udp : t->opts->policy->defaults_auto.udp;
-	if (r == 0 && (!t->res->request.present || t->res->from_defaults || t->res->from_policy) && (dat || dau)) {
-		t->res->request.auto_tcp = dat;
-		t->res->request.auto_udp = dau;
-		t->res->request.present = true;
-		t->res->from_defaults = d != NULL;
-		t->res->from_policy = d == NULL;
+	/* per protocol (docs/sizing.md): the annotation, else the wrapper's
+	 * --nshash-tcp/--nshash-udp (even 0: shared), else the node's
+	 * defaultTcp/defaultUdp; `auto` resolved after */
+	if (r == 0) {
+		nsh_oci_decide(t->opts->policy, t->opts->runtime, &t->res->request, &t->res->decision);
+		t->res->from_defaults = nsh_decision_any_from(&t->res->decision, NSH_SRC_RUNTIME);
+		t->res->from_policy = nsh_decision_asks_only_from(&t->res->decision, NSH_SRC_DEFAULT);
 	}
 	if (r == 0)
 		r = nsh_oci_auto_resolve(t->doc, t->opts, &t->res->request, t->res->workload_key,
@@ -304,11 +293,10 @@ static int transform_decide(struct transform *t, struct nshash_error *err)
 		res->action = NSH_OCI_UNTOUCHED;
 		return KEEP_CONFIG;
 	}
-	r = nshash_sizes_cap(res->request.sizes, opts->policy->max,
-			     res->from_defaults ? "nshash-runtime --nshash-tcp/--nshash-udp"
-			     : res->from_policy ? "defaultTcp/defaultUdp"
-						: "annotations",
-			     err);
+	/* each protocol within its cap, the error naming the source that decided it */
+	struct nsh_decision capped = res->decision;
+	capped.sizes = res->request.sizes; /* `auto` resolved */
+	r = nsh_decision_cap(&capped, opts->policy->max, nsh_oci_src_names, err);
 	if (r < 0)
 		return nshash_error_prefix(err, "policy %s", opts->policy->source), r;
 	t->entry = nsh_oci_network_entry(t->doc);
@@ -497,9 +485,10 @@ static int transform_apply(struct transform *t, struct nshash_error *err)
 		json_object_object_add(t->doc, "annotations", t->ann);
 	}
 	json_object_object_add(t->ann, NSH_ANNOTATION_PIN, json_object_new_string(t->name));
-	if (t->res->from_policy) {
+	if (nsh_decision_any_from(&t->res->decision, NSH_SRC_DEFAULT)) {
 		/* the sizes it got, where the runtime (nshash-runtime) and the
-		 * state hooks look: the pin is not one without them */
+		 * state hooks look: the pin is not one without them, and a
+		 * protocol the annotations did not name got the node's default */
 		char v[16];
 		snprintf(v, sizeof(v), "%u", t->res->request.sizes.tcp);
 		json_object_object_add(t->ann, NSH_ANNOTATION_TCP, json_object_new_string(v));
@@ -562,7 +551,15 @@ int nsh_oci_transform(const char *config, size_t len, const struct nsh_oci_opts 
 void nsh_oci_log_result(const char *who, const struct nsh_oci_result *res)
 {
 	const struct nshash_sizes *rq = &res->request.sizes;
-	const char *src = res->from_policy ? " (the node's defaultTcp/defaultUdp)" : "";
+	char srcbuf[160], by[120] = "";
+	const char *src = "";
+	if (res->from_policy)
+		src = " (the node's defaultTcp/defaultUdp)";
+	else if (res->decision.src[0] != res->decision.src[1] && res->decision.src[0] && res->decision.src[1]) {
+		snprintf(srcbuf, sizeof(srcbuf), " (%s)",
+			 nsh_decision_text(&res->decision, nsh_oci_src_names, by, sizeof(by)));
+		src = srcbuf;
+	}
 
 	switch (res->action) {
 	case NSH_OCI_SIZED:
