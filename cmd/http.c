@@ -115,7 +115,10 @@ const char *http_reason(int status)
 
 int http_response_head(int status, const char *content_type, size_t content_length, char *buf, size_t len)
 {
-	return snprintf(
-	    buf, len, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%sConnection: close\r\n\r\n",
-	    status, http_reason(status), content_type, content_length, status == 405 ? "Allow: GET\r\n" : "");
+	return snprintf(buf, len,
+			"HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%sConnection: close\r\n\r\n",
+			status, http_reason(status), content_type, content_length,
+			status == 405	? "Allow: GET\r\n"
+			: status == 503 ? "Retry-After: 1\r\n"
+					: "");
 }

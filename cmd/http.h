@@ -21,8 +21,8 @@ struct http_request {
 int http_request_parse(const char *buf, size_t len, size_t max, struct http_request *req);
 /* "Not Found", ... */
 const char *http_reason(int status);
-/* The status line and headers ("Connection: close"; 405 with "Allow: GET")
- * into buf: snprintf's return. */
+/* The status line and headers ("Connection: close"; 405 with "Allow: GET",
+ * 503 with "Retry-After: 1") into buf: snprintf's return. */
 int http_response_head(int status, const char *content_type, size_t content_length, char *buf, size_t len);
 
 #endif

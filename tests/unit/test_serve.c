@@ -77,6 +77,9 @@ static void test_response_head(void **state)
 	http_response_head(405, "text/plain", 5, buf, sizeof(buf));
 	assert_string_equal(buf, "HTTP/1.1 405 Method Not Allowed\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n"
 				 "Allow: GET\r\nConnection: close\r\n\r\n");
+	http_response_head(503, "text/plain", 5, buf, sizeof(buf));
+	assert_string_equal(buf, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n"
+				 "Retry-After: 1\r\nConnection: close\r\n\r\n");
 	http_response_head(200, "text/plain; version=0.0.4", 0, buf, sizeof(buf));
 	assert_string_equal(buf, "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: 0\r\n"
 				 "Connection: close\r\n\r\n");
