@@ -6,11 +6,13 @@
  * the container has io.nshash.tcp / io.nshash.udp labels, NETNS (a pin
  * under /run/netns) gets those sizes: a fresh one (no link but lo, no
  * process) is replaced by a sized one (nshash_netns_replace, as the CNI
- * plugin's ADD) unless it has them already; one in use must have them
- * already, else the setup fails.  Labels it cannot apply (a command line
- * it does not read, more input than it reads) are said on stderr.  Then
- * it execs the real netavark with the same argv, the same stdin bytes
- * (streamed when more than it reads), stdout and exit status. */
+ * plugin's ADD) unless it has them already; one in use keeps its tables:
+ * with a link and other tables the setup fails, with only a process (a
+ * reload) it goes on.  Labels it does not apply without failing (a
+ * command line it does not read, more input than it reads, a reload) are
+ * said on stderr.  Then it execs the real netavark with the same argv,
+ * the same stdin bytes (streamed when more than it reads), stdout and
+ * exit status. */
 #include <errno.h>
 #include <json-c/json.h>
 #include <limits.h>
@@ -299,13 +301,18 @@ static const char *tables_of(long entries, char *buf, size_t len)
  * link but lo, no process: podman's pin before the container) is replaced
  * by one of those sizes unless it has them already, whatever it has (the
  * shared tables, or own ones of other sizes: the host's
- * tcp_child_ehash_entries/udp_child_hash_entries); one in use (`podman
- * network connect` to a running container, `podman network reload`) keeps
- * its tables, so it must have the labels' sizes already.  0 (done or
- * nothing to do, *note says which), or 1 (message written). */
+ * tcp_child_ehash_entries/udp_child_hash_entries); one in use keeps its
+ * tables: with a link (`podman network connect` to a running container)
+ * it must have the labels' sizes already, else the setup fails; with a
+ * process and no link but lo (`podman network reload`: its links were
+ * torn down, the container runs on), what was chosen when it was made
+ * (its own io.nshash.* annotations win over labels) stays, said on stderr
+ * (*loud).  0 (done or nothing to do, *note says which), or 1 (message
+ * written). */
 static int size_netns(const char *netns, const struct nsh_policy *pol, struct nshash_sizes sizes, const char *net,
-		      char *note, size_t nlen, char *msg, size_t mlen)
+		      char *note, size_t nlen, bool *loud, char *msg, size_t mlen)
 {
+	*loud = false;
 	struct nshash_error e;
 	enum nshash_path_kind kind;
 	char detail[600];
@@ -344,7 +351,20 @@ static int size_netns(const char *netns, const struct nsh_policy *pol, struct ns
 			 occ.links || occ.pid ? ")" : "", net);
 		return 0;
 	}
-	if (occ.links || occ.pid) {
+	if (!occ.links && occ.pid) {
+		/* a running container's, its links torn down (reload): failing
+		 * would leave it without this network */
+		char t[64], u[64];
+		*loud = true;
+		snprintf(note, nlen,
+			 "network %s asks for tcp=%u udp=%u (io.nshash.* labels), but the netns %s is in use (%s, no "
+			 "link but lo: podman network reload) and has tcp %s, udp %s: the tables it was made with "
+			 "(a container's own io.nshash.* annotations win over labels) cannot change: left as they are",
+			 net, sizes.tcp, sizes.udp, netns, user, tables_of(info.tcp_entries, t, sizeof(t)),
+			 tables_of(info.udp_entries, u, sizeof(u)));
+		return 0;
+	}
+	if (occ.links) {
 		/* a container's: its tables were chosen when it was made (by
 		 * its first network's labels, its own io.nshash.* annotations,
 		 * or the host's child knobs) and cannot change now */
@@ -559,14 +579,14 @@ static int apply_labels(const char *input, size_t len, const struct cmdline *cl,
 	}
 	bad = network_sizes(root, &pol, &sizes, &found, first, sizeof(first), msg, mlen);
 	json_object_put(root);
-	bool want = !bad && (sizes.tcp || sizes.udp);
+	bool want = !bad && (sizes.tcp || sizes.udp), loud = false;
 	if (want && cl->rootless && strcmp(cl->rootless, "false"))
 		snprintf(msg, mlen,
 			 "network %s asks for own hash tables (io.nshash.* labels): only rootful podman can size a "
 			 "netns this way; use a network without these labels",
 			 first);
-	else if (want && size_netns(cl->netns, &pol, sizes, first, note, sizeof(note), msg, mlen) == 0 && note[0] &&
-		 getenv("NSHASH_NETAVARK_VERBOSE"))
+	else if (want && size_netns(cl->netns, &pol, sizes, first, note, sizeof(note), &loud, msg, mlen) == 0 &&
+		 note[0] && (loud || getenv("NSHASH_NETAVARK_VERBOSE")))
 		fprintf(stderr, "nshash: %s\n", note); /* podman shows netavark's stderr */
 	return msg[0] != '\0';
 }

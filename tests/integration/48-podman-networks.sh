@@ -157,6 +157,20 @@ kill $inside 2>/dev/null
 wait $inside 2>/dev/null
 ip netns add nsh48u || cannot_run "ip netns add nsh48u"
 on_exit "ip netns del nsh48u 2>/dev/null"
+# only a process, no link but lo (podman network reload tore its links
+# down): its tables stay, the setup goes on, said on stderr
+nsenter --net=/run/netns/nsh48u sleep 600 &
+inside=$!
+on_exit "kill $inside 2>/dev/null"
+for _ in $(seq 100); do [ "$(readlink /proc/$inside/ns/net)" = "$(readlink /proc/self/ns/net)" ] || break; sleep 0.05; done
+rm -f "$REC.argv"
+NA_OUT=$(printf '%s' "$LIN" | NSHASH_NETAVARK=$D/recorder "$NA/netavark" --config /x setup /run/netns/nsh48u 2>&1)
+assert_eq "7 ran $GLOBAL" "$? $([ -e "$REC.argv" ] && echo ran || echo no) $(nsizes nsh48u)" \
+	"in use by a process only (a reload) with other tables: left as it is, netavark runs"
+assert_eq 'nshash: network "lab" asks for tcp=4096 udp=1024 (io.nshash.* labels), but the netns /run/netns/nsh48u is in use (process sleep, no link but lo: podman network reload) and has tcp shared, udp shared: the tables it was made with (a container'"'"'s own io.nshash.* annotations win over labels) cannot change: left as they are
+{"recorded": true}' "$NA_OUT" "... said on stderr, without NSHASH_NETAVARK_VERBOSE"
+kill $inside 2>/dev/null
+wait $inside 2>/dev/null
 ip netns add nsh48p || cannot_run "ip netns add nsh48p"
 on_exit "ip netns del nsh48p 2>/dev/null"
 ip -n nsh48u link add nsh48d0 type veth peer name nsh48d1 netns nsh48p || cannot_run "a veth in nsh48u"
@@ -322,6 +336,16 @@ rc=$?
 out=$(no_syslog_noise <<<"$out")
 assert_eq "0 4096 1024 eth0 eth1" "$rc $(podman exec nsh48conn sh -c "$SIZES") $(podman exec nsh48conn ls /sys/class/net | grep -v '^lo$' | sort | tr '\n' ' ' | sed 's/ $//')" \
 	"podman network connect of a network whose labels match the container's tables: added ($out)"
+podman rm -f -t 0 nsh48conn >/dev/null
+# a container whose own annotations overrode its network's labels: the
+# reload's setup (its links torn down, the container running) finds other
+# tables, which stay, and the network is set up again
+podman run -d --name nsh48conn --network nsh48a --annotation io.nshash.tcp=2048 --annotation io.nshash.udp=512 \
+	$IMG sleep 600 >/dev/null || cannot_run "podman run nsh48conn (annotated)"
+out=$(podman network reload nsh48conn 2>&1)
+rc=$?
+assert_eq "0 2048 512 eth0" "$rc $(podman exec nsh48conn sh -c "$SIZES") $(podman exec nsh48conn ls /sys/class/net | grep -v '^lo$' | tr '\n' ' ' | sed 's/ $//')" \
+	"podman network reload of a container whose annotations overrode the labels: its tables and its eth0 kept"
 podman rm -f -t 0 nsh48conn >/dev/null
 podman rm -f -t 0 nsh48web >/dev/null
 left=()
