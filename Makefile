@@ -106,7 +106,7 @@ SOAK_SECONDS ?= 1800
 SAN := build/san
 ALL_SRCS := $(sort $(wildcard lib/*.c common/*.c oci-hooks/*.c cni/*.c cmd/*.c k8s/*.c netavark/*.c))
 
-.PHONY: all deps deps-test deps-unit deps-lint deps-deb deps-rpm check check-engines unit integration soak demo bench value install uninstall \
+.PHONY: all deps deps-test deps-unit deps-lint deps-deb deps-rpm check check-here check-engines unit integration soak demo bench value install uninstall \
 	deb rpm clean format pkgconfig-check fuzz lint san san-check image
 
 all: $(LIB_A) $(LIB_SO) $(BINS)
@@ -137,7 +137,7 @@ deps-rpm:
 # make, which reads this file (and asks pkg-config) with the packages in place:
 # the first `make demo` on a bare machine works.
 # make unit and make lint need no container engine: only cmocka, cppcheck.
-DEPS_test := check check-engines integration soak demo bench value fuzz san-check
+DEPS_test := check check-here check-engines integration soak demo bench value fuzz san-check
 DEPS_unit := unit
 DEPS_lint := lint
 DEPS_deb := deb
@@ -157,9 +157,26 @@ unit: all $(UNIT_BINS)
 integration: all
 	@tests/run-all
 
-# The README's test command.  Root, a real kernel (6.2+), real engines.
-check: all $(UNIT_BINS) san
-	@NSHASH_SAN=$(SAN) NSHASH_FUZZ_SMOKE_SECONDS=$(FUZZ_SMOKE_SECONDS) tests/run-all $(UNIT_BINS)
+# The README's test command (= CI).  Root, a real kernel (6.2+), real
+# engines.  The whole suite runs once, where it proves most: inside
+# 90-fresh-machine's bare Debian 12 root (its README lines, then this
+# target again there, NSHASH_IN_FRESH_ROOT=1: every unit and integration
+# test and the sanitized run), and 91-package on this machine (the packages
+# on another bare root).  NSHASH_TESTS=... (a subset) runs here, as
+# check-here does.
+check: all
+	@if [ -n "$${NSHASH_IN_FRESH_ROOT:-}" ] || [ -n "$${NSHASH_TESTS:-}" ]; then \
+		$(MAKE) --no-print-directory check-here; \
+	else \
+		NSHASH_TESTS="90-fresh-machine 91-package" tests/run-all; \
+	fi
+
+# The whole suite on this machine: unit tests, every integration script
+# but 90-fresh-machine (make check's; in its root it shows SKIP itself),
+# the sanitized run.
+check-here: all $(UNIT_BINS) san
+	@skip=90-fresh-machine; [ -z "$${NSHASH_IN_FRESH_ROOT:-}" ] || skip=; \
+	NSHASH_SKIP_TESTS=$$skip NSHASH_SAN=$(SAN) NSHASH_FUZZ_SMOKE_SECONDS=$(FUZZ_SMOKE_SECONDS) tests/run-all $(UNIT_BINS)
 
 # The engine tests against Debian 13's engines (podman 5, Docker 26,
 # containerd 1.7) in a trixie root entered as a container (tests/check-engines).

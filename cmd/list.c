@@ -254,10 +254,10 @@ static int cmd_gc(struct cli *c, int argc, char **argv)
 	} else {
 		json_object_put(seen.paths);
 		printf(
-		    "%s%zu template(s), %zu spare(s), %zu stale pin file(s), %zu orphaned container pin(s); kept %zu "
-		    "of nshash's\n",
+		    "%s%zu template(s), %zu spare(s), %zu stale pin file(s), %zu orphaned container pin(s), %zu pod "
+		    "record(s); kept %zu of nshash's\n",
 		    c->dry_run ? "would remove " : "removed ", rep.templates_removed, rep.spares_removed,
-		    rep.stale_removed, rep.orphans_removed, rep.kept);
+		    rep.stale_removed, rep.orphans_removed, pods, rep.kept);
 		if (marks)
 			printf("removed %zu workload mark(s) of network namespaces gone\n", marks);
 		print_usage_text(&rep.usage, c->create.max_table_bytes);

@@ -205,6 +205,45 @@ static int config_bytes(json_object *root, const char *key, uint64_t *out, struc
 	return 0;
 }
 
+/* Where a pod that asks above its cap is told to raise it, per protocol:
+ * the node's policy when its cap is the lower, the node's defaults when the
+ * network names no sizes, else the network's entry -- on a node whose
+ * conflist nshash-cni-install writes, the ConfigMap it is written from (a
+ * hand edit of the conflist is reverted by the watcher).  Called before the
+ * caps are lowered to the node's. */
+static void cap_hints(struct nsh_cni_config *cfg, const struct nsh_policy *node)
+{
+	const bool from_file = strcmp(node->source, "defaults") != 0;
+	char policy[960];
+	snprintf(policy, sizeof(policy), "%.900s, the node's policy (nshash.json(5))",
+		 from_file ? node->source : NSH_DEFAULT_POLICY_PATH);
+	const bool installed = strcmp(cfg->chained_by, NSH_K8S_INSTALLER) == 0;
+	for (int i = 0; i < 2; i++) {
+		const char *key = i ? "maxUdp" : "maxTcp", *def = i ? "defaultUdp" : "defaultTcp";
+		bool has_max = i ? cfg->has_max_udp : cfg->has_max_tcp;
+		bool is_auto = i ? cfg->auto_udp : cfg->auto_tcp;
+		uint32_t max = i ? cfg->max.udp : cfg->max.tcp, node_max = i ? node->max.udp : node->max.tcp;
+		bool named = i ? cfg->has_udp : cfg->has_tcp;
+		char *out = cfg->cap_hint[i];
+		size_t len = sizeof(cfg->cap_hint[i]);
+		if ((has_max || is_auto) && max >= node_max)
+			snprintf(out, len, "raise %s in %s", key, policy);
+		else if (!named && !has_max && !cfg->has_tcp && !cfg->has_udp)
+			snprintf(out, len, "the network names no sizes: raise %s in %s, or set %s in the network's "
+			    "nshash entry",
+				 def, policy, key);
+		else if (installed)
+			snprintf(out, len,
+				 "%s %s in nshash's entry, which nshash-cni-install writes into this conflist from its "
+				 "ConfigMap (as shipped: nshash-cni-config, key nshash-entry.json; a hand edit of the "
+				 "conflist is reverted), then kubectl -n kube-system rollout restart daemonset/nshash-cni",
+				 has_max ? "raise" : "set", key);
+		else
+			snprintf(out, len, "%s %s in the network config \"%.256s\"", has_max ? "raise" : "set", key,
+				 cfg->name);
+	}
+}
+
 /* tcp, udp (network defaults), maxTcp, maxUdp (caps on pods), maxTableBytes. */
 static int config_sizes(json_object *root, struct nsh_cni_config *cfg, struct nsh_cni_failure *err)
 {
@@ -325,6 +364,11 @@ int nsh_cni_config_parse(const char *text, size_t len, struct nsh_cni_config *cf
 	if (r < 0)
 		return r;
 	snprintf(cfg->name, sizeof(cfg->name), "%s", name ? name : "");
+	const char *by = NULL;
+	r = config_string(root, "chainedBy", &by, err);
+	if (r < 0)
+		return r;
+	snprintf(cfg->chained_by, sizeof(cfg->chained_by), "%s", by ? by : "");
 	r = config_sizes(root, cfg, err);
 	if (r == 0)
 		r = config_choices(root, cfg, err);
@@ -383,6 +427,7 @@ int nsh_cni_config_node(struct nsh_cni_config *cfg, const struct nsh_policy *nod
 		cfg->max.tcp = node->max.tcp;
 	if (cfg->auto_udp && !cfg->has_max_udp)
 		cfg->max.udp = node->max.udp;
+	cap_hints(cfg, node);
 	if (cfg->has_max_tcp && cfg->max.tcp > node->max.tcp)
 		lowered(warn, wlen, "maxTcp", cfg->max.tcp, node->max.tcp, node->source);
 	if (cfg->has_max_udp && cfg->max.udp > node->max.udp)
@@ -453,20 +498,23 @@ int nsh_cni_request(const struct nsh_cni_config *cfg, struct nshash_sizes *req, 
 	    json_object_is_type(rc, json_type_object) && json_object_object_get_ex(rc, POD_ANNOTATIONS, &ann) &&
 	    !json_object_is_type(ann, json_type_object))
 		ann = NULL;
-	bool tcp_given, udp_given;
-	struct nshash_sizes asked = {0, 0};
-	if (annotation_size(ann, NSH_ANNOTATION_TCP, NSHASH_TCP, &tcp_given, &asked.tcp, err) < 0 ||
-	    annotation_size(ann, NSH_ANNOTATION_UDP, NSHASH_UDP, &udp_given, &asked.udp, err) < 0)
+	struct nsh_said pod = {0}, net = {.said = {true, true}, .size = {cfg->sizes.tcp, cfg->sizes.udp}};
+	if (annotation_size(ann, NSH_ANNOTATION_TCP, NSHASH_TCP, &pod.said[0], &pod.size[0], err) < 0 ||
+	    annotation_size(ann, NSH_ANNOTATION_UDP, NSHASH_UDP, &pod.said[1], &pod.size[1], err) < 0)
 		return -err->err.errnum;
-	if (tcp_given)
-		req->tcp = asked.tcp;
-	if (udp_given)
-		req->udp = asked.udp;
-	*from_annotation = tcp_given || udp_given;
+	/* per protocol (docs/sizing.md): the pod's annotation, else the network
+	 * (its tcp/udp, or the node's defaults for a network naming none) */
+	const struct nsh_said *by[NSH_SRC_COUNT] = {[NSH_SRC_ANNOTATION] = &pod, [NSH_SRC_NETWORK] = &net};
+	struct nsh_decision d;
+	nsh_decide(by, &d);
+	*req = d.sizes;
+	*from_annotation = nsh_decision_any_from(&d, NSH_SRC_ANNOTATION);
 	struct nshash_error e;
-	if (*from_annotation && nshash_sizes_cap(*req, cfg->max, "pod annotations", &e) < 0)
-		return nsh_cni_fail(err, NSH_CNI_E_REFUSED, NULL,
-				    "%s in network \"%s\" (raise maxTcp/maxUdp in the conflist to allow it)", e.msg,
-				    cfg->name);
+	if (*from_annotation && nshash_sizes_cap(*req, cfg->max, "pod annotations", &e) < 0) {
+		bool tcp_over = nshash_size_effective(NSHASH_TCP, req->tcp) > cfg->max.tcp;
+		const char *hint = cfg->cap_hint[tcp_over ? 0 : 1];
+		return nsh_cni_fail(err, NSH_CNI_E_REFUSED, NULL, "%s in network \"%s\" (to allow it: %s)", e.msg,
+				    cfg->name, *hint ? hint : "raise the cap in the network config");
+	}
 	return 0;
 }

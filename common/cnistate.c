@@ -454,8 +454,26 @@ int nsh_pod_records_read(const char *state_dir, struct nsh_pod_record **out, siz
 	return 0;
 }
 
+/* Whether the directory holding `path` can be seen here: a view without
+ * it (a node container that does not mount the runtime's /run/netns, a
+ * mount namespace where it is not shared) cannot tell a gone pin from one
+ * it does not see. */
+static bool parent_seen(const char *path)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	size_t n = slash ? (size_t)(slash - path) : 0;
+	if (n == 0 || n >= sizeof(dir))
+		return n == 0; /* "/name": the root is always seen */
+	memcpy(dir, path, n);
+	dir[n] = '\0';
+	struct stat st;
+	return stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 /* Where its netns should be: 1 an nsfs file with the recorded inode is at
- * the recorded path, 0 not (gone, or another file there), -1 cannot tell. */
+ * the recorded path, 0 not (gone, or another file there), -1 cannot tell
+ * (the path's directory is not in this view, or cannot be looked at). */
 static int record_at_path(const struct nsh_pod_record *rec)
 {
 	struct stat st;
@@ -463,7 +481,7 @@ static int record_at_path(const struct nsh_pod_record *rec)
 	if (rec->netns[0] != '/')
 		return 0; /* never a netns path: nothing to keep it for */
 	if (lstat(rec->netns, &st) < 0)
-		return errno == ENOENT || errno == ENOTDIR ? 0 : -1;
+		return (errno == ENOENT || errno == ENOTDIR) && parent_seen(rec->netns) ? 0 : -1;
 	if ((uint64_t)st.st_ino != rec->inode)
 		return 0;
 	if (statfs(rec->netns, &sf) < 0)

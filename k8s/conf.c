@@ -10,7 +10,10 @@
  * is the file as it was before nshash's first write (or before the first
  * write after the primary CNI rewrote it): same bytes, mode, owner and
  * times; never a copy naming nshash (such content is kept without
- * nshash's entries), never made over a backup the record does not name.
+ * nshash's entries), never made over a backup the record does not name,
+ * never rewritten by an edit of the chained file that leaves the rest as
+ * the backup has it (a hand edit of nshash's entry, which the watcher
+ * reverts).
  * A pass that fails puts the record back as it was loaded.  A file an
  * earlier installer (the old install-cni.sh) chained, with no record, is
  * adopted: recorded with the copy of the original it left when that names
@@ -278,6 +281,18 @@ static bool names_nshash(json_object *j)
 	return false;
 }
 
+/* BACKUP in dir holds the same JSON as `want`. */
+static bool backup_matches(const char *dir, const char *backup, json_object *want)
+{
+	struct file b;
+	struct nshash_error e;
+	if (file_read(dir, backup, &b, &e) < 0)
+		return false;
+	bool same = b.json && json_object_equal(b.json, want);
+	file_free(&b);
+	return same;
+}
+
 /* The file as it was before nshash at BACKUP, with its mode, owner and
  * times: its bytes, or when it already names nshash (chained by an
  * earlier installer) its content without nshash's entries, never a copy
@@ -316,6 +331,15 @@ static int backup_make(const char *dir, const struct file *f, const char *backup
 		if (copy)
 			plugins_replace(copy, NULL);
 		stripped = copy ? serialized(copy) : NULL;
+		if (stripped && !fresh && backup_matches(dir, backup, copy)) {
+			/* an edit of the chained file that leaves the rest as
+			 * the saved original has it (nshash's entry changed by
+			 * hand, reverted by the watcher): the original's own
+			 * bytes stay, never a reformatted copy of them */
+			json_object_put(copy);
+			free(stripped);
+			return 0;
+		}
 		json_object_put(copy);
 		if (!stripped)
 			return nshash_error_set(err, ENOMEM, "%s: out of memory", p);

@@ -119,7 +119,11 @@ static void entry_load(struct k8s_ctx *c)
 			 c->o->entry_path);
 		json_object_put(c->entry);
 		c->entry = NULL;
+		return;
 	}
+	/* stamped: the plugin tells a pod over the cap to change the
+	 * ConfigMap, not this node's conflist (which the watcher reverts) */
+	json_object_object_add(c->entry, "chainedBy", json_object_new_string(NSH_K8S_INSTALLER));
 }
 
 static int cmd_state_dir(const char *path)

@@ -290,7 +290,10 @@ int nsh_lock_state(const char *state_dir, int *lockfd, struct nshash_error *err)
 /* A state dir (or its pins/, templates/): not a system directory (by its
  * resolved name, checked before anything is made), a directory, not a
  * symlink, owned by the caller's euid (root), no mode bit for group or
- * others: refused otherwise, never chmod'ed.  `create` makes it (0700,
+ * others, under parents only root or the caller may change: refused
+ * otherwise, never chmod'ed (but with `create`, an empty 0755 one, as
+ * kubelet's hostPath DirectoryOrCreate makes it, is narrowed to 0700).
+ * `create` makes it (0700,
  * missing parents too) when missing; without it a missing dir passes. */
 int nsh_state_dir_check(const char *dir, bool create, struct nshash_error *err);
 

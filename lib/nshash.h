@@ -556,7 +556,9 @@ int nshash_gc(const struct nshash_gc_opts *opts, struct nshash_gc_report *report
  * directory owned by the caller (root), not a symbolic link, not open to
  * group or others, not a system directory (docs/design.md "The state dir");
  * what is missing is created 0700 (parents too), what exists is refused
- * when it is not so, never chmod'ed. */
+ * when it is not so, never chmod'ed (but for an empty 0755 one, kubelet's
+ * hostPath DirectoryOrCreate, narrowed to 0700); every existing parent
+ * owned by root or the caller, writable by no one else unless sticky. */
 int nshash_state_subdir(const char *state_dir, const char *sub, char *out, size_t outlen, struct nshash_error *err);
 
 /* ---------------------------------------------------------------- errors */

@@ -2,6 +2,7 @@
 /* The state dir itself: the one default (nsh_default_state_dir), its
  * checks (nsh_state_dir_check, nshash_state_subdir) and its lock.  What is
  * in it is listed and collected by gc.c. */
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -55,10 +56,12 @@ const char *nsh_state_dir(const char *dir, char *buf, size_t len)
 }
 
 /* What to do about an existing directory nshash will not use: it never
- * changes the mode of a directory it did not make. */
+ * changes the mode of a directory it did not make, but for an empty one
+ * of mode 0755 (kubelet's hostPath DirectoryOrCreate), narrowed. */
 #define STATE_DIR_HINT                                                                                                 \
-	"nshash never changes the mode of a directory it did not create: give a directory only its owner can "         \
-	"open (mode 0700), or one that does not exist yet (nshash creates it 0700)"
+	"nshash never changes the mode of a directory it did not create (but for an empty one of mode 0755, as "       \
+	"kubelet makes a hostPath, which it narrows to 0700): give a directory only its owner can open (mode 0700), "  \
+	"or one that does not exist yet (nshash creates it 0700)"
 
 /* `dir` made absolute and free of symlinks for the name rule: its nearest
  * existing ancestor resolved, the missing rest appended as given (no "." or
@@ -123,11 +126,80 @@ static bool system_dir(const char *c, char *why, size_t len)
 	return false;
 }
 
-/* The name rule, before anything is made. */
+/* The uid files of owners outside this user namespace show as
+ * (/proc/sys/kernel/overflowuid), or -1 in the initial namespace. */
+static long outside_owner(void)
+{
+	bool initial;
+	outer_uid(geteuid(), &initial);
+	if (initial)
+		return -1;
+	long v = 65534;
+	FILE *f = fopen("/proc/sys/kernel/overflowuid", "re");
+	if (f) {
+		if (fscanf(f, "%ld", &v) != 1)
+			v = 65534;
+		fclose(f);
+	}
+	return v;
+}
+
+/* Every existing ancestor of the canonical path `c`: a directory owned by
+ * root or the caller (in a user namespace also by an owner outside it,
+ * the host's root as it shows there), writable by no one else unless
+ * sticky.  Otherwise someone else could rename the state dir away and put
+ * their own in its place between the check and its use. */
+static int state_dir_ancestors_check(const char *dir, const char *c, struct nshash_error *err)
+{
+	char p[PATH_MAX];
+	size_t n = strlen(c);
+	if (n >= sizeof(p))
+		return nshash_error_set(err, ENAMETOOLONG, "state dir %.100s...: path too long", dir);
+	long outside = -2; /* not read yet */
+	for (size_t i = 0; i < n; i++) {
+		if (c[i] != '/')
+			continue;
+		memcpy(p, c, i ? i : 1);
+		p[i ? i : 1] = '\0';
+		struct stat st;
+		if (lstat(p, &st) < 0) {
+			if (errno == ENOENT)
+				return 0; /* the rest is made 0700 */
+			return nsh_error_sys(err, errno, "state dir %s: look at its parent %s", dir, p);
+		}
+		if (!S_ISDIR(st.st_mode))
+			return nshash_error_set(err, ENOTDIR, "state dir %s: its parent %s is not a directory", dir, p);
+		bool owner_ok = st.st_uid == 0 || st.st_uid == geteuid();
+		if (!owner_ok) {
+			if (outside == -2)
+				outside = outside_owner();
+			owner_ok = outside >= 0 && (long)st.st_uid == outside;
+		}
+		if (!owner_ok)
+			return nshash_error_set(err, EPERM,
+						"state dir %s: its parent %s is owned by uid %u, neither root nor the "
+						"caller (its owner could put another directory in the state dir's "
+						"place): give a state dir under directories only root can change, "
+						"e.g. /run/nshash",
+						dir, p, (unsigned)st.st_uid);
+		if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))
+			return nshash_error_set(err, EPERM,
+						"state dir %s: its parent %s is writable by group or others without "
+						"the sticky bit (mode %04o: anyone could put another directory in the "
+						"state dir's place): give a state dir under directories only root can "
+						"change, e.g. /run/nshash",
+						dir, p, (unsigned)(st.st_mode & 07777));
+	}
+	return 0;
+}
+
+/* The name rule and the ancestors, before anything is made. */
 static int state_dir_name_check(const char *dir, struct nshash_error *err)
 {
 	char canon[PATH_MAX], why[64];
 	int r = state_dir_canonical(dir, canon, sizeof(canon), err);
+	if (r == 0 && !system_dir(canon, why, sizeof(why)))
+		r = state_dir_ancestors_check(dir, canon, err);
 	if (r < 0 || !system_dir(canon, why, sizeof(why)))
 		return r;
 	char shown[PATH_MAX + 8] = "";
@@ -140,6 +212,27 @@ static int state_dir_name_check(const char *dir, struct nshash_error *err)
 	    "/run/netns): give a directory of nshash's own, e.g. /run/nshash, which it creates 0700 "
 	    "on first use",
 	    dir, shown, why);
+}
+
+/* The open directory fd (stat st, the caller's) is as kubelet's hostPath
+ * DirectoryOrCreate makes it: mode exactly 0755, the caller's, empty. */
+static bool kubelet_made(int fd, const struct stat *st)
+{
+	if ((st->st_mode & 07777) != 0755 || st->st_uid != geteuid())
+		return false;
+	int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
+	if (!d) {
+		if (dfd >= 0)
+			close(dfd);
+		return false;
+	}
+	bool empty = true;
+	struct dirent *de;
+	while (empty && (de = readdir(d)))
+		empty = !strcmp(de->d_name, ".") || !strcmp(de->d_name, "..");
+	closedir(d);
+	return empty;
 }
 
 int nsh_state_dir_check(const char *dir, bool create, struct nshash_error *err)
@@ -186,6 +279,14 @@ int nsh_state_dir_check(const char *dir, bool create, struct nshash_error *err)
 		return nshash_error_set(err, EPERM,
 					"state dir %s: writable by group or others (mode %04o): " STATE_DIR_HINT, dir,
 					(unsigned)(st.st_mode & 07777));
+	if ((st.st_mode & 077) && fd >= 0 && kubelet_made(fd, &st)) {
+		/* kubelet's hostPath DirectoryOrCreate makes it 0755 before the
+		 * DaemonSet's init container narrows it: empty, nothing to hide
+		 * yet, and no one else could write into it: narrowed here (a pod
+		 * ADD that comes first would otherwise be refused) */
+		if (fchmod(fd, 0700) < 0 || fstat(fd, &st) < 0)
+			return nsh_error_sys(err, errno, "state dir %s: narrow mode 0755 to 0700", dir);
+	}
 	if (st.st_mode & 077)
 		return nshash_error_set(err, EPERM,
 					"state dir %s: open to group or others (mode %04o): " STATE_DIR_HINT, dir,

@@ -256,16 +256,52 @@ assert_eq "" "$(ls "$D/st-real")" "nothing created through the symlink"
 
 # issue 19: an existing directory is never chmod'ed; / and system directories
 # are refused as state dirs, by the policy and by the CLI, before anything is made
-KEEP_HINT="nshash never changes the mode of a directory it did not create: give a directory only its owner can open (mode 0700), or one that does not exist yet (nshash creates it 0700)"
+KEEP_HINT="nshash never changes the mode of a directory it did not create (but for an empty one of mode 0755, as kubelet makes a hostPath, which it narrows to 0700): give a directory only its owner can open (mode 0700), or one that does not exist yet (nshash creates it 0700)"
 SYS_HINT="never a state dir (refused: /, every directory directly under /, /var or /run/user, everything under /usr, /etc, /boot, /proc, /sys or /dev, and /run/netns): give a directory of nshash's own, e.g. /run/nshash, which it creates 0700 on first use"
 dir_state() { stat -c '%a %U' "$1"; ls -A "$1" | md5sum; }
-mkdir -m 0755 "$D/st-755"
-check_state_dir "policy: an existing 0755 state dir: refused" "$D/st-755" "state dir $D/st-755: open to group or others (mode 0755): $KEEP_HINT"
-assert_eq "755 " "$(stat -c %a "$D/st-755") $(ls -A "$D/st-755")" "policy: the 0755 state dir: mode unchanged, nothing made in it"
+mkdir -m 0755 "$D/st-755" && touch "$D/st-755/theirs" # not empty: not as kubelet makes one
+check_state_dir "policy: an existing 0755 state dir with a file in it: refused" "$D/st-755" "state dir $D/st-755: open to group or others (mode 0755): $KEEP_HINT"
+assert_eq "755 theirs" "$(stat -c %a "$D/st-755") $(ls -A "$D/st-755")" "policy: the 0755 state dir: mode unchanged, nothing made in it"
 OUT=$($TO $NSHASH --state-dir "$D/st-755" create --tcp 128 "$D/p3" 2>&1); RC=$?
-expect 1 "state dir $D/st-755: open to group or others (mode 0755): $KEEP_HINT" "CLI: an existing 0755 state dir: refused"
-assert_eq "755  no-pin" "$(stat -c %a "$D/st-755") $(ls -A "$D/st-755") $([ -e "$D/p3" ] && echo pin || echo no-pin)" \
+expect 1 "state dir $D/st-755: open to group or others (mode 0755): $KEEP_HINT" "CLI: an existing 0755 state dir with a file in it: refused"
+assert_eq "755 theirs no-pin" "$(stat -c %a "$D/st-755") $(ls -A "$D/st-755") $([ -e "$D/p3" ] && echo pin || echo no-pin)" \
 	"CLI: the 0755 state dir: mode unchanged, nothing made in it, no pin file"
+# an empty 0755 one, as kubelet's hostPath DirectoryOrCreate makes it before
+# the DaemonSet's init container narrows it: narrowed to 0700 and used
+mkdir -m 0755 "$D/st-kubelet"
+on_exit "cleanup_state_dir '$D/st-kubelet'"
+engines_policy "$D/pol-st.json" "{\"stateDir\": \"$D/st-kubelet\"}"
+hook precreate "$(cfg '"io.nshash.tcp": "4096"')" "$D/pol-st.json"
+expect 0 "" "policy: an empty 0755 state dir (kubelet's): used"
+pin=$(jq -r '.linux.namespaces[] | select(.type == "network") | .path' "$D/stdout")
+$NSHASH delete "$pin" >/dev/null 2>&1
+assert_eq "700" "$(stat -c %a "$D/st-kubelet")" "... narrowed to 0700"
+for m in 0750 0711 0775; do
+	mkdir -m $m "$D/st-k$m" && chmod $m "$D/st-k$m"
+	OUT=$($TO $NSHASH --state-dir "$D/st-k$m" create --tcp 128 "$D/p5" 2>&1); RC=$?
+	expect 1 "state dir $D/st-k$m: " "CLI: an empty state dir of mode $m (not kubelet's 0755): refused"
+	assert_eq "${m#0} no-pin" "$(stat -c %a "$D/st-k$m") $([ -e "$D/p5" ] && echo pin || echo no-pin)" "... mode unchanged, no pin"
+done
+# the state dir's ancestors: only root (or the caller) may change them, else
+# the state dir could be swapped for another between the check and its use
+mkdir -m 0777 "$D/anc-ww" && chmod 0777 "$D/anc-ww"
+OUT=$($TO $NSHASH --state-dir "$D/anc-ww/state" create --tcp 128 "$D/p6" 2>&1); RC=$?
+expect 1 "state dir $D/anc-ww/state: its parent $D/anc-ww is writable by group or others without the sticky bit (mode 0777: anyone could put another directory in the state dir's place): give a state dir under directories only root can change, e.g. /run/nshash" \
+	"CLI: a state dir under a world-writable, non-sticky parent: refused"
+assert_eq " no-pin" "$(ls -A "$D/anc-ww") $([ -e "$D/p6" ] && echo pin || echo no-pin)" "... nothing made under it, no pin"
+engines_policy "$D/pol-st.json" "{\"stateDir\": \"$D/anc-ww/state\"}"
+hook precreate "$(cfg '"io.nshash.tcp": "4096"')" "$D/pol-st.json"
+expect 1 "its parent $D/anc-ww is writable by group or others without the sticky bit" "policy: the same state dir: refused"
+mkdir -m 0755 "$D/anc-other" && chown 4321 "$D/anc-other"
+OUT=$($TO $NSHASH --state-dir "$D/anc-other/state" create --tcp 128 "$D/p6" 2>&1); RC=$?
+expect 1 "state dir $D/anc-other/state: its parent $D/anc-other is owned by uid 4321, neither root nor the caller" \
+	"CLI: a state dir under a directory of another user: refused"
+assert_eq "" "$(ls -A "$D/anc-other")" "... nothing made under it"
+mkdir "$D/anc-sticky" && chmod 1777 "$D/anc-sticky"
+on_exit "cleanup_state_dir '$D/anc-sticky/state'"
+OUT=$($TO $NSHASH --state-dir "$D/anc-sticky/state" create --tcp 128 "$D/p7" 2>&1); RC=$?
+expect 0 "" "CLI: under a sticky world-writable parent (as /tmp): accepted"
+$NSHASH delete "$D/p7" >/dev/null 2>&1
 mkdir -m 0755 "$D/st-755r" && mkdir -m 0700 "$D/st-755r/pins" # something to reclaim
 OUT=$($TO $NSHASH --state-dir "$D/st-755r" reclaim 2>&1); RC=$?
 expect 1 "reclaim: state dir $D/st-755r: open to group or others (mode 0755): $KEEP_HINT" "CLI reclaim: an existing 0755 state dir: refused"

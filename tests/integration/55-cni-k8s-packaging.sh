@@ -278,7 +278,7 @@ assert_eq 0 $? "install (flannel's shape) succeeds ($(cat "$D/inst.err" | tr '\n
 cmp -s "$CNI_PLUGIN" "$D/node/bin/nshash" && pass "the binary is installed" || fail "binary not installed"
 assert_eq "755" "$(stat -c %a "$D/node/bin/nshash")" "... mode 0755"
 assert_eq '["nshash","flannel","portmap"]' "$(types "$NET_D/10-flannel.conflist")" "nshash chained first into the active conflist"
-assert_eq "$(jq -c . "$ENTRY")" "$(jq -c '.plugins[0]' "$NET_D/10-flannel.conflist")" "the entry is the shipped one, as it is"
+assert_eq "$(jq -c '. + {"chainedBy": "nshash-cni-install"}' "$ENTRY")" "$(jq -c '.plugins[0]' "$NET_D/10-flannel.conflist")" "the entry is the shipped one, as it is, stamped chainedBy (code 102 then names the ConfigMap)"
 assert_eq "cbr0 0.3.1" "$(jq -r '"\(.name) \(.cniVersion)"' "$NET_D/10-flannel.conflist")" "name and version kept"
 assert_eq "600 4321:4322" "$(stat -c '%a %u:%g' "$NET_D/10-flannel.conflist")" "the chained file keeps its mode 0600 and owner"
 assert_eq "$(grep -e 99-loopback -e 50-hand <<<"$BEFORE")" "$(snap | grep -e 99-loopback -e 50-hand)" "the other files are untouched"
@@ -325,6 +325,22 @@ assert_contains "$(cat "$D/inst.err")" "kept $D/node/bin/nshash: $NET_D/50-hand.
 rm "$NET_D/50-hand.conflist"
 inst uninstall --remove-binary
 assert_eq "0 absent" "$? $([ -e "$D/node/bin/nshash" ] && echo present || echo absent)" "uninstall --remove-binary removes it then"
+
+# ---- a hand edit of nshash's entry in the chained file (what code 102
+# used to suggest): the watcher's next pass puts the shipped entry back, and
+# the saved original keeps its own bytes (one line: not the installer's
+# formatting), not a reformatted copy
+node
+echo "$BRIDGE_CONF" >"$NET_D/10-bridge.conflist"
+ORIG=$(snap | grep '^10-bridge.conflist ' | cut -d' ' -f2-)
+inst install
+CHAINED=$(snap)
+jq '.plugins[0].maxTcp = 262144' "$NET_D/10-bridge.conflist" >"$D/new" && mv "$D/new" "$NET_D/10-bridge.conflist"
+inst install
+assert_eq "0 $CHAINED" "$? $(snap)" "a hand edit of nshash's entry: the shipped entry back, the original's copy untouched"
+assert_eq "$ORIG" "$(snap | grep '^10-bridge.conflist.nshash-orig ' | cut -d' ' -f2-)" "... its bytes, mode and owner as before nshash"
+inst uninstall
+assert_eq "0 $ORIG" "$? $(snap | grep '^10-bridge.conflist ' | cut -d' ' -f2-)" "... and uninstall restores them byte for byte"
 
 # ---- the file changed by someone else after chaining: only nshash's entry goes
 node
@@ -421,7 +437,10 @@ old_script() { # ENTRY-JQ: 10-bridge.conflist chained as the script did it
 old_script .
 inst install
 assert_eq "0 4096" "$? $(jq '.plugins[0].tcp' "$NET_D/10-bridge.conflist")" "the old script's chain, same entry: install succeeds"
-assert_contains "$(cat "$D/inst.err")" "recorded, its original without nshash kept as $NET_D/10-bridge.conflist.nshash-orig" "... adopting it (recorded, the script's copy kept)"
+assert_contains "$(cat "$D/inst.err")" "chained nshash first into $NET_D/10-bridge.conflist (its original kept for uninstall)" "... rewritten with the stamped entry, the script's copy kept"
+old_script '. + {"chainedBy": "nshash-cni-install"}'
+inst install
+assert_contains "$(cat "$D/inst.err")" "recorded, its original without nshash kept as $NET_D/10-bridge.conflist.nshash-orig" "the old script's chain of today's entry: adopted (recorded, the script's copy kept)"
 inst uninstall
 assert_eq "0 $BEFORE" "$? $(snap)" "... uninstall gives back the original byte for byte, nshash nowhere"
 old_script '.tcp = 1'

@@ -13,20 +13,46 @@ count() { # file: add its ok/not ok lines
 }
 # run_one NAME COMMAND...: run it, log to RUNNER_LOGDIR/NAME.log, count.
 run_one() {
-	local name=$1 start rc
+	local name=$1 start
 	shift
 	start=$(date +%s)
 	"$@" >"$RUNNER_LOGDIR/$name.log" 2>&1
-	rc=$?
+	finish_one "$name" $? "$start"
+}
+# finish_one NAME RC START: count its log, print its line.
+finish_one() {
+	local name=$1 rc=$2 start=$3
 	count "$RUNNER_LOGDIR/$name.log"
 	# 77 (tests/lib/common.sh skip_test): skipped, with no assertion run.
-	if [ $rc -eq 77 ] && ! grep -q '^\(not \)\?ok ' "$RUNNER_LOGDIR/$name.log"; then
+	if [ "$rc" -eq 77 ] && ! grep -q '^\(not \)\?ok ' "$RUNNER_LOGDIR/$name.log"; then
 		skipped+=("$name")
 		printf '%-40s SKIP (%ss)\n' "$name" $(($(date +%s) - start))
 		return
 	fi
-	[ $rc -eq 0 ] || { failed+=("$name"); grep -q '^not ok' "$RUNNER_LOGDIR/$name.log" || failn=$((failn + 1)); }
-	printf '%-40s %s (%ss)\n' "$name" "$([ $rc -eq 0 ] && echo PASS || echo FAIL)" $(($(date +%s) - start))
+	[ "$rc" -eq 0 ] || { failed+=("$name"); grep -q '^not ok' "$RUNNER_LOGDIR/$name.log" || failn=$((failn + 1)); }
+	printf '%-40s %s (%ss)\n' "$name" "$([ "$rc" -eq 0 ] && echo PASS || echo FAIL)" $(($(date +%s) - start))
+}
+# run_bg NAME COMMAND...: run_one in the background (a test marked
+# "# test-parallel: yes": it shares nothing with the others -- private
+# names, ports, subnet -- and mostly waits); wait_bg collects them.
+bg_names=() bg_pids=() bg_starts=()
+run_bg() {
+	local name=$1
+	shift
+	bg_names+=("$name")
+	bg_starts+=("$(date +%s)")
+	"$@" >"$RUNNER_LOGDIR/$name.log" 2>&1 &
+	bg_pids+=($!)
+	printf '%-40s started in the background\n' "$name"
+}
+wait_bg() {
+	local i rc
+	for i in "${!bg_pids[@]}"; do
+		wait "${bg_pids[$i]}"
+		rc=$?
+		finish_one "${bg_names[$i]}" $rc "${bg_starts[$i]}"
+	done
+	bg_names=() bg_pids=() bg_starts=()
 }
 # A cmocka program, TAP output.
 run_unit() { run_one "$(basename "$1")" env CMOCKA_MESSAGE_OUTPUT=TAP "$1"; }

@@ -353,6 +353,45 @@ static void test_config_node(void **state)
 	assert_non_null(strstr(warn, "\"spares\": 16 is above this node's spares 2"));
 	nsh_cni_config_free(&cfg);
 
+	/* where the over-cap message (code 102) says the cap lives, per
+	 * protocol: the node's policy when it is the lower, the network's
+	 * entry, the ConfigMap when nshash-cni-install wrote the entry, the
+	 * node's defaults when the network names no sizes */
+	static const struct {
+		const char *conf, *hint;
+	} hints[] = {
+	    {CONF("1.0.0", ",\"tcp\":4096,\"maxTcp\":65536" ANN("\"io.nshash.tcp\":\"16384\"")),
+	     "(to allow it: raise maxTcp in /etc/n.json, the node's policy (nshash.json(5)))"},
+	    {CONF("1.0.0", ",\"tcp\":1024,\"maxTcp\":4096" ANN("\"io.nshash.tcp\":\"8192\"")),
+	     "in network \"net\" (to allow it: raise maxTcp in the network config \"net\")"},
+	    {CONF("1.0.0", ",\"tcp\":1024,\"udp\":128" ANN("\"io.nshash.udp\":\"512\"")),
+	     "(to allow it: set maxUdp in the network config \"net\")"},
+	    {CONF("1.0.0", ",\"chainedBy\":\"nshash-cni-install\",\"tcp\":1024,\"maxTcp\":4096"
+			   ANN("\"io.nshash.tcp\":\"8192\"")),
+	     "(to allow it: raise maxTcp in nshash's entry, which nshash-cni-install writes into this conflist "
+	     "from its ConfigMap (as shipped: nshash-cni-config, key nshash-entry.json; a hand edit of the "
+	     "conflist is reverted), then kubectl -n kube-system rollout restart daemonset/nshash-cni)"},
+	    {CONF("1.0.0", "" ANN("\"io.nshash.tcp\":\"8192\"")),
+	     "(to allow it: the network names no sizes: raise defaultTcp in /etc/n.json, the node's policy "
+	     "(nshash.json(5)), or set maxTcp in the network's nshash entry)"},
+	};
+	for (size_t i = 0; i < sizeof(hints) / sizeof(hints[0]); i++) {
+		struct nshash_sizes req;
+		bool ann;
+		assert_int_equal(nsh_cni_config_parse(hints[i].conf, strlen(hints[i].conf), &cfg, &err), 0);
+		assert_int_equal(nsh_cni_config_node(&cfg, &pol, warn, sizeof(warn), &err), 0);
+		assert_true(nsh_cni_request(&cfg, &req, &ann, &err) < 0);
+		assert_int_equal(err.code, NSH_CNI_E_REFUSED);
+		if (!strstr(err.err.msg, hints[i].hint))
+			fail_msg("%s: \"%s\" lacks \"%s\"", hints[i].conf, err.err.msg, hints[i].hint);
+		nsh_cni_config_free(&cfg);
+	}
+	/* chainedBy: a string or absent */
+	c = CONF("1.0.0", ",\"chainedBy\":7");
+	assert_true(nsh_cni_config_parse(c, strlen(c), &cfg, &err) < 0);
+	assert_int_equal(err.code, 7);
+	nsh_cni_config_free(&cfg);
+
 	/* a default above the node's cap, another state dir: refused */
 	c = CONF("1.0.0", ",\"tcp\":16384");
 	assert_int_equal(nsh_cni_config_parse(c, strlen(c), &cfg, &err), 0);
@@ -740,6 +779,86 @@ static void test_cni_args(void **state)
 	assert_false(nsh_cni_args_get(";;=;K8S_POD_NAMEX=1", "K8S_POD_NAME", v, sizeof(v)));
 }
 
+/* runtimeConfig.cgroupPath: a network config may carry any (issue 31);
+ * only the cgroup kubelet made for the pod being added is taken. */
+static void test_pod_cgroup(void **state)
+{
+	(void)state;
+	char rel[256], w[512];
+	const char *uid = "0c8e2e5a-3f0b-4e1a-9d51-6a4f3c0e9b7d";
+	/* cgroupfs and systemd drivers, every QoS class */
+	assert_int_equal(nsh_cni_pod_cgroup("/kubepods/burstable/pod0c8e2e5a-3f0b-4e1a-9d51-6a4f3c0e9b7d", uid, rel,
+					    sizeof(rel), w, sizeof(w)),
+			 0);
+	assert_string_equal(rel, "kubepods/burstable/pod0c8e2e5a-3f0b-4e1a-9d51-6a4f3c0e9b7d");
+	assert_int_equal(nsh_cni_pod_cgroup("/kubepods/pod0c8e2e5a-3f0b-4e1a-9d51-6a4f3c0e9b7d", uid, rel, sizeof(rel),
+					    w, sizeof(w)),
+			 0);
+	assert_string_equal(rel, "kubepods/pod0c8e2e5a-3f0b-4e1a-9d51-6a4f3c0e9b7d");
+	assert_int_equal(nsh_cni_pod_cgroup("kubepods-besteffort-pod0c8e2e5a_3f0b_4e1a_9d51_6a4f3c0e9b7d.slice", uid,
+					    rel, sizeof(rel), w, sizeof(w)),
+			 0);
+	assert_string_equal(rel, "kubepods.slice/kubepods-besteffort.slice/"
+				 "kubepods-besteffort-pod0c8e2e5a_3f0b_4e1a_9d51_6a4f3c0e9b7d.slice");
+	assert_string_equal(w, "");
+	assert_int_equal(nsh_cni_pod_cgroup("kubepods-pod0c8e2e5a_3f0b_4e1a_9d51_6a4f3c0e9b7d.slice", uid, rel,
+					    sizeof(rel), w, sizeof(w)),
+			 0);
+	assert_string_equal(rel, "kubepods.slice/kubepods-pod0c8e2e5a_3f0b_4e1a_9d51_6a4f3c0e9b7d.slice");
+
+#define OTHER                                                                                                          \
+	"not the cgroup of the pod being added (K8S_POD_UID \"u-1\": its last component must be podu-1); a network "   \
+	"config cannot choose the cgroup that pays"
+#define OTHER_SLICE                                                                                                    \
+	"not the cgroup of the pod being added (K8S_POD_UID \"u-1\": its last component must end in -podu_1.slice); "  \
+	"a "                                                                                                           \
+	"network config cannot choose the cgroup that pays"
+#define NO_UID                                                                                                         \
+	"CNI_ARGS has no K8S_POD_UID to check it against (only the cgroup kubelet made for the pod being added is "    \
+	"charged)"
+	static const struct {
+		const char *cg, *uid;
+		int want;
+		const char *why;
+	} refused[] = {
+	    /* another pod's cgroup, the root, a parent of the pod's, a child */
+	    {"/kubepods/burstable/podu-2", "u-1", -EPERM, OTHER},
+	    {"/", "u-1", -EPERM, OTHER},
+	    {"/kubepods/burstable", "u-1", -EPERM, OTHER},
+	    {"/kubepods/podu-1/x", "u-1", -EPERM, OTHER},
+	    {"/kubepods/podu-10", "u-1", -EPERM, OTHER},
+	    {"/kubepods/xpodu-1", "u-1", -EPERM, OTHER},
+	    {"/kubepods/podu_1", "u-1", -EPERM, OTHER},
+	    {"kubepods-burstable-podu_2.slice", "u-1", -EPERM, OTHER_SLICE},
+	    {"kubepods-burstable.slice", "u-1", -EPERM, OTHER_SLICE},
+	    {"podu_1.slice", "u-1", -EPERM, OTHER_SLICE},
+	    {"kubepods-burstable-xpodu_1.slice", "u-1", -EPERM, OTHER_SLICE},
+	    /* no uid, or one that is not a uid: nothing to check against */
+	    {"/kubepods/podu-1", NULL, -EPERM, NO_UID},
+	    {"/kubepods/podu-1", "", -EPERM, NO_UID},
+	    {"/kubepods/pod_a", "_a", -EPERM, "K8S_POD_UID=\"_a\" is not a pod uid (letters, digits, '-')"},
+	    {"/kubepods/poda/b", "a/b", -EPERM, "K8S_POD_UID=\"a/b\" is not a pod uid (letters, digits, '-')"},
+	    /* not a clean path: refused before the uid is looked at */
+	    {"/kubepods/../podu-1", "u-1", -EINVAL, "Invalid argument"},
+	    {"//podu-1", "u-1", -EINVAL, "Invalid argument"},
+	    {"", "u-1", -EINVAL, "Invalid argument"},
+	    {"/kubepods/podu-1\n", "u-1", -EINVAL, "Invalid argument"},
+	    {"kubepods/podu-1", "u-1", -EINVAL, "Invalid argument"},
+	};
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		assert_int_equal(nsh_cni_pod_cgroup(refused[i].cg, refused[i].uid, rel, sizeof(rel), w, sizeof(w)),
+				 refused[i].want);
+		assert_string_equal(rel, "");
+		assert_string_equal(w, refused[i].why);
+	}
+	/* longer than the room for it */
+	char small[8];
+	assert_int_equal(nsh_cni_pod_cgroup("/kubepods/podu-1", "u-1", small, sizeof(small), w, sizeof(w)),
+			 -ENAMETOOLONG);
+	assert_int_equal(nsh_cni_pod_cgroup("a-b-c-podu_1.slice", "u-1", small, sizeof(small), w, sizeof(w)),
+			 -ENAMETOOLONG);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -759,6 +878,7 @@ int main(void)
 	    cmocka_unit_test(test_del_gc_status_version),
 	    cmocka_unit_test(test_error_json),
 	    cmocka_unit_test(test_cni_args),
+	    cmocka_unit_test(test_pod_cgroup),
 	};
 	return cmocka_run_group_tests_name("cni", tests, NULL, NULL);
 }
