@@ -106,7 +106,7 @@ SOAK_SECONDS ?= 1800
 SAN := build/san
 ALL_SRCS := $(sort $(wildcard lib/*.c common/*.c oci-hooks/*.c cni/*.c cmd/*.c k8s/*.c netavark/*.c))
 
-.PHONY: all deps deps-test deps-unit deps-lint deps-deb deps-rpm check check-here check-engines unit integration soak demo bench value install uninstall \
+.PHONY: all deps deps-test deps-unit deps-lint deps-deb deps-rpm check check-here check-engines check-k8s unit integration soak demo bench value install uninstall \
 	deb rpm clean format pkgconfig-check fuzz lint san san-check image
 
 all: $(LIB_A) $(LIB_SO) $(BINS)
@@ -137,7 +137,7 @@ deps-rpm:
 # make, which reads this file (and asks pkg-config) with the packages in place:
 # the first `make demo` on a bare machine works.
 # make unit and make lint need no container engine: only cmocka, cppcheck.
-DEPS_test := check check-here check-engines integration soak demo bench value fuzz san-check
+DEPS_test := check check-here check-engines check-k8s integration soak demo bench value fuzz san-check
 DEPS_unit := unit
 DEPS_lint := lint
 DEPS_deb := deb
@@ -182,6 +182,13 @@ check-here: all $(UNIT_BINS) san
 # containerd 1.7) in a trixie root entered as a container (tests/check-engines).
 check-engines: all
 	@tests/check-engines
+
+# The shipped DaemonSet on a real single-node Kubernetes (root): just
+# tests/integration/73-k8s-kubelet.sh, which builds Kubernetes from Debian's
+# source package once (cached in /var/cache/nshash-tests/k8s) and starts
+# the cluster privately.
+check-k8s: all
+	@NSHASH_TESTS=73-k8s-kubelet tests/run-all
 # The day on a node of make check (tests/integration/60-day-on-a-node.sh:
 # the installed binaries, the shipped policy, the state dir absent at first)
 # with its middle repeated for SOAK_SECONDS: hundreds of starts, bursts,

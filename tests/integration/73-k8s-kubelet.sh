@@ -1,0 +1,225 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# test-timeout: 2400
+# test-parallel: yes
+# The shipped DaemonSet on a real kubelet (issue 30): a single-node
+# Kubernetes built offline from Debian's kubernetes source package
+# (tests/lib/k8s.sh, cached), its control plane on 127.0.0.1 (private
+# ports), containerd and kubelet in a mount namespace of their own (private
+# /run, /var/lib), their own bridge and subnet; then what docs/cni.md tells
+# an operator to do, step for step: make image, load it into the node's
+# containerd, the two CNI hostPaths changed in a copy of the manifest,
+# kubectl apply on a fresh node.  Everything is removed at exit.
+. "$(dirname "$0")/../lib/common.sh"
+. "$(dirname "$0")/../lib/cni.sh"
+. "$(dirname "$0")/../lib/engines.sh"
+. "$(dirname "$0")/../lib/k8s.sh"
+require_root
+require_kernel_knobs
+for c in containerd ctr podman openssl curl jq python3 unshare nsenter busybox; do command -v $c >/dev/null || cannot_run "$c missing"; done
+python3 -c 'import yaml' 2>/dev/null || cannot_run "python3-yaml missing"
+T0=$(date +%s)
+
+s=$(date +%s)
+k8s_build || cannot_run "the Kubernetes build failed (see the notes above)"
+echo "# note: k8s build step: $(($(date +%s) - s)) s"
+
+W=$(mktemp -d /tmp/nshash-t73.XXXXXX)
+on_exit "rm -rf '$W'"
+k8s_setup "$W"
+on_exit k8s_down
+ip route | grep -q "^$K8S_NET\." && cannot_run "$K8S_NET.0/24 already routed here"
+cni_save_ip_forward
+cni_iptables_guard nsh73 "$K8S_BR" "$K8S_NET."
+# the bridge the bridge plugin would make, made first: kubelet's node IP is on it
+ip link add "$K8S_BR" type bridge && ip addr add "$K8S_NODEIP/24" dev "$K8S_BR" && ip link set "$K8S_BR" up ||
+	cannot_run "bridge $K8S_BR"
+k8s_pki || cannot_run "openssl: the cluster's certificates"
+k8s_node_conf || cannot_run "the node's configs"
+cni_oci_image "$W/images/pause" localhost/nsh73-pause:latest /bin/sleep 2147483647 >/dev/null || cannot_run "pause image"
+cni_oci_image "$W/images/busybox" localhost/nsh73-busybox:latest /bin/sleep 2147483647 >/dev/null || cannot_run "busybox image"
+PRISTINE=$W/10-nsh73.conflist.pristine
+cp -p "$W/cni/net.d/10-nsh73.conflist" "$PRISTINE"
+
+s=$(date +%s)
+k8s_control_up || cannot_run "the control plane did not come up"
+k8s_node_ns || cannot_run "the node's mount namespace"
+k8s_node_up || cannot_run "containerd + kubelet did not come up"
+echo "# note: cluster up in $(($(date +%s) - s)) s"
+pass "a single-node Kubernetes $("$K8S_BIN/kubectl" version --client --short 2>/dev/null | grep -o 'v[0-9.]*') is Ready (node $K8S_NODE)"
+
+# --- docs/cni.md step 1: the image, loaded into the node's containerd
+engines_podman_setup "$W/podman" || cannot_run "podman setup failed"
+VERSION=$(make -s -C "$TOP" --no-print-directory --eval 'print-version: ; @echo $(VERSION)' print-version)
+make -s -C "$TOP" --no-print-directory image >"$W/image.log" 2>&1
+assert_eq 0 $? "make image ($(tail -2 "$W/image.log" | tr '\n' ' '))"
+podman save --format oci-archive -o "$W/nshash-cni.tar" "localhost/nshash-cni:$VERSION" 2>"$W/save.err"
+assert_eq 0 $? "podman save --format oci-archive ($(cat "$W/save.err"))"
+ctr --address "$K8S_SOCK" -n k8s.io images import "$W/nshash-cni.tar" >/dev/null 2>"$W/import.err"
+assert_eq "0 localhost/nshash-cni:$VERSION" "$? $(ctr --address "$K8S_SOCK" -n k8s.io images ls -q | grep nshash-cni)" \
+	"ctr -n k8s.io images import: the node has the image ($(cat "$W/import.err"))"
+
+# --- step 2: the manifest, only the two CNI hostPaths changed
+M=$W/nshash-cni.yaml
+sed -e "s|path: /opt/cni/bin$|path: $W/cni/bin|" -e "s|path: /etc/cni/net.d$|path: $W/cni/net.d|" \
+	"$TOP/packaging/kubernetes/nshash-cni.yaml" >"$M"
+assert_eq 4 "$(diff "$TOP/packaging/kubernetes/nshash-cni.yaml" "$M" | grep -c '^[<>]')" "the manifest's copy differs in the two hostPaths only"
+
+# --- step 3: kubectl apply on a fresh node
+assert_eq "absent" "$(innode sh -c '[ -e /run/nshash ] && echo present || echo absent')" "a fresh node: no /run/nshash"
+s=$(date +%s)
+kubectl apply -f "$M" >"$W/apply.out" 2>&1
+assert_eq 0 $? "kubectl apply ($(tr '\n' ' ' <"$W/apply.out"))"
+ds_ready() { [ "$(kubectl -n kube-system get ds nshash-cni -o jsonpath='{.status.numberReady}')" = 1 ]; }
+k8s_wait 180 ds_ready
+assert_eq 0 $? "the DaemonSet is Ready on the fresh node ($(kubectl -n kube-system get pods -o wide 2>&1 | tail -1))"
+echo "# note: DaemonSet Ready in $(($(date +%s) - s)) s"
+DSPOD=$(kubectl -n kube-system get pods -l app.kubernetes.io/name=nshash-cni -o jsonpath='{.items[0].metadata.name}')
+assert_eq "700 nshash" "$(innode stat -c %a /run/nshash) $(jq -r '.plugins[0].type' "$W/cni/net.d/10-nsh73.conflist")" \
+	"kubelet made /run/nshash, the init container narrowed it to 0700; nshash chained first"
+
+# --- pods
+pod() { # NAME [TCP UDP [COMMAND-JSON]]
+	local ann= cmd=${4:-'["/bin/sleep", "2147483647"]'}
+	[ $# -ge 3 ] && ann="  annotations: {io.nshash.tcp: \"$2\", io.nshash.udp: \"$3\"}"
+	kubectl apply -f - >/dev/null <<-EOP
+		apiVersion: v1
+		kind: Pod
+		metadata:
+		  name: $1
+		  namespace: default
+		$ann
+		spec:
+		  terminationGracePeriodSeconds: 1
+		  containers:
+		  - name: c
+		    image: localhost/nsh73-busybox:latest
+		    imagePullPolicy: Never
+		    command: $cmd
+	EOP
+}
+running() { [ "$(kubectl get pod "$1" -o jsonpath='{.status.phase}')" = Running ]; }
+sizes() { kubectl exec "$1" -- cat /proc/sys/net/ipv4/tcp_ehash_entries /proc/sys/net/ipv4/udp_hash_entries 2>&1 | tr '\n' ' ' | sed 's/ $//'; }
+k8s_wait 60 kubectl get serviceaccount default || cannot_run "no default service account"
+pod p4096 4096 1024
+pod p8192 8192 2048
+pod pdef
+pod pzero 0 0
+pod pover 1048576 1024
+for p in p4096 p8192 pdef pzero; do k8s_wait 120 running "$p"; done
+assert_eq "4096 1024" "$(sizes p4096)" "annotated 4096/1024: read back in the pod"
+assert_eq "8192 2048" "$(sizes p8192)" "annotated 8192/2048: read back in the pod"
+assert_eq "4096 1024" "$(sizes pdef)" "unannotated: the entry's defaults (every pod gets them)"
+z=$(sizes pzero)
+assert_eq "1 1" "$(awk '{print ($1 < 0) " " ($2 < 0)}' <<<"$z")" "opted out with \"0\": the shared tables, a negative number ($z)"
+over_ev() { kubectl get events --field-selector involvedObject.name=pover,reason=FailedCreatePodSandBox -o jsonpath='{.items[0].message}' | grep -q 'maxTcp'; }
+k8s_wait 90 over_ev
+ev=$(kubectl get events --field-selector involvedObject.name=pover,reason=FailedCreatePodSandBox -o jsonpath='{.items[0].message}')
+echo "# note: pover's event: $ev"
+assert_contains "$ev" "raise maxTcp in nshash's entry, which nshash-cni-install writes into this conflist from its ConfigMap (as shipped: nshash-cni-config, key nshash-entry.json" \
+	"over the cap: refused, the message in the pod's events names maxTcp and the ConfigMap"
+assert_contains "$ev" "kubectl -n kube-system rollout restart daemonset/nshash-cni" "... and the rollout restart"
+assert_eq "Pending" "$(kubectl get pod pover -o jsonpath='{.status.phase}')" "... and the pod does not run"
+
+# --- traffic: pod to pod, node to pod
+IP8=$(kubectl get pod p8192 -o jsonpath='{.status.podIP}')
+kubectl exec p4096 -- ping -c 1 -W 5 "$IP8" >/dev/null 2>&1
+assert_eq 0 $? "pod to pod: p4096 reaches p8192 ($IP8)"
+busybox ping -c 1 -W 5 "$IP8" >/dev/null 2>&1
+assert_eq 0 $? "node to pod: the node reaches p8192 ($IP8)"
+
+# --- /metrics naming pods
+MET=$(curl -s --max-time 10 http://127.0.0.1:9490/metrics)
+assert_contains "$MET" 'namespace="default",pod="p8192"' "/metrics names the pods (namespace, pod labels)"
+
+# --- auto: the first pod of a workload marked (shared tables), sampled by
+# the record container, the next pod of the workload sized from it
+# 200 bound UDP sockets in the pod
+autopod() { pod "$1" auto auto '["/bin/sh", "-c", "for i in $(seq 200); do nc -lu -p $((20000 + i)) & done; exec sleep 2147483647"]'; }
+autopod autoweb-x2k9b
+k8s_wait 120 running autoweb-x2k9b
+z=$(sizes autoweb-x2k9b)
+assert_eq "1 1" "$(awk '{print ($1 < 0) " " ($2 < 0)}' <<<"$z")" "auto, first pod of the workload: the shared tables, marked ($z)"
+sampled() { kubectl -n kube-system logs "$DSPOD" -c record | grep -q '^sampled [1-9]'; }
+k8s_wait 150 sampled
+assert_eq 0 $? "the record container sampled it ($(kubectl -n kube-system logs "$DSPOD" -c record | tail -1))"
+kubectl delete pod autoweb-x2k9b --wait=true --timeout=60s >/dev/null 2>&1
+autopod autoweb-z7q4m
+k8s_wait 120 running autoweb-z7q4m
+z=$(sizes autoweb-z7q4m)
+echo "# note: auto's second pod of the workload: $z"
+assert_eq "1 1" "$(awk '{print ($1 > 0) " " ($2 > 0)}' <<<"$z")" "the next pod of the workload (autoweb) is sized from the history ($z)"
+
+# --- gc in the node container: the records of live pods kept
+kubectl -n kube-system exec "$DSPOD" -c node -- nshash --state-dir /run/nshash gc >"$W/gc.out" 2>&1
+assert_eq 0 $? "gc in the node container ($(tr '\n' ' ' <"$W/gc.out"))"
+MET=$(curl -s --max-time 10 http://127.0.0.1:9490/metrics)
+assert_contains "$MET" 'namespace="default",pod="p8192"' "after gc /metrics still names the pods (their records kept)"
+assert_contains "$MET" 'namespace="default",pod="p4096"' "... every live one"
+
+# --- a ConfigMap change + kubectl rollout restart
+chained_tcp() { jq -r '.plugins[0].tcp' "$W/cni/net.d/10-nsh73.conflist" 2>/dev/null; }
+kubectl -n kube-system get cm nshash-cni-config -o json |
+	jq '.data["nshash-entry.json"] |= (fromjson | .tcp = 2048 | tojson)' | kubectl apply -f - >/dev/null 2>&1
+kubectl -n kube-system rollout restart ds/nshash-cni >/dev/null 2>&1
+kubectl -n kube-system rollout status ds/nshash-cni --timeout=180s >/dev/null 2>&1
+assert_eq "0 2048" "$? $(chained_tcp)" "ConfigMap tcp 2048 + rollout restart: the node's conflist has the new entry"
+pod pcm
+k8s_wait 120 running pcm
+assert_eq "2048 1024" "$(sizes pcm)" "... and a new unannotated pod gets 2048"
+
+# --- an image-tag upgrade, with no moment unchained (the conflist polled)
+podman tag "localhost/nshash-cni:$VERSION" "localhost/nshash-cni:$VERSION-up" &&
+	podman save --format oci-archive -o "$W/nshash-cni-up.tar" "localhost/nshash-cni:$VERSION-up" 2>/dev/null &&
+	ctr --address "$K8S_SOCK" -n k8s.io images import "$W/nshash-cni-up.tar" >/dev/null
+assert_eq 0 $? "the new tag loaded into the node's containerd"
+sed -i "s|image: localhost/nshash-cni:$VERSION$|image: localhost/nshash-cni:$VERSION-up|" "$M"
+: >"$W/poll"
+(while [ ! -e "$W/poll.stop" ]; do jq -r '.plugins[0].type' "$W/cni/net.d/10-nsh73.conflist" >>"$W/poll" 2>&1 || echo unreadable >>"$W/poll"; sleep 0.05; done) &
+POLL=$!
+s=$(date +%s)
+kubectl apply -f "$M" >/dev/null 2>&1 && kubectl -n kube-system rollout status ds/nshash-cni --timeout=180s >/dev/null 2>&1
+rc=$?
+sleep 1; touch "$W/poll.stop"; wait $POLL
+echo "# note: upgrade rolled out in $(($(date +%s) - s)) s; conflist polled $(wc -l <"$W/poll") times"
+assert_eq "0 localhost/nshash-cni:$VERSION-up" "$rc $(kubectl -n kube-system get pods -l app.kubernetes.io/name=nshash-cni -o jsonpath='{.items[*].spec.containers[0].image}')" \
+	"the image-tag upgrade rolled out"
+assert_eq "nshash" "$(sort -u "$W/poll" | tr '\n' ' ' | sed 's/ $//')" "... nshash first in the conflist at every poll during it"
+# the ConfigMap edit (tcp 2048) is kept by the new pod; back to the shipped entry for the rest
+kubectl apply -f "$M" >/dev/null 2>&1
+
+# --- a node "reboot": containerd and kubelet restarted with a fresh /run
+k8s_node_down
+umount_under "$K8S_CTRD/state"; rm -rf "$K8S_CTRD/state"
+innode sh -euc 'umount -R /run && mount -t tmpfs -o mode=0755 nsh73-run /run && mkdir -p /run/lock && touch /run/xtables.lock'
+assert_eq "absent" "$(innode sh -c '[ -e /run/nshash ] && echo present || echo absent')" "reboot: a fresh /run (no /run/nshash)"
+s=$(date +%s)
+k8s_node_up
+assert_eq 0 $? "after the reboot the node is Ready"
+k8s_wait 180 ds_ready
+assert_eq 0 $? "... and the DaemonSet in place comes back Ready ($(kubectl -n kube-system get pods -o wide 2>&1 | tail -1))"
+echo "# note: DaemonSet Ready $(($(date +%s) - s)) s after the reboot"
+DSPOD=$(kubectl -n kube-system get pods -l app.kubernetes.io/name=nshash-cni -o jsonpath='{.items[0].metadata.name}')
+pod preboot
+k8s_wait 120 running preboot
+assert_eq "4096 1024" "$(sizes preboot)" "a new pod after the reboot is sized (4096/1024)"
+
+# --- removal, exactly as docs/cni.md says
+for p in $(kubectl -n kube-system get pods -l app.kubernetes.io/name=nshash-cni -o name); do
+	kubectl -n kube-system exec "$p" -c install-cni -- nshash-cni-install uninstall >"$W/uninstall.out" 2>&1
+done
+assert_eq "0" "$(cmp -s "$PRISTINE" "$W/cni/net.d/10-nsh73.conflist"; echo $?)" "uninstall: the conflist restored byte for byte"
+kubectl delete -f "$M" --wait=true --timeout=60s >/dev/null 2>&1
+kubectl delete pod p4096 p8192 pdef pzero pover pcm preboot autoweb-z7q4m --wait=true --timeout=60s >"$W/del.out" 2>&1
+assert_eq 0 $? "pods made while chained are stopped and removed ($(tr '\n' ' ' <"$W/del.out"))"
+pod pafter
+k8s_wait 120 running pafter
+z=$(sizes pafter)
+assert_eq "1 1" "$(awk '{print ($1 < 0) " " ($2 < 0)}' <<<"$z")" "a new pod after the removal: the shared tables ($z)"
+kubectl delete pod pafter --wait=true --timeout=60s >/dev/null 2>&1
+
+k8s_down
+assert_eq "" "$(ip link show "$K8S_BR" 2>/dev/null; ls -d $(_k8s_cgroups) 2>/dev/null; grep -F "$W" /proc/self/mountinfo)" \
+	"nothing left on the host: no bridge, cgroups or mounts of the cluster"
+assert_host_untouched
+echo "# note: the whole test: $(($(date +%s) - T0)) s"
