@@ -8,74 +8,81 @@
 
 #include "http.h"
 
-/* Where the head ends (the byte after the empty line), or 0. */
-static size_t head_end(const char *buf, size_t len)
-{
-	for (size_t i = 0; i < len; i++)
-		if (buf[i] == '\n' &&
-		    ((i >= 1 && buf[i - 1] == '\n') || (i >= 2 && buf[i - 1] == '\r' && buf[i - 2] == '\n')))
-			return i + 1;
-	return 0;
-}
-
 static bool token_char(char c)
 {
 	return c >= 'A' && c <= 'Z';
 }
 
-/* The request line "METHOD SP TARGET SP HTTP/1.x" (CR optional): 0 with
- * req filled, or the status that refuses it. */
-static int request_line(const char *line, size_t len, struct http_request *req)
+/* The request line "METHOD SP TARGET SP HTTP/1.x" CRLF (or LF), read from
+ * the start and refused at the first byte that shows it wrong: what comes
+ * after that byte cannot change the answer, so the answer to part of a
+ * request is the answer to the whole (serve parses after every read).
+ * 0: right so far, not complete; 400 or 414; or -1: complete, *end the
+ * index after its '\n'. */
+static int request_line(const char *buf, size_t len, struct http_request *req, size_t *end)
 {
-	if (len && line[len - 1] == '\r')
-		len--;
-	size_t i = 0, m = 0;
-	for (; i < len && token_char(line[i]); i++)
-		if (m + 1 < sizeof(req->method))
-			req->method[m++] = line[i];
-		else
+	size_t i = 0, m = 0, t = 0;
+	for (; i < len && buf[i] != ' '; i++) {
+		if (!token_char(buf[i]) || m + 1 >= sizeof(req->method))
 			return 400;
+		req->method[m++] = buf[i];
+	}
 	req->method[m] = '\0';
-	if (!m || i >= len || line[i] != ' ')
+	if (i == len)
+		return 0;
+	if (!m)
 		return 400;
-	i++;
-	size_t t0 = i;
-	for (; i < len && line[i] != ' '; i++)
-		if ((unsigned char)line[i] <= ' ' || (unsigned char)line[i] >= 0x7f)
+	for (i++; i < len && buf[i] != ' '; i++) {
+		unsigned char c = (unsigned char)buf[i];
+		if ((t == 0 && c != '/') || c <= ' ' || c >= 0x7f)
 			return 400;
-	size_t tlen = i - t0;
-	if (!tlen || line[t0] != '/')
+		if (t + 1 >= sizeof(req->target))
+			return 414;
+		req->target[t++] = (char)c;
+	}
+	req->target[t] = '\0';
+	if (i == len)
+		return 0;
+	if (!t)
 		return 400;
-	if (tlen >= sizeof(req->target))
-		return 414;
-	memcpy(req->target, line + t0, tlen);
-	req->target[tlen] = '\0';
-	if (i >= len || line[i] != ' ')
+	static const char version[] = "HTTP/1.";
+	for (size_t k = (i++, 0); k < sizeof(version) - 1; k++, i++) {
+		if (i == len)
+			return 0;
+		if (buf[i] != version[k])
+			return 400;
+	}
+	if (i == len)
+		return 0;
+	if (buf[i] != '0' && buf[i] != '1')
 		return 400;
-	i++;
-	if (len - i != 8 || (memcmp(line + i, "HTTP/1.0", 8) != 0 && memcmp(line + i, "HTTP/1.1", 8) != 0))
+	if (++i == len)
+		return 0;
+	if (buf[i] == '\r' && ++i == len)
+		return 0;
+	if (buf[i] != '\n')
 		return 400;
-	return 0;
+	*end = i + 1;
+	return -1;
 }
 
 int http_request_parse(const char *buf, size_t len, size_t max, struct http_request *req)
 {
 	memset(req, 0, sizeof(*req));
-	const char *nl = memchr(buf, '\n', len);
-	if (memchr(buf, '\0', len))
-		return 400;
-	if (!nl) {
-		/* not even a method: refused before the line ends */
-		for (size_t i = 0; i < len && buf[i] != ' '; i++)
-			if (!token_char(buf[i]) || i >= sizeof(req->method) - 1)
-				return 400;
-		return len >= max ? 414 : 0; /* no request line yet */
-	}
-	/* the request line decides early: a bad one is refused at once */
-	int s = request_line(buf, (size_t)(nl - buf), req);
-	if (s)
+	size_t line = 0, end = 0;
+	int s = request_line(buf, len, req, &line);
+	if (s > 0)
 		return s;
-	if (!head_end(buf, len))
+	if (s == 0)
+		return len >= max ? 414 : 0; /* no request line yet */
+	/* the header lines, up to the empty line: only a NUL refused (the
+	 * bytes after the head, a body, are never looked at) */
+	for (size_t i = line; i < len && !end; i++)
+		if (buf[i] == '\0')
+			return 400;
+		else if (buf[i] == '\n' && (buf[i - 1] == '\n' || (i >= 2 && buf[i - 1] == '\r' && buf[i - 2] == '\n')))
+			end = i + 1;
+	if (!end)
 		return len >= max ? 431 : 0;
 	size_t plen = strcspn(req->target, "?");
 	bool metrics = plen == 8 && !strncmp(req->target, "/metrics", 8);
@@ -115,7 +122,10 @@ const char *http_reason(int status)
 
 int http_response_head(int status, const char *content_type, size_t content_length, char *buf, size_t len)
 {
-	return snprintf(
-	    buf, len, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%sConnection: close\r\n\r\n",
-	    status, http_reason(status), content_type, content_length, status == 405 ? "Allow: GET\r\n" : "");
+	return snprintf(buf, len,
+			"HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%sConnection: close\r\n\r\n",
+			status, http_reason(status), content_type, content_length,
+			status == 405	? "Allow: GET\r\n"
+			: status == 503 ? "Retry-After: 1\r\n"
+					: "");
 }

@@ -16,13 +16,15 @@ struct http_request {
  * reads at most): 0 while incomplete; else the status to answer: 200 with
  * req->route set (GET /metrics or /healthz, any query), 404 another path,
  * 405 another method on those paths, 400 a malformed request line (or a
- * NUL byte), 414 a target of 256 bytes or more or no request line within
- * max, 431 no end of the head within max. */
+ * NUL byte in the head), 414 a target of 256 bytes or more or no request
+ * line within max, 431 no end of the head within max.  Each is decided at
+ * the first byte that shows it: more bytes never change an answer given
+ * (bytes after the head are not looked at). */
 int http_request_parse(const char *buf, size_t len, size_t max, struct http_request *req);
 /* "Not Found", ... */
 const char *http_reason(int status);
-/* The status line and headers ("Connection: close"; 405 with "Allow: GET")
- * into buf: snprintf's return. */
+/* The status line and headers ("Connection: close"; 405 with "Allow: GET",
+ * 503 with "Retry-After: 1") into buf: snprintf's return. */
 int http_response_head(int status, const char *content_type, size_t content_length, char *buf, size_t len);
 
 #endif

@@ -3,7 +3,11 @@
  * node container): `nshash gc` on a schedule and the metrics of `nshash
  * stats --prometheus` (plus textfiles) over HTTP.  One thread, one poll
  * loop: every client has a deadline and a bounded buffer, so one that
- * sends slowly or reads slowly holds only its own connection. */
+ * sends slowly or reads slowly holds only its own connection.  At most
+ * MAX_SCRAPES of the slots hold an answer to /metrics being written (the
+ * large answers, whose readers may stall until the write deadline): a
+ * scrape beyond that is answered 503 at once, so the other slots are
+ * always there for request heads and /healthz, whose answers go at once. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +32,9 @@
 #include "stats.h"
 
 #define MAX_CLIENTS	 32
+#define MAX_SCRAPES	 8 /* of them writing an answer to /metrics */
+#define STR_(x)		 #x
+#define STR(x)		 STR_(x)
 #define REQUEST_MAX	 8192	     /* bytes of a request head */
 #define READ_TIMEOUT_MS	 5000	     /* connect to end of the head */
 #define WRITE_TIMEOUT_MS 10000	     /* the answer, from when it is ready */
@@ -47,6 +54,7 @@ struct client {
 	size_t outlen, sent;
 	int64_t deadline; /* ms, monotonic */
 	uint64_t seq;	  /* order of accept (ties of deadline) */
+	bool scrape;	  /* out is an answer to /metrics (counted in scraping) */
 };
 
 struct server {
@@ -54,9 +62,10 @@ struct server {
 	int lfd, sfd;
 	struct client c[MAX_CLIENTS];
 	size_t nc;
+	size_t scraping;     /* clients with scrape set */
 	uint64_t gc_runs[2]; /* ok, failed */
 	int64_t gc_last_ok;  /* unix time */
-	uint64_t refused, evicted, timed_out;
+	uint64_t refused, busy, evicted, timed_out;
 	int64_t quiet_until; /* ms: refused requests are logged at most once a second */
 	uint64_t quiet_count;
 	/* the last scan's text: stats and textfiles (NULL: none kept) */
@@ -260,14 +269,20 @@ static char *metrics_body(struct server *s, size_t *len)
 	    f,
 	    "# HELP nshash_serve_requests_refused_total HTTP requests answered 400, 404, 405, 414 or 431.\n"
 	    "# TYPE nshash_serve_requests_refused_total counter\nnshash_serve_requests_refused_total %llu\n"
-	    "# HELP nshash_serve_clients_dropped_total Connections dropped: past their deadline (5 s for the head, 10 "
-	    "s for the answer), or, when 32 were open, one still sending its head pushed out by a new one (or the "
-	    "new one closed when all 32 were being answered).\n"
-	    "# TYPE nshash_serve_clients_dropped_total counter\n"
-	    "nshash_serve_clients_dropped_total{why=\"deadline\"} "
-	    "%llu\nnshash_serve_clients_dropped_total{why=\"full\"} "
-	    "%llu\n",
-	    (unsigned long long)s->refused, (unsigned long long)s->timed_out, (unsigned long long)s->evicted);
+	    "# HELP nshash_serve_scrapes_busy_total Requests for /metrics answered 503 (Retry-After: 1) because " STR(
+		MAX_SCRAPES) " answers to /metrics were being written.\n"
+			     "# TYPE nshash_serve_scrapes_busy_total counter\nnshash_serve_scrapes_busy_total %llu\n"
+			     "# HELP nshash_serve_clients_dropped_total Connections dropped: past their deadline (5 s "
+			     "for the head, 10 "
+			     "s for the answer), or, when 32 were open, one still sending its head pushed out by a new "
+			     "one (or the "
+			     "new one answered 503 and closed when all 32 were being answered).\n"
+			     "# TYPE nshash_serve_clients_dropped_total counter\n"
+			     "nshash_serve_clients_dropped_total{why=\"deadline\"} "
+			     "%llu\nnshash_serve_clients_dropped_total{why=\"full\"} "
+			     "%llu\n",
+	    (unsigned long long)s->refused, (unsigned long long)s->busy, (unsigned long long)s->timed_out,
+	    (unsigned long long)s->evicted);
 	if (s->files)
 		fwrite(s->files, 1, s->files_len, f);
 	if (fclose(f) != 0) {
@@ -281,6 +296,8 @@ static char *metrics_body(struct server *s, size_t *len)
 
 static void client_drop(struct server *s, size_t i)
 {
+	if (s->c[i].scrape)
+		s->scraping--;
 	close(s->c[i].fd);
 	free(s->c[i].out);
 	s->c[i] = s->c[--s->nc];
@@ -305,7 +322,10 @@ static void answer(struct client *c, int status, const char *type, const char *b
 
 static void refused_log(struct server *s, int status, const struct http_request *req)
 {
-	s->refused++;
+	if (status == 503)
+		s->busy++;
+	else
+		s->refused++;
 	int64_t t = now_ms();
 	if (t < s->quiet_until) {
 		s->quiet_count++;
@@ -314,7 +334,9 @@ static void refused_log(struct server *s, int status, const struct http_request 
 	char m[64], p[64];
 	nshash_quote(req->method, m, sizeof(m));
 	nshash_quote(req->target, p, sizeof(p));
-	say("answered %d to %s %s%s", status, m, p, s->quiet_count ? " (and more since the last line)" : "");
+	say("answered %d to %s %s%s%s", status, m, p,
+	    status == 503 ? " (" STR(MAX_SCRAPES) " answers to /metrics being written; Retry-After: 1)" : "",
+	    s->quiet_count ? " (and more since the last line)" : "");
 	s->quiet_until = t + 1000;
 	s->quiet_count = 0;
 }
@@ -333,6 +355,10 @@ static void respond(struct server *s, struct client *c, int status, const struct
 		answer(c, 200, "text/plain; charset=utf-8", "ok\n", 3);
 		return;
 	}
+	if (s->scraping >= MAX_SCRAPES) {
+		respond(s, c, 503, req);
+		return;
+	}
 	size_t len = 0;
 	char *body = metrics_body(s, &len);
 	if (!body) {
@@ -342,6 +368,10 @@ static void respond(struct server *s, struct client *c, int status, const struct
 	}
 	answer(c, 200, PROM_TYPE, body, len);
 	free(body);
+	if (c->out) {
+		c->scrape = true;
+		s->scraping++;
+	}
 }
 
 /* Readable: read what is there; 1 when the client is done with (dropped). */
@@ -396,21 +426,45 @@ static ssize_t evictee(const struct server *s)
 	return old;
 }
 
+/* No slot for a new connection: 503 (a few bytes: the socket's buffer
+ * takes them), what it sent so far read (a close with unread bytes would
+ * reset the connection, and the answer with it), closed. */
+static void busy_close(int fd)
+{
+	static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
+				   "Content-Length: 5\r\nRetry-After: 1\r\nConnection: close\r\n\r\nbusy\n";
+	char sink[REQUEST_MAX];
+	(void)!send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+	shutdown(fd, SHUT_WR);
+	(void)!recv(fd, sink, sizeof(sink), MSG_DONTWAIT);
+	close(fd);
+}
+
 static void accept_all(struct server *s)
 {
-	/* at most a table's worth a round: a flood of connects does not keep
-	 * the loop from the clients it has, and one accepted in this round
-	 * (the oldest pushed out first) is still there when the next round
-	 * reads its head */
+	/* at most as many a round as there are slots not being answered: a
+	 * flood of connects does not keep the loop from the clients it has,
+	 * and one accepted in this round (the oldest pushed out first) is still
+	 * there when the next round reads its head */
+	size_t room = MAX_CLIENTS, placed = 0;
+	for (size_t j = 0; j < s->nc; j++)
+		room -= s->c[j].out != NULL;
 	for (int k = 0; k < MAX_CLIENTS; k++) {
+		if (room && placed == room)
+			return; /* the rest in the next round */
 		int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0)
 			return; /* EAGAIN, or a client gone before its accept */
+		if (!room) {
+			s->evicted++;
+			busy_close(fd); /* all 32 being answered: the new one told to come back */
+			continue;
+		}
 		if (s->nc == MAX_CLIENTS) {
 			ssize_t old = evictee(s);
 			s->evicted++;
-			if (old < 0) {
-				close(fd); /* all 32 being answered: the new one waits its turn elsewhere */
+			if (old < 0) { /* not reached: room says one is not being answered */
+				busy_close(fd);
 				continue;
 			}
 			client_drop(s, (size_t)old);
@@ -420,6 +474,7 @@ static void accept_all(struct server *s)
 		c->fd = fd;
 		c->deadline = now_ms() + READ_TIMEOUT_MS;
 		c->seq = s->accepted++;
+		placed++;
 	}
 }
 
@@ -577,8 +632,11 @@ static const char serve_usage[] =
     "                 DIR/*.prom of --textfile-dir (each at most 256 KiB, else skipped)\n"
     "  GET /healthz   \"ok\"\n"
     "Anything else: 404 or 405.  One request per connection, heads of at most 8 KiB\n"
-    "within 5 s.  Needs root with the host's PID namespace (it scans /proc) and the\n"
-    "state dir mounted with propagation both ways (gc unmounts pins).\n";
+    "within 5 s; 32 connections at most (a new one pushes out the oldest still sending\n"
+    "its head), " STR(
+	MAX_SCRAPES) " of them receiving /metrics (a scrape beyond: 503 with Retry-After: 1;\n"
+		     "/healthz is answered all the same).  Needs root with the host's PID namespace (it\n"
+		     "scans /proc) and the state dir mounted with propagation both ways (gc unmounts pins).\n";
 
 static int cmd_serve(struct cli *c, int argc, char **argv)
 {

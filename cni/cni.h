@@ -218,6 +218,11 @@ struct nsh_cni_charge {
 	char back[4096 + 16];
 };
 void nsh_cni_charge_enter(struct run *r, struct nsh_cni_charge *c);
+/* charge.c: runtimeConfig.cgroupPath cg checked against the pod being
+ * added (pod_uid: K8S_POD_UID, NULL or "" when none): 0 with rel the path
+ * under the memory root to open; else -errno with why saying what is wrong
+ * (-EINVAL not a clean cgroupfs or systemd path, -EPERM not that pod's). */
+int nsh_cni_pod_cgroup(const char *cg, const char *pod_uid, char *rel, size_t len, char *why, size_t wlen);
 void nsh_cni_charge_leave(struct run *r, struct nsh_cni_charge *c);
 
 /* config.c: stdin as one JSON object (code 6 otherwise). */

@@ -207,25 +207,6 @@ static int add_occupied(struct run *r, const char *want, const struct occupancy_
 				    "nshash first in the conflist's plugins list so it runs before any interface "
 				    "exists",
 				    netns, want, j->occ.link_names);
-	/* Kubernetes hostUsers: false under containerd 1.7: the runtime made
-	 * the netns in the pod's user namespace, the sandbox inside, and
-	 * containerd pinned it from the sandbox's pid.  A replacement made
-	 * here would be the host user namespace's, empty or not. */
-	struct nshash_error ue;
-	if (r->ops == &nsh_cni_system_ops && nshash_netns_foreign_userns(netns, &ue) == 1) {
-		char inside[80] = "";
-		if (j->occ.pid)
-			snprintf(inside, sizeof(inside), " (process %d, %s, already inside)", (int)j->occ.pid,
-				 j->occ.comm);
-		return soft_failure(
-		    r, NSH_CNI_E_NOT_RESIZABLE,
-		    "cannot size the netns %s (%s): it is owned by the pod's own user namespace (Kubernetes "
-		    "hostUsers: false: the OCI runtime made it with the sandbox%s); a replacement made here would "
-		    "be the host user namespace's, where the pod could not mount sysfs. Instead: size such pods "
-		    "with nshash-runtime as the runtime handler (its size classes, or the pod annotations listed "
-		    "in pod_annotations), which makes the netns in the pod's user namespace",
-		    netns, want, inside);
-	}
 	if (j->occ.pid)
 		return soft_failure(
 		    r, NSH_CNI_E_NOT_RESIZABLE,
@@ -387,6 +368,45 @@ static int add_replace(struct run *r, struct nshash_sizes req, const char *want,
 	return 0;
 }
 
+/* Kubernetes hostUsers: false: the netns is owned by the pod's own user
+ * namespace (containerd 1.7 pins the one runc made with the sandbox inside;
+ * CRI-O's pinns makes it there with nothing inside).  A replacement made
+ * here would be the host user namespace's, empty or not.  Decided first,
+ * alone (no wait for a process to leave): 0 not such a netns; 1 a pod that
+ * asked for no sizes (the network's or the node's apply to it only where
+ * they can) passes through on the shared tables, an info line says so; a
+ * pod annotation is refused (soft_failure), saying what was seen. */
+static int add_foreign_userns(struct run *r, const char *want, bool from_ann)
+{
+	const char *netns = r->env->netns;
+	struct nshash_error ue;
+	if (r->ops != &nsh_cni_system_ops || nshash_netns_foreign_userns(netns, &ue) != 1)
+		return 0;
+	if (!from_ann) {
+		nsh_cni_log(r,
+			    "%s is owned by the pod's own user namespace (Kubernetes hostUsers: false): left on the "
+			    "shared tables; the pod asked for no sizes, and the network's %s apply only where nshash "
+			    "can make the netns (size such pods with nshash-runtime as the runtime handler)",
+			    netns, want);
+		return 1;
+	}
+	struct nshash_occupancy occ;
+	struct nshash_error oe;
+	char seen[160] = " (seen: not looked inside)";
+	if (r->ops->occupancy(netns, &occ, &oe) == 0)
+		snprintf(seen, sizeof(seen),
+			 occ.pid ? " (process %d, %s, already inside: the OCI runtime made it with the sandbox)"
+				 : " (no process inside: the runtime made it there before ADD, as CRI-O's pinns does)",
+			 (int)occ.pid, occ.comm);
+	return soft_failure(
+	    r, NSH_CNI_E_NOT_RESIZABLE,
+	    "cannot size the netns %s (%s): it is owned by the pod's own user namespace (Kubernetes hostUsers: "
+	    "false%s); a replacement made here would be the host user namespace's, where the pod could not mount "
+	    "sysfs. Instead: size such pods with nshash-runtime as the runtime handler (its size classes, or the "
+	    "pod annotations listed in pod_annotations), which makes the netns in the pod's user namespace",
+	    netns, want, seen);
+}
+
 int nsh_cni_cmd_add(struct run *r)
 {
 	struct nshash_sizes req;
@@ -421,6 +441,10 @@ int nsh_cni_cmd_add(struct run *r)
 
 	struct nshash_netns_info seen;
 	s = add_refusal(r, want, kind, detail);
+	if (s == 0 && kind == NSHASH_PATH_PIN && (s = add_foreign_userns(r, want, from_ann)) == 1) {
+		r->out->outcome = NSH_CNI_UNSIZED;
+		return nsh_cni_add_result(r);
+	}
 	if (s == 0)
 		s = add_replace(r, req, want, common, &seen);
 	if (s == 2) {

@@ -498,16 +498,17 @@ int nsh_cni_request(const struct nsh_cni_config *cfg, struct nshash_sizes *req, 
 	    json_object_is_type(rc, json_type_object) && json_object_object_get_ex(rc, POD_ANNOTATIONS, &ann) &&
 	    !json_object_is_type(ann, json_type_object))
 		ann = NULL;
-	bool tcp_given, udp_given;
-	struct nshash_sizes asked = {0, 0};
-	if (annotation_size(ann, NSH_ANNOTATION_TCP, NSHASH_TCP, &tcp_given, &asked.tcp, err) < 0 ||
-	    annotation_size(ann, NSH_ANNOTATION_UDP, NSHASH_UDP, &udp_given, &asked.udp, err) < 0)
+	struct nsh_said pod = {0}, net = {.said = {true, true}, .size = {cfg->sizes.tcp, cfg->sizes.udp}};
+	if (annotation_size(ann, NSH_ANNOTATION_TCP, NSHASH_TCP, &pod.said[0], &pod.size[0], err) < 0 ||
+	    annotation_size(ann, NSH_ANNOTATION_UDP, NSHASH_UDP, &pod.said[1], &pod.size[1], err) < 0)
 		return -err->err.errnum;
-	if (tcp_given)
-		req->tcp = asked.tcp;
-	if (udp_given)
-		req->udp = asked.udp;
-	*from_annotation = tcp_given || udp_given;
+	/* per protocol (docs/sizing.md): the pod's annotation, else the network
+	 * (its tcp/udp, or the node's defaults for a network naming none) */
+	const struct nsh_said *by[NSH_SRC_COUNT] = {[NSH_SRC_ANNOTATION] = &pod, [NSH_SRC_NETWORK] = &net};
+	struct nsh_decision d;
+	nsh_decide(by, &d);
+	*req = d.sizes;
+	*from_annotation = nsh_decision_any_from(&d, NSH_SRC_ANNOTATION);
 	struct nshash_error e;
 	if (*from_annotation && nshash_sizes_cap(*req, cfg->max, "pod annotations", &e) < 0) {
 		bool tcp_over = nshash_size_effective(NSHASH_TCP, req->tcp) > cfg->max.tcp;

@@ -64,6 +64,52 @@ struct nsh_policy {
 	} defaults_auto; /* defaultTcp/defaultUdp "auto" (defaults then 0) */
 };
 
+/* ------------------------------------------- one sizing request (sizing.c)
+ * docs/sizing.md.  The sources, in the one order: a container's or pod's
+ * io.nshash.* annotations, nshash-runtime's --nshash-tcp/--nshash-udp, the
+ * network (a CNI config's tcp/udp, the node's defaults for a network naming
+ * none), the policy's defaultTcp/defaultUdp.  Per protocol: the first
+ * source that names it decides it ([0] tcp, [1] udp). */
+enum nsh_src {
+	NSH_SRC_NONE = 0, /* nobody named it: the shared table */
+	NSH_SRC_ANNOTATION,
+	NSH_SRC_RUNTIME,
+	NSH_SRC_NETWORK,
+	NSH_SRC_DEFAULT,
+	NSH_SRC_COUNT
+};
+/* What one source says. */
+struct nsh_said {
+	bool said[2];	  /* names the protocol (even as 0: shared) */
+	bool is_auto[2];  /* as `auto` */
+	uint32_t size[2]; /* else as this size */
+};
+/* What was decided, and by whom: every later stage reads this. */
+struct nsh_decision {
+	struct nshash_sizes sizes; /* decided (0: shared; `auto`: 0 until resolved) */
+	bool is_auto[2];
+	enum nsh_src src[2];
+};
+/* by[s]: what source s says, NULL nothing (by[NSH_SRC_NONE] unused). */
+void nsh_decide(const struct nsh_said *const by[NSH_SRC_COUNT], struct nsh_decision *d);
+/* Some source named some protocol. */
+bool nsh_decision_decided(const struct nsh_decision *d);
+bool nsh_decision_any_from(const struct nsh_decision *d, enum nsh_src src);
+/* Every protocol that asks something (a size, `auto`) was decided by src,
+ * and one does: e.g. a container that asked nothing but gets the node's
+ * defaults (never refused for them). */
+bool nsh_decision_asks_only_from(const struct nsh_decision *d, enum nsh_src src);
+/* The policy's defaultTcp/defaultUdp as a source (a default 0 names nothing). */
+void nsh_said_policy_defaults(const struct nsh_policy *policy, struct nsh_said *s);
+/* Each protocol's size within cap, the error naming the source that
+ * decided it (names[src]). */
+int nsh_decision_cap(const struct nsh_decision *d, struct nshash_sizes cap, const char *const names[NSH_SRC_COUNT],
+		     struct nshash_error *err);
+/* "annotations", or "tcp: annotations, udp: defaultTcp/defaultUdp" when the
+ * two protocols were decided by different sources. */
+const char *nsh_decision_text(const struct nsh_decision *d, const char *const names[NSH_SRC_COUNT], char *buf,
+			      size_t len);
+
 void nsh_policy_defaults(struct nsh_policy *policy);
 /* Parse policy JSON text; `source` names it in errors.  Unknown keys,
  * wrong types and out-of-range values are errors naming the key. */

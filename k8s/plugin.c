@@ -25,6 +25,16 @@ static long now_ms(void)
 	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
 }
 
+/* fd as target in the child about to exec: dup2 leaves the copy without
+ * close-on-exec, but does nothing when fd is target already (its flag then
+ * cleared here). */
+static int onto(int fd, int target)
+{
+	if (fd == target)
+		return fcntl(fd, F_SETFD, 0);
+	return dup2(fd, target) < 0 ? -1 : 0;
+}
+
 int k8s_plugin_run(const char *path, const char *cmd, const char *input, char **out, int *status,
 		   struct nshash_error *err)
 {
@@ -56,8 +66,9 @@ int k8s_plugin_run(const char *path, const char *cmd, const char *input, char **
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		signal(SIGPIPE, SIG_DFL);
-		int null = open("/dev/null", O_WRONLY);
-		if (dup2(in[0], 0) < 0 || dup2(outp[1], 1) < 0 || (null >= 0 && dup2(null, 2) < 0))
+		/* the plugin gets stdin, stdout and stderr, nothing else of ours */
+		int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		if (onto(in[0], 0) < 0 || onto(outp[1], 1) < 0 || (null >= 0 && onto(null, 2) < 0))
 			_exit(127);
 		char *argv[] = {(char *)path, NULL};
 		execve(path, argv, envp);

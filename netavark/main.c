@@ -2,13 +2,17 @@
 /* nshash's netavark: podman networks that carry sizes (docs/networks.md).
  * podman runs the first `netavark` of helper_binaries_dir; this one reads
  * the network definitions on stdin at `setup NETNS` (a command line it
- * reads as netavark does, else nothing), and when a network of the
- * container has io.nshash.tcp / io.nshash.udp labels and NETNS is a fresh
- * pin under /run/netns (no link but lo, no process), replaces the netns
- * pinned there by a sized one (nshash_netns_replace, as the CNI plugin's
- * ADD).  Then, always, it execs the real netavark with the same argv, the
- * same stdin bytes (streamed when more than it reads), stdout and exit
- * status. */
+ * reads as netavark does; with --file, that file), and when a network of
+ * the container has io.nshash.tcp / io.nshash.udp labels, NETNS (a pin
+ * under /run/netns) gets those sizes: a fresh one (no link but lo, no
+ * process) is replaced by a sized one (nshash_netns_replace, as the CNI
+ * plugin's ADD) unless it has them already; one in use keeps its tables:
+ * with a link and other tables the setup fails, with only a process (a
+ * reload) it goes on.  Labels it does not apply without failing (a
+ * command line it does not read, more input than it reads, a reload) are
+ * said on stderr.  Then it execs the real netavark with the same argv,
+ * the same stdin bytes (streamed when more than it reads), stdout and
+ * exit status. */
 #include <errno.h>
 #include <json-c/json.h>
 #include <limits.h>
@@ -88,7 +92,7 @@ static int find_real(char *out, size_t len)
 struct cmdline {
 	bool understood;
 	const char *cmd, *netns;
-	bool file;	      /* --file: the input is not on stdin */
+	const char *file;     /* --file's value: the input is there, not on stdin */
 	const char *rootless; /* --rootless's value, NULL when not given */
 };
 
@@ -156,7 +160,7 @@ static void parse_cmdline(int argc, char **argv, struct cmdline *c)
 			value = argv[++i];
 		}
 		if (o->shrt == 'f')
-			c->file = true;
+			c->file = value;
 		if (o->shrt == 'r')
 			c->rootless = value;
 	}
@@ -186,7 +190,9 @@ static bool under_run_netns(const char *netns)
 static void quote(const char *s, char *buf, size_t len)
 {
 	json_object *o = json_object_new_string(s);
-	snprintf(buf, len, "%s", o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN) : "\"?\"");
+	snprintf(buf, len, "%s",
+		 o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
+		   : "\"?\"");
 	json_object_put(o);
 }
 
@@ -281,11 +287,32 @@ static int network_sizes(json_object *root, const struct nsh_policy *pol, struct
 	return 0;
 }
 
-/* Replace the fresh netns pinned at `netns` by one of `sizes`.  0 (done
- * or left alone, *note says why), or 1 (message written). */
-static int size_netns(const char *netns, const struct nsh_policy *pol, struct nshash_sizes sizes, const char *net,
-		      char *note, size_t nlen, char *msg, size_t mlen)
+/* "own table of 4096" / "shared" for one protocol of `info`. */
+static const char *tables_of(long entries, char *buf, size_t len)
 {
+	if (entries > 0)
+		snprintf(buf, len, "own table of %ld", entries);
+	else
+		snprintf(buf, len, "shared");
+	return buf;
+}
+
+/* Give the netns pinned at `netns` the labels' `sizes`.  A fresh one (no
+ * link but lo, no process: podman's pin before the container) is replaced
+ * by one of those sizes unless it has them already, whatever it has (the
+ * shared tables, or own ones of other sizes: the host's
+ * tcp_child_ehash_entries/udp_child_hash_entries); one in use keeps its
+ * tables: with a link (`podman network connect` to a running container)
+ * it must have the labels' sizes already, else the setup fails; with a
+ * process and no link but lo (`podman network reload`: its links were
+ * torn down, the container runs on), what was chosen when it was made
+ * (its own io.nshash.* annotations win over labels) stays, said on stderr
+ * (*loud).  0 (done or nothing to do, *note says which), or 1 (message
+ * written). */
+static int size_netns(const char *netns, const struct nsh_policy *pol, struct nshash_sizes sizes, const char *net,
+		      char *note, size_t nlen, bool *loud, char *msg, size_t mlen)
+{
+	*loud = false;
 	struct nshash_error e;
 	enum nshash_path_kind kind;
 	char detail[600];
@@ -310,24 +337,53 @@ static int size_netns(const char *netns, const struct nsh_policy *pol, struct ns
 		snprintf(msg, mlen, "network %s: %s", net, e.msg);
 		return 1;
 	}
-	if (info.tcp_entries > 0 || info.udp_entries > 0) {
-		snprintf(note, nlen, "%s has own tables already: left alone", netns);
-		return 0;
-	}
+	bool has = nshash_verify(&info, sizes, netns, &e) == 0;
 	struct nshash_occupancy occ;
 	if (nshash_netns_occupancy(netns, &occ, &e) < 0) {
 		snprintf(msg, mlen, "network %s: %s", net, e.msg);
 		return 1;
 	}
-	if (occ.links || occ.pid) {
-		/* not fresh: a container joined it or its annotations size it */
-		snprintf(note, nlen, "%s is in use (%s%s): left alone", netns, occ.links ? occ.link_names : "process ",
-			 occ.links ? "" : occ.comm);
+	char user[300];
+	snprintf(user, sizeof(user), "%s%s", occ.links ? occ.link_names : "process ", occ.links ? "" : occ.comm);
+	if (has) {
+		snprintf(note, nlen, "%s%s%s%s has the sizes of network %s already: left alone", netns,
+			 occ.links || occ.pid ? " (in use: " : "", occ.links || occ.pid ? user : "",
+			 occ.links || occ.pid ? ")" : "", net);
 		return 0;
+	}
+	if (!occ.links && occ.pid) {
+		/* a running container's, its links torn down (reload): failing
+		 * would leave it without this network */
+		char t[64], u[64];
+		*loud = true;
+		snprintf(note, nlen,
+			 "network %s asks for tcp=%u udp=%u (io.nshash.* labels), but the netns %s is in use (%s, no "
+			 "link but lo: podman network reload) and has tcp %s, udp %s: the tables it was made with "
+			 "(a container's own io.nshash.* annotations win over labels) cannot change: left as they are",
+			 net, sizes.tcp, sizes.udp, netns, user, tables_of(info.tcp_entries, t, sizeof(t)),
+			 tables_of(info.udp_entries, u, sizeof(u)));
+		return 0;
+	}
+	if (occ.links) {
+		/* a container's: its tables were chosen when it was made (by
+		 * its first network's labels, its own io.nshash.* annotations,
+		 * or the host's child knobs) and cannot change now */
+		char t[64], u[64];
+		snprintf(msg, mlen,
+			 "network %s asks for tcp=%u udp=%u (io.nshash.* labels), but the netns %s is in use (%s) "
+			 "and has tcp %s, udp %s: the tables of a netns in use cannot change; attach the container "
+			 "only to networks whose labels match its tables (or have no io.nshash.* labels), or "
+			 "recreate it with network %s",
+			 net, sizes.tcp, sizes.udp, netns, user, tables_of(info.tcp_entries, t, sizeof(t)),
+			 tables_of(info.udp_entries, u, sizeof(u)), net);
+		return 1;
 	}
 	/* made (verified), recorded in the ledger and mounted at the path in
 	 * place of podman's; a failure before it is mounted there cancels the
 	 * ledger's record (and the budget's reservation): nothing is left */
+	char t[64], u[64];
+	snprintf(detail, sizeof(detail), "tcp %s, udp %s", tables_of(info.tcp_entries, t, sizeof(t)),
+		 tables_of(info.udp_entries, u, sizeof(u)));
 	struct nshash_create_opts opts = nsh_policy_create_opts(pol, sizes);
 	struct nshash_netns_info made;
 	if (nshash_netns_replace(&opts, netns, &made, &e) < 0) {
@@ -339,8 +395,8 @@ static int size_netns(const char *netns, const struct nsh_policy *pol, struct ns
 		snprintf(msg, mlen, "network %s: after replacing netns %s: %s", net, netns, e.msg);
 		return 1;
 	}
-	snprintf(note, nlen, "replaced %s by a netns with tcp %ld udp %ld (network %s)", netns, info.tcp_entries,
-		 info.udp_entries, net);
+	snprintf(note, nlen, "replaced %s (%s) by a netns with tcp %s, udp %s (network %s)", netns, detail,
+		 tables_of(info.tcp_entries, t, sizeof(t)), tables_of(info.udp_entries, u, sizeof(u)), net);
 	return 0;
 }
 
@@ -406,6 +462,135 @@ static int restore_stdin(const char *buf, size_t len)
 	return 0;
 }
 
+/* The network definitions on `fd`: at most NSH_NETAVARK_MAX_INPUT + 1
+ * bytes (more is netavark's alone) into *buf (malloc'd), *len.  0 or an
+ * errno. */
+static int read_input(int fd, char **buf, size_t *len)
+{
+	char *input = malloc(NSH_NETAVARK_MAX_INPUT + 1);
+	*buf = input;
+	*len = 0;
+	if (!input)
+		return ENOMEM;
+	while (*len <= NSH_NETAVARK_MAX_INPUT) {
+		ssize_t n = read(fd, input + *len, NSH_NETAVARK_MAX_INPUT + 1 - *len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno;
+		if (n == 0)
+			break;
+		*len += (size_t)n;
+	}
+	return 0;
+}
+
+/* `setup --file FILE`: the definitions in FILE (a regular file, opened
+ * without blocking: a FIFO would hang the start), *buf as read_input's.
+ * 0, or a reason in `why`. */
+static int read_file_input(const char *path, char **buf, size_t *len, char *why, size_t wlen)
+{
+	*buf = NULL;
+	why[0] = '\0';
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	struct stat st;
+	int r = fd < 0 || fstat(fd, &st) < 0 ? errno : 0;
+	if (!r && !S_ISREG(st.st_mode))
+		snprintf(why, wlen, "not a regular file");
+	else if (!r && (r = read_input(fd, buf, len)) == 0 && *len > NSH_NETAVARK_MAX_INPUT)
+		snprintf(why, wlen, "larger than %u bytes", NSH_NETAVARK_MAX_INPUT);
+	if (r)
+		snprintf(why, wlen, "%s", strerror(r));
+	if (fd >= 0)
+		close(fd);
+	if (why[0]) {
+		free(*buf);
+		*buf = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+/* Is `word` one of argv's words? */
+static bool has_word(int argc, char **argv, const char *word)
+{
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], word))
+			return true;
+	return false;
+}
+
+/* argv[1..] quoted, cut to fit, for a message. */
+static void shown_argv(int argc, char **argv, char *out, size_t len)
+{
+	size_t at = 0;
+	out[0] = '\0';
+	for (int i = 1; i < argc && at + 1 < len; i++) {
+		char q[200];
+		quote(argv[i], q, sizeof(q));
+		int n = snprintf(out + at, len - at, "%s%s", i > 1 ? " " : "", q);
+		if (n < 0)
+			break;
+		at += (size_t)n;
+	}
+}
+
+/* What the networks' labels in `input` ask for at a `setup`: on a command
+ * line nshash reads (cl->understood), the netns sized; on one it does not,
+ * nothing sized and, when the labels ask for sizes, said on stderr.  0, or
+ * 1 (the setup fails: msg written). */
+static int apply_labels(const char *input, size_t len, const struct cmdline *cl, int argc, char **argv, char *msg,
+			size_t mlen)
+{
+	json_object *root = NULL;
+	struct nsh_json_fault fault;
+	if (nsh_json_decode(input, len, &root, &fault) < 0)
+		return 0; /* malformed input: netavark's to refuse, in its own words */
+	char note[900] = "", first[160] = "";
+	struct nshash_sizes sizes = {0, 0};
+	bool found = false;
+	int bad = network_sizes(root, &(struct nsh_policy){.max = {UINT_MAX, UINT_MAX}}, &sizes, &found, first,
+				sizeof(first), msg, mlen);
+	if (!cl->understood) {
+		if (!bad && found && (sizes.tcp || sizes.udp)) {
+			char shown[700];
+			shown_argv(argc, argv, shown, sizeof(shown));
+			fprintf(stderr,
+				"nshash: network %s asks for tcp=%u udp=%u (io.nshash.* labels), but nshash does not "
+				"read this command line as netavark's own (%s): the netns is not sized, the command "
+				"goes to netavark unchanged\n",
+				first, sizes.tcp, sizes.udp, shown);
+		}
+		msg[0] = '\0';
+		json_object_put(root);
+		return 0;
+	}
+	if (bad || !found) {
+		json_object_put(root);
+		return bad;
+	}
+	struct nsh_policy pol;
+	struct nshash_error e;
+	const char *pp = getenv("NSHASH_POLICY");
+	if (nsh_policy_load(pp && *pp ? pp : NULL, &pol, &e) < 0) {
+		snprintf(msg, mlen, "%s", e.msg);
+		json_object_put(root);
+		return 1;
+	}
+	bad = network_sizes(root, &pol, &sizes, &found, first, sizeof(first), msg, mlen);
+	json_object_put(root);
+	bool want = !bad && (sizes.tcp || sizes.udp), loud = false;
+	if (want && cl->rootless && strcmp(cl->rootless, "false"))
+		snprintf(msg, mlen,
+			 "network %s asks for own hash tables (io.nshash.* labels): only rootful podman can size a "
+			 "netns this way; use a network without these labels",
+			 first);
+	else if (want && size_netns(cl->netns, &pol, sizes, first, note, sizeof(note), &loud, msg, mlen) == 0 &&
+		 note[0] && (loud || getenv("NSHASH_NETAVARK_VERBOSE")))
+		fprintf(stderr, "nshash: %s\n", note); /* podman shows netavark's stderr */
+	return msg[0] != '\0';
+}
+
 int main(int argc, char **argv)
 {
 	char real[PATH_MAX];
@@ -422,24 +607,33 @@ int main(int argc, char **argv)
 			    getenv("NSHASH_NETAVARK_DIRS") ? getenv("NSHASH_NETAVARK_DIRS") : default_dirs);
 	struct cmdline cl;
 	parse_cmdline(argc, argv, &cl);
-	/* teardown, version, dhcp-proxy, --file input, what nshash does not
-	 * understand: netavark's alone */
-	if (cl.understood && !strcmp(cl.cmd, "setup") && !cl.file) {
-		char *input = malloc(NSH_NETAVARK_MAX_INPUT + 1);
-		size_t len = 0;
-		if (!input)
-			return fail("nshash: the network definitions on stdin: %s", strerror(ENOMEM));
-		/* at most the limit + 1 byte: what is more is netavark's alone */
-		while (len <= NSH_NETAVARK_MAX_INPUT) {
-			ssize_t n = read(STDIN_FILENO, input + len, NSH_NETAVARK_MAX_INPUT + 1 - len);
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n < 0)
-				return fail("nshash: read the network definitions on stdin: %s", strerror(errno));
-			if (n == 0)
-				break;
-			len += (size_t)n;
+	bool setup = cl.understood && !strcmp(cl.cmd, "setup");
+	char msg[4096] = "";
+	/* teardown, version, dhcp-proxy: netavark's alone */
+	if (setup && cl.file) {
+		/* the definitions are in a file: read there, stdin untouched */
+		char *input, why[300] = "", shown[200];
+		size_t len;
+		if (read_file_input(cl.file, &input, &len, why, sizeof(why)) < 0) {
+			quote(cl.file, shown, sizeof(shown));
+			fprintf(stderr,
+				"nshash: --file %s: %s: not read for io.nshash.* labels, passed to netavark "
+				"unchanged\n",
+				shown, why);
+		} else {
+			int bad = apply_labels(input, len, &cl, argc, argv, msg, sizeof(msg));
+			free(input);
+			if (bad)
+				return fail("nshash: %s", msg);
 		}
+	} else if (setup || (!cl.understood && has_word(argc, argv, "setup"))) {
+		/* a setup, or what may be one on a command line nshash does not
+		 * read: stdin is read for labels, then handed on exact */
+		char *input;
+		size_t len;
+		int r = read_input(STDIN_FILENO, &input, &len);
+		if (r)
+			return fail("nshash: read the network definitions on stdin: %s", strerror(r));
 		if (len > NSH_NETAVARK_MAX_INPUT) {
 			/* too large to read for labels: not sized, passed on */
 			fprintf(stderr,
@@ -452,38 +646,7 @@ int main(int argc, char **argv)
 			free(input);
 			goto exec;
 		}
-		struct nshash_error e;
-		json_object *root = NULL;
-		struct nsh_json_fault fault;
-		char msg[4096] = "", note[600] = "", first[160] = "";
-		struct nshash_sizes sizes = {0, 0};
-		bool found = false;
-		if (nsh_json_decode(input, len, &root, &fault) == 0) {
-			struct nsh_policy pol;
-			const char *pp = getenv("NSHASH_POLICY");
-			if (network_sizes(root, &(struct nsh_policy){.max = {UINT_MAX, UINT_MAX}}, &sizes, &found,
-					  first, sizeof(first), msg, sizeof(msg)) == 0 &&
-			    found) {
-				if (nsh_policy_load(pp && *pp ? pp : NULL, &pol, &e) < 0)
-					return fail("nshash: %s", e.msg);
-				int bad =
-				    network_sizes(root, &pol, &sizes, &found, first, sizeof(first), msg, sizeof(msg));
-				bool want = !bad && (sizes.tcp || sizes.udp);
-				if (want && cl.rootless && strcmp(cl.rootless, "false"))
-					snprintf(
-					    msg, sizeof(msg),
-					    "network %s asks for own hash tables (io.nshash.* labels): only rootful "
-					    "podman can size a netns this way; use a network without these labels",
-					    first);
-				else if (want &&
-					 size_netns(cl.netns, &pol, sizes, first, note, sizeof(note), msg,
-						    sizeof(msg)) == 0 &&
-					 note[0] && getenv("NSHASH_NETAVARK_VERBOSE"))
-					fprintf(stderr, "nshash: %s\n", note); /* podman shows netavark's stderr */
-			}
-			json_object_put(root);
-		} /* malformed input: netavark's to refuse, in its own words */
-		if (msg[0])
+		if (apply_labels(input, len, &cl, argc, argv, msg, sizeof(msg)))
 			return fail("nshash: %s", msg);
 		if (restore_stdin(input, len) < 0)
 			return fail("nshash: cannot hand the network definitions to %s: %s", real, strerror(errno));

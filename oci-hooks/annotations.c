@@ -47,6 +47,7 @@ int nsh_oci_request_from_annotations(struct json_object *ann, struct nsh_oci_req
 			continue;
 		}
 		enum nshash_proto proto = strcmp(key, NSH_ANNOTATION_TCP) ? NSHASH_UDP : NSHASH_TCP;
+		req->said[proto == NSHASH_UDP] = true;
 		if (!strcmp(s, "auto")) {
 			*(proto == NSHASH_TCP ? &req->auto_tcp : &req->auto_udp) = true;
 			req->present = true;
@@ -75,4 +76,27 @@ int nsh_oci_request_parse(const char *json, size_t len, struct nsh_oci_request *
 	r = nsh_oci_request_from_annotations(ann, req, err);
 	json_object_put(doc);
 	return r;
+}
+
+const char *const nsh_oci_src_names[NSH_SRC_COUNT] = {
+    [NSH_SRC_ANNOTATION] = "annotations",
+    [NSH_SRC_RUNTIME] = "nshash-runtime --nshash-tcp/--nshash-udp",
+    [NSH_SRC_DEFAULT] = "defaultTcp/defaultUdp",
+};
+
+void nsh_oci_decide(const struct nsh_policy *policy, const struct nsh_said *runtime, struct nsh_oci_request *req,
+		    struct nsh_decision *d)
+{
+	struct nsh_said ann = {.said = {req->said[0], req->said[1]},
+			       .is_auto = {req->auto_tcp, req->auto_udp},
+			       .size = {req->sizes.tcp, req->sizes.udp}},
+			def;
+	nsh_said_policy_defaults(policy, &def);
+	const struct nsh_said *by[NSH_SRC_COUNT] = {
+	    [NSH_SRC_ANNOTATION] = &ann, [NSH_SRC_RUNTIME] = runtime, [NSH_SRC_DEFAULT] = &def};
+	nsh_decide(by, d);
+	req->sizes = d->sizes;
+	req->auto_tcp = d->is_auto[0];
+	req->auto_udp = d->is_auto[1];
+	req->present = nsh_decision_decided(d);
 }

@@ -68,9 +68,17 @@ static int state_request(struct json_object *doc, struct nsh_oci_state *state, s
 	if (r < 0)
 		return nshash_error_prefix(err, "state of %s: bundle", state->id);
 	memcpy(state->bundle_pin, breq.pin, sizeof(breq.pin));
-	if (!has_ann) {
+	/* `auto` in podman's copy of the annotations: what the precreate hook
+	 * (or nshash-runtime) decided is in the config it handed on, the
+	 * bundle's (transform.c, record_auto): the sizes as numbers, or no
+	 * io.nshash.tcp/udp when it sized nothing.  Checked as it is, never
+	 * decided again (a bundle that still says auto: nothing decided) */
+	bool is_auto = state->request.auto_tcp || state->request.auto_udp;
+	if (!has_ann || is_auto) {
 		state->request.present = breq.present;
 		state->request.sizes = breq.sizes;
+		state->request.auto_tcp = breq.auto_tcp;
+		state->request.auto_udp = breq.auto_udp;
 	}
 	return 0;
 }
@@ -160,6 +168,19 @@ int nsh_oci_verify(const struct nsh_oci_state *state, const struct nsh_policy *p
 		return r;
 	if (!state->request.present)
 		return 0;
+	if (state->request.auto_tcp || state->request.auto_udp) {
+		r = nshash_error_set(
+		    err, NSHASH_E_FALLBACK,
+		    "container %s asks for %s/%s=auto, but no sizes were decided for it (its bundle's "
+		    "config still says auto: nshash's precreate hook or nshash-runtime writes the sizes "
+		    "it gives there); is the precreate hook installed?",
+		    state->id, NSH_ANNOTATION_TCP, NSH_ANNOTATION_UDP);
+		if (policy->on_failure == NSH_ON_FAILURE_WARN) {
+			*warned = true;
+			return 0;
+		}
+		return r;
+	}
 	if (state->pid <= 0)
 		return nshash_error_set(err, EINVAL,
 					"state of %s has no pid: cannot verify its network namespace (is this hook "

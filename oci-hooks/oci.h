@@ -17,7 +17,9 @@ struct json_object;
 
 /* What a config's io.nshash.* annotations ask for. */
 struct nsh_oci_request {
-	bool present;		   /* io.nshash.tcp or io.nshash.udp given */
+	bool present;		   /* io.nshash.tcp or io.nshash.udp given (after the transform's
+				      decision: some source named a protocol) */
+	bool said[2];		   /* io.nshash.tcp / io.nshash.udp given, each */
 	struct nshash_sizes sizes; /* requested (0 for a protocol not given) */
 	char pin[256];		   /* io.nshash.pin, "" if absent */
 	bool auto_tcp, auto_udp;   /* io.nshash.tcp/udp=auto: sizes from the history (docs/auto.md) */
@@ -52,11 +54,10 @@ struct nsh_oci_opts {
 	const char *userns_pin_path;
 	const char *hook_path;	 /* wrapper: absolute path of nshash-hook */
 	const char *policy_path; /* wrapper: passed to the added hooks; NULL = none */
-	/* wrapper: sizes from --nshash-tcp/--nshash-udp, used when the config
-	 * has no io.nshash.tcp/udp annotation (0 and 0: shared); NULL = none:
-	 * then the policy's defaultTcp/defaultUdp */
-	const struct nshash_sizes *defaults;
-	bool defaults_auto_tcp, defaults_auto_udp; /* wrapper: --nshash-tcp=auto / --nshash-udp=auto */
+	/* wrapper: what --nshash-tcp/--nshash-udp say (each decides its
+	 * protocol where the config's annotations do not; =0: shared); NULL =
+	 * none.  Then the policy's defaultTcp/defaultUdp (docs/sizing.md). */
+	const struct nsh_said *runtime;
 	struct nsh_oci_spare *spare; /* wrapper: NULL = none */
 	const char *container_id;    /* wrapper: the container's id, the workload key's last resort */
 };
@@ -78,8 +79,9 @@ struct nsh_oci_result {
 	char userns_pin_path[4096];    /* SIZED in a new user namespace: its pin ("" none) */
 	char warning[1024];	       /* WARNED: why */
 	char hostname[256];	       /* the config's hostname (podman: the short id), for logs */
-	bool from_defaults;	       /* the request is opts->defaults, not annotations */
-	bool from_policy;	       /* the request is the policy's defaultTcp/defaultUdp */
+	struct nsh_decision decision;  /* per protocol: the sizes decided and by whom */
+	bool from_defaults;	       /* some protocol was decided by the wrapper's options */
+	bool from_policy;	       /* what it asks comes only from the policy's defaultTcp/defaultUdp */
 	char moved[800];	       /* TRANSPLANTED: "recreated eth0, moved eth1 (not recreated: why)" */
 	char workload_key[NSH_WORKLOAD_KEY_MAX]; /* `auto`: the workload the netns is marked with, "" none */
 	bool adopted; /* ALREADY: podman's own netns, as `auto` wanted it, marked for its workload */
@@ -170,7 +172,15 @@ struct nsh_runtime_defaults {
 	bool present; /* --nshash-tcp or --nshash-udp given */
 	struct nshash_sizes sizes;
 	bool auto_tcp, auto_udp; /* given as auto */
+	struct nsh_said said;	 /* the same as a sizing source (docs/sizing.md) */
 };
+/* The transform's decision for a config's request (its annotations),
+ * the wrapper's options (NULL none) and the policy's defaults: req's
+ * sizes and auto flags become the decided ones (docs/sizing.md). */
+void nsh_oci_decide(const struct nsh_policy *policy, const struct nsh_said *runtime, struct nsh_oci_request *req,
+		    struct nsh_decision *d);
+/* What the decision's sources are called in messages. */
+extern const char *const nsh_oci_src_names[NSH_SRC_COUNT];
 int nsh_runtime_own_options(int *argc, char **argv, struct nsh_runtime_defaults *defaults, struct nshash_error *err);
 /* Find the real runtime: the policy's `runtime` (absolute, or a name
  * searched in PATH and the usual sbin/bin dirs), else runc, else crun;

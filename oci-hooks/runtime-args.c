@@ -161,14 +161,17 @@ static int own_option(int argc, char **argv, int *i, struct nsh_runtime_defaults
 	}
 	char key[32];
 	snprintf(key, sizeof(key), "--nshash-%s", names[p]);
+	d->said.said[p] = true;
 	if (!strcmp(val, "auto")) { /* docs/auto.md */
 		*(p ? &d->auto_udp : &d->auto_tcp) = true;
+		d->said.is_auto[p] = true;
 		d->present = true;
 		return 0;
 	}
 	int r = nshash_size_parse(p ? NSHASH_UDP : NSHASH_TCP, key, val, p ? &d->sizes.udp : &d->sizes.tcp, err);
 	if (r < 0)
 		return r;
+	d->said.size[p] = p ? d->sizes.udp : d->sizes.tcp;
 	d->present = true;
 	return 0;
 }

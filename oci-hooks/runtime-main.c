@@ -140,22 +140,18 @@ static char *read_config(const char *id, const char *bundle, const char *target,
 static int asks_sizes(const char *text, size_t len, const struct nsh_runtime_defaults *d,
 		      const struct nsh_policy *policy, struct nshash_sizes *sizes, bool *is_auto)
 {
-	struct nsh_oci_request req;
+	struct nsh_oci_request req = {0};
 	struct nshash_error err;
+	struct nsh_decision dec;
 
-	*sizes = d->present ? d->sizes : policy->defaults;
-	*is_auto = d->present ? d->auto_tcp || d->auto_udp : policy->defaults_auto.tcp || policy->defaults_auto.udp;
-	bool by_default = sizes->tcp || sizes->udp || *is_auto;
-	if (!memmem(text, len, NSH_ANNOTATION_PREFIX, strlen(NSH_ANNOTATION_PREFIX)))
-		return by_default;
-	if (nsh_oci_request_parse(text, len, &req, &err) < 0)
+	if (memmem(text, len, NSH_ANNOTATION_PREFIX, strlen(NSH_ANNOTATION_PREFIX)) &&
+	    nsh_oci_request_parse(text, len, &req, &err) < 0)
 		return -1;
-	if (req.present) { /* annotations win, wholly */
-		*sizes = req.sizes;
-		*is_auto = req.auto_tcp || req.auto_udp;
-		return req.sizes.tcp || req.sizes.udp || *is_auto;
-	}
-	return by_default;
+	/* the transform's decision, per protocol (docs/sizing.md) */
+	nsh_oci_decide(policy, d->present ? &d->said : NULL, &req, &dec);
+	*sizes = req.sizes;
+	*is_auto = req.auto_tcp || req.auto_udp;
+	return sizes->tcp || sizes->udp || *is_auto;
 }
 
 /* Does the config give the container a netns of its own (a network entry
@@ -294,9 +290,7 @@ static char **wrap_create(int argc, char **argv, const struct nsh_policy *policy
 	    .policy = policy,
 	    .pin_name = pin,
 	    .pin_path = pin_path,
-	    .defaults = defaults->present ? &defaults->sizes : NULL,
-	    .defaults_auto_tcp = defaults->auto_tcp,
-	    .defaults_auto_udp = defaults->auto_udp,
+	    .runtime = defaults->present ? &defaults->said : NULL,
 	    .container_id = args->id,
 	};
 

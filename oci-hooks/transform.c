@@ -126,24 +126,13 @@ static int transform_parse(struct transform *t, const char *config, size_t len, 
 	    json_object_get_string_len(up) > 0)
 		t->userns_path = json_object_get_string(up);
 	r = nsh_oci_request_from_annotations(t->ann, &t->res->request, err);
-	/* a container that asks nothing: the wrapper's --nshash-tcp/--nshash-udp
-	 * (even 0: shared), else the node's defaultTcp/defaultUdp */
-	const struct nshash_sizes *d = t->opts->defaults, *node = &t->opts->policy->defaults;
-	if (r == 0 && !t->res->request.present && (d ? d->tcp || d->udp : node->tcp || node->udp)) {
-		t->res->request.sizes = d ? *d : *node;
-		t->res->request.present = true;
-		t->res->from_defaults = d != NULL;
-		t->res->from_policy = d == NULL;
-	}
-	/* `auto` as a default: the wrapper's --nshash-tcp/udp=auto, else the policy's */
-	bool dat = d ? t->opts->defaults_auto_tcp : t->opts->policy->defaults_auto.tcp;
-	bool dau = d ? t->opts->defaults_auto_udp : t->opts->policy->defaults_auto.udp;
-	if (r == 0 && (!t->res->request.present || t->res->from_defaults || t->res->from_policy) && (dat || dau)) {
-		t->res->request.auto_tcp = dat;
-		t->res->request.auto_udp = dau;
-		t->res->request.present = true;
-		t->res->from_defaults = d != NULL;
-		t->res->from_policy = d == NULL;
+	/* per protocol (docs/sizing.md): the annotation, else the wrapper's
+	 * --nshash-tcp/--nshash-udp (even 0: shared), else the node's
+	 * defaultTcp/defaultUdp; `auto` resolved after */
+	if (r == 0) {
+		nsh_oci_decide(t->opts->policy, t->opts->runtime, &t->res->request, &t->res->decision);
+		t->res->from_defaults = nsh_decision_any_from(&t->res->decision, NSH_SRC_RUNTIME);
+		t->res->from_policy = nsh_decision_asks_only_from(&t->res->decision, NSH_SRC_DEFAULT);
 	}
 	if (r == 0)
 		r = nsh_oci_auto_resolve(t->doc, t->opts, &t->res->request, t->res->workload_key,
@@ -304,11 +293,10 @@ static int transform_decide(struct transform *t, struct nshash_error *err)
 		res->action = NSH_OCI_UNTOUCHED;
 		return KEEP_CONFIG;
 	}
-	r = nshash_sizes_cap(res->request.sizes, opts->policy->max,
-			     res->from_defaults ? "nshash-runtime --nshash-tcp/--nshash-udp"
-			     : res->from_policy ? "defaultTcp/defaultUdp"
-						: "annotations",
-			     err);
+	/* each protocol within its cap, the error naming the source that decided it */
+	struct nsh_decision capped = res->decision;
+	capped.sizes = res->request.sizes; /* `auto` resolved */
+	r = nsh_decision_cap(&capped, opts->policy->max, nsh_oci_src_names, err);
 	if (r < 0)
 		return nshash_error_prefix(err, "policy %s", opts->policy->source), r;
 	t->entry = nsh_oci_network_entry(t->doc);
@@ -476,6 +464,16 @@ static int transform_transplant(struct transform *t, struct nshash_error *err)
 				   NSH_ANNOTATION_UDP, res->request.sizes.udp);
 }
 
+/* The sizes a container got, as io.nshash.tcp/io.nshash.udp of `ann`. */
+static void annotate_sizes(struct json_object *ann, struct nshash_sizes sizes)
+{
+	char v[16];
+	snprintf(v, sizeof(v), "%u", sizes.tcp);
+	json_object_object_add(ann, NSH_ANNOTATION_TCP, json_object_new_string(v));
+	snprintf(v, sizeof(v), "%u", sizes.udp);
+	json_object_object_add(ann, NSH_ANNOTATION_UDP, json_object_new_string(v));
+}
+
 /* Apply: create and pin, point the network entry at the pin and (hook)
  * name it in the annotations, where the hook's later stages find it.  The
  * wrapper adds nothing else: it checks and drops the pin itself.
@@ -497,16 +495,38 @@ static int transform_apply(struct transform *t, struct nshash_error *err)
 		json_object_object_add(t->doc, "annotations", t->ann);
 	}
 	json_object_object_add(t->ann, NSH_ANNOTATION_PIN, json_object_new_string(t->name));
-	if (t->res->from_policy) {
-		/* the sizes it got, where the runtime (nshash-runtime) and the
-		 * state hooks look: the pin is not one without them */
-		char v[16];
-		snprintf(v, sizeof(v), "%u", t->res->request.sizes.tcp);
-		json_object_object_add(t->ann, NSH_ANNOTATION_TCP, json_object_new_string(v));
-		snprintf(v, sizeof(v), "%u", t->res->request.sizes.udp);
-		json_object_object_add(t->ann, NSH_ANNOTATION_UDP, json_object_new_string(v));
-	}
+	/* the sizes it got, where the runtime (nshash-runtime) and the state
+	 * hooks look: the pin is not one without them, and a protocol the
+	 * annotations did not name got the node's default */
+	if (nsh_decision_any_from(&t->res->decision, NSH_SRC_DEFAULT))
+		annotate_sizes(t->ann, t->res->request.sizes);
 	return CONFIG_CHANGED;
+}
+
+/* `auto` in the container's annotations is resolved once, here: the config
+ * handed on says what was decided, where every later stage reads it (the
+ * createRuntime verification reads the bundle's config, nshash-runtime
+ * after the hook reads the hook's output) instead of deciding again.  A
+ * container given its sizes (a netns made, transplanted, or found with
+ * them) gets them as numbers in io.nshash.tcp/io.nshash.udp; one that was
+ * not sized (it joins a netns not its own, onFailure warn) asks nothing
+ * any more.  True when the config changed. */
+static bool record_auto(struct transform *t)
+{
+	struct nsh_oci_result *res = t->res;
+	const struct nsh_oci_request *rq = &res->request;
+	const struct nsh_decision *d = &res->decision;
+	bool ann_auto = (d->is_auto[0] && d->src[0] == NSH_SRC_ANNOTATION) ||
+			(d->is_auto[1] && d->src[1] == NSH_SRC_ANNOTATION);
+	if (!ann_auto || !t->ann || !json_object_is_type(t->ann, json_type_object))
+		return false; /* not the annotations' auto: they say nothing to correct */
+	if (res->action == NSH_OCI_SIZED || res->action == NSH_OCI_TRANSPLANTED || res->action == NSH_OCI_ALREADY) {
+		annotate_sizes(t->ann, rq->sizes);
+	} else {
+		json_object_object_del(t->ann, NSH_ANNOTATION_TCP);
+		json_object_object_del(t->ann, NSH_ANNOTATION_UDP);
+	}
+	return true;
 }
 
 static int serialize(struct json_object *doc, char **out, size_t *out_len, struct nshash_error *err)
@@ -536,12 +556,12 @@ int nsh_oci_transform(const char *config, size_t len, const struct nsh_oci_opts 
 		r = transform_apply(&t, err);
 	else if (r == TRANSPLANT_NETNS)
 		r = transform_transplant(&t, err);
-	if (r == KEEP_CONFIG) {
-		r = dup_out(config, len, out, out_len, err);
-	} else if (r == CONFIG_CHANGED) {
-		r = serialize(t.doc, out, out_len, err);
-		if (r == 0)
+	if (r == KEEP_CONFIG || r == CONFIG_CHANGED) {
+		bool changed = r == CONFIG_CHANGED;
+		if (changed)
 			res->action = NSH_OCI_SIZED;
+		changed |= record_auto(&t);
+		r = changed ? serialize(t.doc, out, out_len, err) : dup_out(config, len, out, out_len, err);
 	}
 	if (r < 0 && t.pinned) {
 		struct nshash_error e2;
@@ -562,7 +582,15 @@ int nsh_oci_transform(const char *config, size_t len, const struct nsh_oci_opts 
 void nsh_oci_log_result(const char *who, const struct nsh_oci_result *res)
 {
 	const struct nshash_sizes *rq = &res->request.sizes;
-	const char *src = res->from_policy ? " (the node's defaultTcp/defaultUdp)" : "";
+	char srcbuf[160], by[120] = "";
+	const char *src = "";
+	if (res->from_policy)
+		src = " (the node's defaultTcp/defaultUdp)";
+	else if (res->decision.src[0] != res->decision.src[1] && res->decision.src[0] && res->decision.src[1]) {
+		snprintf(srcbuf, sizeof(srcbuf), " (%s)",
+			 nsh_decision_text(&res->decision, nsh_oci_src_names, by, sizeof(by)));
+		src = srcbuf;
+	}
 
 	switch (res->action) {
 	case NSH_OCI_SIZED:

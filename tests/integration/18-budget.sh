@@ -203,17 +203,19 @@ nt delete "$PINS/torn-a"
 
 # ---------------------------------------------------------------- the pod's memory cgroup pays
 # runtimeConfig.cgroupPath (containerd's CRI, capability "cgroupPath"): the
-# tables are charged to the pod's memory cgroup, not the plugin's.
+# tables are charged to the pod's memory cgroup, not the plugin's; the
+# cgroup is named by the pod's uid as kubelet names it (pod<K8S_POD_UID>).
 root=/sys/fs/cgroup/memory
 if [ -e "$root/memory.usage_in_bytes" ]; then
 	rel=$(awk -F: '$2 == "memory" {print $3}' /proc/self/cgroup)
-	pod=${rel%/}/nshash-t18-pod-$$
+	pod=${rel%/}/podnshash-t18-$$
+	uid="IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=p;K8S_POD_UID=nshash-t18-$$"
 	mkdir "$root$pod" || fail "cannot create memory cgroup $root$pod"
 	on_exit "rmdir '$root$pod'"
 	before=$(cat "$root$pod/memory.usage_in_bytes")
 	cni_pin_netns "$PINS/pod3"
 	big="{\"cniVersion\": \"1.0.0\", \"name\": \"n\", \"type\": \"nshash\", \"tcp\": 1048576, \"stateDir\": \"$STATE\", \"runtimeConfig\": {\"cgroupPath\": \"$pod\"}}"
-	cni_call ADD "$PINS/pod3" "$big"
+	cni_call ADD "$PINS/pod3" "$big" CNI_ARGS="$uid"
 	after=$(cat "$root$pod/memory.usage_in_bytes")
 	assert_eq "0 1048576" "$CNI_RC $(raw_sizes "$PINS/pod3" | cut -d' ' -f1)" "CNI ADD with runtimeConfig.cgroupPath: pod sized"
 	[ $((after - before)) -ge $((8 * 1024 * 1024)) ] && pass "the pod's memory cgroup was charged $((after - before)) bytes for the 8 MiB table" ||
@@ -221,7 +223,7 @@ if [ -e "$root/memory.usage_in_bytes" ]; then
 	assert_eq "" "$(ls -d "$root$pod"/nshash-* 2>/dev/null)" "no transient cgroup left under the pod's"
 	ns delete "$PINS/pod3"
 	cni_pin_netns "$PINS/pod4"
-	cni_call ADD "$PINS/pod4" "${big/$pod/..\/etc}"
+	cni_call ADD "$PINS/pod4" "${big/$pod/..\/etc}" CNI_ARGS="$uid"
 	assert_contains "$CNI_RC $CNI_ERR" "0 " "an unusable cgroupPath: ADD still succeeds"
 	assert_contains "$CNI_ERR" "runtimeConfig.cgroupPath \"../etc\": Invalid argument" "and warns naming it"
 	ns delete "$PINS/pod4"

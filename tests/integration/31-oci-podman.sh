@@ -85,11 +85,43 @@ rc=$?
 [ $rc -ne 0 ] && pass "verify: container refused (exit $rc)" || fail "verify: container started"
 assert_contains "$out" "tcp size 4096 requested (effective 4096), kernel gave the shared table" "verify names requested and actual sizes"
 assert_contains "$out" "or nothing sized it (no nshash precreate hook or nshash-runtime?)" "verify names the likelier cause too"
+# auto that nothing resolved: nothing to check it against, refused, said why
+out=$(podman run --rm --network none --annotation io.nshash.tcp=auto $IMG true 2>&1)
+rc=$?
+[ $rc -ne 0 ] && pass "verify: auto without the precreate hook refused (exit $rc)" || fail "verify: auto without the precreate hook started"
+assert_contains "$out" "asks for io.nshash.tcp/io.nshash.udp=auto, but no sizes were decided for it (its bundle's config still says auto" \
+	"... saying that nothing decided its sizes"
 engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/nshash.log\", \"onFailure\": \"warn\"}"
 out=$(podman run --rm --network none --annotation io.nshash.tcp=4096 $IMG sh -c "$SHOW" 2>/dev/null)
 assert_eq "$GLOBAL 1" "$out" "onFailure warn: starts on the shared tables"
 assert_contains "$(tail -3 "$D/nshash.log")" "warning: " "onFailure warn: the mismatch is logged as a warning"
 sed -i "s|hooks_dir = \\[\"$D/hooks-verify-only\"\\]|hooks_dir = [\"$D/hooks\"]|" "$CONTAINERS_CONF"
+
+# --- auto with the verify hook (issue 31, item 9): the verification checks
+# the sizes the precreate hook decided (it writes them into the config it
+# hands on, the bundle's), never decides again from the annotations' auto;
+# autoInitialTcp/Udp give a first start own tables (as a history would)
+engines_hooks_dir "$D/hooks-verify" "$P" verify
+sed -i "s|hooks_dir = \\[\"$D/hooks\"\\]|hooks_dir = [\"$D/hooks-verify\"]|" "$CONTAINERS_CONF"
+engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/nshash.log\", \"autoInitialTcp\": 2048, \"autoInitialUdp\": 512}"
+: >"$D/nshash.log"
+verified() { grep 'nshash-hook\[state\]' "$D/nshash.log" | grep -o 'verified pid [0-9]*: requested .*' | sed 's/pid [0-9]*/pid N/'; }
+out=$(podman run --rm --network none --annotation io.nshash.tcp=auto --annotation io.nshash.udp=auto $IMG sh -c "$SHOW" 2>&1)
+assert_eq "0 2048 512 1" "$? $out" "auto + the verify hook, --network none: started with the sizes auto gave"
+assert_eq "verified pid N: requested tcp=2048 udp=512, effective tcp=2048 udp=512" "$(verified)" \
+	"... verified against the sizes the precreate hook decided"
+: >"$D/nshash.log"
+out=$(podman run --rm --annotation io.nshash.tcp=auto --annotation io.nshash.udp=1024 $IMG sh -c "$SHOW" 2>/dev/null)
+assert_eq "0 2048 1024 1" "$? $out" "auto + the verify hook, bridge (transplanted): started, tcp from auto, udp as given"
+assert_eq "verified pid N: requested tcp=2048 udp=1024, effective tcp=2048 udp=1024" "$(verified)" "... verified so"
+: >"$D/nshash.log"
+out=$(podman run --rm --network none --annotation io.nshash.tcp=auto $IMG sh -c "$SHOW" 2>&1)
+rc=$?
+assert_eq "0 2048 -$(cat /proc/sys/net/ipv4/udp_hash_entries) 1" "$rc $out" "auto for tcp only: started, udp shared"
+assert_eq "verified pid N: requested tcp=2048 udp=0, effective tcp=2048 udp=-$(cat /proc/sys/net/ipv4/udp_hash_entries)" "$(verified)" "... verified so"
+pins_gone && pass "auto + the verify hook: no pin left" || fail "auto + the verify hook: pins left: $(ls "$S/pins")"
+engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/nshash.log\"}"
+sed -i "s|hooks_dir = \\[\"$D/hooks-verify\"\\]|hooks_dir = [\"$D/hooks\"]|" "$CONTAINERS_CONF"
 
 # --- bridge networking: podman created and configured the netns already;
 # precreate moves its links into a sized one (63-oci-podman-bridge in depth)

@@ -38,10 +38,14 @@ out=$(cd "$D/plain3" && "$W" --root "$ROOT" run t38c 2>&1)
 assert_eq "-$GTCP -$GUDP" "$out" "no options, no annotations: untouched"
 assert_eq 0 "$(engines_pins_left "$S")" "no pin after foreground runs"
 
-# --- annotations win, wholly
+# --- per protocol (docs/sizing.md): the annotation decides the protocol it
+# names, the option the other
 bundle annotated io.nshash.tcp=2048
 out=$(cd "$D/annotated" && "$W" --nshash-tcp=65536 --nshash-udp=4096 --root "$ROOT" run t38d 2>&1)
-assert_eq "2048 -$GUDP" "$out" "annotations win: io.nshash.tcp=2048 alone, the options' udp not mixed in"
+assert_eq "2048 4096" "$out" "io.nshash.tcp=2048 decides tcp over --nshash-tcp, --nshash-udp=4096 decides udp"
+bundle annotated0 io.nshash.tcp=2048 io.nshash.udp=0
+out=$(cd "$D/annotated0" && "$W" --nshash-tcp=65536 --nshash-udp=4096 --root "$ROOT" run t38d0 2>&1)
+assert_eq "2048 -$GUDP" "$out" "io.nshash.udp=0 opts udp out over --nshash-udp"
 
 # --- detached create/start/delete with the defaults; the bundle stays as written
 bundle detached

@@ -7,7 +7,8 @@
 # null; exactly 16 MiB of stdin; valid JSON that is not an object; EACCES
 # on CNI_NETNS; stdout closed or full; "runtimeConfig": null; a "stateDir"
 # of / or an existing 0755 directory refused, never chmod'ed, one that does
-# not exist yet made 0700 (issue 19).
+# not exist yet made 0700 (issue 19); a runtimeConfig.cgroupPath that is not
+# the pod's own cgroup is not charged (issue 31).
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/cni.sh"
 require_root
@@ -290,6 +291,66 @@ assert_eq "0 nsfs" "$CNI_RC $(stat -f -c %T "$S41c/pins/held")" "the plugin's re
 assert_not_contains "$CNI_ERR" "reclaim" "and neither removes nor gives up ($CNI_ERR)"
 kill "$HPID" && wait "$HPID" 2>/dev/null
 cni_node_policy "$D/node.json" "$STATE"
+
+# ---- runtimeConfig.cgroupPath from a tenant's network config (issue 31):
+# libcni passes a config's own runtimeConfig on when it declares no
+# capability, so any cgroupPath can arrive.  Only the cgroup kubelet made
+# for the pod being added (pod<K8S_POD_UID>) pays; another pod's, "/", one
+# reached through a bind mount, or any without K8S_POD_UID: the ADD sizes,
+# says what it did not charge and why, and charges nothing (the victim's
+# usage stays exactly 0, no leaf made in it).
+MEMROOT=/sys/fs/cgroup/memory
+if [ -e "$MEMROOT/memory.usage_in_bytes" ]; then
+	own=$(awk -F: '$2 == "memory" {print $3}' /proc/self/cgroup)
+	CGT=${own%/}/nshash-t41-$$
+	mkdir -p "$MEMROOT$CGT/podvictim-1" "$MEMROOT$CGT/podtenant-1" || fail "cannot create memory cgroups under $MEMROOT$CGT"
+	on_exit "find '$MEMROOT$CGT' -depth -type d -exec rmdir {} \;"
+	victim() { echo "$(cat "$MEMROOT$CGT/podvictim-1/memory.usage_in_bytes") $(find "$MEMROOT$CGT/podvictim-1" -mindepth 1 -type d | wc -l)"; }
+	cg_add() { # CGROUPPATH [VAR=VALUE...]: ADD of tcp 262144 with that cgroupPath into a new pin
+		local cg=$1
+		shift
+		new_pin
+		conf "\"tcp\":262144,\"runtimeConfig\":{\"cgroupPath\":\"$cg\"}" >"$D/cg.json"
+		plugin CNI_NETNS="$P" "$@" <"$D/cg.json"
+	}
+	warned="nshash[ADD ctr-1]: warning: tables charged to the runtime's memory cgroup, not the pod's: runtimeConfig.cgroupPath"
+	notpod="not the cgroup of the pod being added (K8S_POD_UID \"tenant-1\": its last component must be podtenant-1); a network config cannot choose the cgroup that pays"
+	cg_add "$CGT/podvictim-1" CNI_ARGS="K8S_POD_NAMESPACE=tenant-a;K8S_POD_NAME=evil;K8S_POD_UID=tenant-1"
+	assert_eq "0 262144" "$CNI_RC $(netns_sizes_at "$P" | cut -d' ' -f1)" "cgroupPath of another pod: the ADD still sizes"
+	assert_contains "$CNI_ERR" "$warned \"$CGT/podvictim-1\": $notpod" "... says the path is not this pod's, naming it"
+	assert_not_contains "$CNI_ERR" "tables charged to the pod's" "... and does not charge it"
+	assert_eq "0 0" "$(victim)" "... the other pod's cgroup: nothing charged, no leaf made"
+	cg_add / CNI_ARGS="K8S_POD_UID=tenant-1"
+	assert_contains "$CNI_RC $CNI_ERR" "0 $warned \"/\": $notpod" "cgroupPath \"/\": not charged, said"
+	cg_add "$CGT/podvictim-1"
+	assert_contains "$CNI_RC $CNI_ERR" "0 $warned \"$CGT/podvictim-1\": CNI_ARGS has no K8S_POD_UID to check it against (only the cgroup kubelet made for the pod being added is charged)" \
+		"cgroupPath without K8S_POD_UID (not Kubernetes): not charged, said"
+	cg_add "kubepods-burstable-podvictim_1.slice" CNI_ARGS="K8S_POD_UID=tenant-1"
+	assert_contains "$CNI_RC $CNI_ERR" "0 $warned \"kubepods-burstable-podvictim_1.slice\": not the cgroup of the pod being added (K8S_POD_UID \"tenant-1\": its last component must end in -podtenant_1.slice)" \
+		"another pod's systemd slice: not charged, said"
+	# the tenant's own name, but a bind mount of the victim's cgroup there
+	new_pin
+	conf "\"tcp\":262144,\"runtimeConfig\":{\"cgroupPath\":\"$CGT/podtenant-1\"}" >"$D/cg.json"
+	CNI_OUT=$(unshare -m --propagation private sh -c 'mount --bind "$1" "$2" && shift 2 && exec "$@"' sh \
+		"$MEMROOT$CGT/podvictim-1" "$MEMROOT$CGT/podtenant-1" $TO env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+		CNI_COMMAND=ADD CNI_CONTAINERID=ctr-1 NSHASH_POLICY="$NSHASH_POLICY" CNI_IFNAME=eth0 CNI_PATH=/usr/lib/cni \
+		CNI_NETNS="$P" CNI_ARGS="K8S_POD_UID=tenant-1" "$CNI_PLUGIN" <"$D/cg.json" 2>"$D/err")
+	CNI_RC=$?
+	assert_contains "$CNI_RC $(cat "$D/err")" "0 $warned \"$CGT/podtenant-1\": $MEMROOT$CGT/podtenant-1 is not a cgroup of the memory hierarchy (a symbolic link or another file system on the way)" \
+		"a bind mount on the way to the pod's cgroup: not followed, said"
+	assert_eq "0 0" "$(victim)" "... the cgroup mounted there: nothing charged, no leaf made"
+	# the pod's own cgroup: charged (the tables: 2097152 bytes; cgroup v1's
+	# usage is fuzzy by per-CPU charge batches, so at least 3/4 of them)
+	cg_add "$CGT/podtenant-1" CNI_ARGS="K8S_POD_UID=tenant-1"
+	used=$(cat "$MEMROOT$CGT/podtenant-1/memory.usage_in_bytes")
+	assert_contains "$CNI_RC $CNI_ERR" "0 nshash[ADD ctr-1]: tables charged to the pod's memory cgroup ($MEMROOT$CGT/podtenant-1/nshash-ctr-1)" \
+		"the pod's own cgroup (pod<K8S_POD_UID>): charged"
+	[ "$used" -ge $((2097152 * 3 / 4)) ] && pass "... it holds $used bytes for the 2097152 bytes of tables" ||
+		fail "the pod's own cgroup holds only $used bytes (tables: 2097152; stderr: $CNI_ERR)"
+	assert_eq "0" "$(find "$MEMROOT$CGT/podtenant-1" -mindepth 1 -type d | wc -l)" "... and its transient leaf is gone"
+else
+	echo "# no cgroup-v1 memory hierarchy at $MEMROOT: cgroupPath checks not run here (tests/unit/test_cni.c has them)"
+fi
 
 # ---- the result cannot be written: exit 1 and say so
 new_pin

@@ -356,7 +356,10 @@ kill $HOLDER
 # --- the CNI plugin, for a netns owned by a pod's own user namespace: what
 # containerd 1.7 does for hostUsers: false (runc makes the netns with the
 # sandbox in its user namespace, containerd pins it from the sandbox's pid
-# and runs ADD): refused, naming the user namespace, the netns untouched
+# and runs ADD), and CRI-O (pinns makes it there, nothing inside): a pod
+# that asked for no sizes (the network's apply to it) passes through on the
+# shared tables; one that annotates sizes is refused, naming the user
+# namespace and what was seen; the netns untouched either way
 CS=$(make_state_dir)
 cni_node_policy "$D/cni-policy.json" "$CS"
 unshare --user --net sleep 600 &
@@ -367,10 +370,19 @@ touch "$CS/cni-uns" && mount --bind "/proc/$SANDBOX/ns/net" "$CS/cni-uns"
 on_exit "umount '$CS/cni-uns'"
 before=$(netns_inode_at "$CS/cni-uns")
 cni_call ADD "$CS/cni-uns" '{"cniVersion": "1.0.0", "name": "n", "type": "nshash", "tcp": 4096}'
-assert_cni_error 100 "it is owned by the pod's own user namespace (Kubernetes hostUsers: false: the OCI runtime made it with the sandbox (process $SANDBOX, sleep, already inside)); a replacement made here would be the host user namespace's" \
-	"CNI ADD on a netns a pod's user namespace owns: refused, naming it"
+assert_eq "0 $before" "$CNI_RC $(netns_inode_at "$CS/cni-uns")" "CNI ADD, the network's sizes only, on a netns a pod's user namespace owns: passes through, the netns left in place"
+assert_contains "$CNI_ERR" "$CS/cni-uns is owned by the pod's own user namespace (Kubernetes hostUsers: false): left on the shared tables; the pod asked for no sizes" "... saying so"
+UNS_ANN='{"cniVersion": "1.0.0", "name": "n", "type": "nshash", "tcp": 4096, "maxTcp": 8192, "runtimeConfig": {"io.kubernetes.cri.pod-annotations": {"io.nshash.tcp": "8192"}}}'
+cni_call ADD "$CS/cni-uns" "$UNS_ANN"
+assert_cni_error 100 "it is owned by the pod's own user namespace (Kubernetes hostUsers: false (process $SANDBOX, sleep, already inside: the OCI runtime made it with the sandbox)); a replacement made here would be the host user namespace's" \
+	"CNI ADD with a pod annotation on a netns a pod's user namespace owns: refused, naming it"
 assert_eq "$before" "$(netns_inode_at "$CS/cni-uns")" "... the pod's netns left in place"
-umount "$CS/cni-uns"
 kill $SANDBOX
+wait $SANDBOX 2>/dev/null
+cni_call ADD "$CS/cni-uns" "$UNS_ANN"
+assert_cni_error 100 "(Kubernetes hostUsers: false (no process inside: the runtime made it there before ADD, as CRI-O's pinns does))" \
+	"... and with nothing inside (CRI-O's pinns): refused, saying what was seen"
+assert_eq "$before" "$(netns_inode_at "$CS/cni-uns")" "... the netns left in place"
+umount "$CS/cni-uns"
 
 assert_host_untouched

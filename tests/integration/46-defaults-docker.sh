@@ -6,7 +6,7 @@
 # container on the bridge gets exactly them (the gateway answers), one that
 # joins a sized container (--network container:X) joins it, --network host
 # runs unsized and is not refused, --runtime runc is not sized; on Docker
-# >= 24 --annotation io.nshash.tcp=0 opts out.  Then "default-runtime" set
+# >= 24 --annotation io.nshash.tcp=0 opts out of TCP (io.nshash.udp=0 too: shared).  Then "default-runtime" set
 # to a size class (nshash-8k: runtimeArgs --nshash-tcp=8192 --nshash-udp=2048):
 # every container gets tcp=8192 udp=2048, --runtime runc stays shared.  Nothing is left after rm,
 # and the host is as it was once dockerd is stopped.
@@ -54,8 +54,10 @@ assert_contains "$(cat "$LOG")" "asked for no sizes: the node's defaults tcp=409
 	"--network host: the log says why"
 assert_eq "-$GTCP -$GUDP" "$(dk run --rm --runtime runc "$DOCKER_IMAGE" sh -c "$SHOW" 2>&1)" "--runtime runc: not sized"
 if [ "${DOCKER_MAJOR:-0}" -ge 24 ] 2>/dev/null; then
-	assert_eq "-$GTCP -$GUDP" "$(dk run --rm --annotation io.nshash.tcp=0 "$DOCKER_IMAGE" sh -c "$SHOW" 2>&1)" \
-		"--annotation io.nshash.tcp=0 opts out (shared)"
+	assert_eq "-$GTCP 1024" "$(dk run --rm --annotation io.nshash.tcp=0 "$DOCKER_IMAGE" sh -c "$SHOW" 2>&1)" \
+		"--annotation io.nshash.tcp=0 opts out of TCP only (udp: the default, per protocol)"
+	assert_eq "-$GTCP -$GUDP" "$(dk run --rm --annotation io.nshash.tcp=0 --annotation io.nshash.udp=0 "$DOCKER_IMAGE" sh -c "$SHOW" 2>&1)" \
+		"--annotation io.nshash.tcp=0 --annotation io.nshash.udp=0 opt out (shared)"
 fi
 dk rm -f x46 >/dev/null 2>&1
 # default-runtime = a size class (runtimeArgs): every container gets its sizes, over the policy's

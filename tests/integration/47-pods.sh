@@ -57,7 +57,7 @@ for net in none nsh47; do
 	out=$(podman run --rm --pod nsh47-$net --annotation io.nshash.tcp=3000 --annotation io.nshash.udp=1024 $IMG sh -c "$SIZES" 2>&1)
 	assert_eq "4096 1024" "$out" "pod --network $net: a member asking sizes that round to the pod's (3000 -> 4096) joins"
 	out=$(podman run --rm --pod nsh47-$net --name nsh47-$net-x --annotation io.nshash.tcp=8192 $IMG true 2>&1)
-	assert_contains "$out" "cannot size tcp=8192 udp=0: the container would join the network namespace of process $(pid_of "$infra"), its podman pod's (infra container ${infra:0:12}); the pod's network namespace has tcp=4096 udp=1024, and a network namespace's tables cannot be resized after creation. Instead: give this container the pod's sizes or no io.nshash.* annotations" \
+	assert_contains "$out" "cannot size tcp=8192 udp=1024: the container would join the network namespace of process $(pid_of "$infra"), its podman pod's (infra container ${infra:0:12}); the pod's network namespace has tcp=4096 udp=1024, and a network namespace's tables cannot be resized after creation. Instead: give this container the pod's sizes or no io.nshash.* annotations" \
 		"pod --network $net: a member asking other sizes is refused naming the pod's actual sizes"
 	assert_eq "" "$(podman ps -aq --filter name=nsh47-$net-x)" "pod --network $net: the refused member is gone"
 	podman pod rm -f nsh47-$net >/dev/null

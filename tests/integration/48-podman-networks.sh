@@ -11,7 +11,12 @@
 # nothing; the pass-through is exact (argv, stdin bytes, stdout, exit),
 # also for more stdin than nshash reads (streamed) and for a command line
 # that is not netavark's own (nothing sized); only a pin under /run/netns
-# is sized; a replacement that fails leaves no ledger record.
+# is sized; a replacement that fails leaves no ledger record; what a netns
+# has is compared with the labels (issue 31): a fresh one with own tables
+# of other sizes is replaced, one in use must have the labels' sizes
+# (podman network connect of a labelled network to a container on other
+# tables fails), setup --file reads the file, and labels that are not
+# applied without a failure are said on stderr.
 # The test's own networks nsh48* (10.148.N.0/24, bridges nsh48brN).
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/engines.sh"
@@ -99,10 +104,84 @@ for args in "--foo bar setup /run/netns/nsh48o" "--foo=bar setup /run/netns/nsh4
 	assert_eq "7 $(printf '%s\n' "${argv[@]}" | md5sum) $(printf '%s' "$LIN" | md5sum) $GLOBAL" \
 		"$NA_RC $(md5sum <"$REC.argv") $(md5sum <"$REC.stdin") $(nsizes nsh48o)" \
 		"not netavark's own command line ($args): passed on, argv and stdin exact, the netns not sized"
+	# ... and, when it may be a setup, the labels it did not apply said on
+	# stderr (not for --config's value "setup": netavark reads no setup there)
+	want='{"recorded": true}'
+	case " $args " in *" --config setup "*) ;; *" setup "*)
+		want="nshash: network \"lab\" asks for tcp=4096 udp=1024 (io.nshash.* labels), but nshash does not read this command line as netavark's own ($(printf '"%s" ' "${argv[@]}" | sed 's/ $//')): the netns is not sized, the command goes to netavark unchanged
+$want" ;;
+	esac
+	assert_eq "$want" "$NA_OUT" "not netavark's own command line ($args): $([ "${want#nshash}" != "$want" ] && echo "the unapplied labels said on stderr" || echo "no setup: nothing said")"
 done
 na -c/x --rootless=false -a /y --firewall-driver iptables --plugin-directory=/d -- setup /run/netns/nsh48o
 assert_eq "7 4096 1024" "$NA_RC $(nsizes nsh48o)" "netavark's own options in each form clap takes (and 1.14's): understood, sized"
 ip netns del nsh48o # the ledger below counts podman's netns alone
+# setup --file FILE: the labels are read in the file (stdin is not
+# netavark's input then); a file nshash cannot read is said on stderr
+printf '%s' "$LIN" >"$D/lin.json"
+ip netns add nsh48o || cannot_run "ip netns add nsh48o"
+NA_OUT=$(NSHASH_NETAVARK=$D/recorder "$NA/netavark" --config /x --file "$D/lin.json" setup /run/netns/nsh48o </dev/null 2>&1)
+assert_eq "7 {\"recorded\": true} 4096 1024" "$? $NA_OUT $(nsizes nsh48o)" "setup --file: the file's labels applied, netavark run"
+ip netns del nsh48o
+ip netns add nsh48o || cannot_run "ip netns add nsh48o"
+mkfifo "$D/na.fifo"
+NA_OUT=$(NSHASH_NETAVARK=$D/recorder timeout 20 "$NA/netavark" --file="$D/na.fifo" setup /run/netns/nsh48o </dev/null 2>&1)
+assert_eq "7 $GLOBAL" "$? $(nsizes nsh48o)" "setup --file of a FIFO: not read (no hang), passed on, not sized"
+assert_eq "nshash: --file \"$D/na.fifo\": not a regular file: not read for io.nshash.* labels, passed to netavark unchanged
+{\"recorded\": true}" "$NA_OUT" "... said on stderr"
+ip netns del nsh48o
+
+# what a netns has is compared with the labels (issue 31): a fresh pin
+# whose netns has own tables of other sizes (the host's
+# tcp_child_ehash_entries/udp_child_hash_entries give podman's such tables)
+# is replaced; one in use keeps its tables, so the setup goes on only when
+# they are the labels' (podman network reload) and fails otherwise (podman
+# network connect of a labelled network to a running container)
+nshash --state-dir "$S" create --tcp 1024 --udp 0 nsh48k >/dev/null || cannot_run "nshash create nsh48k"
+on_exit "ip netns del nsh48k 2>/dev/null"
+rm -f "$REC.argv"
+NA_OUT=$(printf '%s' "$LIN" | NSHASH_NETAVARK_VERBOSE=1 NSHASH_NETAVARK=$D/recorder "$NA/netavark" --config /x setup /run/netns/nsh48k 2>&1)
+assert_eq "7 ran 4096 1024" "$? $([ -e "$REC.argv" ] && echo ran || echo no) $(nsizes nsh48k)" \
+	"a fresh netns with own tables of other sizes (tcp 1024, udp shared): replaced by the labels' 4096/1024"
+assert_eq 'nshash: replaced /run/netns/nsh48k (tcp own table of 1024, udp shared) by a netns with tcp own table of 4096, udp own table of 1024 (network "lab")
+{"recorded": true}' "$NA_OUT" "... said with NSHASH_NETAVARK_VERBOSE"
+nsenter --net=/run/netns/nsh48k sleep 600 &
+inside=$!
+on_exit "kill $inside 2>/dev/null"
+for _ in $(seq 100); do [ "$(readlink /proc/$inside/ns/net)" = "$(readlink /proc/self/ns/net)" ] || break; sleep 0.05; done
+NA_OUT=$(printf '%s' "$LIN" | NSHASH_NETAVARK_VERBOSE=1 NSHASH_NETAVARK=$D/recorder "$NA/netavark" --config /x setup /run/netns/nsh48k 2>&1)
+assert_eq "7 4096 1024" "$? $(nsizes nsh48k)" "in use (a process) with the labels' sizes: left as it is, netavark runs"
+assert_eq 'nshash: /run/netns/nsh48k (in use: process sleep) has the sizes of network "lab" already: left alone
+{"recorded": true}' "$NA_OUT" "... said with NSHASH_NETAVARK_VERBOSE"
+kill $inside 2>/dev/null
+wait $inside 2>/dev/null
+ip netns add nsh48u || cannot_run "ip netns add nsh48u"
+on_exit "ip netns del nsh48u 2>/dev/null"
+# only a process, no link but lo (podman network reload tore its links
+# down): its tables stay, the setup goes on, said on stderr
+nsenter --net=/run/netns/nsh48u sleep 600 &
+inside=$!
+on_exit "kill $inside 2>/dev/null"
+for _ in $(seq 100); do [ "$(readlink /proc/$inside/ns/net)" = "$(readlink /proc/self/ns/net)" ] || break; sleep 0.05; done
+rm -f "$REC.argv"
+NA_OUT=$(printf '%s' "$LIN" | NSHASH_NETAVARK=$D/recorder "$NA/netavark" --config /x setup /run/netns/nsh48u 2>&1)
+assert_eq "7 ran $GLOBAL" "$? $([ -e "$REC.argv" ] && echo ran || echo no) $(nsizes nsh48u)" \
+	"in use by a process only (a reload) with other tables: left as it is, netavark runs"
+assert_eq 'nshash: network "lab" asks for tcp=4096 udp=1024 (io.nshash.* labels), but the netns /run/netns/nsh48u is in use (process sleep, no link but lo: podman network reload) and has tcp shared, udp shared: the tables it was made with (a container'"'"'s own io.nshash.* annotations win over labels) cannot change: left as they are
+{"recorded": true}' "$NA_OUT" "... said on stderr, without NSHASH_NETAVARK_VERBOSE"
+kill $inside 2>/dev/null
+wait $inside 2>/dev/null
+ip netns add nsh48p || cannot_run "ip netns add nsh48p"
+on_exit "ip netns del nsh48p 2>/dev/null"
+ip -n nsh48u link add nsh48d0 type veth peer name nsh48d1 netns nsh48p || cannot_run "a veth in nsh48u"
+na --config /x setup /run/netns/nsh48u
+assert_eq "1 no $GLOBAL" "$NA_RC $([ -e "$REC.argv" ] && echo ran || echo no) $(nsizes nsh48u)" \
+	"in use (a link) with other tables than the labels': refused, not sized, netavark not run"
+assert_eq "nshash: network \"lab\" asks for tcp=4096 udp=1024 (io.nshash.* labels), but the netns /run/netns/nsh48u is in use (nsh48d0) and has tcp shared, udp shared: the tables of a netns in use cannot change; attach the container only to networks whose labels match its tables (or have no io.nshash.* labels), or recreate it with network \"lab\"" \
+	"$(jq -r .error <<<"$NA_OUT")" "... saying why and what to do, as netavark reports errors"
+ip netns del nsh48u
+ip netns del nsh48p
+ip netns del nsh48k
 # the netns path: only a pin under /run/netns (rootful podman's), nothing else
 touch "$D/opin" && unshare --net="$D/opin" true || cannot_run "unshare --net=$D/opin"
 on_exit "umount '$D/opin' 2>/dev/null"
@@ -238,6 +317,36 @@ for _ in $(seq 30); do
 	sleep 0.2
 done
 assert_eq "4096 1024 nsh48-ok" "$(podman exec nsh48web sh -c "$SIZES") $ok" "podman network reload: same sizes, -p still answers"
+# podman network connect to a running container: a labelled network whose
+# sizes its netns does not have is refused (a netns in use keeps its
+# tables), one whose labels match them is added
+podman run -d --name nsh48conn --network nsh48b $IMG sleep 600 >/dev/null || cannot_run "podman run nsh48conn"
+out=$(podman network connect nsh48a nsh48conn 2>&1)
+rc=$?
+assert_eq "1 $GLOBAL" "$([ $rc != 0 ] && echo 1 || echo 0) $(podman exec nsh48conn sh -c "$SIZES")" \
+	"podman network connect of a labelled network to a container on the shared tables: fails, its tables kept"
+assert_contains "$out" 'nshash: network "nsh48a" asks for tcp=4096 udp=1024 (io.nshash.* labels), but the netns /run/netns/netns-' \
+	"... naming the network and its labels"
+assert_contains "$out" 'is in use (eth0) and has tcp shared, udp shared: the tables of a netns in use cannot change' "... and why"
+assert_eq "eth0" "$(podman exec nsh48conn ls /sys/class/net | grep -v '^lo$' | tr '\n' ' ' | sed 's/ $//')" "... no interface of the network added"
+podman rm -f -t 0 nsh48conn >/dev/null
+podman run -d --name nsh48conn --network nsh48a $IMG sleep 600 >/dev/null || cannot_run "podman run nsh48conn"
+out=$(podman network connect nsh48c nsh48conn 2>&1)
+rc=$?
+out=$(no_syslog_noise <<<"$out")
+assert_eq "0 4096 1024 eth0 eth1" "$rc $(podman exec nsh48conn sh -c "$SIZES") $(podman exec nsh48conn ls /sys/class/net | grep -v '^lo$' | sort | tr '\n' ' ' | sed 's/ $//')" \
+	"podman network connect of a network whose labels match the container's tables: added ($out)"
+podman rm -f -t 0 nsh48conn >/dev/null
+# a container whose own annotations overrode its network's labels: the
+# reload's setup (its links torn down, the container running) finds other
+# tables, which stay, and the network is set up again
+podman run -d --name nsh48conn --network nsh48a --annotation io.nshash.tcp=2048 --annotation io.nshash.udp=512 \
+	$IMG sleep 600 >/dev/null || cannot_run "podman run nsh48conn (annotated)"
+out=$(podman network reload nsh48conn 2>&1)
+rc=$?
+assert_eq "0 2048 512 eth0" "$rc $(podman exec nsh48conn sh -c "$SIZES") $(podman exec nsh48conn ls /sys/class/net | grep -v '^lo$' | tr '\n' ' ' | sed 's/ $//')" \
+	"podman network reload of a container whose annotations overrode the labels: its tables and its eth0 kept"
+podman rm -f -t 0 nsh48conn >/dev/null
 podman rm -f -t 0 nsh48web >/dev/null
 left=()
 for k in "$key" "$key2"; do [ -e "$k" ] && left+=("$k"); done

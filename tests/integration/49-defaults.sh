@@ -5,9 +5,9 @@
 # file that runs the precreate hook for every container
 # (oci-hooks/defaults-hooks.d), runc through nshash-runtime, the CNI plugin
 # through its protocol.  No defaults: nothing changes; defaults: a container
-# asking nothing gets exactly them (read inside its netns); io.nshash.tcp=0
-# opts out (shared); an explicit annotation, and the wrapper's options,
-# win; the host's network and a joined netns run unsized, never refused; a
+# asking nothing gets exactly them (read inside its netns); per protocol
+# (docs/sizing.md): io.nshash.tcp=0 opts out of TCP only, an annotation, and
+# the wrapper's options, decide the protocol they name; the host's network and a joined netns run unsized, never refused; a
 # default above the cap is a policy error naming defaultTcp; nshash check
 # and stats show the defaults.  The test's own podman network (10.146.0.0/24
 # on bridge nsh46br0) keeps it apart from others.
@@ -76,13 +76,19 @@ policy "$DEFAULTS"
 bundle
 assert_eq "4096 1024" "$(wrun)" "runtime, defaults: a container asking nothing gets tcp=4096 udp=1024"
 bundle io.nshash.tcp=0
-assert_eq "$GLOBAL" "$(wrun)" "runtime: io.nshash.tcp=0 opts out (shared)"
+assert_eq "-$GTCP 1024" "$(wrun)" "runtime: io.nshash.tcp=0 opts out of TCP only (udp: the default, per protocol)"
+bundle io.nshash.tcp=0 io.nshash.udp=0
+assert_eq "$GLOBAL" "$(wrun)" "runtime: io.nshash.tcp=0 io.nshash.udp=0 opt out (shared)"
 bundle io.nshash.tcp=8192 io.nshash.udp=2048
 assert_eq "8192 2048" "$(wrun)" "runtime: an explicit annotation wins"
 bundle io.nshash.udp=512
-assert_eq "-$GTCP 512" "$(wrun)" "runtime: io.nshash.udp=512 alone is the whole request (tcp not from the defaults)"
+: >"$LOG"
+assert_eq "4096 512" "$(wrun)" "runtime: io.nshash.udp=512 decides udp only (tcp: the default)"
+assert_contains "$(cat "$LOG")" "requested tcp=4096 udp=512 (tcp: defaultTcp/defaultUdp, udp: annotations)" "runtime: the log says which source decided each protocol"
 bundle
-assert_eq "16384 -$GUDP" "$(wrun --nshash-tcp=16384)" "runtime: --nshash-tcp=16384 wins over the policy's defaults, wholly"
+assert_eq "16384 1024" "$(wrun --nshash-tcp=16384)" "runtime: --nshash-tcp=16384 decides tcp over the policy's default (udp: the default)"
+bundle io.nshash.udp=2048
+assert_eq "16384 2048" "$(wrun --nshash-tcp=16384 --nshash-udp=128)" "runtime: per protocol, the annotation before the option"
 bundle
 assert_eq "$GLOBAL" "$(wrun --nshash-tcp=0 --nshash-udp=0)" "runtime: --nshash-tcp=0 --nshash-udp=0: this handler's containers shared"
 bundle
@@ -100,10 +106,10 @@ assert_contains "$(cat "$LOG")" "it joins the network namespace $cni_like (tcp=-
 bundle io.nshash.tcp=4096
 net_path ""
 out=$(wrun)
-assert_contains "$out" "cannot size tcp=4096 udp=0: the config has no network namespace entry" "runtime: an explicit request on the host's network is still refused"
+assert_contains "$out" "cannot size tcp=4096 udp=1024: the config has no network namespace entry" "runtime: an explicit request on the host's network is still refused"
 bundle
 net_path ""
-assert_contains "$(wrun --nshash-tcp=4096)" "cannot size tcp=4096 udp=0: the config has no network namespace entry" "runtime: the wrapper's options on the host's network are still refused"
+assert_contains "$(wrun --nshash-tcp=4096)" "cannot size tcp=4096 udp=1024: the config has no network namespace entry" "runtime: the wrapper's options on the host's network are still refused"
 policy '"maxTcp": 4096, "defaultTcp": 8192'
 bundle
 out=$(wrun)
@@ -145,13 +151,14 @@ out=$(podman run --rm --network nsh46 $IMG sh -c "$SIZES; ping -c1 -W2 10.146.0.
 assert_eq "4096 1024
 gw-ok" "$out" "podman bridge, defaults: tcp=4096 udp=1024, the gateway answers"
 assert_contains "$(cat "$LOG")" "replaced by a sized one with its configuration (recreated eth0): requested tcp=4096 udp=1024" "podman bridge: the defaults transplanted"
-assert_eq "$GLOBAL" "$(podman run --rm --network none --annotation io.nshash.tcp=0 $IMG sh -c "$SIZES" 2>&1)" "podman: io.nshash.tcp=0 opts out (shared)"
+assert_eq "-$GTCP 1024" "$(podman run --rm --network none --annotation io.nshash.tcp=0 $IMG sh -c "$SIZES" 2>&1)" "podman: io.nshash.tcp=0 opts out of TCP only (as a pod annotation under Kubernetes)"
+assert_eq "$GLOBAL" "$(podman run --rm --network none --annotation io.nshash.tcp=0 --annotation io.nshash.udp=0 $IMG sh -c "$SIZES" 2>&1)" "podman: io.nshash.tcp=0 io.nshash.udp=0 opt out (shared)"
 assert_eq "8192 2048" "$(podman run --rm --network nsh46 --annotation io.nshash.tcp=8192 --annotation io.nshash.udp=2048 $IMG sh -c "$SIZES" 2>"$D/err")" \
 	"podman: an explicit annotation wins"
 out=$(podman run --rm --network host $IMG sh -c "$SIZES" 2>&1)
 assert_eq "$GTCP $GUDP" "$out" "podman --network host, defaults: starts in the host's netns, not refused"
 assert_contains "$(cat "$LOG")" "do not apply, it runs unsized: it shares the host's network namespace" "podman --network host: the log says why"
-podman run -d --name c46 --network nsh46 --annotation io.nshash.tcp=0 $IMG sleep 300 >/dev/null
+podman run -d --name c46 --network nsh46 --annotation io.nshash.tcp=0 --annotation io.nshash.udp=0 $IMG sleep 300 >/dev/null
 out=$(podman run --rm --network container:c46 $IMG sh -c "$SIZES" 2>&1)
 assert_eq "$GLOBAL" "$out" "podman --network container:X (X opted out), asking nothing: joins, not refused"
 assert_contains "$(cat "$LOG")" "it joins the network namespace /proc/" "podman container:X: the log names the joined netns"

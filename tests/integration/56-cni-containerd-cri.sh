@@ -70,7 +70,8 @@ assert_eq "0" "$(ip -br link show master "$BR" 2>/dev/null | wc -l)" "stop + rem
 
 # --- cgroupPath: who pays for the tables.  Two pods, each in a pod cgroup
 # of its own made beforehand as kubelet makes it (cgroupfs driver:
-# /…/pod…); P asks for tcp 262144 + udp 16384 (2097152 + 1048576 bytes of
+# /…/pod<uid>: the plugin charges only the cgroup named by the K8S_POD_UID
+# containerd passes); P asks for tcp 262144 + udp 16384 (2097152 + 1048576 bytes of
 # tables), Q for "0"/"0" (the shared tables: nshash makes nothing, a baseline
 # for what the sandbox's own process costs its cgroup).  cgroup v1's
 # memory.usage_in_bytes is fuzzy by the per-CPU charge batches (64 pages a
@@ -87,17 +88,17 @@ MEMROOT=/sys/fs/cgroup/memory
 CG=nshash-t56-$$
 on_exit "rm_pod_cgroups $CG"
 rm_pod_cgroups() { local h; for h in /sys/fs/cgroup/*/; do [ -d "$h$1" ] && find "$h$1" -depth -type d -exec rmdir {} \;; done; }
-mkdir -p "$MEMROOT/$CG/pod-p" "$MEMROOT/$CG/pod-q"
+mkdir -p "$MEMROOT/$CG/poduid-p" "$MEMROOT/$CG/poduid-q"
 usage() { cat "$MEMROOT/$CG/$1/memory.usage_in_bytes"; }
-P=$(cni_cri_runp "$D/err" --cgroup-parent="/$CG/pod-p" pod-p uid-p default io.nshash.tcp=262144 io.nshash.udp=16384)
-[ -n "$P" ] && pass "RunPodSandbox with cgroup_parent /$CG/pod-p" || fail "RunPodSandbox failed: $(cat "$D/err")"
-Q=$(cni_cri_runp "$D/err" --cgroup-parent="/$CG/pod-q" pod-q uid-q default io.nshash.tcp=0 io.nshash.udp=0)
-[ -n "$Q" ] && pass "RunPodSandbox with cgroup_parent /$CG/pod-q" || fail "RunPodSandbox failed: $(cat "$D/err")"
+P=$(cni_cri_runp "$D/err" --cgroup-parent="/$CG/poduid-p" pod-p uid-p default io.nshash.tcp=262144 io.nshash.udp=16384)
+[ -n "$P" ] && pass "RunPodSandbox with cgroup_parent /$CG/poduid-p" || fail "RunPodSandbox failed: $(cat "$D/err")"
+Q=$(cni_cri_runp "$D/err" --cgroup-parent="/$CG/poduid-q" pod-q uid-q default io.nshash.tcp=0 io.nshash.udp=0)
+[ -n "$Q" ] && pass "RunPodSandbox with cgroup_parent /$CG/poduid-q" || fail "RunPodSandbox failed: $(cat "$D/err")"
 assert_eq "262144 16384" "$(netns_sizes_of_pid "$(sandbox_pid "$P")" 2>/dev/null)" "pod-p sized"
-UP=$(usage pod-p) UQ=$(usage pod-q)
+UP=$(usage poduid-p) UQ=$(usage poduid-q)
 echo "# containerd $CV: pod-p's memory cgroup holds $UP bytes, pod-q's $UQ (the tables: $TABLES)"
 if [ -n "$PASSES" ]; then
-	assert_contains "$(cat "$C/containerd.log")" "tables charged to the pod's memory cgroup ($MEMROOT/$CG/pod-p/nshash-$P)" \
+	assert_contains "$(cat "$C/containerd.log")" "tables charged to the pod's memory cgroup ($MEMROOT/$CG/poduid-p/nshash-$P)" \
 		"containerd $CV passes cgroupPath: the plugin created pod-p's netns from a leaf of its cgroup"
 	[ $((UP - UQ)) -ge $((TABLES * 3 / 4)) ] && pass "containerd $CV: pod-p's cgroup pays for its tables (+$((UP - UQ)) bytes over pod-q, tables $TABLES)" ||
 		fail "containerd $CV: pod-p's cgroup holds only $((UP - UQ)) bytes more than pod-q's (tables: $TABLES)"
@@ -107,15 +108,15 @@ else
 	[ $((UP - UQ)) -lt $((TABLES / 4)) ] && pass "containerd $CV: pod-p's cgroup does not hold its tables (+$((UP - UQ)) bytes over pod-q, tables $TABLES)" ||
 		fail "containerd $CV: pod-p's cgroup holds $((UP - UQ)) bytes more than pod-q's (tables $TABLES): charged after all?"
 fi
-assert_eq "" "$(find "$MEMROOT/$CG/pod-p" "$MEMROOT/$CG/pod-q" -name 'nshash-*' -type d)" "no transient nshash-* cgroup left under the pods'"
+assert_eq "" "$(find "$MEMROOT/$CG/poduid-p" "$MEMROOT/$CG/poduid-q" -name 'nshash-*' -type d)" "no transient nshash-* cgroup left under the pods'"
 for id in "$P" "$Q"; do
 	"${CRI[@]}" "$CRI_SOCK" stopp "$id" && "${CRI[@]}" "$CRI_SOCK" rmp "$id"
 done
 if [ -n "$PASSES" ]; then
 	# the tables go with the netns (the kernel frees it asynchronously)
-	for _ in $(seq 50); do [ "$(usage pod-p)" -lt "$TABLES" ] && break; sleep 0.1; done
-	[ "$(usage pod-p)" -lt "$TABLES" ] && pass "pod removed: its cgroup is uncharged ($(usage pod-p) bytes left)" ||
-		fail "pod removed: its cgroup still holds $(usage pod-p) bytes"
+	for _ in $(seq 50); do [ "$(usage poduid-p)" -lt "$TABLES" ] && break; sleep 0.1; done
+	[ "$(usage poduid-p)" -lt "$TABLES" ] && pass "pod removed: its cgroup is uncharged ($(usage poduid-p) bytes left)" ||
+		fail "pod removed: its cgroup still holds $(usage poduid-p) bytes"
 fi
 assert_eq "0 0" "$(ctr -n k8s.io task ls -q | wc -l) $(ctr -n k8s.io containers ls -q | wc -l)" "cgroupPath pods: stop + remove left no sandbox"
 

@@ -4,7 +4,8 @@
 # for pod netns the plugin sized, warned about and left alone, with hostile
 # pod names escaped; the ADD counters; textfiles appended, a huge one
 # skipped), gc on its schedule, HTTP refusals, a slowloris client that
-# blocks nobody, a prompt exit on SIGTERM; and the plugin's pod records
+# blocks nobody, readers that stall holding at most 8 slots (/healthz still
+# answered), a prompt exit on SIGTERM; and the plugin's pod records
 # going with DEL and gc.  Pod netns at /run/netns/cni-nsh59-PID-*, a private
 # state dir, serve on free ports of 127.0.0.1; all removed at exit.
 . "$(dirname "$0")/../lib/common.sh"
@@ -310,6 +311,73 @@ nshash_serve_textfiles_skipped 1" "$(grep -E '^# nshash serve: textfile|^nshash_
 else
 	echo "# cannot bind-mount /proc/kallsyms here: the short-read textfile not tried"
 fi
+
+# ---- readers that stall cannot keep /healthz from answering (issue 31):
+# 32 connections ask /metrics and never read.  In a netns of the test's own
+# (lo at MTU 1500, TCP buffers capped at 64 KiB there) the answer, with
+# 2 MB of textfiles, is larger than what the sockets hold, so the first 8
+# keep their slots until the 10 s write deadline; the other 24 are answered
+# 503 (Retry-After: 1) at once, and so is a scrape meanwhile; /healthz is
+# answered 200 throughout.
+SN=nsh59-slots-$$ # not under $NS-: those are the pods'
+ip netns add "$SN" || cannot_run "ip netns add $SN"
+on_exit "ip netns del $SN"
+ip -n "$SN" link set lo up mtu 1500
+ip netns exec "$SN" sysctl -q -w net.ipv4.tcp_wmem="4096 16384 65536" net.ipv4.tcp_rmem="4096 16384 65536" ||
+	cannot_run "cannot set the TCP buffer sizes of netns $SN"
+mkdir -m 0700 "$W/big"
+for i in 1 2 3 4 5 6 7 8; do
+	awk -v i="$i" 'BEGIN { for (n = 0; n < 6250; n++) printf "big_%d{n=\"%05d\",pad=\"%s\"} 1\n", i, n, "pppppppppppppp" }' >"$W/big/big$i.prom"
+done
+ip netns exec "$SN" "$BUILD/nshash" --state-dir "$S" serve --listen 127.0.0.1:9490 --gc-every 0 --textfile-dir "$W/big" 2>"$W/serve5.log" &
+SERVE_PID=$!
+on_exit "grep -qa serve /proc/$SERVE_PID/cmdline && kill $SERVE_PID"
+for i in $(seq 100); do ip netns exec "$SN" curl -s -o /dev/null http://127.0.0.1:9490/healthz && break; sleep 0.1; done
+HELD=$(ip netns exec "$SN" python3 - <<'PY'
+import socket, subprocess
+def curl(path, fmt):
+    return subprocess.run(["curl", "-s", "-m", "5", "-o", "/dev/null", "-w", fmt, "http://127.0.0.1:9490" + path],
+                          capture_output=True, text=True).stdout
+held = []
+for i in range(32):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+    s.connect(("127.0.0.1", 9490))
+    s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    held.append(s)
+# each one's status line, read to its end (serve answers them in turn)
+codes = {}
+for s in held:
+    s.settimeout(20)
+    line = b""
+    while not line.endswith(b"\r\n"):
+        b = s.recv(1)
+        if not b:
+            break
+        line += b
+    codes[line.strip().decode()] = codes.get(line.strip().decode(), 0) + 1
+healthz = [curl("/healthz", "%{http_code}") for i in range(10)]
+scrape = curl("/metrics", "%{http_code} %header{retry-after}")
+print(" ".join("%d×%s" % (n, c) for c, n in sorted(codes.items())))
+print(" ".join(healthz))
+print(scrape)
+for s in held:
+    s.close()
+PY
+)
+assert_eq "8×HTTP/1.1 200 OK 24×HTTP/1.1 503 Service Unavailable
+200 200 200 200 200 200 200 200 200 200
+503 1" "$HELD" "32 stalled scrapes: 8 hold slots, 24 and a later scrape get 503 with Retry-After: 1, /healthz 200 all along"
+for i in $(seq 100); do
+	M=$(ip netns exec "$SN" curl -s -f -m 5 http://127.0.0.1:9490/metrics) && break
+	sleep 0.1
+done
+assert_eq "nshash_serve_scrapes_busy_total 25" "$(grep '^nshash_serve_scrapes_busy_total' <<<"$M")" \
+	"the stalled readers gone: /metrics answers again, the 25 counted"
+assert_contains "$(cat "$W/serve5.log")" 'answered 503 to "GET" "/metrics" (8 answers to /metrics being written; Retry-After: 1)' "... and logged"
+kill -TERM "$SERVE_PID"
+wait "$SERVE_PID"
+assert_eq 0 "$?" "... stopped by SIGTERM"
 
 # ---- the manifest's own command line (state dir, address and textfile dir made this test's)
 if python3 -c 'import yaml' 2>/dev/null; then

@@ -328,4 +328,55 @@ assert_contains "$out" "runtime \"nshash-t38-rt\" (policy $D/policy-rel.json): n
 assert_not_contains "$out" "RELATIVE" "the relative entry's runtime never ran"
 out=$(cd "$D/relbin" && PATH=:$D/absbin NSHASH_POLICY=$D/policy-rel.json "$BUILD/nshash-runtime" list 2>&1)
 assert_eq "ABSOLUTE" "$out" "an empty PATH entry (the current directory) is skipped too"
+
+# ---- issue 31: the runtime nshash-runtime becomes is the process it would
+# be run directly (runtime-tools' process_rlimits fails now and then with
+# ENOMEM adding a seccomp rule under its RLIMIT_AS, through runc alone as
+# often as through the wrapper): a probe as the policy's runtime writes what
+# its process has (limits, personality, signal mask and dispositions,
+# capabilities, no_new_privs, seccomp, umask, cwd, cgroup, nice, oom score,
+# open fds with their flags, environment); through the wrapper it must be
+# what the probe has run directly with the same argv, but the mount
+# namespace of a sized create (the wrapper's private one, by design)
+cat >"$D/probe-rt" <<'PROBE'
+#!/bin/sh
+p=$$
+{
+	echo "argv: $*"
+	echo "cwd: $(readlink /proc/$p/cwd)"
+	echo "personality: $(cat /proc/$p/personality)"
+	grep -E '^(Umask|SigBlk|SigIgn|SigCgt|NoNewPrivs|Seccomp|Cap[A-Za-z]*|Cpus_allowed_list|Threads):' /proc/$p/status
+	cat /proc/$p/limits
+	echo "oom_score_adj: $(cat /proc/$p/oom_score_adj) nice: $(cut -d' ' -f19 /proc/$p/stat)"
+	echo "cgroup: $(cat /proc/$p/cgroup)"
+	for f in /proc/$p/fd/*; do
+		# (a pipe's inode left out: the one of this very $(...) differs per run)
+		echo "fd ${f##*/} -> $(readlink "$f" | sed 's/^pipe:\[[0-9]*\]$/pipe/') flags $(awk '$1 == "flags:" {print $2}' "/proc/$p/fdinfo/${f##*/}")"
+	done
+	tr '\0' '\n' </proc/$p/environ | grep -v '^_=' | sort
+	echo "mnt: $(readlink /proc/$p/ns/mnt)"
+} >"$PROBE_OUT" 2>&1
+PROBE
+chmod 0755 "$D/probe-rt"
+engines_policy "$D/policy-probe.json" "{\"stateDir\": \"$S\", \"runtime\": \"$D/probe-rt\"}"
+bundle pr
+probe() { # OUT ARGS...: the probe's view, run as ARGS (the wrapper or the probe itself)
+	local out=$1
+	shift
+	rm -f "$D/probe.out"
+	(cd "$D/pr" && PROBE_OUT=$D/probe.out NSHASH_POLICY=$D/policy-probe.json "$@" </dev/null)
+	cp "$D/probe.out" "$out" 2>/dev/null || echo "no probe output" >"$out"
+}
+probe "$D/probe.direct" "$D/probe-rt" --root "$ROOT" create --bundle "$D/pr" t66probe
+probe "$D/probe.plain" "$BUILD/nshash-runtime" --root "$ROOT" create --bundle "$D/pr" t66probe
+probe "$D/probe.sized" "$BUILD/nshash-runtime" --nshash-tcp=4096 --nshash-udp=1024 --root "$ROOT" create --bundle "$D/pr" t66probe
+assert_eq 1 "$(grep -c '^Max address space' "$D/probe.direct")" "the probe wrote what its process has"
+assert_eq "" "$(diff "$D/probe.direct" "$D/probe.plain")" "create asking nothing: the runtime's process as when run directly"
+assert_eq "" "$(diff <(grep -v '^mnt: ' "$D/probe.direct") <(grep -v '^mnt: ' "$D/probe.sized"))" \
+	"a sized create: the runtime's process as when run directly, but its mount namespace"
+assert_eq 1 "$(diff <(grep '^mnt: ' "$D/probe.direct") <(grep '^mnt: ' "$D/probe.sized") >/dev/null; echo $?)" \
+	"... which is the wrapper's own (the probe can tell them apart)"
+probe "$D/probe.direct" "$D/probe-rt" --root "$ROOT" state t66probe
+probe "$D/probe.plain" "$BUILD/nshash-runtime" --root "$ROOT" state t66probe
+assert_eq "" "$(diff "$D/probe.direct" "$D/probe.plain")" "another command (state): the runtime's process as when run directly"
 assert_host_untouched

@@ -779,6 +779,86 @@ static void test_cni_args(void **state)
 	assert_false(nsh_cni_args_get(";;=;K8S_POD_NAMEX=1", "K8S_POD_NAME", v, sizeof(v)));
 }
 
+/* runtimeConfig.cgroupPath: a network config may carry any (issue 31);
+ * only the cgroup kubelet made for the pod being added is taken. */
+static void test_pod_cgroup(void **state)
+{
+	(void)state;
+	char rel[256], w[512];
+	const char *uid = "0c8e2e5a-3f0b-4e1a-9d51-6a4f3c0e9b7d";
+	/* cgroupfs and systemd drivers, every QoS class */
+	assert_int_equal(nsh_cni_pod_cgroup("/kubepods/burstable/pod0c8e2e5a-3f0b-4e1a-9d51-6a4f3c0e9b7d", uid, rel,
+					    sizeof(rel), w, sizeof(w)),
+			 0);
+	assert_string_equal(rel, "kubepods/burstable/pod0c8e2e5a-3f0b-4e1a-9d51-6a4f3c0e9b7d");
+	assert_int_equal(nsh_cni_pod_cgroup("/kubepods/pod0c8e2e5a-3f0b-4e1a-9d51-6a4f3c0e9b7d", uid, rel, sizeof(rel),
+					    w, sizeof(w)),
+			 0);
+	assert_string_equal(rel, "kubepods/pod0c8e2e5a-3f0b-4e1a-9d51-6a4f3c0e9b7d");
+	assert_int_equal(nsh_cni_pod_cgroup("kubepods-besteffort-pod0c8e2e5a_3f0b_4e1a_9d51_6a4f3c0e9b7d.slice", uid,
+					    rel, sizeof(rel), w, sizeof(w)),
+			 0);
+	assert_string_equal(rel, "kubepods.slice/kubepods-besteffort.slice/"
+				 "kubepods-besteffort-pod0c8e2e5a_3f0b_4e1a_9d51_6a4f3c0e9b7d.slice");
+	assert_string_equal(w, "");
+	assert_int_equal(nsh_cni_pod_cgroup("kubepods-pod0c8e2e5a_3f0b_4e1a_9d51_6a4f3c0e9b7d.slice", uid, rel,
+					    sizeof(rel), w, sizeof(w)),
+			 0);
+	assert_string_equal(rel, "kubepods.slice/kubepods-pod0c8e2e5a_3f0b_4e1a_9d51_6a4f3c0e9b7d.slice");
+
+#define OTHER                                                                                                          \
+	"not the cgroup of the pod being added (K8S_POD_UID \"u-1\": its last component must be podu-1); a network "   \
+	"config cannot choose the cgroup that pays"
+#define OTHER_SLICE                                                                                                    \
+	"not the cgroup of the pod being added (K8S_POD_UID \"u-1\": its last component must end in -podu_1.slice); "  \
+	"a "                                                                                                           \
+	"network config cannot choose the cgroup that pays"
+#define NO_UID                                                                                                         \
+	"CNI_ARGS has no K8S_POD_UID to check it against (only the cgroup kubelet made for the pod being added is "    \
+	"charged)"
+	static const struct {
+		const char *cg, *uid;
+		int want;
+		const char *why;
+	} refused[] = {
+	    /* another pod's cgroup, the root, a parent of the pod's, a child */
+	    {"/kubepods/burstable/podu-2", "u-1", -EPERM, OTHER},
+	    {"/", "u-1", -EPERM, OTHER},
+	    {"/kubepods/burstable", "u-1", -EPERM, OTHER},
+	    {"/kubepods/podu-1/x", "u-1", -EPERM, OTHER},
+	    {"/kubepods/podu-10", "u-1", -EPERM, OTHER},
+	    {"/kubepods/xpodu-1", "u-1", -EPERM, OTHER},
+	    {"/kubepods/podu_1", "u-1", -EPERM, OTHER},
+	    {"kubepods-burstable-podu_2.slice", "u-1", -EPERM, OTHER_SLICE},
+	    {"kubepods-burstable.slice", "u-1", -EPERM, OTHER_SLICE},
+	    {"podu_1.slice", "u-1", -EPERM, OTHER_SLICE},
+	    {"kubepods-burstable-xpodu_1.slice", "u-1", -EPERM, OTHER_SLICE},
+	    /* no uid, or one that is not a uid: nothing to check against */
+	    {"/kubepods/podu-1", NULL, -EPERM, NO_UID},
+	    {"/kubepods/podu-1", "", -EPERM, NO_UID},
+	    {"/kubepods/pod_a", "_a", -EPERM, "K8S_POD_UID=\"_a\" is not a pod uid (letters, digits, '-')"},
+	    {"/kubepods/poda/b", "a/b", -EPERM, "K8S_POD_UID=\"a/b\" is not a pod uid (letters, digits, '-')"},
+	    /* not a clean path: refused before the uid is looked at */
+	    {"/kubepods/../podu-1", "u-1", -EINVAL, "Invalid argument"},
+	    {"//podu-1", "u-1", -EINVAL, "Invalid argument"},
+	    {"", "u-1", -EINVAL, "Invalid argument"},
+	    {"/kubepods/podu-1\n", "u-1", -EINVAL, "Invalid argument"},
+	    {"kubepods/podu-1", "u-1", -EINVAL, "Invalid argument"},
+	};
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		assert_int_equal(nsh_cni_pod_cgroup(refused[i].cg, refused[i].uid, rel, sizeof(rel), w, sizeof(w)),
+				 refused[i].want);
+		assert_string_equal(rel, "");
+		assert_string_equal(w, refused[i].why);
+	}
+	/* longer than the room for it */
+	char small[8];
+	assert_int_equal(nsh_cni_pod_cgroup("/kubepods/podu-1", "u-1", small, sizeof(small), w, sizeof(w)),
+			 -ENAMETOOLONG);
+	assert_int_equal(nsh_cni_pod_cgroup("a-b-c-podu_1.slice", "u-1", small, sizeof(small), w, sizeof(w)),
+			 -ENAMETOOLONG);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -798,6 +878,7 @@ int main(void)
 	    cmocka_unit_test(test_del_gc_status_version),
 	    cmocka_unit_test(test_error_json),
 	    cmocka_unit_test(test_cni_args),
+	    cmocka_unit_test(test_pod_cgroup),
 	};
 	return cmocka_run_group_tests_name("cni", tests, NULL, NULL);
 }

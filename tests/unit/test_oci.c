@@ -329,13 +329,14 @@ static void test_own_options(void **state)
 	}
 }
 
-/* The transform with the wrapper's defaults: used when no annotation asks,
- * annotations win, capped like annotations. */
+/* The transform with the wrapper's --nshash-tcp/--nshash-udp: each decides
+ * its protocol where no annotation names it (docs/sizing.md), capped like
+ * annotations, named in the cap error. */
 static void test_defaults(void **state)
 {
 	(void)state;
-	struct nshash_sizes defaults = {8192, 1024};
-	struct nsh_oci_opts opts = {.mode = NSH_OCI_WRAPPER, .policy = &policy, .defaults = &defaults};
+	struct nsh_said defaults = {.said = {true, true}, .size = {8192, 1024}};
+	struct nsh_oci_opts opts = {.mode = NSH_OCI_WRAPPER, .policy = &policy, .runtime = &defaults};
 	struct nsh_oci_result res;
 	struct nshash_error err = {0};
 	char *out = NULL;
@@ -347,17 +348,41 @@ static void test_defaults(void **state)
 	assert_non_null(strstr(err.msg, "cannot size tcp=8192 udp=1024: "));
 	const char *ann = "{\"annotations\": {\"io.nshash.tcp\": \"4096\"}, \"linux\": {\"namespaces\": []}}";
 	assert_true(nsh_oci_transform(ann, strlen(ann), &opts, &out, &len, &res, &err) < 0);
+	/* per protocol: tcp from the annotation, udp from --nshash-udp */
+	assert_true(res.from_defaults);
+	assert_int_equal(res.decision.src[0], NSH_SRC_ANNOTATION);
+	assert_int_equal(res.decision.src[1], NSH_SRC_RUNTIME);
+	assert_non_null(strstr(err.msg, "cannot size tcp=4096 udp=1024: "));
+	/* both annotated: the options decide nothing */
+	const char *both = "{\"annotations\": {\"io.nshash.tcp\": \"4096\", \"io.nshash.udp\": \"0\"}, "
+			   "\"linux\": {\"namespaces\": []}}";
+	assert_true(nsh_oci_transform(both, strlen(both), &opts, &out, &len, &res, &err) < 0);
 	assert_false(res.from_defaults);
 	assert_non_null(strstr(err.msg, "cannot size tcp=4096 udp=0: "));
+	/* only --nshash-tcp given: udp from the policy's defaultUdp */
+	struct nsh_policy kept = policy;
+	policy.defaults = (struct nshash_sizes){0, 2048};
+	defaults.said[1] = false;
+	assert_true(nsh_oci_transform(host, strlen(host), &opts, &out, &len, &res, &err) < 0);
+	assert_int_equal(res.decision.src[0], NSH_SRC_RUNTIME);
+	assert_int_equal(res.decision.src[1], NSH_SRC_DEFAULT);
+	assert_non_null(strstr(err.msg, "cannot size tcp=8192 udp=2048: "));
+	defaults.said[1] = true;
+	policy = kept;
 	struct nsh_policy saved = policy;
 	policy.max.udp = 512;
 	snprintf(policy.source, sizeof(policy.source), "/etc/nshash/test.json");
 	assert_true(nsh_oci_transform(host, strlen(host), &opts, &out, &len, &res, &err) < 0);
 	assert_string_equal(err.msg, "policy /etc/nshash/test.json: nshash-runtime --nshash-tcp/--nshash-udp: udp size "
 				     "1024 (effective 1024) is above the allowed maximum 512 (maxUdp)");
+	/* the cap error names the source of the protocol over it: the
+	 * annotation's tcp is fine, the option's udp is not */
+	assert_true(nsh_oci_transform(ann, strlen(ann), &opts, &out, &len, &res, &err) < 0);
+	assert_string_equal(err.msg, "policy /etc/nshash/test.json: nshash-runtime --nshash-tcp/--nshash-udp: udp size "
+				     "1024 (effective 1024) is above the allowed maximum 512 (maxUdp)");
 	policy = saved;
 	/* zero defaults ask for nothing: the config passes byte for byte */
-	defaults = (struct nshash_sizes){0, 0};
+	defaults.size[0] = defaults.size[1] = 0;
 	assert_int_equal(nsh_oci_transform(host, strlen(host), &opts, &out, &len, &res, &err), 0);
 	assert_int_equal(res.action, NSH_OCI_UNTOUCHED);
 	assert_string_equal(out, host);
@@ -399,7 +424,9 @@ static void test_policy_defaults(void **state)
 	const char *host = "{\"linux\": {\"namespaces\": [{\"type\": \"pid\"}]}}";
 	const char *joined =
 	    "{\"linux\": {\"namespaces\": [{\"type\": \"network\", \"path\": \"/proc/self/ns/net\"}]}}";
-	const char *optout = "{\"annotations\": {\"io.nshash.tcp\": \"0\"}, \"linux\": {\"namespaces\": []}}";
+	const char *optout = "{\"annotations\": {\"io.nshash.tcp\": \"0\", \"io.nshash.udp\": \"0\"}, "
+			     "\"linux\": {\"namespaces\": []}}";
+	const char *tcp0 = "{\"annotations\": {\"io.nshash.tcp\": \"0\"}, \"linux\": {\"namespaces\": []}}";
 	const char *asks = "{\"annotations\": {\"io.nshash.tcp\": \"4096\"}, \"linux\": {\"namespaces\": []}}";
 
 	policy.defaults = (struct nshash_sizes){8192, 1024};
@@ -412,18 +439,28 @@ static void test_policy_defaults(void **state)
 		assert_int_equal(res.action, NSH_OCI_UNTOUCHED);
 		assert_false(res.from_policy);
 		free(out);
+		/* io.nshash.tcp=0 opts out of TCP only: udp still the node's
+		 * default, what it asks only the defaults (never refused) */
+		assert_int_equal(nsh_oci_transform(tcp0, strlen(tcp0), &opts, &out, &len, &res, &err), 0);
+		assert_int_equal(res.action, NSH_OCI_DEFAULTS_SKIPPED);
+		assert_true(res.from_policy);
+		assert_int_equal(res.request.sizes.tcp, 0);
+		assert_int_equal(res.request.sizes.udp, 1024);
+		assert_int_equal(res.decision.src[0], NSH_SRC_ANNOTATION);
+		assert_int_equal(res.decision.src[1], NSH_SRC_DEFAULT);
+		free(out);
 		assert_true(nsh_oci_transform(asks, strlen(asks), &opts, &out, &len, &res, &err) < 0);
 		assert_false(res.from_policy);
 		assert_non_null(
-		    strstr(err.msg, "cannot size tcp=4096 udp=0: the config has no network namespace entry"));
+		    strstr(err.msg, "cannot size tcp=4096 udp=1024: the config has no network namespace entry"));
 	}
 	/* the wrapper's --nshash-tcp=0 --nshash-udp=0: this handler's containers are shared */
-	struct nshash_sizes zero = {0, 0};
-	opts.defaults = &zero;
+	struct nsh_said zero = {.said = {true, true}};
+	opts.runtime = &zero;
 	assert_int_equal(nsh_oci_transform(host, strlen(host), &opts, &out, &len, &res, &err), 0);
 	assert_int_equal(res.action, NSH_OCI_UNTOUCHED);
 	free(out);
-	opts.defaults = NULL;
+	opts.runtime = NULL;
 	/* named in a cap error (a policy read at load never gets there) */
 	policy.max.udp = 512;
 	snprintf(policy.source, sizeof(policy.source), "/etc/nshash/test.json");

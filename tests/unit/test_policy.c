@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Policy file parsing: defaults, every key, and errors that name the key or line. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -237,10 +238,82 @@ static void test_load(void **state)
 	rmdir(dir);
 }
 
+/* One sizing request (common/sizing.c): per protocol, the first source in
+ * the order annotation, runtime option, network, default that names it. */
+static void test_decide(void **state)
+{
+	(void)state;
+	struct nsh_said ann = {.said = {true, false}, .size = {0, 0}};	  /* io.nshash.tcp=0 */
+	struct nsh_said run = {.said = {false, true}, .is_auto = {false, true}}; /* --nshash-udp=auto */
+	struct nsh_said net = {.said = {true, true}, .size = {2048, 256}};
+	struct nsh_said def = {.said = {true, true}, .size = {4096, 1024}};
+	const struct nsh_said *by[NSH_SRC_COUNT] = {[NSH_SRC_DEFAULT] = &def};
+	struct nsh_decision d;
+
+	nsh_decide(by, &d);
+	assert_int_equal(d.sizes.tcp, 4096);
+	assert_int_equal(d.sizes.udp, 1024);
+	assert_true(nsh_decision_asks_only_from(&d, NSH_SRC_DEFAULT));
+	by[NSH_SRC_ANNOTATION] = &ann;
+	nsh_decide(by, &d);
+	/* tcp=0 opts out of TCP only */
+	assert_int_equal(d.sizes.tcp, 0);
+	assert_int_equal(d.sizes.udp, 1024);
+	assert_int_equal(d.src[0], NSH_SRC_ANNOTATION);
+	assert_int_equal(d.src[1], NSH_SRC_DEFAULT);
+	assert_true(nsh_decision_asks_only_from(&d, NSH_SRC_DEFAULT)); /* tcp decided 0 asks nothing */
+	assert_true(nsh_decision_any_from(&d, NSH_SRC_ANNOTATION));
+	by[NSH_SRC_NETWORK] = &net;
+	by[NSH_SRC_RUNTIME] = &run;
+	nsh_decide(by, &d);
+	assert_int_equal(d.sizes.tcp, 0);
+	assert_int_equal(d.src[1], NSH_SRC_RUNTIME);
+	assert_true(d.is_auto[1]);
+	assert_int_equal(d.sizes.udp, 0); /* auto: resolved later */
+	assert_false(nsh_decision_asks_only_from(&d, NSH_SRC_DEFAULT));
+	by[NSH_SRC_ANNOTATION] = by[NSH_SRC_RUNTIME] = NULL;
+	nsh_decide(by, &d);
+	assert_int_equal(d.sizes.tcp, 2048);
+	assert_int_equal(d.sizes.udp, 256);
+	assert_int_equal(d.src[0], NSH_SRC_NETWORK);
+	/* nobody: shared, nothing decided */
+	const struct nsh_said *none[NSH_SRC_COUNT] = {0};
+	nsh_decide(none, &d);
+	assert_false(nsh_decision_decided(&d));
+	assert_false(nsh_decision_asks_only_from(&d, NSH_SRC_DEFAULT));
+	/* the cap names the source of the protocol over it */
+	static const char *const names[NSH_SRC_COUNT] = {[NSH_SRC_ANNOTATION] = "annotations",
+							 [NSH_SRC_DEFAULT] = "defaults"};
+	struct nshash_error err = {0};
+	by[NSH_SRC_ANNOTATION] = &(struct nsh_said){.said = {true, false}, .size = {8192, 0}};
+	by[NSH_SRC_NETWORK] = NULL;
+	nsh_decide(by, &d);
+	assert_int_equal(nsh_decision_cap(&d, (struct nshash_sizes){8192, 512}, names, &err), -EPERM);
+	assert_string_equal(err.msg, "defaults: udp size 1024 (effective 1024) is above the allowed maximum 512 (maxUdp)");
+	assert_int_equal(nsh_decision_cap(&d, (struct nshash_sizes){4096, 1024}, names, &err), -EPERM);
+	assert_string_equal(err.msg,
+			    "annotations: tcp size 8192 (effective 8192) is above the allowed maximum 4096 (maxTcp)");
+	assert_int_equal(nsh_decision_cap(&d, (struct nshash_sizes){8192, 1024}, names, &err), 0);
+	char buf[128];
+	assert_string_equal(nsh_decision_text(&d, names, buf, sizeof(buf)), "tcp: annotations, udp: defaults");
+	/* the policy's defaults as a source: a 0 names nothing */
+	struct nsh_policy p;
+	nsh_policy_defaults(&p);
+	p.defaults = (struct nshash_sizes){0, 1024};
+	struct nsh_said ps;
+	nsh_said_policy_defaults(&p, &ps);
+	assert_false(ps.said[0]);
+	assert_true(ps.said[1]);
+	p.defaults_auto.tcp = true;
+	nsh_said_policy_defaults(&p, &ps);
+	assert_true(ps.said[0] && ps.is_auto[0]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_defaults),
+	    cmocka_unit_test(test_decide),
 	    cmocka_unit_test(test_all_keys),
 	    cmocka_unit_test(test_stale_age_floor),
 	    cmocka_unit_test(test_spare_bounds),
