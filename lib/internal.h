@@ -80,6 +80,12 @@ int nsh_sysctl_write(const char *name, long value);
 int nsh_sysctl_text(int dirfd, const char *path, char *buf, size_t len);
 int nsh_sysctl_put(int dirfd, const char *path, const char *value);
 
+/* spare.c: STATE/spares bound onto itself (nshash_pin_dir_prepare) with no
+ * spare left in it, no filler and no taker at work: unmount it, so that
+ * nothing of nshash stays mounted (rm -rf STATE works).  1 done, 0 nothing
+ * to do (not bound, spares left, busy), or -errno. */
+int nsh_spares_dir_release(const char *state_dir);
+
 /* ns.c: the calling thread's netns. */
 int nsh_netns_open_current(int *fd, struct nshash_error *err);
 /* unshare(CLONE_NEWNET) ("unshare a network namespace (WHAT): why"). */
