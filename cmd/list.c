@@ -51,7 +51,7 @@ static void print_usage_text(const struct nshash_table_usage *u, uint64_t max)
 	if (u->pending)
 		printf(", %zu being created", u->pending);
 	if (u->unverified)
-		printf(", %zu unpinned (counted while a process may hold them; gc checks)", u->unverified);
+		printf(", %zu not at their recorded pin (held by a process, taken by a pod from a spare, or removed; counted until reclaim or gc finds nothing holds them)", u->unverified);
 	putchar('\n');
 }
 

@@ -235,10 +235,11 @@ int nsh_ledger_commit(const char *state_dir, struct nsh_ticket *t, struct nshash
 		      bool required, struct nshash_error *err);
 void nsh_ledger_cancel(const char *state_dir, struct nsh_ticket *t);
 /* Drop what is gone (`gone`: inodes whose last pin the caller removed);
- * usage afterwards.  -ETIMEDOUT (usage still filled) when the scan took
+ * usage afterwards.  `dry`: judge the same (`gone`: the pins the caller
+ * would remove, still there), write nothing.  -ETIMEDOUT (usage still filled) when the scan took
  * longer than max_ms (0 = no limit). */
-int nsh_ledger_reconcile(const char *state_dir, const uint64_t *gone, size_t ngone, unsigned max_ms, size_t *dropped,
-			 struct nshash_table_usage *usage, struct nshash_error *err);
+int nsh_ledger_reconcile(const char *state_dir, const uint64_t *gone, size_t ngone, unsigned max_ms, bool dry,
+			 size_t *dropped, struct nshash_table_usage *usage, struct nshash_error *err);
 /* /proc/PID/ns/net, /proc/self/ns/net, /proc/PID/task/TID/ns/net */
 bool nsh_is_proc_netns_link(const char *path);
 /* Open an O_PATH fd (or one from O_PATH) again for real, through
