@@ -91,6 +91,27 @@ static int walk(int dirfd, const char *rel, struct nsh_sysvec *out)
 #pragma GCC diagnostic pop
 #endif
 
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wanalyzer-malloc-leak" /* the vector is the caller's */
+#endif
+/* The values under `dirfd` of the knobs `list` names. */
+static int read_listed(int dirfd, const struct nsh_sysvec *list, struct nsh_sysvec *out)
+{
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < list->n; i++) {
+		char value[CARRY_VALUE_MAX];
+		const char *rel = list->v[i].path;
+		if (never_carried(rel) || nsh_sysctl_text(dirfd, rel, value, sizeof(value)) < 0)
+			continue;
+		r = nsh_sysvec_push(out, rel, value);
+	}
+	return r;
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
 /* Enter the netns behind nsfd (home: where to return) and open its
  * /proc/sys/net.  The thread stays inside while it reads or writes there:
  * below that directory, each of the netns's subdirectories (ipv4, core,
@@ -214,25 +235,32 @@ int nshash_sysctls_differing(const struct nshash_create_opts *opts, const char *
 	if (not_netns)
 		return nshash_error_set(err, EINVAL, "read the net.* sysctls of %s: not a network namespace (%s)",
 					pin_path, not_netns);
-	cleanup_close int home = -1;
-	r = enter_dir(pfd, pin_path, &home, &pdir, err);
-	if (r < 0)
-		return nshash_error_prefix(err, "read the net.* sysctls of %s", pin_path);
+	/* the baseline: the template's, else (below) the replacement's own */
 	struct nsh_sysvec have = {0};
 	struct nsh_netcfg fresh = {0};
-	r = walk(pdir, "", &have);
+	int b = nsh_sysctl_baseline(opts, &fresh, err);
+	if (b < 0 && b != -ENOENT)
+		return nshash_error_prefix(err, "read the net.* sysctls of %s", pin_path);
+	cleanup_close int home = -1;
+	r = enter_dir(pfd, pin_path, &home, &pdir, err);
+	if (r < 0) {
+		nsh_netcfg_free(&fresh);
+		return nshash_error_prefix(err, "read the net.* sysctls of %s", pin_path);
+	}
+	/* With a baseline, only its knobs (the same kernel's writable ones): no
+	 * readdir and no stat per file */
+	r = b == 0 ? read_listed(pdir, &fresh.wide, &have) : walk(pdir, "", &have);
 	long tcp = 0;
 	if (r == 0 && nsh_sysctl_read_at(pdir, "ipv4/" NSH_TCP_ENTRIES, &tcp) < 0)
 		tcp = 0;
-	int b = nsh_netns_return(home, err);
-	if (b < 0) {
+	int back = nsh_netns_return(home, err);
+	if (back < 0) {
 		for (size_t i = 0; i < have.n; i++)
 			free(have.v[i].path), free(have.v[i].value);
 		free(have.v);
-		return b;
+		nsh_netcfg_free(&fresh);
+		return back;
 	}
-	/* the baseline: the template's, else the replacement's own */
-	b = r == 0 ? nsh_sysctl_baseline(opts, &fresh, err) : 0;
 	if (r == 0 && b == -ENOENT) {
 		cleanup_close int shome = -1;
 		b = enter_dir(nsfd, "the sized netns", &shome, &sdir, err);
@@ -245,7 +273,7 @@ int nshash_sysctls_differing(const struct nshash_create_opts *opts, const char *
 	}
 	if (r < 0)
 		nsh_error_sys(err, r, "read the net.* sysctls of %s", pin_path);
-	else if (b < 0)
+	else if (b < 0 && b != -ENOENT)
 		r = nshash_error_prefix(err, "read the net.* sysctls of %s", pin_path);
 	size_t hint = 0;
 	if (r == 0 && !(out->v = calloc(have.n ? have.n : 1, sizeof(*out->v))))
