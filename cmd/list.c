@@ -24,7 +24,7 @@ static const char list_usage[] =
 static const char gc_usage[] = "Usage: nshash gc [--max-idle SECONDS] [--stale-age SECONDS] [--dry-run] [-j]\n"
 			       "\n"
 			       "Remove damaged templates, templates unused and spares made --max-idle seconds ago\n"
-			       "(default 3600), pin files a crashed creator left unmounted (never one that is a\n"
+			       "(default 3600; the last spare gone, spares/ is unmounted too), pin files a crashed creator left unmounted (never one that is a\n"
 			       "mount point in another mount namespace) and container pins no process uses (both\n"
 			       "claimed longer than --stale-age seconds ago: default 60, and never less than 60).\n"
 			       "Prints each path removed and why;\n"
@@ -51,7 +51,7 @@ static void print_usage_text(const struct nshash_table_usage *u, uint64_t max)
 	if (u->pending)
 		printf(", %zu being created", u->pending);
 	if (u->unverified)
-		printf(", %zu unpinned (counted while a process may hold them; gc checks)", u->unverified);
+		printf(", %zu not at their recorded pin (held by a process, taken by a pod from a spare, or removed; counted until reclaim or gc finds nothing holds them)", u->unverified);
 	putchar('\n');
 }
 

@@ -248,6 +248,32 @@ static int shows_made(const char *netns, const struct nshash_netns_info *made, s
 	return 0;
 }
 
+/* ADD: give the sized netns the net.* sysctls the runtime wrote into
+ * CNI_NETNS before ADD (CRI-O's pinns: the pod's securityContext sysctls,
+ * never written again where the pod has no infra container).  `read`: what
+ * reading them gave.  0, 1 (not carried, onFailure warn: the pod keeps its
+ * netns, unsized), or -errno. */
+static int carry_sysctls(struct run *r, const char *want, int nsfd, int read, struct nshash_sysctls *c,
+			 struct nshash_error *ce)
+{
+	const char *netns = r->env->netns;
+	if (read < 0)
+		return soft_failure(r, NSH_CNI_E_CREATE, "cannot size the netns %s (%s): %s", netns, want, ce->msg);
+	if (!c->n)
+		return 0;
+	char text[512];
+	nshash_sysctls_text(c, text, sizeof(text));
+	if (nshash_sysctls_carry(nsfd, c, NULL, ce) < 0)
+		return soft_failure(r, NSH_CNI_E_NOT_RESIZABLE,
+				    "cannot size the netns %s (%s): the runtime set net.* sysctls there (%s) that a "
+				    "sized netns would lose: %s; drop those from the pod's sysctls, or let this pod "
+				    "run unsized",
+				    netns, want, text, ce->msg);
+	nsh_cni_log(r, "carried %zu net.* sysctl(s) the runtime set in %s into the sized netns: %s", c->n, netns,
+		    text);
+	return 0;
+}
+
 /* ADD, apply: make (or take a spare of) the sized netns while the
  * occupancy job looks inside CNI_NETNS (the /proc scan costs as much as the
  * creation, and on two cores they overlap), then, if nothing lives there,
@@ -286,6 +312,12 @@ static int add_replace(struct run *r, struct nshash_sizes req, const char *want,
 	if (!charge.entered)
 		opts.spares = r->cfg.spares;
 	int created = r->ops->create(&opts, &nsfd, &info, &e);
+	/* read while the scan runs: what the runtime wrote there (carry_sysctls) */
+	struct nshash_sysctls carry = {0};
+	struct nshash_error ce = {0};
+	int carry_read = created >= 0 && r->ops == &nsh_cni_system_ops
+			     ? nshash_sysctls_differing(&opts, netns, nsfd, &carry, &ce)
+			     : 0;
 
 	if (inspecting)
 		pthread_join(inspector, NULL);
@@ -306,6 +338,9 @@ static int add_replace(struct run *r, struct nshash_sizes req, const char *want,
 		s = create_failed(r, req, want, &e);
 	if (s == 0 && nshash_verify(&info, req, netns, &e) < 0)
 		s = soft_failure(r, e.errnum == NSHASH_E_FALLBACK ? NSH_CNI_E_FALLBACK : NSH_CNI_E_CREATE, "%s", e.msg);
+	if (s == 0)
+		s = carry_sysctls(r, want, nsfd, carry_read, &carry, &ce);
+	nshash_sysctls_free(&carry);
 	if (s == 0 && r->ops->swap(nsfd, netns, &e) < 0)
 		s = soft_failure(r, NSH_CNI_E_CREATE, "%s", e.msg);
 	if (nsfd >= 0)

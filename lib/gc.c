@@ -284,6 +284,9 @@ int nshash_gc(const struct nshash_gc_opts *opts, struct nshash_gc_report *rep, s
 	nshash_list_free(v, n);
 	if (r < 0)
 		return r;
+	/* the last spare gone: spares/'s bind onto itself goes too */
+	if (!opts->dry_run && lockfd >= 0)
+		nsh_spares_dir_release(state_dir);
 	/* Container pins whose container never ran or whose hook or wrapper
 	 * died before handing them on (nshash_reclaim, now, one /proc pass for
 	 * all), and the table ledger.  It takes the state lock itself. */

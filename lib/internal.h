@@ -80,6 +80,12 @@ int nsh_sysctl_write(const char *name, long value);
 int nsh_sysctl_text(int dirfd, const char *path, char *buf, size_t len);
 int nsh_sysctl_put(int dirfd, const char *path, const char *value);
 
+/* spare.c: STATE/spares bound onto itself (nshash_pin_dir_prepare) with no
+ * spare left in it, no filler and no taker at work: unmount it, so that
+ * nothing of nshash stays mounted (rm -rf STATE works).  1 done, 0 nothing
+ * to do (not bound, spares left, busy), or -errno. */
+int nsh_spares_dir_release(const char *state_dir);
+
 /* ns.c: the calling thread's netns. */
 int nsh_netns_open_current(int *fd, struct nshash_error *err);
 /* unshare(CLONE_NEWNET) ("unshare a network namespace (WHAT): why"). */
@@ -229,10 +235,11 @@ int nsh_ledger_commit(const char *state_dir, struct nsh_ticket *t, struct nshash
 		      bool required, struct nshash_error *err);
 void nsh_ledger_cancel(const char *state_dir, struct nsh_ticket *t);
 /* Drop what is gone (`gone`: inodes whose last pin the caller removed);
- * usage afterwards.  -ETIMEDOUT (usage still filled) when the scan took
+ * usage afterwards.  `dry`: judge the same (`gone`: the pins the caller
+ * would remove, still there), write nothing.  -ETIMEDOUT (usage still filled) when the scan took
  * longer than max_ms (0 = no limit). */
-int nsh_ledger_reconcile(const char *state_dir, const uint64_t *gone, size_t ngone, unsigned max_ms, size_t *dropped,
-			 struct nshash_table_usage *usage, struct nshash_error *err);
+int nsh_ledger_reconcile(const char *state_dir, const uint64_t *gone, size_t ngone, unsigned max_ms, bool dry,
+			 size_t *dropped, struct nshash_table_usage *usage, struct nshash_error *err);
 /* /proc/PID/ns/net, /proc/self/ns/net, /proc/PID/task/TID/ns/net */
 bool nsh_is_proc_netns_link(const char *path);
 /* Open an O_PATH fd (or one from O_PATH) again for real, through

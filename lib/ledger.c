@@ -702,8 +702,8 @@ static int note_scan(const char *state_dir, struct nsh_ledger *l, struct nsh_sca
  * (A netns handed, between two parts, from a process not yet looked at to
  * one already looked at, the first then gone, is missed: as it would be
  * within one scan, only with the pause in between.) */
-static int reconcile(const char *state_dir, int *lockfd, struct nsh_ledger *l, unsigned max_ms, size_t *dropped,
-		     struct nshash_error *err)
+static int reconcile(const char *state_dir, int *lockfd, struct nsh_ledger *l, unsigned max_ms, bool dry,
+		     size_t *dropped, struct nshash_error *err)
 {
 	cleanup_free struct nsh_scan_item *items = NULL;
 	cleanup_free size_t *index = NULL;
@@ -784,7 +784,9 @@ static int reconcile(const char *state_dir, int *lockfd, struct nsh_ledger *l, u
 			idlen += NSH_LEDGER_ID_LEN;
 		}
 	}
-	if (sr == -ETIMEDOUT && idlen)
+	if (dry) /* a dry run writes nothing, not even where it got to */
+		r = 0;
+	else if (sr == -ETIMEDOUT && idlen)
 		r = note_scan(state_dir, l, pos, ids, err);
 	else if (had_scan)
 		r = note_scan(state_dir, l, (struct nsh_scan_pos){2, 0, 0}, "", err); /* ended */
@@ -825,7 +827,7 @@ static bool grown(const struct nsh_ledger *l)
 static int compact(const char *state_dir, int *lockfd, struct nsh_ledger *l, struct nshash_error *err)
 {
 	size_t dropped = 0;
-	int r = reconcile(state_dir, lockfd, l, LEDGER_SCAN_MS, &dropped, err);
+	int r = reconcile(state_dir, lockfd, l, LEDGER_SCAN_MS, false, &dropped, err);
 	drop_dead_creators(l);
 	return r < 0 && !NSH_SCAN_INCOMPLETE(r) ? r : ledger_rewrite(state_dir, l, err);
 }
@@ -896,7 +898,7 @@ int nsh_ledger_reserve(const char *state_dir, struct nshash_sizes eff, uint64_t 
 		/* Only now is it worth a look: records whose pins are gone may
 		 * still count (a process holds the netns) or not. */
 		size_t dropped = 0;
-		r = reconcile(state_dir, &lockfd, &l, LEDGER_SCAN_MS, &dropped, err);
+		r = reconcile(state_dir, &lockfd, &l, LEDGER_SCAN_MS, false, &dropped, err);
 		if (NSH_SCAN_INCOMPLETE(r))
 			r = 0; /* what could not be checked keeps counting */
 		if (r < 0) {
@@ -1030,9 +1032,11 @@ void nsh_ledger_cancel(const char *state_dir, struct nsh_ticket *t)
 
 /* Usage, after dropping what is gone: reservations of dead creators,
  * netns in `gone` (inodes whose last pin the caller removed while nothing
- * held them) and, with `scan`, what a /proc scan finds unheld. */
-static int ledger_account(const char *state_dir, const uint64_t *gone, size_t ngone, bool scan, unsigned max_ms,
-			  size_t *dropped, struct nshash_table_usage *usage, struct nshash_error *err)
+ * held them) and, with `scan`, what a /proc scan finds unheld.  `dry`:
+ * the same judgement, nothing written (`gone`: the pins the real run would
+ * remove, still there). */
+static int ledger_account(const char *state_dir, const uint64_t *gone, size_t ngone, bool scan, bool dry,
+			  unsigned max_ms, size_t *dropped, struct nshash_table_usage *usage, struct nshash_error *err)
 {
 	*dropped = 0;
 	memset(usage, 0, sizeof(*usage));
@@ -1053,19 +1057,19 @@ static int ledger_account(const char *state_dir, const uint64_t *gone, size_t ng
 		bool rewrite = drop_dead_creators(&l);
 		for (size_t i = 0; i < l.n; i++)
 			for (size_t k = 0; k < ngone && l.v[i].kind == 'N' && !l.v[i].drop; k++)
-				if (l.v[i].ino == gone[k] && !pinned_at(&l.v[i])) {
+				if (l.v[i].ino == gone[k] && (dry || !pinned_at(&l.v[i]))) {
 					l.v[i].drop = rewrite = true;
 					(*dropped)++;
 				}
 		size_t before = *dropped;
 		int timed_out = 0;
 		if (scan)
-			r = reconcile(state_dir, &lockfd, &l, max_ms, dropped, err);
+			r = reconcile(state_dir, &lockfd, &l, max_ms, dry, dropped, err);
 		if (NSH_SCAN_INCOMPLETE(r))
 			timed_out = -ETIMEDOUT, r = 0;
 		rewrite |= drop_dead_creators(&l); /* read again after a scan */
 		rewrite |= *dropped > before;
-		if (r == 0 && (rewrite || worth_rewrite(&l)))
+		if (r == 0 && !dry && (rewrite || worth_rewrite(&l)))
 			r = ledger_rewrite(state_dir, &l, err);
 		usage_of(state_dir, &l, true, usage);
 		if (r == 0)
@@ -1075,10 +1079,10 @@ static int ledger_account(const char *state_dir, const uint64_t *gone, size_t ng
 	return r;
 }
 
-int nsh_ledger_reconcile(const char *state_dir, const uint64_t *gone, size_t ngone, unsigned max_ms, size_t *dropped,
-			 struct nshash_table_usage *usage, struct nshash_error *err)
+int nsh_ledger_reconcile(const char *state_dir, const uint64_t *gone, size_t ngone, unsigned max_ms, bool dry,
+			 size_t *dropped, struct nshash_table_usage *usage, struct nshash_error *err)
 {
-	int r = ledger_account(state_dir, gone, ngone, true, max_ms, dropped, usage, err);
+	int r = ledger_account(state_dir, gone, ngone, true, dry, max_ms, dropped, usage, err);
 	return r < 0 ? nshash_error_prefix(err, "reconcile the table ledger") : 0;
 }
 
@@ -1088,6 +1092,6 @@ int nshash_table_usage(const char *state_dir, bool reconcile, struct nshash_tabl
 	char sdbuf[PATH_MAX]; /* the default state dir, when none is given */
 	size_t dropped;
 	int r =
-	    ledger_account(nsh_state_dir(state_dir, sdbuf, sizeof(sdbuf)), NULL, 0, reconcile, 0, &dropped, usage, err);
+	    ledger_account(nsh_state_dir(state_dir, sdbuf, sizeof(sdbuf)), NULL, 0, reconcile, false, 0, &dropped, usage, err);
 	return r < 0 ? nshash_error_prefix(err, "table memory in use") : 0;
 }

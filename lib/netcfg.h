@@ -148,6 +148,13 @@ int nsh_netsys_walk(const char *rel, struct nsh_netcfg *cfg);
 int nsh_netcfg_dump(struct nl_sock *sk, int type, size_t hdrlen, struct nsh_msgs *out, const char *what, bool optional,
 		    struct nshash_error *err);
 int nsh_netsys_write(const char *rel, const char *value);
+/* carry.c: the sysctls a new netns made from opts's template has (its note,
+ * else read there and noted): 0, -ENOENT without a template (err not set),
+ * or -errno. */
+/* Index of `path` in `v`, looking at `hint` first (lists from the same
+ * directory walk are mostly in step); -1 if absent. */
+long nsh_sysvec_find(const struct nsh_sysvec *v, const char *path, size_t *hint);
+int nsh_sysctl_baseline(const struct nshash_create_opts *opts, struct nsh_netcfg *fresh, struct nshash_error *err);
 
 /* Address flags a user sets (the rest is state: tentative, dadfailed, ...). */
 #define ADDR_SETTABLE (IFA_F_NODAD | IFA_F_HOMEADDRESS | IFA_F_MANAGETEMPADDR | IFA_F_NOPREFIXROUTE | IFA_F_MCAUTOJOIN)

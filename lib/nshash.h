@@ -254,6 +254,35 @@ int nshash_netns_replace(const struct nshash_create_opts *opts, const char *pin_
  * with nshash_netns_new) where the nsfs bind mount at `pin_path` was. */
 int nshash_netns_swap(int nsfd, const char *pin_path, struct nshash_error *err);
 
+/* The netns-wide net.* sysctls of the netns pinned at `pin_path` that a new
+ * netns does not have as it has them: what a runtime wrote there before a
+ * plugin replaces it (CRI-O's pinns writes a pod's sysctls into the netns
+ * it pins).  Per-device knobs (ipvN / conf|neigh / DEV), read-only and
+ * write-only files, the child table sizes and the limits the kernel derives
+ * from the table size (where they are as derived) are left out.  Compared
+ * with the template of opts's sizes (its note, template.c), or without one
+ * with the netns behind `nsfd` (the replacement).  Every file is read
+ * relative to one directory fd in each netns.  0 with out filled (n may be
+ * 0), or -errno. */
+struct nshash_sysctl {
+	char *path;  /* below /proc/sys/net: "ipv4/ping_group_range" */
+	char *value; /* as the kernel prints it (fields apart by tabs) */
+	int errnum;  /* after nshash_sysctls_carry: 0 set, else why not */
+};
+struct nshash_sysctls {
+	struct nshash_sysctl *v;
+	size_t n;
+};
+int nshash_sysctls_differing(const struct nshash_create_opts *opts, const char *pin_path, int nsfd,
+			     struct nshash_sysctls *out, struct nshash_error *err);
+/* Write them into the netns behind nsfd (each checked by reading it back):
+ * 0, or -EIO naming each one not set ("net.ipv4.X=\"V\" (why)"), errnum set
+ * on each entry.  *written (may be NULL): how many were written. */
+int nshash_sysctls_carry(int nsfd, struct nshash_sysctls *s, unsigned *written, struct nshash_error *err);
+/* "net.ipv4.ping_group_range=0 2147483647, ..." for a log line. */
+void nshash_sysctls_text(const struct nshash_sysctls *s, char *buf, size_t len);
+void nshash_sysctls_free(struct nshash_sysctls *s);
+
 /* ---------------------------------------------------------------- table memory budget */
 /* STATE_DIR/ledger records, under the state lock, every netns with own
  * tables that nshash creates (whatever the front-end), and every creation

@@ -250,17 +250,15 @@ int nshash_reclaim(const struct nshash_reclaim_opts *opts, struct nshash_reclaim
 			r = nshash_pin_remove(path, err);
 			if (r < 0)
 				return nshash_error_prefix(err, "reclaim");
-			gone[ngone++] = cand[i].ino;
 		}
+		gone[ngone++] = cand[i].ino; /* a dry run: what the real one removes */
 		if (opts->removed)
 			opts->removed(path, "orphaned container pin", opts->ctx);
 		rep->orphans_removed++;
 	}
-	if (opts->dry_run) {
-		r = nshash_table_usage(state_dir, false, &rep->usage, err);
-		return r;
-	}
-	r = nsh_ledger_reconcile(state_dir, gone, ngone, opts->max_scan_ms, &rep->ledger_dropped, &rep->usage, err);
+	/* a dry run judges the ledger as the real run would, writing nothing */
+	r = nsh_ledger_reconcile(state_dir, gone, ngone, opts->max_scan_ms, opts->dry_run, &rep->ledger_dropped,
+				 &rep->usage, err);
 	if (r == -ETIMEDOUT) {
 		rep->incomplete = true;
 		r = 0;

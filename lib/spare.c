@@ -467,3 +467,40 @@ int nshash_spare_fill(const struct nshash_create_opts *opts, struct nshash_error
 	}
 	return made;
 }
+
+/* Does anything mount at or below dir/ (in this mount namespace)? */
+static bool mounts_below(const char *dir)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return true; /* cannot tell: keep it */
+	char *line = NULL, mnt[PATH_MAX];
+	size_t cap = 0, len = strlen(dir);
+	bool any = false;
+	while (!any && getline(&line, &cap, f) > 0)
+		any = sscanf(line, "%*s %*s %*s %*s %4095s", mnt) == 1 && strncmp(mnt, dir, len) == 0 && mnt[len] == '/';
+	free(line);
+	fclose(f);
+	return any;
+}
+
+int nsh_spares_dir_release(const char *state_dir)
+{
+	char dir[PATH_MAX], lock[PATH_MAX + 8], take[PATH_MAX + 8];
+	if ((size_t)snprintf(dir, sizeof(dir), "%s/spares", state_dir) >= sizeof(dir))
+		return 0;
+	struct statx stx;
+	if (statx(AT_FDCWD, dir, AT_SYMLINK_NOFOLLOW, STATX_TYPE, &stx) < 0 || !S_ISDIR(stx.stx_mode) ||
+	    !(stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) || !(stx.stx_attributes & STATX_ATTR_MOUNT_ROOT))
+		return 0; /* not bound onto itself (never, or released already) */
+	/* no filler at work (it would pin into it) and no taker */
+	snprintf(lock, sizeof(lock), "%s/.lock", dir);
+	snprintf(take, sizeof(take), "%s/.take", dir);
+	cleanup_close int lockfd = open(lock, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	cleanup_close int takefd = open(take, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if ((lockfd >= 0 && flock(lockfd, LOCK_EX | LOCK_NB) < 0) || (takefd >= 0 && flock(takefd, LOCK_EX) < 0))
+		return 0;
+	if (mounts_below(dir))
+		return 0; /* spares left */
+	return umount2(dir, MNT_DETACH | UMOUNT_NOFOLLOW) == 0 ? 1 : -errno;
+}

@@ -375,20 +375,6 @@ static bool same_msgs(const struct nsh_msgs *a, const struct nsh_msgs *b)
 	return true;
 }
 
-/* Index of `path` in `v`, looking at `hint` first (both lists come from the
- * same directory walk, so they are mostly in step); -1 if absent. */
-static long sys_find(const struct nsh_sysvec *v, const char *path, size_t *hint)
-{
-	for (size_t k = 0; k < v->n; k++) {
-		size_t i = (*hint + k) % v->n;
-		if (strcmp(v->v[i].path, path) == 0) {
-			*hint = i + 1;
-			return (long)i;
-		}
-	}
-	return -1;
-}
-
 /* Knobs a write to conf/all propagates to every device, and DAD, which the
  * restore switches itself: always given to S per device. */
 static bool always_given(const char *knob)
@@ -413,50 +399,11 @@ static int sys_filter(const struct nsh_sysvec *from, const struct nsh_sysvec *fr
 		snprintf(path, sizeof(path), "%s", e->path);
 		if (devp && strncmp(devp, "/lo/", 4) != 0) /* ipvN/conf|neigh/DEV/knob */
 			snprintf(path, sizeof(path), "%.*sdefault/%s", (int)(devp + 1 - e->path), e->path, knob);
-		long j = sys_find(fresh, path, &hint);
+		long j = nsh_sysvec_find(fresh, path, &hint);
 		if (j < 0 || strcmp(fresh->v[j].value, e->value) != 0 || (dev && always_given(knob)))
 			out->v[out->n++] = *e;
 	}
 	return 0;
-}
-
-/* A template's sysctls never change (it is rebuilt, as a new netns, when
- * damaged), so they are kept with it, as the note in its use stamp
- * (template.c), after the first read: "w|d PATH=VALUE" lines.  Reading
- * ~580 files costs as much as in a new netns; one file does not. */
-static int fresh_load(const char *stamp, ino_t ino, struct nsh_netcfg *fresh)
-{
-	cleanup_free char *text = NULL;
-	size_t len;
-	int r = nsh_template_note_read(stamp, ino, &text, &len);
-	for (char *line = text, *next; r == 0 && line && *line; line = next) {
-		next = line + strcspn(line, "\n");
-		if (*next)
-			*next++ = '\0';
-		char *eq = strchr(line, '=');
-		if ((line[0] != 'w' && line[0] != 'd') || line[1] != ' ' || !eq)
-			r = -EINVAL;
-		else
-			*eq = '\0', r = nsh_sysvec_push(line[0] == 'w' ? &fresh->wide : &fresh->dev, line + 2, eq + 1);
-	}
-	return r;
-}
-
-static void fresh_save(const char *stamp, ino_t ino, const struct nsh_netcfg *fresh)
-{
-	cleanup_free char *text = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&text, &len);
-	if (!f)
-		return;
-	for (int k = 0; k < 2; k++) {
-		const struct nsh_sysvec *v = k ? &fresh->dev : &fresh->wide;
-		for (size_t i = 0; i < v->n; i++)
-			if (!strchr(v->v[i].value, '\n'))
-				fprintf(f, "%c %s=%s\n", k ? 'd' : 'w', v->v[i].path, v->v[i].value);
-	}
-	if (fclose(f) == 0) /* a note not saved is made again next time */
-		nsh_template_note_write(stamp, ino, text, len);
 }
 
 /* What S is given: P's configuration, minus the sysctls a new netns (the
@@ -468,26 +415,16 @@ static int tp_forward_config(struct tp *t, const struct nshash_create_opts *opts
 	t->fwd = t->p;
 	memset(&t->fwd.wide, 0, sizeof(t->fwd.wide));
 	memset(&t->fwd.dev, 0, sizeof(t->fwd.dev));
-	cleanup_close int tfd = -1;
 	struct nsh_netcfg fresh = {0};
 	struct nsh_sysvec both = {0};
-	int r = 0;
-	char stamp[4096];
-	struct stat ts;
-	if (nsh_template_fd(opts, &tfd, stamp, sizeof(stamp)) == 0 && fstat(tfd, &ts) == 0 &&
-	    fresh_load(stamp, ts.st_ino, &fresh) < 0) {
-		nsh_netcfg_free(&fresh);
-		if (nsh_netns_enter(tfd, "the template", err) == 0) {
-			r = nsh_netcfg_read(NULL, NSH_CFG_SYSCTL, &fresh, err);
-			int r2 = nsh_netns_return(t->home, err);
-			if (r2 < 0)
-				return r2;
-			if (r == 0)
-				fresh_save(stamp, ts.st_ino, &fresh);
-		}
-	}
+	/* A template's sysctls never change (it is rebuilt, as a new netns,
+	 * when damaged): its note (carry.c) after the first read.  Reading
+	 * ~580 files costs as much as in a new netns; one file does not. */
+	int r = nsh_sysctl_baseline(opts, &fresh, err);
+	if (r == -ENOENT)
+		r = 0;
 	if (r < 0)
-		return nshash_error_prefix(err, "transplant %s: read the template's sysctls", t->path);
+		return nshash_error_prefix(err, "transplant %s", t->path);
 	/* conf|neigh/default are among the wide ones, lo's among the per-device */
 	both.v = calloc(fresh.wide.n + fresh.dev.n + 1, sizeof(*both.v));
 	r = both.v ? sys_filter(&t->p.wide, &fresh.wide, false, &t->fwd.wide) : -ENOMEM;

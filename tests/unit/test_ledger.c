@@ -445,7 +445,7 @@ static int cut_scan_child(const char *dir)
 	for (int i = 0; i < 3000 && u.bytes != 1024; i++) {
 		size_t dropped;
 		struct nshash_error err = {0};
-		int r = nsh_ledger_reconcile(dir, NULL, 0, 1, &dropped, &u, &err);
+		int r = nsh_ledger_reconcile(dir, NULL, 0, 1, false, &dropped, &u, &err);
 		if (r < 0 && r != -ETIMEDOUT)
 			break;
 		cut += r == -ETIMEDOUT;
