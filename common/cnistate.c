@@ -264,7 +264,13 @@ static int record_write_at(int dfd, const char *state_dir, const struct nsh_pod_
 	int pfd = pods_open(dfd, state_dir, true, err);
 	if (pfd < 0)
 		return pfd;
-	int fd = openat(pfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int fd = openat(pfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
+	struct stat tst;
+	if (fd >= 0 && (fstat(fd, &tst) < 0 || !S_ISREG(tst.st_mode))) { /* a FIFO there: never hang */
+		close(fd);
+		fd = -1;
+		errno = EINVAL;
+	}
 	if (fd < 0) {
 		int e = errno;
 		close(pfd);

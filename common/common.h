@@ -188,6 +188,9 @@ struct nshash_sizes nsh_auto_resolve(const struct nsh_history *h, const char *ke
  * make every key collide). */
 #define NSH_HISTORY_INDEX_FILE "history.idx"
 struct stat;
+/* Remove NAME.tmp.* in dir left by writers killed before their rename
+ * (older than 10 minutes). */
+void nsh_history_sweep_tmp(const char *dir, const char *name);
 int nsh_history_index_write(const char *state_dir, const struct nsh_history *h, const struct stat *hist,
 			    unsigned buckets, struct nshash_error *err);
 /* nsh_history_load for one key: `h` gets that key's entry or none, from

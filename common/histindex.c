@@ -196,8 +196,11 @@ int nsh_history_index_write(const char *state_dir, const struct nsh_history *h, 
 		offs[++prev] = (uint32_t)o;
 	memcpy(buf + sizeof(hd), offs, (buckets + 1) * sizeof(uint32_t));
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path);
+	char sd[4096];
+	nsh_history_dir(state_dir, sd, sizeof(sd));
+	nsh_history_sweep_tmp(sd, NSH_HISTORY_INDEX_FILE);
+	int fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0) {
 		r = nshash_error_set(err, errno, "history index: create %s", tmp);
 		goto out;
@@ -236,6 +239,20 @@ out:
 
 /* The key's entry from the index at `fd`: 1 found, 0 not there, -1 the
  * index does not answer (why in `why`). */
+/* A time as the history writes it: seconds since the epoch, not before it
+ * nor absurdly far after (a damaged record: no overflow in the decay). */
+static bool time_ok(int64_t t)
+{
+	return t >= 0 && t < (int64_t)1 << 40;
+}
+
+/* The fd is a regular file (a FIFO in its place must not hang a start). */
+static bool fd_regular(int fd)
+{
+	struct stat st;
+	return fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 static int index_find(int fd, const struct stat *hist, const char *key, struct nsh_history_entry *out, char *why,
 		      size_t wlen)
 {
@@ -294,7 +311,8 @@ static int index_find(int fd, const struct stat *hist, const char *key, struct n
 		    rec.keylen >= NSH_WORKLOAD_KEY_MAX || rec.bucket != b || rec.ordinal != expect ||
 		    (expect && rec.count != count) || rec.sum != record_sum(&rec, k) || memchr(k, '\0', rec.keylen) ||
 		    (key_hash(hd.seed, k, rec.keylen) & (hd.buckets - 1)) != b || rec.tcp_peak < 0 ||
-		    rec.udp_peak < 0 || rec.tcp_peak > NSHASH_TCP_MAX || rec.udp_peak > NSHASH_TCP_MAX) {
+		    rec.udp_peak < 0 || rec.tcp_peak > NSHASH_TCP_MAX || rec.udp_peak > NSHASH_TCP_MAX ||
+		    !time_ok(rec.tcp_at) || !time_ok(rec.udp_at) || !time_ok(rec.last_seen)) {
 			snprintf(why, wlen, "damaged (bad record)");
 			r = -1;
 			break;
@@ -337,8 +355,11 @@ int nsh_history_load_key(const char *state_dir, const char *key, struct nsh_hist
 		if (errno == ENOENT)
 			return 0; /* no history: no workload has one (an index left alone is no answer) */
 		snprintf(why, sizeof(why), "the history: %s", strerror(errno));
-	} else if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0) {
+	} else if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)) < 0) {
 		snprintf(why, sizeof(why), errno == ENOENT ? "missing" : "unreadable");
+	} else if (!fd_regular(fd)) {
+		close(fd);
+		snprintf(why, sizeof(why), "not a regular file");
 	} else {
 		struct nsh_history_entry e;
 		int r = index_find(fd, &hist, key, &e, why, sizeof(why));

@@ -39,6 +39,8 @@ long nsh_history_peak_now(const struct nsh_history_entry *e, enum nshash_proto p
 	int64_t at = proto == NSHASH_TCP ? e->tcp_at : e->udp_at;
 	if (now <= at || p <= 0)
 		return p;
+	if (at < 0 || now - at < 0) /* a damaged time (never written so): no overflow, forgotten */
+		return 0;
 	/* whole days multiply by NSH_HISTORY_DECAY, the part of a day in
 	 * between linearly (no libm on the start path) */
 	int64_t secs = now - at, days = secs / 86400;
@@ -364,14 +366,56 @@ static int by_seen_desc(const void *a, const void *b)
 	return x->last_seen < y->last_seen ? 1 : x->last_seen > y->last_seen ? -1 : strcmp(x->key, y->key);
 }
 
+/* A workload with something learned: a peak above 0 for some protocol. */
+static bool learned(const struct nsh_history_entry *e)
+{
+	return e->tcp_peak > 0 || e->udp_peak > 0;
+}
+
+/* The bytes one entry takes in the history file (its line). */
+static size_t line_bytes(const struct nsh_history_entry *e)
+{
+	char ek[NSH_WORKLOAD_KEY_MAX * 3 + 4];
+	return key_escape(e->key, ek, sizeof(ek)) + 2 /* "w " */ + 5 * 21 + 1;
+}
+
 size_t nsh_history_evict(struct nsh_history *h, size_t max)
 {
 	if (h->n > 1)
 		qsort(h->v, h->n, sizeof(*h->v), by_seen_desc);
-	if (h->n <= max)
+	/* Fair to what was learned: entries with nothing learned (a peak of 0,
+	 * what every short-lived `auto` pod leaves, with a workload name its
+	 * tenant chose) go first, least recently seen first; then learned ones,
+	 * least recently seen first.  And within NSH_HISTORY_MAX_BYTES, so that
+	 * the file written always loads (2048 entries of the longest keys
+	 * would not fit). */
+	size_t keep_learned = 0, keep_other = 0, bytes = sizeof(NSH_HISTORY_MAGIC) + 1;
+	for (size_t i = 0; i < h->n; i++)
+		if (learned(&h->v[i]) && keep_learned < max && bytes + line_bytes(&h->v[i]) <= NSH_HISTORY_MAX_BYTES) {
+			keep_learned++;
+			bytes += line_bytes(&h->v[i]);
+		}
+	for (size_t i = 0; i < h->n; i++)
+		if (!learned(&h->v[i]) && keep_learned + keep_other < max &&
+		    bytes + line_bytes(&h->v[i]) <= NSH_HISTORY_MAX_BYTES) {
+			keep_other++;
+			bytes += line_bytes(&h->v[i]);
+		}
+	if (keep_learned + keep_other == h->n)
 		return 0;
-	size_t gone = h->n - max;
-	h->n = max;
+	/* keep, in order (most recently seen first), the first keep_learned
+	 * learned entries and the first keep_other others */
+	size_t o = 0, kl = 0, ko = 0;
+	for (size_t i = 0; i < h->n; i++) {
+		bool l = learned(&h->v[i]);
+		if ((l && kl < keep_learned) || (!l && ko < keep_other)) {
+			kl += l;
+			ko += !l;
+			h->v[o++] = h->v[i];
+		}
+	}
+	size_t gone = h->n - o;
+	h->n = o;
 	return gone;
 }
 
@@ -404,17 +448,43 @@ int nsh_history_sample(struct nsh_history *h, const char *key, long tcp, long ud
 	return 0;
 }
 
+/* Temporary files of writers killed before their rename (NAME.tmp.*,
+ * older than NSH_HISTORY_TMP_AGE seconds) removed from dir. */
+#define NSH_HISTORY_TMP_AGE 600
+void nsh_history_sweep_tmp(const char *dir, const char *name)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	char prefix[300];
+	snprintf(prefix, sizeof(prefix), "%s.tmp.", name);
+	time_t now = time(NULL);
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		struct stat st;
+		if (strncmp(de->d_name, prefix, strlen(prefix)) ||
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (now - st.st_mtime >= NSH_HISTORY_TMP_AGE || st.st_mtime > now + NSH_HISTORY_TMP_AGE)
+			unlinkat(dirfd(d), de->d_name, 0);
+	}
+	closedir(d);
+}
+
 int nsh_history_save(const char *state_dir, struct nsh_history *h, struct nshash_error *err)
 {
 	char path[4200], tmp[4300];
 	history_path(state_dir, path, sizeof(path));
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
+	/* a name of its own (mkostemp: O_EXCL, 0600), never one a killed
+	 * writer of the same pid left */
+	snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path);
 	nsh_history_evict(h, NSH_HISTORY_MAX);
 	char dir[4096];
 	nsh_history_dir(state_dir, dir, sizeof(dir));
 	if (!strcmp(dir, NSH_HISTORY_DIR) && mkdir(dir, 0700) != 0 && errno != EEXIST)
 		return nshash_error_set(err, errno, "history: create %s", dir);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	nsh_history_sweep_tmp(dir, NSH_HISTORY_FILE);
+	int fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0)
 		return nshash_error_set(err, errno, "history: create %s", tmp);
 	FILE *f = fdopen(fd, "w");
@@ -520,9 +590,14 @@ int nsh_workload_mark(const char *state_dir, uint64_t dev, uint64_t ino, uint64_
 		   : snprintf(text, sizeof(text), "%s\n", key);
 	if (n < 0 || (size_t)n >= sizeof(text) || strchr(key, '\n'))
 		return nshash_error_set(err, EINVAL, "workload: key too long");
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
 	if (fd < 0)
 		return nshash_error_set(err, errno, "workload: create %s", tmp);
+	struct stat tst;
+	if (fstat(fd, &tst) < 0 || !S_ISREG(tst.st_mode)) {
+		close(fd);
+		return nshash_error_set(err, EINVAL, "workload: %s is not a regular file: not written", tmp);
+	}
 	ssize_t w = write(fd, text, (size_t)n);
 	int e = errno;
 	close(fd);
@@ -567,10 +642,17 @@ static int mark_read(const char *state_dir, uint64_t dev, uint64_t ino, char *ke
 {
 	char path[4300];
 	mark_path(state_dir, dev, ino, path, sizeof(path));
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
-	int r = st && fstat(fd, st) < 0 ? -errno : mark_parse_fd(fd, key, len, id);
+	struct stat own;
+	if (fstat(fd, &own) < 0 || !S_ISREG(own.st_mode)) { /* a FIFO there must not hang a start */
+		close(fd);
+		return -EINVAL;
+	}
+	if (st)
+		*st = own;
+	int r = mark_parse_fd(fd, key, len, id);
 	close(fd);
 	return r;
 }
@@ -637,7 +719,7 @@ int nsh_workload_of(const char *state_dir, const struct nshash_stats_netns *ns, 
 		snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)ns->pid);
 	else
 		return 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return 0; /* gone since the scan */
 	struct stat st;
@@ -661,7 +743,12 @@ static int history_lock(const char *state_dir)
 	if (!strcmp(dir, NSH_HISTORY_DIR) && mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return -1;
 	snprintf(path, sizeof(path), "%s/%s.lock", dir, NSH_HISTORY_FILE); /* beside the history */
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+	struct stat lst;
+	if (fd >= 0 && (fstat(fd, &lst) < 0 || !S_ISREG(lst.st_mode))) {
+		close(fd);
+		return -1;
+	}
 	if (fd >= 0 && flock(fd, LOCK_EX) < 0) {
 		close(fd);
 		return -1;
@@ -770,7 +857,7 @@ static void marks_bound(const char *state_dir)
 	time_t began = time(NULL);
 	if (stat(stamp, &st) == 0 && st.st_mtime + 60 > began && st.st_mtime <= began)
 		return;
-	int fd = open(stamp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	int fd = open(stamp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
 	if (fd >= 0) {
 		futimens(fd, NULL);
 		close(fd);

@@ -330,7 +330,8 @@ static int want_mark(const char *dir, const char *prefix, unsigned want, struct 
 	char path[PATH_MAX];
 	if ((size_t)snprintf(path, sizeof(path), "%s/" WANT_PREFIX "%s%u", dir, prefix, want) >= sizeof(path))
 		return nshash_error_set(err, ENAMETOOLONG, "spares: path too long");
-	int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	/* non-blocking: a FIFO put there must not hang a start (only its name counts) */
+	int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
 	if (fd < 0)
 		return nsh_error_sys(err, errno, "spares: create %s", path);
 	close(fd);

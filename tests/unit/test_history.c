@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -516,6 +517,99 @@ static void test_marks(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* Issue 31 items 4-7: churn of peak-0 entries never evicts what was
+ * learned; the byte cap trims rather than loses the file; a killed writer's
+ * temp file neither blocks a save nor stays; a FIFO in the history dir
+ * hangs nothing; damaged times overflow nothing. */
+static void alarm_fail(int sig)
+{
+	(void)sig;
+	fail_msg("hung (a FIFO in the history dir)");
+}
+
+static void test_hostile_history(void **state)
+{
+	(void)state;
+	struct nsh_history h = {0}, back;
+	struct nshash_error err = {0};
+	char k[600], warn[4500];
+	/* 3 learned workloads, seen long ago; 6 churned pods' entries (peak 0), newer */
+	for (int i = 0; i < 3; i++) {
+		snprintf(k, sizeof(k), "learned%d", i);
+		assert_int_equal(nsh_history_sample(&h, k, 500 + i, 100, 1000 + i, &err), 0);
+	}
+	for (int i = 0; i < 6; i++) {
+		snprintf(k, sizeof(k), "churn%d", i);
+		assert_int_equal(nsh_history_sample(&h, k, 0, 0, 5000 + i, &err), 0);
+	}
+	assert_int_equal(nsh_history_evict(&h, 4), 5);
+	int learned = 0;
+	for (size_t i = 0; i < h.n; i++)
+		learned += !strncmp(h.v[i].key, "learned", 7);
+	assert_int_equal(learned, 3);
+	assert_string_equal(h.v[0].key, "churn5"); /* the newest unlearned one stays, order kept */
+	nsh_history_free(&h);
+
+	/* 2048 entries of the longest keys: more than 2 MiB as lines; trimmed
+	 * to fit, and the file written loads (it was thrown away whole) */
+	char dir[] = "/tmp/nshash-unit-history-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	for (int i = 0; i < (int)NSH_HISTORY_MAX; i++) {
+		memset(k, '%', 500);
+		snprintf(k + 500, sizeof(k) - 500, "%05d", i);
+		assert_int_equal(nsh_history_sample(&h, k, 1000 + i, 100, 10000 + i, &err), 0);
+	}
+	/* a temp file of a writer with this pid, killed before its rename, and an old one */
+	char tmp[4300], old[4300];
+	snprintf(tmp, sizeof(tmp), "%s/history.tmp.%ld", dir, (long)getpid());
+	snprintf(old, sizeof(old), "%s/history.tmp.4242", dir);
+	assert_int_equal(close(open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0600)), 0);
+	assert_int_equal(close(open(old, O_WRONLY | O_CREAT | O_EXCL, 0600)), 0);
+	struct timespec t[2] = {{time(NULL) - 3600, 0}, {time(NULL) - 3600, 0}};
+	assert_int_equal(utimensat(AT_FDCWD, old, t, 0), 0);
+	assert_int_equal(utimensat(AT_FDCWD, tmp, t, 0), 0);
+	assert_int_equal(nsh_history_save(dir, &h, &err), 0);
+	assert_int_equal(access(old, F_OK), -1);
+	assert_int_equal(access(tmp, F_OK), -1);
+	struct stat st;
+	char path[4300];
+	snprintf(path, sizeof(path), "%s/history", dir);
+	assert_int_equal(stat(path, &st), 0);
+	assert_true(st.st_size <= (off_t)NSH_HISTORY_MAX_BYTES);
+	assert_int_equal(nsh_history_load(dir, &back, warn, sizeof(warn), &err), 0);
+	assert_string_equal(warn, "");
+	assert_true(back.n > 1000 && back.n < NSH_HISTORY_MAX);
+	int64_t newest = 0, oldest = INT64_MAX;
+	for (size_t i = 0; i < back.n; i++) {
+		newest = back.v[i].last_seen > newest ? back.v[i].last_seen : newest;
+		oldest = back.v[i].last_seen < oldest ? back.v[i].last_seen : oldest;
+	}
+	assert_int_equal(newest, 10000 + (int)NSH_HISTORY_MAX - 1); /* the newest kept, the oldest went */
+	assert_int_equal(oldest, 10000 + (int)NSH_HISTORY_MAX - (int64_t)back.n);
+	nsh_history_free(&back);
+	nsh_history_free(&h);
+
+	/* a FIFO as the index: the start path's lookup does not hang */
+	char idx[4300];
+	snprintf(idx, sizeof(idx), "%s/history.idx", dir);
+	unlink(idx);
+	assert_int_equal(mkfifo(idx, 0600), 0);
+	signal(SIGALRM, alarm_fail);
+	alarm(10);
+	assert_int_equal(nsh_history_load_key(dir, "x", &back, warn, sizeof(warn), &err), 0);
+	alarm(0);
+	assert_non_null(strstr(warn, "not a regular file"));
+	nsh_history_free(&back);
+	unlink(idx);
+	unlink(path);
+	assert_int_equal(rmdir(dir), 0);
+
+	/* a damaged time: no signed overflow (UBSan in the sanitized run), forgotten */
+	struct nsh_history_entry e = {.tcp_peak = 1000, .tcp_at = INT64_MIN, .udp_peak = 10, .udp_at = -5};
+	assert_int_equal(nsh_history_peak_now(&e, NSHASH_TCP, INT64_MAX), 0);
+	assert_int_equal(nsh_history_peak_now(&e, NSHASH_UDP, 100), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -523,6 +617,7 @@ int main(void)
 	    cmocka_unit_test(test_pod_owner), cmocka_unit_test(test_file),    cmocka_unit_test(test_index),
 	    cmocka_unit_test(test_lru),	      cmocka_unit_test(test_resolve), cmocka_unit_test(test_policy_keys),
 	    cmocka_unit_test(test_marks),
+	    cmocka_unit_test(test_hostile_history),
 	};
 	return cmocka_run_group_tests_name("history", tests, NULL, NULL);
 }
