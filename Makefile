@@ -353,6 +353,7 @@ FUZZ_INC := -Icommon -Ioci-hooks -Icni -Icmd -Itests/fuzz
 $(B)/fuzz/fuzz_cni: tests/fuzz/fuzz_cni.c $(CNI_OBJS) $(FRONT_LIBS)
 $(B)/fuzz/fuzz_oci $(B)/fuzz/fuzz_runtime_args: $(B)/fuzz/%: tests/fuzz/%.c $(OCI_OBJS) $(FRONT_LIBS)
 $(B)/fuzz/fuzz_policy: tests/fuzz/fuzz_policy.c $(FRONT_LIBS)
+$(B)/fuzz/fuzz_history $(B)/fuzz/fuzz_histindex: $(B)/fuzz/%: tests/fuzz/%.c $(FRONT_LIBS)
 $(B)/fuzz/fuzz_http: tests/fuzz/fuzz_http.c $(call obj,cmd/http.c) $(FRONT_LIBS)
 $(B)/fuzz/%: tests/fuzz/%.c $(LIB_A) tests/fuzz/fuzz.h
 	@mkdir -p $(@D)

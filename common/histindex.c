@@ -32,7 +32,7 @@
 
 #include "common.h"
 
-#define IDX_MAGIC	"nshash-hidx 1\n"
+#define IDX_MAGIC	"nshash-hidx 2\n"
 #define IDX_BUCKETS_MIN 16u
 #define IDX_BUCKETS_MAX 65536u
 #define IDX_PAD(n)	(((n) + 7u) & ~(size_t)7u)
@@ -85,6 +85,17 @@ static uint32_t record_sum(const struct idx_record *r, const char *key)
 	struct idx_record c = *r;
 	c.sum = 0;
 	return (uint32_t)fnv(fnv(0xcbf29ce484222325ULL, &c, sizeof(c)), key, r->keylen);
+}
+
+/* A table entry: the bucket's start offset, and a check of it (bucket and
+ * seed mixed in) in the high half, so that a damaged table is no answer --
+ * an offset changed by a torn write could make a bucket look empty and
+ * hide a workload's learned sizes. */
+static uint64_t table_entry(uint64_t seed, uint32_t bucket, uint32_t off)
+{
+	uint64_t h = fnv(fnv(fnv(0xcbf29ce484222325ULL, &seed, sizeof(seed)), &bucket, sizeof(bucket)), &off,
+			 sizeof(off));
+	return (uint64_t)(uint32_t)(h ^ (h >> 32)) << 32 | off;
 }
 
 static void paths(const char *state_dir, char *hist, char *idx, size_t len)
@@ -159,7 +170,7 @@ int nsh_history_index_write(const char *state_dir, const struct nsh_history *h, 
 			order[start[bucket_of[i]]++] = i;
 		free(start);
 	}
-	size_t table = sizeof(hd) + (buckets + 1) * sizeof(uint32_t), total = table + data;
+	size_t table = sizeof(hd) + (buckets + 1) * sizeof(uint64_t), total = table + data;
 	buf = calloc(1, total);
 	if (!buf) {
 		r = nshash_error_set(err, ENOMEM, "history index: out of memory");
@@ -194,7 +205,10 @@ int nsh_history_index_write(const char *state_dir, const struct nsh_history *h, 
 	}
 	while (prev != buckets) /* the empty buckets at the end, and the end */
 		offs[++prev] = (uint32_t)o;
-	memcpy(buf + sizeof(hd), offs, (buckets + 1) * sizeof(uint32_t));
+	for (uint32_t b = 0; b <= buckets; b++) {
+		uint64_t te = table_entry(hd.seed, b, offs[b]);
+		memcpy(buf + sizeof(hd) + (size_t)b * sizeof(te), &te, sizeof(te));
+	}
 
 	snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path);
 	char sd[4096];
@@ -266,7 +280,7 @@ static int index_find(int fd, const struct stat *hist, const char *key, struct n
 		snprintf(why, wlen, "older than the history");
 		return -1;
 	}
-	uint64_t table = sizeof(hd) + ((uint64_t)hd.buckets + 1) * sizeof(uint32_t);
+	uint64_t table = sizeof(hd) + ((uint64_t)hd.buckets + 1) * sizeof(uint64_t);
 	if (hd.buckets < 1 || hd.buckets > IDX_BUCKETS_MAX || (hd.buckets & (hd.buckets - 1)) ||
 	    hd.records > NSH_HISTORY_MAX) {
 		snprintf(why, wlen, "damaged (bad sizes)");
@@ -274,9 +288,15 @@ static int index_find(int fd, const struct stat *hist, const char *key, struct n
 	}
 	size_t kl = strlen(key);
 	uint32_t b = (uint32_t)(key_hash(hd.seed, key, kl) & (hd.buckets - 1));
+	uint64_t te[2];
 	uint32_t se[2];
-	if (pread(fd, se, sizeof(se), (off_t)(sizeof(hd) + (uint64_t)b * sizeof(uint32_t))) != (ssize_t)sizeof(se) ||
-	    se[0] > se[1] ||
+	if (pread(fd, te, sizeof(te), (off_t)(sizeof(hd) + (uint64_t)b * sizeof(uint64_t))) != (ssize_t)sizeof(te)) {
+		snprintf(why, wlen, "damaged (short table)");
+		return -1;
+	}
+	se[0] = (uint32_t)te[0];
+	se[1] = (uint32_t)te[1];
+	if (te[0] != table_entry(hd.seed, b, se[0]) || te[1] != table_entry(hd.seed, b + 1, se[1]) || se[0] > se[1] ||
 	    se[1] - se[0] > (uint64_t)NSH_HISTORY_MAX * (sizeof(struct idx_record) + NSH_WORKLOAD_KEY_MAX)) {
 		snprintf(why, wlen, "damaged (bad offsets)");
 		return -1;
