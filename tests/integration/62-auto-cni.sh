@@ -87,7 +87,7 @@ assert_eq "0 65536 8192" "$CNI_RC $(netns_sizes_at "$D/p2c")" "a damaged index: 
 assert_contains "$CNI_ERR" "history.idx: damaged" "the damaged index is warned about"
 cni_call DEL "$D/p2c" "$conf" "$(args shop web-5c8f9d7b6-zz4r8)"
 $N record >/dev/null 2>&1
-cmp -s <(head -c 14 "$D/history.idx") <(printf 'nshash-hidx 1\n') && pass "record rewrote the index" || fail "record rewrote the index"
+cmp -s <(head -c 14 "$D/history.idx") <(printf 'nshash-hidx 2\n') && pass "record rewrote the index" || fail "record rewrote the index"
 
 cni_pin_netns "$D/p3"
 on_exit "umount '$D/p3' 2>/dev/null"

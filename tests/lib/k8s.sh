@@ -207,6 +207,13 @@ k8s_node_ns() {
 		mount -t tmpfs -o mode=0755 nsh73-run /run
 		mkdir -p /run/lock && touch /run/xtables.lock
 		mount -t tmpfs -o mode=0755 nsh73-varlib /var/lib
+		# a bare root (the fresh root: no systemd) has no /etc/machine-id;
+		# kubelet and containerd read /var/lib/dbus/machine-id then (the
+		# node'"'"'s private /var/lib: nothing of the machine'"'"'s changes)
+		if [ ! -s /etc/machine-id ]; then
+			mkdir -p /var/lib/dbus && od -An -N16 -tx1 /dev/urandom | tr -d " \n" >/var/lib/dbus/machine-id
+			echo >>/var/lib/dbus/machine-id
+		fi
 		mount --bind "$K/node/var-log" /var/log
 		for f in vm/overcommit_memory vm/panic_on_oom kernel/panic kernel/panic_on_oops kernel/keys/root_maxkeys kernel/keys/root_maxbytes; do
 			g=$K/node/sysctl/$(echo $f | tr / _); cat /proc/sys/$f >"$g"; mount --bind "$g" /proc/sys/$f
@@ -339,7 +346,13 @@ k8s_node_up() {
 	k8s_start kubelet --node "$K8S_BIN/kubelet" --config="$K/kubelet/config.yaml" --kubeconfig="$P/kubelet.kubeconfig" \
 		--container-runtime=remote --container-runtime-endpoint="unix://$K8S_SOCK" \
 		--root-dir="$K/kubelet/root" --cert-dir="$K/kubelet/pki" --hostname-override="$K8S_NODE" --node-ip="$K8S_NODEIP" --v=2
-	k8s_wait 120 k8s_node_ready "$t0" || { echo "# note: node not Ready"; grep -E '^E' "$K8S_LOGS/kubelet.log" | tail -5 | sed 's/^/# note:   /'; return 1; }
+	k8s_wait 120 k8s_node_ready "$t0" || {
+		echo "# note: node not Ready; its conditions, then kubelet's last lines:"
+		kubectl get node "$K8S_NODE" -o jsonpath='{range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{"\n"}{end}' 2>&1 | sed 's/^/# note:   /'
+		grep -E '^[EW]' "$K8S_LOGS/kubelet.log" | tail -12 | sed 's/^/# note:   /'
+		tail -5 "$K8S_LOGS/kubelet.log" | sed 's/^/# note:   /'
+		return 1
+	}
 }
 
 # k8s_node_down: every container of the node's containerd and both daemons
