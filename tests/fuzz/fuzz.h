@@ -6,6 +6,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #define CHECK(c)                                                                                                       \
 	do {                                                                                                           \
@@ -14,5 +16,16 @@
 	} while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* The input as a NUL-terminated copy (malloc'd; NULL: out of memory). */
+static inline char *fuzz_text(const uint8_t *data, size_t size)
+{
+	char *text = malloc(size + 1);
+	if (text) {
+		memcpy(text, data, size);
+		text[size] = '\0';
+	}
+	return text;
+}
 
 #endif

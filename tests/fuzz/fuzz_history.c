@@ -13,11 +13,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char *text = malloc(size + 1);
+	char *text = fuzz_text(data, size);
 	if (!text)
 		return 0;
-	memcpy(text, data, size);
-	text[size] = '\0';
 	struct nsh_history h = {0};
 	struct nshash_error err = {0};
 	size_t dropped = 0;

@@ -12,11 +12,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char *text = malloc(size + 1);
+	char *text = fuzz_text(data, size);
 	if (!text)
 		return 0;
-	memcpy(text, data, size);
-	text[size] = '\0';
 	struct nsh_ledger l;
 	if (nsh_ledger_parse(text, size, &l) == 0) {
 		CHECK(l.n <= l.lines);
