@@ -511,13 +511,28 @@ static bool pinned_at(const struct nsh_record *r)
 			unsigned char bytes[sizeof(r->handle)];
 		} h = {.fh.handle_bytes = sizeof(r->handle)};
 		int mount_id;
-		return name_to_handle_at(AT_FDCWD, r->pin, &h.fh, &mount_id, 0) == 0 &&
-		       h.fh.handle_type == r->handle_type && h.fh.handle_bytes == r->handle_len &&
-		       memcmp(h.fh.f_handle, r->handle, r->handle_len) == 0;
+		if (name_to_handle_at(AT_FDCWD, r->pin, &h.fh, &mount_id, 0) == 0)
+			return h.fh.handle_type == r->handle_type && h.fh.handle_bytes == r->handle_len &&
+			       memcmp(h.fh.f_handle, r->handle, r->handle_len) == 0;
+		/* No handle made here (a caller outside the initial PID
+		 * namespace: EOPNOTSUPP for some nsfs inodes on 6.18): the
+		 * inode and its ctime, as without handles. */
 	}
 	struct stat st;
 	return r->ctime_ns && stat(r->pin, &st) == 0 && (uint64_t)st.st_ino == r->ino && major(st.st_dev) == 0 &&
 	       (uint64_t)st.st_ctim.tv_sec * 1000000000u + (uint64_t)st.st_ctim.tv_nsec == r->ctime_ns;
+}
+
+/* Can a failed decode of an nsfs file handle here mean "gone"?  Only in
+ * the initial PID namespace: elsewhere the kernel refuses to open a handle
+ * of any netns but the caller's own (6.18: ESTALE, as for a dead one;
+ * later kernels: EPERM), so a live pod's netns would look gone to a gc run
+ * in a container with a PID namespace of its own.  The initial PID
+ * namespace's nsfs inode number is fixed (PROC_PID_INIT_INO). */
+static bool handles_decide(void)
+{
+	struct stat st;
+	return stat("/proc/thread-self/ns/pid", &st) == 0 && st.st_ino == 0xEFFFFFFCu;
 }
 
 /* Does the netns of an N record still exist?  Its nsfs file handle says
@@ -526,7 +541,7 @@ static bool pinned_at(const struct nsh_record *r)
  * then only a /proc scan can. */
 static int handle_alive(const struct nsh_record *r)
 {
-	if (!r->handle_len)
+	if (!r->handle_len || !handles_decide())
 		return -1;
 	struct {
 		struct file_handle fh;

@@ -72,6 +72,24 @@ assert_eq "$bytes 1" "$(jq -r '"\(.table_memory.bytes) \(.table_memory.netns)"' 
 kill $LEADER
 wait $LEADER 2>/dev/null
 
+# ---------------------------------------------------------------- a PID namespace of its own
+# A reclaim in a PID namespace of its own (a node container without
+# hostPID, a machine's container root) where the netns's holder runs too:
+# the kernel opens no nsfs file handle of another netns there (6.18:
+# ESTALE, as for a dead one), so the handle must not be read as "gone" —
+# the record of a netns held by a process, its pin removed, counts.
+out=$(unshare --pid --fork --mount-proc sh -c "
+	nshash --state-dir '$STATE' create --tcp 1024 --udp 128 '$STATE/pins/pidns' >/dev/null || exit 9
+	$HOLD leader '$STATE/pins/pidns' >'$WORK/pidns.hold' 2>&1 &
+	for i in \$(seq 100); do grep -q ready '$WORK/pidns.hold' && break; sleep 0.05; done
+	umount '$STATE/pins/pidns' && rm '$STATE/pins/pidns' || exit 9
+	nshash --state-dir '$STATE' reclaim --json; echo \"rc=\$?\"") # the holder dies with the namespace
+assert_contains "$out" "rc=0" "reclaim in a PID namespace of its own: exit 0"
+assert_eq "$bytes 1" "$(sed '/^rc=/,$d' <<<"$out" | jq -r '"\(.table_memory.bytes) \(.table_memory.netns)"')" \
+	"... it counts the netns a process there holds, its pin gone (no nsfs handle opens there)"
+out=$(ns reclaim --json)
+assert_eq "0 0" "$(jq -r '"\(.table_memory.bytes) \(.table_memory.netns)"' <<<"$out")" "the holder gone: its record goes"
+
 # ---------------------------------------------------------------- rate limit
 rm -f "$STATE/reclaim.stamp"
 for i in $(seq 20); do ns reclaim --interval 60 --stale-age 0 --json >"$WORK/r$i" 2>/dev/null & done
