@@ -95,6 +95,9 @@ int nsh_netns_enter(int nsfd, const char *what, struct nshash_error *err);
 /* Return to `home`.  If that fails the thread is stranded in another netns:
  * the error says so loudly. */
 int nsh_netns_return(int home, struct nshash_error *err);
+/* NS_GET_ID of a namespace fd (Linux 6.18): its 64-bit id, never reused;
+ * 0 when the kernel has no such ioctl. */
+uint64_t nsh_ns_get_id(int nsfd);
 /* nshash_netns_id's fallback before Linux 6.18: SO_NETNS_COOKIE of a socket
  * made inside nsfd's netns (the thread enters it and comes back). */
 int nsh_netns_cookie(int nsfd, uint64_t *cookie, struct nshash_error *err);
@@ -134,6 +137,7 @@ enum nsh_scan_source {
 };
 struct nsh_scan_item {
 	uint64_t ino;
+	uint64_t id;	  /* its 64-bit id (NS_GET_ID), 0 unknown: only a netns with it holds it */
 	unsigned want;	  /* enum nsh_scan_source bits */
 	uint64_t not_mnt; /* a leader in this mount namespace does not count (0: any does) */
 	unsigned held;	  /* out: the source that holds it, 0 = nothing found */

@@ -603,6 +603,17 @@ static void usage_of(const char *state_dir, const struct nsh_ledger *l, bool ver
 	}
 }
 
+/* The namespace id an nsfs file handle carries (its uapi layout, struct
+ * nsfs_file_handle: a 64-bit id, the type, the inode number); 0 none.
+ * The scan then tells this netns from a newer one with its inode number. */
+static uint64_t handle_ns_id(const struct nsh_record *r)
+{
+	uint64_t id = 0;
+	if (r->handle_type == 0xf1 /* FILEID_NSFS */ && r->handle_len >= 16)
+		memcpy(&id, r->handle, sizeof(id));
+	return id;
+}
+
 /* Records whose pin no longer holds them and whose file handle cannot
  * tell: candidates for a scan.  Those the handle shows gone are dropped
  * (counted in *dropped).  Returns how many; *items is malloc'd. */
@@ -641,8 +652,8 @@ static int collect_unverified(struct nsh_ledger *l, struct nsh_scan_item **items
 		struct nsh_record *r = &l->v[i];
 		if (r->drop || r->kind != 'N' || r->checked)
 			continue;
-		(*items)[k] =
-		    (struct nsh_scan_item){.ino = r->ino, .want = NSH_SCAN_THREADS | NSH_SCAN_FDS | NSH_SCAN_MOUNTS};
+		(*items)[k] = (struct nsh_scan_item){
+		    .ino = r->ino, .id = handle_ns_id(r), .want = NSH_SCAN_THREADS | NSH_SCAN_FDS | NSH_SCAN_MOUNTS};
 		(*index)[k++] = i;
 	}
 	return (int)n;

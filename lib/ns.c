@@ -356,13 +356,19 @@ int nsh_netns_cookie(int nsfd, uint64_t *cookie, struct nshash_error *err)
 	return 0;
 }
 
-int nshash_netns_id(int nsfd, uint64_t *id, struct nshash_error *err)
+uint64_t nsh_ns_get_id(int nsfd)
 {
 	__u64 v = 0;
+	return ioctl(nsfd, NS_GET_ID, &v) == 0 ? v : 0;
+}
+
+int nshash_netns_id(int nsfd, uint64_t *id, struct nshash_error *err)
+{
 	*id = 0;
 	if (!nsh_fd_is_netns(nsfd))
 		return nshash_error_set(err, EINVAL, "netns id of fd %d: not a network namespace", nsfd);
-	if (ioctl(nsfd, NS_GET_ID, &v) == 0 && v) {
+	uint64_t v = nsh_ns_get_id(nsfd);
+	if (v) {
 		*id = v;
 		return 0;
 	}

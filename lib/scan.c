@@ -16,10 +16,12 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/capability.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 
 #include "internal.h"
@@ -119,12 +121,61 @@ static uint64_t mnt_of(struct scan *s, pid_t pid)
 	return ns_link_ino(link, "mnt");
 }
 
+/* Where a holder's netns can be opened to read its id: a link relative
+ * to a /proc directory (a thread's or leader's ns/net, an fd), or a mount
+ * point of PID's mount namespace (its mountinfo's path, under its root). */
+struct place {
+	int dirfd;
+	const char *rel;
+	bool mount;
+};
+
+/* The 64-bit id of the netns at a place; 0 when it cannot be read (then
+ * the inode number alone decides, as before ids).  Nothing but nsfs is
+ * opened (O_PATH first: a FIFO or a device put there since is never
+ * opened for real); a mount point is reached beneath the process's root
+ * without following any symlink (a container's own links lead nowhere). */
+static uint64_t id_at(const struct place *w, pid_t pid)
+{
+	int pfd;
+	if (w->mount) {
+		char root[64];
+		snprintf(root, sizeof(root), "%d/root", (int)pid);
+		cleanup_close int rfd = openat(w->dirfd, root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (rfd < 0)
+			return 0;
+		struct open_how how = {.flags = O_PATH | O_CLOEXEC,
+				       .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+		const char *rel = w->rel;
+		while (*rel == '/')
+			rel++;
+		pfd = (int)syscall(SYS_openat2, rfd, *rel ? rel : ".", &how, sizeof(how));
+	} else {
+		pfd = openat(w->dirfd, w->rel, O_PATH | O_CLOEXEC);
+	}
+	if (pfd < 0)
+		return 0;
+	uint64_t id = 0;
+	int nfd = nsh_reopen(pfd, O_RDONLY | O_NONBLOCK);
+	close(pfd);
+	if (nfd >= 0) {
+		id = nsh_fd_is_netns(nfd) ? nsh_ns_get_id(nfd) : 0;
+		close(nfd);
+	}
+	return id;
+}
+
 /* Mark every unresolved item with inode `ino` that wants `source`, or
  * with a holder callback, tell it (`entry`: the thread's tid or the fd,
- * NULL for a leader).  True when the callback was told: the process's
- * other entries of that source need no look. */
-static bool hit(struct scan *s, uint64_t ino, unsigned source, pid_t pid, const char *entry)
+ * NULL for a leader).  An item that knows its netns's id (`id`) is held
+ * only by a netns with that id: nsfs inode numbers are reused, and a new
+ * netns can have the number of a dead one the caller asks about.  True
+ * when the callback was told: the process's other entries of that source
+ * need no look. */
+static bool hit(struct scan *s, uint64_t ino, unsigned source, pid_t pid, const char *entry, const struct place *w)
 {
+	uint64_t id = 0;
+	bool id_read = false;
 	size_t lo = 0, hi = s->n;
 	while (lo < hi) { /* first item with inode >= ino */
 		size_t mid = (lo + hi) / 2;
@@ -137,6 +188,12 @@ static bool hit(struct scan *s, uint64_t ino, unsigned source, pid_t pid, const 
 		struct nsh_scan_item *it = &s->items[s->order[lo].idx];
 		if (it->held || !(it->want & source))
 			continue;
+		if (it->id && w) {
+			if (!id_read)
+				id = id_at(w, pid), id_read = true;
+			if (id && id != it->id)
+				continue;
+		}
 		if (s->fn) {
 			int r = s->fn(pid, source, entry, s->arg);
 			if (r) {
@@ -167,7 +224,8 @@ static bool check_link(struct scan *s, int dirfd, const char *rel, unsigned sour
 	}
 	link[len] = '\0';
 	uint64_t ino = ns_link_ino(link, "net");
-	return ino && hit(s, ino, source, pid, entry);
+	struct place w = {dirfd, rel, false};
+	return ino && hit(s, ino, source, pid, entry, &w);
 }
 
 /* The links under /proc/PID/task (threads other than the leader:
@@ -207,7 +265,8 @@ static void scan_links(struct scan *s, pid_t pid, unsigned source)
 			struct stat st;
 			if (fstatat(dfd, de->d_name, &st, 0) < 0)
 				failed_look(s); /* (a closed fd is ENOENT) */
-			else if (st.st_dev == s->nsfs_dev && hit(s, st.st_ino, source, pid, de->d_name))
+			else if (st.st_dev == s->nsfs_dev &&
+				 hit(s, st.st_ino, source, pid, de->d_name, &(struct place){dfd, de->d_name, false}))
 				break;
 			continue;
 		}
@@ -219,6 +278,23 @@ static void scan_links(struct scan *s, pid_t pid, unsigned source)
 			break;
 	}
 	closedir(d);
+}
+
+/* A mountinfo path in place: the kernel writes space, tab, newline and
+ * backslash as \ooo. */
+static void unescape_octal(char *p)
+{
+	char *o = p;
+	for (; *p; o++) {
+		if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' && p[3] >= '0' &&
+		    p[3] <= '7') {
+			*o = (char)((p[1] - '0') * 64 + (p[2] - '0') * 8 + (p[3] - '0'));
+			p += 4;
+		} else {
+			*o = *p++;
+		}
+	}
+	*o = '\0';
 }
 
 /* The nsfs mounts of PID's mount namespace, once per mount namespace.
@@ -270,11 +346,17 @@ static void scan_mounts(struct scan *s, pid_t pid)
 		if (!root || !strstr(root, " - nsfs "))
 			continue;
 		char *sp = strchr(root, ' ');
-		if (sp)
-			*sp = '\0';
+		if (!sp)
+			continue;
+		*sp = '\0';
+		char *point = sp + 1, *end = strchr(point, ' ');
+		if (end)
+			*end = '\0';
 		uint64_t ino = ns_link_ino(root, "net");
-		if (ino)
-			hit(s, ino, NSH_SCAN_MOUNTS, pid, NULL);
+		if (ino) {
+			unescape_octal(point);
+			hit(s, ino, NSH_SCAN_MOUNTS, pid, NULL, &(struct place){s->procfd, point, true});
+		}
 	}
 	free(line);
 	fclose(f);

@@ -89,6 +89,22 @@ assert_eq "$bytes 1" "$(sed '/^rc=/,$d' <<<"$out" | jq -r '"\(.table_memory.byte
 	"... it counts the netns a process there holds, its pin gone (no nsfs handle opens there)"
 out=$(ns reclaim --json)
 assert_eq "0 0" "$(jq -r '"\(.table_memory.bytes) \(.table_memory.netns)"' <<<"$out")" "the holder gone: its record goes"
+# There the /proc scan decides, and nsfs inode numbers are reused (lowest
+# free, once the kernel has freed a netns): a netns pinned after a sized one
+# was freed can have its number.  The scan must tell them apart by the netns
+# id the record's file handle carries, or the dead record counts as long as
+# the new netns lives.  The reuse made certain: the record of a sized netns
+# now freed is given the inode number of a live one.
+ns create --tcp 1024 --udp 128 "$STATE/pins/reuse" >/dev/null || fail "create reuse"
+touch "$WORK/other" && unshare --net="$WORK/other" true || fail "pin another netns"
+on_exit "umount '$WORK/other'"
+old=$(stat -L -c %i "$STATE/pins/reuse") new=$(stat -L -c %i "$WORK/other")
+sed -i "/ ${old}@[0-9]* .*\/pins\/reuse\$/s/ ${old}@/ ${new}@/" "$STATE/ledger"
+assert_eq 1 "$(grep -c " ${new}@.*/pins/reuse\$" "$STATE/ledger")" "the record of reuse now names the inode number of a live netns"
+umount "$STATE/pins/reuse" && rm "$STATE/pins/reuse"
+out=$(unshare --pid --fork --mount-proc nshash --state-dir "$STATE" reclaim --json)
+assert_eq "0 0" "$(jq -r '"\(.table_memory.bytes) \(.table_memory.netns)"' <<<"$out")" \
+	"a reclaim in a PID namespace drops it: the live netns with that number is not its (the handle's netns id)"
 
 # ---------------------------------------------------------------- rate limit
 rm -f "$STATE/reclaim.stamp"

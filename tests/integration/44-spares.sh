@@ -228,7 +228,7 @@ grep -qE 'openat\([0-9]+, "sys/net/ipv4/"' <<<"$refill" && pass "... and reads t
 	fail "the refill read no sysctl through its own proc"
 # without the new mount API (seccomp, old kernel) the refill verifies through /proc
 "$NSH" --state-dir "$S" gc --max-idle 0 >/dev/null
-NSHASH_POLICY=$P python3 "$TOP/tests/lib/no-syscall.py" fsopen strace -f -qq -e trace=fsopen,openat -o "$D/trace" \
+NSHASH_POLICY=$P python3 "$TOP/tests/lib/no-syscall.py" fsopen strace -f -qq -e trace=fsopen,openat,clone,clone3,fork,vfork -o "$D/trace" \
 	nshash-runtime --root "$D/root" run -b "$D/b3" n5 </dev/null >"$D/n5.out" 2>&1
 assert_eq "2048 $G" "$(tail -2 "$D/n5.out" | tr '\n' ' ' | sed 's/ $//')" "fsopen refused: sized"
 ready
@@ -236,11 +236,14 @@ sn=$(spares 2048 0)
 [[ "$(basename "$sn")" =~ ^tcp2048-udp0\.2048\.$G\.[0-9a-f]{16}$ ]] && pass "fsopen refused: the refill made $(basename "$sn")" ||
 	fail "fsopen refused: spare '$(basename "$sn")'"
 # the refill: a process that opened the spares' lock (the wrapper may open
-# it too, and first); (strace splits a call another traced process
-# interrupted: "<unfinished ...>", then "<... fsopen resumed>) = -1 ENOSYS")
+# it too, and first), or one it forked (the filler detaches); (strace
+# splits a call another traced process interrupted: "<unfinished ...>",
+# then "<... fsopen resumed>) = -1 ENOSYS")
 refused=
 for filler in $(awk -v l="\"$S/spares/.lock\"" 'index($0, l) {print $1}' "$D/trace" | sort -u); do
-	grep -E "^$filler " "$D/trace" | grep -qE 'fsopen\("proc".*= -1 ENOSYS|<\.\.\. fsopen resumed>.*= -1 ENOSYS' && refused=$filler
+	for p in $filler $(awk -v f="$filler" '$1 == f && $0 ~ /(clone3?|v?fork)(\(| resumed>)/ && $NF ~ /^[0-9]+$/ {print $NF}' "$D/trace"); do
+		grep -E "^$p " "$D/trace" | grep -qE 'fsopen\("proc".*= -1 ENOSYS|<\.\.\. fsopen resumed>.*= -1 ENOSYS' && refused=$p
+	done
 done
 [ -n "$refused" ] && pass "... its fsopen was refused" ||
 	fail "the refill's fsopen was not refused: $(grep fsopen "$D/trace")"
