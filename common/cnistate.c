@@ -478,8 +478,10 @@ static bool parent_seen(const char *path)
 }
 
 /* Where its netns should be: 1 an nsfs file with the recorded inode is at
- * the recorded path, 0 not (gone, or another file there), -1 cannot tell
- * (the path's directory is not in this view, or cannot be looked at). */
+ * the recorded path, 0 not (gone, or another netns there), -1 cannot tell
+ * (the path's directory is not in this view, or cannot be looked at, or a
+ * plain file is there: the pin's mount may not reach this view, as with a
+ * non-recursive bind of the runtime's dir or no mount propagation). */
 static int record_at_path(const struct nsh_pod_record *rec)
 {
 	struct stat st;
@@ -488,11 +490,11 @@ static int record_at_path(const struct nsh_pod_record *rec)
 		return 0; /* never a netns path: nothing to keep it for */
 	if (lstat(rec->netns, &st) < 0)
 		return (errno == ENOENT || errno == ENOTDIR) && parent_seen(rec->netns) ? 0 : -1;
-	if ((uint64_t)st.st_ino != rec->inode)
-		return 0;
 	if (statfs(rec->netns, &sf) < 0)
 		return errno == ENOENT || errno == ENOTDIR ? 0 : -1;
-	return sf.f_type == NSFS_MAGIC;
+	if (sf.f_type != NSFS_MAGIC)
+		return -1;
+	return (uint64_t)st.st_ino == rec->inode;
 }
 
 const struct nsh_pod_record *nsh_pod_record_find(const struct nsh_pod_record *v, size_t n, uint64_t inode)

@@ -95,6 +95,12 @@ int nsh_netns_enter(int nsfd, const char *what, struct nshash_error *err);
 /* Return to `home`.  If that fails the thread is stranded in another netns:
  * the error says so loudly. */
 int nsh_netns_return(int home, struct nshash_error *err);
+/* A field of /proc/PID/mountinfo (a path) in place: cut at its end (the
+ * next space) and unescaped (the kernel writes space, tab, newline and
+ * backslash as \ooo).  Returns s. */
+char *nsh_mountinfo_field(char *s);
+/* Is capability `cap` (CAP_*) in this thread's effective set? */
+bool nsh_cap_in_effect(int cap);
 /* NS_GET_ID of a namespace fd (Linux 6.18): its 64-bit id, never reused;
  * 0 when the kernel has no such ioctl. */
 uint64_t nsh_ns_get_id(int nsfd);

@@ -38,6 +38,8 @@
 #include <sys/sysmacros.h>
 #include <time.h>
 
+#include <sys/capability.h>
+
 #include "internal.h"
 
 #define LEDGER_MAX	  (64u << 20) /* refuse to read a larger ledger */
@@ -523,16 +525,20 @@ static bool pinned_at(const struct nsh_record *r)
 	       (uint64_t)st.st_ctim.tv_sec * 1000000000u + (uint64_t)st.st_ctim.tv_nsec == r->ctime_ns;
 }
 
-/* Can a failed decode of an nsfs file handle here mean "gone"?  Only in
- * the initial PID namespace: elsewhere the kernel refuses to open a handle
- * of any netns but the caller's own (6.18: ESTALE, as for a dead one;
- * later kernels: EPERM), so a live pod's netns would look gone to a gc run
- * in a container with a PID namespace of its own.  The initial PID
- * namespace's nsfs inode number is fixed (PROC_PID_INIT_INO). */
+/* Can a failed decode of an nsfs file handle here mean "gone"?  Only for
+ * a caller in the initial PID and user namespaces with CAP_SYS_ADMIN:
+ * anyone else the kernel refuses a handle of any netns but its own (6.18:
+ * ESTALE, as for a dead one; later kernels: EPERM), so a live pod's netns
+ * would look gone to a gc in a container with a PID namespace of its own
+ * or to rootless podman's hooks.  The initial namespaces' nsfs inode
+ * numbers are fixed (PROC_PID_INIT_INO, PROC_USER_INIT_INO). */
 static bool handles_decide(void)
 {
-	struct stat st;
-	return stat("/proc/thread-self/ns/pid", &st) == 0 && st.st_ino == 0xEFFFFFFCu;
+	struct stat pid, user;
+	if (stat("/proc/thread-self/ns/pid", &pid) < 0 || pid.st_ino != 0xEFFFFFFCu ||
+	    stat("/proc/thread-self/ns/user", &user) < 0 || user.st_ino != 0xEFFFFFFDu)
+		return false;
+	return nsh_cap_in_effect(CAP_SYS_ADMIN);
 }
 
 /* Does the netns of an N record still exist?  Its nsfs file handle says

@@ -13,6 +13,15 @@ static bool cap_effective(cap_t caps, cap_value_t cap)
 	return caps && cap_get_flag(caps, cap, CAP_EFFECTIVE, &v) == 0 && v == CAP_SET;
 }
 
+bool nsh_cap_in_effect(int cap)
+{
+	cap_t caps = cap_get_proc();
+	bool yes = cap_effective(caps, (cap_value_t)cap);
+	if (caps)
+		cap_free(caps);
+	return yes;
+}
+
 int nshash_probe(struct nshash_probe *p, struct nshash_error *err)
 {
 	memset(p, 0, sizeof(*p));

@@ -56,3 +56,22 @@ int nsh_proc_stat(pid_t pid, struct nsh_proc_stat *st)
 	st->start = start;
 	return 0;
 }
+
+char *nsh_mountinfo_field(char *s)
+{
+	char *end = strchr(s, ' ');
+	if (end)
+		*end = '\0';
+	char *w = s;
+	for (char *r = s; *r; w++) {
+		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' && r[3] >= '0' &&
+		    r[3] <= '7') {
+			*w = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+			r += 4;
+		} else {
+			*w = *r++;
+		}
+	}
+	*w = '\0';
+	return s;
+}

@@ -20,7 +20,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/capability.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <time.h>
 
@@ -39,6 +41,7 @@ struct scan {
 	unsigned flags; /* union of the items' wants */
 	pid_t self;
 	dev_t nsfs_dev;	  /* the device of every namespace inode */
+	uint64_t own_mnt; /* the scanner's mount namespace (inode), 0 unknown */
 	uint64_t *mntns;  /* mount namespaces whose mount table was read */
 	int64_t deadline; /* nsh_monotonic_ms(); 0 = none */
 	pid_t from, at;	  /* the first pid the pass looks at; the one it is at */
@@ -130,38 +133,44 @@ struct place {
 	bool mount;
 };
 
-/* The 64-bit id of the netns at a place; 0 when it cannot be read (then
- * the inode number alone decides, as before ids).  Nothing but nsfs is
- * opened (O_PATH first: a FIFO or a device put there since is never
- * opened for real); a mount point is reached beneath the process's root
- * without following any symlink (a container's own links lead nowhere). */
-static uint64_t id_at(const struct place *w, pid_t pid)
+/* The 64-bit id of the netns with inode `ino` at a place; 0 when it cannot
+ * be told (then the inode number alone decides, as before ids).  What the
+ * path reaches is looked at through O_PATH first and opened for real only
+ * if it is that very nsfs inode: a FIFO, a device or another netns put
+ * there since is never opened.  A mount point is looked at only in the
+ * scanner's own mount namespace (another's, a container's, may be slow to
+ * resolve, e.g. on FUSE, and is its own), from "/" without following any
+ * symlink; a mount stacked over it shows another inode: no answer then,
+ * the lower mount may be the netns asked about. */
+static uint64_t id_at(struct scan *s, const struct place *w, pid_t pid, uint64_t ino)
 {
 	int pfd;
 	if (w->mount) {
-		char root[64];
-		snprintf(root, sizeof(root), "%d/root", (int)pid);
-		cleanup_close int rfd = openat(w->dirfd, root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (rfd < 0)
+		if (!s->own_mnt || mnt_of(s, pid) != s->own_mnt)
 			return 0;
 		struct open_how how = {.flags = O_PATH | O_CLOEXEC,
 				       .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
 		const char *rel = w->rel;
 		while (*rel == '/')
 			rel++;
-		pfd = (int)syscall(SYS_openat2, rfd, *rel ? rel : ".", &how, sizeof(how));
+		cleanup_close int rfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		pfd = rfd < 0 ? -1 : (int)syscall(SYS_openat2, rfd, *rel ? rel : ".", &how, sizeof(how));
 	} else {
 		pfd = openat(w->dirfd, w->rel, O_PATH | O_CLOEXEC);
 	}
 	if (pfd < 0)
 		return 0;
+	struct stat st;
+	struct statfs sfs;
 	uint64_t id = 0;
-	int nfd = nsh_reopen(pfd, O_RDONLY | O_NONBLOCK);
-	close(pfd);
-	if (nfd >= 0) {
-		id = nsh_fd_is_netns(nfd) ? nsh_ns_get_id(nfd) : 0;
-		close(nfd);
+	if (fstat(pfd, &st) == 0 && fstatfs(pfd, &sfs) == 0 && sfs.f_type == NSFS_MAGIC && (uint64_t)st.st_ino == ino) {
+		int nfd = nsh_reopen(pfd, O_RDONLY | O_NONBLOCK);
+		if (nfd >= 0) {
+			id = nsh_fd_is_netns(nfd) ? nsh_ns_get_id(nfd) : 0;
+			close(nfd);
+		}
 	}
+	close(pfd);
 	return id;
 }
 
@@ -190,7 +199,7 @@ static bool hit(struct scan *s, uint64_t ino, unsigned source, pid_t pid, const 
 			continue;
 		if (it->id && w) {
 			if (!id_read)
-				id = id_at(w, pid), id_read = true;
+				id = id_at(s, w, pid, ino), id_read = true;
 			if (id && id != it->id)
 				continue;
 		}
@@ -280,23 +289,6 @@ static void scan_links(struct scan *s, pid_t pid, unsigned source)
 	closedir(d);
 }
 
-/* A mountinfo path in place: the kernel writes space, tab, newline and
- * backslash as \ooo. */
-static void unescape_octal(char *p)
-{
-	char *o = p;
-	for (; *p; o++) {
-		if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' && p[3] >= '0' &&
-		    p[3] <= '7') {
-			*o = (char)((p[1] - '0') * 64 + (p[2] - '0') * 8 + (p[3] - '0'));
-			p += 4;
-		} else {
-			*o = *p++;
-		}
-	}
-	*o = '\0';
-}
-
 /* The nsfs mounts of PID's mount namespace, once per mount namespace.
  * Lines look like "... - nsfs nsfs rw" with the root field "net:[INO]". */
 static void scan_mounts(struct scan *s, pid_t pid)
@@ -349,12 +341,10 @@ static void scan_mounts(struct scan *s, pid_t pid)
 		if (!sp)
 			continue;
 		*sp = '\0';
-		char *point = sp + 1, *end = strchr(point, ' ');
-		if (end)
-			*end = '\0';
+		char *point = sp + 1;
 		uint64_t ino = ns_link_ino(root, "net");
 		if (ino) {
-			unescape_octal(point);
+			nsh_mountinfo_field(point);
 			hit(s, ino, NSH_SCAN_MOUNTS, pid, NULL, &(struct place){s->procfd, point, true});
 		}
 	}
@@ -404,25 +394,13 @@ static int scan_pass(struct scan *s, unsigned sources)
 /* CAP_SYS_PTRACE in effect: every process's /proc is ours to read. */
 static bool can_ptrace(void)
 {
-	cap_t caps = cap_get_proc();
-	cap_flag_value_t ptrace = CAP_CLEAR;
-	bool yes = caps && cap_get_flag(caps, CAP_SYS_PTRACE, CAP_EFFECTIVE, &ptrace) == 0 && ptrace == CAP_SET;
-	if (caps)
-		cap_free(caps);
-	return yes;
+	return nsh_cap_in_effect(CAP_SYS_PTRACE);
 }
 
 /* CAP_DAC_READ_SEARCH (or _OVERRIDE): another uid's /proc/PID/fd (0500) opens. */
 static bool can_read_fd_dirs(void)
 {
-	cap_t caps = cap_get_proc();
-	cap_flag_value_t search = CAP_CLEAR, override = CAP_CLEAR;
-	bool yes =
-	    caps && ((cap_get_flag(caps, CAP_DAC_READ_SEARCH, CAP_EFFECTIVE, &search) == 0 && search == CAP_SET) ||
-		     (cap_get_flag(caps, CAP_DAC_OVERRIDE, CAP_EFFECTIVE, &override) == 0 && override == CAP_SET));
-	if (caps)
-		cap_free(caps);
-	return yes;
+	return nsh_cap_in_effect(CAP_DAC_READ_SEARCH) || nsh_cap_in_effect(CAP_DAC_OVERRIDE);
 }
 
 int nsh_netns_scan(struct nsh_scan_item *items, size_t n, bool skip_self, unsigned max_ms)
@@ -486,6 +464,8 @@ static int scan_run(struct scan *sp, unsigned max_ms, struct nsh_scan_pos *pos)
 	if (stat("/proc/thread-self/ns/net", &st) < 0)
 		return -errno;
 	s.nsfs_dev = st.st_dev;
+	if (stat("/proc/thread-self/ns/mnt", &st) == 0)
+		s.own_mnt = st.st_ino;
 	s.procfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (s.procfd < 0)
 		return -errno;
@@ -541,27 +521,6 @@ int nsh_proc_netns_each(int (*fn)(pid_t pid, const struct stat *ns, void *arg), 
 	return r;
 }
 
-/* mountinfo escapes space, tab, newline and backslash as \ooo: undo it in
- * place (the field ends at the first space). */
-static char *mountinfo_field(char *s)
-{
-	char *end = strchr(s, ' ');
-	if (end)
-		*end = '\0';
-	char *w = s;
-	for (char *r = s; *r; w++) {
-		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' && r[3] >= '0' &&
-		    r[3] <= '7') {
-			*w = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
-			r += 4;
-		} else {
-			*w = *r++;
-		}
-	}
-	*w = '\0';
-	return s;
-}
-
 /* Mark each of paths[] that is a mount point in PID's mount table. */
 static int mounted_in(int procfd, pid_t pid, const char *const *paths, size_t n, bool *mounted)
 {
@@ -587,7 +546,7 @@ static int mounted_in(int procfd, pid_t pid, const char *const *paths, size_t n,
 		}
 		if (!mp)
 			continue;
-		mountinfo_field(mp);
+		nsh_mountinfo_field(mp);
 		for (size_t i = 0; i < n; i++)
 			if (!mounted[i] && strcmp(mp, paths[i]) == 0)
 				mounted[i] = true;

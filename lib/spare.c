@@ -469,17 +469,26 @@ int nshash_spare_fill(const struct nshash_create_opts *opts, struct nshash_error
 	return made;
 }
 
-/* Does anything mount at or below dir/ (in this mount namespace)? */
+/* Does anything mount below dir/ (in this mount namespace)?  mountinfo
+ * names mount points by their real path, spaces and the like escaped: dir
+ * is compared as realpath(3) gives it, each mount point unescaped. */
 static bool mounts_below(const char *dir)
 {
+	char real[PATH_MAX];
+	if (!realpath(dir, real))
+		return true; /* cannot tell: keep it */
 	FILE *f = fopen("/proc/self/mountinfo", "re");
 	if (!f)
-		return true; /* cannot tell: keep it */
+		return true;
 	char *line = NULL, mnt[PATH_MAX];
-	size_t cap = 0, len = strlen(dir);
+	size_t cap = 0, len = strlen(real);
 	bool any = false;
-	while (!any && getline(&line, &cap, f) > 0)
-		any = sscanf(line, "%*s %*s %*s %*s %4095s", mnt) == 1 && strncmp(mnt, dir, len) == 0 && mnt[len] == '/';
+	while (!any && getline(&line, &cap, f) > 0) {
+		if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1)
+			continue;
+		nsh_mountinfo_field(mnt);
+		any = strncmp(mnt, real, len) == 0 && mnt[len] == '/';
+	}
 	free(line);
 	fclose(f);
 	return any;

@@ -144,11 +144,14 @@ static long outside_owner(void)
 	return v;
 }
 
-/* Every existing ancestor of the canonical path `c`: a directory owned by
- * root or the caller (in a user namespace also by an owner outside it,
- * the host's root as it shows there), writable by no one else unless
- * sticky.  Otherwise someone else could rename the state dir away and put
- * their own in its place between the check and its use. */
+/* Every existing ancestor of the path `c` (the canonical one, then the
+ * one given, whose symbolic links the canonical one hides): a directory
+ * owned by root or the caller (in a user namespace also by an owner
+ * outside it, the host's root as it shows there), writable by no one else
+ * unless sticky; a symbolic link owned by root or the caller (only its
+ * owner can put another in its place, even in a sticky directory).
+ * Otherwise someone else could rename the state dir away and put their
+ * own in its place between the check and its use. */
 static int state_dir_ancestors_check(const char *dir, const char *c, struct nshash_error *err)
 {
 	char p[PATH_MAX];
@@ -167,7 +170,8 @@ static int state_dir_ancestors_check(const char *dir, const char *c, struct nsha
 				return 0; /* the rest is made 0700 */
 			return nsh_error_sys(err, errno, "state dir %s: look at its parent %s", dir, p);
 		}
-		if (!S_ISDIR(st.st_mode))
+		bool link = S_ISLNK(st.st_mode);
+		if (!S_ISDIR(st.st_mode) && !link)
 			return nshash_error_set(err, ENOTDIR, "state dir %s: its parent %s is not a directory", dir, p);
 		bool owner_ok = st.st_uid == 0 || st.st_uid == geteuid();
 		if (!owner_ok) {
@@ -177,12 +181,12 @@ static int state_dir_ancestors_check(const char *dir, const char *c, struct nsha
 		}
 		if (!owner_ok)
 			return nshash_error_set(err, EPERM,
-						"state dir %s: its parent %s is owned by uid %u, neither root nor the "
+						"state dir %s: its parent %s is %sowned by uid %u, neither root nor the "
 						"caller (its owner could put another directory in the state dir's "
 						"place): give a state dir under directories only root can change, "
 						"e.g. /run/nshash",
-						dir, p, (unsigned)st.st_uid);
-		if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))
+						dir, p, link ? "a symbolic link " : "", (unsigned)st.st_uid);
+		if (!link && (st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))
 			return nshash_error_set(err, EPERM,
 						"state dir %s: its parent %s is writable by group or others without "
 						"the sticky bit (mode %04o: anyone could put another directory in the "
@@ -198,8 +202,11 @@ static int state_dir_name_check(const char *dir, struct nshash_error *err)
 {
 	char canon[PATH_MAX], why[64];
 	int r = state_dir_canonical(dir, canon, sizeof(canon), err);
-	if (r == 0 && !system_dir(canon, why, sizeof(why)))
+	if (r == 0 && !system_dir(canon, why, sizeof(why))) {
 		r = state_dir_ancestors_check(dir, canon, err);
+		if (r == 0 && dir[0] == '/' && strcmp(dir, canon))
+			r = state_dir_ancestors_check(dir, dir, err);
+	}
 	if (r < 0 || !system_dir(canon, why, sizeof(why)))
 		return r;
 	char shown[PATH_MAX + 8] = "";
@@ -247,6 +254,10 @@ int nsh_state_dir_check(const char *dir, bool create, struct nshash_error *err)
 		r = nsh_mkdir_p(dir, 0700, err);
 		if (r < 0 && r != -ENOTDIR)
 			return r;
+		/* what was missing and made now may have been made by someone
+		 * else in between: the ancestors again */
+		if ((r = state_dir_name_check(dir, err)) < 0)
+			return r;
 		exists = lstat(dir, &st) == 0;
 	}
 	if (!exists) {
@@ -287,6 +298,11 @@ int nsh_state_dir_check(const char *dir, bool create, struct nshash_error *err)
 		if (fchmod(fd, 0700) < 0 || fstat(fd, &st) < 0)
 			return nsh_error_sys(err, errno, "state dir %s: narrow mode 0755 to 0700", dir);
 	}
+	/* the lock-free check holds no fd to narrow through: kubelet's empty
+	 * 0755 is looked at again as the checked open does (the first ADD on
+	 * a fresh node, with no budget to take the lock first) */
+	if ((st.st_mode & 077) && !create && (st.st_mode & 07777) == 0755)
+		return nsh_state_dir_check(dir, true, err);
 	if (st.st_mode & 077)
 		return nshash_error_set(err, EPERM,
 					"state dir %s: open to group or others (mode %04o): " STATE_DIR_HINT, dir,

@@ -297,6 +297,14 @@ OUT=$($TO $NSHASH --state-dir "$D/anc-other/state" create --tcp 128 "$D/p6" 2>&1
 expect 1 "state dir $D/anc-other/state: its parent $D/anc-other is owned by uid 4321, neither root nor the caller" \
 	"CLI: a state dir under a directory of another user: refused"
 assert_eq "" "$(ls -A "$D/anc-other")" "... nothing made under it"
+# a symbolic link on the way that another user owns (in a sticky dir, as
+# /tmp: only they can put another in its place): the canonical path hides it
+mkdir "$D/anc-stk" && chmod 1777 "$D/anc-stk" && mkdir -m 0700 "$D/anc-target"
+ln -s "$D/anc-target" "$D/anc-stk/link" && chown -h 4321 "$D/anc-stk/link"
+OUT=$($TO $NSHASH --state-dir "$D/anc-stk/link/state" create --tcp 128 "$D/p6" 2>&1); RC=$?
+expect 1 "state dir $D/anc-stk/link/state: its parent $D/anc-stk/link is a symbolic link owned by uid 4321, neither root nor the caller" \
+	"CLI: a state dir through another user's symbolic link: refused"
+assert_eq " no-pin" "$(ls -A "$D/anc-target") $([ -e "$D/p6" ] && echo pin || echo no-pin)" "... nothing made behind it, no pin"
 mkdir "$D/anc-sticky" && chmod 1777 "$D/anc-sticky"
 on_exit "cleanup_state_dir '$D/anc-sticky/state'"
 OUT=$($TO $NSHASH --state-dir "$D/anc-sticky/state" create --tcp 128 "$D/p7" 2>&1); RC=$?

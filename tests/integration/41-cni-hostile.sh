@@ -155,6 +155,17 @@ if [ "$(stat -c %a "$D/st-755")" = 755 ] && [ "$CNI_RC" -ne 0 ]; then
 else
 	fail "the 0755 scratch stateDir was not refused: \"/\" not tried"
 fi
+# kubelet's own: an empty 0755 directory (hostPath DirectoryOrCreate) met by
+# the first ADD on a fresh node before the DaemonSet's init container
+# narrowed it, with no budget (no ledger lock taken first): narrowed, sized
+new_pin
+mkdir -m 0755 "$D/st-kubelet" && chmod 0755 "$D/st-kubelet"
+on_exit "cleanup_state_dir '$D/st-kubelet'"
+cni_node_policy "$D/node-kubelet.json" "$D/st-kubelet"
+conf "\"tcp\":4096,\"stateDir\":\"$D/st-kubelet\"" >"$D/c.json"
+plugin CNI_NETNS="$P" <"$D/c.json"
+assert_eq "0 4096 700" "$CNI_RC $(netns_sizes_at "$P" | cut -d' ' -f1) $(stat -c %a "$D/st-kubelet")" \
+	"stateDir an empty 0755 directory (kubelet's), no budget: narrowed to 0700, the first ADD sized $CNI_OUT"
 cni_node_policy "$D/node.json" "$STATE"
 
 # ---- exactly 16 MiB of stdin is read; valid JSON that is not an object

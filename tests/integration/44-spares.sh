@@ -126,6 +126,13 @@ out=$("$NSH" --state-dir "$S" list --json)
 assert_eq 16 "$(jq '[.[] | select(.kind == "spare")] | length' <<<"$out")" "list: sixteen spares (kind spare)"
 out=$("$NSH" --state-dir "$S" gc --json)
 assert_eq 0 "$(jq .spares_removed <<<"$out")" "gc keeps fresh spares"
+# the state dir named through a symbolic link on the way (as /var/run is
+# /run's): gc must see the spares mounted below (mountinfo names the real
+# path), and keep spares/ bound with them
+ln -s "$(dirname "$S")" "$D/via-link"
+out=$("$NSH" --state-dir "$D/via-link/$(basename "$S")" gc --json)
+assert_eq "0 16" "$(jq .spares_removed <<<"$out") $(mounted)" "gc through a symlinked parent: the 16 spares kept, still mounted"
+rm "$D/via-link"
 out=$("$NSH" --state-dir "$S" gc --max-idle 0 --json)
 assert_eq 16 "$(jq .spares_removed <<<"$out")" "gc --max-idle 0 removes all"
 assert_eq 0 "$(mounted)" "nothing mounted under spares/"

@@ -203,10 +203,20 @@ static void test_pod_records(void **state)
 	assert_int_equal(nsh_pod_records_read(dir, &v, &n, &err), 0);
 	assert_int_equal(n, 1);
 	free(v);
-	/* once the directory is there and the pin is not: gone, pruned */
-	char hdir[256];
+	/* the directory is there with the pin's file but not its mount (a
+	 * non-recursive bind of the runtime's dir, no propagation): a plain
+	 * file where the netns should be cannot tell gone from unseen, kept */
+	char hdir[256], hfile[300];
 	snprintf(hdir, sizeof(hdir), "%s/no-such-dir", dir);
 	assert_int_equal(mkdir(hdir, 0700), 0);
+	snprintf(hfile, sizeof(hfile), "%s/cni-1", hdir);
+	FILE *hf = fopen(hfile, "w");
+	assert_non_null(hf);
+	fclose(hf);
+	assert_int_equal(nsh_pod_records_prune(dir, &removed, &err), 0);
+	assert_int_equal(removed, 0);
+	assert_int_equal(unlink(hfile), 0);
+	/* once the directory is there and the pin is not: gone, pruned */
 	assert_int_equal(nsh_pod_records_prune(dir, &removed, &err), 0);
 	assert_int_equal(removed, 1);
 	assert_int_equal(rmdir(hdir), 0);
