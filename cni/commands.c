@@ -343,6 +343,10 @@ static int add_replace(struct run *r, struct nshash_sizes req, const char *want,
 	nshash_sysctls_free(&carry);
 	if (s == 0 && r->ops->swap(nsfd, netns, &e) < 0)
 		s = soft_failure(r, NSH_CNI_E_CREATE, "%s", e.msg);
+	/* the ledger names the runtime's pin, not "none" or the spare's old
+	 * one (a failure leaves the record counted as it was) */
+	if (s == 0 && r->ops == &nsh_cni_system_ops)
+		(void)nshash_netns_record_pin(&opts, nsfd, netns, NULL);
 	if (nsfd >= 0)
 		close(nsfd);
 	if (s != 0)
