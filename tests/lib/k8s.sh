@@ -38,6 +38,7 @@ k8s_apt() {
 		Dir::State::status "$d/status";
 		Dir::Cache "$d/cache";
 		Debug::NoLocking "true";
+		APT::Sandbox::User "root";
 	EOS
 	: >"$d/status"
 	echo "$d/apt.conf"
