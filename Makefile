@@ -106,7 +106,7 @@ SOAK_SECONDS ?= 1800
 SAN := build/san
 ALL_SRCS := $(sort $(wildcard lib/*.c common/*.c oci-hooks/*.c cni/*.c cmd/*.c k8s/*.c netavark/*.c))
 
-.PHONY: all deps deps-test deps-unit deps-lint deps-deb deps-rpm check check-here check-engines check-k8s unit integration soak demo bench value install uninstall \
+.PHONY: all deps deps-test deps-unit deps-lint deps-deb deps-rpm deps-cri check check-here check-engines check-k8s check-cri unit integration soak demo bench value install uninstall \
 	deb rpm clean format pkgconfig-check fuzz lint san san-check image
 
 all: $(LIB_A) $(LIB_SO) $(BINS)
@@ -132,6 +132,8 @@ deps-deb:
 	@tools/ensure-deps deb
 deps-rpm:
 	@tools/ensure-deps rpm
+deps-cri:
+	@tools/ensure-deps cri
 
 # These goals install their dependencies first and then build in a second
 # make, which reads this file (and asks pkg-config) with the packages in place:
@@ -142,13 +144,15 @@ DEPS_unit := unit
 DEPS_lint := lint
 DEPS_deb := deb
 DEPS_rpm := rpm
+DEPS_cri := check-cri
 ifndef NSHASH_DEPS_DONE
 $(DEPS_test): deps-test
 $(DEPS_unit): deps-unit
 $(DEPS_lint): deps-lint
 $(DEPS_deb): deps-deb
 $(DEPS_rpm): deps-rpm
-$(DEPS_test) $(DEPS_unit) $(DEPS_lint) $(DEPS_deb) $(DEPS_rpm):
+$(DEPS_cri): deps-cri
+$(DEPS_test) $(DEPS_unit) $(DEPS_lint) $(DEPS_deb) $(DEPS_rpm) $(DEPS_cri):
 	@$(MAKE) --no-print-directory NSHASH_DEPS_DONE=1 $@
 else
 unit: all $(UNIT_BINS)
@@ -190,6 +194,15 @@ check-engines: all
 # the cluster privately.
 check-k8s: all
 	@NSHASH_TESTS=73-k8s-kubelet tests/run-all
+
+# The CRI peer check (root; not part of make check): critest and CRI-O built
+# from source trees you point it at (make check-cri CRI_TOOLS_SRC=DIR
+# CRIO_SRC=DIR; neither is a Debian package), critest run without and with
+# nshash on containerd and on CRI-O, the two result lists compared
+# (tests/check-cri; docs/runtimes.md).  Without the trees it says how to get
+# them and fails.
+check-cri: all
+	@CRI_TOOLS_SRC="$(CRI_TOOLS_SRC)" CRIO_SRC="$(CRIO_SRC)" tests/check-cri
 # The day on a node of make check (tests/integration/60-day-on-a-node.sh:
 # the installed binaries, the shipped policy, the state dir absent at first)
 # with its middle repeated for SOAK_SECONDS: hundreds of starts, bursts,

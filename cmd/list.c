@@ -51,7 +51,9 @@ static void print_usage_text(const struct nshash_table_usage *u, uint64_t max)
 	if (u->pending)
 		printf(", %zu being created", u->pending);
 	if (u->unverified)
-		printf(", %zu not at their recorded pin (held by a process, taken by a pod from a spare, or removed; counted until reclaim or gc finds nothing holds them)", u->unverified);
+		printf(", %zu not proven alive (their pin is gone and this kernel gives no nsfs file handle: "
+		       "counted until reclaim or gc scans /proc)",
+		       u->unverified);
 	putchar('\n');
 }
 

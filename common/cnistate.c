@@ -528,13 +528,30 @@ int nsh_pod_records_prune(const char *state_dir, size_t *removed, struct nshash_
 
 /* ------------------------------------------------------------ shared tables */
 
+/* A UUID as Go's uuid.New().String() writes it: 8-4-4-4-12 lowercase hex. */
+static bool uuid_text(const char *s)
+{
+	for (int i = 0; i < 36; i++) {
+		bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+		if (dash ? s[i] != '-' : !((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	}
+	return s[36] == '\0';
+}
+
 bool nsh_pod_netns_path(const char *path)
 {
-	static const char *const dirs[] = {"/run/netns/cni-", "/var/run/netns/cni-"};
-	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
-		if (strncmp(path, dirs[i], strlen(dirs[i])) == 0 && path[strlen(dirs[i])] &&
-		    !strchr(path + strlen(dirs[i]), '/'))
+	static const char *const dirs[] = {"/run/netns/", "/var/run/netns/"};
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		size_t n = strlen(dirs[i]);
+		if (strncmp(path, dirs[i], n) != 0 || strchr(path + n, '/'))
+			continue;
+		const char *name = path + n;
+		/* containerd's CRI: cni-RANDOM; CRI-O (namespaces_dir /var/run,
+		 * its default): a bare UUID */
+		if ((strncmp(name, "cni-", 4) == 0 && name[4]) || uuid_text(name))
 			return true;
+	}
 	return false;
 }
 

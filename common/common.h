@@ -380,7 +380,9 @@ int nsh_pod_records_read(const char *state_dir, struct nsh_pod_record **out, siz
 const struct nsh_pod_record *nsh_pod_record_find(const struct nsh_pod_record *v, size_t n, uint64_t inode);
 /* Remove the records whose netns is no longer at their path. */
 int nsh_pod_records_prune(const char *state_dir, size_t *removed, struct nshash_error *err);
-/* A CNI runtime's pod netns pin: /run/netns/cni-* or /var/run/netns/cni-*. */
+/* A CRI runtime's pod netns pin: /run/netns/cni-* or /var/run/netns/cni-*
+ * (containerd), /run/netns/UUID or /var/run/netns/UUID (CRI-O with its
+ * default namespaces_dir). */
 bool nsh_pod_netns_path(const char *path);
 /* Why a scanned netns is a pod's on the shared tables although nshash is
  * chained: "unseen" (a pod netns pin, nsh_pod_netns_path, with a shared

@@ -1062,6 +1062,25 @@ void nsh_ledger_cancel(const char *state_dir, struct nsh_ticket *t)
 	t->reserved = false;
 }
 
+/* Without a scan: what the pins and the file handles tell alone (one
+ * syscall a record): a record whose netns is gone is dropped, one whose
+ * netns lives away from its pin (a process holds it) is known alive; only
+ * a record neither tells of (no handle: older kernels) stays unverified. */
+static void judge_by_handle(struct nsh_ledger *l, size_t *dropped)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		struct nsh_record *r = &l->v[i];
+		if (r->drop || r->kind != 'N' || pinned_at(r))
+			continue;
+		int alive = handle_alive(r);
+		r->checked = alive >= 0;
+		if (alive == 0) {
+			r->drop = true;
+			(*dropped)++;
+		}
+	}
+}
+
 /* Usage, after dropping what is gone: reservations of dead creators,
  * netns in `gone` (inodes whose last pin the caller removed while nothing
  * held them) and, with `scan`, what a /proc scan finds unheld.  `dry`:
@@ -1097,6 +1116,8 @@ static int ledger_account(const char *state_dir, const uint64_t *gone, size_t ng
 		int timed_out = 0;
 		if (scan)
 			r = reconcile(state_dir, &lockfd, &l, max_ms, dry, dropped, err);
+		else
+			judge_by_handle(&l, dropped);
 		if (NSH_SCAN_INCOMPLETE(r))
 			timed_out = -ETIMEDOUT, r = 0;
 		rewrite |= drop_dead_creators(&l); /* read again after a scan */

@@ -14,6 +14,30 @@
 
 #include "internal.h"
 
+/* The netns behind nsfd, recorded in the ledger already, is (about to be)
+ * pinned at `pin`: a record naming that pin, whose inode makes the older
+ * one not count (ledger.c).  Best effort: a failure leaves the older record,
+ * which counts as before, only without its cheap proof of life. */
+static void note_pin(const char *state_dir, const struct nshash_create_opts *opts, int nsfd, const char *pin)
+{
+	struct nsh_ticket t;
+	memset(&t, 0, sizeof(t));
+	(void)nsh_ledger_commit(state_dir, &t, nshash_sizes_effective(opts->sizes), nsfd, pin, false, NULL);
+}
+
+int nshash_netns_record_pin(const struct nshash_create_opts *opts, int nsfd, const char *pin_path,
+			    struct nshash_error *err)
+{
+	char sdbuf[PATH_MAX]; /* the default state dir, when none is given */
+	if (!pin_path || pin_path[0] != '/')
+		return nshash_error_set(err, EINVAL, "record the pin of a netns: pin path \"%s\" is not absolute",
+					pin_path ? pin_path : "");
+	struct nsh_ticket t;
+	memset(&t, 0, sizeof(t));
+	return nsh_ledger_commit(nsh_state_dir(opts->state_dir, sdbuf, sizeof(sdbuf)), &t,
+				 nshash_sizes_effective(opts->sizes), nsfd, pin_path, false, err);
+}
+
 /* A netns made and recorded in the table ledger (see ledger.c): under a
  * budget the bytes are reserved first (refused when they would pass it),
  * and the netns is committed with the pin it is going to get before it is
@@ -30,10 +54,15 @@ static int netns_new_recorded(const struct nshash_create_opts *opts, int proc, c
 	int r = nsh_size_request_check(opts->sizes, err);
 	if (r < 0)
 		return r;
-	/* a spare is recorded in the ledger already */
-	if (nshash_spare_take(opts, nsfd, info) == 1)
-		return 0;
 	const char *state_dir = nsh_state_dir(opts->state_dir, sdbuf, sizeof(sdbuf));
+	/* A spare is recorded already, at its pin under spares/: recorded
+	 * again at the pin it is going to get (the older record of its inode
+	 * no longer counts), so that its pin proves it alive. */
+	if (nshash_spare_take(opts, nsfd, info) == 1) {
+		if (pin)
+			note_pin(state_dir, opts, *nsfd, pin);
+		return 0;
+	}
 	struct nshash_sizes eff = nshash_sizes_effective(opts->sizes);
 	if (opts->max_table_bytes) {
 		r = nsh_ledger_reserve(state_dir, eff, opts->max_table_bytes, pin, ticket, err);

@@ -253,6 +253,14 @@ int nshash_netns_replace(const struct nshash_create_opts *opts, const char *pin_
 /* The second half of nshash_netns_replace: put the netns of `nsfd` (made
  * with nshash_netns_new) where the nsfs bind mount at `pin_path` was. */
 int nshash_netns_swap(int nsfd, const char *pin_path, struct nshash_error *err);
+/* The netns behind `nsfd`, made with nshash_netns_new(opts, ...), now sits at
+ * `pin_path` (nshash_netns_swap put it there): the table ledger names that
+ * pin, so that the pin proves it alive (`nshash list`, the budget) instead
+ * of a /proc scan.  opts->sizes and state_dir as given to nshash_netns_new;
+ * nothing to do for sizes of no bytes or a state dir the caller may not
+ * write.  A failure leaves the netns counted as before. */
+int nshash_netns_record_pin(const struct nshash_create_opts *opts, int nsfd, const char *pin_path,
+			    struct nshash_error *err);
 
 /* The netns-wide net.* sysctls of the netns pinned at `pin_path` that a new
  * netns does not have as it has them: what a runtime wrote there before a
@@ -303,12 +311,15 @@ struct nshash_table_usage {
 	size_t netns;		/* how many */
 	uint64_t pending_bytes; /* creations under way (reserved, included in bytes) */
 	size_t pending;
-	size_t unverified; /* counted although their pin no longer holds them: a
-			    * process may (0 right after a reconcile) */
+	size_t unverified; /* counted although neither their pin nor their nsfs
+			    * file handle (kernels without one) proves them
+			    * alive (0 right after a reconcile) */
 };
 /* What the ledger counts now.  With `reconcile`, first drop what a /proc
  * scan finds gone (takes the state lock for a moment; the scan itself runs
- * without it).  A missing state dir or ledger is zero use. */
+ * without it); without, what the pins and the file handles tell (a netns
+ * gone is dropped, one held away from its pin counts).  A missing state dir
+ * or ledger is zero use. */
 int nshash_table_usage(const char *state_dir, bool reconcile, struct nshash_table_usage *usage,
 		       struct nshash_error *err);
 

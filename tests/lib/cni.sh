@@ -149,17 +149,22 @@ cni_test_network() {
 
 # (The two helpers below need tests/lib/engines.sh sourced too.)
 # cni_oci_image DIR NAME CMD...: an OCI image archive DIR/image.tar of a
-# busybox rootfs whose command is CMD, named NAME (for ctr images import).
+# busybox rootfs whose command is CMD, named NAME (for ctr images import);
+# the rootfs is DIR/rootfs, made here unless the caller made it, and
+# CNI_OCI_USER (optional) the image's default user; PATH is set as images
+# set it (runc finds a bare command name through it, containerd sets none).
 cni_oci_image() {
 	local d=$1 name=$2 l c m
 	shift 2
 	mkdir -p "$d/layout/blobs/sha256"
-	engines_busybox_rootfs "$d/rootfs"
+	[ -d "$d/rootfs/bin" ] || engines_busybox_rootfs "$d/rootfs"
 	tar -C "$d/rootfs" -cf "$d/layer.tar" .
 	l=$(sha256sum <"$d/layer.tar" | cut -d' ' -f1)
 	mv "$d/layer.tar" "$d/layout/blobs/sha256/$l"
-	jq -cn --arg l "$l" --argjson cmd "$(printf '%s\n' "$@" | jq -R . | jq -cs .)" \
-		'{architecture: "amd64", os: "linux", config: {Cmd: $cmd}, rootfs: {type: "layers", diff_ids: ["sha256:" + $l]}}' >"$d/cfg"
+	jq -cn --arg l "$l" --argjson cmd "$(printf '%s\n' "$@" | jq -R . | jq -cs .)" --arg u "${CNI_OCI_USER:-}" \
+		'{architecture: "amd64", os: "linux",
+		  config: ({Cmd: $cmd, Env: ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]} + (if $u == "" then {} else {User: $u} end)),
+		  rootfs: {type: "layers", diff_ids: ["sha256:" + $l]}}' >"$d/cfg"
 	c=$(sha256sum <"$d/cfg" | cut -d' ' -f1)
 	jq -cn --arg c "$c" --argjson cs "$(stat -c %s "$d/cfg")" --arg l "$l" --argjson ls "$(stat -c %s "$d/layout/blobs/sha256/$l")" \
 		'{schemaVersion: 2, mediaType: "application/vnd.oci.image.manifest.v1+json",

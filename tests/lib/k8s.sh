@@ -16,18 +16,21 @@ K8S_BIN=$K8S_CACHE/bin
 K8S_ETCD=$K8S_CACHE/etcd/usr/bin/etcd
 K8S_TARGETS="kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl"
 
-# k8s_apt DIR: a private apt configuration in DIR (bookworm's deb and deb-src
-# from the mirror the machine's apt uses); prints the APT_CONFIG path
+# k8s_apt DIR [LINE...]: a private apt configuration in DIR; prints the
+# APT_CONFIG path.  Each LINE is "deb SUITE" or "deb-src SUITE" (component
+# main) from the mirror the machine's apt uses; default bookworm's deb and
+# deb-src.  tests/check-cri takes Go from trixie-backports this way.
 k8s_apt() {
-	local d=$1 mirror
+	local d=$1 mirror l
+	shift
+	[ $# -gt 0 ] || set -- "deb bookworm" "deb-src bookworm"
 	mirror=$(awk '/^URIs:/ && $2 ~ /\/debian\/?$/ {print $2; exit}' /etc/apt/sources.list.d/*.sources 2>/dev/null)
 	[ -n "$mirror" ] || mirror=$(awk '$1 == "deb" && $0 ~ /\/debian\/? / {for (i = 2; i <= NF; i++) if ($i ~ /^https?:/) {print $i; exit}}' /etc/apt/sources.list 2>/dev/null)
 	[ -n "$mirror" ] || mirror=http://deb.debian.org/debian
 	mkdir -p "$d/lists/partial" "$d/cache/archives/partial"
-	cat >"$d/sources.list" <<-EOS
-		deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror bookworm main
-		deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror bookworm main
-	EOS
+	for l in "$@"; do
+		echo "${l%% *} [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror ${l#* } main"
+	done >"$d/sources.list"
 	cat >"$d/apt.conf" <<-EOS
 		Dir::Etc::SourceList "$d/sources.list";
 		Dir::Etc::SourceParts "/nonexistent";
@@ -35,6 +38,7 @@ k8s_apt() {
 		Dir::State::status "$d/status";
 		Dir::Cache "$d/cache";
 		Debug::NoLocking "true";
+		APT::Sandbox::User "root";
 	EOS
 	: >"$d/status"
 	echo "$d/apt.conf"

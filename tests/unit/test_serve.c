@@ -261,6 +261,13 @@ static void test_pod_netns(void **state)
 	assert_false(nsh_pod_netns_path("/run/netns/cni-"));
 	assert_false(nsh_pod_netns_path("/run/netns/other"));
 	assert_false(nsh_pod_netns_path("/run/netns/cni-a/b"));
+	/* CRI-O: namespaces_dir/netns/UUID */
+	assert_true(nsh_pod_netns_path("/var/run/netns/0b5c2d9e-41f7-4c1a-9a3e-5d2f6b7c8e90"));
+	assert_true(nsh_pod_netns_path("/run/netns/0b5c2d9e-41f7-4c1a-9a3e-5d2f6b7c8e90"));
+	assert_false(nsh_pod_netns_path("/run/netns/0B5C2D9E-41F7-4C1A-9A3E-5D2F6B7C8E90"));
+	assert_false(nsh_pod_netns_path("/run/netns/0b5c2d9e-41f7-4c1a-9a3e-5d2f6b7c8e9"));
+	assert_false(nsh_pod_netns_path("/run/netns/0b5c2d9e-41f7-4c1a-9a3e-5d2f6b7c8e901"));
+	assert_false(nsh_pod_netns_path("/run/netns/netns-0b5c2d9e-41f7-4c1a-9a3e-5d2f6b7c8e90"));
 	struct nshash_stats_netns e = {.pinned = true, .kind = NSHASH_ENTRY_NETNS};
 	snprintf(e.name, sizeof(e.name), "/run/netns/cni-1");
 	e.info.tcp_entries = -262144;
