@@ -93,7 +93,8 @@ K8S_OBJS := $(call obj,$(sort $(wildcard k8s/*.c)))
 BINS := $(B)/nshash $(B)/nshash-hook $(B)/nshash-runtime $(B)/cni/nshash $(B)/nshash-cni-install $(B)/netavark/netavark
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRCS))
-BENCH_SRCS := $(sort $(wildcard bench/*.c))
+# bench/value-load.c is make value's load generator, linked into bench/value
+BENCH_SRCS := $(filter-out bench/value-load.c,$(sort $(wildcard bench/*.c)))
 BENCH_BINS := $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRCS))
 FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(FUZZ_SRCS))
@@ -343,6 +344,10 @@ $(B)/tests/%: tests/unit/%.c $(LIB_A)
 $(B)/bench/%: bench/%.c $(LIB_A)
 	@mkdir -p $(@D)
 	$(LINK) $(NSH_CPPFLAGS) $(CPPFLAGS) -o $@ $< $(LIB_A) $(LDLIBS) -lm
+# make value's load generator (bench/value-load.c)
+$(B)/bench/value: bench/value.c bench/value-load.c bench/value-load.h
+	@mkdir -p $(@D)
+	$(LINK) $(NSH_CPPFLAGS) $(CPPFLAGS) -o $@ bench/value.c bench/value-load.c
 # static like the plugin it stands next to in bench/cni-add
 $(B)/bench/cni-noop: bench/cni-noop.c
 	@mkdir -p $(@D)
