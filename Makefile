@@ -93,7 +93,8 @@ K8S_OBJS := $(call obj,$(sort $(wildcard k8s/*.c)))
 BINS := $(B)/nshash $(B)/nshash-hook $(B)/nshash-runtime $(B)/cni/nshash $(B)/nshash-cni-install $(B)/netavark/netavark
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRCS))
-BENCH_SRCS := $(sort $(wildcard bench/*.c))
+# bench/value-load.c is the load generator `value` and `value-node` share
+BENCH_SRCS := $(filter-out bench/value-load.c,$(sort $(wildcard bench/*.c)))
 BENCH_BINS := $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRCS))
 FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(FUZZ_SRCS))
@@ -106,7 +107,7 @@ SOAK_SECONDS ?= 1800
 SAN := build/san
 ALL_SRCS := $(sort $(wildcard lib/*.c common/*.c oci-hooks/*.c cni/*.c cmd/*.c k8s/*.c netavark/*.c))
 
-.PHONY: all deps deps-test deps-unit deps-lint deps-deb deps-rpm deps-cri check check-here check-engines check-k8s check-cri unit integration soak demo bench value install uninstall \
+.PHONY: all deps deps-test deps-unit deps-lint deps-deb deps-rpm deps-cri check check-here check-engines check-k8s check-cri unit integration soak demo bench value value-node install uninstall \
 	deb rpm clean format pkgconfig-check fuzz lint san san-check image
 
 all: $(LIB_A) $(LIB_SO) $(BINS)
@@ -139,7 +140,7 @@ deps-cri:
 # make, which reads this file (and asks pkg-config) with the packages in place:
 # the first `make demo` on a bare machine works.
 # make unit and make lint need no container engine: only cmocka, cppcheck.
-DEPS_test := check check-here check-engines check-k8s integration soak demo bench value fuzz san-check
+DEPS_test := check check-here check-engines check-k8s integration soak demo bench value value-node fuzz san-check
 DEPS_unit := unit
 DEPS_lint := lint
 DEPS_deb := deb
@@ -223,6 +224,16 @@ bench: all $(BENCH_BINS)
 # The case for nshash on this machine: build/value/value.{csv,png} (bench/value).
 value: all $(B)/bench/value
 	@bench/value
+
+# What installing nshash with `auto` does on this node (bench/value-node; root,
+# podman, gnuplot; under 15 minutes and 16 GiB on 2 cores): 50 victim containers
+# (VALUE_NODE_VICTIMS) on the shared tables, a noisy one growing to 2Mi UDP
+# sockets and 1Mi TCP connections, what `nshash stats` and /metrics show, then
+# the noisy one restarted with the tables `auto` learned; victims' rate and p99
+# over the day: build/value-node/value-node.{csv,png}.  A benchmark: asserts
+# nothing.  Heavy: run it alone (docs/benchmarks.md, "make value-node").
+value-node: all $(B)/bench/value-node
+	@bench/value-node
 
 # Unit tests and the bad-input tests under ASan+UBSan, then a fuzz smoke run.
 san-check: san
@@ -356,6 +367,14 @@ $(B)/tests/%: tests/unit/%.c $(LIB_A)
 $(B)/bench/%: bench/%.c $(LIB_A)
 	@mkdir -p $(@D)
 	$(LINK) $(NSH_CPPFLAGS) $(CPPFLAGS) -o $@ $< $(LIB_A) $(LDLIBS) -lm
+# make value's and make value-node's load generator (bench/value-load.c)
+$(B)/bench/value: bench/value.c bench/value-load.c bench/value-load.h
+	@mkdir -p $(@D)
+	$(LINK) $(NSH_CPPFLAGS) $(CPPFLAGS) -o $@ bench/value.c bench/value-load.c
+# static: it runs inside make value-node's busybox containers
+$(B)/bench/value-node: bench/value-node.c bench/value-load.c bench/value-load.h
+	@mkdir -p $(@D)
+	$(LINK) $(NSH_CPPFLAGS) $(CPPFLAGS) -o $@ bench/value-node.c bench/value-load.c -static
 # static like the plugin it stands next to in bench/cni-add
 $(B)/bench/cni-noop: bench/cni-noop.c
 	@mkdir -p $(@D)
