@@ -166,15 +166,14 @@ integration: all
 # engines.  The whole suite runs once, where it proves most: inside
 # 90-fresh-machine's bare Debian 12 root (its README lines, then this
 # target again there, NSHASH_IN_FRESH_ROOT=1: every unit and integration
-# test and the sanitized run; 73-k8s-kubelet skips there), and 91-package
-# and 73-k8s-kubelet on this machine (the packages
-# on another bare root).  NSHASH_TESTS=... (a subset) runs here, as
-# check-here does.
+# test, 73-k8s-kubelet's Kubernetes node included, and the sanitized run),
+# and 91-package on this machine (the packages on another bare root).
+# NSHASH_TESTS=... (a subset) runs here, as check-here does.
 check: all
 	@if [ -n "$${NSHASH_IN_FRESH_ROOT:-}" ] || [ -n "$${NSHASH_TESTS:-}" ]; then \
 		$(MAKE) --no-print-directory check-here; \
 	else \
-		NSHASH_TESTS="90-fresh-machine 91-package 73-k8s-kubelet" tests/run-all; \
+		NSHASH_TESTS="90-fresh-machine 91-package" tests/run-all; \
 	fi
 
 # The whole suite on this machine: unit tests, every integration script

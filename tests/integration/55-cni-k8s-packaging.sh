@@ -64,6 +64,8 @@ check(entry.get("capabilities", {}).get("io.kubernetes.cri.pod-annotations") is 
 check(c["command"] == ["/usr/bin/nshash-cni-install", "install", "--watch", "30", "--status-file", "/run/nshash-cni/install.prom"],
       "the container runs nshash-cni-install install --watch 30 --status-file /run/nshash-cni/install.prom (PID 1: no shell)")
 check(c.get("readinessProbe", {}).get("exec", {}).get("command") == ["/usr/bin/nshash-cni-install", "ready"], "readiness: exec nshash-cni-install ready")
+check(int(c.get("readinessProbe", {}).get("timeoutSeconds", 1)) >= 5,
+      "... with timeoutSeconds >= 5 (kubelet kills an exec probe at its timeout, default 1 s, and counts it failed)")
 check("COPY nshash-cni-install /usr/bin/nshash-cni-install" in containerfile, "the image has the installer where the command expects it")
 check(re.search(r"^COPY nshash-plugin " + re.escape(env.get("NSHASH_PLUGIN", "?")) + r"$", containerfile, re.M) is not None,
       "the image has the plugin at NSHASH_PLUGIN")
@@ -139,7 +141,15 @@ hm = [m for m in r["volumeMounts"] if m["mountPath"] == "/var/lib/nshash"]
 check(len(hm) == 1 and host(hm[0]["name"]) == "/var/lib/nshash" and not hm[0].get("readOnly") and
       vols.get(hm[0]["name"], {}).get("hostPath", {}).get("type") == "DirectoryOrCreate",
       "the history's dir is the node's /var/lib/nshash (beside the default state dir: survives a reboot), writable")
-check(len(r["volumeMounts"]) == 2, "... and it mounts nothing else")
+rn = [m for m in r["volumeMounts"] if m["mountPath"] == "/run/netns"]
+check(len(rn) == 1 and host(rn[0]["name"]) == "/run/netns" and rn[0].get("readOnly") is True and
+      rn[0].get("mountPropagation") == "HostToContainer",
+      "it sees the runtime's netns pins (the node's /run/netns, read-only, HostToContainer): a netns no process holds yet is not taken for gone")
+check(len(r["volumeMounts"]) == 3, "... and it mounts nothing else")
+gh = [m for m in g["volumeMounts"] if m["mountPath"] == "/var/lib/nshash"]
+check(len(gh) == 1 and hm and gh[0]["name"] == hm[0]["name"] and gh[0].get("readOnly") is True,
+      "the node container reads the history the record container writes (/metrics' nshash_auto_entries), read-only")
+check(len(g["volumeMounts"]) == 5, "... and it mounts nothing else (state dir, run dir, netns pins twice, history)")
 check(spec.get("hostPID") is True and r.get("securityContext", {}).get("privileged") is True and
       r["securityContext"].get("readOnlyRootFilesystem") is True,
       "it enters the pods' netns (privileged, hostPID), read-only root")

@@ -130,7 +130,7 @@ assert_eq "nshash_cni_installed 1 nshash_cni_ready 1 nshash_cni_chain_writes_tot
 # is (127.0.0.1:9490: in a netns of this test's, not the machine's), its
 # security settings, the state dir (a scratch one) and the emptyDir the
 # installer writes (read-only here)
-assert_eq "/run/nshash:rw:Bidirectional /run/nshash-cni:ro:None /run/netns:ro:HostToContainer /var/run/netns:ro:HostToContainer" "$(field NMNT | tr '\037' ' ')" "the node container's mounts (mapped here)"
+assert_eq "/run/nshash:rw:Bidirectional /run/nshash-cni:ro:None /run/netns:ro:HostToContainer /var/run/netns:ro:HostToContainer /var/lib/nshash:ro:None" "$(field NMNT | tr '\037' ' ')" "the node container's mounts (mapped here)"
 assert_eq "--read-only --privileged --user=0 --pid=host" "${NSEC[*]}" "... and its security settings (privileged, hostPID)"
 NSTATE=$(make_state_dir)
 NNS=nshash-t58-$$
@@ -138,7 +138,7 @@ ip netns add "$NNS" && ip -n "$NNS" link set lo up || cannot_run "ip netns add $
 on_exit "ip netns del $NNS"
 podman run -d --pull=never --name "$NAME-node" --network "ns:/run/netns/$NNS" "${NSEC[@]}" \
 	--mount "type=bind,source=$NSTATE,destination=/run/nshash,bind-propagation=rshared" -v "$N/run:/run/nshash-cni:ro" \
-	-v /run/netns:/run/netns:ro,rslave -v /run/netns:/var/run/netns:ro,rslave \
+	-v /run/netns:/run/netns:ro,rslave -v /run/netns:/var/run/netns:ro,rslave -v "$NSTATE:/var/lib/nshash:ro" \
 	--entrypoint "${NCMD[0]}" "$IMG:$VERSION" "${NCMD[@]:1}" >/dev/null 2>"$D/node.err"
 assert_eq 0 $? "the node container starts: ${NCMD[*]} ($(cat "$D/node.err"))"
 on_exit "podman rm -f -t 0 $NAME-node"
@@ -174,7 +174,7 @@ assert_contains "$(podman logs "$NAME-node" 2>&1)" "signal 15: exiting" "... by 
 # where the plugin marked a pod it sized with auto; its /var/lib/nshash (the
 # history beside the default state dir) is that dir too, where this
 # plugin's state dir keeps its history
-assert_eq "/run/nshash:rw:HostToContainer /var/lib/nshash:rw:None" "$(field RMNT | tr '\037' ' ')" "the record container's mounts (mapped here)"
+assert_eq "/run/nshash:rw:HostToContainer /var/lib/nshash:rw:None /run/netns:ro:HostToContainer" "$(field RMNT | tr '\037' ' ')" "the record container's mounts (mapped here)"
 assert_eq "--read-only --privileged --user=0 --pid=host" "${RSEC[*]}" "... and its security settings (privileged, hostPID)"
 cni_node_policy "$D/node.json" "$NSTATE"
 cni_pin_netns "$NSTATE/apod"
@@ -189,7 +189,7 @@ on_exit "kill $holder 2>/dev/null"
 for _ in $(seq 300); do [ -s "$D/held" ] && break; sleep 0.1; done
 podman run -d --pull=never --name "$NAME-record" --network none "${RSEC[@]}" \
 	--mount "type=bind,source=$NSTATE,destination=/run/nshash,bind-propagation=rslave" \
-	--mount "type=bind,source=$NSTATE,destination=/var/lib/nshash" \
+	--mount "type=bind,source=$NSTATE,destination=/var/lib/nshash" -v /run/netns:/run/netns:ro,rslave \
 	--entrypoint "${RCMD[0]}" "$IMG:$VERSION" "${RCMD[@]:1}" >/dev/null 2>"$D/record.err"
 assert_eq 0 $? "the record container starts: ${RCMD[*]} ($(cat "$D/record.err"))"
 on_exit "podman rm -f -t 0 $NAME-record"

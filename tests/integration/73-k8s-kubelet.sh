@@ -14,13 +14,9 @@
 . "$(dirname "$0")/../lib/cni.sh"
 . "$(dirname "$0")/../lib/engines.sh"
 . "$(dirname "$0")/../lib/k8s.sh"
-# Not inside 90-fresh-machine's root: there kubelet 1.20 panics before it
-# registers the node (measured 2026-12-03: "failed to get the kubelet's
-# cgroup: cpu and memory cgroup hierarchy not unified", then a panic; not
-# yet understood).  make check runs this test on the machine itself,
-# beside 90, instead.
-[ -n "${NSHASH_IN_FRESH_ROOT:-}" ] &&
-	skip_test "make check runs 73-k8s-kubelet on the machine itself, not in 90-fresh-machine's root (NSHASH_IN_FRESH_ROOT=1), where kubelet 1.20 panics before registering the node"
+# make check runs it inside 90-fresh-machine's root, beside the rest of the
+# suite (test-parallel); the Kubernetes build is cached outside the root
+# (tests/lib/chroot.sh binds the cache in).
 require_root
 require_kernel_knobs
 for c in containerd ctr podman openssl curl jq python3 unshare nsenter busybox; do command -v $c >/dev/null || cannot_run "$c missing"; done
@@ -48,6 +44,18 @@ cni_oci_image "$W/images/busybox" localhost/nsh73-busybox:latest /bin/sleep 2147
 PRISTINE=$W/10-nsh73.conflist.pristine
 cp -p "$W/cni/net.d/10-nsh73.conflist" "$PRISTINE"
 
+# docs/cni.md step 1's image is built (make image, podman save) while the
+# cluster starts; both are waited for and checked below
+engines_podman_setup "$W/podman" || cannot_run "podman setup failed"
+VERSION=$(make -s -C "$TOP" --no-print-directory --eval 'print-version: ; @echo $(VERSION)' print-version)
+(
+	make -s -C "$TOP" --no-print-directory image >"$W/image.log" 2>&1
+	echo $? >"$W/image.rc"
+	podman save --format oci-archive -o "$W/nshash-cni.tar" "localhost/nshash-cni:$VERSION" 2>"$W/save.err"
+	echo $? >"$W/save.rc"
+) &
+IMAGEJOB=$!
+on_exit "wait $IMAGEJOB" # before anything it uses goes
 s=$(date +%s)
 k8s_control_up || cannot_run "the control plane did not come up"
 k8s_node_ns || cannot_run "the node's mount namespace"
@@ -56,12 +64,9 @@ echo "# note: cluster up in $(($(date +%s) - s)) s"
 pass "a single-node Kubernetes $("$K8S_BIN/kubectl" version --client --short 2>/dev/null | grep -o 'v[0-9.]*') is Ready (node $K8S_NODE)"
 
 # --- docs/cni.md step 1: the image, loaded into the node's containerd
-engines_podman_setup "$W/podman" || cannot_run "podman setup failed"
-VERSION=$(make -s -C "$TOP" --no-print-directory --eval 'print-version: ; @echo $(VERSION)' print-version)
-make -s -C "$TOP" --no-print-directory image >"$W/image.log" 2>&1
-assert_eq 0 $? "make image ($(tail -2 "$W/image.log" | tr '\n' ' '))"
-podman save --format oci-archive -o "$W/nshash-cni.tar" "localhost/nshash-cni:$VERSION" 2>"$W/save.err"
-assert_eq 0 $? "podman save --format oci-archive ($(cat "$W/save.err"))"
+wait $IMAGEJOB
+assert_eq 0 "$(cat "$W/image.rc")" "make image ($(tail -2 "$W/image.log" | tr '\n' ' '))"
+assert_eq 0 "$(cat "$W/save.rc")" "podman save --format oci-archive ($(tail -1 "$W/save.err"))"
 ctr --address "$K8S_SOCK" -n k8s.io images import "$W/nshash-cni.tar" >/dev/null 2>"$W/import.err"
 assert_eq "0 localhost/nshash-cni:$VERSION" "$? $(ctr --address "$K8S_SOCK" -n k8s.io images ls -q | grep nshash-cni)" \
 	"ctr -n k8s.io images import: the node has the image ($(cat "$W/import.err"))"
@@ -73,7 +78,8 @@ sed -e "s|path: /opt/cni/bin$|path: $W/cni/bin|" -e "s|path: /etc/cni/net.d$|pat
 assert_eq 4 "$(diff "$TOP/packaging/kubernetes/nshash-cni.yaml" "$M" | grep -c '^[<>]')" "the manifest's copy differs in the two hostPaths only"
 
 # --- step 3: kubectl apply on a fresh node
-assert_eq "absent" "$(innode sh -c '[ -e /run/nshash ] && echo present || echo absent')" "a fresh node: no /run/nshash"
+hp_state() { innode sh -c 'for d in /run/nshash /run/netns /var/lib/nshash; do [ -d $d ] && stat -c %a $d || echo absent; done' | tr '\n' ' ' | sed 's/ $//'; }
+assert_eq "absent absent absent" "$(hp_state)" "a fresh node: no /run/nshash, /run/netns, /var/lib/nshash (the manifest's DirectoryOrCreate hostPaths)"
 s=$(date +%s)
 kubectl apply -f "$M" >"$W/apply.out" 2>&1
 assert_eq 0 $? "kubectl apply ($(tr '\n' ' ' <"$W/apply.out"))"
@@ -82,8 +88,18 @@ k8s_wait 180 ds_ready
 assert_eq 0 $? "the DaemonSet is Ready on the fresh node ($(kubectl -n kube-system get pods -o wide 2>&1 | tail -1))"
 echo "# note: DaemonSet Ready in $(($(date +%s) - s)) s"
 DSPOD=$(kubectl -n kube-system get pods -l app.kubernetes.io/name=nshash-cni -o jsonpath='{.items[0].metadata.name}')
-assert_eq "700 nshash" "$(innode stat -c %a /run/nshash) $(jq -r '.plugins[0].type' "$W/cni/net.d/10-nsh73.conflist")" \
-	"kubelet made /run/nshash, the init container narrowed it to 0700; nshash chained first"
+# what the readiness probe costs: its command as kubelet's ExecSync runs it
+# (runc exec in the install container), 5 times (figures, not asserted)
+IC=$(ctr --address "$K8S_SOCK" -n k8s.io containers ls -q 'labels."io.kubernetes.container.name"==install-cni' | head -1)
+ms=
+for i in 1 2 3 4 5; do
+	t=$(date +%s%N)
+	ctr --address "$K8S_SOCK" -n k8s.io tasks exec --exec-id "nsh73-ready-$i" "$IC" /usr/bin/nshash-cni-install ready >/dev/null 2>&1
+	ms="$ms $((($(date +%s%N) - t) / 1000000))"
+done
+echo "# note: the readiness probe's command through runc exec:$ms ms"
+assert_eq "700 755 755 nshash" "$(hp_state) $(jq -r '.plugins[0].type' "$W/cni/net.d/10-nsh73.conflist")" \
+	"kubelet made the hostPaths (/run/netns, /var/lib/nshash 0755), the init container narrowed /run/nshash to 0700; nshash chained first"
 
 # --- pods
 pod() { # NAME [TCP UDP [COMMAND-JSON]]
@@ -113,6 +129,11 @@ pod p8192 8192 2048
 pod pdef
 pod pzero 0 0
 pod pover 1048576 1024
+# auto's first pod of a workload now: the record container samples it
+# while the others are checked
+# 200 bound UDP sockets in the pod
+autopod() { pod "$1" auto auto '["/bin/sh", "-c", "for i in $(seq 200); do nc -lu -p $((20000 + i)) & done; exec sleep 2147483647"]'; }
+autopod autoweb-x2k9b
 for p in p4096 p8192 pdef pzero; do k8s_wait 120 running "$p"; done
 assert_eq "4096 1024" "$(sizes p4096)" "annotated 4096/1024: read back in the pod"
 assert_eq "8192 2048" "$(sizes p8192)" "annotated 8192/2048: read back in the pod"
@@ -139,23 +160,23 @@ assert_eq 0 $? "node to pod: the node reaches p8192 ($IP8)"
 MET=$(curl -s --max-time 10 http://127.0.0.1:9490/metrics)
 assert_contains "$MET" 'namespace="default",pod="p8192"' "/metrics names the pods (namespace, pod labels)"
 
-# --- auto: the first pod of a workload marked (shared tables), sampled by
-# the record container, the next pod of the workload sized from it
-# 200 bound UDP sockets in the pod
-autopod() { pod "$1" auto auto '["/bin/sh", "-c", "for i in $(seq 200); do nc -lu -p $((20000 + i)) & done; exec sleep 2147483647"]'; }
-autopod autoweb-x2k9b
+# --- auto: the first pod of a workload marked (shared tables); sampled by
+# the record container (at its next run: a minute after its start, or the
+# new pod's at its start after the rollout restart below, whichever comes
+# first), the workload's next pod sized from it (after that restart)
 k8s_wait 120 running autoweb-x2k9b
 z=$(sizes autoweb-x2k9b)
 assert_eq "1 1" "$(awk '{print ($1 < 0) " " ($2 < 0)}' <<<"$z")" "auto, first pod of the workload: the shared tables, marked ($z)"
-sampled() { kubectl -n kube-system logs "$DSPOD" -c record | grep -q '^sampled [1-9]'; }
-k8s_wait 150 sampled
-assert_eq 0 $? "the record container sampled it ($(kubectl -n kube-system logs "$DSPOD" -c record | tail -1))"
-kubectl delete pod autoweb-x2k9b --wait=true --timeout=60s >/dev/null 2>&1
-autopod autoweb-z7q4m
-k8s_wait 120 running autoweb-z7q4m
-z=$(sizes autoweb-z7q4m)
-echo "# note: auto's second pod of the workload: $z"
-assert_eq "1 1" "$(awk '{print ($1 > 0) " " ($2 > 0)}' <<<"$z")" "the next pod of the workload (autoweb) is sized from the history ($z)"
+
+# --- the runtime's netns pins, seen by the node and record containers: a
+# netns pinned in the node's /run/netns as containerd pins a pod's (a file,
+# a bind mount of the netns), no process in it
+innode sh -euc 'touch /run/netns/nsh73-pinned && unshare --net=/run/netns/nsh73-pinned true'
+for c in node record; do
+	assert_contains "$(kubectl -n kube-system exec "$DSPOD" -c $c -- nshash --state-dir /run/nshash stats 2>&1)" " /run/netns/nsh73-pinned" \
+		"the $c container sees a netns only the node's /run/netns pins (HostToContainer: pinned after it started)"
+done
+innode sh -c 'umount /run/netns/nsh73-pinned && rm /run/netns/nsh73-pinned'
 
 # --- gc in the node container: the records of live pods kept
 kubectl -n kube-system exec "$DSPOD" -c node -- nshash --state-dir /run/nshash gc >"$W/gc.out" 2>&1
@@ -168,12 +189,62 @@ assert_contains "$MET" 'namespace="default",pod="p4096"' "... every live one"
 chained_tcp() { jq -r '.plugins[0].tcp' "$W/cni/net.d/10-nsh73.conflist" 2>/dev/null; }
 kubectl -n kube-system get cm nshash-cni-config -o json |
 	jq '.data["nshash-entry.json"] |= (fromjson | .tcp = 2048 | tojson)' | kubectl apply -f - >/dev/null 2>&1
+# before it: no container of the DaemonSet restarted (the liveness probe
+# never failed) and no probe failed
+assert_eq "state-dir=0 install-cni=0 node=0 record=0" \
+	"$(kubectl -n kube-system get pod "$DSPOD" -o jsonpath='{range .status.initContainerStatuses[*]}{.name}={.restartCount} {end}{range .status.containerStatuses[*]}{.name}={.restartCount} {end}' | sed 's/ $//')" \
+	"no container of the DaemonSet's pod restarted so far"
+assert_eq "" "$(kubectl -n kube-system get events --field-selector reason=Unhealthy -o jsonpath='{range .items[*]}{.message}; {end}')" \
+	"no readiness or liveness probe failed so far"
+# the old pod's containers as the rollout stops them (SIGTERM, then after
+# terminationGracePeriodSeconds SIGKILL): their logs to their end, their
+# exit codes as kubelet reports them
+OLD=$DSPOD
+FOLLOW=()
+for c in install-cni node record; do
+	timeout 120 "$K8S_BIN/kubectl" -n kube-system logs -f "$OLD" -c $c >"$W/old-$c.log" 2>&1 &
+	FOLLOW+=($!)
+done
+timeout 120 "$K8S_BIN/kubectl" -n kube-system get pod "$OLD" -w -o json >"$W/old-status" 2>"$W/old-status.err" &
+WATCH=$!
+# the containers' states in the last version of the old pod the watch saw
+old_states() {
+	jq -rs 'map(select(.status.containerStatuses) | [.status.containerStatuses[] |
+		"\(.name)=\(.state.terminated.exitCode // "")/\(.state.terminated.reason // (.state | keys | join(",")))"] | join(" ")) | last // ""' "$W/old-status"
+}
+old_gone() { old_states | grep -qv '=/'; }
 kubectl -n kube-system rollout restart ds/nshash-cni >/dev/null 2>&1
 kubectl -n kube-system rollout status ds/nshash-cni --timeout=180s >/dev/null 2>&1
 assert_eq "0 2048" "$? $(chained_tcp)" "ConfigMap tcp 2048 + rollout restart: the node's conflist has the new entry"
+wait "${FOLLOW[@]}"
+k8s_wait 30 old_gone
+kill $WATCH 2>/dev/null
+wait $WATCH
+assert_eq "install-cni=0/Completed node=0/Completed record=0/Completed" "$(old_states)" \
+	"the old pod's containers stopped on SIGTERM, exit 0 each (none killed at the grace period's end) ($(head -c 300 "$W/old-status.err"))"
+assert_contains "$(tail -2 "$W/old-install-cni.log")" "signal 15: stopping; nshash stays chained" "... the installer by its own handler, leaving nshash chained"
+assert_contains "$(tail -2 "$W/old-node.log")" "signal 15: exiting" "... the node container by its own handler"
+assert_contains "$(tail -2 "$W/old-record.log")" "signal 15: stopping" "... the record container by its own handler"
+DSPOD=$(kubectl -n kube-system get pods -l app.kubernetes.io/name=nshash-cni -o jsonpath='{.items[0].metadata.name}')
 pod pcm
 k8s_wait 120 running pcm
 assert_eq "2048 1024" "$(sizes pcm)" "... and a new unannotated pod gets 2048"
+
+# --- auto, continued: the record container's sample, the workload's next pod
+sampled() { { cat "$W/old-record.log"; kubectl -n kube-system logs "$DSPOD" -c record; } | grep -q '^sampled [1-9]'; }
+k8s_wait 150 sampled
+assert_eq 0 $? "the record container sampled it ($(kubectl -n kube-system logs "$DSPOD" -c record | tail -1))"
+kubectl delete pod autoweb-x2k9b --wait=true --timeout=60s >/dev/null 2>&1
+autopod autoweb-z7q4m
+k8s_wait 120 running autoweb-z7q4m
+z=$(sizes autoweb-z7q4m)
+echo "# note: auto's second pod of the workload: $z"
+assert_eq "1 1" "$(awk '{print ($1 > 0) " " ($2 > 0)}' <<<"$z")" "the next pod of the workload (autoweb) is sized from the history ($z)"
+AUTO=$(kubectl -n kube-system exec "$DSPOD" -c node -- nshash --state-dir /run/nshash history --json 2>&1 | jq -r '.[] | select(.workload == "cni:default:pod=autoweb") | "\(.autoTcp) \(.autoUdp)"')
+assert_eq "$z" "$AUTO" "... its tables what the history in the node's /var/lib/nshash gives the workload (read in the node container)"
+assert_contains "$(curl -s --max-time 10 http://127.0.0.1:9490/metrics)" "nshash_auto_entries{workload=\"cni:default:pod=autoweb\",proto=\"udp\"} ${AUTO#* }" \
+	"/metrics: nshash_auto_entries for the workload (the node container reads the history)"
+assert_eq 600 "$(innode stat -c %a /var/lib/nshash/history)" "the history file is 0600 in kubelet's 0755 /var/lib/nshash"
 
 # --- an image-tag upgrade, with no moment unchained (the conflist polled)
 podman tag "localhost/nshash-cni:$VERSION" "localhost/nshash-cni:$VERSION-up" &&
@@ -199,7 +270,7 @@ kubectl apply -f "$M" >/dev/null 2>&1
 k8s_node_down
 umount_under "$K8S_CTRD/state"; rm -rf "$K8S_CTRD/state"
 innode sh -euc 'umount -R /run && mount -t tmpfs -o mode=0755 nsh73-run /run && mkdir -p /run/lock && touch /run/xtables.lock'
-assert_eq "absent" "$(innode sh -c '[ -e /run/nshash ] && echo present || echo absent')" "reboot: a fresh /run (no /run/nshash)"
+assert_eq "absent absent 755" "$(hp_state)" "reboot: a fresh /run (no /run/nshash, /run/netns), /var/lib/nshash kept"
 s=$(date +%s)
 k8s_node_up
 assert_eq 0 $? "after the reboot the node is Ready"
@@ -210,19 +281,38 @@ DSPOD=$(kubectl -n kube-system get pods -l app.kubernetes.io/name=nshash-cni -o 
 pod preboot
 k8s_wait 120 running preboot
 assert_eq "4096 1024" "$(sizes preboot)" "a new pod after the reboot is sized (4096/1024)"
+autopod autoweb-h8w2d
+k8s_wait 120 running autoweb-h8w2d
+assert_eq "$AUTO" "$(sizes autoweb-h8w2d)" "... and the workload's next pod is sized from the history the reboot kept (/var/lib/nshash)"
 
 # --- removal, exactly as docs/cni.md says
 for p in $(kubectl -n kube-system get pods -l app.kubernetes.io/name=nshash-cni -o name); do
 	kubectl -n kube-system exec "$p" -c install-cni -- nshash-cni-install uninstall >"$W/uninstall.out" 2>&1
 done
 assert_eq "0" "$(cmp -s "$PRISTINE" "$W/cni/net.d/10-nsh73.conflist"; echo $?)" "uninstall: the conflist restored byte for byte"
-kubectl delete -f "$M" --wait=true --timeout=60s >/dev/null 2>&1
-kubectl delete pod p4096 p8192 pdef pzero pover pcm preboot autoweb-z7q4m --wait=true --timeout=60s >"$W/del.out" 2>&1
-assert_eq 0 $? "pods made while chained are stopped and removed ($(tr '\n' ' ' <"$W/del.out"))"
+unready() { [ "$(kubectl -n kube-system get pod "$DSPOD" -o jsonpath='{.status.containerStatuses[?(@.name=="install-cni")].ready}')" = false ]; }
+k8s_wait 60 unready
+assert_eq 0 $? "... and the pod turns not ready (its readiness probe)"
+unready_ev() { kubectl -n kube-system get events --field-selector involvedObject.name="$DSPOD",reason=Unhealthy -o jsonpath='{.items[*].message}'; }
+unready_said() { unready_ev | grep -q 'not ready: uninstalled'; }
+k8s_wait 30 unready_said # kubelet's events are posted in batches
+assert_contains "$(unready_ev)" "Readiness probe failed: not ready: uninstalled" "... saying why in the pod's events"
+s=$(date +%s)
+kubectl delete -f "$M" --wait=true --timeout=60s >"$W/delm.out" 2>&1
+assert_eq 0 $? "kubectl delete -f the manifest ($(tr '\n' ' ' <"$W/delm.out"))"
+echo "# note: kubectl delete -f: $(($(date +%s) - s)) s"
+# the pods made while chained go while a new one starts
+s=$(date +%s)
+CHAINED="p4096 p8192 pdef pzero pover pcm preboot autoweb-z7q4m autoweb-h8w2d"
+kubectl delete pod $CHAINED --wait=false >"$W/del.out" 2>&1
 pod pafter
 k8s_wait 120 running pafter
 z=$(sizes pafter)
 assert_eq "1 1" "$(awk '{print ($1 < 0) " " ($2 < 0)}' <<<"$z")" "a new pod after the removal: the shared tables ($z)"
+chained_gone() { [ -z "$(kubectl get pod $CHAINED --ignore-not-found -o name)" ]; }
+k8s_wait 120 chained_gone
+assert_eq 0 $? "pods made while chained are stopped and removed ($(tr '\n' ' ' <"$W/del.out"); left: $(kubectl get pod $CHAINED --ignore-not-found -o name | tr '\n' ' '))"
+echo "# note: the pods made while chained removed in $(($(date +%s) - s)) s"
 kubectl delete pod pafter --wait=true --timeout=60s >/dev/null 2>&1
 
 k8s_down

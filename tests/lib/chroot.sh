@@ -16,7 +16,9 @@
 #
 # Cache (NSHASH_TEST_CACHE, default /var/cache/nshash-tests): the base tarball
 # and apt's downloaded .debs, shared by every chroot, so a warm run downloads
-# only the package lists.  Mirror: NSHASH_DEBIAN_MIRROR (default deb.debian.org).
+# only the package lists; and k8s/, tests/lib/k8s.sh's Kubernetes build
+# (from Debian's source package), bound at the same path in every root, so
+# that 73-k8s-kubelet in a root builds it only where nothing has yet.  Mirror: NSHASH_DEBIAN_MIRROR (default deb.debian.org).
 
 CHROOT_CACHE=${NSHASH_TEST_CACHE:-/var/cache/nshash-tests}
 CHROOT_MIRROR=${NSHASH_DEBIAN_MIRROR:-http://deb.debian.org/debian}
@@ -31,6 +33,7 @@ if [ "$CHROOT_SUITE" = bookworm ]; then
 else
 	CHROOT_ARCHIVES=$CHROOT_CACHE/apt-archives-$CHROOT_SUITE
 fi
+CHROOT_K8S=$CHROOT_CACHE/k8s
 
 # chroot_base: make sure the pristine tarball exists; cannot_run (a failure,
 # with debootstrap's reason) when Debian's archive is out of reach.
@@ -72,7 +75,7 @@ chroot_new() {
 	printf '127.0.0.1\tlocalhost\n127.0.1.1\tnshash-fresh\n::1\tlocalhost ip6-localhost ip6-loopback\n' >"$r/etc/hosts"
 	# dpkg without fsync: a throwaway root, several times faster to install into.
 	echo force-unsafe-io >"$r/etc/dpkg/dpkg.cfg.d/nshash-tests-unsafe-io"
-	mkdir -p "$CHROOT_ARCHIVES/partial"
+	mkdir -p "$CHROOT_ARCHIVES/partial" "$CHROOT_K8S"
 }
 
 # Kill what still runs in the root (a daemon a test left), then remove it.
@@ -110,8 +113,8 @@ chroot_run() {
 	local r=$1 cmd=$2
 	unshare --mount --propagation private --pid --fork --kill-child --uts --ipc bash -c '
 		set -e
-		r=$1 archives=$2 cmd=$3 shared=$4
-		shift 4
+		r=$1 archives=$2 cmd=$3 shared=$4 k8s=$5
+		shift 5
 		# The root a machine has is a mount point (ip netns exec remounts it).
 		mount --bind "$r" "$r"
 		mount -t proc proc "$r/proc"
@@ -124,7 +127,9 @@ chroot_run() {
 				mount -t "$type" -o "$opts" "$src" "$r$mp"
 			done
 		mount -t tmpfs -o mode=0755,nosuid tmpfs "$r/dev"
-		for n in null zero full random urandom tty net/tun fuse; do
+		# kmsg as on any booted machine: kubelet will not start without it
+		# (its OOM watcher reads the kernel log: "open /dev/kmsg: no such file")
+		for n in null zero full random urandom tty kmsg net/tun fuse; do
 			[ -e "/dev/$n" ] || continue
 			mkdir -p "$(dirname "$r/dev/$n")"
 			touch "$r/dev/$n"
@@ -142,6 +147,8 @@ chroot_run() {
 		mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs "$r/run"
 		mkdir -p "$r/run/lock"
 		mount --bind "$archives" "$r/var/cache/apt/archives"
+		mkdir -p "$r/var/cache/nshash-tests/k8s"
+		mount --bind "$k8s" "$r/var/cache/nshash-tests/k8s"
 		cat "$r/etc/hostname" >/proc/sys/kernel/hostname
 		# pivot_root rather than chroot: the kernel refuses user namespaces
 		# (unshare -U) to a chrooted process, a real machine does not.
@@ -154,7 +161,7 @@ chroot_run() {
 		/usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 "$@" \
 			PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin /bin/bash -c "$cmd"
 		exit $?
-	' _ "$r" "$CHROOT_ARCHIVES" "$cmd" "$(findmnt -no PROPAGATION / | grep shared)" ${CHROOT_ENV:-}
+	' _ "$r" "$CHROOT_ARCHIVES" "$cmd" "$(findmnt -no PROPAGATION / | grep shared)" "$CHROOT_K8S" ${CHROOT_ENV:-}
 }
 
 # chroot_podman_lines IMAGE: the shell lines a fresh root runs once the

@@ -3,23 +3,27 @@
 # Kubernetes built offline from Debian's `kubernetes` source package with
 # Debian's Go, both fetched through apt with a private configuration (no
 # dpkg lock, nothing installed), unpacked privately and cached under
-# /var/cache/nshash-tests/k8s/<kubernetes-version>-go<go-version>-r1/.
+# /var/cache/nshash-tests/k8s/<kubernetes-version>-go<go-version>-r2/.
 # A warm run does not rebuild: the cache holds bin/{kube-apiserver,
 # kube-controller-manager,kube-scheduler,kubelet,kubectl} and etcd/.
+# kubectl is Debian's own build of the same source and version (the
+# kubernetes-client package, unpacked): not built here, what an operator of
+# a Debian machine has.
 K8S_DEB_VERSION=${K8S_DEB_VERSION:-1.20.5+really1.20.2-1.1+deb12u1}
 K8S_GIT_VERSION=v1.20.2
 K8S_GO_DEB=golang-1.19
 K8S_GO_DEB_VERSION=${K8S_GO_DEB_VERSION:-1.19.8-2}
-K8S_CACHE_ROOT=${NSHASH_K8S_CACHE:-/var/cache/nshash-tests/k8s}
-K8S_CACHE=$K8S_CACHE_ROOT/$K8S_DEB_VERSION-go${K8S_GO_DEB_VERSION%%-*}-r1
+K8S_CACHE_ROOT=${NSHASH_K8S_CACHE:-${NSHASH_TEST_CACHE:-/var/cache/nshash-tests}/k8s}
+K8S_CACHE=$K8S_CACHE_ROOT/$K8S_DEB_VERSION-go${K8S_GO_DEB_VERSION%%-*}-r2
 K8S_BIN=$K8S_CACHE/bin
 K8S_ETCD=$K8S_CACHE/etcd/usr/bin/etcd
-K8S_TARGETS="kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl"
+K8S_TARGETS="kube-apiserver kube-controller-manager kube-scheduler kubelet"
 
 # k8s_apt DIR [LINE...]: a private apt configuration in DIR; prints the
 # APT_CONFIG path.  Each LINE is "deb SUITE" or "deb-src SUITE" (component
 # main) from the mirror the machine's apt uses; default bookworm's deb and
-# deb-src.  tests/check-cri takes Go from trixie-backports this way.
+# deb-src.  tests/check-cri takes Go from trixie-backports this way.  apt
+# downloads as root into DIR (no _apt sandbox: DIR is private, 0700).
 k8s_apt() {
 	local d=$1 mirror l
 	shift
@@ -46,28 +50,45 @@ k8s_apt() {
 
 k8s_built() {
 	local t
-	for t in $K8S_TARGETS; do [ -x "$K8S_BIN/$t" ] || return 1; done
+	for t in $K8S_TARGETS kubectl; do [ -x "$K8S_BIN/$t" ] || return 1; done
 	[ -x "$K8S_ETCD" ]
 }
 
 # k8s_build: fetch (apt, verified by the signed indexes), unpack and build
 # into $K8S_CACHE unless it is there; prints "# note:" lines with timings.
-# Builds in $K8S_CACHE.tmp.PID and renames: a half-made cache is never used.
+# Builds in $K8S_CACHE.tmp.* and renames: a half-made cache is never used.
+# One build at a time (a lock file in the cache root: the machine's test and
+# a fresh root's, which shares the cache, may start cold together): the
+# second finds the first's.
 k8s_build() {
 	k8s_built && { echo "# note: k8s build cached in $K8S_CACHE"; return 0; }
-	local w=$K8S_CACHE.tmp.$$ s t0 t p src
+	mkdir -p "$K8S_CACHE_ROOT" || return 1
+	local rc
+	{
+		flock 9 && _k8s_build
+		rc=$?
+		[ $rc = 0 ] || rm -rf "$K8S_CACHE".tmp.* # what a failed build left
+	} 9>"$K8S_CACHE_ROOT/.build.lock"
+	return $rc
+}
+_k8s_build() {
+	k8s_built && { echo "# note: k8s build cached in $K8S_CACHE (built while this run waited)"; return 0; }
+	local w s t0 t p src
+	local -x APT_CONFIG
 	t0=$(date +%s)
-	rm -rf "$w" && mkdir -p "$w/dl" "$w/bin" || return 1
-	export APT_CONFIG
+	rm -rf "$K8S_CACHE".tmp.* # a killed build's (the lock is held)
+	w=$(mktemp -d "$K8S_CACHE.tmp.XXXXXX") && mkdir -p "$w/dl" "$w/bin" || return 1
 	APT_CONFIG=$(k8s_apt "$w/apt") || return 1
 	apt-get -qq update || { echo "# note: apt-get update (private lists) failed"; return 1; }
-	(cd "$w/dl" && apt-get -qq download "$K8S_GO_DEB-go=$K8S_GO_DEB_VERSION" "$K8S_GO_DEB-src=$K8S_GO_DEB_VERSION" etcd-server) ||
-		{ echo "# note: apt-get download of Go/etcd failed"; return 1; }
+	(cd "$w/dl" && apt-get -qq download "$K8S_GO_DEB-go=$K8S_GO_DEB_VERSION" "$K8S_GO_DEB-src=$K8S_GO_DEB_VERSION" etcd-server \
+		"kubernetes-client=$K8S_DEB_VERSION") ||
+		{ echo "# note: apt-get download of Go/etcd/kubectl failed"; return 1; }
 	(cd "$w/dl" && apt-get -qq source --download-only "kubernetes=$K8S_DEB_VERSION") ||
 		{ echo "# note: apt-get source kubernetes=$K8S_DEB_VERSION failed"; return 1; }
-	mkdir -p "$w/go" "$w/etcd"
+	mkdir -p "$w/go" "$w/etcd" "$w/client"
 	for p in "$w"/dl/golang-*.deb; do dpkg -x "$p" "$w/go" || return 1; done
 	dpkg -x "$w"/dl/etcd-server_*.deb "$w/etcd" || return 1
+	dpkg -x "$w"/dl/kubernetes-client_*.deb "$w/client" && cp "$w/client/usr/bin/kubectl" "$w/bin/kubectl" || return 1
 	(cd "$w" && dpkg-source -x --no-check "$w"/dl/kubernetes_*.dsc src >/dev/null) || { echo "# note: dpkg-source -x failed"; return 1; }
 	echo "# note: k8s sources fetched and unpacked in $(($(date +%s) - t0)) s"
 	src=$w/src
@@ -88,8 +109,12 @@ k8s_build() {
 		{ echo "# note: make WHAT=... in the kubernetes tree failed:"; tail -20 "$w/build.log" | sed 's/^/# note:   /'; return 1; }
 	for t in $K8S_TARGETS; do cp "$src/_output/local/bin/linux/amd64/$t" "$w/bin/$t" || return 1; done
 	echo "# note: built $K8S_TARGETS in $(($(date +%s) - s)) s"
-	rm -rf "$w/src" "$w/gocache" "$w/go" "$w/dl" "$w/apt" "$w/shim" "$w"/*.orig.tar.* "$w"/*.debian.tar.*
-	mkdir -p "$K8S_CACHE_ROOT" && rm -rf "$K8S_CACHE" && mv "$w" "$K8S_CACHE" || return 1
+	rm -rf "$w/src" "$w/gocache" "$w/go" "$w/client" "$w/dl" "$w/apt" "$w/shim" "$w"/*.orig.tar.* "$w"/*.debian.tar.*
+	chmod 0755 "$w" && rm -rf "$K8S_CACHE" && mv "$w" "$K8S_CACHE" || return 1
+	# earlier builds of this file's (another version or revision) go
+	for p in "$K8S_CACHE_ROOT"/*-go*-r[0-9]*; do
+		case $p in "$K8S_CACHE" | *.tmp.*) ;; *) rm -rf "$p" ;; esac
+	done
 	echo "# note: k8s cold build: $(($(date +%s) - t0)) s"
 }
 
