@@ -3,8 +3,8 @@
  * value-node` (bench/value-node.c): a victim's sockets and workloads, one
  * slice of CPU time at a time, and the noise held by worker processes.
  * Errors end the process with "PROG: what: why" on stderr (vl_prog). */
-#ifndef NSHASH_VALUE_LOAD_H
-#define NSHASH_VALUE_LOAD_H
+#ifndef NSH_VALUE_LOAD_H
+#define NSH_VALUE_LOAD_H
 
 #include <netinet/in.h>
 #include <stddef.h>
