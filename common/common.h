@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* What the front-ends (cmd/, oci-hooks/, cni/) share: the policy file, the
- * logger, the JSON decoder, file reading, quoting and path checks.  Built
- * into build/libnshash-common.a; neither installed nor exported. */
+/* What the front-ends (cmd/, hook/ and runtime/ through oci/, cni/,
+ * netavark/, k8s/) share: the policy file, the logger, the JSON decoder,
+ * file reading, quoting and path checks.  Built into
+ * build/libnshash-common.a; neither installed nor exported. */
 #ifndef NSH_COMMON_H
 #define NSH_COMMON_H
 

@@ -25,20 +25,6 @@ static bool str_is(struct json_object *o, const char *s)
 	return json_object_is_type(o, json_type_string) && !strcmp(json_object_get_string(o), s);
 }
 
-bool nsh_oci_text_wants_shared(const char *text, size_t len)
-{
-	struct json_object *doc;
-	struct nshash_error err;
-
-	if (!memmem(text, len, "shared", 6)) /* cheap: most configs never say it */
-		return false;
-	if (nsh_json_parse_text(text, len, "config", &doc, &err) < 0)
-		return false; /* the transform reports a bad config */
-	bool r = json_object_is_type(doc, json_type_object) && nsh_oci_doc_wants_shared(doc);
-	json_object_put(doc);
-	return r;
-}
-
 /* A mount the runtime binds: type "bind" or an option bind/rbind. */
 static bool is_bind(struct json_object *m)
 {

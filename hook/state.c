@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "oci.h"
+#include "hook.h"
 
 /* BUNDLE/config.json: the request in its annotations and the path of its
  * network namespace entry ("" when none). */

@@ -5,7 +5,8 @@
  *   poststop               state on stdin: remove the container's pin
  *   state                  verify, or poststop when the state is "stopped"
  *                          or has no pid (one hooks.d file for both stages)
- * The logic lives in oci-hooks/ and libnshash; this is argv, I/O and exit codes. */
+ * The logic lives in oci/, hook/state.c and libnshash; this is argv, I/O and
+ * exit codes. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -17,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "oci.h"
+#include "hook.h"
 
 #define STDIN_MAX (16 * 1024 * 1024)
 
