@@ -4,6 +4,8 @@
 #define NSH_CLI_H
 
 #include <json-c/json.h>
+#include <stdint.h>
+#include <stdio.h>
 
 #include "nshash.h"
 
@@ -69,6 +71,12 @@ void stale_age_note(const struct cli *c);
 
 /* cmd/resize.c */
 int resize_run(const struct nshash_create_opts *create, bool json, bool dry_run, const char *arg);
+
+/* cmd/history.c: nshash_auto_entries{workload,proto} (history --prometheus,
+ * stats --prometheus, serve). */
+struct nsh_history;
+struct nsh_policy;
+void history_prometheus(FILE *f, const struct nsh_history *h, const struct nsh_policy *policy, int64_t now);
 
 /* cmd/serve.c */
 #define SERVE_DEFAULT_LISTEN "127.0.0.1:9490"

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "auto.h"
 #include "common.h"
 #include "stats.h"
 

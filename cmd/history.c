@@ -10,7 +10,7 @@
 #include "cli.h"
 #include "common.h"
 
-const char history_usage[] = "Usage: nshash history [-j|--json] [--prometheus]\n"
+static const char history_usage[] = "Usage: nshash history [-j|--json] [--prometheus]\n"
 			     "List the workloads `nshash record` has seen: their peak TCP and UDP sockets\n"
 			     "(decayed by 0.98 a day since seen), when they were last seen and the sizes\n"
 			     "io.nshash.tcp=auto / io.nshash.udp=auto give them now (peak x 2, next power\n"
@@ -34,7 +34,9 @@ void history_prometheus(FILE *f, const struct nsh_history *h, const struct nsh_p
 	}
 }
 
-int history_command(const char *state_dir, enum history_format format)
+enum history_format { HISTORY_TEXT = 0, HISTORY_JSON, HISTORY_PROMETHEUS };
+
+static int history_command(const char *state_dir, enum history_format format)
 {
 	struct nshash_error err = {0};
 	struct nsh_policy policy;

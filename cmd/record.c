@@ -16,7 +16,7 @@
 #include "cli.h"
 #include "common.h"
 
-const char record_usage[] = "Usage: nshash record [-j|--json]\n"
+static const char record_usage[] = "Usage: nshash record [-j|--json]\n"
 			    "Sample the sockets of every network namespace nshash sized for a workload\n"
 			    "(io.nshash.workload or the front-end's key, see nshash(8) AUTO SIZES) and\n"
 			    "keep each workload's peak TCP established-hash sockets (TIME_WAIT included)\n"
@@ -26,7 +26,7 @@ const char record_usage[] = "Usage: nshash record [-j|--json]\n"
 			    "and marks of netns gone are removed.  A damaged history file is repaired\n"
 			    "with a warning.  Run every minute by nshash-record.timer.\n";
 
-int record_command(const char *state_dir, bool json)
+static int record_command(const char *state_dir, bool json)
 {
 	struct nshash_error err = {0};
 	struct nshash_stats_netns *v = NULL;

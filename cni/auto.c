@@ -75,23 +75,12 @@ int nsh_cni_auto(struct run *r, struct nshash_sizes *req, bool *from_ann)
 		nsh_log(NSH_LOG_WARN, r->env->containerid, "%s: auto gives the initial sizes", e.msg);
 		key[0] = '\0';
 	}
-	struct nsh_history h = {0};
-	char warn[4500] = "";
-	if (key[0] && nsh_history_load_key(r->cfg.state_dir, key, &h, warn, sizeof(warn), &e) < 0)
-		return nsh_cni_fail(&r->err, NSH_CNI_E_REFUSED, NULL, "%s", e.msg);
-	if (warn[0])
-		nsh_log(NSH_LOG_WARN, r->env->containerid, "%s", warn);
 	struct nsh_policy caps;
 	memset(&caps, 0, sizeof(caps));
 	caps.max = r->cfg.max;
 	caps.auto_initial = r->cfg.auto_initial;
-	bool known = false;
-	*req = nsh_auto_resolve(&h, key[0] ? key : NULL, &caps, at, au, *req, (int64_t)time(NULL), &known);
-	nsh_history_free(&h);
-	char shown[NSH_WORKLOAD_KEY_MAX * 3 + 4];
-	nsh_workload_show(key, shown, sizeof(shown));
-	nsh_log(NSH_LOG_INFO, r->env->containerid, "auto: workload %s %s: tcp=%u udp=%u", key[0] ? shown : "(none)",
-		known ? "from its history" : "has no history, initial sizes", req->tcp, req->udp);
+	if (nsh_auto_sizes(r->cfg.state_dir, key, &caps, at, au, req, r->env->containerid, &e) < 0)
+		return nsh_cni_fail(&r->err, NSH_CNI_E_REFUSED, NULL, "%s", e.msg);
 	struct nshash_error ce;
 	if (nshash_sizes_cap(*req, r->cfg.max, "auto", &ce) < 0)
 		return nsh_cni_fail(&r->err, NSH_CNI_E_REFUSED, NULL,
@@ -114,21 +103,17 @@ static int open_netns(const char *path)
 
 void nsh_cni_auto_mark(const struct nsh_cni_env *env, const struct nsh_cni_output *out, const char *state_dir)
 {
-	struct nshash_error e = {0};
 	if (!out->workload_key[0] || !env->netns || out->outcome == NSH_CNI_REFUSED)
 		return;
 	int fd = open_netns(env->netns);
 	if (fd < 0)
 		return;
-	if (nsh_workload_mark_fd(state_dir, fd, out->workload_key, &e) < 0)
-		nsh_log(NSH_LOG_WARN, env->containerid, "auto: %s: the workload is not recorded", e.msg);
+	nsh_auto_mark(state_dir, fd, out->workload_key, env->containerid);
 	close(fd);
 }
 
 void nsh_cni_auto_teardown(const struct nsh_cni_env *env, const char *state_dir)
 {
-	struct nshash_error e = {0};
-	char key[NSH_WORKLOAD_KEY_MAX], shown[NSH_WORKLOAD_KEY_MAX * 3 + 4];
 	/* no netns at DEL: it is gone already; record reaps its mark */
 	int fd = open_netns(env->netns);
 	if (fd < 0)
@@ -143,12 +128,6 @@ void nsh_cni_auto_teardown(const struct nsh_cni_env *env, const char *state_dir)
 		close(fd);
 		return;
 	}
-	int r = nsh_workload_teardown(state_dir, fd, key, sizeof(key), &e);
+	nsh_auto_teardown(state_dir, fd, env->containerid, "DEL");
 	close(fd);
-	if (r < 0) {
-		nsh_log(NSH_LOG_WARN, env->containerid, "auto: %s: its last sample is not recorded", e.msg);
-	} else if (r > 0) {
-		nsh_workload_show(key, shown, sizeof(shown));
-		nsh_log(NSH_LOG_INFO, env->containerid, "auto: workload %s: sampled at DEL", shown);
-	}
 }

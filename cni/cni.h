@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "auto.h"
 #include "common.h"
 
 struct json_object;
