@@ -138,15 +138,22 @@ enum nsh_log_level {
 	NSH_LOG_WARN = 1,
 	NSH_LOG_INFO = 2,
 };
-/* reclaim.c: nshash_reclaim() with a scan limit, for the end of a hook,
+void nsh_log_setup(const char *program, const struct nsh_policy *policy);
+void nsh_log(enum nsh_log_level level, const char *id, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void nsh_vlog(enum nsh_log_level level, const char *id, const char *fmt, va_list ap);
+
+typedef void (*nsh_log_sink)(void *ctx, const char *level, const char *line);
+/* Messages above `stderr_max` skip stderr; every message also goes to
+ * `sink` (NULL = none) as "PROGRAM: ID: message". */
+void nsh_log_redirect(enum nsh_log_level stderr_max, nsh_log_sink sink, void *ctx);
+
+/* ------------------------------------------------------------ reclaim */
+/* nshash_reclaim() with a scan limit, for the end of a hook,
  * wrapper or plugin run.  1 with a message for the log (pins removed, or
  * an error: never fatal), else 0. */
 int nsh_reclaim_orphans(const char *state_dir, int64_t stale_age, int64_t interval, char *msg, size_t len);
-/* Stdin, stdout and stderr to /dev/null, every other fd but the `n` of
- * `keep` (at most 8; -1 entries: none) closed, a session of its own, cwd /:
- * for a child that outlives its caller.  A kept fd that was one of stdio
- * is moved above them: `keep` is updated. */
-void nsh_detach(int *keep, size_t n);
+
+/* ------------------------------------------------------------ spares (spares.c) */
 /* Fork a detached child that runs nshash_spare_fill(opts) (logging a
  * failure) and exits.  Its pid, 0 when opts asks for no spares, -1 when the
  * fork failed (no spare this time). */
@@ -161,18 +168,16 @@ void nsh_spares_refill_go(int go);
  * the spares (nshash_spare_fill) or, where they do not apply, drop those
  * idle for the idle time (nshash_spare_expire), logging failures. */
 void nsh_spares_work(const struct nshash_create_opts *opts);
+
+/* ------------------------------------------------------------ detaching (detach.c) */
+/* Stdin, stdout and stderr to /dev/null, every other fd but the `n` of
+ * `keep` (at most 8; -1 entries: none) closed, a session of its own, cwd /:
+ * for a child that outlives its caller.  A kept fd that was one of stdio
+ * is moved above them: `keep` is updated. */
+void nsh_detach(int *keep, size_t n);
 /* Lower the calling process's CPU priority (nice 10): work made off a
  * container's start path. */
 void nsh_background(void);
-
-void nsh_log_setup(const char *program, const struct nsh_policy *policy);
-void nsh_log(enum nsh_log_level level, const char *id, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-void nsh_vlog(enum nsh_log_level level, const char *id, const char *fmt, va_list ap);
-
-typedef void (*nsh_log_sink)(void *ctx, const char *level, const char *line);
-/* Messages above `stderr_max` skip stderr; every message also goes to
- * `sink` (NULL = none) as "PROGRAM: ID: message". */
-void nsh_log_redirect(enum nsh_log_level stderr_max, nsh_log_sink sink, void *ctx);
 
 /* ------------------------------------------------------------ JSON */
 /* The one JSON decoder for untrusted text: one document, nothing but JSON

@@ -240,7 +240,7 @@ static int make_in_helper(const struct nshash_create_opts *opts, int join_fd, co
 	return r;
 }
 
-/* The helper's work recorded and budgeted like any creation (netns.c). */
+/* The helper's work recorded and budgeted like any creation (create.c). */
 static int made_recorded(const struct nshash_create_opts *opts, int join_fd, const char *uid_text, const char *gid_text,
 			 int *userns_fd, int *nsfd, struct nshash_netns_info *info, struct nshash_error *err)
 {
