@@ -29,7 +29,6 @@
 #include "cli.h"
 #include "common.h"
 #include "http.h"
-#include "stats.h"
 
 #define MAX_CLIENTS	 32
 #define MAX_SCRAPES	 8 /* of them writing an answer to /metrics */
@@ -221,7 +220,7 @@ static void scan_refresh(struct server *s)
 	s->scan_len = s->files_len = 0;
 	s->scans++;
 	FILE *f = open_memstream(&s->scan, &s->scan_len);
-	int rc = f ? stats_prometheus(f, s->o->state_dir, false) : EXIT_FAIL;
+	int rc = f ? cli_metrics(f, s->o->state_dir, false) : EXIT_FAIL;
 	s->scan_ok = f && fclose(f) == 0 && rc == EXIT_OK;
 	if (s->scan_ok && s->o->textfile_dir) {
 		f = open_memstream(&s->files, &s->files_len);
@@ -306,7 +305,7 @@ static void client_drop(struct server *s, size_t i)
 static void answer(struct client *c, int status, const char *type, const char *body, size_t blen)
 {
 	char head[512];
-	int h = http_response_head(status, type, blen, head, sizeof(head));
+	int h = cli_http_response_head(status, type, blen, head, sizeof(head));
 	c->out = malloc((size_t)h + blen);
 	if (!c->out) {
 		c->outlen = 0;
@@ -347,7 +346,7 @@ static void respond(struct server *s, struct client *c, int status, const struct
 	if (status != 200) {
 		refused_log(s, status, req);
 		char body[64];
-		int n = snprintf(body, sizeof(body), "%d %s\n", status, http_reason(status));
+		int n = snprintf(body, sizeof(body), "%d %s\n", status, cli_http_reason(status));
 		answer(c, status, "text/plain; charset=utf-8", body, (size_t)n);
 		return;
 	}
@@ -387,7 +386,7 @@ static int client_read(struct server *s, size_t i)
 	}
 	c->len += (size_t)n;
 	struct http_request req;
-	int status = http_request_parse(c->req, c->len, sizeof(c->req), &req);
+	int status = cli_http_request_parse(c->req, c->len, sizeof(c->req), &req);
 	if (status)
 		respond(s, c, status, &req);
 	return 0;
@@ -487,7 +486,7 @@ static int listen_on(const char *spec)
 	char host[256];
 	const char *colon = strrchr(spec, ':');
 	if (!colon || colon == spec || strlen(spec) >= sizeof(host))
-		return fail(-1, "serve: --listen \"%s\": expected ADDR:PORT (e.g. 127.0.0.1:9490, [::]:9490)", spec);
+		return cli_fail(-1, "serve: --listen \"%s\": expected ADDR:PORT (e.g. 127.0.0.1:9490, [::]:9490)", spec);
 	size_t hl = (size_t)(colon - spec);
 	memcpy(host, spec, hl);
 	host[hl] = '\0';
@@ -499,7 +498,7 @@ static int listen_on(const char *spec)
 	char *end;
 	long p = strtol(port, &end, 10);
 	if (!*port || *end || p < 1 || p > 65535 || port[0] < '0' || port[0] > '9')
-		return fail(-1, "serve: --listen \"%s\": the port must be 1..65535", spec);
+		return cli_fail(-1, "serve: --listen \"%s\": the port must be 1..65535", spec);
 	union {
 		struct sockaddr sa;
 		struct sockaddr_in in;
@@ -516,7 +515,7 @@ static int listen_on(const char *spec)
 		a.in6.sin6_port = htons((uint16_t)p);
 		alen = sizeof(a.in6);
 	} else {
-		return fail(-1, "serve: --listen \"%s\": \"%s\" is not a numeric IPv4 or IPv6 address", spec, host);
+		return cli_fail(-1, "serve: --listen \"%s\": \"%s\" is not a numeric IPv4 or IPv6 address", spec, host);
 	}
 	int fd = socket(a.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	int one = 1;
@@ -526,16 +525,16 @@ static int listen_on(const char *spec)
 		int e = errno;
 		if (fd >= 0)
 			close(fd);
-		return fail(-2, "serve: listen on %s: %s", spec, strerror(e));
+		return cli_fail(-2, "serve: listen on %s: %s", spec, strerror(e));
 	}
 	return fd;
 }
 
-int serve_command(const struct serve_opts *o)
+int cli_serve(const struct serve_opts *o)
 {
 	struct server *s = calloc(1, sizeof(*s));
 	if (!s)
-		return fail(EXIT_FAIL, "out of memory");
+		return cli_fail(EXIT_FAIL, "out of memory");
 	s->o = o;
 	sigset_t set;
 	sigemptyset(&set);
@@ -545,7 +544,7 @@ int serve_command(const struct serve_opts *o)
 	/* blocked and read from a signalfd: works as PID 1 of a container too */
 	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0 || (s->sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
 		free(s);
-		return fail(EXIT_FAIL, "serve: signalfd: %s", strerror(errno));
+		return cli_fail(EXIT_FAIL, "serve: signalfd: %s", strerror(errno));
 	}
 	s->lfd = listen_on(o->listen);
 	if (s->lfd < 0) {
@@ -586,7 +585,7 @@ int serve_command(const struct serve_opts *o)
 		if (poll(p, np, timeout < 0 ? -1 : timeout) < 0) {
 			if (errno == EINTR)
 				continue;
-			rc = fail(EXIT_FAIL, "serve: poll: %s", strerror(errno));
+			rc = cli_fail(EXIT_FAIL, "serve: poll: %s", strerror(errno));
 			break;
 		}
 		if (p[0].revents) {
@@ -642,19 +641,19 @@ static int cmd_serve(struct cli *c, int argc, char **argv)
 {
 	(void)argv;
 	if (argc != 0)
-		return fail(EXIT_USAGE, "serve: takes no arguments");
+		return cli_fail(EXIT_USAGE, "serve: takes no arguments");
 	if (c->gc_every > 366LL * 24 * 3600)
-		return fail(EXIT_USAGE, "serve: --gc-every %lld: at most a year", (long long)c->gc_every);
-	stale_age_note(c);
+		return cli_fail(EXIT_USAGE, "serve: --gc-every %lld: at most a year", (long long)c->gc_every);
+	cli_stale_age_note(c);
 	struct serve_opts o = {.state_dir = c->state_dir,
 			       .listen = c->listen ? c->listen : SERVE_DEFAULT_LISTEN,
 			       .textfile_dir = c->textfile_dir,
 			       .gc_every = c->gc_every,
 			       .max_idle = c->max_idle,
 			       .stale_age = c->stale_age};
-	return serve_command(&o);
+	return cli_serve(&o);
 }
 
-const struct command serve_cmd = {
+const struct command cli_cmd_serve = {
     "serve", cmd_serve,
     BIT(OPT_LISTEN) | BIT(OPT_GC_EVERY) | BIT(OPT_MAX_IDLE) | BIT(OPT_STALE_AGE) | BIT(OPT_TEXTFILE_DIR), serve_usage};

@@ -21,7 +21,7 @@
 
 static int parse(const char *text, struct http_request *req)
 {
-	return http_request_parse(text, strlen(text), 8192, req);
+	return cli_http_request_parse(text, strlen(text), 8192, req);
 }
 
 static void test_requests(void **state)
@@ -55,50 +55,50 @@ static void test_requests(void **state)
 	assert_int_equal(parse("GET /me\x1btrics HTTP/1.1\r\n", &r), 400);
 	assert_int_equal(parse("GET /me\x80 HTTP/1.1\r\n", &r), 400);
 	assert_int_equal(parse("GETTTTTTTTTTTTTTTTTTTTT /metrics HTTP/1.1\r\n", &r), 400);
-	assert_int_equal(http_request_parse("GET /metrics HTTP/1.1\r\n\0\r\n\r\n", 29, 8192, &r), 400);
+	assert_int_equal(cli_http_request_parse("GET /metrics HTTP/1.1\r\n\0\r\n\r\n", 29, 8192, &r), 400);
 	/* a NUL after the head (a body serve never reads): as if it came in a
 	 * later read, the head decides */
-	assert_int_equal(http_request_parse("GET /healthz HTTP/1.1\r\n\r\n\0", 26, 8192, &r), 200);
+	assert_int_equal(cli_http_request_parse("GET /healthz HTTP/1.1\r\n\r\n\0", 26, 8192, &r), 200);
 	assert_int_equal(r.route, HTTP_HEALTHZ);
-	assert_int_equal(http_request_parse("GET /healthz HTTP/1.1\r\n\r\nX\0", 27, 8192, &r), 200);
+	assert_int_equal(cli_http_request_parse("GET /healthz HTTP/1.1\r\n\r\nX\0", 27, 8192, &r), 200);
 	/* decided at the first byte that shows it, whatever follows (as if
 	 * the rest came in a later read) */
 	char big[9000];
 	int at = snprintf(big, sizeof(big), "GET /%0300d\x01 HTTP/1.1\r\n\r\n", 0);
-	assert_int_equal(http_request_parse(big, (size_t)at, 8192, &r), 414);
-	assert_int_equal(http_request_parse(big, 4 + 255, 8192, &r), 0);   /* a target of 255 bytes */
-	assert_int_equal(http_request_parse(big, 4 + 256, 8192, &r), 414); /* its 256th byte */
+	assert_int_equal(cli_http_request_parse(big, (size_t)at, 8192, &r), 414);
+	assert_int_equal(cli_http_request_parse(big, 4 + 255, 8192, &r), 0);   /* a target of 255 bytes */
+	assert_int_equal(cli_http_request_parse(big, 4 + 256, 8192, &r), 414); /* its 256th byte */
 	at = snprintf(big, sizeof(big), "GET /%0300d HTTP/1.1\r\nX: ", 0);
 	big[at] = '\0';
-	assert_int_equal(http_request_parse(big, (size_t)at + 1, 8192, &r), 414);
-	assert_int_equal(http_request_parse("GET /metrics HTTP/1.1\r\nX: a", 27, 8192, &r), 0);
-	assert_int_equal(http_request_parse("GET /metrics HTTP/1.1\r\nX: a\0", 28, 8192, &r), 400);
-	assert_int_equal(http_request_parse("GET /metrics HTTP/1.1\r", 22, 8192, &r), 0);
-	assert_int_equal(http_request_parse("GET /metrics HTTP/1.1\r\r\n", 24, 8192, &r), 400);
+	assert_int_equal(cli_http_request_parse(big, (size_t)at + 1, 8192, &r), 414);
+	assert_int_equal(cli_http_request_parse("GET /metrics HTTP/1.1\r\nX: a", 27, 8192, &r), 0);
+	assert_int_equal(cli_http_request_parse("GET /metrics HTTP/1.1\r\nX: a\0", 28, 8192, &r), 400);
+	assert_int_equal(cli_http_request_parse("GET /metrics HTTP/1.1\r", 22, 8192, &r), 0);
+	assert_int_equal(cli_http_request_parse("GET /metrics HTTP/1.1\r\r\n", 24, 8192, &r), 400);
 	/* sizes */
 	memset(big, 0, sizeof(big));
 	snprintf(big, sizeof(big), "GET /%0300d HTTP/1.1\r\n\r\n", 0);
 	assert_int_equal(parse(big, &r), 414);
 	memset(big, 'a', 8192);
 	memcpy(big, "GET /", 5);
-	assert_int_equal(http_request_parse(big, 8192, 8192, &r), 414); /* no request line in 8 KiB */
+	assert_int_equal(cli_http_request_parse(big, 8192, 8192, &r), 414); /* no request line in 8 KiB */
 	int n = snprintf(big, sizeof(big), "GET /metrics HTTP/1.1\r\nX: ");
 	memset(big + n, 'a', 8192 - (size_t)n);
-	assert_int_equal(http_request_parse(big, 8192, 8192, &r), 431);
-	assert_int_equal(http_request_parse(big, 4000, 8192, &r), 0);
+	assert_int_equal(cli_http_request_parse(big, 8192, 8192, &r), 431);
+	assert_int_equal(cli_http_request_parse(big, 4000, 8192, &r), 0);
 }
 
 static void test_response_head(void **state)
 {
 	(void)state;
 	char buf[256];
-	http_response_head(405, "text/plain", 5, buf, sizeof(buf));
+	cli_http_response_head(405, "text/plain", 5, buf, sizeof(buf));
 	assert_string_equal(buf, "HTTP/1.1 405 Method Not Allowed\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n"
 				 "Allow: GET\r\nConnection: close\r\n\r\n");
-	http_response_head(503, "text/plain", 5, buf, sizeof(buf));
+	cli_http_response_head(503, "text/plain", 5, buf, sizeof(buf));
 	assert_string_equal(buf, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n"
 				 "Retry-After: 1\r\nConnection: close\r\n\r\n");
-	http_response_head(200, "text/plain; version=0.0.4", 0, buf, sizeof(buf));
+	cli_http_response_head(200, "text/plain; version=0.0.4", 0, buf, sizeof(buf));
 	assert_string_equal(buf, "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: 0\r\n"
 				 "Connection: close\r\n\r\n");
 }
