@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "auto.h"
+#include "cnistate.h"
 #include "common.h"
 
 static const char list_usage[] =
@@ -219,7 +220,7 @@ static int cmd_gc(struct cli *c, int argc, char **argv)
 	}
 	/* the CNI plugin's records of pods whose netns is gone (DEL missed) */
 	size_t pods = 0;
-	if (!c->dry_run && nsh_pod_records_prune(c->state_dir, &pods, &err) < 0)
+	if (!c->dry_run && nsh_cni_pods_prune(c->state_dir, &pods, &err) < 0)
 		cli_fail(0, "gc: %s", err.msg);
 	/* `auto`'s marks of netns gone (no `nshash record` timer): a netns
 	 * scan, only when there are marks (an unprivileged caller's state dir

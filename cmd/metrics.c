@@ -29,7 +29,7 @@ static void netns_labels(FILE *f, const struct cli_view *w, size_t i)
 	fputs("netns=\"", f);
 	label(f, w->v[i].name);
 	fputc('"', f);
-	const struct nsh_pod_record *p = cli_view_pod(w, i);
+	const struct nsh_cni_pod *p = cli_view_pod(w, i);
 	if (p && p->namespace_[0]) {
 		fputs(",namespace=\"", f);
 		label(f, p->namespace_);

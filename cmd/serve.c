@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cnistate.h"
 #include "common.h"
 #include "http.h"
 
@@ -124,7 +125,7 @@ static void gc_run(struct server *s)
 		return;
 	}
 	size_t pods = 0;
-	if (nsh_pod_records_prune(s->o->state_dir, &pods, &err) < 0)
+	if (nsh_cni_pods_prune(s->o->state_dir, &pods, &err) < 0)
 		say("gc: pod records: %s", err.msg);
 	s->gc_runs[0]++;
 	s->gc_last_ok = time(NULL);

@@ -30,7 +30,7 @@ static json_object *netns_json(const struct cli_view *w, size_t i)
 {
 	const struct nshash_stats_netns *e = &w->v[i];
 	const struct nshash_sizes *cap = &w->policy.max;
-	const struct nsh_pod_record *pod = cli_view_pod(w, i);
+	const struct nsh_cni_pod *pod = cli_view_pod(w, i);
 	const char *shared = nsh_pod_netns_shared(e, pod);
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "id", json_object_new_string(e->name));
@@ -131,7 +131,7 @@ static void print_text(const struct cli_view *w)
 		printf("%s%s", name, who);
 		if (e->container[0])
 			printf(" %s %.12s", e->engine[0] ? e->engine : "container", e->container);
-		const struct nsh_pod_record *p = cli_view_pod(w, i);
+		const struct nsh_cni_pod *p = cli_view_pod(w, i);
 		if (p && (p->namespace_[0] || p->pod[0])) {
 			char ns[NSH_POD_LABEL_MAX + 1], pod[NSH_POD_LABEL_MAX + 1];
 			printable(p->namespace_, ns, sizeof(ns));

@@ -66,9 +66,9 @@ bool cli_view_auto(const struct cli_view *w, size_t i, struct nshash_sizes *out)
 	return true;
 }
 
-const struct nsh_pod_record *cli_view_pod(const struct cli_view *w, size_t i)
+const struct nsh_cni_pod *cli_view_pod(const struct cli_view *w, size_t i)
 {
-	return nsh_pod_record_find(w->pods, w->npods, w->v[i].inode);
+	return nsh_cni_pod_find(w->pods, w->npods, w->v[i].inode);
 }
 
 /* Scan and gather what the output shows.  0, or an exit status. */
@@ -87,7 +87,7 @@ int cli_view_load(const char *state_dir, const char *const *only, size_t nonly, 
 	for (int k = 0; k < 2; k++)
 		nshash_stats_shared(w->v, w->n, k, &w->sh[k]);
 	/* the plugin's records: what they cannot say is only less shown */
-	if (nsh_pod_records_read(state_dir, &w->pods, &w->npods, &err) < 0)
+	if (nsh_cni_pods_read(state_dir, &w->pods, &w->npods, &err) < 0)
 		cli_fail(0, "stats: %s (pods unnamed)", err.msg);
 	if (nsh_cni_adds_read(state_dir, w->adds, &err) < 0)
 		cli_fail(0, "stats: %s (ADDs not counted)", err.msg);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "auto.h"
+#include "cnistate.h"
 #include "common.h"
 
 /* What one scan shows: the netns, the shared totals, the plugin's records. */
@@ -17,7 +18,7 @@ struct cli_view {
 	size_t n;
 	struct nshash_stats_shared sh[2];
 	struct nsh_policy policy;
-	struct nsh_pod_record *pods;
+	struct nsh_cni_pod *pods;
 	size_t npods;
 	uint64_t adds[3]; /* sized, warned, refused */
 	/* `auto` (docs/auto.md): each netns's workload ("" none) and the history */
@@ -42,7 +43,7 @@ const char *cli_kind_name(const struct nshash_stats_netns *e);
 /* The size `auto` gives netns i's workload now; false: no workload. */
 bool cli_view_auto(const struct cli_view *w, size_t i, struct nshash_sizes *out);
 /* The CNI plugin's record of netns i, or NULL. */
-const struct nsh_pod_record *cli_view_pod(const struct cli_view *w, size_t i);
+const struct nsh_cni_pod *cli_view_pod(const struct cli_view *w, size_t i);
 /* metrics.c: the Prometheus text of a loaded view (!commands: the command
  * label left empty). */
 void cli_metrics_view(FILE *f, const struct cli_view *w, bool commands);

@@ -26,7 +26,7 @@ static const char *pod_annotation(const struct nsh_cni_config *cfg, const char *
 /* The key: "cni:NAMESPACE:w=KEY" (io.nshash.workload), else
  * "cni:NAMESPACE:pod=OWNER" (K8S_POD_NAME without its generated suffix),
  * else "cni:NETWORK:id=CNI_CONTAINERID". */
-static int workload_key(struct run *r, char *key, size_t len, struct nshash_error *e)
+static int workload_key(struct nsh_cni_call *r, char *key, size_t len, struct nshash_error *e)
 {
 	char ns[256] = "", pod[256] = "", owner[256], name[NSH_WORKLOAD_NAME_MAX + 16];
 	const char *w = pod_annotation(&r->cfg, NSH_ANNOTATION_WORKLOAD);
@@ -52,7 +52,7 @@ static int workload_key(struct run *r, char *key, size_t len, struct nshash_erro
 	return nsh_workload_key("cni", scope, name, key, len, e);
 }
 
-int nsh_cni_auto(struct run *r, struct nshash_sizes *req, bool *from_ann)
+int nsh_cni_auto(struct nsh_cni_call *r, struct nshash_sizes *req, bool *from_ann)
 {
 	const char *ta = pod_annotation(&r->cfg, NSH_ANNOTATION_TCP), *ua = pod_annotation(&r->cfg, NSH_ANNOTATION_UDP);
 	/* a pod's annotation wins per protocol, as for numbers */
@@ -120,9 +120,9 @@ void nsh_cni_auto_teardown(const struct nsh_cni_env *env, const char *state_dir)
 		return;
 	/* the netns this pod's ADD recorded, when it recorded one: a DEL
 	 * naming another pod's netns does not end that one's mark */
-	struct nsh_pod_record rec;
+	struct nsh_cni_pod rec;
 	struct stat st;
-	if (env->containerid && nsh_pod_record_get(state_dir, env->containerid, &rec) == 1 &&
+	if (env->containerid && nsh_cni_pod_get(state_dir, env->containerid, &rec) == 1 &&
 	    (fstat(fd, &st) < 0 || (uint64_t)st.st_ino != rec.inode)) {
 		nsh_log(NSH_LOG_WARN, env->containerid, "auto: CNI_NETNS is not the netns this pod's ADD recorded: not sampled");
 		close(fd);

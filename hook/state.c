@@ -70,7 +70,7 @@ static int state_request(struct json_object *doc, struct nsh_oci_state *state, s
 	memcpy(state->bundle_pin, breq.pin, sizeof(breq.pin));
 	/* `auto` in podman's copy of the annotations: what the precreate hook
 	 * (or nshash-runtime) decided is in the config it handed on, the
-	 * bundle's (transform.c, record_auto): the sizes as numbers, or no
+	 * bundle's (transform.c, annotate_decided): the sizes as numbers, or no
 	 * io.nshash.tcp/udp when it sized nothing.  Checked as it is, never
 	 * decided again (a bundle that still says auto: nothing decided) */
 	bool is_auto = state->request.auto_tcp || state->request.auto_udp;

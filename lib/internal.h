@@ -180,10 +180,10 @@ int nsh_netns_scan_from(struct nsh_scan_item *items, size_t n, bool skip_self, u
  * there), or -errno. */
 int nsh_mounted_elsewhere(const char *const *paths, size_t n, bool *mounted);
 
-/* ledger.c: the table ledger (STATE_DIR/ledger).  A record's pin points
- * into nsh_ledger.text. */
+/* ledger.c: the table ledger (STATE_DIR/ledger), one entry per line.  An
+ * entry's pin points into nsh_ledger.text. */
 #define NSH_LEDGER_ID_LEN 16
-struct nsh_record {
+struct nsh_ledger_entry {
 	char kind; /* 'R' reserved, 'N' netns, 'X' gone */
 	char id[NSH_LEDGER_ID_LEN + 1];
 	uint64_t bytes;
@@ -202,10 +202,10 @@ struct nsh_record {
 	bool checked;	 /* scratch: proven alive or scanned */
 };
 struct nsh_ledger {
-	struct nsh_record *v;
+	struct nsh_ledger_entry *v;
 	size_t n;
 	size_t lines; /* lines in the file, live or not */
-	size_t base;  /* records at the last rewrite (its "H COUNT" line) */
+	size_t base;  /* entries at the last rewrite (its "H COUNT" line) */
 	char *text;
 	/* The last "S TIME PASS PID SUB ID..." line: a budget scan cut by its time
 	 * limit at that position (CLOCK_BOOTTIME seconds TIME), with the ids

@@ -9,9 +9,9 @@
  *                                           handle FH = TYPE.HEX or "-")
  *   X ID                                    cancelled / gone
  *   H COUNT                                 first line of a rewritten file:
- *                                           COUNT records were live then
+ *                                           COUNT entries were live then
  * The last line of an ID is its state.  PIN is the rest of the line ("-" =
- * none); a line is a record only when whole and valid (a writer killed
+ * none); a line is an entry only when whole and valid (a writer killed
  * mid-append leaves a last line without its newline: ignored, and closed
  * by the next append; see append_line); PID/START (the creator's start time, /proc/PID/stat field 22)
  * tell a creator that died from a live one without trusting pid reuse.
@@ -19,12 +19,12 @@
  * A creation under a budget reserves before the netns is made, so parallel
  * creators never pass the budget together, and commits the inode before
  * the pin is bound, so a creator killed at any point leaves either nothing,
- * a reservation of a dead creator (dropped by the next reader), or a record
+ * a reservation of a dead creator (dropped by the next reader), or an entry
  * of a netns that nothing holds (dropped by the next scan).  A creation
- * without a budget records only the commit.  Readers rewrite the file
+ * without a budget entries only the commit.  Readers rewrite the file
  * (temp + rename) when dead lines pile up.
  *
- * A record counts until its netns is gone; a spare's, from when it is
+ * An entry counts until its netns is gone; a spare's, from when it is
  * taken (its pin under STATE_DIR/spares/ no longer holds it).  Cheap check: its pin still
  * holds that inode.  Otherwise a /proc scan decides (threads, fds, mounts
  * of every mount namespace); that scan runs only when a creation would be
@@ -103,7 +103,7 @@ static bool ino_field(char **p, uint64_t *ino, uint64_t *ctime_ns)
 }
 
 /* "TYPE.HEX" (an nsfs file handle) or "-". */
-static bool handle_field(char **p, struct nsh_record *r)
+static bool handle_field(char **p, struct nsh_ledger_entry *r)
 {
 	char word[2 * sizeof(r->handle) + 16];
 	if (!word_field(p, word, sizeof(word)))
@@ -139,8 +139,8 @@ static bool handle_field(char **p, struct nsh_record *r)
 	return true;
 }
 
-/* One line (NUL-terminated, no newline) → record; false for a bad line. */
-static bool parse_line(char *line, struct nsh_record *r)
+/* One line (NUL-terminated, no newline) → entry; false for a bad line. */
+static bool parse_line(char *line, struct nsh_ledger_entry *r)
 {
 	memset(r, 0, sizeof(*r));
 	if ((line[0] != 'R' && line[0] != 'N' && line[0] != 'X') || line[1] != ' ')
@@ -204,14 +204,14 @@ static bool parse_scan(char *line, struct nsh_ledger *l)
 
 static int cmp_id_seq(const void *a, const void *b)
 {
-	const struct nsh_record *x = a, *y = b;
+	const struct nsh_ledger_entry *x = a, *y = b;
 	int c = strcmp(x->id, y->id);
 	return c ? c : (x->seq > y->seq) - (x->seq < y->seq);
 }
 
 static int cmp_seq(const void *a, const void *b)
 {
-	const struct nsh_record *x = a, *y = b;
+	const struct nsh_ledger_entry *x = a, *y = b;
 	return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
@@ -228,7 +228,7 @@ static int cmp_ino_seq(const void *a, const void *b)
 	return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
-/* Of the N records of one inode, only the newest counts. */
+/* Of the N entries of one inode, only the newest counts. */
 static int dedupe_inodes(struct nsh_ledger *l)
 {
 	if (l->n < 2)
@@ -263,7 +263,7 @@ int nsh_ledger_parse(char *text, size_t len, struct nsh_ledger *l)
 			break; /* an unfinished last line: a writer died mid-append */
 		text[end] = '\0';
 		l->lines++;
-		struct nsh_record r;
+		struct nsh_ledger_entry r;
 		unsigned long long base;
 		char tail;
 		if (l->lines == 1 && sscanf(text + i, "H %llu%c", &base, &tail) == 1) {
@@ -273,7 +273,7 @@ int nsh_ledger_parse(char *text, size_t len, struct nsh_ledger *l)
 		} else if (parse_line(text + i, &r)) {
 			if (l->n == cap) {
 				cap = cap ? 2 * cap : 64;
-				struct nsh_record *v = realloc(l->v, cap * sizeof(*v));
+				struct nsh_ledger_entry *v = realloc(l->v, cap * sizeof(*v));
 				if (!v) {
 					free(l->v);
 					l->v = NULL;
@@ -300,7 +300,7 @@ int nsh_ledger_parse(char *text, size_t len, struct nsh_ledger *l)
 	if (l->n)
 		qsort(l->v, l->n, sizeof(*l->v), cmp_seq);
 	/* One netns is counted once, whoever recorded it (an inode seen twice:
-	 * the older record describes a netns that died and whose inode was
+	 * the older entry describes a netns that died and whose inode was
 	 * reused, or the same netns recorded twice). */
 	return dedupe_inodes(l);
 }
@@ -347,7 +347,7 @@ static int ledger_load(const char *state_dir, struct nsh_ledger *l, struct nshas
 	if (r < 0)
 		return r;
 	r = nsh_ledger_parse(text, len, l);
-	l->text = text; /* the records' pins point into it */
+	l->text = text; /* the entries' pins point into it */
 	if (r < 0)
 		return nsh_error_sys(err, -r, "read ledger %s", path);
 	return 0;
@@ -357,8 +357,8 @@ static int ledger_load(const char *state_dir, struct nsh_ledger *l, struct nshas
  * afterwards.  The file must end with a whole line before and after:
  * - a last line left without its newline (a writer killed inside its
  *   write, or a failed write whose undo failed too) is closed first with a
- *   "\n", so it stays a line of its own (a record only if what was written
- *   of it is a whole valid record, see nsh_ledger_parse) and never
+ *   "\n", so it stays a line of its own (an entry only if what was written
+ *   of it is a whole valid entry, see nsh_ledger_parse) and never
  *   swallows this one;
  * - a short write is continued; a write that fails (ENOSPC on a full /run)
  *   is undone: the file is cut back to its size before, and the caller
@@ -377,7 +377,7 @@ static int append_line(const char *state_dir, const char *line, off_t *size, str
 		return nshash_error_set(err, EINVAL, "ledger %s: not a regular file", path);
 	char stack[PATH_MAX + 258], last = '\n';
 	size_t len = 0, n = strlen(line);
-	/* a record fits on the stack; an S line lists every unproven id */
+	/* an entry fits on the stack; an S line lists every unproven id */
 	cleanup_free char *heap = n + 1 > sizeof(stack) ? malloc(n + 1) : NULL;
 	char *buf = n + 1 > sizeof(stack) ? heap : stack;
 	if (!buf)
@@ -405,7 +405,7 @@ static int append_line(const char *state_dir, const char *line, off_t *size, str
 	return 0;
 }
 
-static void format_record(const struct nsh_record *r, char *buf, size_t len)
+static void format_entry(const struct nsh_ledger_entry *r, char *buf, size_t len)
 {
 	const char *pin = r->pin && *r->pin ? r->pin : "-";
 	if (r->kind == 'R')
@@ -430,7 +430,7 @@ static void format_record(const struct nsh_record *r, char *buf, size_t len)
 	}
 }
 
-/* Under the lock: replace the ledger by the records not dropped. */
+/* Under the lock: replace the ledger by the entries not dropped. */
 static int ledger_rewrite(const char *state_dir, struct nsh_ledger *l, struct nshash_error *err)
 {
 	char path[PATH_MAX], tmp[PATH_MAX];
@@ -455,7 +455,7 @@ static int ledger_rewrite(const char *state_dir, struct nsh_ledger *l, struct ns
 	for (size_t i = 0; i < l->n; i++) {
 		if (l->v[i].drop)
 			continue;
-		format_record(&l->v[i], line, sizeof(line));
+		format_entry(&l->v[i], line, sizeof(line));
 		fputs(line, f);
 	}
 	if (ferror(f) | (fclose(f) != 0))
@@ -501,7 +501,7 @@ static uint64_t own_start(pid_t pid)
  * long as an fd or a mount holds it, so from the creator's fd to its pin
  * the ctime stays, and a new netns has a new inode with a new ctime.  No
  * match is no proof either way: the handle or a /proc scan decides. */
-static bool pinned_at(const struct nsh_record *r)
+static bool pinned_at(const struct nsh_ledger_entry *r)
 {
 	if (!r->pin || r->pin[0] != '/')
 		return false;
@@ -520,11 +520,11 @@ static bool pinned_at(const struct nsh_record *r)
 	       (uint64_t)st.st_ctim.tv_sec * 1000000000u + (uint64_t)st.st_ctim.tv_nsec == r->ctime_ns;
 }
 
-/* Does the netns of an N record still exist?  Its nsfs file handle says
+/* Does the netns of an N entry still exist?  Its nsfs file handle says
  * exactly (a 64-bit namespace id: no reuse) in one syscall: 1 alive, 0
  * gone, -1 cannot tell (no handle, an older kernel, no CAP_DAC_READ_SEARCH):
  * then only a /proc scan can. */
-static int handle_alive(const struct nsh_record *r)
+static int handle_alive(const struct nsh_ledger_entry *r)
 {
 	if (!r->handle_len)
 		return -1;
@@ -552,7 +552,7 @@ static bool drop_dead_creators(struct nsh_ledger *l)
 {
 	bool changed = false;
 	for (size_t i = 0; i < l->n; i++) {
-		struct nsh_record *r = &l->v[i];
+		struct nsh_ledger_entry *r = &l->v[i];
 		if (r->kind == 'R' && !r->drop && proc_start(r->pid) != r->start)
 			r->drop = changed = true;
 	}
@@ -561,20 +561,20 @@ static bool drop_dead_creators(struct nsh_ledger *l)
 
 /* A spare not taken yet (still pinned under STATE_DIR/spares/): it counts
  * only once taken, as the netns of the container that took it. */
-static bool idle_spare(const char *state_dir, const struct nsh_record *r)
+static bool idle_spare(const char *state_dir, const struct nsh_ledger_entry *r)
 {
 	size_t n = strlen(state_dir);
 	return r->kind == 'N' && r->pin && strncmp(r->pin, state_dir, n) == 0 && !strncmp(r->pin + n, "/spares/", 8) &&
 	       pinned_at(r);
 }
 
-/* Sum what counts.  With `verify`, also count the records not proven
+/* Sum what counts.  With `verify`, also count the entries not proven
  * alive by their pin (a stat each: only where it matters). */
 static void usage_of(const char *state_dir, const struct nsh_ledger *l, bool verify, struct nshash_table_usage *u)
 {
 	memset(u, 0, sizeof(*u));
 	for (size_t i = 0; i < l->n; i++) {
-		const struct nsh_record *r = &l->v[i];
+		const struct nsh_ledger_entry *r = &l->v[i];
 		if (r->drop || idle_spare(state_dir, r))
 			continue;
 		u->bytes += r->bytes;
@@ -597,7 +597,7 @@ static int collect_unverified(struct nsh_ledger *l, struct nsh_scan_item **items
 	*items = NULL;
 	*index = NULL;
 	for (size_t i = 0; i < l->n; i++) {
-		struct nsh_record *r = &l->v[i];
+		struct nsh_ledger_entry *r = &l->v[i];
 		r->checked = false;
 		if (r->drop || r->kind != 'N')
 			continue;
@@ -623,7 +623,7 @@ static int collect_unverified(struct nsh_ledger *l, struct nsh_scan_item **items
 	}
 	size_t k = 0;
 	for (size_t i = 0; i < l->n; i++) {
-		struct nsh_record *r = &l->v[i];
+		struct nsh_ledger_entry *r = &l->v[i];
 		if (r->drop || r->kind != 'N' || r->checked)
 			continue;
 		(*items)[k] =
@@ -649,7 +649,7 @@ static bool id_listed(const char *ids, const char *id)
 	return false;
 }
 
-/* What was known of an N record before the lock was let go. */
+/* What was known of an N entry before the lock was let go. */
 struct verdict {
 	char id[NSH_LEDGER_ID_LEN + 1];
 	uint64_t ino;
@@ -662,7 +662,7 @@ static int cmp_verdict(const void *a, const void *b)
 	return strcmp(((const struct verdict *)a)->id, ((const struct verdict *)b)->id);
 }
 
-/* Under the lock: record where a cut scan stopped (and for which records),
+/* Under the lock: entry where a cut scan stopped (and for which entries),
  * or that none is to be gone on with (ids ""). */
 static int note_scan(const char *state_dir, struct nsh_ledger *l, struct nsh_scan_pos pos, const char *ids,
 		     struct nshash_error *err)
@@ -683,22 +683,22 @@ static int note_scan(const char *state_dir, struct nsh_ledger *l, struct nsh_sca
 	return r;
 }
 
-/* Under the lock (*lockfd), on a loaded ledger *l: drop the N records
+/* Under the lock (*lockfd), on a loaded ledger *l: drop the N entries
  * whose netns is gone.  The pin or the file handle tell in a syscall each;
  * what they cannot tell (no handle: kernels before nsfs file handles) only
  * a /proc scan can, and the scan runs with the lock let go, so creators go
  * on meanwhile.  Then the lock is taken again, *l read again, and what was
- * found applies to the records still there (same id, same inode); records
- * added meanwhile are not judged.  A record the scan found held by nothing
+ * found applies to the entries still there (same id, same inode); entries
+ * added meanwhile are not judged.  An entry the scan found held by nothing
  * is dropped if its pin does not hold it now either (a creator binds its
  * pin before it closes its fd: a netns that moved from the fd to the pin
  * while the scan ran shows here).
  *
  * A scan longer than max_ms (0 = no limit) is cut: what it did not find
  * keeps counting (-ETIMEDOUT), and where it got to is recorded with the
- * ids of those records (an "S" line).  The next reconcile within
+ * ids of those entries (an "S" line).  The next reconcile within
  * LEDGER_RESUME_S goes on from there for them, so a scan that cannot end
- * within max_ms still ends, in parts, and their records go without a gc.
+ * within max_ms still ends, in parts, and their entries go without a gc.
  * (A netns handed, between two parts, from a process not yet looked at to
  * one already looked at, the first then gone, is missed: as it would be
  * within one scan, only with the pause in between.) */
@@ -710,7 +710,7 @@ static int reconcile(const char *state_dir, int *lockfd, struct nsh_ledger *l, u
 	int n = collect_unverified(l, &items, &index, dropped);
 	if (n <= 0)
 		return n < 0 ? nsh_error_sys(err, -n, "reconcile the table ledger") : 0;
-	/* Go on with a cut scan (its records first), else start one. */
+	/* Go on with a cut scan (its entries first), else start one. */
 	struct nsh_scan_pos pos = {0, 0, 0};
 	int64_t age = boot_seconds() - l->scan.time;
 	size_t m = 0;
@@ -729,7 +729,7 @@ static int reconcile(const char *state_dir, int *lockfd, struct nsh_ledger *l, u
 		m = (size_t)n;
 	bool had_scan = l->scan.ids && *l->scan.ids;
 	cleanup_free struct verdict *v = calloc(l->n, sizeof(*v));
-	cleanup_free int *item_of = malloc((l->n ? l->n : 1) * sizeof(*item_of)); /* record -> scan item */
+	cleanup_free int *item_of = malloc((l->n ? l->n : 1) * sizeof(*item_of)); /* entry -> scan item */
 	if (!v || !item_of)
 		return nshash_error_set(err, ENOMEM, "reconcile the table ledger: out of memory");
 	for (size_t i = 0; i < l->n; i++)
@@ -739,7 +739,7 @@ static int reconcile(const char *state_dir, int *lockfd, struct nsh_ledger *l, u
 			item_of[index[k]] = (int)k;
 	size_t nv = 0;
 	for (size_t i = 0; i < l->n; i++) {
-		const struct nsh_record *r = &l->v[i];
+		const struct nsh_ledger_entry *r = &l->v[i];
 		if (r->kind != 'N')
 			continue;
 		v[nv] = (struct verdict){.ino = r->ino, .drop = r->drop, .checked = r->checked, .item = item_of[i]};
@@ -759,7 +759,7 @@ static int reconcile(const char *state_dir, int *lockfd, struct nsh_ledger *l, u
 	size_t idlen = 0;
 	cleanup_free char *ids = calloc(m, NSH_LEDGER_ID_LEN + 1);
 	for (size_t i = 0; i < l->n; i++) {
-		struct nsh_record *rec = &l->v[i];
+		struct nsh_ledger_entry *rec = &l->v[i];
 		struct verdict key = {.item = -1};
 		memcpy(key.id, rec->id, sizeof(key.id));
 		struct verdict *f = rec->kind == 'N' ? bsearch(&key, v, nv, sizeof(*v), cmp_verdict) : NULL;
@@ -810,14 +810,14 @@ static bool worth_rewrite(const struct nsh_ledger *l)
 	for (size_t i = 0; i < l->n; i++)
 		live += !l->v[i].drop;
 	/* Amortized: a rename on /run costs milliseconds when mounts abound,
-	 * so dropped records stay in the file (dropped again by each reader)
+	 * so dropped entries stay in the file (dropped again by each reader)
 	 * until dead lines outnumber live ones. */
 	return l->lines > 2 * live + LEDGER_SLACK;
 }
 
-/* Records doubled since the last rewrite: records of pins removed since
+/* Records doubled since the last rewrite: entries of pins removed since
  * (they count until checked) may pile up; check them.  Amortized, one stat
- * per record and at most one /proc scan per doubling. */
+ * per entry and at most one /proc scan per doubling. */
 static bool grown(const struct nsh_ledger *l)
 {
 	return l->n > 2 * l->base + LEDGER_SLACK;
@@ -895,7 +895,7 @@ int nsh_ledger_reserve(const char *state_dir, struct nshash_sizes eff, uint64_t 
 	 * doubling), else the next creator would check it all again. */
 	bool rewrite = grown(&l);
 	if (u.bytes + t->bytes > max || rewrite) {
-		/* Only now is it worth a look: records whose pins are gone may
+		/* Only now is it worth a look: entries whose pins are gone may
 		 * still count (a process holds the netns) or not. */
 		size_t dropped = 0;
 		r = reconcile(state_dir, &lockfd, &l, LEDGER_SCAN_MS, false, &dropped, err);
@@ -909,7 +909,7 @@ int nsh_ledger_reserve(const char *state_dir, struct nshash_sizes eff, uint64_t 
 		usage_of(state_dir, &l, true, &u);
 	}
 	bool over = u.bytes + t->bytes > max || t->bytes > max;
-	struct nsh_record rec = {.kind = 'R',
+	struct nsh_ledger_entry rec = {.kind = 'R',
 				 .bytes = t->bytes,
 				 .sizes = eff,
 				 .pid = getpid(),
@@ -918,7 +918,7 @@ int nsh_ledger_reserve(const char *state_dir, struct nshash_sizes eff, uint64_t 
 	rec.start = own_start(rec.pid);
 	new_id(rec.id);
 	char line[PATH_MAX + 256];
-	format_record(&rec, line, sizeof(line));
+	format_entry(&rec, line, sizeof(line));
 	if (rewrite || worth_rewrite(&l))
 		r = ledger_rewrite(state_dir, &l, err);
 	if (r == 0 && !over)
@@ -935,7 +935,7 @@ int nsh_ledger_reserve(const char *state_dir, struct nshash_sizes eff, uint64_t 
 	return 0;
 }
 
-/* The file's size against the record count its header gave. */
+/* The file's size against the entry count its header gave. */
 static bool ledger_looks_grown(const char *state_dir, off_t size)
 {
 	char path[PATH_MAX], head[48];
@@ -954,7 +954,7 @@ static bool ledger_looks_grown(const char *state_dir, off_t size)
 }
 
 /* The nsfs inode and file handle of the netns behind nsfd. */
-static void record_identity(int nsfd, struct nsh_record *rec)
+static void entry_identity(int nsfd, struct nsh_ledger_entry *rec)
 {
 	struct stat st;
 	if (fstat(nsfd, &st) == 0) {
@@ -988,18 +988,18 @@ int nsh_ledger_commit(const char *state_dir, struct nsh_ticket *t, struct nshash
 			return 0;
 		return nshash_error_prefix(err, "record in the table ledger");
 	}
-	struct nsh_record rec = {.kind = 'N',
+	struct nsh_ledger_entry rec = {.kind = 'N',
 				 .bytes = nshash_sizes_bytes(eff),
 				 .sizes = eff,
 				 .time = time(NULL),
 				 .pin = (char *)pin_field(pin)};
-	record_identity(nsfd, &rec);
+	entry_identity(nsfd, &rec);
 	if (t->reserved)
 		memcpy(rec.id, t->id, sizeof(rec.id));
 	else
 		new_id(rec.id);
 	char line[PATH_MAX + 256];
-	format_record(&rec, line, sizeof(line));
+	format_entry(&rec, line, sizeof(line));
 	off_t size = 0;
 	r = append_line(state_dir, line, &size, err);
 	if (r < 0)
@@ -1023,7 +1023,7 @@ void nsh_ledger_cancel(const char *state_dir, struct nsh_ticket *t)
 		return;
 	cleanup_close int lockfd = -1;
 	if (nsh_lock_state(state_dir, &lockfd, NULL) < 0)
-		return; /* the record goes at the next reconcile */
+		return; /* the entry goes at the next reconcile */
 	char line[NSH_LEDGER_ID_LEN + 8];
 	snprintf(line, sizeof(line), "X %s\n", t->id);
 	append_line(state_dir, line, NULL, NULL);

@@ -455,7 +455,7 @@ static int transform_apply(struct transform *t, struct nshash_error *err)
  * them) gets them as numbers in io.nshash.tcp/io.nshash.udp; one that was
  * not sized (it joins a netns not its own, onFailure warn) asks nothing
  * any more.  True when the config changed. */
-static bool record_auto(struct transform *t)
+static bool annotate_decided(struct transform *t)
 {
 	struct nsh_oci_result *res = t->res;
 	const struct nsh_oci_request *rq = &res->request;
@@ -504,7 +504,7 @@ int nsh_oci_transform(const char *config, size_t len, const struct nsh_oci_opts 
 		bool changed = r == CONFIG_CHANGED;
 		if (changed)
 			res->action = NSH_OCI_SIZED;
-		changed |= record_auto(&t);
+		changed |= annotate_decided(&t);
 		r = changed ? serialize(t.doc, out, out_len, err) : dup_out(config, len, out, out_len, err);
 	}
 	if (r < 0 && t.pinned) {

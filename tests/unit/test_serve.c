@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "cnistate.h"
 #include "common.h"
 #include "http.h"
 
@@ -133,7 +134,7 @@ static void test_labels(void **state)
 	}
 }
 
-static void test_pod_records(void **state)
+static void test_cni_pods(void **state)
 {
 	(void)state;
 	char dir[] = "/tmp/nshash-test-serve-XXXXXX";
@@ -150,18 +151,18 @@ static void test_pod_records(void **state)
 	assert_int_equal(nsh_cni_adds_read(dir, c, &err), 0);
 	assert_true(c[0] == 2 && c[1] == 0 && c[2] == 1);
 
-	struct nsh_pod_record r = {.inode = 4026532000ull, .outcome = NSH_CNI_WARNED};
+	struct nsh_cni_pod r = {.inode = 4026532000ull, .outcome = NSH_CNI_WARNED};
 	snprintf(r.id, sizeof(r.id), "abc-1");
 	snprintf(r.namespace_, sizeof(r.namespace_), "-");
 	snprintf(r.pod, sizeof(r.pod), "p o%%d\n\"\\\xff");
 	snprintf(r.netns, sizeof(r.netns), "%s/cni-1 2", dir); /* its dir is there, its pin not */
-	assert_int_equal(nsh_pod_record_write(dir, &r, &err), 0);
-	struct nsh_pod_record bad = r;
+	assert_int_equal(nsh_cni_pod_write(dir, &r, &err), 0);
+	struct nsh_cni_pod bad = r;
 	snprintf(bad.id, sizeof(bad.id), "../x");
-	assert_true(nsh_pod_record_write(dir, &bad, &err) < 0);
-	struct nsh_pod_record *v;
+	assert_true(nsh_cni_pod_write(dir, &bad, &err) < 0);
+	struct nsh_cni_pod *v;
 	size_t n;
-	assert_int_equal(nsh_pod_records_read(dir, &v, &n, &err), 0);
+	assert_int_equal(nsh_cni_pods_read(dir, &v, &n, &err), 0);
 	assert_int_equal(n, 1);
 	assert_string_equal(v[0].id, "abc-1");
 	assert_string_equal(v[0].namespace_, "-");
@@ -170,8 +171,8 @@ static void test_pod_records(void **state)
 	assert_int_equal(v[0].outcome, NSH_CNI_WARNED);
 	/* the inode alone is not enough: its netns is not at its path (a stale
 	 * record, a DEL that never came): it labels no netns of that inode */
-	assert_null(nsh_pod_record_find(v, n, 4026532000ull));
-	assert_null(nsh_pod_record_find(v, n, 1));
+	assert_null(nsh_cni_pod_find(v, n, 4026532000ull));
+	assert_null(nsh_cni_pod_find(v, n, 1));
 	/* another file at its path with that inode: not its netns either */
 	char file[256];
 	snprintf(file, sizeof(file), "%s/cni/not-a-netns", dir);
@@ -182,41 +183,41 @@ static void test_pod_records(void **state)
 	assert_int_equal(stat(file, &fst), 0);
 	snprintf(v[0].netns, sizeof(v[0].netns), "%s", file);
 	v[0].inode = (uint64_t)fst.st_ino;
-	assert_null(nsh_pod_record_find(v, n, v[0].inode));
+	assert_null(nsh_cni_pod_find(v, n, v[0].inode));
 	assert_int_equal(unlink(file), 0);
 	free(v);
 	/* its netns is not there: pruned */
 	size_t removed;
-	assert_int_equal(nsh_pod_records_prune(dir, &removed, &err), 0);
+	assert_int_equal(nsh_cni_pods_prune(dir, &removed, &err), 0);
 	assert_int_equal(removed, 1);
-	assert_int_equal(nsh_pod_records_read(dir, &v, &n, &err), 0);
+	assert_int_equal(nsh_cni_pods_read(dir, &v, &n, &err), 0);
 	assert_int_equal(n, 0);
 	free(v);
-	assert_int_equal(nsh_pod_record_remove(dir, "abc-1", &err), 0); /* gone already: fine */
+	assert_int_equal(nsh_cni_pod_remove(dir, "abc-1", &err), 0); /* gone already: fine */
 	/* its netns's directory is not in this view (a node container without
 	 * the runtime's /run/netns mounted): cannot tell gone from unseen, kept */
-	struct nsh_pod_record hidden = r;
+	struct nsh_cni_pod hidden = r;
 	snprintf(hidden.netns, sizeof(hidden.netns), "%s/no-such-dir/cni-1", dir);
-	assert_int_equal(nsh_pod_record_write(dir, &hidden, &err), 0);
-	assert_int_equal(nsh_pod_records_prune(dir, &removed, &err), 0);
+	assert_int_equal(nsh_cni_pod_write(dir, &hidden, &err), 0);
+	assert_int_equal(nsh_cni_pods_prune(dir, &removed, &err), 0);
 	assert_int_equal(removed, 0);
-	assert_int_equal(nsh_pod_records_read(dir, &v, &n, &err), 0);
+	assert_int_equal(nsh_cni_pods_read(dir, &v, &n, &err), 0);
 	assert_int_equal(n, 1);
 	free(v);
 	/* once the directory is there and the pin is not: gone, pruned */
 	char hdir[256];
 	snprintf(hdir, sizeof(hdir), "%s/no-such-dir", dir);
 	assert_int_equal(mkdir(hdir, 0700), 0);
-	assert_int_equal(nsh_pod_records_prune(dir, &removed, &err), 0);
+	assert_int_equal(nsh_cni_pods_prune(dir, &removed, &err), 0);
 	assert_int_equal(removed, 1);
 	assert_int_equal(rmdir(hdir), 0);
 	/* a netns that is no absolute path: never a netns, pruned (whatever
 	 * errno was left by the calls before) */
-	struct nsh_pod_record rel = r;
+	struct nsh_cni_pod rel = r;
 	snprintf(rel.netns, sizeof(rel.netns), "run/netns/cni-1");
-	assert_int_equal(nsh_pod_record_write(dir, &rel, &err), 0);
+	assert_int_equal(nsh_cni_pod_write(dir, &rel, &err), 0);
 	errno = EACCES;
-	assert_int_equal(nsh_pod_records_prune(dir, &removed, &err), 0);
+	assert_int_equal(nsh_cni_pods_prune(dir, &removed, &err), 0);
 	assert_int_equal(removed, 1);
 
 	char path[256], elsewhere[200];
@@ -226,11 +227,11 @@ static void test_pod_records(void **state)
 	snprintf(elsewhere, sizeof(elsewhere), "%s/elsewhere", dir);
 	assert_int_equal(mkdir(elsewhere, 0700), 0);
 	assert_int_equal(symlink(elsewhere, path), 0);
-	assert_true(nsh_pod_record_write(dir, &r, &err) < 0);
+	assert_true(nsh_cni_pod_write(dir, &r, &err) < 0);
 	assert_non_null(strstr(err.msg, "/cni/pods"));
 	snprintf(file, sizeof(file), "%s/abc-1", elsewhere);
 	assert_int_equal(close(open(file, O_WRONLY | O_CREAT | O_EXCL, 0600)), 0);
-	assert_true(nsh_pod_record_remove(dir, "abc-1", &err) < 0);
+	assert_true(nsh_cni_pod_remove(dir, "abc-1", &err) < 0);
 	assert_int_equal(access(file, F_OK), 0); /* still there */
 	assert_int_equal(unlink(file), 0);
 	assert_int_equal(rmdir(elsewhere), 0);
@@ -255,7 +256,7 @@ static void test_pod_netns(void **state)
 	snprintf(e.name, sizeof(e.name), "/run/netns/cni-1");
 	e.info.tcp_entries = -262144;
 	e.info.udp_entries = -16384;
-	struct nsh_pod_record warned = {.outcome = NSH_CNI_WARNED}, sized = {.outcome = NSH_CNI_SIZED};
+	struct nsh_cni_pod warned = {.outcome = NSH_CNI_WARNED}, sized = {.outcome = NSH_CNI_SIZED};
 	assert_string_equal(nsh_pod_netns_shared(&e, NULL), "unseen");
 	assert_string_equal(nsh_pod_netns_shared(&e, &warned), "warned");
 	assert_null(nsh_pod_netns_shared(&e, &sized));
@@ -278,7 +279,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_requests),	cmocka_unit_test(test_response_head), cmocka_unit_test(test_labels),
-	    cmocka_unit_test(test_pod_records), cmocka_unit_test(test_pod_netns),
+	    cmocka_unit_test(test_cni_pods), cmocka_unit_test(test_pod_netns),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
