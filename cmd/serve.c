@@ -77,13 +77,6 @@ struct server {
 	uint64_t accepted;
 };
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...)
 {
@@ -213,7 +206,7 @@ static size_t textfiles(FILE *f, const char *dir)
  * SCAN_CACHE_MS: stats (a /proc and netns scan) and the textfiles. */
 static void scan_refresh(struct server *s)
 {
-	if (s->scan_at && now_ms() - s->scan_at < SCAN_CACHE_MS)
+	if (s->scan_at && nsh_monotonic_ms() - s->scan_at < SCAN_CACHE_MS)
 		return;
 	free(s->scan);
 	free(s->files);
@@ -235,7 +228,7 @@ static void scan_refresh(struct server *s)
 		}
 		s->scan_ok = f && fclose(f) == 0;
 	}
-	s->scan_at = now_ms(); /* a failed scan is kept too: no retry storm */
+	s->scan_at = nsh_monotonic_ms(); /* a failed scan is kept too: no retry storm */
 }
 
 /* The body of GET /metrics (malloc'd), or NULL when the scan failed: the
@@ -317,7 +310,7 @@ static void answer(struct client *c, int status, const char *type, const char *b
 		memcpy(c->out + h, body, blen);
 	c->outlen = (size_t)h + blen;
 	c->sent = 0;
-	c->deadline = now_ms() + WRITE_TIMEOUT_MS;
+	c->deadline = nsh_monotonic_ms() + WRITE_TIMEOUT_MS;
 }
 
 static void refused_log(struct server *s, int status, const struct http_request *req)
@@ -326,7 +319,7 @@ static void refused_log(struct server *s, int status, const struct http_request 
 		s->busy++;
 	else
 		s->refused++;
-	int64_t t = now_ms();
+	int64_t t = nsh_monotonic_ms();
 	if (t < s->quiet_until) {
 		s->quiet_count++;
 		return;
@@ -472,7 +465,7 @@ static void accept_all(struct server *s)
 		struct client *c = &s->c[s->nc++];
 		memset(c, 0, sizeof(*c));
 		c->fd = fd;
-		c->deadline = now_ms() + READ_TIMEOUT_MS;
+		c->deadline = nsh_monotonic_ms() + READ_TIMEOUT_MS;
 		c->seq = s->accepted++;
 		placed++;
 	}
@@ -558,13 +551,13 @@ int cli_serve(const struct serve_opts *o)
 	nshash_escape(o->state_dir, dir, sizeof(dir));
 	say("listening on %s (GET /metrics, /healthz); state dir %s; gc every %lld s (--max-idle %lld)", o->listen, dir,
 	    (long long)o->gc_every, (long long)o->max_idle);
-	int64_t next_gc = o->gc_every ? now_ms() : INT64_MAX;
+	int64_t next_gc = o->gc_every ? nsh_monotonic_ms() : INT64_MAX;
 	int rc = EXIT_OK;
 	for (;;) {
-		int64_t t = now_ms();
+		int64_t t = nsh_monotonic_ms();
 		if (t >= next_gc) {
 			gc_run(s);
-			t = now_ms();
+			t = nsh_monotonic_ms();
 			next_gc = t + o->gc_every * 1000;
 		}
 		/* clients past their deadline go (a slowloris one, a reader that stalls) */

@@ -205,6 +205,12 @@ int nsh_json_decode(const char *text, size_t len, struct json_object **out, stru
  * "SOURCE: malformed JSON at line L column C: why". */
 int nsh_json_parse_text(const char *text, size_t len, const char *source, struct json_object **out,
 			struct nshash_error *err);
+/* A configured file as one JSON document: read (nsh_read_file: a regular
+ * file of at most max bytes), then decoded (errors name the path).  On
+ * failure *out is NULL and *unreadable (may be NULL) says whether reading
+ * it failed, not decoding it. */
+int nsh_json_read_file(const char *path, size_t max, struct json_object **out, bool *unreadable,
+		       struct nshash_error *err);
 /* 1-based line and column of byte `offset` in `text`. */
 void nsh_text_position(const char *text, size_t len, size_t offset, unsigned *line, unsigned *col);
 

@@ -14,19 +14,14 @@
 static int bundle_read(const char *bundle, struct nsh_oci_request *req, char *netns, size_t netns_len,
 		       struct nshash_error *err)
 {
-	char path[4200], *text;
+	char path[4200];
 	struct json_object *doc, *ann = NULL, *entry, *p;
-	size_t len;
 	int r;
 
 	netns[0] = '\0';
 	if ((size_t)snprintf(path, sizeof(path), "%s/config.json", bundle) >= sizeof(path))
 		return nshash_error_set(err, ENAMETOOLONG, "%.100s...: path too long", bundle);
-	r = nsh_read_file(path, NSH_OCI_CONFIG_MAX_BYTES, &text, &len, err);
-	if (r < 0)
-		return r;
-	r = nsh_json_parse_text(text, len, path, &doc, err);
-	free(text);
+	r = nsh_json_read_file(path, NSH_OCI_CONFIG_MAX_BYTES, &doc, NULL, err);
 	if (r < 0)
 		return r;
 	if (!json_object_is_type(doc, json_type_object)) {

@@ -13,14 +13,6 @@
 #include "nshash.h"
 #include "shared.h"
 
-/* CLOCK_MONOTONIC in milliseconds: deadlines and waits. */
-static inline int64_t nsh_monotonic_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 #define NSH_SYSCTL_DIR	"/proc/sys/net/ipv4/"
 #define NSH_TCP_ENTRIES "tcp_ehash_entries"
 #define NSH_UDP_ENTRIES "udp_hash_entries"

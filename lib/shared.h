@@ -13,9 +13,18 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "nshash.h"
+
+/* CLOCK_MONOTONIC in milliseconds: deadlines and waits. */
+static inline int64_t nsh_monotonic_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 struct stat;
 
