@@ -213,6 +213,17 @@ struct nsh_ledger {
  * of each id wins.  -ENOMEM or 0; free with nsh_ledger_free. */
 int nsh_ledger_parse(char *text, size_t len, struct nsh_ledger *l);
 void nsh_ledger_free(struct nsh_ledger *l);
+/* The file (ledger.c): STATE_DIR/NAME's path; the ledger loaded (none:
+ * empty); one line appended (its new size in *size), the file's old last
+ * line closed first when a killed writer left it open; an entry as its
+ * line; the file replaced (temp + rename) by the entries not dropped.
+ * The caller holds the state lock for all but the path. */
+int nsh_ledger_path(const char *state_dir, const char *name, char *out, size_t len, struct nshash_error *err);
+int nsh_ledger_load(const char *state_dir, struct nsh_ledger *l, struct nshash_error *err);
+int nsh_ledger_append(const char *state_dir, const char *line, off_t *size, struct nshash_error *err);
+void nsh_ledger_format(const struct nsh_ledger_entry *r, char *buf, size_t len);
+int nsh_ledger_rewrite(const char *state_dir, struct nsh_ledger *l, struct nshash_error *err);
+/* The accounting (budget.c): */
 struct nsh_ticket {
 	char id[NSH_LEDGER_ID_LEN + 1];
 	uint64_t bytes;
