@@ -101,7 +101,7 @@ static int check_gather(struct check *k, struct nshash_error *err)
 			 k->state_dir);
 	/* the node's policy, as the hook, the wrapper and the plugin read it:
 	 * one they cannot read fails every container start */
-	k->policy_ok = nsh_policy_load(getenv("NSHASH_POLICY"), &k->policy, err) == 0;
+	k->policy_ok = nsh_policy_load(nsh_policy_env(), &k->policy, err) == 0;
 	if (!k->policy_ok)
 		snprintf(k->problems[k->np++], sizeof(k->problems[0]), "%s", err->msg);
 	return 0;

@@ -19,6 +19,9 @@ int cli_fail_err(int code, const struct nshash_error *err);
 json_object *cli_info_json(const struct nshash_netns_info *i);
 void cli_print_json(json_object *o);
 void cli_info_text(const char *what, const struct nshash_netns_info *i);
+/* A table's cell in list and stats: "OWN" + its entries (own table),
+ * "shared", or "n/a" (0: the kernel has no per-netns tables). */
+void cli_entries_cell(long entries, const char *own, char *buf, size_t len);
 /* "N KiB" or "N MiB". */
 void cli_human_bytes(uint64_t b, char *buf, size_t len);
 

@@ -40,7 +40,7 @@ static int history_command(const char *state_dir, enum history_format format)
 {
 	struct nshash_error err = {0};
 	struct nsh_policy policy;
-	if (nsh_policy_load(getenv("NSHASH_POLICY"), &policy, &err) < 0)
+	if (nsh_policy_load(nsh_policy_env(), &policy, &err) < 0)
 		return cli_fail(EXIT_FAIL, "history: %s", err.msg);
 	struct nsh_history h;
 	char warn[4500];

@@ -84,12 +84,8 @@ static void size_cell(const struct nshash_entry *e, bool udp, char *buf, size_t 
 		snprintf(buf, len, "child:%ld", udp ? e->info.udp_child : e->info.tcp_child);
 	else if (!pinned)
 		snprintf(buf, len, "-");
-	else if (entries > 0)
-		snprintf(buf, len, "%ld", entries);
-	else if (entries < 0)
-		snprintf(buf, len, "shared");
 	else
-		snprintf(buf, len, "n/a");
+		cli_entries_cell(entries, "", buf, len);
 }
 
 /* list shows what the caller may read; say what it could not. */

@@ -155,3 +155,13 @@ void cli_sockets_text(const struct nshash_sockets *s, const struct nshash_netns_
 		putchar('\n');
 	}
 }
+
+void cli_entries_cell(long entries, const char *own, char *buf, size_t len)
+{
+	if (entries > 0)
+		snprintf(buf, len, "%s%ld", own, entries);
+	else if (entries < 0)
+		snprintf(buf, len, "shared");
+	else
+		snprintf(buf, len, "n/a");
+}

@@ -98,15 +98,7 @@ static json_object *shared_json(const struct nshash_stats_netns *v, const struct
 
 static void table_cell(const struct nshash_stats_netns *e, int k, char *buf, size_t len)
 {
-	long entries = cli_entries(&e->info, k);
-	if (e->host && entries > 0)
-		snprintf(buf, len, "global %ld", entries);
-	else if (entries > 0)
-		snprintf(buf, len, "own %ld", entries);
-	else if (entries < 0)
-		snprintf(buf, len, "shared");
-	else
-		snprintf(buf, len, "n/a");
+	cli_entries_cell(cli_entries(&e->info, k), e->host ? "global " : "own ", buf, len);
 }
 
 static void print_text(const struct cli_view *w)

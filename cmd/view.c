@@ -76,7 +76,7 @@ int cli_view_load(const char *state_dir, const char *const *only, size_t nonly, 
 {
 	struct nshash_error err = {0};
 	memset(w, 0, sizeof(*w));
-	if (nsh_policy_load(getenv("NSHASH_POLICY"), &w->policy, &err) < 0) {
+	if (nsh_policy_load(nsh_policy_env(), &w->policy, &err) < 0) {
 		cli_fail(0, "stats: %s (recommendations ignore the policy's caps)", err.msg);
 		nsh_policy_defaults(&w->policy);
 		w->policy.max = (struct nshash_sizes){NSHASH_TCP_MAX, NSHASH_UDP_MAX};

@@ -188,7 +188,7 @@ int nsh_cni_state_update(const struct nsh_cni_env *env, const struct nsh_cni_out
 /* ------------------------------------------------- between the plugin's files */
 #define POD_ANNOTATIONS "io.kubernetes.cri.pod-annotations"
 #define JSON_OUT_FLAGS	(JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
-#define CNI_LATEST	"1.1.0"
+#define CNI_LATEST	"1.1.0" /* the newest of nsh_cni_versions (version.c) */
 
 /* One invocation in progress. */
 /* auto.c: `auto` in the network config or the pod annotations replaced by

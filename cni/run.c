@@ -39,7 +39,7 @@ static void peek_version(const char *input, size_t len, char *out, size_t outlen
 void nsh_cni_node_load(struct nsh_cni_node *node)
 {
 	memset(node, 0, sizeof(*node));
-	if (nsh_policy_load(getenv("NSHASH_POLICY"), &node->policy, &node->error) < 0) {
+	if (nsh_policy_load(nsh_policy_env(), &node->policy, &node->error) < 0) {
 		node->failed = true;
 		nsh_policy_defaults(&node->policy);
 	}

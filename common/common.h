@@ -28,6 +28,7 @@ struct stat;
  * A missing file means the defaults below; a malformed one is an error that
  * names the line or the key. */
 #define NSH_DEFAULT_POLICY_PATH	     "/etc/nshash/nshash.json"
+#define NSH_POLICY_ENV		     "NSHASH_POLICY" /* names another policy file */
 /* The Kubernetes installer, as it stamps the entry it chains ("chainedBy"):
  * the plugin's over-cap message then names the ConfigMap, not the conflist. */
 #define NSH_K8S_INSTALLER "nshash-cni-install"
@@ -117,7 +118,10 @@ void nsh_policy_defaults(struct nsh_policy *policy);
  * wrong types and out-of-range values are errors naming the key. */
 int nsh_policy_parse(const char *text, size_t len, const char *source, struct nsh_policy *policy,
 		     struct nshash_error *err);
-/* Load `path` (NULL = NSH_DEFAULT_POLICY_PATH).  ENOENT = defaults. */
+/* The policy file the environment names ($NSHASH_POLICY), NULL (the
+ * default) when it names none. */
+const char *nsh_policy_env(void);
+/* Load `path` (NULL or "" = NSH_DEFAULT_POLICY_PATH).  ENOENT = defaults. */
 int nsh_policy_load(const char *path, struct nsh_policy *policy, struct nshash_error *err);
 const char *nsh_on_failure_name(enum nsh_on_failure on_failure);
 /* Does the policy size containers that ask nothing (defaultTcp or defaultUdp

@@ -257,7 +257,7 @@ static int poststop(const struct nsh_policy *policy, const struct nsh_oci_state 
 
 int main(int argc, char **argv)
 {
-	const char *stage, *policy_path = getenv("NSHASH_POLICY");
+	const char *stage, *policy_path = nsh_policy_env();
 	struct nsh_policy policy;
 	struct nsh_oci_state st;
 	struct nshash_error err = {0};

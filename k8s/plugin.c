@@ -43,8 +43,8 @@ int k8s_plugin_run(const char *path, const char *cmd, const char *input, char **
 	}
 	char command[64], policy[1100];
 	snprintf(command, sizeof(command), "CNI_COMMAND=%s", cmd);
-	const char *pol = getenv("NSHASH_POLICY");
-	snprintf(policy, sizeof(policy), "NSHASH_POLICY=%s", pol ? pol : "");
+	const char *pol = nsh_policy_env();
+	snprintf(policy, sizeof(policy), NSH_POLICY_ENV "=%s", pol ? pol : "");
 	char *envp[] = {command, "PATH=/usr/sbin:/usr/bin:/sbin:/bin", pol ? policy : NULL, NULL};
 	pid_t pid = fork();
 	if (pid < 0) {

@@ -280,7 +280,7 @@ static int reconcile(const char *state_dir, int *lockfd, struct nsh_ledger *l, u
 		m = (size_t)n;
 	bool had_scan = l->scan.ids && *l->scan.ids;
 	cleanup_free struct verdict *v = calloc(l->n, sizeof(*v));
-	cleanup_free int *item_of = malloc((l->n ? l->n : 1) * sizeof(*item_of)); /* entry -> scan item */
+	cleanup_free int *item_of = calloc(l->n ? l->n : 1, sizeof(*item_of)); /* entry -> scan item */
 	if (!v || !item_of)
 		return nshash_error_set(err, ENOMEM, "reconcile the table ledger: out of memory");
 	for (size_t i = 0; i < l->n; i++)

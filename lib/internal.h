@@ -280,12 +280,41 @@ const char *nsh_mount_hint(int e);
 /* probe.c: "kernel R has no net.ipv4.X (needs Linux V)", EOPNOTSUPP. */
 int nsh_knob_missing(enum nshash_proto proto, const char *release, struct nshash_error *err);
 
-/* child.c: 0 when the calling thread may setns back into `home` (it is
+/* helper.c: a forked helper process and its answers (over a socket pair:
+ * a reply, with an fd when it made a netns).  `what` names it in errors
+ * ("WHAT: ...", "WHAT (STAGE): ..."); timeout_s: how long each answer may
+ * take (0: no limit).  fn runs in the helper (sock: its end, parent: the
+ * caller's pid) and the helper exits when it returns. */
+struct nsh_helper_reply {
+	int r;
+	struct nshash_error err;
+	struct nshash_netns_info info;
+};
+struct nsh_helper {
+	pid_t pid;
+	int sock; /* the caller's end */
+	const char *what;
+	unsigned timeout_s;
+};
+typedef void (*nsh_helper_fn)(int sock, pid_t parent, const void *arg);
+int nsh_helper_start(struct nsh_helper *h, const char *what, unsigned timeout_s, nsh_helper_fn fn, const void *arg,
+		     struct nshash_error *err);
+/* In the helper: one answer (fd >= 0: sent along).  0, or -1. */
+int nsh_helper_send(int sock, const struct nsh_helper_reply *rep, int fd);
+/* The helper's next answer, and (fd not NULL) the fd it sent: 0; its own
+ * error (rep->r, *err its message); or an error of the exchange (no
+ * answer in time, it died). */
+int nsh_helper_recv(const struct nsh_helper *h, const char *stage, struct nsh_helper_reply *rep, int *fd,
+		    struct nshash_error *err);
+/* The caller's end closed (the helper sees it), the helper killed first
+ * when kill_it, then reaped. */
+void nsh_helper_end(struct nsh_helper *h, bool kill_it);
+/* helper.c: 0 when the calling thread may setns back into `home` (it is
  * there already: the call changes nothing), else -errno. */
 int nsh_can_return(int home);
-/* Run fn in a forked child and hand back its result, error, info and (when
- * `fd` is not NULL) the netns fd it produced.  For callers that cannot come
- * back from a netns they would enter (nsh_can_return fails). */
+/* Run fn in a forked helper and hand back its result, error, info and
+ * (when `fd` is not NULL) the netns fd it produced.  For callers that
+ * cannot come back from a netns they would enter (nsh_can_return fails). */
 typedef int (*nsh_child_fn)(const void *arg, int *fd, struct nshash_netns_info *info, struct nshash_error *err);
 int nsh_in_child(nsh_child_fn fn, const void *arg, int *fd, struct nshash_netns_info *info, struct nshash_error *err);
 

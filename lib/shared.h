@@ -104,4 +104,13 @@ int nsh_proc_stat(pid_t pid, struct nsh_proc_stat *st);
  * *not_netns saying what is there instead; -errno when it cannot be opened. */
 int nsh_path_open_netns(const char *path, bool follow, int *fd, const char **not_netns);
 
+/* pin.c: what a container left beside its netns pin: STATE_DIR/SUB/NAME
+ * whose STATE_DIR/pins/NAME is gone and that is older than min_age
+ * seconds (its mtime), each handed to `remove` (0: removed).  How many
+ * were removed; -errno when SUB cannot be read (absent: 0). */
+struct stat;
+typedef int (*nsh_unpinned_fn)(const char *path, const struct stat *st, void *ctx);
+int nsh_sweep_unpinned(const char *state_dir, const char *sub, int64_t min_age, nsh_unpinned_fn remove, void *ctx,
+		       struct nshash_error *err);
+
 #endif

@@ -448,7 +448,7 @@ static void say_who(int argc, char **argv, const struct nsh_runtime_args *args, 
 
 int main(int argc, char **argv)
 {
-	const char *policy_path = getenv("NSHASH_POLICY");
+	const char *policy_path = nsh_policy_env();
 	struct nsh_policy policy;
 	struct nsh_runtime_args args;
 	struct nsh_runtime_defaults defaults;

@@ -145,33 +145,17 @@ int nsh_sibling_write(const char *state_dir, const char *pin, const char *bundle
 	return r;
 }
 
+static int sibling_gone(const char *path, const struct stat *st, void *ctx)
+{
+	struct nshash_error ignored;
+	(void)ctx;
+	return S_ISDIR(st->st_mode) ? nsh_sibling_remove(path, &ignored) : -1;
+}
+
 int nsh_sibling_sweep(const char *state_dir, int64_t stale_age)
 {
-	char dir[PATH_MAX], pin[PATH_MAX + NAME_MAX + 8], sib[PATH_MAX + NAME_MAX + 2];
-	struct stat st;
-	struct dirent *de;
-	int removed = 0;
-	time_t now = time(NULL);
-
-	snprintf(dir, sizeof(dir), "%s/bundles", state_dir);
-	DIR *d = opendir(dir);
-	if (!d)
-		return 0;
-	while ((de = readdir(d))) {
-		struct nshash_error ignored;
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(sib, sizeof(sib), "%s/%s", dir, de->d_name);
-		snprintf(pin, sizeof(pin), "%s/pins/%s", state_dir, de->d_name);
-		/* its pin comes first and goes first: no pin, and older than
-		 * any create takes, is left by a container gone */
-		if (lstat(pin, &st) == 0 || errno != ENOENT)
-			continue;
-		if (lstat(sib, &st) < 0 || !S_ISDIR(st.st_mode) || now < st.st_mtime || now - st.st_mtime < stale_age)
-			continue;
-		if (nsh_sibling_remove(sib, &ignored) == 0)
-			removed++;
-	}
-	closedir(d);
-	return removed;
+	struct nshash_error ignored;
+	/* its pin comes first and goes first */
+	int r = nsh_sweep_unpinned(state_dir, "bundles", stale_age, sibling_gone, NULL, &ignored);
+	return r < 0 ? 0 : r;
 }
