@@ -124,7 +124,7 @@ size_t nsh_workload_reap(const char *state_dir, const struct nshash_stats_netns 
 /* Whether STATE_DIR/workloads holds any mark (gc scans only then). */
 bool nsh_workload_marks_any(const char *state_dir);
 
-/* auto.c: the steps every front-end takes (`who`: the container or pod id
+/* auto-sizes.c: the steps every front-end takes (`who`: the container or pod id
  * its log lines name, NULL none).  At a start: the sizes `auto` gives the
  * workload `key` ("" none: the initial sizes) for the protocols asked as
  * auto (tcp, udp), from its history entry (the index, else the whole

@@ -2,9 +2,9 @@
 /* `auto` sizes (docs/auto.md): the rule that turns a workload's recorded
  * peak into a size, and the steps every front-end takes with it -- the
  * sizes for a workload at a start, the mark of the netns sized for it,
- * its last sample at a teardown.  The pieces: auto-keys.c (workload
- * keys), auto-history.c (the peaks file), auto-index.c (its index),
- * auto-marks.c (which netns is whose). */
+ * its last sample at a teardown.  Declared in auto.h with the pieces:
+ * auto-keys.c (workload keys), auto-history.c (the peaks file),
+ * auto-index.c (its index), auto-marks.c (which netns is whose). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
