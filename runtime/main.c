@@ -148,6 +148,18 @@ struct look {
 	bool shared;	  /* mounts that must reach the host */
 };
 
+/* The request of a parsed config's annotations: 0, or -1 when the config
+ * or its annotations are bad (the transform says why). */
+static int look_request(int parsed, struct json_object *doc, struct nsh_oci_request *req)
+{
+	struct json_object *ann = NULL;
+	struct nshash_error err;
+	if (parsed < 0 || !json_object_is_type(doc, json_type_object))
+		return -1;
+	json_object_object_get_ex(doc, "annotations", &ann);
+	return nsh_oci_request_from_annotations(ann, req, &err) < 0 ? -1 : 0;
+}
+
 /* Cheap where it can be: a config that names no nshash, on a node
  * without defaults and without --nshash-tcp/--nshash-udp, is not parsed. */
 static void config_look(const char *text, size_t len, const struct nsh_runtime_defaults *d,
@@ -156,14 +168,13 @@ static void config_look(const char *text, size_t len, const struct nsh_runtime_d
 	struct nsh_oci_request req = {0};
 	struct nshash_error err;
 	struct nsh_decision dec;
-	struct json_object *doc = NULL, *ann = NULL;
+	struct json_object *doc = NULL;
 
 	memset(lk, 0, sizeof(*lk));
 	lk->named = memmem(text, len, NSH_ANNOTATION_PREFIX, strlen(NSH_ANNOTATION_PREFIX)) != NULL;
+	/* parsed: 0 (doc), -1 not JSON, 1 not parsed yet */
 	int parsed = lk->named ? nsh_json_parse_text(text, len, "config", &doc, &err) : 1;
-	if (lk->named && (parsed < 0 || !json_object_is_type(doc, json_type_object) ||
-			  (json_object_object_get_ex(doc, "annotations", &ann),
-			   nsh_oci_request_from_annotations(ann, &req, &err) < 0))) {
+	if (lk->named && look_request(parsed, doc, &req) < 0) {
 		lk->asks = -1;
 		goto out;
 	}
