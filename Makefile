@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # nshash — per-network-namespace TCP/UDP hash tables for containers.
 # lib/*.c is libnshash (the engine); common/*.c an internal archive of what
-# the front-ends share; each binary is its front-end's objects (cmd/,
-# oci-hooks/, cni/, k8s/) + the internal archive + libnshash.a.  docs/design.md.
+# the front-ends share; each binary is its front-end's objects (cmd/, hook/ or
+# runtime/ with oci/, cni/, k8s/, netavark/) + the internal archive +
+# libnshash.a.  docs/design.md.
 #
 # Flags: CFLAGS (default -O2 -g), CPPFLAGS and LDFLAGS are the user's and are
 # honoured; what the build needs (warnings, -fPIC, include dirs, json-c and
@@ -85,7 +86,10 @@ LIB_SO := $(B)/libnshash.so.$(SOVERSION)
 COMMON_OBJS := $(call obj,$(sort $(wildcard common/*.c)))
 COMMON_A := $(B)/libnshash-common.a
 # Each front-end: its objects; the one holding main() is named here.
-OCI_OBJS := $(call obj,$(filter-out %-main.c,$(sort $(wildcard oci-hooks/*.c))))
+# oci/ is what the hook (hook/) and the runtime wrapper (runtime/) share.
+OCI_OBJS := $(call obj,$(sort $(wildcard oci/*.c)))
+HOOK_OBJS := $(call obj,$(filter-out hook/main.c,$(sort $(wildcard hook/*.c))))
+RUNTIME_OBJS := $(call obj,$(filter-out runtime/main.c,$(sort $(wildcard runtime/*.c))))
 CNI_OBJS := $(call obj,$(filter-out cni/main.c,$(sort $(wildcard cni/*.c))))
 CMD_OBJS := $(call obj,$(filter-out cmd/nshash.c,$(sort $(wildcard cmd/*.c))))
 K8S_OBJS := $(call obj,$(sort $(wildcard k8s/*.c)))
@@ -105,7 +109,7 @@ FUZZ_SMOKE_SECONDS ?= 4
 # How long `make soak` runs its day on a node (seconds).
 SOAK_SECONDS ?= 1800
 SAN := build/san
-ALL_SRCS := $(sort $(wildcard lib/*.c common/*.c oci-hooks/*.c cni/*.c cmd/*.c k8s/*.c netavark/*.c))
+ALL_SRCS := $(sort $(wildcard lib/*.c common/*.c oci/*.c hook/*.c runtime/*.c cni/*.c cmd/*.c k8s/*.c netavark/*.c))
 
 .PHONY: all deps deps-test deps-unit deps-lint deps-deb deps-rpm deps-cri check check-here check-engines check-k8s check-cri unit integration soak demo bench value value-node install uninstall \
 	deb rpm clean format pkgconfig-check fuzz lint san san-check image
@@ -262,16 +266,23 @@ pkgconfig-check:
 	@pkg-config --exists $(PKGS) 2>/dev/null || { echo "nshash: missing build dependencies (pkg-config: $(PKGS)):" \
 		"run 'make deps' as root (installs them with apt), or 'make demo' / 'make check', which do it first" >&2; exit 1; }
 
-# Dependencies point one way: cmd/, oci-hooks/, cni/, k8s/, netavark/ -> common/ -> lib/.
+# Dependencies point one way: cmd/, hook/ and runtime/ (-> oci/), cni/, k8s/,
+# netavark/ -> common/ -> lib/.
 $(B)/obj/lib/%.o: lib/%.c $(wildcard lib/*.h) | pkgconfig-check
 	@mkdir -p $(@D)
 	$(COMPILE) -c -o $@ $<
 $(B)/obj/common/%.o: common/%.c $(wildcard common/*.h lib/nshash.h lib/shared.h) | pkgconfig-check
 	@mkdir -p $(@D)
 	$(COMPILE) -Icommon -c -o $@ $<
-$(B)/obj/oci-hooks/%.o: oci-hooks/%.c $(wildcard oci-hooks/*.h common/*.h lib/nshash.h lib/shared.h) | pkgconfig-check
+$(B)/obj/oci/%.o: oci/%.c $(wildcard oci/*.h common/*.h lib/nshash.h lib/shared.h) | pkgconfig-check
 	@mkdir -p $(@D)
-	$(COMPILE) -Icommon -Ioci-hooks -c -o $@ $<
+	$(COMPILE) -Icommon -Ioci -c -o $@ $<
+$(B)/obj/hook/%.o: hook/%.c $(wildcard hook/*.h oci/*.h common/*.h lib/nshash.h lib/shared.h) | pkgconfig-check
+	@mkdir -p $(@D)
+	$(COMPILE) -Icommon -Ioci -Ihook -c -o $@ $<
+$(B)/obj/runtime/%.o: runtime/%.c $(wildcard runtime/*.h oci/*.h common/*.h lib/nshash.h lib/shared.h) | pkgconfig-check
+	@mkdir -p $(@D)
+	$(COMPILE) -Icommon -Ioci -Iruntime -c -o $@ $<
 $(B)/obj/cni/%.o: cni/%.c $(wildcard cni/*.h common/*.h lib/nshash.h lib/shared.h) | pkgconfig-check
 	@mkdir -p $(@D)
 	$(COMPILE) -Icommon -Icni -c -o $@ $<
@@ -304,9 +315,9 @@ $(LIB_SO): $(LIB_OBJS) lib/libnshash.map
 FRONT_LIBS := $(COMMON_A) $(LIB_A)
 $(B)/nshash: $(call obj,cmd/nshash.c) $(CMD_OBJS) $(FRONT_LIBS)
 	$(LINK) -o $@ $^ $(CLI_LDLIBS)
-$(B)/nshash-hook: $(call obj,oci-hooks/hook-main.c) $(OCI_OBJS) $(FRONT_LIBS)
+$(B)/nshash-hook: $(call obj,hook/main.c) $(HOOK_OBJS) $(OCI_OBJS) $(FRONT_LIBS)
 	$(LINK) -o $@ $^ $(BIN_LDLIBS)
-$(B)/nshash-runtime: $(call obj,oci-hooks/runtime-main.c) $(OCI_OBJS) $(FRONT_LIBS)
+$(B)/nshash-runtime: $(call obj,runtime/main.c) $(RUNTIME_OBJS) $(OCI_OBJS) $(FRONT_LIBS)
 	$(LINK) -o $@ $^ $(BIN_LDLIBS)
 $(B)/cni/nshash: $(call obj,cni/main.c) $(CNI_OBJS) $(FRONT_LIBS)
 	@mkdir -p $(@D)
@@ -336,8 +347,8 @@ image: $(B)/cni/nshash $(B)/static/nshash $(B)/nshash-cni-install
 		-t $(IMAGE):$(VERSION) $(B)/image
 
 # Unit tests test the front-ends' logic: each links the objects it needs.
-UNIT_INC := -Icommon -Ioci-hooks -Icni
-$(B)/tests/test_oci: tests/unit/test_oci.c $(OCI_OBJS) $(FRONT_LIBS)
+UNIT_INC := -Icommon -Ioci -Ihook -Iruntime -Icni
+$(B)/tests/test_oci: tests/unit/test_oci.c $(HOOK_OBJS) $(RUNTIME_OBJS) $(OCI_OBJS) $(FRONT_LIBS)
 	@mkdir -p $(@D)
 	$(LINK) $(NSH_CPPFLAGS) $(CPPFLAGS) $(UNIT_INC) -o $@ $^ $(LDLIBS) -lcmocka
 $(B)/tests/test_cni: tests/unit/test_cni.c $(CNI_OBJS) $(FRONT_LIBS)
@@ -349,7 +360,7 @@ $(B)/tests/test_policy: tests/unit/test_policy.c $(FRONT_LIBS)
 $(B)/tests/test_history: tests/unit/test_history.c $(FRONT_LIBS)
 	@mkdir -p $(@D)
 	$(LINK) $(NSH_CPPFLAGS) $(CPPFLAGS) $(UNIT_INC) -o $@ $^ $(LDLIBS) -lcmocka
-$(B)/tests/test_hostile: tests/unit/test_hostile.c $(OCI_OBJS) $(CNI_OBJS) $(FRONT_LIBS)
+$(B)/tests/test_hostile: tests/unit/test_hostile.c $(HOOK_OBJS) $(OCI_OBJS) $(CNI_OBJS) $(FRONT_LIBS)
 	@mkdir -p $(@D)
 	$(LINK) $(NSH_CPPFLAGS) $(CPPFLAGS) $(UNIT_INC) -o $@ $^ $(LDLIBS) -lcmocka
 $(B)/tests/test_serve: tests/unit/test_serve.c $(call obj,cmd/http.c) $(FRONT_LIBS)
@@ -381,9 +392,10 @@ $(B)/bench/cni-noop: bench/cni-noop.c
 
 # libFuzzer harnesses (SANITIZE=1 trees only: clang, coverage-instrumented
 # objects).  Each links what it parses: its front-end's objects.
-FUZZ_INC := -Icommon -Ioci-hooks -Icni -Icmd -Itests/fuzz
+FUZZ_INC := -Icommon -Ioci -Ihook -Iruntime -Icni -Icmd -Itests/fuzz
 $(B)/fuzz/fuzz_cni: tests/fuzz/fuzz_cni.c $(CNI_OBJS) $(FRONT_LIBS)
-$(B)/fuzz/fuzz_oci $(B)/fuzz/fuzz_runtime_args: $(B)/fuzz/%: tests/fuzz/%.c $(OCI_OBJS) $(FRONT_LIBS)
+$(B)/fuzz/fuzz_oci: tests/fuzz/fuzz_oci.c $(HOOK_OBJS) $(OCI_OBJS) $(FRONT_LIBS)
+$(B)/fuzz/fuzz_runtime_args: tests/fuzz/fuzz_runtime_args.c $(RUNTIME_OBJS) $(OCI_OBJS) $(FRONT_LIBS)
 $(B)/fuzz/fuzz_policy: tests/fuzz/fuzz_policy.c $(FRONT_LIBS)
 $(B)/fuzz/fuzz_history $(B)/fuzz/fuzz_histindex: $(B)/fuzz/%: tests/fuzz/%.c $(FRONT_LIBS)
 $(B)/fuzz/fuzz_http: tests/fuzz/fuzz_http.c $(call obj,cmd/http.c) $(FRONT_LIBS)
@@ -435,15 +447,15 @@ install: all
 	# verification is opt-in (one more hook exec per container start)
 	# 0.1.0 put its createRuntime hook where podman and CRI-O always look: gone (opt-in now)
 	if grep -qs nshash-hook $(DESTDIR)$(OLDHOOKFILE); then rm -f $(DESTDIR)$(OLDHOOKFILE); fi
-	sed 's|/usr/local/bin/nshash-hook|$(BINDIR)/nshash-hook|' oci-hooks/verify-hooks.d/nshash-verify.json \
+	sed 's|/usr/local/bin/nshash-hook|$(BINDIR)/nshash-hook|' hook/verify-hooks.d/nshash-verify.json \
 		>$(DESTDIR)$(VERIFYHOOKSDIR)/nshash-verify.json
-	sed 's|/usr/local/bin/nshash-hook|$(BINDIR)/nshash-hook|' oci-hooks/hooks.d/nshash-precreate.json \
+	sed 's|/usr/local/bin/nshash-hook|$(BINDIR)/nshash-hook|' hook/hooks.d/nshash-precreate.json \
 		>$(DESTDIR)$(PODMANHOOKSDIR)/nshash-precreate.json
 	sed -e 's|^hooks_dir = .*|hooks_dir = [$(subst $(space),$(comma) ,$(patsubst %,"%",$(strip $(PODMAN_HOOKS_DIRS))))]|' \
 		-e 's|/usr/share/nshash/|$(NSHASHDATADIR)/|' packaging/containers/50-nshash-hooks.conf \
 		>$(DESTDIR)$(NSHASHDATADIR)/containers.conf.d/50-nshash-hooks.conf
 	# opt-in: the precreate hook for every container (defaultTcp/defaultUdp), a drop-in of its own
-	sed 's|/usr/local/bin/nshash-hook|$(BINDIR)/nshash-hook|' oci-hooks/defaults-hooks.d/nshash-precreate.json \
+	sed 's|/usr/local/bin/nshash-hook|$(BINDIR)/nshash-hook|' hook/defaults-hooks.d/nshash-precreate.json \
 		>$(DESTDIR)$(DEFAULTSHOOKSDIR)/nshash-precreate.json
 	sed -e 's|^hooks_dir = .*|hooks_dir = [$(subst $(space),$(comma) ,$(patsubst %,"%",$(strip $(PODMAN_DEFAULTS_HOOKS_DIRS))))]|' \
 		-e 's|/usr/share/nshash/|$(NSHASHDATADIR)/|' packaging/containers/51-nshash-hooks-defaults.conf \
@@ -477,7 +489,7 @@ uninstall:
 	$(if $(DESTDIR),,ldconfig)
 
 format:
-	clang-format -i lib/*.[ch] common/*.[ch] cmd/*.[ch] oci-hooks/*.[ch] cni/*.[ch] k8s/*.[ch] netavark/*.c $(wildcard tests/unit/*.c tests/fuzz/*.[ch] bench/*.c)
+	clang-format -i lib/*.[ch] common/*.[ch] cmd/*.[ch] oci/*.[ch] hook/*.[ch] runtime/*.[ch] cni/*.[ch] k8s/*.[ch] netavark/*.c $(wildcard tests/unit/*.c tests/fuzz/*.[ch] bench/*.c)
 
 clean:
-	rm -rf build lib/*.o common/*.o cmd/*.o oci-hooks/*.o cni/*.o k8s/*.o
+	rm -rf build lib/*.o common/*.o cmd/*.o oci/*.o hook/*.o runtime/*.o cni/*.o k8s/*.o

@@ -12,7 +12,31 @@
 
 #include "cli.h"
 #include "common.h"
-#include "stats.h"
+
+/* The policy's defaultTcp/defaultUdp (also stats's last line). */
+/* ------------------------------------------------------------- the defaults */
+
+json_object *cli_defaults_json(const struct nsh_policy *policy)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "tcp", json_object_new_int64(policy->defaults.tcp));
+	json_object_object_add(o, "udp", json_object_new_int64(policy->defaults.udp));
+	json_object_object_add(o, "source", json_object_new_string(policy->source));
+	return o;
+}
+
+void cli_defaults_text(const struct nsh_policy *policy, char *out, size_t len)
+{
+	if (!nsh_policy_has_defaults(policy))
+		snprintf(out, len,
+			 "defaults: none, a container that asks for no sizes shares the global tables (policy: %s)\n",
+			 policy->source);
+	else
+		snprintf(out, len,
+			 "defaults: tcp=%u udp=%u for every container that asks for no sizes (defaultTcp/defaultUdp of "
+			 "%s)\n",
+			 policy->defaults.tcp, policy->defaults.udp, policy->source);
+}
 
 static const char check_usage[] = "Usage: nshash check [-j]\n"
 				  "\n"
@@ -77,7 +101,7 @@ static int check_gather(struct check *k, struct nshash_error *err)
 			 k->state_dir);
 	/* the node's policy, as the hook, the wrapper and the plugin read it:
 	 * one they cannot read fails every container start */
-	k->policy_ok = nsh_policy_load(getenv("NSHASH_POLICY"), &k->policy, err) == 0;
+	k->policy_ok = nsh_policy_load(nsh_policy_env(), &k->policy, err) == 0;
 	if (!k->policy_ok)
 		snprintf(k->problems[k->np++], sizeof(k->problems[0]), "%s", err->msg);
 	return 0;
@@ -104,7 +128,7 @@ static void check_json(const struct check *k)
 	json_object_object_add(o, "host_supported", json_object_new_boolean(host_ok));
 	json_object_object_add(o, "privileged", json_object_new_boolean(k->privileged));
 	json_object_object_add(o, "policy_ok", json_object_new_boolean(k->policy_ok));
-	json_object_object_add(o, "defaults", k->policy_ok ? stats_defaults_json(&k->policy) : NULL);
+	json_object_object_add(o, "defaults", k->policy_ok ? cli_defaults_json(&k->policy) : NULL);
 	json_object_object_add(o, "host_ok", json_object_new_boolean(host_ok));
 	json_object_object_add(o, "caller_ok", json_object_new_boolean(k->np == k->host_problems));
 	json_object *a = json_object_new_array();
@@ -112,7 +136,7 @@ static void check_json(const struct check *k)
 		json_object_array_add(a, json_object_new_string(k->problems[i]));
 	json_object_object_add(o, "problems", a);
 	json_object_object_add(o, "ok", json_object_new_boolean(k->np == 0));
-	print_json(o);
+	cli_print_json(o);
 }
 
 static void check_text(const struct check *k)
@@ -144,7 +168,7 @@ static void check_text(const struct check *k)
 	printf("state dir: %s (%s)\n", k->state_dir, k->state_ok ? "writable" : "NOT writable");
 	char line[1400] = "policy: cannot be read (see below)\n";
 	if (k->policy_ok)
-		stats_defaults_text(&k->policy, line, sizeof(line));
+		cli_defaults_text(&k->policy, line, sizeof(line));
 	fputs(line, stdout);
 	printf("this host: %s\n", host_ok ? "supports per-netns tables" : "cannot use nshash (kernel)");
 	printf("you: %s\n", k->privileged ? "have the privileges" : "lack the privileges: run as root");
@@ -160,18 +184,18 @@ static int cmd_check(struct cli *c, int argc, char **argv)
 {
 	(void)argv;
 	if (argc != 0)
-		return fail(EXIT_USAGE, "check: takes no arguments");
+		return cli_fail(EXIT_USAGE, "check: takes no arguments");
 	struct check k = {.state_dir = c->state_dir};
 	struct nshash_error err = {0};
 	if (check_gather(&k, &err) < 0)
-		return fail_err(EXIT_FAIL, &err);
+		return cli_fail_err(EXIT_FAIL, &err);
 	if (c->json)
 		check_json(&k);
 	else
 		check_text(&k);
 	for (int i = 0; i < k.np; i++)
-		fail(0, "%s", k.problems[i]);
+		cli_fail(0, "%s", k.problems[i]);
 	return k.np ? EXIT_FAIL : EXIT_OK;
 }
 
-const struct command check_cmd = {"check", cmd_check, BIT(OPT_JSON), check_usage};
+const struct command cli_cmd_check = {"check", cmd_check, BIT(OPT_JSON), check_usage};

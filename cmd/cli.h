@@ -1,23 +1,31 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* What the CLI's command files share: cmd/output.c's helpers. */
+/* What the CLI's command files share: cmd/output.c's helpers, the options,
+ * the parsed command line, the command table's entries, and the few
+ * functions one command file lends another. */
 #ifndef NSH_CLI_H
 #define NSH_CLI_H
 
 #include <json-c/json.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
 
 #include "nshash.h"
 
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
-int fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-int fail_err(int code, const struct nshash_error *err);
-json_object *info_json(const struct nshash_netns_info *i);
-void print_json(json_object *o);
-void print_info_text(const char *what, const struct nshash_netns_info *i);
+int cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int cli_fail_err(int code, const struct nshash_error *err);
+json_object *cli_info_json(const struct nshash_netns_info *i);
+void cli_print_json(json_object *o);
+void cli_info_text(const char *what, const struct nshash_netns_info *i);
+/* A table's cell in list and stats: "OWN" + its entries (own table),
+ * "shared", or "n/a" (0: the kernel has no per-netns tables). */
+void cli_entries_cell(long entries, const char *own, char *buf, size_t len);
 /* "N KiB" or "N MiB". */
-void human_bytes(uint64_t b, char *buf, size_t len);
+void cli_human_bytes(uint64_t b, char *buf, size_t len);
 
-int fail_priv(int code, const struct nshash_error *err);
+int cli_fail_priv(int code, const struct nshash_error *err);
 
 /* Options: the ids getopt returns (cmd/nshash.c's long_opts). */
 enum opt_id {
@@ -65,10 +73,34 @@ struct command {
 #define BIT(o) (1u << ((o)-OPT_TCP))
 
 /* cmd/list.c: a --stale-age under the library's floor is raised to it: say so (gc, serve). */
-void stale_age_note(const struct cli *c);
+void cli_stale_age_note(const struct cli *c);
 
 /* cmd/resize.c */
-int resize_run(const struct nshash_create_opts *create, bool json, bool dry_run, const char *arg);
+int cli_resize_run(const struct nshash_create_opts *create, bool json, bool dry_run, const char *arg);
+
+/* cmd/history.c: nshash_auto_entries{workload,proto} (history --prometheus,
+ * stats --prometheus, serve). */
+struct nsh_history;
+struct nsh_policy;
+void cli_history_metrics(FILE *f, const struct nsh_history *h, const struct nsh_policy *policy, int64_t now);
+
+/* cmd/metrics.c: what `nshash stats --prometheus` prints, into f (for
+ * `nshash serve`): 0, or an exit status (the error said on stderr).
+ * !commands: the command label of nshash_netns_info left empty (other
+ * tenants' processes are not named to whoever can scrape). */
+int cli_metrics(FILE *f, const char *state_dir, bool commands);
+
+/* cmd/output.c: for show and stats --json: add "sockets" (and TIME_WAIT,
+ * listeners) to the "tcp"/"udp" objects of `o`, or print them as text
+ * lines. */
+void cli_sockets_json(json_object *o, const struct nshash_sockets *s);
+void cli_sockets_text(const struct nshash_sockets *s, const struct nshash_netns_info *info);
+
+/* cmd/check.c: the policy's defaultTcp/defaultUdp for check and stats: a
+ * JSON object {"tcp": N, "udp": N, "source": "FILE"} and a text line
+ * ending in "\n". */
+json_object *cli_defaults_json(const struct nsh_policy *policy);
+void cli_defaults_text(const struct nsh_policy *policy, char *out, size_t len);
 
 /* cmd/serve.c */
 #define SERVE_DEFAULT_LISTEN "127.0.0.1:9490"
@@ -79,6 +111,6 @@ struct serve_opts {
 	int64_t gc_every;	  /* seconds, 0 = no gc */
 	int64_t max_idle, stale_age;
 };
-int serve_command(const struct serve_opts *o);
+int cli_serve(const struct serve_opts *o);
 
 #endif

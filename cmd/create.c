@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "auto.h"
 #include "common.h"
-#include "stats.h"
 
 static const char *prog = "nshash";
 
@@ -53,29 +53,29 @@ static const char delete_usage[] =
 static int cmd_create(struct cli *c, int argc, char **argv)
 {
 	if (argc != 1)
-		return fail(EXIT_USAGE, "create: expected one NAME or PATH (see nshash help create)");
+		return cli_fail(EXIT_USAGE, "create: expected one NAME or PATH (see nshash help create)");
 	char path[4096];
 	struct nshash_error err = {0};
 	if (nshash_pin_resolve(argv[0], path, sizeof(path), &err) < 0)
-		return fail_err(EXIT_USAGE, &err);
+		return cli_fail_err(EXIT_USAGE, &err);
 	c->create.state_dir = c->state_dir;
 	struct nshash_netns_info info;
 	/* "already exists" is a failure (1), as `ip netns add` has it. */
 	if (nshash_netns_create(&c->create, path, &info, &err) < 0)
-		return fail_priv(EXIT_FAIL, &err);
+		return cli_fail_priv(EXIT_FAIL, &err);
 	/* Read everything back from the pin itself: the user sees what is there. */
 	if (nshash_inspect_path(path, &info, &err) < 0)
-		return fail_err(EXIT_FAIL, &err);
+		return cli_fail_err(EXIT_FAIL, &err);
 	if (c->json) {
-		json_object *o = info_json(&info);
+		json_object *o = cli_info_json(&info);
 		json_object_object_add(o, "path", json_object_new_string(path));
 		json_object_object_add(o, "requested_tcp", json_object_new_int64(c->create.sizes.tcp));
 		json_object_object_add(o, "requested_udp", json_object_new_int64(c->create.sizes.udp));
-		print_json(o);
+		cli_print_json(o);
 	} else {
 		char what[4200];
 		snprintf(what, sizeof(what), "created %s", path);
-		print_info_text(what, &info);
+		cli_info_text(what, &info);
 	}
 	return EXIT_OK;
 }
@@ -87,29 +87,29 @@ static int cmd_show(struct cli *c, int argc, char **argv)
 	char path[4096] = "";
 	if (c->pid) {
 		if (argc != 0)
-			return fail(EXIT_USAGE, "show: give either --pid PID or a NAME|PATH");
+			return cli_fail(EXIT_USAGE, "show: give either --pid PID or a NAME|PATH");
 		if (nshash_inspect_pid(c->pid, &info, &err) < 0)
-			return fail_err(err.errnum == ENOENT || err.errnum == ESRCH ? EXIT_USAGE : EXIT_FAIL, &err);
+			return cli_fail_err(err.errnum == ENOENT || err.errnum == ESRCH ? EXIT_USAGE : EXIT_FAIL, &err);
 		snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)c->pid);
 	} else {
 		if (argc != 1)
-			return fail(EXIT_USAGE, "show: expected one NAME or PATH, or --pid PID");
+			return cli_fail(EXIT_USAGE, "show: expected one NAME or PATH, or --pid PID");
 		if (nshash_pin_resolve(argv[0], path, sizeof(path), &err) < 0)
-			return fail_err(EXIT_USAGE, &err);
+			return cli_fail_err(EXIT_USAGE, &err);
 		if (nshash_inspect_path(path, &info, &err) < 0)
-			return fail_err(err.errnum == ENOENT || err.errnum == EINVAL ? EXIT_USAGE : EXIT_FAIL, &err);
+			return cli_fail_err(err.errnum == ENOENT || err.errnum == EINVAL ? EXIT_USAGE : EXIT_FAIL, &err);
 	}
 	struct nshash_sockets socks;
 	if (nshash_sockets_path(path, &socks, &err) < 0)
-		return fail_err(EXIT_FAIL, &err);
+		return cli_fail_err(EXIT_FAIL, &err);
 	if (c->json) {
-		json_object *o = info_json(&info);
+		json_object *o = cli_info_json(&info);
 		json_object_object_add(o, "path", json_object_new_string(path));
-		stats_sockets_json(o, &socks);
-		print_json(o);
+		cli_sockets_json(o, &socks);
+		cli_print_json(o);
 	} else {
-		print_info_text(path, &info);
-		stats_sockets_text(&socks, &info);
+		cli_info_text(path, &info);
+		cli_sockets_text(&socks, &info);
 	}
 	return EXIT_OK;
 }
@@ -156,19 +156,19 @@ static bool in_pin_dir(const char *path, const char *state_dir)
 static int cmd_delete(struct cli *c, int argc, char **argv)
 {
 	if (argc < 1)
-		return fail(EXIT_USAGE, "delete: expected at least one NAME or PATH");
+		return cli_fail(EXIT_USAGE, "delete: expected at least one NAME or PATH");
 	int rc = EXIT_OK;
 	for (int i = 0; i < argc; i++) {
 		char path[4096];
 		struct nshash_error err = {0};
 		if (nshash_pin_resolve(argv[i], path, sizeof(path), &err) < 0) {
-			rc = fail_err(EXIT_USAGE, &err);
+			rc = cli_fail_err(EXIT_USAGE, &err);
 			continue;
 		}
 		struct stat st;
 		if (nshash_pin_is_netns(path, &err) == 0 && lstat(path, &st) == 0 && S_ISREG(st.st_mode) &&
 		    st.st_size == 0 && !in_pin_dir(path, c->state_dir)) {
-			rc = fail(EXIT_USAGE,
+			rc = cli_fail(EXIT_USAGE,
 				  "remove pin %s: not a pin (an unmounted file outside %s and the state dir)", path,
 				  NSHASH_NETNS_RUN_DIR);
 			continue;
@@ -185,14 +185,14 @@ static int cmd_delete(struct cli *c, int argc, char **argv)
 				close(fd);
 		}
 		if (nshash_pin_remove(path, &err) < 0)
-			rc = fail_priv(err.errnum == EINVAL ? EXIT_USAGE : EXIT_FAIL, &err);
+			rc = cli_fail_priv(err.errnum == EINVAL ? EXIT_USAGE : EXIT_FAIL, &err);
 	}
 	return rc;
 }
 
-const struct command create_cmd = {"create", cmd_create,
+const struct command cli_cmd_create = {"create", cmd_create,
 				   BIT(OPT_TCP) | BIT(OPT_UDP) | BIT(OPT_STRATEGY) | BIT(OPT_KEEP_LO_DOWN) |
 				       BIT(OPT_JSON) | BIT(OPT_MAX_TABLE_BYTES),
 				   create_usage};
-const struct command show_cmd = {"show", cmd_show, BIT(OPT_PID) | BIT(OPT_JSON), show_usage};
-const struct command delete_cmd = {"delete", cmd_delete, 0, delete_usage};
+const struct command cli_cmd_show = {"show", cmd_show, BIT(OPT_PID) | BIT(OPT_JSON), show_usage};
+const struct command cli_cmd_delete = {"delete", cmd_delete, 0, delete_usage};

@@ -10,13 +10,13 @@
 #include "cli.h"
 #include "common.h"
 
-const char history_usage[] = "Usage: nshash history [-j|--json] [--prometheus]\n"
+static const char history_usage[] = "Usage: nshash history [-j|--json] [--prometheus]\n"
 			     "List the workloads `nshash record` has seen: their peak TCP and UDP sockets\n"
 			     "(decayed by 0.98 a day since seen), when they were last seen and the sizes\n"
 			     "io.nshash.tcp=auto / io.nshash.udp=auto give them now (peak x 2, next power\n"
 			     "of two, at least 128, at most the policy's maxTcp/maxUdp).\n";
 
-void history_prometheus(FILE *f, const struct nsh_history *h, const struct nsh_policy *policy, int64_t now)
+void cli_history_metrics(FILE *f, const struct nsh_history *h, const struct nsh_policy *policy, int64_t now)
 {
 	fputs("# HELP nshash_auto_entries The size io.nshash.tcp/udp=auto gives the workload now.\n"
 	      "# TYPE nshash_auto_entries gauge\n",
@@ -34,16 +34,18 @@ void history_prometheus(FILE *f, const struct nsh_history *h, const struct nsh_p
 	}
 }
 
-int history_command(const char *state_dir, enum history_format format)
+enum history_format { HISTORY_TEXT = 0, HISTORY_JSON, HISTORY_PROMETHEUS };
+
+static int history_command(const char *state_dir, enum history_format format)
 {
 	struct nshash_error err = {0};
 	struct nsh_policy policy;
-	if (nsh_policy_load(getenv("NSHASH_POLICY"), &policy, &err) < 0)
-		return fail(EXIT_FAIL, "history: %s", err.msg);
+	if (nsh_policy_load(nsh_policy_env(), &policy, &err) < 0)
+		return cli_fail(EXIT_FAIL, "history: %s", err.msg);
 	struct nsh_history h;
 	char warn[4500];
 	if (nsh_history_load(state_dir, &h, warn, sizeof(warn), &err) < 0)
-		return fail(EXIT_FAIL, "history: %s", err.msg);
+		return cli_fail(EXIT_FAIL, "history: %s", err.msg);
 	if (warn[0])
 		fprintf(stderr, "nshash: warning: history: %s\n", warn);
 	nsh_history_evict(&h, h.n); /* most recently seen first */
@@ -53,7 +55,7 @@ int history_command(const char *state_dir, enum history_format format)
 		printf("%-40s %10s %10s %8s %8s %s\n", "WORKLOAD", "TCP-PEAK", "UDP-PEAK", "AUTO-TCP", "AUTO-UDP",
 		       "LAST-SEEN");
 	if (format == HISTORY_PROMETHEUS) {
-		history_prometheus(stdout, &h, &policy, now);
+		cli_history_metrics(stdout, &h, &policy, now);
 		nsh_history_free(&h);
 		return EXIT_OK;
 	}
@@ -85,7 +87,7 @@ int history_command(const char *state_dir, enum history_format format)
 		}
 	}
 	if (arr) {
-		print_json(arr);
+		cli_print_json(arr);
 	}
 	nsh_history_free(&h);
 	return EXIT_OK;
@@ -94,13 +96,13 @@ int history_command(const char *state_dir, enum history_format format)
 static int cmd_history(struct cli *c, int argc, char **argv)
 {
 	if (argc > 0)
-		return fail(EXIT_USAGE, "history: takes no arguments");
+		return cli_fail(EXIT_USAGE, "history: takes no arguments");
 	(void)argv;
 	if (c->json && c->prometheus)
-		return fail(EXIT_USAGE, "history: give --json or --prometheus, not both");
+		return cli_fail(EXIT_USAGE, "history: give --json or --prometheus, not both");
 	return history_command(c->state_dir, c->prometheus ? HISTORY_PROMETHEUS
 					     : c->json	   ? HISTORY_JSON
 							   : HISTORY_TEXT);
 }
 
-const struct command history_cmd = {"history", cmd_history, BIT(OPT_JSON) | BIT(OPT_PROMETHEUS), history_usage};
+const struct command cli_cmd_history = {"history", cmd_history, BIT(OPT_JSON) | BIT(OPT_PROMETHEUS), history_usage};

@@ -66,7 +66,7 @@ static int request_line(const char *buf, size_t len, struct http_request *req, s
 	return -1;
 }
 
-int http_request_parse(const char *buf, size_t len, size_t max, struct http_request *req)
+int cli_http_request_parse(const char *buf, size_t len, size_t max, struct http_request *req)
 {
 	memset(req, 0, sizeof(*req));
 	size_t line = 0, end = 0;
@@ -95,7 +95,7 @@ int http_request_parse(const char *buf, size_t len, size_t max, struct http_requ
 	return 200;
 }
 
-const char *http_reason(int status)
+const char *cli_http_reason(int status)
 {
 	switch (status) {
 	case 200:
@@ -120,11 +120,11 @@ const char *http_reason(int status)
 	return "Error";
 }
 
-int http_response_head(int status, const char *content_type, size_t content_length, char *buf, size_t len)
+int cli_http_response_head(int status, const char *content_type, size_t content_length, char *buf, size_t len)
 {
 	return snprintf(buf, len,
 			"HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%sConnection: close\r\n\r\n",
-			status, http_reason(status), content_type, content_length,
+			status, cli_http_reason(status), content_type, content_length,
 			status == 405	? "Allow: GET\r\n"
 			: status == 503 ? "Retry-After: 1\r\n"
 					: "");

@@ -20,11 +20,11 @@ struct http_request {
  * line within max, 431 no end of the head within max.  Each is decided at
  * the first byte that shows it: more bytes never change an answer given
  * (bytes after the head are not looked at). */
-int http_request_parse(const char *buf, size_t len, size_t max, struct http_request *req);
+int cli_http_request_parse(const char *buf, size_t len, size_t max, struct http_request *req);
 /* "Not Found", ... */
-const char *http_reason(int status);
+const char *cli_http_reason(int status);
 /* The status line and headers ("Connection: close"; 405 with "Allow: GET",
  * 503 with "Retry-After: 1") into buf: snprintf's return. */
-int http_response_head(int status, const char *content_type, size_t content_length, char *buf, size_t len);
+int cli_http_response_head(int status, const char *content_type, size_t content_length, char *buf, size_t len);
 
 #endif

@@ -12,8 +12,9 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "auto.h"
+#include "cnistate.h"
 #include "common.h"
-#include "stats.h"
 
 static const char list_usage[] =
     "Usage: nshash list [--max-table-bytes BYTES] [-j]\n"
@@ -43,7 +44,7 @@ static const char reclaim_usage[] =
 static void print_usage_text(const struct nshash_table_usage *u, uint64_t max)
 {
 	char mem[32], of[96] = "";
-	human_bytes(u->bytes, mem, sizeof(mem));
+	cli_human_bytes(u->bytes, mem, sizeof(mem));
 	if (max)
 		snprintf(of, sizeof(of), " of maxTableBytes %llu", (unsigned long long)max);
 	printf("table memory: %llu bytes (%s)%s in %zu netns sized by nshash", (unsigned long long)u->bytes, mem, of,
@@ -85,12 +86,8 @@ static void size_cell(const struct nshash_entry *e, bool udp, char *buf, size_t 
 		snprintf(buf, len, "child:%ld", udp ? e->info.udp_child : e->info.tcp_child);
 	else if (!pinned)
 		snprintf(buf, len, "-");
-	else if (entries > 0)
-		snprintf(buf, len, "%ld", entries);
-	else if (entries < 0)
-		snprintf(buf, len, "shared");
 	else
-		snprintf(buf, len, "n/a");
+		cli_entries_cell(entries, "", buf, len);
 }
 
 /* list shows what the caller may read; say what it could not. */
@@ -107,7 +104,7 @@ static void note_unreadable(const char *state_dir)
 		if (d)
 			closedir(d);
 		else if (errno == EACCES || errno == EPERM)
-			fail(0, "%s: %s: not listed (run as root, or --state-dir for a state dir of your own)", dirs[i],
+			cli_fail(0, "%s: %s: not listed (run as root, or --state-dir for a state dir of your own)", dirs[i],
 			     strerror(errno));
 	}
 }
@@ -116,17 +113,17 @@ static int cmd_list(struct cli *c, int argc, char **argv)
 {
 	(void)argv;
 	if (argc != 0)
-		return fail(EXIT_USAGE, "list: takes no arguments");
+		return cli_fail(EXIT_USAGE, "list: takes no arguments");
 	struct nshash_error err = {0};
 	struct nshash_entry *v = NULL;
 	size_t n = 0;
 	if (nshash_list(c->state_dir, &v, &n, &err) < 0)
-		return fail_err(EXIT_FAIL, &err);
+		return cli_fail_err(EXIT_FAIL, &err);
 	if (c->json) {
 		json_object *a = json_object_new_array();
 		for (size_t i = 0; i < n; i++) {
 			json_object *o =
-			    v[i].pinned && !v[i].unknown ? info_json(&v[i].info) : json_object_new_object();
+			    v[i].pinned && !v[i].unknown ? cli_info_json(&v[i].info) : json_object_new_object();
 			json_object_object_add(o, "path", json_object_new_string(v[i].path));
 			json_object_object_add(o, "name", json_object_new_string(v[i].name));
 			json_object_object_add(o, "kind", json_object_new_string(kind_name(v[i].kind)));
@@ -142,7 +139,7 @@ static int cmd_list(struct cli *c, int argc, char **argv)
 				json_object_object_add(o, "made", json_object_new_int64(v[i].last_used));
 			json_object_array_add(a, o);
 		}
-		print_json(a);
+		cli_print_json(a);
 	} else {
 		/* Wide enough for the largest cell, "child:16777216". */
 		printf("%-10s %-14s %-14s %s\n", "KIND", "TCP", "UDP", "PATH");
@@ -164,7 +161,7 @@ static int cmd_list(struct cli *c, int argc, char **argv)
 			print_usage_text(&usage, c->create.max_table_bytes);
 		else if (err.errnum != EACCES && err.errnum != EPERM) {
 			free(v);
-			return fail_err(EXIT_FAIL, &err);
+			return cli_fail_err(EXIT_FAIL, &err);
 		}
 	}
 	nshash_list_free(v, n);
@@ -191,7 +188,7 @@ static void gc_removed(const char *path, const char *why, void *ctx)
 }
 
 /* A --stale-age under the library's floor is raised to it: say so. */
-void stale_age_note(const struct cli *c)
+void cli_stale_age_note(const struct cli *c)
 {
 	if (c->stale_age < NSHASH_STALE_AGE_MIN)
 		fprintf(stderr,
@@ -204,8 +201,8 @@ static int cmd_gc(struct cli *c, int argc, char **argv)
 {
 	(void)argv;
 	if (argc != 0)
-		return fail(EXIT_USAGE, "gc: takes no arguments");
-	stale_age_note(c);
+		return cli_fail(EXIT_USAGE, "gc: takes no arguments");
+	cli_stale_age_note(c);
 	struct gc_seen seen = {.json = c->json, .dry_run = c->dry_run, .paths = json_object_new_array()};
 	struct nshash_gc_opts o = {.state_dir = c->state_dir,
 				   .template_max_idle = c->max_idle,
@@ -217,12 +214,12 @@ static int cmd_gc(struct cli *c, int argc, char **argv)
 	struct nshash_error err = {0};
 	if (nshash_gc(&o, &rep, &err) < 0) {
 		json_object_put(seen.paths);
-		return fail_priv(EXIT_FAIL, &err);
+		return cli_fail_priv(EXIT_FAIL, &err);
 	}
 	/* the CNI plugin's records of pods whose netns is gone (DEL missed) */
 	size_t pods = 0;
-	if (!c->dry_run && nsh_pod_records_prune(c->state_dir, &pods, &err) < 0)
-		fail(0, "gc: %s", err.msg);
+	if (!c->dry_run && nsh_cni_pods_prune(c->state_dir, &pods, &err) < 0)
+		cli_fail(0, "gc: %s", err.msg);
 	/* `auto`'s marks of netns gone (no `nshash record` timer): a netns
 	 * scan, only when there are marks (an unprivileged caller's state dir
 	 * has none, and a node without `auto` pays nothing) */
@@ -234,7 +231,7 @@ static int cmd_gc(struct cli *c, int argc, char **argv)
 		struct timespec began;
 		clock_gettime(CLOCK_REALTIME, &began);
 		if (nshash_stats_scan(&so, &v, &n, &err) < 0)
-			fail(0, "gc: workload marks kept: %s", err.msg);
+			cli_fail(0, "gc: workload marks kept: %s", err.msg);
 		else
 			marks = nsh_workload_reap(c->state_dir, v, n, began);
 		free(v);
@@ -252,7 +249,7 @@ static int cmd_gc(struct cli *c, int argc, char **argv)
 		json_object_object_add(j, "dry_run", json_object_new_boolean(c->dry_run));
 		json_object_object_add(j, "paths", seen.paths);
 		usage_json(j, &rep.usage, c->create.max_table_bytes);
-		print_json(j);
+		cli_print_json(j);
 	} else {
 		json_object_put(seen.paths);
 		printf(
@@ -271,14 +268,14 @@ static int cmd_reclaim(struct cli *c, int argc, char **argv)
 {
 	(void)argv;
 	if (argc != 0)
-		return fail(EXIT_USAGE, "reclaim: takes no arguments");
-	stale_age_note(c);
+		return cli_fail(EXIT_USAGE, "reclaim: takes no arguments");
+	cli_stale_age_note(c);
 	struct nshash_reclaim_opts o = {
 	    .state_dir = c->state_dir, .min_age = c->stale_age, .interval = c->interval, .dry_run = c->dry_run};
 	struct nshash_reclaim_report rep;
 	struct nshash_error err = {0};
 	if (nshash_reclaim(&o, &rep, &err) < 0)
-		return fail_err(EXIT_FAIL, &err);
+		return cli_fail_err(EXIT_FAIL, &err);
 	if (c->json) {
 		json_object *j = json_object_new_object();
 		json_object_object_add(j, "ran", json_object_new_boolean(rep.ran));
@@ -289,7 +286,7 @@ static int cmd_reclaim(struct cli *c, int argc, char **argv)
 		json_object_object_add(j, "dry_run", json_object_new_boolean(c->dry_run));
 		if (rep.ran)
 			usage_json(j, &rep.usage, c->create.max_table_bytes);
-		print_json(j);
+		cli_print_json(j);
 	} else if (!rep.ran) {
 		printf("skipped: another reclaim ran less than %lld seconds ago or is running\n",
 		       (long long)c->interval);
@@ -302,11 +299,11 @@ static int cmd_reclaim(struct cli *c, int argc, char **argv)
 	return EXIT_OK;
 }
 
-const struct command list_cmd = {"list", cmd_list, BIT(OPT_JSON) | BIT(OPT_MAX_TABLE_BYTES), list_usage};
-const struct command gc_cmd = {
+const struct command cli_cmd_list = {"list", cmd_list, BIT(OPT_JSON) | BIT(OPT_MAX_TABLE_BYTES), list_usage};
+const struct command cli_cmd_gc = {
     "gc", cmd_gc, BIT(OPT_MAX_IDLE) | BIT(OPT_STALE_AGE) | BIT(OPT_DRY_RUN) | BIT(OPT_JSON) | BIT(OPT_MAX_TABLE_BYTES),
     gc_usage};
-const struct command reclaim_cmd = {"reclaim", cmd_reclaim,
+const struct command cli_cmd_reclaim = {"reclaim", cmd_reclaim,
 				    BIT(OPT_STALE_AGE) | BIT(OPT_INTERVAL) | BIT(OPT_DRY_RUN) | BIT(OPT_JSON) |
 					BIT(OPT_MAX_TABLE_BYTES),
 				    reclaim_usage};

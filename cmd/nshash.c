@@ -15,7 +15,6 @@
 
 #include "cli.h"
 #include "common.h"
-#include "stats.h"
 
 
 static const char usage_text[] =
@@ -95,7 +94,7 @@ static int parse_seconds(const char *opt, const char *text, int64_t *out)
 	errno = 0;
 	long long v = strtoll(text, &end, 10);
 	if (errno || end == text || *end || v < 0 || text[0] == '-' || text[0] == '+' || text[0] == ' ')
-		return fail(EXIT_USAGE, "%s \"%s\": expected a number of seconds", opt, text);
+		return cli_fail(EXIT_USAGE, "%s \"%s\": expected a number of seconds", opt, text);
 	*out = v;
 	return 0;
 }
@@ -106,7 +105,7 @@ static int parse_bytes(const char *opt, const char *text, uint64_t *out)
 	errno = 0;
 	unsigned long long v = strtoull(text, &end, 10);
 	if (errno || end == text || *end || text[0] < '0' || text[0] > '9')
-		return fail(EXIT_USAGE, "%s \"%s\": expected a number of bytes (plain decimal)", opt, text);
+		return cli_fail(EXIT_USAGE, "%s \"%s\": expected a number of bytes (plain decimal)", opt, text);
 	*out = v;
 	return 0;
 }
@@ -117,7 +116,7 @@ static int parse_pid(const char *text, pid_t *out)
 	errno = 0;
 	long p = strtol(text, &end, 10);
 	if (errno || end == text || *end || p <= 0 || p > 4194304 || text[0] < '0' || text[0] > '9')
-		return fail(EXIT_USAGE, "--pid \"%s\": expected a process id", text);
+		return cli_fail(EXIT_USAGE, "--pid \"%s\": expected a process id", text);
 	*out = (pid_t)p;
 	return 0;
 }
@@ -125,14 +124,14 @@ static int parse_pid(const char *text, pid_t *out)
 /* ------------------------------------------------------------- main */
 
 /* The commands, each defined in its file (usage next to its handler). */
-extern const struct command create_cmd, resize_cmd, show_cmd, list_cmd, stats_cmd, delete_cmd, gc_cmd, reclaim_cmd,
-    check_cmd, serve_cmd, record_cmd, history_cmd;
+extern const struct command cli_cmd_create, cli_cmd_resize, cli_cmd_show, cli_cmd_list, cli_cmd_stats, cli_cmd_delete, cli_cmd_gc, cli_cmd_reclaim,
+    cli_cmd_check, cli_cmd_serve, cli_cmd_record, cli_cmd_history;
 static const struct command help_cmd;
 
 /* In the order `nshash help BOGUS` names them. */
 static const struct command *const commands[] = {
-    &create_cmd, &resize_cmd,  &show_cmd,  &list_cmd,  &stats_cmd, &delete_cmd,
-    &gc_cmd,	 &reclaim_cmd, &check_cmd, &serve_cmd, &record_cmd, &history_cmd, &help_cmd,
+    &cli_cmd_create, &cli_cmd_resize,  &cli_cmd_show,  &cli_cmd_list,  &cli_cmd_stats, &cli_cmd_delete,
+    &cli_cmd_gc,	 &cli_cmd_reclaim, &cli_cmd_check, &cli_cmd_serve, &cli_cmd_record, &cli_cmd_history, &help_cmd,
 };
 
 static const struct command *find_command(const char *name)
@@ -148,7 +147,7 @@ static int cmd_help(struct cli *c, int argc, char **argv)
 {
 	(void)c;
 	if (argc > 1)
-		return fail(EXIT_USAGE, "help: expected at most one COMMAND");
+		return cli_fail(EXIT_USAGE, "help: expected at most one COMMAND");
 	const struct command *cmd = argc ? find_command(argv[0]) : NULL;
 	if (argc && !cmd) {
 		char names[256] = "";
@@ -156,7 +155,7 @@ static int cmd_help(struct cli *c, int argc, char **argv)
 			if (commands[i] != &help_cmd)
 				snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
 					 *names ? ", " : "", commands[i]->name);
-		return fail(EXIT_USAGE, "help: unknown command \"%s\" (commands: %s)", argv[0], names);
+		return cli_fail(EXIT_USAGE, "help: unknown command \"%s\" (commands: %s)", argv[0], names);
 	}
 	fputs(cmd ? cmd->usage : usage_text, stdout);
 	return EXIT_OK;
@@ -194,7 +193,7 @@ static int apply_option(struct cli *c, int opt)
 		break;
 	case OPT_STATE_DIR:
 		if (optarg[0] != '/')
-			return fail(EXIT_USAGE, "--state-dir \"%s\": must be an absolute path", optarg);
+			return cli_fail(EXIT_USAGE, "--state-dir \"%s\": must be an absolute path", optarg);
 		c->state_dir = optarg;
 		break;
 	case OPT_JSON:
@@ -226,11 +225,11 @@ static int apply_option(struct cli *c, int opt)
 		return parse_seconds("--gc-every", optarg, &c->gc_every) ? EXIT_USAGE : CONTINUE;
 	case OPT_TEXTFILE_DIR:
 		if (optarg[0] != '/')
-			return fail(EXIT_USAGE, "--textfile-dir \"%s\": must be an absolute path", optarg);
+			return cli_fail(EXIT_USAGE, "--textfile-dir \"%s\": must be an absolute path", optarg);
 		c->textfile_dir = optarg;
 		break;
 	}
-	return r < 0 ? fail_err(EXIT_USAGE, &err) : CONTINUE;
+	return r < 0 ? cli_fail_err(EXIT_USAGE, &err) : CONTINUE;
 }
 
 /* A word that is not an option: the command, or one of its arguments. */
@@ -242,7 +241,7 @@ static int take_word(struct parse *p, const char *word)
 	}
 	p->cmd = find_command(word);
 	if (!p->cmd)
-		return fail(EXIT_USAGE, "unknown command \"%s\" (see nshash help)", word);
+		return cli_fail(EXIT_USAGE, "unknown command \"%s\" (see nshash help)", word);
 	return CONTINUE;
 }
 
@@ -270,14 +269,14 @@ static int take_option(struct parse *p, struct cli *c, int argc, char **argv)
 		return EXIT_OK;
 	case '?':
 		if (optopt || strchr(word, '='))
-			return fail(EXIT_USAGE, "option \"%s\" needs a value or takes none", word);
-		return fail(EXIT_USAGE, "unknown option \"%s\" (see --help)", word);
+			return cli_fail(EXIT_USAGE, "option \"%s\" needs a value or takes none", word);
+		return cli_fail(EXIT_USAGE, "unknown option \"%s\" (see --help)", word);
 	}
 	if (opt != OPT_STATE_DIR && !(opt == OPT_JSON && !p->cmd)) {
 		if (!p->cmd)
-			return fail(EXIT_USAGE, "option \"%s\" must follow a command", word);
+			return cli_fail(EXIT_USAGE, "option \"%s\" must follow a command", word);
 		if (!(p->cmd->allowed & BIT(opt)))
-			return fail(EXIT_USAGE, "%s does not take \"--%s\"", p->cmd->name, long_opts[li].name);
+			return cli_fail(EXIT_USAGE, "%s does not take \"--%s\"", p->cmd->name, long_opts[li].name);
 	}
 	return apply_option(c, opt);
 }
@@ -331,7 +330,7 @@ int main(int argc, char **argv)
 	/* The command's positional arguments, collected from among options. */
 	char **pos = calloc((size_t)argc + 1, sizeof(char *));
 	if (!pos)
-		return fail(EXIT_FAIL, "out of memory");
+		return cli_fail(EXIT_FAIL, "out of memory");
 	int rc = run(argc, argv, pos);
 	free(pos);
 	return rc;

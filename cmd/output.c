@@ -7,7 +7,7 @@
 
 #include "cli.h"
 
-int fail(int code, const char *fmt, ...)
+int cli_fail(int code, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -18,9 +18,9 @@ int fail(int code, const char *fmt, ...)
 	return code;
 }
 
-int fail_err(int code, const struct nshash_error *err)
+int cli_fail_err(int code, const struct nshash_error *err)
 {
-	return fail(code, "%s", err->msg);
+	return cli_fail(code, "%s", err->msg);
 }
 
 /* The host's own netns (init_net) holds the global tables themselves: its
@@ -42,7 +42,7 @@ static const char *table_kind(long entries, bool host)
 	return entries == 0 ? "unsupported" : entries < 0 ? "shared" : host ? "global" : "own";
 }
 
-json_object *info_json(const struct nshash_netns_info *i)
+json_object *cli_info_json(const struct nshash_netns_info *i)
 {
 	json_object *o = json_object_new_object();
 	long ent[2] = {i->tcp_entries, i->udp_entries};
@@ -66,13 +66,13 @@ json_object *info_json(const struct nshash_netns_info *i)
 	return o;
 }
 
-void print_json(json_object *o)
+void cli_print_json(json_object *o)
 {
 	puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(o);
 }
 
-void human_bytes(uint64_t b, char *buf, size_t len)
+void cli_human_bytes(uint64_t b, char *buf, size_t len)
 {
 	if (b >= 1024 * 1024)
 		snprintf(buf, len, "%llu MiB", (unsigned long long)(b >> 20));
@@ -84,7 +84,7 @@ static void table_text(enum nshash_proto proto, long entries, bool host, char *b
 {
 	char mem[32];
 	if (entries > 0) {
-		human_bytes(nshash_table_bytes(proto, (uint32_t)entries), mem, sizeof(mem));
+		cli_human_bytes(nshash_table_bytes(proto, (uint32_t)entries), mem, sizeof(mem));
 		snprintf(buf, len, "%s, %ld entries (%s)",
 			 host ? "the global table itself (the host's netns)" : "own table", entries, mem);
 	} else if (entries < 0) {
@@ -94,7 +94,7 @@ static void table_text(enum nshash_proto proto, long entries, bool host, char *b
 	}
 }
 
-void print_info_text(const char *what, const struct nshash_netns_info *i)
+void cli_info_text(const char *what, const struct nshash_netns_info *i)
 {
 	char t[128], u[128];
 	bool host = is_host_netns(i);
@@ -112,14 +112,56 @@ void print_info_text(const char *what, const struct nshash_netns_info *i)
 
 /* A refusal for lack of privileges says what to do, not only which
  * syscall failed: run as root, or size a netns of your own without root. */
-int fail_priv(int code, const struct nshash_error *err)
+int cli_fail_priv(int code, const struct nshash_error *err)
 {
 	struct nshash_probe p;
 	if ((err->errnum == EPERM || err->errnum == EACCES) && nshash_probe(&p, NULL) == 0 && !p.cap_sys_admin)
-		return fail(EXIT_FAIL,
+		return cli_fail(EXIT_FAIL,
 			    "needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN): run as root, or without root size a "
 			    "netns of your own: unshare -Urmn nshash create --strategy nested --tcp N PATH (PATH on "
 			    "a mount of that namespace, e.g. a tmpfs)  [what failed: %s]",
 			    err->msg);
-	return fail_err(code, err);
+	return cli_fail_err(code, err);
+}
+
+/* A netns's sockets (show, stats --json). */
+static const char *const proto_key[2] = {"tcp", "udp"};
+
+/* ------------------------------------------------------------- show's part */
+
+void cli_sockets_json(json_object *o, const struct nshash_sockets *s)
+{
+	json_object *tcp = NULL, *udp = NULL;
+	if (!json_object_object_get_ex(o, "tcp", &tcp) || !json_object_object_get_ex(o, "udp", &udp))
+		return;
+	json_object_object_add(tcp, "sockets", json_object_new_int64(s->tcp));
+	json_object_object_add(tcp, "time_wait", json_object_new_int64(s->tcp_tw));
+	json_object_object_add(tcp, "listeners", json_object_new_int64(s->tcp_listen));
+	json_object_object_add(udp, "sockets", json_object_new_int64(s->udp));
+}
+
+void cli_sockets_text(const struct nshash_sockets *s, const struct nshash_netns_info *info)
+{
+	long ent[2] = {info->tcp_entries, info->udp_entries};
+	long socks[2] = {s->tcp, s->udp};
+	for (int k = 0; k < 2; k++) {
+		long buckets = ent[k] < 0 ? -ent[k] : ent[k];
+		printf("  %s sockets: %ld", proto_key[k], socks[k]);
+		if (k == 0)
+			printf(" (%ld TIME_WAIT; listeners, not in this table: %ld)", s->tcp_tw, s->tcp_listen);
+		if (buckets)
+			printf(", %.3f per bucket%s", (double)socks[k] / (double)buckets,
+			       ent[k] < 0 ? " of the shared table" : "");
+		putchar('\n');
+	}
+}
+
+void cli_entries_cell(long entries, const char *own, char *buf, size_t len)
+{
+	if (entries > 0)
+		snprintf(buf, len, "%s%ld", own, entries);
+	else if (entries < 0)
+		snprintf(buf, len, "shared");
+	else
+		snprintf(buf, len, "n/a");
 }

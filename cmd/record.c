@@ -16,7 +16,7 @@
 #include "cli.h"
 #include "common.h"
 
-const char record_usage[] = "Usage: nshash record [-j|--json]\n"
+static const char record_usage[] = "Usage: nshash record [-j|--json]\n"
 			    "Sample the sockets of every network namespace nshash sized for a workload\n"
 			    "(io.nshash.workload or the front-end's key, see nshash(8) AUTO SIZES) and\n"
 			    "keep each workload's peak TCP established-hash sockets (TIME_WAIT included)\n"
@@ -26,7 +26,7 @@ const char record_usage[] = "Usage: nshash record [-j|--json]\n"
 			    "and marks of netns gone are removed.  A damaged history file is repaired\n"
 			    "with a warning.  Run every minute by nshash-record.timer.\n";
 
-int record_command(const char *state_dir, bool json)
+static int record_command(const char *state_dir, bool json)
 {
 	struct nshash_error err = {0};
 	struct nshash_stats_netns *v = NULL;
@@ -35,7 +35,7 @@ int record_command(const char *state_dir, bool json)
 	struct timespec began;
 	clock_gettime(CLOCK_REALTIME, &began);
 	if (nshash_stats_scan(&opts, &v, &n, &err) < 0)
-		return fail(EXIT_FAIL, "record: %s", err.msg);
+		return cli_fail(EXIT_FAIL, "record: %s", err.msg);
 	/* each netns with a mark whose id is that netns's (a stale mark of a
 	 * netns gone whose inode the kernel gave to this one is dropped) */
 	struct nsh_history_sample *samples = calloc(n ? n : 1, sizeof(*samples));
@@ -44,7 +44,7 @@ int record_command(const char *state_dir, bool json)
 		free(samples);
 		free(keys);
 		free(v);
-		return fail(EXIT_FAIL, "record: out of memory");
+		return cli_fail(EXIT_FAIL, "record: out of memory");
 	}
 	size_t sampled = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -70,13 +70,13 @@ int record_command(const char *state_dir, bool json)
 	nsh_workload_reap(state_dir, v, n, began);
 	free(v);
 	if (r < 0)
-		return fail(EXIT_FAIL, "record: %s", err.msg);
+		return cli_fail(EXIT_FAIL, "record: %s", err.msg);
 	if (json) {
 		json_object *o = json_object_new_object();
 		json_object_object_add(o, "netns", json_object_new_int64((int64_t)n));
 		json_object_object_add(o, "sampled", json_object_new_int64((int64_t)sampled));
 		json_object_object_add(o, "workloads", json_object_new_int64((int64_t)workloads));
-		print_json(o);
+		cli_print_json(o);
 	} else {
 		printf("sampled %zu of %zu netns; %zu workloads in the history\n", sampled, n, workloads);
 	}
@@ -86,9 +86,9 @@ int record_command(const char *state_dir, bool json)
 static int cmd_record(struct cli *c, int argc, char **argv)
 {
 	if (argc > 0)
-		return fail(EXIT_USAGE, "record: takes no arguments");
+		return cli_fail(EXIT_USAGE, "record: takes no arguments");
 	(void)argv;
 	return record_command(c->state_dir, c->json);
 }
 
-const struct command record_cmd = {"record", cmd_record, BIT(OPT_JSON), record_usage};
+const struct command cli_cmd_record = {"record", cmd_record, BIT(OPT_JSON), record_usage};

@@ -13,20 +13,20 @@ static int exit_code(const struct nshash_error *err, const struct nshash_transpl
 	return EXIT_FAIL;
 }
 
-int resize_run(const struct nshash_create_opts *create, bool json, bool dry_run, const char *arg)
+int cli_resize_run(const struct nshash_create_opts *create, bool json, bool dry_run, const char *arg)
 {
 	char path[4096];
 	struct nshash_error err = {0};
 	if (nshash_pin_resolve(arg, path, sizeof(path), &err) < 0)
-		return fail_err(EXIT_USAGE, &err);
+		return cli_fail_err(EXIT_USAGE, &err);
 	struct nshash_transplant_opts opts = {.create = *create, .dry_run = dry_run};
 	struct nshash_transplant_report rep;
 	if (nshash_netns_transplant(&opts, path, &rep, &err) < 0)
-		return fail_err(exit_code(&err, &rep), &err);
+		return cli_fail_err(exit_code(&err, &rep), &err);
 	if (!dry_run && nshash_inspect_path(path, &rep.info, &err) < 0)
-		return fail_err(EXIT_FAIL, &err);
+		return cli_fail_err(EXIT_FAIL, &err);
 	if (json) {
-		json_object *o = dry_run ? json_object_new_object() : info_json(&rep.info);
+		json_object *o = dry_run ? json_object_new_object() : cli_info_json(&rep.info);
 		json_object *links = json_object_new_array();
 		char names[sizeof(rep.link_names)];
 		snprintf(names, sizeof(names), "%s", rep.link_names);
@@ -47,7 +47,7 @@ int resize_run(const struct nshash_create_opts *create, bool json, bool dry_run,
 		json_object_object_add(o, "sysctls", json_object_new_int64(rep.sysctls));
 		json_object_object_add(o, "requested_tcp", json_object_new_int64(create->sizes.tcp));
 		json_object_object_add(o, "requested_udp", json_object_new_int64(create->sizes.udp));
-		print_json(o);
+		cli_print_json(o);
 		return EXIT_OK;
 	}
 	if (dry_run) {
@@ -60,7 +60,7 @@ int resize_run(const struct nshash_create_opts *create, bool json, bool dry_run,
 		 path, rep.recreated ? "carried" : "moved", rep.links ? rep.link_names : "no links",
 		 rep.recreated ? " (veth recreated: " : "", rep.recreated_names, rep.recreated ? ")" : "", rep.addresses,
 		 rep.routes, rep.neighbours, rep.sysctls);
-	print_info_text(what, &rep.info);
+	cli_info_text(what, &rep.info);
 	return EXIT_OK;
 }
 
@@ -76,11 +76,11 @@ static const char resize_usage[] =
 static int cmd_resize(struct cli *c, int argc, char **argv)
 {
 	if (argc != 1)
-		return fail(EXIT_USAGE, "resize: expected one NAME or PATH (see --help)");
+		return cli_fail(EXIT_USAGE, "resize: expected one NAME or PATH (see --help)");
 	c->create.state_dir = c->state_dir;
-	return resize_run(&c->create, c->json, c->dry_run, argv[0]);
+	return cli_resize_run(&c->create, c->json, c->dry_run, argv[0]);
 }
 
-const struct command resize_cmd = {"resize", cmd_resize,
+const struct command cli_cmd_resize = {"resize", cmd_resize,
 				   BIT(OPT_TCP) | BIT(OPT_UDP) | BIT(OPT_STRATEGY) | BIT(OPT_DRY_RUN) | BIT(OPT_JSON),
 				   resize_usage};

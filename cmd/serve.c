@@ -27,9 +27,9 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cnistate.h"
 #include "common.h"
 #include "http.h"
-#include "stats.h"
 
 #define MAX_CLIENTS	 32
 #define MAX_SCRAPES	 8 /* of them writing an answer to /metrics */
@@ -77,13 +77,6 @@ struct server {
 	uint64_t accepted;
 };
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...)
 {
@@ -125,7 +118,7 @@ static void gc_run(struct server *s)
 		return;
 	}
 	size_t pods = 0;
-	if (nsh_pod_records_prune(s->o->state_dir, &pods, &err) < 0)
+	if (nsh_cni_pods_prune(s->o->state_dir, &pods, &err) < 0)
 		say("gc: pod records: %s", err.msg);
 	s->gc_runs[0]++;
 	s->gc_last_ok = time(NULL);
@@ -213,7 +206,7 @@ static size_t textfiles(FILE *f, const char *dir)
  * SCAN_CACHE_MS: stats (a /proc and netns scan) and the textfiles. */
 static void scan_refresh(struct server *s)
 {
-	if (s->scan_at && now_ms() - s->scan_at < SCAN_CACHE_MS)
+	if (s->scan_at && nsh_monotonic_ms() - s->scan_at < SCAN_CACHE_MS)
 		return;
 	free(s->scan);
 	free(s->files);
@@ -221,7 +214,7 @@ static void scan_refresh(struct server *s)
 	s->scan_len = s->files_len = 0;
 	s->scans++;
 	FILE *f = open_memstream(&s->scan, &s->scan_len);
-	int rc = f ? stats_prometheus(f, s->o->state_dir, false) : EXIT_FAIL;
+	int rc = f ? cli_metrics(f, s->o->state_dir, false) : EXIT_FAIL;
 	s->scan_ok = f && fclose(f) == 0 && rc == EXIT_OK;
 	if (s->scan_ok && s->o->textfile_dir) {
 		f = open_memstream(&s->files, &s->files_len);
@@ -235,7 +228,7 @@ static void scan_refresh(struct server *s)
 		}
 		s->scan_ok = f && fclose(f) == 0;
 	}
-	s->scan_at = now_ms(); /* a failed scan is kept too: no retry storm */
+	s->scan_at = nsh_monotonic_ms(); /* a failed scan is kept too: no retry storm */
 }
 
 /* The body of GET /metrics (malloc'd), or NULL when the scan failed: the
@@ -306,7 +299,7 @@ static void client_drop(struct server *s, size_t i)
 static void answer(struct client *c, int status, const char *type, const char *body, size_t blen)
 {
 	char head[512];
-	int h = http_response_head(status, type, blen, head, sizeof(head));
+	int h = cli_http_response_head(status, type, blen, head, sizeof(head));
 	c->out = malloc((size_t)h + blen);
 	if (!c->out) {
 		c->outlen = 0;
@@ -317,7 +310,7 @@ static void answer(struct client *c, int status, const char *type, const char *b
 		memcpy(c->out + h, body, blen);
 	c->outlen = (size_t)h + blen;
 	c->sent = 0;
-	c->deadline = now_ms() + WRITE_TIMEOUT_MS;
+	c->deadline = nsh_monotonic_ms() + WRITE_TIMEOUT_MS;
 }
 
 static void refused_log(struct server *s, int status, const struct http_request *req)
@@ -326,7 +319,7 @@ static void refused_log(struct server *s, int status, const struct http_request 
 		s->busy++;
 	else
 		s->refused++;
-	int64_t t = now_ms();
+	int64_t t = nsh_monotonic_ms();
 	if (t < s->quiet_until) {
 		s->quiet_count++;
 		return;
@@ -347,7 +340,7 @@ static void respond(struct server *s, struct client *c, int status, const struct
 	if (status != 200) {
 		refused_log(s, status, req);
 		char body[64];
-		int n = snprintf(body, sizeof(body), "%d %s\n", status, http_reason(status));
+		int n = snprintf(body, sizeof(body), "%d %s\n", status, cli_http_reason(status));
 		answer(c, status, "text/plain; charset=utf-8", body, (size_t)n);
 		return;
 	}
@@ -387,7 +380,7 @@ static int client_read(struct server *s, size_t i)
 	}
 	c->len += (size_t)n;
 	struct http_request req;
-	int status = http_request_parse(c->req, c->len, sizeof(c->req), &req);
+	int status = cli_http_request_parse(c->req, c->len, sizeof(c->req), &req);
 	if (status)
 		respond(s, c, status, &req);
 	return 0;
@@ -472,7 +465,7 @@ static void accept_all(struct server *s)
 		struct client *c = &s->c[s->nc++];
 		memset(c, 0, sizeof(*c));
 		c->fd = fd;
-		c->deadline = now_ms() + READ_TIMEOUT_MS;
+		c->deadline = nsh_monotonic_ms() + READ_TIMEOUT_MS;
 		c->seq = s->accepted++;
 		placed++;
 	}
@@ -487,7 +480,7 @@ static int listen_on(const char *spec)
 	char host[256];
 	const char *colon = strrchr(spec, ':');
 	if (!colon || colon == spec || strlen(spec) >= sizeof(host))
-		return fail(-1, "serve: --listen \"%s\": expected ADDR:PORT (e.g. 127.0.0.1:9490, [::]:9490)", spec);
+		return cli_fail(-1, "serve: --listen \"%s\": expected ADDR:PORT (e.g. 127.0.0.1:9490, [::]:9490)", spec);
 	size_t hl = (size_t)(colon - spec);
 	memcpy(host, spec, hl);
 	host[hl] = '\0';
@@ -499,7 +492,7 @@ static int listen_on(const char *spec)
 	char *end;
 	long p = strtol(port, &end, 10);
 	if (!*port || *end || p < 1 || p > 65535 || port[0] < '0' || port[0] > '9')
-		return fail(-1, "serve: --listen \"%s\": the port must be 1..65535", spec);
+		return cli_fail(-1, "serve: --listen \"%s\": the port must be 1..65535", spec);
 	union {
 		struct sockaddr sa;
 		struct sockaddr_in in;
@@ -516,7 +509,7 @@ static int listen_on(const char *spec)
 		a.in6.sin6_port = htons((uint16_t)p);
 		alen = sizeof(a.in6);
 	} else {
-		return fail(-1, "serve: --listen \"%s\": \"%s\" is not a numeric IPv4 or IPv6 address", spec, host);
+		return cli_fail(-1, "serve: --listen \"%s\": \"%s\" is not a numeric IPv4 or IPv6 address", spec, host);
 	}
 	int fd = socket(a.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	int one = 1;
@@ -526,16 +519,16 @@ static int listen_on(const char *spec)
 		int e = errno;
 		if (fd >= 0)
 			close(fd);
-		return fail(-2, "serve: listen on %s: %s", spec, strerror(e));
+		return cli_fail(-2, "serve: listen on %s: %s", spec, strerror(e));
 	}
 	return fd;
 }
 
-int serve_command(const struct serve_opts *o)
+int cli_serve(const struct serve_opts *o)
 {
 	struct server *s = calloc(1, sizeof(*s));
 	if (!s)
-		return fail(EXIT_FAIL, "out of memory");
+		return cli_fail(EXIT_FAIL, "out of memory");
 	s->o = o;
 	sigset_t set;
 	sigemptyset(&set);
@@ -545,7 +538,7 @@ int serve_command(const struct serve_opts *o)
 	/* blocked and read from a signalfd: works as PID 1 of a container too */
 	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0 || (s->sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
 		free(s);
-		return fail(EXIT_FAIL, "serve: signalfd: %s", strerror(errno));
+		return cli_fail(EXIT_FAIL, "serve: signalfd: %s", strerror(errno));
 	}
 	s->lfd = listen_on(o->listen);
 	if (s->lfd < 0) {
@@ -558,13 +551,13 @@ int serve_command(const struct serve_opts *o)
 	nshash_escape(o->state_dir, dir, sizeof(dir));
 	say("listening on %s (GET /metrics, /healthz); state dir %s; gc every %lld s (--max-idle %lld)", o->listen, dir,
 	    (long long)o->gc_every, (long long)o->max_idle);
-	int64_t next_gc = o->gc_every ? now_ms() : INT64_MAX;
+	int64_t next_gc = o->gc_every ? nsh_monotonic_ms() : INT64_MAX;
 	int rc = EXIT_OK;
 	for (;;) {
-		int64_t t = now_ms();
+		int64_t t = nsh_monotonic_ms();
 		if (t >= next_gc) {
 			gc_run(s);
-			t = now_ms();
+			t = nsh_monotonic_ms();
 			next_gc = t + o->gc_every * 1000;
 		}
 		/* clients past their deadline go (a slowloris one, a reader that stalls) */
@@ -586,7 +579,7 @@ int serve_command(const struct serve_opts *o)
 		if (poll(p, np, timeout < 0 ? -1 : timeout) < 0) {
 			if (errno == EINTR)
 				continue;
-			rc = fail(EXIT_FAIL, "serve: poll: %s", strerror(errno));
+			rc = cli_fail(EXIT_FAIL, "serve: poll: %s", strerror(errno));
 			break;
 		}
 		if (p[0].revents) {
@@ -642,19 +635,19 @@ static int cmd_serve(struct cli *c, int argc, char **argv)
 {
 	(void)argv;
 	if (argc != 0)
-		return fail(EXIT_USAGE, "serve: takes no arguments");
+		return cli_fail(EXIT_USAGE, "serve: takes no arguments");
 	if (c->gc_every > 366LL * 24 * 3600)
-		return fail(EXIT_USAGE, "serve: --gc-every %lld: at most a year", (long long)c->gc_every);
-	stale_age_note(c);
+		return cli_fail(EXIT_USAGE, "serve: --gc-every %lld: at most a year", (long long)c->gc_every);
+	cli_stale_age_note(c);
 	struct serve_opts o = {.state_dir = c->state_dir,
 			       .listen = c->listen ? c->listen : SERVE_DEFAULT_LISTEN,
 			       .textfile_dir = c->textfile_dir,
 			       .gc_every = c->gc_every,
 			       .max_idle = c->max_idle,
 			       .stale_age = c->stale_age};
-	return serve_command(&o);
+	return cli_serve(&o);
 }
 
-const struct command serve_cmd = {
+const struct command cli_cmd_serve = {
     "serve", cmd_serve,
     BIT(OPT_LISTEN) | BIT(OPT_GC_EVERY) | BIT(OPT_MAX_IDLE) | BIT(OPT_STALE_AGE) | BIT(OPT_TEXTFILE_DIR), serve_usage};

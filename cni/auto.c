@@ -26,7 +26,7 @@ static const char *pod_annotation(const struct nsh_cni_config *cfg, const char *
 /* The key: "cni:NAMESPACE:w=KEY" (io.nshash.workload), else
  * "cni:NAMESPACE:pod=OWNER" (K8S_POD_NAME without its generated suffix),
  * else "cni:NETWORK:id=CNI_CONTAINERID". */
-static int workload_key(struct run *r, char *key, size_t len, struct nshash_error *e)
+static int workload_key(struct nsh_cni_call *r, char *key, size_t len, struct nshash_error *e)
 {
 	char ns[256] = "", pod[256] = "", owner[256], name[NSH_WORKLOAD_NAME_MAX + 16];
 	const char *w = pod_annotation(&r->cfg, NSH_ANNOTATION_WORKLOAD);
@@ -52,7 +52,7 @@ static int workload_key(struct run *r, char *key, size_t len, struct nshash_erro
 	return nsh_workload_key("cni", scope, name, key, len, e);
 }
 
-int nsh_cni_auto(struct run *r, struct nshash_sizes *req, bool *from_ann)
+int nsh_cni_auto(struct nsh_cni_call *r, struct nshash_sizes *req, bool *from_ann)
 {
 	const char *ta = pod_annotation(&r->cfg, NSH_ANNOTATION_TCP), *ua = pod_annotation(&r->cfg, NSH_ANNOTATION_UDP);
 	/* a pod's annotation wins per protocol, as for numbers */
@@ -75,23 +75,12 @@ int nsh_cni_auto(struct run *r, struct nshash_sizes *req, bool *from_ann)
 		nsh_log(NSH_LOG_WARN, r->env->containerid, "%s: auto gives the initial sizes", e.msg);
 		key[0] = '\0';
 	}
-	struct nsh_history h = {0};
-	char warn[4500] = "";
-	if (key[0] && nsh_history_load_key(r->cfg.state_dir, key, &h, warn, sizeof(warn), &e) < 0)
-		return nsh_cni_fail(&r->err, NSH_CNI_E_REFUSED, NULL, "%s", e.msg);
-	if (warn[0])
-		nsh_log(NSH_LOG_WARN, r->env->containerid, "%s", warn);
 	struct nsh_policy caps;
 	memset(&caps, 0, sizeof(caps));
 	caps.max = r->cfg.max;
 	caps.auto_initial = r->cfg.auto_initial;
-	bool known = false;
-	*req = nsh_auto_resolve(&h, key[0] ? key : NULL, &caps, at, au, *req, (int64_t)time(NULL), &known);
-	nsh_history_free(&h);
-	char shown[NSH_WORKLOAD_KEY_MAX * 3 + 4];
-	nsh_workload_show(key, shown, sizeof(shown));
-	nsh_log(NSH_LOG_INFO, r->env->containerid, "auto: workload %s %s: tcp=%u udp=%u", key[0] ? shown : "(none)",
-		known ? "from its history" : "has no history, initial sizes", req->tcp, req->udp);
+	if (nsh_auto_sizes(r->cfg.state_dir, key, &caps, at, au, req, r->env->containerid, &e) < 0)
+		return nsh_cni_fail(&r->err, NSH_CNI_E_REFUSED, NULL, "%s", e.msg);
 	struct nshash_error ce;
 	if (nshash_sizes_cap(*req, r->cfg.max, "auto", &ce) < 0)
 		return nsh_cni_fail(&r->err, NSH_CNI_E_REFUSED, NULL,
@@ -114,41 +103,31 @@ static int open_netns(const char *path)
 
 void nsh_cni_auto_mark(const struct nsh_cni_env *env, const struct nsh_cni_output *out, const char *state_dir)
 {
-	struct nshash_error e = {0};
 	if (!out->workload_key[0] || !env->netns || out->outcome == NSH_CNI_REFUSED)
 		return;
 	int fd = open_netns(env->netns);
 	if (fd < 0)
 		return;
-	if (nsh_workload_mark_fd(state_dir, fd, out->workload_key, &e) < 0)
-		nsh_log(NSH_LOG_WARN, env->containerid, "auto: %s: the workload is not recorded", e.msg);
+	nsh_auto_mark(state_dir, fd, out->workload_key, env->containerid);
 	close(fd);
 }
 
 void nsh_cni_auto_teardown(const struct nsh_cni_env *env, const char *state_dir)
 {
-	struct nshash_error e = {0};
-	char key[NSH_WORKLOAD_KEY_MAX], shown[NSH_WORKLOAD_KEY_MAX * 3 + 4];
 	/* no netns at DEL: it is gone already; record reaps its mark */
 	int fd = open_netns(env->netns);
 	if (fd < 0)
 		return;
 	/* the netns this pod's ADD recorded, when it recorded one: a DEL
 	 * naming another pod's netns does not end that one's mark */
-	struct nsh_pod_record rec;
+	struct nsh_cni_pod rec;
 	struct stat st;
-	if (env->containerid && nsh_pod_record_get(state_dir, env->containerid, &rec) == 1 &&
+	if (env->containerid && nsh_cni_pod_get(state_dir, env->containerid, &rec) == 1 &&
 	    (fstat(fd, &st) < 0 || (uint64_t)st.st_ino != rec.inode)) {
 		nsh_log(NSH_LOG_WARN, env->containerid, "auto: CNI_NETNS is not the netns this pod's ADD recorded: not sampled");
 		close(fd);
 		return;
 	}
-	int r = nsh_workload_teardown(state_dir, fd, key, sizeof(key), &e);
+	nsh_auto_teardown(state_dir, fd, env->containerid, "DEL");
 	close(fd);
-	if (r < 0) {
-		nsh_log(NSH_LOG_WARN, env->containerid, "auto: %s: its last sample is not recorded", e.msg);
-	} else if (r > 0) {
-		nsh_workload_show(key, shown, sizeof(shown));
-		nsh_log(NSH_LOG_INFO, env->containerid, "auto: workload %s: sampled at DEL", shown);
-	}
 }

@@ -201,7 +201,7 @@ static int write_self_at(int dfd, const char *procs)
 	return r;
 }
 
-void nsh_cni_charge_enter(struct run *r, struct nsh_cni_charge *c)
+void nsh_cni_charge_enter(struct nsh_cni_call *r, struct nsh_cni_charge *c)
 {
 	memset(c, 0, sizeof(*c));
 	json_object *rc, *v;
@@ -254,7 +254,7 @@ void nsh_cni_charge_enter(struct run *r, struct nsh_cni_charge *c)
 	c->entered = true;
 }
 
-void nsh_cni_charge_leave(struct run *r, struct nsh_cni_charge *c)
+void nsh_cni_charge_leave(struct nsh_cni_call *r, struct nsh_cni_charge *c)
 {
 	if (!c->entered)
 		return;

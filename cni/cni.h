@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "auto.h"
+#include "cnistate.h"
 #include "common.h"
 
 struct json_object;
@@ -180,27 +182,27 @@ void nsh_cni_output_free(struct nsh_cni_output *out);
 /* After the answer is out: ADD counted by outcome in STATE_DIR/cni/adds and,
  * when its pod runs (sized, warned, unsized), recorded with the pod's
  * namespace and name from CNI_ARGS; DEL removes that record. */
-int nsh_cni_record(const struct nsh_cni_env *env, const struct nsh_cni_output *out, const char *state_dir,
+int nsh_cni_state_update(const struct nsh_cni_env *env, const struct nsh_cni_output *out, const char *state_dir,
 		   struct nshash_error *err);
 
 /* ------------------------------------------------- between the plugin's files */
 #define POD_ANNOTATIONS "io.kubernetes.cri.pod-annotations"
 #define JSON_OUT_FLAGS	(JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
-#define CNI_LATEST	"1.1.0"
+#define CNI_LATEST	"1.1.0" /* the newest of nsh_cni_versions (version.c) */
 
 /* One invocation in progress. */
 /* auto.c: `auto` in the network config or the pod annotations replaced by
  * the sizes the history gives the pod's workload (docs/auto.md); the key
  * goes to r->out->workload_key.  Refused (code 102): a bad io.nshash.workload. */
-struct run;
-int nsh_cni_auto(struct run *r, struct nshash_sizes *req, bool *from_ann);
+struct nsh_cni_call;
+int nsh_cni_auto(struct nsh_cni_call *r, struct nshash_sizes *req, bool *from_ann);
 /* After a sized ADD: mark the pod's netns with its workload. */
 void nsh_cni_auto_mark(const struct nsh_cni_env *env, const struct nsh_cni_output *out, const char *state_dir);
 /* DEL: the pod netns's mark, if it matches, sampled once into the history and
  * removed; errors logged, never the DEL's failure. */
 void nsh_cni_auto_teardown(const struct nsh_cni_env *env, const char *state_dir);
 
-struct run {
+struct nsh_cni_call {
 	const struct nsh_cni_env *env;
 	enum nsh_cni_command command;
 	const struct nsh_cni_ops *ops;
@@ -217,27 +219,27 @@ struct nsh_cni_charge {
 	char leaf[4096];
 	char back[4096 + 16];
 };
-void nsh_cni_charge_enter(struct run *r, struct nsh_cni_charge *c);
+void nsh_cni_charge_enter(struct nsh_cni_call *r, struct nsh_cni_charge *c);
 /* charge.c: runtimeConfig.cgroupPath cg checked against the pod being
  * added (pod_uid: K8S_POD_UID, NULL or "" when none): 0 with rel the path
  * under the memory root to open; else -errno with why saying what is wrong
  * (-EINVAL not a clean cgroupfs or systemd path, -EPERM not that pod's). */
 int nsh_cni_pod_cgroup(const char *cg, const char *pod_uid, char *rel, size_t len, char *why, size_t wlen);
-void nsh_cni_charge_leave(struct run *r, struct nsh_cni_charge *c);
+void nsh_cni_charge_leave(struct nsh_cni_call *r, struct nsh_cni_charge *c);
 
 /* config.c: stdin as one JSON object (code 6 otherwise). */
 int nsh_cni_decode(const char *text, size_t len, struct json_object **out, struct nsh_cni_failure *err);
 /* result.c: point the one logger (common/log.c) at r->out->log, nothing
  * on stderr, as "nshash[COMMAND ID]: message". */
-void nsh_cni_log_setup(struct run *r);
+void nsh_cni_log_setup(struct nsh_cni_call *r);
 /* result.c: a line for out->log through the logger. */
-void nsh_cni_log(struct run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void nsh_cni_log(struct nsh_cni_call *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* result.c: ADD's result (prevResult, or the minimal one) on stdout. */
-int nsh_cni_add_result(struct run *r);
+int nsh_cni_add_result(struct nsh_cni_call *r);
 /* The commands: 0, or -errno with r->err set. */
-int nsh_cni_cmd_add(struct run *r);
-int nsh_cni_cmd_check(struct run *r);
-int nsh_cni_cmd_status(struct run *r);
-int nsh_cni_cmd_version(struct run *r, const char *input, size_t len);
+int nsh_cni_cmd_add(struct nsh_cni_call *r);
+int nsh_cni_cmd_check(struct nsh_cni_call *r);
+int nsh_cni_cmd_status(struct nsh_cni_call *r);
+int nsh_cni_cmd_version(struct nsh_cni_call *r, const char *input, size_t len);
 
 #endif

@@ -26,7 +26,7 @@ const struct nsh_cni_ops nsh_cni_system_ops = {
 
 /* Interfaces a previous plugin put into the container (prevResult entries
  * with a "sandbox"): nshash was not placed first. */
-static unsigned prev_sandbox_interfaces(struct run *r, char *names, size_t len)
+static unsigned prev_sandbox_interfaces(struct nsh_cni_call *r, char *names, size_t len)
 {
 	json_object *prev, *ifs;
 	unsigned n = 0;
@@ -71,8 +71,8 @@ static const char *inspected_path(const char *netns, enum nshash_path_kind kind,
 	return kind == NSHASH_PATH_LINK && realpath(netns, resolved) ? resolved : netns;
 }
 
-static int soft_failure(struct run *r, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int soft_failure(struct run *r, int code, const char *fmt, ...)
+static int soft_failure(struct nsh_cni_call *r, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int soft_failure(struct nsh_cni_call *r, int code, const char *fmt, ...)
 {
 	char msg[1024];
 	va_list ap;
@@ -87,7 +87,7 @@ static int soft_failure(struct run *r, int code, const char *fmt, ...)
 	return nsh_cni_fail(&r->err, code, NULL, "%s", msg);
 }
 
-static int netns_kind_checked(struct run *r, enum nshash_path_kind *kind, char *detail, size_t dlen)
+static int netns_kind_checked(struct nsh_cni_call *r, enum nshash_path_kind *kind, char *detail, size_t dlen)
 {
 	struct nshash_error e;
 	const char *netns = r->env->netns;
@@ -101,7 +101,7 @@ static int netns_kind_checked(struct run *r, enum nshash_path_kind *kind, char *
 
 /* The request of ADD / CHECK, and what CNI_NETNS is when something is
  * requested.  Returns 1 when nothing is requested, 0, or -errno (r->err). */
-static int request_and_netns(struct run *r, struct nshash_sizes *req, bool *from_ann, enum nshash_path_kind *kind,
+static int request_and_netns(struct nsh_cni_call *r, struct nshash_sizes *req, bool *from_ann, enum nshash_path_kind *kind,
 			     char *detail, size_t dlen)
 {
 	if (nsh_cni_request(&r->cfg, req, from_ann, &r->err) < 0)
@@ -164,7 +164,7 @@ static void *occupancy_settled(void *arg)
 /* ADD, decide from what CNI_NETNS is and from prevResult: can it be
  * replaced?  0 yes; 1 no, but onFailure warn lets the chain go on; -errno
  * no. */
-static int add_refusal(struct run *r, const char *want, enum nshash_path_kind kind, const char *detail)
+static int add_refusal(struct nsh_cni_call *r, const char *want, enum nshash_path_kind kind, const char *detail)
 {
 	const char *netns = r->env->netns;
 	char names[256];
@@ -193,7 +193,7 @@ static int add_refusal(struct run *r, const char *want, enum nshash_path_kind ki
 
 /* ADD, decide from what lives in CNI_NETNS (the occupancy job): 0 it can
  * be replaced; 1 no, but onFailure warn; -errno no. */
-static int add_occupied(struct run *r, const char *want, const struct occupancy_job *j)
+static int add_occupied(struct nsh_cni_call *r, const char *want, const struct occupancy_job *j)
 {
 	const char *netns = r->env->netns;
 
@@ -218,7 +218,7 @@ static int add_occupied(struct run *r, const char *want, const struct occupancy_
 
 /* A failed creation: the probe says why when it is the host (old kernel,
  * missing privileges), else the creation's own error. */
-static int create_failed(struct run *r, struct nshash_sizes req, const char *want, const struct nshash_error *ce)
+static int create_failed(struct nsh_cni_call *r, struct nshash_sizes req, const char *want, const struct nshash_error *ce)
 {
 	struct nshash_probe probe;
 	struct nshash_error e;
@@ -253,7 +253,7 @@ static int shows_made(const char *netns, const struct nshash_netns_info *made, s
  * never written again where the pod has no infra container).  `read`: what
  * reading them gave.  0, 1 (not carried, onFailure warn: the pod keeps its
  * netns, unsized), or -errno. */
-static int carry_sysctls(struct run *r, const char *want, int nsfd, int read, struct nshash_sysctls *c,
+static int carry_sysctls(struct nsh_cni_call *r, const char *want, int nsfd, int read, struct nshash_sysctls *c,
 			 struct nshash_error *ce)
 {
 	const char *netns = r->env->netns;
@@ -280,7 +280,7 @@ static int carry_sysctls(struct run *r, const char *want, int nsfd, int read, st
  * swap it in and check it through the path.  0, 1 (refused or failed under
  * onFailure warn), 2 (with `inspect`: CNI_NETNS has the sizes already), or
  * -errno. */
-static int add_replace(struct run *r, struct nshash_sizes req, const char *want, bool inspect,
+static int add_replace(struct nsh_cni_call *r, struct nshash_sizes req, const char *want, bool inspect,
 		       struct nshash_netns_info *seen)
 {
 	const char *netns = r->env->netns;
@@ -380,7 +380,7 @@ static int add_replace(struct run *r, struct nshash_sizes req, const char *want,
  * asked for no sizes (the network's or the node's apply to it only where
  * they can) passes through on the shared tables, an info line says so; a
  * pod annotation is refused (soft_failure), saying what was seen. */
-static int add_foreign_userns(struct run *r, const char *want, bool from_ann)
+static int add_foreign_userns(struct nsh_cni_call *r, const char *want, bool from_ann)
 {
 	const char *netns = r->env->netns;
 	struct nshash_error ue;
@@ -411,7 +411,7 @@ static int add_foreign_userns(struct run *r, const char *want, bool from_ann)
 	    netns, want, seen);
 }
 
-int nsh_cni_cmd_add(struct run *r)
+int nsh_cni_cmd_add(struct nsh_cni_call *r)
 {
 	struct nshash_sizes req;
 	bool from_ann;
@@ -465,7 +465,7 @@ int nsh_cni_cmd_add(struct run *r)
 	return nsh_cni_add_result(r);
 }
 
-int nsh_cni_cmd_check(struct run *r)
+int nsh_cni_cmd_check(struct nsh_cni_call *r)
 {
 	struct nshash_sizes req;
 	bool from_ann;
@@ -500,7 +500,7 @@ int nsh_cni_cmd_check(struct run *r)
 	return 0;
 }
 
-int nsh_cni_cmd_status(struct run *r)
+int nsh_cni_cmd_status(struct nsh_cni_call *r)
 {
 	/* Ready means: the knobs for whatever this network may ask (defaults
 	 * or caps) exist and the plugin holds the capabilities it needs. */

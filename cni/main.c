@@ -83,7 +83,7 @@ int main(void)
 	 * result the runtime never got is a failed ADD to it. */
 	if (status != 0 && out.outcome != NSH_CNI_NONE)
 		out.outcome = NSH_CNI_REFUSED;
-	if (nsh_cni_record(&env, &out, out.have_config ? out.state_dir : node.policy.state_dir, &err) < 0)
+	if (nsh_cni_state_update(&env, &out, out.have_config ? out.state_dir : node.policy.state_dir, &err) < 0)
 		fprintf(stderr, "nshash: record for metrics: %s\n", err.msg);
 	/* The next ADD of these sizes takes a spare: a detached child makes
 	 * it now that the answer is out. */

@@ -61,12 +61,12 @@ char *nsh_cni_error_json(const char *cni_version, const struct nsh_cni_failure *
 
 static void log_sink(void *ctx, const char *level, const char *line)
 {
-	struct run *r = ctx;
+	struct nsh_cni_call *r = ctx;
 	(void)level;
 	nsh_append(r->out->log, sizeof(r->out->log), "%s\n", line);
 }
 
-void nsh_cni_log_setup(struct run *r)
+void nsh_cni_log_setup(struct nsh_cni_call *r)
 {
 	char program[320];
 	snprintf(program, sizeof(program), "nshash[%s %s]", r->env->command && *r->env->command ? r->env->command : "-",
@@ -75,7 +75,7 @@ void nsh_cni_log_setup(struct run *r)
 	nsh_log_redirect(NSH_LOG_QUIET, log_sink, r);
 }
 
-void nsh_cni_log(struct run *r, const char *fmt, ...)
+void nsh_cni_log(struct nsh_cni_call *r, const char *fmt, ...)
 {
 	va_list ap;
 	(void)r;
@@ -93,7 +93,7 @@ void nsh_cni_log(struct run *r, const char *fmt, ...)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wanalyzer-malloc-leak"
 #endif
-static int set_stdout(struct run *r, json_object *doc)
+static int set_stdout(struct nsh_cni_call *r, json_object *doc)
 {
 	char *text = strdup(json_object_to_json_string_ext(doc, JSON_OUT_FLAGS));
 	json_object_put(doc);
@@ -107,7 +107,7 @@ static int set_stdout(struct run *r, json_object *doc)
 #pragma GCC diagnostic pop
 #endif
 
-int nsh_cni_add_result(struct run *r)
+int nsh_cni_add_result(struct nsh_cni_call *r)
 {
 	json_object *prev = NULL, *res;
 	if (json_object_object_get_ex(r->cfg.json, "prevResult", &prev) &&
@@ -123,7 +123,7 @@ int nsh_cni_add_result(struct run *r)
 	return set_stdout(r, res);
 }
 
-int nsh_cni_cmd_version(struct run *r, const char *input, size_t len)
+int nsh_cni_cmd_version(struct nsh_cni_call *r, const char *input, size_t len)
 {
 	/* Any cniVersion may ask which versions we speak; the answer is in
 	 * the newest format. */

@@ -8,7 +8,7 @@
 
 #include "cni.h"
 
-static int version_allows(struct run *r)
+static int version_allows(struct nsh_cni_call *r)
 {
 	const char *need = NULL;
 	if (r->command == NSH_CNI_CHECK)
@@ -39,14 +39,14 @@ static void peek_version(const char *input, size_t len, char *out, size_t outlen
 void nsh_cni_node_load(struct nsh_cni_node *node)
 {
 	memset(node, 0, sizeof(*node));
-	if (nsh_policy_load(getenv("NSHASH_POLICY"), &node->policy, &node->error) < 0) {
+	if (nsh_policy_load(nsh_policy_env(), &node->policy, &node->error) < 0) {
 		node->failed = true;
 		nsh_policy_defaults(&node->policy);
 	}
 }
 
 /* The config as the node allows it (warnings logged), or code 7. */
-static int node_applied(struct run *r, const struct nsh_cni_node *node)
+static int node_applied(struct nsh_cni_call *r, const struct nsh_cni_node *node)
 {
 	struct nsh_cni_node defaults;
 	if (!node) {
@@ -73,7 +73,7 @@ void nsh_cni_run(const struct nsh_cni_env *env, const char *input, size_t len, c
 		 const struct nsh_cni_node *node, struct nsh_cni_output *out)
 {
 	memset(out, 0, sizeof(*out));
-	struct run r = {.env = env, .ops = ops ? ops : &nsh_cni_system_ops, .out = out};
+	struct nsh_cni_call r = {.env = env, .ops = ops ? ops : &nsh_cni_system_ops, .out = out};
 	nsh_cni_log_setup(&r);
 	int rc = nsh_cni_env_check(env, &r.command, &r.err);
 	if (rc == 0 && r.command == NSH_CNI_VERSION) {
@@ -130,14 +130,14 @@ done:
 	nsh_log_redirect(NSH_LOG_INFO, NULL, NULL); /* r is going away */
 }
 
-int nsh_cni_record(const struct nsh_cni_env *env, const struct nsh_cni_output *out, const char *state_dir,
+int nsh_cni_state_update(const struct nsh_cni_env *env, const struct nsh_cni_output *out, const char *state_dir,
 		   struct nshash_error *err)
 {
 	if (!env->command || !state_dir || !*state_dir)
 		return 0;
 	if (strcmp(env->command, "DEL") == 0) {
 		nsh_cni_auto_teardown(env, state_dir);
-		return env->containerid ? nsh_pod_record_remove(state_dir, env->containerid, err) : 0;
+		return env->containerid ? nsh_cni_pod_remove(state_dir, env->containerid, err) : 0;
 	}
 	/* `auto` learns from a pod left shared too (no history, autoInitial 0) */
 	if (strcmp(env->command, "ADD") == 0 && out->outcome == NSH_CNI_NONE)
@@ -145,7 +145,7 @@ int nsh_cni_record(const struct nsh_cni_env *env, const struct nsh_cni_output *o
 	if (strcmp(env->command, "ADD") != 0 || out->outcome == NSH_CNI_NONE)
 		return 0;
 	/* a record for a pod that runs (not refused), while its netns is there */
-	struct nsh_pod_record rec = {.outcome = out->outcome};
+	struct nsh_cni_pod rec = {.outcome = out->outcome};
 	struct stat st;
 	bool keep = out->outcome != NSH_CNI_REFUSED && env->containerid && env->netns &&
 		    strlen(env->containerid) <= NSH_POD_ID_MAX && lstat(env->netns, &st) == 0;
@@ -158,7 +158,7 @@ int nsh_cni_record(const struct nsh_cni_env *env, const struct nsh_cni_output *o
 	}
 	if (keep)
 		nsh_cni_auto_mark(env, out, state_dir);
-	return nsh_cni_record_add(state_dir, out->outcome, keep ? &rec : NULL, err);
+	return nsh_cni_state_add(state_dir, out->outcome, keep ? &rec : NULL, err);
 }
 
 void nsh_cni_output_free(struct nsh_cni_output *out)

@@ -7,7 +7,6 @@
 #include "cni.h"
 
 const char *const nsh_cni_versions[] = {"0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0", NULL};
-#define CNI_LATEST "1.1.0"
 
 bool nsh_cni_version_supported(const char *version)
 {

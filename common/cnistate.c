@@ -30,7 +30,7 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "cnistate.h"
 
 #ifndef NSFS_MAGIC
 #define NSFS_MAGIC 0x6e736673
@@ -150,7 +150,7 @@ static int adds_count_at(int dfd, const char *state_dir, enum nsh_cni_outcome o,
 
 int nsh_cni_adds_count(const char *state_dir, enum nsh_cni_outcome o, struct nshash_error *err)
 {
-	return nsh_cni_record_add(state_dir, o, NULL, err);
+	return nsh_cni_state_add(state_dir, o, NULL, err);
 }
 
 int nsh_cni_adds_read(const char *state_dir, uint64_t counts[3], struct nshash_error *err)
@@ -243,7 +243,7 @@ static bool id_ok(const char *id)
 	return true;
 }
 
-static int record_write_at(int dfd, const char *state_dir, const struct nsh_pod_record *rec, struct nshash_error *err)
+static int record_write_at(int dfd, const char *state_dir, const struct nsh_cni_pod *rec, struct nshash_error *err)
 {
 	if (!id_ok(rec->id))
 		return nshash_error_set(err, EINVAL, "pod record: container id not usable as a file name");
@@ -286,7 +286,7 @@ static int record_write_at(int dfd, const char *state_dir, const struct nsh_pod_
 	return r;
 }
 
-int nsh_cni_record_add(const char *state_dir, enum nsh_cni_outcome o, const struct nsh_pod_record *rec,
+int nsh_cni_state_add(const char *state_dir, enum nsh_cni_outcome o, const struct nsh_cni_pod *rec,
 		       struct nshash_error *err)
 {
 	bool count = o == NSH_CNI_SIZED || o == NSH_CNI_WARNED || o == NSH_CNI_REFUSED;
@@ -302,9 +302,9 @@ int nsh_cni_record_add(const char *state_dir, enum nsh_cni_outcome o, const stru
 	return r;
 }
 
-int nsh_pod_record_write(const char *state_dir, const struct nsh_pod_record *rec, struct nshash_error *err)
+int nsh_cni_pod_write(const char *state_dir, const struct nsh_cni_pod *rec, struct nshash_error *err)
 {
-	return nsh_cni_record_add(state_dir, NSH_CNI_NONE, rec, err);
+	return nsh_cni_state_add(state_dir, NSH_CNI_NONE, rec, err);
 }
 
 /* STATE_DIR/cni/pods, as it is (not made): its fd, or -ENOENT when
@@ -319,7 +319,7 @@ static int pods_dir(const char *state_dir, struct nshash_error *err)
 	return pfd;
 }
 
-int nsh_pod_record_remove(const char *state_dir, const char *id, struct nshash_error *err)
+int nsh_cni_pod_remove(const char *state_dir, const char *id, struct nshash_error *err)
 {
 	if (!id_ok(id))
 		return 0; /* never written */
@@ -334,7 +334,7 @@ int nsh_pod_record_remove(const char *state_dir, const char *id, struct nshash_e
 }
 
 /* One record file's text → rec; false when it is not one. */
-static bool record_parse(char *text, struct nsh_pod_record *rec)
+static bool record_parse(char *text, struct nsh_cni_pod *rec)
 {
 	char *f[7], *save = NULL;
 	int n = 0;
@@ -358,7 +358,7 @@ static bool record_parse(char *text, struct nsh_pod_record *rec)
 }
 
 /* The record named `id` in the pods dir dfd: 1 with *rec, 0 none or not one. */
-static int record_read_at(int dfd, const char *id, struct nsh_pod_record *rec)
+static int record_read_at(int dfd, const char *id, struct nsh_cni_pod *rec)
 {
 	int fd = openat(dfd, id, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
@@ -375,7 +375,7 @@ static int record_read_at(int dfd, const char *id, struct nsh_pod_record *rec)
 	return record_parse(text, rec) ? 1 : 0;
 }
 
-int nsh_pod_record_get(const char *state_dir, const char *id, struct nsh_pod_record *rec)
+int nsh_cni_pod_get(const char *state_dir, const char *id, struct nsh_cni_pod *rec)
 {
 	if (!id_ok(id))
 		return 0;
@@ -391,8 +391,8 @@ int nsh_pod_record_get(const char *state_dir, const char *id, struct nsh_pod_rec
 /* Each record of STATE_DIR/cni/pods in turn, parsed into *rec (its id
  * set), given to `each` with the pods dir's fd; `each` returning false
  * stops.  One record in memory at a time. */
-static int records_each(const char *state_dir, struct nsh_pod_record *rec,
-			bool (*each)(int pfd, struct nsh_pod_record *rec, void *ctx), void *ctx,
+static int records_each(const char *state_dir, struct nsh_cni_pod *rec,
+			bool (*each)(int pfd, struct nsh_cni_pod *rec, void *ctx), void *ctx,
 			struct nshash_error *err)
 {
 	int dfd = pods_dir(state_dir, err);
@@ -416,18 +416,18 @@ static int records_each(const char *state_dir, struct nsh_pod_record *rec,
 }
 
 struct records_vec {
-	struct nsh_pod_record *v;
+	struct nsh_cni_pod *v;
 	size_t n, cap;
 	bool nomem;
 };
 
-static bool record_keep(int pfd, struct nsh_pod_record *rec, void *ctx)
+static bool record_keep(int pfd, struct nsh_cni_pod *rec, void *ctx)
 {
 	(void)pfd;
 	struct records_vec *w = ctx;
 	if (w->n == w->cap) {
 		size_t ncap = w->cap ? 2 * w->cap : 16;
-		struct nsh_pod_record *nv = realloc(w->v, ncap * sizeof(*nv));
+		struct nsh_cni_pod *nv = realloc(w->v, ncap * sizeof(*nv));
 		if (!nv) {
 			w->nomem = true;
 			return false;
@@ -439,12 +439,12 @@ static bool record_keep(int pfd, struct nsh_pod_record *rec, void *ctx)
 	return w->n < RECORDS_MAX;
 }
 
-int nsh_pod_records_read(const char *state_dir, struct nsh_pod_record **out, size_t *count, struct nshash_error *err)
+int nsh_cni_pods_read(const char *state_dir, struct nsh_cni_pod **out, size_t *count, struct nshash_error *err)
 {
 	*out = NULL;
 	*count = 0;
 	struct records_vec w = {0};
-	struct nsh_pod_record *rec = malloc(sizeof(*rec));
+	struct nsh_cni_pod *rec = malloc(sizeof(*rec));
 	if (!rec)
 		return nshash_error_set(err, ENOMEM, "read %s/cni/pods: out of memory", state_dir);
 	int r = records_each(state_dir, rec, record_keep, &w, err);
@@ -482,7 +482,7 @@ static bool parent_seen(const char *path)
  * (the path's directory is not in this view, or cannot be looked at, or a
  * plain file is there: the pin's mount may not reach this view, as with a
  * non-recursive bind of the runtime's dir or no mount propagation). */
-static int record_at_path(const struct nsh_pod_record *rec)
+static int record_at_path(const struct nsh_cni_pod *rec)
 {
 	struct stat st;
 	struct statfs sf;
@@ -497,7 +497,7 @@ static int record_at_path(const struct nsh_pod_record *rec)
 	return (uint64_t)st.st_ino == rec->inode;
 }
 
-const struct nsh_pod_record *nsh_pod_record_find(const struct nsh_pod_record *v, size_t n, uint64_t inode)
+const struct nsh_cni_pod *nsh_cni_pod_find(const struct nsh_cni_pod *v, size_t n, uint64_t inode)
 {
 	/* the inode alone is not enough: a stale record (a DEL that never
 	 * came) whose inode the kernel gave to a new netns would label it */
@@ -507,7 +507,7 @@ const struct nsh_pod_record *nsh_pod_record_find(const struct nsh_pod_record *v,
 	return NULL;
 }
 
-static bool record_prune(int pfd, struct nsh_pod_record *rec, void *ctx)
+static bool record_prune(int pfd, struct nsh_cni_pod *rec, void *ctx)
 {
 	size_t *removed = ctx;
 	if (record_at_path(rec) == 0 && unlinkat(pfd, rec->id, 0) == 0) /* -1, cannot tell: kept */
@@ -515,10 +515,10 @@ static bool record_prune(int pfd, struct nsh_pod_record *rec, void *ctx)
 	return true;
 }
 
-int nsh_pod_records_prune(const char *state_dir, size_t *removed, struct nshash_error *err)
+int nsh_cni_pods_prune(const char *state_dir, size_t *removed, struct nshash_error *err)
 {
 	*removed = 0;
-	struct nsh_pod_record *rec = malloc(sizeof(*rec));
+	struct nsh_cni_pod *rec = malloc(sizeof(*rec));
 	if (!rec)
 		return nshash_error_set(err, ENOMEM, "prune %s/cni/pods: out of memory", state_dir);
 	int r = records_each(state_dir, rec, record_prune, removed, err);
@@ -555,7 +555,7 @@ bool nsh_pod_netns_path(const char *path)
 	return false;
 }
 
-const char *nsh_pod_netns_shared(const struct nshash_stats_netns *e, const struct nsh_pod_record *rec)
+const char *nsh_pod_netns_shared(const struct nshash_stats_netns *e, const struct nsh_cni_pod *rec)
 {
 	if (e->info.tcp_entries >= 0 && e->info.udp_entries >= 0)
 		return NULL; /* own tables (or knobs missing: an old kernel) */

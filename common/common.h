@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* What the front-ends (cmd/, oci-hooks/, cni/) share: the policy file, the
- * logger, the JSON decoder, file reading, quoting and path checks.  Built
- * into build/libnshash-common.a; neither installed nor exported. */
+/* What the front-ends (cmd/, hook/ and runtime/ through oci/, cni/,
+ * netavark/, k8s/) share: the policy file, the logger, the JSON decoder,
+ * file reading, quoting and path checks.  Built into
+ * build/libnshash-common.a; neither installed nor exported. */
 #ifndef NSH_COMMON_H
 #define NSH_COMMON_H
 
@@ -20,12 +21,14 @@ struct stat;
 #define NSH_ANNOTATION_PREFIX "io.nshash."
 #define NSH_ANNOTATION_TCP    "io.nshash.tcp"
 #define NSH_ANNOTATION_UDP    "io.nshash.udp"
+#define NSH_ANNOTATION_WORKLOAD "io.nshash.workload" /* `auto`: the workload key (auto.h) */
 
 /* ------------------------------------------------------------ policy */
 /* Policy file (nshash.json(5)): what an admin allows annotations to ask for.
  * A missing file means the defaults below; a malformed one is an error that
  * names the line or the key. */
 #define NSH_DEFAULT_POLICY_PATH	     "/etc/nshash/nshash.json"
+#define NSH_POLICY_ENV		     "NSHASH_POLICY" /* names another policy file */
 /* The Kubernetes installer, as it stamps the entry it chains ("chainedBy"):
  * the plugin's over-cap message then names the ConfigMap, not the conflist. */
 #define NSH_K8S_INSTALLER "nshash-cni-install"
@@ -115,7 +118,10 @@ void nsh_policy_defaults(struct nsh_policy *policy);
  * wrong types and out-of-range values are errors naming the key. */
 int nsh_policy_parse(const char *text, size_t len, const char *source, struct nsh_policy *policy,
 		     struct nshash_error *err);
-/* Load `path` (NULL = NSH_DEFAULT_POLICY_PATH).  ENOENT = defaults. */
+/* The policy file the environment names ($NSHASH_POLICY), NULL (the
+ * default) when it names none. */
+const char *nsh_policy_env(void);
+/* Load `path` (NULL or "" = NSH_DEFAULT_POLICY_PATH).  ENOENT = defaults. */
 int nsh_policy_load(const char *path, struct nsh_policy *policy, struct nshash_error *err);
 const char *nsh_on_failure_name(enum nsh_on_failure on_failure);
 /* Does the policy size containers that ask nothing (defaultTcp or defaultUdp
@@ -124,116 +130,6 @@ bool nsh_policy_has_defaults(const struct nsh_policy *policy);
 /* How the policy has netns of `sizes` made: strategy, state dir, budget,
  * spares. */
 struct nshash_create_opts nsh_policy_create_opts(const struct nsh_policy *policy, struct nshash_sizes sizes);
-
-/* ------------------------------------------------------------ auto sizes */
-/* history.c: `auto` (docs/auto.md).  A workload's key is
- * "FRONTEND:SCOPE:NAME"; its peaks live in HISTORY/history (nsh_history_dir). */
-#define NSH_ANNOTATION_WORKLOAD "io.nshash.workload"
-#define NSH_AUTO_MIN		128u /* smallest auto size: the kernel's UDP minimum */
-#define NSH_HISTORY_FILE	"history"
-/* Where the history lives: NSH_HISTORY_DIR beside the default state dir
- * (which is /run, a tmpfs: the history must survive a reboot), else the
- * state dir itself (a private or rootless state dir keeps its own). */
-#define NSH_HISTORY_DIR	"/var/lib/nshash"
-void nsh_history_dir(const char *state_dir, char *buf, size_t len);
-#define NSH_HISTORY_MAGIC	"nshash-history 1"
-#define NSH_HISTORY_MAX		2048u /* workloads kept; least recently seen go first */
-#define NSH_HISTORY_MAX_BYTES	(2u << 20)
-#define NSH_HISTORY_DECAY	0.98 /* a peak's weight after one day unbeaten */
-#define NSH_WORKLOAD_NAME_MAX	200u
-#define NSH_WORKLOAD_PREFIX_MAX 8u /* "image=", "host=", "pod=", "id=", "w=" */
-#define NSH_WORKLOAD_KEY_MAX	512u
-#define NSH_WORKLOAD_DIR	"workloads"
-struct nsh_history_entry {
-	char key[NSH_WORKLOAD_KEY_MAX];
-	long tcp_peak, udp_peak;
-	int64_t tcp_at, udp_at; /* when each peak was seen */
-	int64_t last_seen;
-};
-struct nsh_history {
-	struct nsh_history_entry *v;
-	size_t n, cap;
-};
-/* The power of two >= peak x 2, at least NSH_AUTO_MIN, at most the largest
- * power of two within `cap` (0 = the kernel's maximum); 0 (the shared tables)
- * when the cap holds none of at least NSH_AUTO_MIN. */
-uint32_t nsh_auto_size(enum nshash_proto proto, long peak, uint32_t cap);
-/* peak x NSH_HISTORY_DECAY ^ (days since it was seen), rounded to nearest. */
-long nsh_history_peak_now(const struct nsh_history_entry *e, enum nshash_proto proto, int64_t now);
-/* A value given for a workload key (io.nshash.workload): at most
- * NSH_WORKLOAD_NAME_MAX bytes, no control character.  0 or -errno. */
-int nsh_workload_check(const char *value, struct nshash_error *err);
-int nsh_workload_key(const char *frontend, const char *scope, const char *name, char *out, size_t len,
-		     struct nshash_error *err);
-/* A key for printing: '%XX' for bytes outside printable ASCII, space, '%', '\\'. */
-size_t nsh_workload_show(const char *key, char *buf, size_t len);
-/* K8S_POD_NAME without its controller's generated suffix (docs/auto.md). */
-void nsh_pod_owner(const char *pod, char *out, size_t len);
-int nsh_history_parse(const char *text, size_t len, struct nsh_history *h, size_t *dropped, struct nshash_error *err);
-/* Missing file: empty.  Damaged: what parses, and `warn` says so; never an error but ENOMEM. */
-int nsh_history_load(const char *state_dir, struct nsh_history *h, char *warn, size_t wlen, struct nshash_error *err);
-int nsh_history_save(const char *state_dir, struct nsh_history *h, struct nshash_error *err);
-struct nsh_history_entry *nsh_history_find(struct nsh_history *h, const char *key);
-int nsh_history_sample(struct nsh_history *h, const char *key, long tcp, long udp, int64_t now,
-		       struct nshash_error *err);
-/* Keep the `max` most recently seen; returns how many went. */
-size_t nsh_history_evict(struct nsh_history *h, size_t max);
-void nsh_history_free(struct nsh_history *h);
-struct nsh_policy;
-struct nshash_sizes nsh_auto_resolve(const struct nsh_history *h, const char *key, const struct nsh_policy *policy,
-				     bool tcp_auto, bool udp_auto, struct nshash_sizes asked, int64_t now, bool *known);
-/* histindex.c: HISTORY/history.idx, the start path's lookup.  Written
- * by nsh_history_save from the history file it wrote (`hist`: its stat;
- * buckets 0: as many as the workloads, a power of two; tests pass 1 to
- * make every key collide). */
-#define NSH_HISTORY_INDEX_FILE "history.idx"
-struct stat;
-/* Remove NAME.tmp.* in dir left by writers killed before their rename
- * (older than 10 minutes). */
-void nsh_history_sweep_tmp(const char *dir, const char *name);
-int nsh_history_index_write(const char *state_dir, const struct nsh_history *h, const struct stat *hist,
-			    unsigned buckets, struct nshash_error *err);
-/* nsh_history_load for one key: `h` gets that key's entry or none, from
- * the index; when the index does not answer (missing, made from another
- * history, damaged) from the whole history, and `warn` says so.  Never an
- * error but ENOMEM. */
-int nsh_history_load_key(const char *state_dir, const char *key, struct nsh_history *h, char *warn, size_t wlen,
-			 struct nshash_error *err);
-/* Fold samples into HISTORY/history under HISTORY/history.lock:
- * load, sample, save.  `warn` as nsh_history_load's. */
-struct nsh_history_sample {
-	const char *key;
-	long tcp, udp;
-};
-int nsh_history_add(const char *state_dir, const struct nsh_history_sample *v, size_t n, char *warn, size_t wlen,
-		    size_t *workloads, struct nshash_error *err);
-struct nshash_stats_netns;
-/* Marks: STATE_DIR/workloads/DEV-INO, the key and the netns's id
- * (nshash_netns_id; 0: the kernel has none). */
-#define NSH_WORKLOAD_MARKS_MAX 16384u
-extern size_t nsh_workload_marks_max; /* NSH_WORKLOAD_MARKS_MAX; tests lower it */
-int nsh_workload_mark(const char *state_dir, uint64_t dev, uint64_t ino, uint64_t id, const char *key,
-		      struct nshash_error *err);
-/* Mark the netns behind nsfd; beyond nsh_workload_marks_max marks, those
- * of netns gone are reaped (a scan, at most once a minute). */
-int nsh_workload_mark_fd(const char *state_dir, int nsfd, const char *key, struct nshash_error *err);
-/* The key of dev-ino's mark, unverified (for display). */
-int nsh_workload_read(const char *state_dir, uint64_t dev, uint64_t ino, char *key, size_t len);
-/* 1 and the key when nsfd's netns has a mark with its id; 0 when none or
- * stale (another netns with the same inode made it: then removed). */
-int nsh_workload_match(const char *state_dir, int nsfd, char *key, size_t len, struct nshash_error *err);
-/* The same for a netns of a scan (its pin, or its process's netns, checked
- * to be that dev-ino still); drop false leaves a stale mark in place. */
-int nsh_workload_of(const char *state_dir, const struct nshash_stats_netns *ns, char *key, size_t len, bool drop,
-		    struct nshash_error *err);
-/* At a teardown: nsfd's mark, if it matches, is sampled once into the
- * history and removed.  1 sampled, 0 no mark, -errno (the mark is gone). */
-int nsh_workload_teardown(const char *state_dir, int nsfd, char *key, size_t len, struct nshash_error *err);
-/* Remove marks made before `began` of netns not in v (a scan), or whose id
- * is not that netns's; temporary files a minute old.  Returns the marks removed. */
-size_t nsh_workload_reap(const char *state_dir, const struct nshash_stats_netns *v, size_t n, struct timespec began);
-/* Whether STATE_DIR/workloads holds any mark (gc scans only then). */
-bool nsh_workload_marks_any(const char *state_dir);
 
 /* ------------------------------------------------------------ logger */
 /* The one logger of the front-ends: one line per action on stderr
@@ -246,15 +142,22 @@ enum nsh_log_level {
 	NSH_LOG_WARN = 1,
 	NSH_LOG_INFO = 2,
 };
-/* reclaim.c: nshash_reclaim() with a scan limit, for the end of a hook,
+void nsh_log_setup(const char *program, const struct nsh_policy *policy);
+void nsh_log(enum nsh_log_level level, const char *id, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void nsh_vlog(enum nsh_log_level level, const char *id, const char *fmt, va_list ap);
+
+typedef void (*nsh_log_sink)(void *ctx, const char *level, const char *line);
+/* Messages above `stderr_max` skip stderr; every message also goes to
+ * `sink` (NULL = none) as "PROGRAM: ID: message". */
+void nsh_log_redirect(enum nsh_log_level stderr_max, nsh_log_sink sink, void *ctx);
+
+/* ------------------------------------------------------------ reclaim */
+/* nshash_reclaim() with a scan limit, for the end of a hook,
  * wrapper or plugin run.  1 with a message for the log (pins removed, or
  * an error: never fatal), else 0. */
 int nsh_reclaim_orphans(const char *state_dir, int64_t stale_age, int64_t interval, char *msg, size_t len);
-/* Stdin, stdout and stderr to /dev/null, every other fd but the `n` of
- * `keep` (at most 8; -1 entries: none) closed, a session of its own, cwd /:
- * for a child that outlives its caller.  A kept fd that was one of stdio
- * is moved above them: `keep` is updated. */
-void nsh_detach(int *keep, size_t n);
+
+/* ------------------------------------------------------------ spares (spares.c) */
 /* Fork a detached child that runs nshash_spare_fill(opts) (logging a
  * failure) and exits.  Its pid, 0 when opts asks for no spares, -1 when the
  * fork failed (no spare this time). */
@@ -269,18 +172,16 @@ void nsh_spares_refill_go(int go);
  * the spares (nshash_spare_fill) or, where they do not apply, drop those
  * idle for the idle time (nshash_spare_expire), logging failures. */
 void nsh_spares_work(const struct nshash_create_opts *opts);
+
+/* ------------------------------------------------------------ detaching (detach.c) */
+/* Stdin, stdout and stderr to /dev/null, every other fd but the `n` of
+ * `keep` (at most 8; -1 entries: none) closed, a session of its own, cwd /:
+ * for a child that outlives its caller.  A kept fd that was one of stdio
+ * is moved above them: `keep` is updated. */
+void nsh_detach(int *keep, size_t n);
 /* Lower the calling process's CPU priority (nice 10): work made off a
  * container's start path. */
 void nsh_background(void);
-
-void nsh_log_setup(const char *program, const struct nsh_policy *policy);
-void nsh_log(enum nsh_log_level level, const char *id, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-void nsh_vlog(enum nsh_log_level level, const char *id, const char *fmt, va_list ap);
-
-typedef void (*nsh_log_sink)(void *ctx, const char *level, const char *line);
-/* Messages above `stderr_max` skip stderr; every message also goes to
- * `sink` (NULL = none) as "PROGRAM: ID: message". */
-void nsh_log_redirect(enum nsh_log_level stderr_max, nsh_log_sink sink, void *ctx);
 
 /* ------------------------------------------------------------ JSON */
 /* The one JSON decoder for untrusted text: one document, nothing but JSON
@@ -308,6 +209,12 @@ int nsh_json_decode(const char *text, size_t len, struct json_object **out, stru
  * "SOURCE: malformed JSON at line L column C: why". */
 int nsh_json_parse_text(const char *text, size_t len, const char *source, struct json_object **out,
 			struct nshash_error *err);
+/* A configured file as one JSON document: read (nsh_read_file: a regular
+ * file of at most max bytes), then decoded (errors name the path).  On
+ * failure *out is NULL and *unreadable (may be NULL) says whether reading
+ * it failed, not decoding it. */
+int nsh_json_read_file(const char *path, size_t max, struct json_object **out, bool *unreadable,
+		       struct nshash_error *err);
 /* 1-based line and column of byte `offset` in `text`. */
 void nsh_text_position(const char *text, size_t len, size_t offset, unsigned *line, unsigned *col);
 
@@ -323,6 +230,9 @@ int nsh_read_file_stat(const char *path, size_t max, char **out, size_t *out_len
  * is refused as not a regular file). */
 int nsh_read_file_flags(const char *path, int oflags, size_t max, char **out, size_t *out_len, struct stat *st,
 			struct nshash_error *err);
+/* Remove dir's NAME.tmp.* older than `age` seconds (or dated in the
+ * future): what writers killed before their rename left. */
+void nsh_sweep_tmp(const char *dir, const char *name, int64_t age);
 
 /* ------------------------------------------------------------ text */
 /* Append printf-style to the NUL-terminated `buf` of size `len`; cut when
@@ -337,59 +247,6 @@ int nsh_caps_keep(const int *keep, size_t n, struct nshash_error *err);
 
 /* ------------------------------------------------------------ paths */
 /* (nsh_path_unclean, nsh_default_state_dir: lib/shared.h) */
-
-/* ------------------------------------------------------------ CNI state */
-/* cnistate.c: what the CNI plugin records in STATE_DIR/cni for the CLI
- * (`nshash stats`, `nshash serve`): the ADD counters and a record per
- * attachment with the pod's namespace and name from CNI_ARGS. */
-enum nsh_cni_outcome {
-	NSH_CNI_NONE = 0,
-	NSH_CNI_SIZED,	 /* the pod's netns has the requested tables */
-	NSH_CNI_WARNED,	 /* it runs on the shared tables: onFailure warn */
-	NSH_CNI_REFUSED, /* the ADD failed */
-	NSH_CNI_UNSIZED, /* nothing requested: shared tables by the config */
-};
-#define NSH_POD_LABEL_MAX 256 /* bytes of a namespace or pod name kept */
-#define NSH_POD_ID_MAX	  128 /* a longer container id is not recorded */
-struct nsh_pod_record {
-	char id[NSH_POD_ID_MAX + 1];		/* CNI_CONTAINERID */
-	uint64_t inode;				/* the netns's nsfs inode after the ADD */
-	enum nsh_cni_outcome outcome;		/* sized, warned or unsized */
-	char namespace_[NSH_POD_LABEL_MAX + 1]; /* K8S_POD_NAMESPACE, "" unknown */
-	char pod[NSH_POD_LABEL_MAX + 1];	/* K8S_POD_NAME, "" unknown */
-	char netns[4096];			/* CNI_NETNS */
-};
-/* "sized", "warned", "refused", "unsized", "none". */
-const char *nsh_cni_outcome_name(enum nsh_cni_outcome o);
-/* Count one ADD of outcome sized, warned or refused (others: nothing). */
-int nsh_cni_adds_count(const char *state_dir, enum nsh_cni_outcome o, struct nshash_error *err);
-/* counts[0..2]: sized, warned, refused (0 when nothing was counted). */
-int nsh_cni_adds_read(const char *state_dir, uint64_t counts[3], struct nshash_error *err);
-int nsh_pod_record_write(const char *state_dir, const struct nsh_pod_record *rec, struct nshash_error *err);
-/* Both at once (one open of STATE_DIR/cni): count outcome `o` and write `rec`
- * (NULL: none); what the plugin does after an ADD. */
-int nsh_cni_record_add(const char *state_dir, enum nsh_cni_outcome o, const struct nsh_pod_record *rec,
-		       struct nshash_error *err);
-/* Remove the record of container `id` (none: 0). */
-int nsh_pod_record_remove(const char *state_dir, const char *id, struct nshash_error *err);
-/* The record of one CNI_CONTAINERID: 1 with *rec, 0 none (or not one). */
-int nsh_pod_record_get(const char *state_dir, const char *id, struct nsh_pod_record *rec);
-/* Every record (malloc'd; none: NULL, 0). */
-int nsh_pod_records_read(const char *state_dir, struct nsh_pod_record **out, size_t *count, struct nshash_error *err);
-/* The record of the netns with that inode, or NULL. */
-const struct nsh_pod_record *nsh_pod_record_find(const struct nsh_pod_record *v, size_t n, uint64_t inode);
-/* Remove the records whose netns is no longer at their path. */
-int nsh_pod_records_prune(const char *state_dir, size_t *removed, struct nshash_error *err);
-/* A CRI runtime's pod netns pin: /run/netns/cni-* or /var/run/netns/cni-*
- * (containerd), /run/netns/UUID or /var/run/netns/UUID (CRI-O with its
- * default namespaces_dir). */
-bool nsh_pod_netns_path(const char *path);
-/* Why a scanned netns is a pod's on the shared tables although nshash is
- * chained: "unseen" (a pod netns pin, nsh_pod_netns_path, with a shared
- * table and no record: it started before nshash was chained, or its network
- * has no nshash), "warned" (a record says the ADD ran on under onFailure
- * warn, wherever the netns is); NULL: not such a pod. */
-const char *nsh_pod_netns_shared(const struct nshash_stats_netns *e, const struct nsh_pod_record *rec);
 
 /* ------------------------------------------------------------ Prometheus */
 /* Write `s` as a label value of the Prometheus text format into buf

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Reading whole files and streams into memory, bounded. */
+/* Reading whole files and streams into memory, bounded; sweeping the
+ * temporary files of writers killed before their rename. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -58,4 +61,24 @@ out:
 int nsh_read_file(const char *path, size_t max, char **out, size_t *out_len, struct nshash_error *err)
 {
 	return nsh_read_file_stat(path, max, out, out_len, NULL, err);
+}
+
+void nsh_sweep_tmp(const char *dir, const char *name, int64_t age)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	char prefix[300];
+	snprintf(prefix, sizeof(prefix), "%s.tmp.", name);
+	time_t now = time(NULL);
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		struct stat st;
+		if (strncmp(de->d_name, prefix, strlen(prefix)) ||
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (now - st.st_mtime >= age || st.st_mtime > now + age)
+			unlinkat(dirfd(d), de->d_name, 0);
+	}
+	closedir(d);
 }

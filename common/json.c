@@ -5,6 +5,7 @@
 #include <json-c/json.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common.h"
@@ -130,4 +131,20 @@ int nsh_json_parse_text(const char *text, size_t len, const char *source, struct
 		return nshash_error_set(err, EINVAL, "%s: malformed JSON at line %u column %u: %s", source, line, col,
 					f.why);
 	}
+}
+
+int nsh_json_read_file(const char *path, size_t max, struct json_object **out, bool *unreadable,
+		       struct nshash_error *err)
+{
+	char *text;
+	size_t len;
+	*out = NULL;
+	int r = nsh_read_file(path, max, &text, &len, err);
+	if (unreadable)
+		*unreadable = r < 0;
+	if (r < 0)
+		return r;
+	r = nsh_json_parse_text(text, len, path, out, err);
+	free(text);
+	return r;
 }

@@ -255,6 +255,12 @@ int nsh_policy_parse(const char *text, size_t len, const char *source, struct ns
 	return 0;
 }
 
+const char *nsh_policy_env(void)
+{
+	const char *p = getenv(NSH_POLICY_ENV);
+	return p && *p ? p : NULL;
+}
+
 int nsh_policy_load(const char *path, struct nsh_policy *policy, struct nshash_error *err)
 {
 	char *text;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* nshash-cni-install: options, the subcommands (install, uninstall, ready,
- * state-dir, record), the log and atomic writes.  man nshash-cni-install(8). */
+ * state-dir, record).  man nshash-cni-install(8). */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -14,32 +14,6 @@
 #include <unistd.h>
 
 #include "k8s.h"
-
-void k8s_log(const char *fmt, ...)
-{
-	char buf[2048], line[4 * sizeof(buf)];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	/* file names from readdir, the plugin's messages: a control character
-	 * (a newline) never makes a line of its own */
-	nshash_escape(buf, line, sizeof(line));
-	fprintf(stderr, K8S_PROG ": %s\n", line);
-}
-
-int k8s_write_atomic(const char *path, const char *text, size_t len, mode_t mode, uid_t uid, gid_t gid,
-		     struct nshash_error *err)
-{
-	/* a fixed temporary name libcni never loads (it only reads *.conf,
-	 * *.conflist, *.json): .NAME.nshash-tmp beside the file */
-	char tmp[4200];
-	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-	snprintf(tmp, sizeof(tmp), "%.*s.%s%s", (int)(base - path), path, base, K8S_TMP_EXT);
-	/* uid -1: fchown leaves the owner as it is (the caller's) */
-	struct stat like = {.st_mode = mode, .st_uid = uid, .st_gid = gid};
-	return nsh_write_replace(path, tmp, text, len, &like, err);
-}
 
 static const char usage[] =
     "Usage: " K8S_PROG " [OPTION...] COMMAND\n"
@@ -92,38 +66,6 @@ static const char *env_or(const char *var, const char *def)
 {
 	const char *v = getenv(var);
 	return v && *v ? v : def;
-}
-
-/* The entry, once: an object of type nshash, or entry_error says why. */
-static void entry_load(struct k8s_ctx *c)
-{
-	char *text;
-	size_t len;
-	struct nshash_error e;
-	json_object *t;
-	if (nsh_read_file(c->o->entry_path, 1u << 20, &text, &len, &e) < 0) {
-		snprintf(c->entry_error, sizeof(c->entry_error),
-			 "nshash's entry: %s (mount the ConfigMap there, or name it with --entry)", e.msg);
-		return;
-	}
-	int r = nsh_json_parse_text(text, len, c->o->entry_path, &c->entry, &e);
-	free(text);
-	if (r < 0) {
-		snprintf(c->entry_error, sizeof(c->entry_error), "nshash's entry: %s (fix the ConfigMap)", e.msg);
-		return;
-	}
-	if (!json_object_is_type(c->entry, json_type_object) || !json_object_object_get_ex(c->entry, "type", &t) ||
-	    !json_object_is_type(t, json_type_string) || strcmp(json_object_get_string(t), "nshash")) {
-		snprintf(c->entry_error, sizeof(c->entry_error),
-			 "nshash's entry %s: not a JSON object with \"type\": \"nshash\" (fix the ConfigMap)",
-			 c->o->entry_path);
-		json_object_put(c->entry);
-		c->entry = NULL;
-		return;
-	}
-	/* stamped: the plugin tells a pod over the cap to change the
-	 * ConfigMap, not this node's conflist (which the watcher reverts) */
-	json_object_object_add(c->entry, "chainedBy", json_object_new_string(NSH_K8S_INSTALLER));
 }
 
 static int cmd_state_dir(const char *path)
@@ -228,19 +170,15 @@ static int cmd_ready(struct k8s_ctx *c)
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* What the command line gave beyond the options themselves. */
+struct given {
+	bool watch, record;
+};
+
+/* The options into o: -1 to go on, else the exit status (help, version,
+ * a bad option). */
+static int parse_options(int argc, char **argv, struct k8s_opts *o, struct given *g)
 {
-	struct k8s_opts o = {
-	    .bin_dir = env_or("CNI_BIN_DIR", "/host/opt/cni/bin"),
-	    .net_dir = env_or("CNI_NET_DIR", "/host/etc/cni/net.d"),
-	    .plugin = env_or("NSHASH_PLUGIN", "/opt/nshash/nshash"),
-	    .entry_path = env_or("NSHASH_ENTRY", "/etc/nshash-cni/nshash-entry.json"),
-	    .conf_name = env_or("CNI_CONF_NAME", ""),
-	    .run_dir = getenv("NSHASH_CNI_RUN_DIR") ? getenv("NSHASH_CNI_RUN_DIR") : "/run/nshash-cni",
-	    .nshash = "/usr/bin/nshash",
-	    .state_dir = "/run/nshash",
-	    .every = 60,
-	};
 	static const struct option longs[] = {
 	    {"cni-bin-dir", required_argument, NULL, 'b'},
 	    {"cni-net-dir", required_argument, NULL, 'n'},
@@ -258,42 +196,41 @@ int main(int argc, char **argv)
 	    {"nshash", required_argument, NULL, 'N'},
 	    {NULL, 0, NULL, 0},
 	};
-	bool watch_given = false, record_given = false;
 	int opt;
 	while ((opt = getopt_long(argc, argv, "hV", longs, NULL)) != -1) {
 		char *end;
 		switch (opt) {
 		case 'b':
-			o.bin_dir = optarg;
+			o->bin_dir = optarg;
 			break;
 		case 'n':
-			o.net_dir = optarg;
+			o->net_dir = optarg;
 			break;
 		case 'p':
-			o.plugin = optarg;
+			o->plugin = optarg;
 			break;
 		case 'e':
-			o.entry_path = optarg;
+			o->entry_path = optarg;
 			break;
 		case 'c':
-			o.conf_name = optarg;
+			o->conf_name = optarg;
 			break;
 		case 'r':
-			o.run_dir = optarg;
+			o->run_dir = optarg;
 			break;
 		case 's':
-			o.status_file = optarg;
+			o->status_file = optarg;
 			break;
 		case 'R':
-			o.remove_binary = true;
+			o->remove_binary = true;
 			break;
 		case 'S':
-			o.state_dir = optarg;
-			record_given = true;
+			o->state_dir = optarg;
+			g->record = true;
 			break;
 		case 'N':
-			o.nshash = optarg;
-			record_given = true;
+			o->nshash = optarg;
+			g->record = true;
 			break;
 		case 'w':
 		case 'E':
@@ -305,11 +242,11 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			if (opt == 'w') {
-				o.watch = (unsigned)w;
-				watch_given = true;
+				o->watch = (unsigned)w;
+				g->watch = true;
 			} else {
-				o.every = (unsigned)w;
-				record_given = true;
+				o->every = (unsigned)w;
+				g->record = true;
 			}
 			break;
 		case 'h':
@@ -323,6 +260,78 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	return -1;
+}
+
+/* Options given with a command they do not go with: the exit status 2,
+ * else -1. */
+static int misplaced(const char *cmd, const struct k8s_opts *o, const struct given *g)
+{
+	if ((g->watch || o->status_file) && strcmp(cmd, "install")) {
+		k8s_log("--watch and --status-file go with install, not %s", cmd);
+		return 2;
+	}
+	if (g->record && strcmp(cmd, "record")) {
+		k8s_log("--every, --state-dir and --nshash go with record, not %s", cmd);
+		return 2;
+	}
+	if (o->remove_binary && strcmp(cmd, "uninstall")) {
+		k8s_log("--remove-binary goes with uninstall, not %s", cmd);
+		return 2;
+	}
+	return -1;
+}
+
+static int cmd_record(const struct k8s_opts *o)
+{
+	const char *why = nsh_path_unclean(o->state_dir);
+	if (why || !*o->nshash) {
+		k8s_log("record: --state-dir %s: %s; give an absolute path", o->state_dir, why ? why : "bad --nshash");
+		return 2;
+	}
+	return k8s_record_loop(o);
+}
+
+/* install: the entry read once and copied where `ready` reads it, the
+ * plugin's versions, then the passes. */
+static int cmd_install(struct k8s_ctx *c, const char *copy)
+{
+	k8s_entry_load(c);
+	if (copy[0]) {
+		struct nshash_error we;
+		const char *t = c->entry ? json_object_to_json_string_ext(c->entry, K8S_JSON_OUT) : NULL;
+		if (!t)
+			unlink(copy);
+		else if (k8s_write_atomic(copy, t, strlen(t), 0644, (uid_t)-1, (gid_t)-1, &we) < 0)
+			k8s_log("%s (ready then reads %s)", we.msg, c->o->entry_path);
+	}
+	struct nshash_error e;
+	if (k8s_plugin_versions(c->o->plugin, c->versions, sizeof(c->versions), &e) < 0) {
+		k8s_log("%s", e.msg);
+		return 1;
+	}
+	if (!c->entry)
+		k8s_log("%s", c->entry_error);
+	return k8s_install(c);
+}
+
+int main(int argc, char **argv)
+{
+	struct k8s_opts o = {
+	    .bin_dir = env_or("CNI_BIN_DIR", "/host/opt/cni/bin"),
+	    .net_dir = env_or("CNI_NET_DIR", "/host/etc/cni/net.d"),
+	    .plugin = env_or("NSHASH_PLUGIN", "/opt/nshash/nshash"),
+	    .entry_path = env_or("NSHASH_ENTRY", "/etc/nshash-cni/nshash-entry.json"),
+	    .conf_name = env_or("CNI_CONF_NAME", ""),
+	    .run_dir = getenv("NSHASH_CNI_RUN_DIR") ? getenv("NSHASH_CNI_RUN_DIR") : "/run/nshash-cni",
+	    .nshash = "/usr/bin/nshash",
+	    .state_dir = "/run/nshash",
+	    .every = 60,
+	};
+	struct given g = {0};
+	int rc = parse_options(argc, argv, &o, &g);
+	if (rc >= 0)
+		return rc;
 	if (optind >= argc) {
 		fprintf(stderr,
 			K8S_PROG ": no command (install, uninstall, ready, state-dir PATH, record); see --help\n");
@@ -330,25 +339,13 @@ int main(int argc, char **argv)
 	}
 	const char *cmd = argv[optind];
 	int extra = argc - optind - 1;
-	bool is_install = !strcmp(cmd, "install");
-	if ((watch_given || o.status_file) && !is_install) {
-		k8s_log("--watch and --status-file go with install, not %s", cmd);
-		return 2;
-	}
-	if (record_given && strcmp(cmd, "record")) {
-		k8s_log("--every, --state-dir and --nshash go with record, not %s", cmd);
-		return 2;
-	}
-	if (o.remove_binary && strcmp(cmd, "uninstall")) {
-		k8s_log("--remove-binary goes with uninstall, not %s", cmd);
-		return 2;
-	}
+	if ((rc = misplaced(cmd, &o, &g)) >= 0)
+		return rc;
 	if (!strcmp(cmd, "state-dir")) {
-		if (extra != 1) {
-			k8s_log("state-dir takes one PATH (e.g. state-dir /host/run/nshash)");
-			return 2;
-		}
-		return cmd_state_dir(argv[optind + 1]);
+		if (extra == 1)
+			return cmd_state_dir(argv[optind + 1]);
+		k8s_log("state-dir takes one PATH (e.g. state-dir /host/run/nshash)");
+		return 2;
 	}
 	if (extra) {
 		k8s_log("%s takes no argument (%s): options go before or after it", cmd, argv[optind + 1]);
@@ -356,20 +353,13 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(cmd, "uninstall"))
 		return cmd_uninstall(&o);
-	if (!strcmp(cmd, "record")) {
-		const char *why = nsh_path_unclean(o.state_dir);
-		if (why || !*o.nshash) {
-			k8s_log("record: --state-dir %s: %s; give an absolute path", o.state_dir,
-				why ? why : "bad --nshash");
-			return 2;
-		}
-		return k8s_record_loop(&o);
-	}
-	struct k8s_ctx c = {.o = &o};
-	if (!is_install && strcmp(cmd, "ready")) {
+	if (!strcmp(cmd, "record"))
+		return cmd_record(&o);
+	if (strcmp(cmd, "install") && strcmp(cmd, "ready")) {
 		k8s_log("%s: no such command (install, uninstall, ready, state-dir PATH, record); see --help", cmd);
 		return 2;
 	}
+	struct k8s_ctx c = {.o = &o};
 	char copy[4200] = "";
 	if (o.run_dir && *o.run_dir)
 		snprintf(copy, sizeof(copy), "%s/%s", o.run_dir, K8S_ENTRY_COPY);
@@ -377,26 +367,10 @@ int main(int argc, char **argv)
 		/* the running installer's entry, not the ConfigMap's newer one */
 		if (copy[0] && access(copy, F_OK) == 0)
 			o.entry_path = copy;
-		entry_load(&c);
+		k8s_entry_load(&c);
 		return cmd_ready(&c);
 	}
-	entry_load(&c);
-	if (copy[0]) {
-		struct nshash_error we;
-		const char *t = c.entry ? json_object_to_json_string_ext(c.entry, K8S_JSON_OUT) : NULL;
-		if (!t)
-			unlink(copy);
-		else if (k8s_write_atomic(copy, t, strlen(t), 0644, (uid_t)-1, (gid_t)-1, &we) < 0)
-			k8s_log("%s (ready then reads %s)", we.msg, o.entry_path);
-	}
-	struct nshash_error e;
-	if (k8s_plugin_versions(o.plugin, c.versions, sizeof(c.versions), &e) < 0) {
-		k8s_log("%s", e.msg);
-		return 1;
-	}
-	if (!c.entry)
-		k8s_log("%s", c.entry_error);
-	int r = k8s_install(&c);
+	rc = cmd_install(&c, copy);
 	json_object_put(c.entry);
-	return r;
+	return rc;
 }

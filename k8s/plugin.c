@@ -18,13 +18,6 @@
 
 #define PLUGIN_TIMEOUT_MS 10000
 
-static long now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
-
 /* fd as target in the child about to exec: dup2 leaves the copy without
  * close-on-exec, but does nothing when fd is target already (its flag then
  * cleared here). */
@@ -50,8 +43,8 @@ int k8s_plugin_run(const char *path, const char *cmd, const char *input, char **
 	}
 	char command[64], policy[1100];
 	snprintf(command, sizeof(command), "CNI_COMMAND=%s", cmd);
-	const char *pol = getenv("NSHASH_POLICY");
-	snprintf(policy, sizeof(policy), "NSHASH_POLICY=%s", pol ? pol : "");
+	const char *pol = nsh_policy_env();
+	snprintf(policy, sizeof(policy), NSH_POLICY_ENV "=%s", pol ? pol : "");
 	char *envp[] = {command, "PATH=/usr/sbin:/usr/bin:/sbin:/bin", pol ? policy : NULL, NULL};
 	pid_t pid = fork();
 	if (pid < 0) {
@@ -82,7 +75,7 @@ int k8s_plugin_run(const char *path, const char *cmd, const char *input, char **
 	close(in[1]);
 	size_t cap = 4096, len = 0;
 	char *buf = malloc(cap);
-	long deadline = now_ms() + PLUGIN_TIMEOUT_MS;
+	long deadline = nsh_monotonic_ms() + PLUGIN_TIMEOUT_MS;
 	bool timed_out = false;
 	int ws;
 	if (!buf) {
@@ -94,7 +87,7 @@ int k8s_plugin_run(const char *path, const char *cmd, const char *input, char **
 	}
 	for (;;) {
 		struct pollfd p = {outp[0], POLLIN, 0};
-		long left = deadline - now_ms();
+		long left = deadline - nsh_monotonic_ms();
 		if (left <= 0 || poll(&p, 1, (int)left) == 0) {
 			timed_out = true;
 			break;

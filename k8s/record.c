@@ -17,13 +17,6 @@
 
 #include "k8s.h"
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* One signal from the signalfd: its number, 0 when none was read. */
 static unsigned take_signal(int sfd)
 {
@@ -86,10 +79,10 @@ int k8s_record_loop(const struct k8s_opts *o)
 	}
 	k8s_log("record: %s --state-dir %s record now and every %u s", o->nshash, o->state_dir, o->every);
 	for (;;) {
-		long long began = now_ms();
+		long long began = nsh_monotonic_ms();
 		if (run_once(o, sfd, &old))
 			break;
-		long long left = began + (long long)o->every * 1000 - now_ms();
+		long long left = began + (long long)o->every * 1000 - nsh_monotonic_ms();
 		bool stop = false;
 		while (left > 0 && !stop) {
 			struct pollfd p = {sfd, POLLIN, 0};
@@ -105,7 +98,7 @@ int k8s_record_loop(const struct k8s_opts *o)
 					k8s_log("signal %u: stopping", sig);
 					stop = true;
 				}
-			left = began + (long long)o->every * 1000 - now_ms();
+			left = began + (long long)o->every * 1000 - nsh_monotonic_ms();
 		}
 		if (stop)
 			break;

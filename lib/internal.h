@@ -13,14 +13,6 @@
 #include "nshash.h"
 #include "shared.h"
 
-/* CLOCK_MONOTONIC in milliseconds: deadlines and waits. */
-static inline int64_t nsh_monotonic_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 #define NSH_SYSCTL_DIR	"/proc/sys/net/ipv4/"
 #define NSH_TCP_ENTRIES "tcp_ehash_entries"
 #define NSH_UDP_ENTRIES "udp_hash_entries"
@@ -190,10 +182,10 @@ int nsh_netns_scan_from(struct nsh_scan_item *items, size_t n, bool skip_self, u
  * there), or -errno. */
 int nsh_mounted_elsewhere(const char *const *paths, size_t n, bool *mounted);
 
-/* ledger.c: the table ledger (STATE_DIR/ledger).  A record's pin points
- * into nsh_ledger.text. */
+/* ledger.c: the table ledger (STATE_DIR/ledger), one entry per line.  An
+ * entry's pin points into nsh_ledger.text. */
 #define NSH_LEDGER_ID_LEN 16
-struct nsh_record {
+struct nsh_ledger_entry {
 	char kind; /* 'R' reserved, 'N' netns, 'X' gone */
 	char id[NSH_LEDGER_ID_LEN + 1];
 	uint64_t bytes;
@@ -212,10 +204,10 @@ struct nsh_record {
 	bool checked;	 /* scratch: proven alive or scanned */
 };
 struct nsh_ledger {
-	struct nsh_record *v;
+	struct nsh_ledger_entry *v;
 	size_t n;
 	size_t lines; /* lines in the file, live or not */
-	size_t base;  /* records at the last rewrite (its "H COUNT" line) */
+	size_t base;  /* entries at the last rewrite (its "H COUNT" line) */
 	char *text;
 	/* The last "S TIME PASS PID SUB ID..." line: a budget scan cut by its time
 	 * limit at that position (CLOCK_BOOTTIME seconds TIME), with the ids
@@ -231,6 +223,17 @@ struct nsh_ledger {
  * of each id wins.  -ENOMEM or 0; free with nsh_ledger_free. */
 int nsh_ledger_parse(char *text, size_t len, struct nsh_ledger *l);
 void nsh_ledger_free(struct nsh_ledger *l);
+/* The file (ledger.c): STATE_DIR/NAME's path; the ledger loaded (none:
+ * empty); one line appended (its new size in *size), the file's old last
+ * line closed first when a killed writer left it open; an entry as its
+ * line; the file replaced (temp + rename) by the entries not dropped.
+ * The caller holds the state lock for all but the path. */
+int nsh_ledger_path(const char *state_dir, const char *name, char *out, size_t len, struct nshash_error *err);
+int nsh_ledger_load(const char *state_dir, struct nsh_ledger *l, struct nshash_error *err);
+int nsh_ledger_append(const char *state_dir, const char *line, off_t *size, struct nshash_error *err);
+void nsh_ledger_format(const struct nsh_ledger_entry *r, char *buf, size_t len);
+int nsh_ledger_rewrite(const char *state_dir, struct nsh_ledger *l, struct nshash_error *err);
+/* The accounting (budget.c): */
 struct nsh_ticket {
 	char id[NSH_LEDGER_ID_LEN + 1];
 	uint64_t bytes;
@@ -287,12 +290,41 @@ const char *nsh_mount_hint(int e);
 /* probe.c: "kernel R has no net.ipv4.X (needs Linux V)", EOPNOTSUPP. */
 int nsh_knob_missing(enum nshash_proto proto, const char *release, struct nshash_error *err);
 
-/* child.c: 0 when the calling thread may setns back into `home` (it is
+/* helper.c: a forked helper process and its answers (over a socket pair:
+ * a reply, with an fd when it made a netns).  `what` names it in errors
+ * ("WHAT: ...", "WHAT (STAGE): ..."); timeout_s: how long each answer may
+ * take (0: no limit).  fn runs in the helper (sock: its end, parent: the
+ * caller's pid) and the helper exits when it returns. */
+struct nsh_helper_reply {
+	int r;
+	struct nshash_error err;
+	struct nshash_netns_info info;
+};
+struct nsh_helper {
+	pid_t pid;
+	int sock; /* the caller's end */
+	const char *what;
+	unsigned timeout_s;
+};
+typedef void (*nsh_helper_fn)(int sock, pid_t parent, const void *arg);
+int nsh_helper_start(struct nsh_helper *h, const char *what, unsigned timeout_s, nsh_helper_fn fn, const void *arg,
+		     struct nshash_error *err);
+/* In the helper: one answer (fd >= 0: sent along).  0, or -1. */
+int nsh_helper_send(int sock, const struct nsh_helper_reply *rep, int fd);
+/* The helper's next answer, and (fd not NULL) the fd it sent: 0; its own
+ * error (rep->r, *err its message); or an error of the exchange (no
+ * answer in time, it died). */
+int nsh_helper_recv(const struct nsh_helper *h, const char *stage, struct nsh_helper_reply *rep, int *fd,
+		    struct nshash_error *err);
+/* The caller's end closed (the helper sees it), the helper killed first
+ * when kill_it, then reaped. */
+void nsh_helper_end(struct nsh_helper *h, bool kill_it);
+/* helper.c: 0 when the calling thread may setns back into `home` (it is
  * there already: the call changes nothing), else -errno. */
 int nsh_can_return(int home);
-/* Run fn in a forked child and hand back its result, error, info and (when
- * `fd` is not NULL) the netns fd it produced.  For callers that cannot come
- * back from a netns they would enter (nsh_can_return fails). */
+/* Run fn in a forked helper and hand back its result, error, info and
+ * (when `fd` is not NULL) the netns fd it produced.  For callers that
+ * cannot come back from a netns they would enter (nsh_can_return fails). */
 typedef int (*nsh_child_fn)(const void *arg, int *fd, struct nshash_netns_info *info, struct nshash_error *err);
 int nsh_in_child(nsh_child_fn fn, const void *arg, int *fd, struct nshash_netns_info *info, struct nshash_error *err);
 

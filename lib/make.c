@@ -6,7 +6,7 @@
  * the template strategy keeps one such parent pinned per effective size pair
  * (template.c), the nested strategy makes a throwaway parent each time.
  * The child is verified and its lo brought up; recording and pinning it
- * are the callers' (netns.c, spare.c). */
+ * are the callers' (create.c, spare.c). */
 #include <fcntl.h>
 #include <limits.h>
 #include <sched.h>

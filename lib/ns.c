@@ -212,7 +212,7 @@ static int inspect_fd(int nsfd, int proc, int *reopened, struct nshash_netns_inf
 	int r = nsh_netns_open_current(&home, err);
 	if (r < 0)
 		return r;
-	if (nsh_can_return(home) == -EPERM) /* in a user namespace: see child.c */
+	if (nsh_can_return(home) == -EPERM) /* in a user namespace: see helper.c */
 		return nsh_in_child(inspect_here, &q, reopened, info, err);
 	r = inspect_here(&q, reopened, info, err);
 	int r2 = nsh_netns_return(home, err);

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Pins: bind mounts of a netns on a file, compatible with `ip netns`. */
+#include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -7,6 +9,7 @@
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "internal.h"
 
@@ -249,4 +252,35 @@ int nshash_pin_remove(const char *path, struct nshash_error *err)
 	if (unlink(path) < 0 && errno != ENOENT)
 		return nsh_error_sys(err, errno, "remove pin %s", path);
 	return 0;
+}
+
+int nsh_sweep_unpinned(const char *state_dir, const char *sub, int64_t min_age, nsh_unpinned_fn remove, void *ctx,
+		       struct nshash_error *err)
+{
+	char dir[PATH_MAX], pin[PATH_MAX + NAME_MAX + 8], path[PATH_MAX + NAME_MAX + 2];
+	struct stat st;
+	struct dirent *de;
+	int removed = 0;
+	time_t now = time(NULL);
+
+	snprintf(dir, sizeof(dir), "%s/%s", state_dir, sub);
+	DIR *d = opendir(dir);
+	if (!d)
+		return errno == ENOENT ? 0 : nsh_error_sys(err, errno, "open %s", dir);
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		snprintf(pin, sizeof(pin), "%s/pins/%s", state_dir, de->d_name);
+		/* made beside its netns pin, gone with it: no pin, and older than
+		 * any create takes, is left by a container gone */
+		if (lstat(pin, &st) == 0 || errno != ENOENT)
+			continue;
+		if (lstat(path, &st) < 0 || now < st.st_mtime || now - st.st_mtime < min_age)
+			continue;
+		if (remove(path, &st, ctx) == 0)
+			removed++;
+	}
+	closedir(d);
+	return removed;
 }

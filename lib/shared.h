@@ -13,9 +13,18 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "nshash.h"
+
+/* CLOCK_MONOTONIC in milliseconds: deadlines and waits. */
+static inline int64_t nsh_monotonic_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 struct stat;
 
@@ -94,5 +103,14 @@ int nsh_proc_stat(pid_t pid, struct nsh_proc_stat *st);
  * type checked before the real open.  0 with *fd; 0 with *fd = -1 and
  * *not_netns saying what is there instead; -errno when it cannot be opened. */
 int nsh_path_open_netns(const char *path, bool follow, int *fd, const char **not_netns);
+
+/* pin.c: what a container left beside its netns pin: STATE_DIR/SUB/NAME
+ * whose STATE_DIR/pins/NAME is gone and that is older than min_age
+ * seconds (its mtime), each handed to `remove` (0: removed).  How many
+ * were removed; -errno when SUB cannot be read (absent: 0). */
+struct stat;
+typedef int (*nsh_unpinned_fn)(const char *path, const struct stat *st, void *ctx);
+int nsh_sweep_unpinned(const char *state_dir, const char *sub, int64_t min_age, nsh_unpinned_fn remove, void *ctx,
+		       struct nshash_error *err);
 
 #endif

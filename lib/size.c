@@ -82,6 +82,11 @@ uint64_t nshash_table_bytes(enum nshash_proto proto, uint32_t effective)
 	return (uint64_t)effective * (proto == NSHASH_TCP ? 8u : 64u);
 }
 
+uint64_t nshash_sizes_bytes(struct nshash_sizes eff)
+{
+	return nshash_table_bytes(NSHASH_TCP, eff.tcp) + nshash_table_bytes(NSHASH_UDP, eff.udp);
+}
+
 int nshash_sizes_cap(struct nshash_sizes requested, struct nshash_sizes cap, const char *source,
 		     struct nshash_error *err)
 {

@@ -7,7 +7,7 @@
  * This file owns the stamp: its time (the last use: gc's idle age) and its
  * content (a note kept for the template: transplant.c's sysctls of a new
  * netns, keyed by the template's inode).  Creating a child from a parent is
- * netns.c's. */
+ * create.c's. */
 #include <fcntl.h>
 #include <limits.h>
 #include <sched.h>

@@ -28,50 +28,25 @@
 
 #include "internal.h"
 
-/* What the helper says: after its unshare (stage 1), after the netns
- * (stage 2). */
-struct helper_reply {
-	int r;
-	struct nshash_error err;
-	struct nshash_netns_info info;
-};
-
-/* How long the caller waits for each of the helper's answers. */
+/* How long the caller waits for each of the helper's answers: after its
+ * unshare (stage 1), after the netns (stage 2). */
 #define HELPER_TIMEOUT_S 10
 
-static int send_reply(int sock, const struct helper_reply *rep)
-{
-	ssize_t n;
-	while ((n = send(sock, rep, sizeof(*rep), MSG_NOSIGNAL)) < 0 && errno == EINTR)
-		;
-	return n == (ssize_t)sizeof(*rep) ? 0 : -1;
-}
-
-static int recv_reply(int sock, struct helper_reply *rep, const char *stage, struct nshash_error *err)
-{
-	ssize_t n;
-	while ((n = recv(sock, rep, sizeof(*rep), 0)) < 0 && errno == EINTR)
-		;
-	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-		return nshash_error_set(err, ETIMEDOUT, "user namespace helper (%s): no answer in %d s", stage,
-					HELPER_TIMEOUT_S);
-	if (n != (ssize_t)sizeof(*rep))
-		return nshash_error_set(err, n < 0 ? errno : EPROTO, "user namespace helper (%s): %s", stage,
-					n < 0 ? strerror(errno) : "died without an answer");
-	if (rep->r < 0) {
-		if (err)
-			*err = rep->err;
-		return rep->r;
-	}
-	return 0;
-}
+/* What the helper is given. */
+struct helper_job {
+	const struct nshash_create_opts *opts;
+	int join_fd;
+};
 
 /* The helper: unshare (or, join_fd >= 0, join that user namespace), wait
  * for the mappings, make the netns, stay until the caller has opened it
  * (the socket closes). */
-__attribute__((noreturn)) static void helper(int sock, pid_t parent, const struct nshash_create_opts *opts, int join_fd)
+__attribute__((noreturn)) static void helper(int sock, pid_t parent, const void *arg)
 {
-	struct helper_reply rep = {0};
+	const struct helper_job *job = arg;
+	const struct nshash_create_opts *opts = job->opts;
+	int join_fd = job->join_fd;
+	struct nsh_helper_reply rep = {0};
 	char go;
 
 	/* never outlive the caller (a killed wrapper): its namespaces go too */
@@ -96,7 +71,7 @@ __attribute__((noreturn)) static void helper(int sock, pid_t parent, const struc
 					 : e == EPERM ? " (needs CAP_SYS_ADMIN, and no chroot)"
 						      : "");
 	}
-	if (send_reply(sock, &rep) < 0 || rep.r < 0)
+	if (nsh_helper_send(sock, &rep, -1) < 0 || rep.r < 0)
 		_exit(1);
 	if (recv(sock, &go, 1, 0) != 1 || go != 'g')
 		_exit(1); /* the caller could not write the mappings */
@@ -105,7 +80,7 @@ __attribute__((noreturn)) static void helper(int sock, pid_t parent, const struc
 	rep.r = nsh_netns_nested_here(opts, &nsfd, &rep.info, &rep.err);
 	if (rep.r < 0)
 		nshash_error_prefix(&rep.err, "in the %s user namespace", join_fd >= 0 ? "container's" : "new");
-	if (send_reply(sock, &rep) < 0 || rep.r < 0)
+	if (nsh_helper_send(sock, &rep, -1) < 0 || rep.r < 0)
 		_exit(1);
 	while (recv(sock, &go, 1, 0) > 0) /* until the caller closes */
 		;
@@ -193,54 +168,37 @@ static int make_in_helper(const struct nshash_create_opts *opts, int join_fd, co
 			  const char *gid_text, int *ufd, int *nsfd, struct nshash_netns_info *info,
 			  struct nshash_error *err)
 {
-	int sv[2];
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-		return nsh_error_sys(err, errno, "user namespace helper: socketpair");
-	pid_t self = getpid(), pid = fork();
-	if (pid < 0) {
-		int e = errno;
-		close(sv[0]);
-		close(sv[1]);
-		return nsh_error_sys(err, e, "user namespace helper: fork");
-	}
-	if (pid == 0) {
-		close(sv[0]);
-		helper(sv[1], self, opts, join_fd);
-	}
-	close(sv[1]);
-	/* a helper that cannot answer (stopped, say) is an error, not a hang */
-	struct timeval tmo = {.tv_sec = HELPER_TIMEOUT_S};
-	setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo));
-	struct helper_reply rep;
-	int r = recv_reply(sv[0], &rep, "unshare", err);
+	struct helper_job job = {.opts = opts, .join_fd = join_fd};
+	struct nsh_helper h;
+	struct nsh_helper_reply rep;
+	int r = nsh_helper_start(&h, "user namespace helper", HELPER_TIMEOUT_S, helper, &job, err);
+	if (r < 0)
+		return r;
+	r = nsh_helper_recv(&h, "unshare", &rep, NULL, err);
 	/* the mappings: gid first (either order works for a privileged writer) */
 	if (r == 0 && gid_text)
-		r = map_write(pid, "gid_map", gid_text, err);
+		r = map_write(h.pid, "gid_map", gid_text, err);
 	if (r == 0 && uid_text)
-		r = map_write(pid, "uid_map", uid_text, err);
-	if (r == 0 && send(sv[0], "g", 1, MSG_NOSIGNAL) != 1)
+		r = map_write(h.pid, "uid_map", uid_text, err);
+	if (r == 0 && send(h.sock, "g", 1, MSG_NOSIGNAL) != 1)
 		r = nsh_error_sys(err, errno, "user namespace helper");
 	if (r == 0)
-		r = recv_reply(sv[0], &rep, "sized netns", err);
+		r = nsh_helper_recv(&h, "sized netns", &rep, NULL, err);
 	if (r == 0)
-		r = open_ns(pid, "user", ufd, err);
+		r = open_ns(h.pid, "user", ufd, err);
 	if (r == 0)
-		r = open_ns(pid, "net", nsfd, err);
+		r = open_ns(h.pid, "net", nsfd, err);
 	if (r == 0 && !nsh_fd_is_netns(*nsfd))
 		r = nshash_error_set(err, EIO, "the helper's namespace is not a network namespace");
 	if (r == 0)
 		r = check_owner(*nsfd, *ufd, err);
-	close(sv[0]); /* the helper ends */
-	if (r < 0)
-		kill(pid, SIGKILL);
-	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-		;
+	nsh_helper_end(&h, r < 0);
 	if (r == 0)
 		*info = rep.info;
 	return r;
 }
 
-/* The helper's work recorded and budgeted like any creation (netns.c). */
+/* The helper's work recorded and budgeted like any creation (create.c). */
 static int made_recorded(const struct nshash_create_opts *opts, int join_fd, const char *uid_text, const char *gid_text,
 			 int *userns_fd, int *nsfd, struct nshash_netns_info *info, struct nshash_error *err)
 {
@@ -343,39 +301,20 @@ int nshash_userns_pin_remove(const char *path, struct nshash_error *err)
 	return 0;
 }
 
+static int userns_pin_gone(const char *path, const struct stat *st, void *ctx)
+{
+	struct nshash_error ignored;
+	(void)st, (void)ctx;
+	return nshash_userns_pin_remove(path, &ignored);
+}
+
 int nshash_userns_sweep(const char *state_dir, int64_t min_age, struct nshash_error *err)
 {
-	char dir[PATH_MAX], pin[PATH_MAX + NAME_MAX + 8], path[PATH_MAX + NAME_MAX + 2];
-	struct stat st;
-	struct dirent *de;
-	int removed = 0;
-	time_t now = time(NULL);
-
 	char sdbuf[PATH_MAX]; /* the default state dir, when none is given */
 	state_dir = nsh_state_dir(state_dir, sdbuf, sizeof(sdbuf));
 	if (min_age < NSHASH_STALE_AGE_MIN)
 		min_age = NSHASH_STALE_AGE_MIN;
-	snprintf(dir, sizeof(dir), "%s/userns", state_dir);
-	DIR *d = opendir(dir);
-	if (!d)
-		return errno == ENOENT ? 0 : nsh_error_sys(err, errno, "open %s", dir);
-	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		snprintf(pin, sizeof(pin), "%s/pins/%s", state_dir, de->d_name);
-		/* made just before its netns pin, removed with it: no netns pin,
-		 * and older than any create takes, is left by a container gone */
-		if (lstat(pin, &st) == 0 || errno != ENOENT)
-			continue;
-		if (lstat(path, &st) < 0 || now < st.st_mtime || now - st.st_mtime < min_age)
-			continue;
-		struct nshash_error ignored;
-		if (nshash_userns_pin_remove(path, &ignored) == 0)
-			removed++;
-	}
-	closedir(d);
-	return removed;
+	return nsh_sweep_unpinned(state_dir, "userns", min_age, userns_pin_gone, NULL, err);
 }
 
 int nshash_netns_foreign_userns(const char *path, struct nshash_error *err)

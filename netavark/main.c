@@ -37,8 +37,8 @@ static const char *const default_dirs = "/usr/local/libexec/podman:/usr/local/li
 					"/usr/lib/podman";
 
 /* netavark's way of failing: {"error": "..."} on stdout, exit 1. */
-static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int fail(const char *fmt, ...)
+static int netavark_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int netavark_error(const char *fmt, ...)
 {
 	char msg[4200];
 	va_list ap;
@@ -571,8 +571,7 @@ static int apply_labels(const char *input, size_t len, const struct cmdline *cl,
 	}
 	struct nsh_policy pol;
 	struct nshash_error e;
-	const char *pp = getenv("NSHASH_POLICY");
-	if (nsh_policy_load(pp && *pp ? pp : NULL, &pol, &e) < 0) {
+	if (nsh_policy_load(nsh_policy_env(), &pol, &e) < 0) {
 		snprintf(msg, mlen, "%s", e.msg);
 		json_object_put(root);
 		return 1;
@@ -598,11 +597,11 @@ int main(int argc, char **argv)
 	 * nshash's wrapper again (a second copy in the helper dirs, or
 	 * NSHASH_NETAVARK naming it) would exec it back forever. */
 	if (getenv("NSHASH_NETAVARK_PASSED"))
-		return fail("nshash: the netavark nshash's netavark ran is nshash's netavark again (%s): point "
+		return netavark_error("nshash: the netavark nshash's netavark ran is nshash's netavark again (%s): point "
 			    "NSHASH_NETAVARK or NSHASH_NETAVARK_DIRS at podman's own netavark",
 			    getenv("NSHASH_NETAVARK_PASSED"));
 	if (find_real(real, sizeof(real)) < 0)
-		return fail("nshash: no real netavark found in %s: set NSHASH_NETAVARK_DIRS or install podman's "
+		return netavark_error("nshash: no real netavark found in %s: set NSHASH_NETAVARK_DIRS or install podman's "
 			    "netavark",
 			    getenv("NSHASH_NETAVARK_DIRS") ? getenv("NSHASH_NETAVARK_DIRS") : default_dirs);
 	struct cmdline cl;
@@ -624,7 +623,7 @@ int main(int argc, char **argv)
 			int bad = apply_labels(input, len, &cl, argc, argv, msg, sizeof(msg));
 			free(input);
 			if (bad)
-				return fail("nshash: %s", msg);
+				return netavark_error("nshash: %s", msg);
 		}
 	} else if (setup || (!cl.understood && has_word(argc, argv, "setup"))) {
 		/* a setup, or what may be one on a command line nshash does not
@@ -633,7 +632,7 @@ int main(int argc, char **argv)
 		size_t len;
 		int r = read_input(STDIN_FILENO, &input, &len);
 		if (r)
-			return fail("nshash: read the network definitions on stdin: %s", strerror(r));
+			return netavark_error("nshash: read the network definitions on stdin: %s", strerror(r));
 		if (len > NSH_NETAVARK_MAX_INPUT) {
 			/* too large to read for labels: not sized, passed on */
 			fprintf(stderr,
@@ -641,20 +640,20 @@ int main(int argc, char **argv)
 				"io.nshash.* labels, passed to netavark unchanged\n",
 				NSH_NETAVARK_MAX_INPUT);
 			if (stream_stdin(input, len) < 0)
-				return fail("nshash: cannot hand the network definitions to %s: %s", real,
+				return netavark_error("nshash: cannot hand the network definitions to %s: %s", real,
 					    strerror(errno));
 			free(input);
 			goto exec;
 		}
 		if (apply_labels(input, len, &cl, argc, argv, msg, sizeof(msg)))
-			return fail("nshash: %s", msg);
+			return netavark_error("nshash: %s", msg);
 		if (restore_stdin(input, len) < 0)
-			return fail("nshash: cannot hand the network definitions to %s: %s", real, strerror(errno));
+			return netavark_error("nshash: cannot hand the network definitions to %s: %s", real, strerror(errno));
 		free(input);
 	}
 exec:
 	argv[0] = real;
 	setenv("NSHASH_NETAVARK_PASSED", real, 1);
 	execv(real, argv);
-	return fail("nshash: exec %s: %s", real, strerror(errno));
+	return netavark_error("nshash: exec %s: %s", real, strerror(errno));
 }

@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "auto.h"
 #include "common.h"
 #include "fuzz.h"
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auto.h"
 #include "common.h"
 #include "fuzz.h"
 

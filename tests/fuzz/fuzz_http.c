@@ -44,13 +44,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct http_request req, part;
 	if (size > SERVE_MAX)
 		return 0;
-	int s = http_request_parse((const char *)data, size, SERVE_MAX, &req);
+	int s = cli_http_request_parse((const char *)data, size, SERVE_MAX, &req);
 	check_request(s, &req);
 	/* the bytes as they arrive in pieces (serve parses what it has after
 	 * each read, and stops at the first answer): lengths chosen by the
 	 * bytes themselves, so the fuzzer explores the splits too */
 	for (size_t p = 1; p < size; p += 1 + (data[p] & 0x3f)) {
-		int ps = http_request_parse((const char *)data, p, SERVE_MAX, &part);
+		int ps = cli_http_request_parse((const char *)data, p, SERVE_MAX, &part);
 		check_request(ps, &part);
 		CHECK(ps == 0 || ps == s);
 		/* a complete head: the same request (a refused request line is
@@ -63,7 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	/* a full buffer is answered: serve could not read more */
 	if (size) {
-		int full = http_request_parse((const char *)data, size, size, &part);
+		int full = cli_http_request_parse((const char *)data, size, size, &part);
 		check_request(full, &part);
 		CHECK(full != 0);
 	}

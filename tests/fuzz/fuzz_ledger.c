@@ -19,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (nsh_ledger_parse(text, size, &l) == 0) {
 		CHECK(l.n <= l.lines);
 		for (size_t i = 0; i < l.n; i++) {
-			const struct nsh_record *r = &l.v[i];
+			const struct nsh_ledger_entry *r = &l.v[i];
 			CHECK(r->kind == 'R' || r->kind == 'N');
 			CHECK(strlen(r->id) == NSH_LEDGER_ID_LEN);
 			CHECK(r->bytes == nshash_sizes_bytes(nshash_sizes_effective(r->sizes)));

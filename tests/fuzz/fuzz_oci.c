@@ -16,7 +16,7 @@
 
 #include "common.h"
 #include "fuzz.h"
-#include "oci.h"
+#include "hook.h"
 
 static char state_dir[4096]; /* $TMPDIR/nshash-fuzz-oci-XXXXXX (tests/fuzz/run: under build/) */
 

@@ -7,7 +7,7 @@
 
 #include "common.h"
 #include "fuzz.h"
-#include "oci.h"
+#include "runtime.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

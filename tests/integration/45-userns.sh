@@ -307,7 +307,7 @@ $MAP
 	HD=$D/hooks-defaults
 	mkdir -p "$HD"
 	jq --arg p "$BUILD/nshash-hook" --arg pol "$DP" '.hook.path = $p | .hook.args = .hook.args + ["--policy", $pol]' \
-		"$TOP/oci-hooks/defaults-hooks.d/nshash-precreate.json" >"$HD/nshash-precreate.json"
+		"$TOP/hook/defaults-hooks.d/nshash-precreate.json" >"$HD/nshash-precreate.json"
 	: >"$D/nshash.log"
 	out=$(podman --hooks-dir "$HD" run --rm --uidmap 0:100000:65536 --gidmap 0:100000:65536 --network none \
 		$IMG sh -c "$PSHOW" 2>"$D/perr")

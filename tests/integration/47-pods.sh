@@ -26,7 +26,7 @@ export NSHASH_POLICY=$P
 H=$D/hooks-defaults
 mkdir -p "$H"
 jq --arg p "$BUILD/nshash-hook" --arg pol "$P" '.hook.path = $p | .hook.args = .hook.args + ["--policy", $pol]' \
-	"$TOP/oci-hooks/defaults-hooks.d/nshash-precreate.json" >"$H/nshash-precreate.json"
+	"$TOP/hook/defaults-hooks.d/nshash-precreate.json" >"$H/nshash-precreate.json"
 engines_podman_setup "$D/podman" "hooks_dir = [\"$H\"]" || cannot_run "podman setup failed"
 podman network create --subnet 10.147.0.0/24 nsh47 >/dev/null || cannot_run "podman network create failed"
 f=$D/podman/networks/nsh47.json

@@ -3,7 +3,7 @@
 # The node's defaultTcp/defaultUdp (nshash.json(5)), for containers that ask
 # for no sizes, through every front-end: podman 4.3 with the opt-in hooks
 # file that runs the precreate hook for every container
-# (oci-hooks/defaults-hooks.d), runc through nshash-runtime, the CNI plugin
+# (hook/defaults-hooks.d), runc through nshash-runtime, the CNI plugin
 # through its protocol.  No defaults: nothing changes; defaults: a container
 # asking nothing gets exactly them (read inside its netns); per protocol
 # (docs/sizing.md): io.nshash.tcp=0 opts out of TCP only, an annotation, and
@@ -120,7 +120,7 @@ assert_eq 0 "$(engines_pins_left "$S")" "runtime: no pin left"
 H=$D/hooks-defaults
 mkdir -p "$H"
 jq --arg p "$BUILD/nshash-hook" --arg pol "$P" '.hook.path = $p | .hook.args = .hook.args + ["--policy", $pol]' \
-	"$TOP/oci-hooks/defaults-hooks.d/nshash-precreate.json" >"$H/nshash-precreate.json"
+	"$TOP/hook/defaults-hooks.d/nshash-precreate.json" >"$H/nshash-precreate.json"
 engines_podman_setup "$D/podman" "hooks_dir = [\"$H\"]
 [network]
 network_config_dir = \"$D/podman/networks\"" || cannot_run "podman setup failed"

@@ -50,7 +50,7 @@ STATE=$D/run/nshash
 echo "{\"stateDir\": \"$STATE\", \"logFile\": \"$D/home/nshash.log\"}" >"$D/policy.json"
 # the user's own policy: root of its user namespace (the hook's view) owns it
 chown "$U:$U" "$D/policy.json"
-for f in "$TOP"/oci-hooks/hooks.d/*.json; do
+for f in "$TOP"/hook/hooks.d/*.json; do
 	jq --arg p "$D/bin/nshash-hook" --arg pol "$D/policy.json" \
 		'.hook.path = $p | .hook.args = .hook.args + ["--policy", $pol]' "$f" >"$D/hooks/$(basename "$f")"
 done

@@ -132,7 +132,7 @@ podman rm -f -t 0 nsh71-id >/dev/null
 engines_policy "$D/policy-auto.json" "{\"stateDir\": \"$S\", \"logFile\": \"$LOG\", \"defaultTcp\": \"auto\", \"defaultUdp\": \"auto\"}"
 mkdir -p "$D/hooks-auto"
 jq --arg p "$BUILD/nshash-hook" --arg pol "$D/policy-auto.json" '.hook.path = $p | .hook.args = .hook.args + ["--policy", $pol]' \
-	"$TOP/oci-hooks/defaults-hooks.d/nshash-precreate.json" >"$D/hooks-auto/nshash-precreate.json"
+	"$TOP/hook/defaults-hooks.d/nshash-precreate.json" >"$D/hooks-auto/nshash-precreate.json"
 : >"$LOG"
 podman --hooks-dir "$D/hooks-auto" run -d --name nsh71-rt --hostname nsh71-rt --network none \
 	--runtime "$BUILD/nshash-runtime" $IMG sleep 300 >"$D/rt.out" 2>&1

@@ -154,7 +154,7 @@ engines_podman_cleanup() {
 engines_hooks_dir() {
 	local d=$1 policy=$2 f
 	mkdir -p "$d"
-	for f in "$TOP"/oci-hooks/hooks.d/*.json ${3:+"$TOP"/oci-hooks/verify-hooks.d/*.json}; do
+	for f in "$TOP"/hook/hooks.d/*.json ${3:+"$TOP"/hook/verify-hooks.d/*.json}; do
 		jq --arg p "$BUILD/nshash-hook" --arg pol "$policy" \
 			'.hook.path = $p | .hook.args = .hook.args + ["--policy", $pol]' "$f" >"$d/$(basename "$f")"
 	done

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* `auto`: the rule, the decay, the history file (format, repair, LRU),
- * workload keys and pod owner names (common/history.c), the start path's index (common/histindex.c). */
+ * workload keys and pod owner names (common/auto-history.c, auto-keys.c,
+ * auto-marks.c), the start path's index (common/auto-index.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "auto.h"
 #include "common.h"
 #include "internal.h" /* nsh_netns_cookie */
 

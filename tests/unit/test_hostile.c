@@ -16,7 +16,7 @@
 #include <cmocka.h>
 
 #include "cni.h"
-#include "oci.h"
+#include "hook.h"
 
 /* `len` bytes of `text` placed so that the byte after the last one is on a
  * PROT_NONE page: reading past `len` faults. */

@@ -8,7 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "oci.h"
+#include "runtime.h"
 
 static void runtime_log(const char *log_path, const char *log_format, const char *level, const char *msg)
 {

@@ -25,20 +25,6 @@ static bool str_is(struct json_object *o, const char *s)
 	return json_object_is_type(o, json_type_string) && !strcmp(json_object_get_string(o), s);
 }
 
-bool nsh_oci_text_wants_shared(const char *text, size_t len)
-{
-	struct json_object *doc;
-	struct nshash_error err;
-
-	if (!memmem(text, len, "shared", 6)) /* cheap: most configs never say it */
-		return false;
-	if (nsh_json_parse_text(text, len, "config", &doc, &err) < 0)
-		return false; /* the transform reports a bad config */
-	bool r = json_object_is_type(doc, json_type_object) && nsh_oci_doc_wants_shared(doc);
-	json_object_put(doc);
-	return r;
-}
-
 /* A mount the runtime binds: type "bind" or an option bind/rbind. */
 static bool is_bind(struct json_object *m)
 {
@@ -159,33 +145,17 @@ int nsh_sibling_write(const char *state_dir, const char *pin, const char *bundle
 	return r;
 }
 
+static int sibling_gone(const char *path, const struct stat *st, void *ctx)
+{
+	struct nshash_error ignored;
+	(void)ctx;
+	return S_ISDIR(st->st_mode) ? nsh_sibling_remove(path, &ignored) : -1;
+}
+
 int nsh_sibling_sweep(const char *state_dir, int64_t stale_age)
 {
-	char dir[PATH_MAX], pin[PATH_MAX + NAME_MAX + 8], sib[PATH_MAX + NAME_MAX + 2];
-	struct stat st;
-	struct dirent *de;
-	int removed = 0;
-	time_t now = time(NULL);
-
-	snprintf(dir, sizeof(dir), "%s/bundles", state_dir);
-	DIR *d = opendir(dir);
-	if (!d)
-		return 0;
-	while ((de = readdir(d))) {
-		struct nshash_error ignored;
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(sib, sizeof(sib), "%s/%s", dir, de->d_name);
-		snprintf(pin, sizeof(pin), "%s/pins/%s", state_dir, de->d_name);
-		/* its pin comes first and goes first: no pin, and older than
-		 * any create takes, is left by a container gone */
-		if (lstat(pin, &st) == 0 || errno != ENOENT)
-			continue;
-		if (lstat(sib, &st) < 0 || !S_ISDIR(st.st_mode) || now < st.st_mtime || now - st.st_mtime < stale_age)
-			continue;
-		if (nsh_sibling_remove(sib, &ignored) == 0)
-			removed++;
-	}
-	closedir(d);
-	return removed;
+	struct nshash_error ignored;
+	/* its pin comes first and goes first */
+	int r = nsh_sweep_unpinned(state_dir, "bundles", stale_age, sibling_gone, NULL, &ignored);
+	return r < 0 ? 0 : r;
 }

@@ -13,27 +13,6 @@
 
 #include "oci.h"
 
-struct json_object *nsh_oci_namespace_entry(struct json_object *doc, const char *type_name)
-{
-	struct json_object *linux_, *nss;
-
-	if (!json_object_object_get_ex(doc, "linux", &linux_) || !json_object_is_type(linux_, json_type_object) ||
-	    !json_object_object_get_ex(linux_, "namespaces", &nss) || !json_object_is_type(nss, json_type_array))
-		return NULL;
-	for (size_t i = 0; i < json_object_array_length(nss); i++) {
-		struct json_object *e = json_object_array_get_idx(nss, i), *type;
-		if (json_object_is_type(e, json_type_object) && json_object_object_get_ex(e, "type", &type) &&
-		    json_object_is_type(type, json_type_string) && !strcmp(json_object_get_string(type), type_name))
-			return e;
-	}
-	return NULL;
-}
-
-struct json_object *nsh_oci_network_entry(struct json_object *doc)
-{
-	return nsh_oci_namespace_entry(doc, "network");
-}
-
 static int dup_out(const char *text, size_t len, char **out, size_t *out_len, struct nshash_error *err)
 {
 	*out = malloc(len + 1);
@@ -77,35 +56,6 @@ static int learn_skipped(struct transform *t)
 	return KEEP_CONFIG;
 }
 
-static bool is_shared(const char *s)
-{
-	return s && (!strcmp(s, "shared") || !strcmp(s, "rshared"));
-}
-
-bool nsh_oci_doc_wants_shared(struct json_object *doc)
-{
-	struct json_object *linux_, *prop, *mounts;
-
-	if (json_object_object_get_ex(doc, "linux", &linux_) &&
-	    json_object_object_get_ex(linux_, "rootfsPropagation", &prop) &&
-	    json_object_is_type(prop, json_type_string) && is_shared(json_object_get_string(prop)))
-		return true;
-	if (!json_object_object_get_ex(doc, "mounts", &mounts) || !json_object_is_type(mounts, json_type_array))
-		return false;
-	for (size_t i = 0; i < json_object_array_length(mounts); i++) {
-		struct json_object *options, *m = json_object_array_get_idx(mounts, i);
-		if (!json_object_is_type(m, json_type_object) || !json_object_object_get_ex(m, "options", &options) ||
-		    !json_object_is_type(options, json_type_array))
-			continue;
-		for (size_t k = 0; k < json_object_array_length(options); k++) {
-			struct json_object *o = json_object_array_get_idx(options, k);
-			if (json_object_is_type(o, json_type_string) && is_shared(json_object_get_string(o)))
-				return true;
-		}
-	}
-	return false;
-}
-
 /* Parse: the document, its hostname (for logs) and the request. */
 static int transform_parse(struct transform *t, const char *config, size_t len, struct nshash_error *err)
 {
@@ -121,10 +71,7 @@ static int transform_parse(struct transform *t, const char *config, size_t len, 
 		snprintf(t->res->hostname, sizeof(t->res->hostname), "%s", json_object_get_string(h));
 	json_object_object_get_ex(t->doc, "annotations", &t->ann);
 	t->new_userns = nsh_oci_wants_new_userns(t->doc);
-	struct json_object *ue = nsh_oci_namespace_entry(t->doc, "user"), *up;
-	if (ue && json_object_object_get_ex(ue, "path", &up) && json_object_is_type(up, json_type_string) &&
-	    json_object_get_string_len(up) > 0)
-		t->userns_path = json_object_get_string(up);
+	t->userns_path = nsh_oci_namespace_path(t->doc, "user");
 	r = nsh_oci_request_from_annotations(t->ann, &t->res->request, err);
 	/* per protocol (docs/sizing.md): the annotation, else the wrapper's
 	 * --nshash-tcp/--nshash-udp (even 0: shared), else the node's
@@ -276,7 +223,6 @@ static int transform_decide(struct transform *t, struct nshash_error *err)
 {
 	struct nsh_oci_result *res = t->res;
 	const struct nsh_oci_opts *opts = t->opts;
-	struct json_object *path_obj;
 	int r;
 
 	/* `auto` that gives the shared tables (no history, autoInitial* 0) for a
@@ -306,9 +252,7 @@ static int transform_decide(struct transform *t, struct nshash_error *err)
 		return skip_defaults(t, NULL);
 	if (!t->entry)
 		return nsh_oci_refuse_no_entry(t->doc, res->request.sizes, err);
-	if (json_object_object_get_ex(t->entry, "path", &path_obj) && json_object_is_type(path_obj, json_type_string) &&
-	    json_object_get_string_len(path_obj) > 0)
-		t->path = json_object_get_string(path_obj);
+	t->path = nsh_oci_namespace_path(t->doc, "network");
 	if (res->request.pin[0] && (r = decide_given_pin(t, err)) != SIZE_NETNS)
 		return r;
 	if (t->path)
@@ -511,7 +455,7 @@ static int transform_apply(struct transform *t, struct nshash_error *err)
  * them) gets them as numbers in io.nshash.tcp/io.nshash.udp; one that was
  * not sized (it joins a netns not its own, onFailure warn) asks nothing
  * any more.  True when the config changed. */
-static bool record_auto(struct transform *t)
+static bool annotate_decided(struct transform *t)
 {
 	struct nsh_oci_result *res = t->res;
 	const struct nsh_oci_request *rq = &res->request;
@@ -560,7 +504,7 @@ int nsh_oci_transform(const char *config, size_t len, const struct nsh_oci_opts 
 		bool changed = r == CONFIG_CHANGED;
 		if (changed)
 			res->action = NSH_OCI_SIZED;
-		changed |= record_auto(&t);
+		changed |= annotate_decided(&t);
 		r = changed ? serialize(t.doc, out, out_len, err) : dup_out(config, len, out, out_len, err);
 	}
 	if (r < 0 && t.pinned) {

@@ -133,42 +133,68 @@ static char *read_config(const char *id, const char *bundle, const char *target,
 	return healed;
 }
 
-/* Does the config ask for sizes (its annotations, else the wrapper's
- * --nshash-tcp/--nshash-udp, else the policy's defaultTcp/defaultUdp)?
- * 1 yes, 0 no, -1 a bad request (the transform reports it).  Cheap: most
- * configs never name nshash. */
-static int asks_sizes(const char *text, size_t len, const struct nsh_runtime_defaults *d,
-		      const struct nsh_policy *policy, struct nshash_sizes *sizes, bool *is_auto)
+/* What the wrapper must know of a config before the transform, from one
+ * parse (the transform parses it again, and says what is wrong with it). */
+struct look {
+	int asks;	  /* sizes asked (annotations, else --nshash-tcp/--nshash-udp, else the
+			     policy's defaultTcp/defaultUdp): 1 yes, 0 no, -1 a bad request */
+	bool named;	  /* the config names io.nshash.* */
+	struct nshash_sizes sizes;
+	bool is_auto;
+	bool own_netns;	  /* a network entry without a path: a netns of its own, the one the
+			     policy's defaults can size (the host's network and a joined netns run
+			     unsized: no spare is taken for them) */
+	bool new_userns;  /* a user namespace of its own */
+	bool shared;	  /* mounts that must reach the host */
+};
+
+/* The request of a parsed config's annotations: 0, or -1 when the config
+ * or its annotations are bad (the transform says why). */
+static int look_request(int parsed, struct json_object *doc, struct nsh_oci_request *req)
+{
+	struct json_object *ann = NULL;
+	struct nshash_error err;
+	if (parsed < 0 || !json_object_is_type(doc, json_type_object))
+		return -1;
+	json_object_object_get_ex(doc, "annotations", &ann);
+	return nsh_oci_request_from_annotations(ann, req, &err) < 0 ? -1 : 0;
+}
+
+/* Cheap where it can be: a config that names no nshash, on a node
+ * without defaults and without --nshash-tcp/--nshash-udp, is not parsed. */
+static void config_look(const char *text, size_t len, const struct nsh_runtime_defaults *d,
+			const struct nsh_policy *policy, struct look *lk)
 {
 	struct nsh_oci_request req = {0};
 	struct nshash_error err;
 	struct nsh_decision dec;
+	struct json_object *doc = NULL;
 
-	if (memmem(text, len, NSH_ANNOTATION_PREFIX, strlen(NSH_ANNOTATION_PREFIX)) &&
-	    nsh_oci_request_parse(text, len, &req, &err) < 0)
-		return -1;
+	memset(lk, 0, sizeof(*lk));
+	lk->named = memmem(text, len, NSH_ANNOTATION_PREFIX, strlen(NSH_ANNOTATION_PREFIX)) != NULL;
+	/* parsed: 0 (doc), -1 not JSON, 1 not parsed yet */
+	int parsed = lk->named ? nsh_json_parse_text(text, len, "config", &doc, &err) : 1;
+	if (lk->named && look_request(parsed, doc, &req) < 0) {
+		lk->asks = -1;
+		goto out;
+	}
 	/* the transform's decision, per protocol (docs/sizing.md) */
 	nsh_oci_decide(policy, d->present ? &d->said : NULL, &req, &dec);
-	*sizes = req.sizes;
-	*is_auto = req.auto_tcp || req.auto_udp;
-	return sizes->tcp || sizes->udp || *is_auto;
-}
-
-/* Does the config give the container a netns of its own (a network entry
- * without a path), the one the policy's defaults can size?  The host's
- * network and a joined netns run unsized: no spare is taken for them. */
-static bool makes_own_netns(const char *text, size_t len)
-{
-	struct json_object *doc, *entry, *path;
-	struct nshash_error err;
-
-	if (nsh_json_parse_text(text, len, "config", &doc, &err) < 0)
-		return true; /* the transform reports a bad config */
-	bool own = json_object_is_type(doc, json_type_object) && (entry = nsh_oci_network_entry(doc)) &&
-		   !(json_object_object_get_ex(entry, "path", &path) && json_object_is_type(path, json_type_string) &&
-		     json_object_get_string_len(path) > 0);
+	lk->sizes = req.sizes;
+	lk->is_auto = req.auto_tcp || req.auto_udp;
+	lk->asks = lk->sizes.tcp || lk->sizes.udp || lk->is_auto;
+	if (!lk->asks)
+		goto out;
+	if (parsed > 0)
+		parsed = nsh_json_parse_text(text, len, "config", &doc, &err);
+	lk->own_netns = parsed < 0; /* a bad config: the transform reports it */
+	if (parsed == 0 && json_object_is_type(doc, json_type_object)) {
+		lk->own_netns = nsh_oci_network_entry(doc) && !nsh_oci_namespace_path(doc, "network");
+		lk->new_userns = nsh_oci_wants_new_userns(doc);
+		lk->shared = nsh_oci_doc_wants_shared(doc);
+	}
+out:
 	json_object_put(doc);
-	return own;
 }
 
 /* In the host's mount namespace, before the private one: take a spare of
@@ -305,9 +331,9 @@ static char **wrap_create(int argc, char **argv, const struct nsh_policy *policy
 			   : args->bundle ? args->bundle
 					  : ".",
 			   target, policy, &len, &config_st);
-	struct nshash_sizes sizes;
-	bool is_auto = false;
-	int asks = asks_sizes(text, len, defaults, policy, &sizes, &is_auto);
+	struct look lk;
+	config_look(text, len, defaults, policy, &lk);
+	int asks = lk.asks;
 	if (asks == 0) {
 		free(text);
 		return argv; /* exec */
@@ -321,18 +347,16 @@ static char **wrap_create(int argc, char **argv, const struct nsh_policy *policy
 	int refill = -1;
 	/* the policy's defaults for a container that joins a netns: the
 	 * transform only logs that it runs unsized */
-	if (asks > 0 && !defaults->present &&
-	    !memmem(text, len, NSH_ANNOTATION_PREFIX, strlen(NSH_ANNOTATION_PREFIX)) && !makes_own_netns(text, len))
+	if (asks > 0 && !defaults->present && !lk.named && !lk.own_netns)
 		asks = -1;
 	/* a container with a user namespace of its own gets a netns that
 	 * user namespace owns, whatever the source of its sizes: never a
 	 * spare (the host's) */
-	bool userns = asks > 0 && nsh_oci_text_wants_userns(text, len);
-	if (asks > 0 && !userns && !is_auto) { /* auto: the sizes are known in the transform */
-		spare_get(policy, sizes, &spare, &refill);
+	if (asks > 0 && !lk.new_userns && !lk.is_auto) { /* auto: the sizes are known in the transform */
+		spare_get(policy, lk.sizes, &spare, &refill);
 		opts.spare = &spare;
 	}
-	if (asks > 0 && nsh_oci_text_wants_shared(text, len)) {
+	if (asks > 0 && lk.shared) {
 		char **shared = wrap_create_shared(argc, argv, args, text, len, target, &opts, refill, by_config);
 		return shared ? shared : argv;
 	}
@@ -435,7 +459,7 @@ static void say_who(int argc, char **argv, const struct nsh_runtime_args *args, 
 
 int main(int argc, char **argv)
 {
-	const char *policy_path = getenv("NSHASH_POLICY");
+	const char *policy_path = nsh_policy_env();
 	struct nsh_policy policy;
 	struct nsh_runtime_args args;
 	struct nsh_runtime_defaults defaults;

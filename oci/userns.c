@@ -17,30 +17,6 @@
 
 #include "oci.h"
 
-bool nsh_oci_wants_new_userns(struct json_object *doc)
-{
-	struct json_object *e = nsh_oci_namespace_entry(doc, "user"), *path;
-	if (!e)
-		return false;
-	if (!json_object_object_get_ex(e, "path", &path) || json_object_is_type(path, json_type_null))
-		return true;
-	return json_object_is_type(path, json_type_string) && !json_object_get_string(path)[0];
-}
-
-bool nsh_oci_text_wants_userns(const char *text, size_t len)
-{
-	struct json_object *doc;
-	struct nshash_error err;
-
-	if (!memmem(text, len, "\"user\"", 6)) /* cheap: most configs have none */
-		return false;
-	if (nsh_json_parse_text(text, len, "config", &doc, &err) < 0)
-		return false; /* the transform reports a bad config */
-	bool r = json_object_is_type(doc, json_type_object) && nsh_oci_wants_new_userns(doc);
-	json_object_put(doc);
-	return r;
-}
-
 /* One member of a mapping object as a uint32. */
 static int map_member(struct json_object *o, const char *key, const char *what, size_t i, uint32_t *out,
 		      struct nshash_error *err)

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "oci.h"
+#include "runtime.h"
 
 static bool same_file(const char *a, const char *b)
 {

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "auto.h"
 #include "oci.h"
 
 static const char *ann_string(struct json_object *ann, const char *key)
@@ -87,21 +88,7 @@ int nsh_oci_auto_resolve(struct json_object *doc, const struct nsh_oci_opts *opt
 			kerr.msg);
 		key[0] = '\0';
 	}
-	struct nsh_history hist = {0};
-	char warn[4500] = "";
-	if (key[0] && nsh_history_load_key(policy->state_dir, key, &hist, warn, sizeof(warn), err) < 0)
-		return err->errnum ? -err->errnum : -ENOMEM;
-	if (warn[0])
-		nsh_log(NSH_LOG_WARN, NULL, "%s", warn);
-	bool known = false;
-	req->sizes = nsh_auto_resolve(&hist, key[0] ? key : NULL, policy, req->auto_tcp, req->auto_udp, req->sizes,
-				      (int64_t)time(NULL), &known);
-	nsh_history_free(&hist);
-	char shown[NSH_WORKLOAD_KEY_MAX * 3 + 4];
-	nsh_workload_show(key, shown, sizeof(shown));
-	nsh_log(NSH_LOG_INFO, NULL, "auto: workload %s %s: tcp=%u udp=%u", key[0] ? shown : "(none)",
-		known ? "from its history" : "has no history, initial sizes", req->sizes.tcp, req->sizes.udp);
-	return 0;
+	return nsh_auto_sizes(policy->state_dir, key, policy, req->auto_tcp, req->auto_udp, &req->sizes, NULL, err);
 }
 
 void nsh_oci_auto_mark(const struct nsh_policy *policy, const struct nsh_oci_result *res)
@@ -109,30 +96,20 @@ void nsh_oci_auto_mark(const struct nsh_policy *policy, const struct nsh_oci_res
 	if (!res->workload_key[0] ||
 	    (res->action != NSH_OCI_SIZED && res->action != NSH_OCI_TRANSPLANTED && !res->adopted))
 		return;
-	struct nshash_error err = {0};
 	int fd = res->pin_path[0] ? open(res->pin_path, O_RDONLY | O_CLOEXEC) : -1;
 	if (fd < 0) {
 		nsh_log(NSH_LOG_WARN, NULL, "auto: %s: %s: not recorded", res->pin_path, strerror(errno));
 		return;
 	}
-	if (nsh_workload_mark_fd(policy->state_dir, fd, res->workload_key, &err) < 0)
-		nsh_log(NSH_LOG_WARN, NULL, "auto: %s: the workload is not recorded", err.msg);
+	nsh_auto_mark(policy->state_dir, fd, res->workload_key, NULL);
 	close(fd);
 }
 
 void nsh_oci_auto_teardown(const struct nsh_policy *policy, const char *pin_path, const char *id)
 {
-	struct nshash_error err = {0};
-	char key[NSH_WORKLOAD_KEY_MAX], shown[NSH_WORKLOAD_KEY_MAX * 3 + 4];
 	int fd = open(pin_path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return;
-	int r = nsh_workload_teardown(policy->state_dir, fd, key, sizeof(key), &err);
+	nsh_auto_teardown(policy->state_dir, fd, id, "teardown");
 	close(fd);
-	if (r < 0) {
-		nsh_log(NSH_LOG_WARN, id, "auto: %s: its last sample is not recorded", err.msg);
-	} else if (r > 0) {
-		nsh_workload_show(key, shown, sizeof(shown));
-		nsh_log(NSH_LOG_INFO, id, "auto: workload %s: sampled at teardown", shown);
-	}
 }

@@ -5,7 +5,8 @@
  *   poststop               state on stdin: remove the container's pin
  *   state                  verify, or poststop when the state is "stopped"
  *                          or has no pid (one hooks.d file for both stages)
- * The logic lives in oci-hooks/ and libnshash; this is argv, I/O and exit codes. */
+ * The logic lives in oci/, hook/state.c and libnshash; this is argv, I/O and
+ * exit codes. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -17,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "oci.h"
+#include "hook.h"
 
 #define STDIN_MAX (16 * 1024 * 1024)
 
@@ -256,7 +257,7 @@ static int poststop(const struct nsh_policy *policy, const struct nsh_oci_state 
 
 int main(int argc, char **argv)
 {
-	const char *stage, *policy_path = getenv("NSHASH_POLICY");
+	const char *stage, *policy_path = nsh_policy_env();
 	struct nsh_policy policy;
 	struct nsh_oci_state st;
 	struct nshash_error err = {0};

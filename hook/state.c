@@ -7,26 +7,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "oci.h"
+#include "hook.h"
 
 /* BUNDLE/config.json: the request in its annotations and the path of its
  * network namespace entry ("" when none). */
 static int bundle_read(const char *bundle, struct nsh_oci_request *req, char *netns, size_t netns_len,
 		       struct nshash_error *err)
 {
-	char path[4200], *text;
+	char path[4200];
 	struct json_object *doc, *ann = NULL, *entry, *p;
-	size_t len;
 	int r;
 
 	netns[0] = '\0';
 	if ((size_t)snprintf(path, sizeof(path), "%s/config.json", bundle) >= sizeof(path))
 		return nshash_error_set(err, ENAMETOOLONG, "%.100s...: path too long", bundle);
-	r = nsh_read_file(path, NSH_OCI_CONFIG_MAX_BYTES, &text, &len, err);
-	if (r < 0)
-		return r;
-	r = nsh_json_parse_text(text, len, path, &doc, err);
-	free(text);
+	r = nsh_json_read_file(path, NSH_OCI_CONFIG_MAX_BYTES, &doc, NULL, err);
 	if (r < 0)
 		return r;
 	if (!json_object_is_type(doc, json_type_object)) {
@@ -70,7 +65,7 @@ static int state_request(struct json_object *doc, struct nsh_oci_state *state, s
 	memcpy(state->bundle_pin, breq.pin, sizeof(breq.pin));
 	/* `auto` in podman's copy of the annotations: what the precreate hook
 	 * (or nshash-runtime) decided is in the config it handed on, the
-	 * bundle's (transform.c, record_auto): the sizes as numbers, or no
+	 * bundle's (transform.c, annotate_decided): the sizes as numbers, or no
 	 * io.nshash.tcp/udp when it sized nothing.  Checked as it is, never
 	 * decided again (a bundle that still says auto: nothing decided) */
 	bool is_auto = state->request.auto_tcp || state->request.auto_udp;

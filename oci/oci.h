@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The OCI front-end (nshash-hook, nshash-runtime): annotations, the config
- * transform, hook state, the wrapper's argv, runtime lookup, runc's log
- * format.  Not installed. */
+/* What the OCI hook (hook/, nshash-hook) and the runtime wrapper
+ * (runtime/, nshash-runtime) share: the io.nshash.* annotations, the
+ * config document, the one config transform, `auto`, pins, refusals.
+ * Not installed. */
 #ifndef NSH_OCI_H
 #define NSH_OCI_H
 
@@ -9,6 +10,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "auto.h"
 #include "common.h"
 
 struct json_object;
@@ -86,7 +88,7 @@ struct nsh_oci_result {
 	char workload_key[NSH_WORKLOAD_KEY_MAX]; /* `auto`: the workload the netns is marked with, "" none */
 	bool adopted; /* ALREADY: podman's own netns, as `auto` wanted it, marked for its workload */
 };
-/* oci-hooks/auto.c: `auto` in the request (annotations, the wrapper's
+/* auto.c: `auto` in the request (annotations, the wrapper's
  * options, the policy's defaults) replaced by the sizes the history gives
  * the container's workload (docs/auto.md); the key goes to `key`.  A
  * damaged history is a warning in the log, never an error. */
@@ -106,27 +108,6 @@ int nsh_oci_transform(const char *config, size_t len, const struct nsh_oci_opts 
 /* One log line for what a transform did (nothing for UNTOUCHED): requested
  * and effective sizes, the pin or the warning. */
 void nsh_oci_log_result(const char *who, const struct nsh_oci_result *result);
-/* OCI state (stdin of every hook but precreate). */
-struct nsh_oci_state {
-	char id[256];
-	pid_t pid; /* 0 when absent (podman's poststop) */
-	char bundle[4096];
-	char status[64];
-	struct nsh_oci_request request; /* from the state's annotations, else the bundle's config */
-	char bundle_pin[256];		/* io.nshash.pin in the bundle's config.json ("" none) */
-	char bundle_netns[4096];	/* its network namespace path ("" none) */
-};
-int nsh_oci_state_parse(const char *json, size_t len, struct nsh_oci_state *state, struct nshash_error *err);
-/* The pin of a container: the io.nshash.pin that nshash wrote into its
- * bundle together with the netns path of that pin.  "" when none; an error
- * when a user set io.nshash.pin (in the state or the bundle). */
-int nsh_oci_state_pin(const struct nsh_oci_state *state, const struct nsh_policy *policy, char *pin, size_t pin_len,
-		      struct nshash_error *err);
-/* createRuntime/prestart: check /proc/PID/ns/net has what was requested.
- * Returns 0 (ok, nothing requested, or mismatch downgraded to a warning
- * under onFailure warn, in which case *warned is set) or < 0. */
-int nsh_oci_verify(const struct nsh_oci_state *state, const struct nsh_policy *policy, struct nshash_netns_info *info,
-		   bool *warned, struct nshash_error *err);
 /* poststop / wrapper delete: remove STATE_DIR/pins/NAME; succeeds when gone.
  * Returns 1 (err says why) and keeps the pin while a process uses it. */
 int nsh_oci_pin_path(const struct nsh_policy *policy, const char *name, char *out, size_t outlen,
@@ -136,44 +117,6 @@ int nsh_oci_cleanup(const struct nsh_policy *policy, const char *pin_name, struc
  * repeat across containerd namespaces): "ID-HASH8". */
 int nsh_oci_wrapper_pin_name(const char *id, const char *root, char *out, size_t outlen, struct nshash_error *err);
 
-/* Append an error to a runtime log (--log FILE [--log-format json|text]) the
- * way runc does, so containerd shows it in "OCI runtime create failed". */
-void nsh_runtime_log_error(const char *log_path, const char *log_format, const char *msg);
-/* For the wrapper: on create, the runtime's stderr is the container's
- * stderr, so only messages up to `max` go there; all of them also go to the
- * runtime log (NULL = none) in runc's format. */
-void nsh_log_wrapper_mode(enum nsh_log_level max, const char *log_path, const char *log_format);
-
-/* Runtime wrapper argv (runc conventions). */
-struct nsh_runtime_args {
-	int subcommand_index;	/* argv index of the subcommand, -1 = none */
-	const char *subcommand; /* "create", "run", "delete", ... or NULL */
-	const char *root;	/* --root value or NULL */
-	const char *bundle;	/* --bundle/-b value or NULL (= cwd) */
-	const char *config;	/* create/run --config/-f value (crun) or NULL */
-	int bundle_argi;	/* argv index holding the bundle (--bundle=V: that word), 0 = none */
-	int config_argi;	/* the same for --config */
-	bool bundle_inline;	/* given as --bundle=V / -b=V */
-	bool config_inline;
-	const char *pid_file; /* create/run --pid-file value or NULL */
-	const char *id;	      /* container id or NULL */
-	bool force;	      /* delete --force / -f */
-	bool detach;	      /* run --detach / -d */
-};
-int nsh_runtime_args_parse(int argc, char *const argv[], struct nsh_runtime_args *args, struct nshash_error *err);
-/* The wrapper's own options among the global ones before the command:
- * --nshash-tcp=N, --nshash-udp=N (or "--nshash-tcp N").  They are removed
- * from argv (*argc updated, argv[*argc] = NULL) and never reach the runtime;
- * on error argv is left as it was.  Sizes follow the annotations' rules; a
- * protocol not given is 0.  Unknown --nshash-* options, single-dash forms, a
- * repeated option, a bad value and (for create/run) one after the command
- * are errors naming the option. */
-struct nsh_runtime_defaults {
-	bool present; /* --nshash-tcp or --nshash-udp given */
-	struct nshash_sizes sizes;
-	bool auto_tcp, auto_udp; /* given as auto */
-	struct nsh_said said;	 /* the same as a sizing source (docs/sizing.md) */
-};
 /* The transform's decision for a config's request (its annotations),
  * the wrapper's options (NULL none) and the policy's defaults: req's
  * sizes and auto flags become the decided ones (docs/sizing.md). */
@@ -181,24 +124,24 @@ void nsh_oci_decide(const struct nsh_policy *policy, const struct nsh_said *runt
 		    struct nsh_decision *d);
 /* What the decision's sources are called in messages. */
 extern const char *const nsh_oci_src_names[NSH_SRC_COUNT];
-int nsh_runtime_own_options(int *argc, char **argv, struct nsh_runtime_defaults *defaults, struct nshash_error *err);
-/* Find the real runtime: the policy's `runtime` (absolute, or a name
- * searched in PATH and the usual sbin/bin dirs), else runc, else crun;
- * never `self` (realpath). */
-int nsh_runtime_find(const struct nsh_policy *policy, const char *self, char *out, size_t outlen,
-		     struct nshash_error *err);
 
 /* annotations.c: the request in an annotations object (NULL or JSON null =
  * none). */
 int nsh_oci_request_from_annotations(struct json_object *ann, struct nsh_oci_request *req, struct nshash_error *err);
-/* transform.c: the config's linux.namespaces entry of type network, or NULL. */
-struct json_object *nsh_oci_network_entry(struct json_object *doc);
-/* transform.c: ... of that type ("user", "network"), or NULL. */
+/* config.c: what an OCI config document is.  Its linux.namespaces entry
+ * of that type ("user", "network"), or NULL. */
 struct json_object *nsh_oci_namespace_entry(struct json_object *doc, const char *type);
-/* userns.c: does the config ask for a new user namespace (a user entry
+/* ... of type network, or NULL. */
+struct json_object *nsh_oci_network_entry(struct json_object *doc);
+/* config.c: the path of the entry of that type ("" or no path: NULL). */
+const char *nsh_oci_namespace_path(struct json_object *doc, const char *type);
+/* config.c: does the config ask for a new user namespace (a user entry
  * without a path)? */
 bool nsh_oci_wants_new_userns(struct json_object *doc);
-bool nsh_oci_text_wants_userns(const char *text, size_t len);
+/* config.c: do mounts the container makes have to reach the host
+ * (linux.rootfsPropagation or a mount option shared/rshared: Kubernetes
+ * "Bidirectional", Docker bind-propagation=rshared)? */
+bool nsh_oci_doc_wants_shared(struct json_object *doc);
 /* userns.c: the container's user namespace with exactly its config's
  * linux.uidMappings/gidMappings and a netns of copts->sizes it owns,
  * pinned at userns_pin and pin_path; on failure nothing is left. */
@@ -212,10 +155,6 @@ int nsh_oci_userns_join_create(const char *path, const struct nsh_policy *policy
 /* refusal.c: the error for a new user namespace on the wrapper's
  * shared-propagation path (sibling.c), where nshash cannot make it. */
 int nsh_oci_refuse_userns_shared(struct nshash_sizes req, struct nshash_error *err);
-/* transform.c: do mounts the container makes have to reach the host
- * (linux.rootfsPropagation or a mount option shared/rshared: Kubernetes
- * "Bidirectional", Docker bind-propagation=rshared)? */
-bool nsh_oci_doc_wants_shared(struct json_object *doc);
 /* refusal.c: why the netns at `path` cannot be used (what it is, what it
  * has, or, `info` NULL, why inspecting it failed: `ierr`) and what to do,
  * in the terms of the engine that wrote `doc`, into out. */

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "oci.h"
+#include "runtime.h"
 
 static bool opt_is(const char *arg, const char *name, const char **inline_val)
 {

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* nshash-runtime's own pieces (not the hook's): running the real runtime as
- * a child with a sized config it reads in place of the user's file, signal
- * forwarding, exit-status passing, and healing what an older wrapper left in
- * a bundle.  Not installed. */
+/* nshash-runtime's own pieces (not the hook's): its runc-style argv and own
+ * options, finding the real runtime, runc's log format, running the real
+ * runtime as a child with a sized config it reads in place of the user's
+ * file, signal forwarding, exit-status passing, the sibling bundle, and
+ * healing what an older wrapper left in a bundle.  Not installed. */
 #ifndef NSH_RUNTIME_H
 #define NSH_RUNTIME_H
 
@@ -14,6 +15,51 @@
 #include "oci.h"
 
 struct stat;
+
+/* Runtime wrapper argv (runc conventions). */
+struct nsh_runtime_args {
+	int subcommand_index;	/* argv index of the subcommand, -1 = none */
+	const char *subcommand; /* "create", "run", "delete", ... or NULL */
+	const char *root;	/* --root value or NULL */
+	const char *bundle;	/* --bundle/-b value or NULL (= cwd) */
+	const char *config;	/* create/run --config/-f value (crun) or NULL */
+	int bundle_argi;	/* argv index holding the bundle (--bundle=V: that word), 0 = none */
+	int config_argi;	/* the same for --config */
+	bool bundle_inline;	/* given as --bundle=V / -b=V */
+	bool config_inline;
+	const char *pid_file; /* create/run --pid-file value or NULL */
+	const char *id;	      /* container id or NULL */
+	bool force;	      /* delete --force / -f */
+	bool detach;	      /* run --detach / -d */
+};
+int nsh_runtime_args_parse(int argc, char *const argv[], struct nsh_runtime_args *args, struct nshash_error *err);
+/* The wrapper's own options among the global ones before the command:
+ * --nshash-tcp=N, --nshash-udp=N (or "--nshash-tcp N").  They are removed
+ * from argv (*argc updated, argv[*argc] = NULL) and never reach the runtime;
+ * on error argv is left as it was.  Sizes follow the annotations' rules; a
+ * protocol not given is 0.  Unknown --nshash-* options, single-dash forms, a
+ * repeated option, a bad value and (for create/run) one after the command
+ * are errors naming the option. */
+struct nsh_runtime_defaults {
+	bool present; /* --nshash-tcp or --nshash-udp given */
+	struct nshash_sizes sizes;
+	bool auto_tcp, auto_udp; /* given as auto */
+	struct nsh_said said;	 /* the same as a sizing source (docs/sizing.md) */
+};
+int nsh_runtime_own_options(int *argc, char **argv, struct nsh_runtime_defaults *defaults, struct nshash_error *err);
+/* Find the real runtime: the policy's `runtime` (absolute, or a name
+ * searched in PATH and the usual sbin/bin dirs), else runc, else crun;
+ * never `self` (realpath). */
+int nsh_runtime_find(const struct nsh_policy *policy, const char *self, char *out, size_t outlen,
+		     struct nshash_error *err);
+
+/* Append an error to a runtime log (--log FILE [--log-format json|text]) the
+ * way runc does, so containerd shows it in "OCI runtime create failed". */
+void nsh_runtime_log_error(const char *log_path, const char *log_format, const char *msg);
+/* For the wrapper: on create, the runtime's stderr is the container's
+ * stderr, so only messages up to `max` go there; all of them also go to the
+ * runtime log (NULL = none) in runc's format. */
+void nsh_log_wrapper_mode(enum nsh_log_level max, const char *log_path, const char *log_format);
 
 /* The real runtime started as a child (delete of a container whose pin is
  * left): signals passed on, its wait status kept. */
@@ -56,10 +102,7 @@ int nsh_private_config(const char *run_dir, const char *config, size_t len, cons
 		       const struct stat *read, struct nshash_error *err);
 
 /* The sibling bundle (sibling.c), for a sized container asking for shared
- * mount propagation, created in the host's mount namespace.  Does the
- * config (text) ask for it?  A config that does not parse: false (the
- * transform reports it). */
-bool nsh_oci_text_wants_shared(const char *text, size_t len);
+ * mount propagation, created in the host's mount namespace. */
 /* STATE_DIR/bundles/PIN. */
 int nsh_sibling_path(const char *state_dir, const char *pin, char *out, size_t len, struct nshash_error *err);
 /* Make STATE_DIR/bundles/PIN (0700; one left there is replaced) holding

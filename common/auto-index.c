@@ -19,8 +19,9 @@
  * become file names.
  *
  * Anything that does not check out (no index, one made from another
- * history file, a damaged one) sends the lookup back to parsing the
- * history, with a warning: never an error on the start path. */
+ * history file, a damaged one) is no answer: the lookup
+ * (nsh_history_load_key, auto-history.c) then parses the history, with a
+ * warning: never an error on the start path. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -30,7 +31,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "auto.h"
 
 #define IDX_MAGIC	"nshash-hidx 2\n"
 #define IDX_BUCKETS_MIN 16u
@@ -98,12 +99,10 @@ static uint64_t table_entry(uint64_t seed, uint32_t bucket, uint32_t off)
 	return (uint64_t)(uint32_t)(h ^ (h >> 32)) << 32 | off;
 }
 
-static void paths(const char *state_dir, char *hist, char *idx, size_t len)
+static void paths(const char *dir, char *hist, char *idx, size_t len)
 {
-	char sd[4096];
-	nsh_history_dir(state_dir, sd, sizeof(sd));
-	snprintf(hist, len, "%s/%s", sd, NSH_HISTORY_FILE);
-	snprintf(idx, len, "%s/%s", sd, NSH_HISTORY_INDEX_FILE);
+	snprintf(hist, len, "%s/%s", dir, NSH_HISTORY_FILE);
+	snprintf(idx, len, "%s/%s", dir, NSH_HISTORY_INDEX_FILE);
 }
 
 static bool same_file(const struct idx_header *h, const struct stat *st)
@@ -115,11 +114,11 @@ static bool same_file(const struct idx_header *h, const struct stat *st)
 
 /* ---------------------------------------------------------------- write */
 
-int nsh_history_index_write(const char *state_dir, const struct nsh_history *h, const struct stat *hist,
-			    unsigned buckets, struct nshash_error *err)
+int nsh_history_index_write(const char *dir, const struct nsh_history *h, const struct stat *hist, unsigned buckets,
+			    struct nshash_error *err)
 {
 	char hpath[4200], path[4200], tmp[4300];
-	paths(state_dir, hpath, path, sizeof(path));
+	paths(dir, hpath, path, sizeof(path));
 	if (!buckets) {
 		buckets = IDX_BUCKETS_MIN;
 		while (buckets < h->n && buckets < NSH_HISTORY_MAX * 2)
@@ -211,9 +210,7 @@ int nsh_history_index_write(const char *state_dir, const struct nsh_history *h, 
 	}
 
 	snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path);
-	char sd[4096];
-	nsh_history_dir(state_dir, sd, sizeof(sd));
-	nsh_history_sweep_tmp(sd, NSH_HISTORY_INDEX_FILE);
+	nsh_sweep_tmp(dir, NSH_HISTORY_INDEX_FILE, NSH_HISTORY_TMP_AGE);
 	int fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0) {
 		r = nshash_error_set(err, errno, "history index: create %s", tmp);
@@ -361,45 +358,22 @@ static int index_find(int fd, const struct stat *hist, const char *key, struct n
 	return r;
 }
 
-int nsh_history_load_key(const char *state_dir, const char *key, struct nsh_history *h, char *warn, size_t wlen,
-			 struct nshash_error *err)
+int nsh_history_index_lookup(const char *dir, const struct stat *hist, const char *key,
+			     struct nsh_history_entry *out, char *why, size_t wlen)
 {
-	char hpath[4200], path[4200], why[64] = "";
-	paths(state_dir, hpath, path, sizeof(path));
-	memset(h, 0, sizeof(*h));
-	if (warn && wlen)
-		warn[0] = '\0';
-	struct stat hist;
-	int fd = -1;
-	if (stat(hpath, &hist) < 0) {
-		if (errno == ENOENT)
-			return 0; /* no history: no workload has one (an index left alone is no answer) */
-		snprintf(why, sizeof(why), "the history: %s", strerror(errno));
-	} else if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)) < 0) {
-		snprintf(why, sizeof(why), errno == ENOENT ? "missing" : "unreadable");
-	} else if (!fd_regular(fd)) {
-		close(fd);
-		snprintf(why, sizeof(why), "not a regular file");
-	} else {
-		struct nsh_history_entry e;
-		int r = index_find(fd, &hist, key, &e, why, sizeof(why));
-		close(fd);
-		if (r == 0)
-			return 0;
-		if (r == 1) {
-			h->v = malloc(sizeof(*h->v));
-			if (!h->v)
-				return nshash_error_set(err, ENOMEM, "history: out of memory");
-			h->v[0] = e;
-			h->n = h->cap = 1;
-			return 0;
-		}
+	char hpath[4200], path[4200];
+	paths(dir, hpath, path, sizeof(path));
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0) {
+		snprintf(why, wlen, errno == ENOENT ? "missing" : "unreadable");
+		return -1;
 	}
-	/* the index does not answer: the history itself, whole */
-	char hwarn[4500];
-	int r = nsh_history_load(state_dir, h, hwarn, sizeof(hwarn), err);
-	if (warn && wlen)
-		snprintf(warn, wlen, "%s: %s: read the history whole (the next `nshash record` writes it)%s%s", path,
-			 why, hwarn[0] ? "; " : "", hwarn);
+	if (!fd_regular(fd)) {
+		close(fd);
+		snprintf(why, wlen, "not a regular file");
+		return -1;
+	}
+	int r = index_find(fd, hist, key, out, why, wlen);
+	close(fd);
 	return r;
 }
