@@ -241,6 +241,9 @@ int nshash_sysctls_differing(const struct nshash_create_opts *opts, const char *
 	int b = nsh_sysctl_baseline(opts, &fresh, err);
 	if (b < 0 && b != -ENOENT)
 		return nshash_error_prefix(err, "read the net.* sysctls of %s", pin_path);
+	if (b == -ENOENT && nsfd < 0)
+		return nshash_error_set(err, ENODATA,
+					"read the net.* sysctls of %s: no template note to compare with yet", pin_path);
 	cleanup_close int home = -1;
 	r = enter_dir(pfd, pin_path, &home, &pdir, err);
 	if (r < 0) {

@@ -117,6 +117,16 @@ int nsh_fd_is_netns(int fd);
 /* scan.c: a process (not this one) whose thread group leader is in the
  * netns with nsfs inode dev:ino; 0 if none, -errno if /proc cannot be read. */
 pid_t nsh_netns_user(dev_t dev, ino_t ino);
+/* scan.c: a thread (not of this process) of the cgroup at `cgfd` or of
+ * one of its descendants (cgroup v2 cgroup.threads, v1 tasks) that is in
+ * the netns with nsfs inode `ino`: its tid, 0 none, -E2BIG when the
+ * subtree holds more than NSH_CGROUP_MAX_THREADS threads, directories or
+ * levels than the bounds below (nothing is proven), -errno.  The cost is
+ * the cgroup's threads, not the node's processes. */
+#define NSH_CGROUP_MAX_THREADS 65536
+#define NSH_CGROUP_MAX_DIRS    4096
+#define NSH_CGROUP_MAX_DEPTH   32
+pid_t nsh_cgroup_netns_user(int cgfd, uint64_t ino);
 /* Call fn for each process with the stat of its /proc/PID/ns/net, in pid
  * order, until fn returns non-zero (returned); -errno if /proc cannot be read. */
 struct stat;
