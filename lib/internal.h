@@ -113,6 +113,10 @@ int nsh_inspect_reopen(int nsfd, int *fd, struct nshash_netns_info *info, struct
 /* nshash_inspect_path reading the sysctls through `proc` (a private proc
  * root, nsh_proc_round_next; -1: the caller's /proc). */
 int nsh_inspect_path_in(const char *path, int proc, struct nshash_netns_info *info, struct nshash_error *err);
+/* The same for a netns fd (nsh_path_open_netns's): a caller that has the
+ * pin open already looks it up once (gc.c: a path walk through a directory
+ * of thousands of mount points costs more as they grow). */
+int nsh_inspect_fd_in(int nsfd, int proc, struct nshash_netns_info *info, struct nshash_error *err);
 int nsh_fd_is_netns(int fd);
 /* scan.c: a process (not this one) whose thread group leader is in the
  * netns with nsfs inode dev:ino; 0 if none, -errno if /proc cannot be read. */
