@@ -228,10 +228,12 @@ for cap in sys_admin net_admin; do
 	CNI_RC=$?
 	assert_cni_error 50 "missing CAP_${cap^^}" "STATUS without CAP_${cap^^}: not ready (50)"
 done
-# and ADD without it: code 103, the netns untouched
+# and ADD without it: code 103, the netns untouched (with "spares": 0: a
+# spare, made by an earlier ADD's refill, has lo up already and takes no
+# CAP_NET_ADMIN)
 new_pin
 INO=$(netns_inode_at "$P")
-CNI_OUT=$(printf '%s' "$(conf 1.0.0 '"tcp":4096')" | CNI_COMMAND=ADD CNI_CONTAINERID=c CNI_NETNS="$P" CNI_IFNAME=eth0 \
+CNI_OUT=$(printf '%s' "$(conf 1.0.0 '"tcp":4096,"spares":0')" | CNI_COMMAND=ADD CNI_CONTAINERID=c CNI_NETNS="$P" CNI_IFNAME=eth0 \
 	setpriv --bounding-set=-net_admin "$CNI_PLUGIN" 2>/dev/null)
 CNI_RC=$?
 assert_cni_error 103 "missing CAP_NET_ADMIN" "ADD without CAP_NET_ADMIN: code 103"

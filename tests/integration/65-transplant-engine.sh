@@ -218,9 +218,9 @@ fallback "a route through the host side" "ip route add 198.51.100.0/24 dev @HV@ 
 	"its host side @HV@: a route goes through it (protocol 4)"
 fallback "a clsact qdisc on the host side" "tc qdisc add dev @HV@ clsact" "its host side @HV@: it has a qdisc configured"
 # ... and the host's other links, with all of that, are not looked at: a
-# dummy with addresses, routes and a qdisc, another port of the same bridge
+# veth with addresses, routes and qdiscs, another port of the same bridge
 # with a static FDB entry
-ip link add nsh65d0 type dummy && ip link set nsh65d0 up && ip link add nsh65p0 type veth peer name nsh65p1 &&
+ip link add nsh65d0 type veth peer name nsh65d1 && ip link set nsh65d0 up && ip link add nsh65p0 type veth peer name nsh65p1 &&
 	ip link set nsh65p0 master "$BR" up || fail "cannot make the other links"
 on_exit "ip link del nsh65d0 2>/dev/null; ip link del nsh65p0 2>/dev/null"
 ip addr add 192.0.2.66/32 dev nsh65d0 && ip route add 198.51.100.0/24 dev nsh65d0 proto static &&
