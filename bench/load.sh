@@ -8,7 +8,7 @@
 #                             (unshare -n, lo up) unless NSHASH_BENCH_ON_HOST=1:
 #                             its routes, bridges and firewall rules go with it
 #   load_procs N              exactly N more sleeping processes on the node
-#                             (one parent forks them; 0 = none)
+#                             (`sleep`s of one process group; 0 = none)
 #   load_routes R A           R routes (/32s of 198.18.0.0/15, RFC 2544's
 #                             benchmark range) and A addresses (100.64/10)
 #                             on a link nshload0 in this netns (0 0 = none)
@@ -19,6 +19,7 @@
 #                             NSHASH_BENCH_ADDRS (default 1000) addresses at
 #                             every level with routes
 LOAD_PID=
+LOAD_DIR=$(mktemp -d /tmp/nshash-load.XXXXXX)
 
 load_private_netns() {
 	if [ "${NSHASH_BENCH_ON_HOST:-0}" != 1 ] && [ -z "${NSHASH_BENCH_IN_NETNS:-}" ]; then
@@ -39,45 +40,25 @@ load_levels() {
 load_procs() {
 	load_procs_stop
 	[ "${1:-0}" -gt 0 ] || return 0
-	local ready
-	ready=$(mktemp)
-	python3 - "$1" "$ready" <<'EOF' &
-import os, signal, sys
-n, ready = int(sys.argv[1]), sys.argv[2]
-kids = []
-for _ in range(n):
-    pid = os.fork()
-    if pid == 0:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        while True:
-            signal.pause()
-    kids.append(pid)
-def stop(*_):
-    for k in kids:
-        try:
-            os.kill(k, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    for k in kids:
-        os.waitpid(k, 0)
-    sys.exit(0)
-signal.signal(signal.SIGTERM, stop)
-open(ready, "w").write(str(len(kids)))
-while True:
-    signal.pause()
-EOF
+	# `sleep` processes (a forked interpreter each would hold ~1 MB: 5 GB
+	# at 5000), in a process group of their own, killed together
+	setsid bash -c 'for ((i = 0; i < $1; i++)); do sleep 86400 & done; echo ready; wait' sh "$1" >"$LOAD_DIR/ready" &
 	LOAD_PID=$!
 	local i
-	for i in $(seq 600); do [ -s "$ready" ] && break; sleep 0.1; done
-	[ "$(cat "$ready")" = "$1" ] || { echo "load: $1 processes not started" >&2; rm -f "$ready"; return 1; }
-	rm -f "$ready"
+	for i in $(seq 600); do [ -s "$LOAD_DIR/ready" ] && break; sleep 0.1; done
+	local n
+	n=$(pgrep -c -P "$LOAD_PID" -x sleep)
+	[ "$n" = "$1" ] || { echo "load: $n of $1 processes started" >&2; return 1; }
 }
 
 load_procs_stop() {
 	[ -n "$LOAD_PID" ] || return 0
-	kill -TERM "$LOAD_PID" 2>/dev/null
+	kill -KILL -- "-$LOAD_PID" 2>/dev/null
 	wait "$LOAD_PID" 2>/dev/null
+	local i
+	for i in $(seq 100); do pgrep -g "$LOAD_PID" >/dev/null || break; sleep 0.1; done
 	LOAD_PID=
+	: >"$LOAD_DIR/ready"
 }
 
 load_routes() {
@@ -98,6 +79,7 @@ load_routes() {
 
 load_clear() {
 	load_procs_stop
+	rm -rf "$LOAD_DIR"
 	ip link del nshload0 2>/dev/null
 	return 0
 }
