@@ -329,13 +329,17 @@ static int host_dump(struct nl_sock *skh, int type, const void *hdr, size_t hdrl
  * does not filter a qdisc dump by device).  A veth has no queue of its
  * own (IFF_NO_QUEUE): its default root is noqueue, classless, and a qdisc
  * anyone configures there or under it needs a configured root, which has
- * a handle; the default ones have none (0:). */
+ * a handle; the kernel answers for a default one with nothing, for no
+ * ingress qdisc ENOENT.  NLM_F_ECHO: since Linux 6.8 (rtnl_notify_needed)
+ * the answer to a qdisc GET is a notification, sent to nobody when no one
+ * listens to RTNLGRP_TC and the request does not ask for its echo; a
+ * listener (tc monitor) sees this one too. */
 static int host_qdiscs(struct nl_sock *skh, int host, struct nsh_msgs *out, struct nshash_error *err)
 {
 	static const uint32_t parents[] = {TC_H_ROOT, TC_H_INGRESS};
 	for (size_t i = 0; i < 2; i++) {
 		struct tcmsg tc = {.tcm_family = AF_UNSPEC, .tcm_ifindex = host, .tcm_parent = parents[i]};
-		struct nl_msg *m = nlmsg_alloc_simple(RTM_GETQDISC, 0);
+		struct nl_msg *m = nlmsg_alloc_simple(RTM_GETQDISC, NLM_F_ECHO);
 		if (m && nlmsg_append(m, &tc, sizeof(tc), NLMSG_ALIGNTO) < 0) {
 			nlmsg_free(m);
 			m = NULL;
