@@ -4,9 +4,11 @@
 # the netns the benchmark runs in.  Everything is undone by load_clear
 # (call it from the benchmark's exit trap).
 #
-#   load_private_netns "$@"   re-exec the benchmark in a netns of its own
-#                             (unshare -n, lo up) unless NSHASH_BENCH_ON_HOST=1:
-#                             its routes, bridges and firewall rules go with it
+#   load_private_netns "$@"   re-exec the benchmark in a netns and a (slave)
+#                             mount namespace of its own, lo up, that netns's
+#                             links under /sys/class/net, unless
+#                             NSHASH_BENCH_ON_HOST=1: its routes, bridges,
+#                             firewall rules and mounts go with it
 #   load_procs N              exactly N more sleeping processes on the node
 #                             (`sleep`s of one process group; 0 = none)
 #   load_routes R A           R routes (/32s of 198.18.0.0/15, RFC 2544's
@@ -23,9 +25,19 @@ LOAD_DIR=$(mktemp -d /tmp/nshash-load.XXXXXX)
 
 load_private_netns() {
 	if [ "${NSHASH_BENCH_ON_HOST:-0}" != 1 ] && [ -z "${NSHASH_BENCH_IN_NETNS:-}" ]; then
-		NSHASH_BENCH_IN_NETNS=1 exec unshare -n -- "$0" "$@"
+		NSHASH_BENCH_IN_NETNS=1 exec unshare -n -m --propagation slave -- "$0" "$@"
 	fi
-	[ "${NSHASH_BENCH_ON_HOST:-0}" = 1 ] || ip link set lo up
+	[ "${NSHASH_BENCH_ON_HOST:-0}" = 1 ] && return 0
+	ip link set lo up
+	# /sys/class/net shows the netns sysfs was mounted in: the host's.  The
+	# transplant reads a host side's name_assign_type there (a name the
+	# kernel gave is recreated, any other moved): this netns's links, in
+	# this mount namespace only
+	local sys
+	sys=$(mktemp -d /tmp/nshash-bench-sys.XXXXXX)
+	mount -t sysfs sysfs "$sys" && mount --bind "$sys/class/net" /sys/class/net &&
+		mount --bind "$sys/devices/virtual/net" /sys/devices/virtual/net && umount "$sys" && rmdir "$sys" ||
+		{ echo "load: cannot mount this netns's sysfs" >&2; exit 1; }
 }
 
 load_levels() {
