@@ -223,6 +223,7 @@ bench: all $(BENCH_BINS)
 	@bench/stats-scan
 	@bench/podman-bridge
 	@bench/podman-defaults
+	@bench/spares
 
 # The case for nshash on this machine: build/value/value.{csv,png} (bench/value).
 value: all $(B)/bench/value

@@ -201,53 +201,70 @@ static int write_self_at(int dfd, const char *procs)
 	return r;
 }
 
-void nsh_cni_charge_enter(struct nsh_cni_call *r, struct nsh_cni_charge *c)
+void nsh_cni_podcg_find(struct nsh_cni_call *r, struct nsh_cni_podcg *pc)
 {
-	memset(c, 0, sizeof(*c));
+	memset(pc, 0, sizeof(*pc));
+	pc->fd = -1;
 	json_object *rc, *v;
 	if (!r->cfg.json || !json_object_object_get_ex(r->cfg.json, "runtimeConfig", &rc) ||
 	    !json_object_is_type(rc, json_type_object) || !json_object_object_get_ex(rc, "cgroupPath", &v))
 		return;
+	pc->given = true;
 	const char *cg = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-	const char *root = memory_root();
-	char rel[PATH_MAX], shown[320], why[512] = "", uid[128];
-	nshash_escape(cg ? cg : "", shown,
-		      sizeof(shown)); /* whole: kubelet's paths are longer than nshash_quote's 40 bytes */
+	pc->root = memory_root();
+	char uid[128];
+	nshash_escape(cg ? cg : "", pc->shown,
+		      sizeof(pc->shown)); /* whole: kubelet's paths are longer than nshash_quote's 40 bytes */
 	nsh_cni_args_get(r->env->args, "K8S_POD_UID", uid, sizeof(uid));
-	int e = !cg ? -EINVAL : nsh_cni_pod_cgroup(cg, uid, rel, sizeof(rel), why, sizeof(why));
-	if (e == 0 && !root)
+	int e = !cg ? -EINVAL : nsh_cni_pod_cgroup(cg, uid, pc->rel, sizeof(pc->rel), pc->why, sizeof(pc->why));
+	if (e == 0 && !pc->root)
 		e = -EOPNOTSUPP;
-	int pod = -1;
-	if (e == 0 && (pod = open_beneath(root, rel)) < 0) {
-		e = pod;
+	if (e == 0 && (pc->fd = open_beneath(pc->root, pc->rel)) < 0) {
+		e = pc->fd;
+		pc->fd = -1;
 		if (e == -EXDEV || e == -ELOOP)
-			snprintf(why, sizeof(why),
+			snprintf(pc->why, sizeof(pc->why),
 				 "%s/%.300s is not a cgroup of the memory hierarchy (a symbolic link or "
 				 "another file system on the way)",
-				 root, rel);
+				 pc->root, pc->rel);
 	}
+	pc->e = e;
+}
+
+void nsh_cni_podcg_close(struct nsh_cni_podcg *pc)
+{
+	if (pc->fd >= 0)
+		close(pc->fd);
+	pc->fd = -1;
+}
+
+void nsh_cni_charge_enter(struct nsh_cni_call *r, const struct nsh_cni_podcg *pc, struct nsh_cni_charge *c)
+{
+	memset(c, 0, sizeof(*c));
+	if (!pc->given)
+		return;
+	int e = pc->e;
 	if (e == 0)
-		e = own_cgroup_procs(root, c->back, sizeof(c->back));
+		e = own_cgroup_procs(pc->root, c->back, sizeof(c->back));
 	/* The leaf is named by the container id: one path component only. */
 	char name[300];
 	if (e == 0 && (nshash_name_check("CNI_CONTAINERID", r->env->containerid, NULL) < 0 ||
 		       (size_t)snprintf(name, sizeof(name), "nshash-%s", r->env->containerid) >= sizeof(name)))
 		e = -EINVAL;
-	if (e == 0 && (size_t)snprintf(c->leaf, sizeof(c->leaf), "%s/%s/%s", root, rel, name) >= sizeof(c->leaf))
+	if (e == 0 &&
+	    (size_t)snprintf(c->leaf, sizeof(c->leaf), "%s/%s/%s", pc->root, pc->rel, name) >= sizeof(c->leaf))
 		e = -ENAMETOOLONG;
-	if (e == 0 && mkdirat(pod, name, 0755) < 0 && errno != EEXIST)
+	if (e == 0 && mkdirat(pc->fd, name, 0755) < 0 && errno != EEXIST)
 		e = -errno;
 	char procs[sizeof(name) + 16];
 	snprintf(procs, sizeof(procs), "%s/cgroup.procs", name);
-	if (e == 0 && (e = write_self_at(pod, procs)) < 0)
-		unlinkat(pod, name, AT_REMOVEDIR);
-	if (pod >= 0)
-		close(pod);
+	if (e == 0 && (e = write_self_at(pc->fd, procs)) < 0)
+		unlinkat(pc->fd, name, AT_REMOVEDIR);
 	if (e < 0) {
 		nsh_cni_log(r,
 			    "warning: tables charged to the runtime's memory cgroup, not the pod's: "
 			    "runtimeConfig.cgroupPath \"%s\": %s",
-			    shown, *why ? why : strerror(-e));
+			    pc->shown, pc->e < 0 && *pc->why ? pc->why : strerror(-e));
 		c->leaf[0] = '\0';
 		return;
 	}

@@ -135,17 +135,15 @@ struct nsh_cni_ops {
 	int (*classify)(const char *path, enum nshash_path_kind *kind, char *detail, size_t detail_len,
 			struct nshash_error *err);
 	int (*inspect)(const char *path, struct nshash_netns_info *info, struct nshash_error *err);
-	int (*occupancy)(const char *path, struct nshash_occupancy *occ, struct nshash_error *err);
+	/* the interfaces inside, and a process inside among the threads of the
+	 * pod's cgroup (cgroup_fd, -1: none looked for) */
+	int (*occupancy)(const char *path, int cgroup_fd, struct nshash_occupancy *occ, struct nshash_error *err);
 	int (*probe)(struct nshash_probe *probe, struct nshash_error *err);
 	/* ADD makes the sized netns while it looks inside CNI_NETNS
 	 * (occupancy, in a thread), then swaps it in. */
 	int (*create)(const struct nshash_create_opts *opts, int *nsfd, struct nshash_netns_info *info,
 		      struct nshash_error *err);
 	int (*swap)(int nsfd, const char *pin_path, struct nshash_error *err);
-	/* How long ADD waits for a process found in the netns to leave before
-	 * refusing: containerd's CRI runs the loopback network's plugin in
-	 * parallel with the pod network, and it enters the netns for a few ms. */
-	unsigned process_grace_ms;
 };
 extern const struct nsh_cni_ops nsh_cni_system_ops;
 
@@ -219,7 +217,23 @@ struct nsh_cni_charge {
 	char leaf[4096];
 	char back[4096 + 16];
 };
-void nsh_cni_charge_enter(struct nsh_cni_call *r, struct nsh_cni_charge *c);
+/* charge.c: the pod's own cgroup, as runtimeConfig.cgroupPath names it and
+ * only when it is the cgroup kubelet made for the pod being added (below),
+ * opened beneath the memory hierarchy's root.  It pays for the tables
+ * (nsh_cni_charge_enter) and holds the pod's processes: ADD looks there,
+ * and only there, for a process inside CNI_NETNS (docs/cni.md). */
+struct nsh_cni_podcg {
+	bool given;	  /* runtimeConfig has a cgroupPath */
+	int fd;		  /* O_PATH of the pod's cgroup, -1 none */
+	int e;		  /* 0, or why not: -errno */
+	char why[512];	  /* ... in words ("" = strerror) */
+	char shown[320];  /* the cgroupPath, escaped */
+	const char *root; /* the memory hierarchy's root */
+	char rel[4096];	  /* the cgroup beneath it */
+};
+void nsh_cni_podcg_find(struct nsh_cni_call *r, struct nsh_cni_podcg *pc);
+void nsh_cni_podcg_close(struct nsh_cni_podcg *pc);
+void nsh_cni_charge_enter(struct nsh_cni_call *r, const struct nsh_cni_podcg *pc, struct nsh_cni_charge *c);
 /* charge.c: runtimeConfig.cgroupPath cg checked against the pod being
  * added (pod_uid: K8S_POD_UID, NULL or "" when none): 0 with rel the path
  * under the memory root to open; else -errno with why saying what is wrong

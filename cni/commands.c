@@ -17,11 +17,10 @@
 const struct nsh_cni_ops nsh_cni_system_ops = {
     .classify = nshash_path_classify,
     .inspect = nshash_inspect_path,
-    .occupancy = nshash_netns_occupancy,
+    .occupancy = nshash_netns_occupancy_cgroup,
     .probe = nshash_probe,
     .create = nshash_netns_new,
     .swap = nshash_netns_swap,
-    .process_grace_ms = 3000,
 };
 
 /* Interfaces a previous plugin put into the container (prevResult entries
@@ -113,28 +112,34 @@ static int request_and_netns(struct nsh_cni_call *r, struct nshash_sizes *req, b
 	return netns_kind_checked(r, kind, detail, dlen);
 }
 
-/* What lives in the netns, giving a process found inside up to
- * ops->process_grace_ms to leave (a plugin of a parallel network), and
+/* What lives in the netns (its interfaces; a thread of the pod's own
+ * cgroup, when the runtime names it: docs/cni.md, "who can be inside"), and
  * (`inspect`, inspect_only() in a thread of its own) whether it has the
  * requested sizes already.  Runs in a thread of its own while the sized
- * netns is made or taken: it touches only
- * its job, never the run's output or error. */
+ * netns is made or taken: it touches only its job, never the run's output
+ * or error. */
 struct occupancy_job {
 	const struct nsh_cni_ops *ops;
 	const char *netns;
+	int cgroup_fd; /* the pod's cgroup, -1 none */
 	struct nshash_sizes req;
 	bool inspect; /* in: look at the sizes first */
 	bool already; /* out: it has them: nothing to replace */
 	int ir;	      /* the inspection: 0 or -errno (ie) */
 	struct nshash_error ie;
 	struct nshash_occupancy occ;
-	unsigned waited; /* ms */
-	int r;		 /* 0 or -errno (e) */
+	int r; /* 0 or -errno (e) */
 	struct nshash_error e;
+	/* then, with `opts` (a copy), the sysctls the runtime wrote there
+	 * (carry_sysctls), compared with the template's note: 0 or -errno
+	 * (ce); -ENODATA no note yet (read again once the netns is made) */
+	const struct nshash_create_opts *opts;
+	int carry_read;
+	struct nshash_sysctls carry;
+	struct nshash_error ce;
 };
 
-/* The inspection half of the job (its own thread: the /proc scan of the
- * other half is the longest step of an ADD). */
+/* The inspection half of the job (its own thread, beside the look inside). */
 static void *inspect_only(void *arg)
 {
 	struct occupancy_job *j = arg;
@@ -145,19 +150,13 @@ static void *inspect_only(void *arg)
 	return NULL;
 }
 
-static void *occupancy_settled(void *arg)
+static void *occupancy_look(void *arg)
 {
 	struct occupancy_job *j = arg;
-	const unsigned step_ms = 10;
-
-	for (;;) {
-		j->r = j->ops->occupancy(j->netns, &j->occ, &j->e);
-		if (j->r < 0 || !j->occ.pid || j->occ.links || j->waited >= j->ops->process_grace_ms)
-			break;
-		struct timespec ts = {0, step_ms * 1000000L};
-		nanosleep(&ts, NULL);
-		j->waited += step_ms;
-	}
+	j->r = j->ops->occupancy(j->netns, j->cgroup_fd, &j->occ, &j->e);
+	j->carry_read = -ENODATA;
+	if (j->opts && j->r == 0 && !j->occ.pid && !j->occ.links)
+		j->carry_read = nshash_sysctls_differing(j->opts, j->netns, -1, &j->carry, &j->ce);
 	return NULL;
 }
 
@@ -199,8 +198,6 @@ static int add_occupied(struct nsh_cni_call *r, const char *want, const struct o
 
 	if (j->r < 0)
 		return nsh_cni_fail(&r->err, NSH_CNI_E_IO, NULL, "cannot size the netns %s: %s", netns, j->e.msg);
-	if (j->waited && !j->occ.pid)
-		nsh_cni_log(r, "waited %u ms for a process to leave %s", j->waited, netns);
 	if (j->occ.links)
 		return soft_failure(r, NSH_CNI_E_NOT_RESIZABLE,
 				    "cannot size the netns %s (%s): it already has interfaces besides lo (%s); place "
@@ -210,9 +207,10 @@ static int add_occupied(struct nsh_cni_call *r, const char *want, const struct o
 	if (j->occ.pid)
 		return soft_failure(
 		    r, NSH_CNI_E_NOT_RESIZABLE,
-		    "cannot size the netns %s (%s): process %d (%s) already lives in it (still after %u ms); "
-		    "a netns can be replaced only before anything joins it",
-		    netns, want, (int)j->occ.pid, j->occ.comm, r->ops->process_grace_ms);
+		    "cannot size the netns %s (%s): process %d (%s) of the pod's cgroup already lives in it; a "
+		    "netns can be replaced only before anything joins it (the runtime started the pod's sandbox "
+		    "before ADD)",
+		    netns, want, (int)j->occ.pid, j->occ.comm);
 	return 0;
 }
 
@@ -275,17 +273,17 @@ static int carry_sysctls(struct nsh_cni_call *r, const char *want, int nsfd, int
 }
 
 /* ADD, apply: make (or take a spare of) the sized netns while the
- * occupancy job looks inside CNI_NETNS (the /proc scan costs as much as the
- * creation, and on two cores they overlap), then, if nothing lives there,
+ * occupancy job looks inside CNI_NETNS, then, if nothing lives there,
  * swap it in and check it through the path.  0, 1 (refused or failed under
  * onFailure warn), 2 (with `inspect`: CNI_NETNS has the sizes already), or
  * -errno. */
-static int add_replace(struct nsh_cni_call *r, struct nshash_sizes req, const char *want, bool inspect,
-		       struct nshash_netns_info *seen)
+static int add_replace(struct nsh_cni_call *r, const struct nsh_cni_podcg *pc, struct nshash_sizes req, const char *want,
+		       bool inspect, struct nshash_netns_info *seen)
 {
 	const char *netns = r->env->netns;
-	struct occupancy_job job = {.ops = r->ops, .netns = netns, .req = req, .inspect = inspect};
+	struct occupancy_job job = {.ops = r->ops, .netns = netns, .cgroup_fd = pc->fd, .req = req, .inspect = inspect};
 	struct nshash_netns_info info;
+	struct nshash_create_opts carry_opts;
 	struct nshash_error e;
 	pthread_t thread;
 	int nsfd = -1, s;
@@ -301,24 +299,22 @@ static int add_replace(struct nsh_cni_call *r, struct nshash_sizes req, const ch
 	    .spare_max_idle = r->cfg.spare_max_idle,
 	};
 	pthread_t inspector;
-	bool threaded = pthread_create(&thread, NULL, occupancy_settled, &job) == 0;
+	/* the sysctls the runtime wrote (real systems only: not with replaced
+	 * operations) are read in the same thread, while the netns is made */
+	carry_opts = opts;
+	if (r->ops == &nsh_cni_system_ops)
+		job.opts = &carry_opts;
+	bool threaded = pthread_create(&thread, NULL, occupancy_look, &job) == 0;
 	bool inspecting = inspect && pthread_create(&inspector, NULL, inspect_only, &job) == 0;
 	/* The pod pays for its tables where the runtime says which cgroup is
 	 * the pod's (not with replaced system operations: unit tests); a
 	 * spare, made by an earlier call, only where it does not. */
 	struct nsh_cni_charge charge = {0};
 	if (r->ops == &nsh_cni_system_ops)
-		nsh_cni_charge_enter(r, &charge);
+		nsh_cni_charge_enter(r, pc, &charge);
 	if (!charge.entered)
 		opts.spares = r->cfg.spares;
 	int created = r->ops->create(&opts, &nsfd, &info, &e);
-	/* read while the scan runs: what the runtime wrote there (carry_sysctls) */
-	struct nshash_sysctls carry = {0};
-	struct nshash_error ce = {0};
-	int carry_read = created >= 0 && r->ops == &nsh_cni_system_ops
-			     ? nshash_sysctls_differing(&opts, netns, nsfd, &carry, &ce)
-			     : 0;
-
 	if (inspecting)
 		pthread_join(inspector, NULL);
 	else if (inspect)
@@ -326,7 +322,13 @@ static int add_replace(struct nsh_cni_call *r, struct nshash_sizes req, const ch
 	if (threaded)
 		pthread_join(thread, NULL);
 	else
-		occupancy_settled(&job);
+		occupancy_look(&job);
+	/* no template note to compare with yet (its first netns): the new
+	 * netns's own values are the baseline */
+	if (job.opts && job.carry_read == -ENODATA && created >= 0 && !job.occ.pid && !job.occ.links)
+		job.carry_read = nshash_sysctls_differing(&opts, netns, nsfd, &job.carry, &job.ce);
+	else if (!job.opts)
+		job.carry_read = 0;
 	nsh_cni_charge_leave(r, &charge);
 	if (job.inspect && job.ir < 0)
 		s = nsh_cni_fail(&r->err, NSH_CNI_E_IO, NULL, "%s", job.ie.msg);
@@ -339,8 +341,8 @@ static int add_replace(struct nsh_cni_call *r, struct nshash_sizes req, const ch
 	if (s == 0 && nshash_verify(&info, req, netns, &e) < 0)
 		s = soft_failure(r, e.errnum == NSHASH_E_FALLBACK ? NSH_CNI_E_FALLBACK : NSH_CNI_E_CREATE, "%s", e.msg);
 	if (s == 0)
-		s = carry_sysctls(r, want, nsfd, carry_read, &carry, &ce);
-	nshash_sysctls_free(&carry);
+		s = carry_sysctls(r, want, nsfd, job.carry_read, &job.carry, &job.ce);
+	nshash_sysctls_free(&job.carry);
 	if (s == 0 && r->ops->swap(nsfd, netns, &e) < 0)
 		s = soft_failure(r, NSH_CNI_E_CREATE, "%s", e.msg);
 	/* the ledger names the runtime's pin, not "none" or the spare's old
@@ -380,7 +382,7 @@ static int add_replace(struct nsh_cni_call *r, struct nshash_sizes req, const ch
  * asked for no sizes (the network's or the node's apply to it only where
  * they can) passes through on the shared tables, an info line says so; a
  * pod annotation is refused (soft_failure), saying what was seen. */
-static int add_foreign_userns(struct nsh_cni_call *r, const char *want, bool from_ann)
+static int add_foreign_userns(struct nsh_cni_call *r, const struct nsh_cni_podcg *pc, const char *want, bool from_ann)
 {
 	const char *netns = r->env->netns;
 	struct nshash_error ue;
@@ -397,10 +399,13 @@ static int add_foreign_userns(struct nsh_cni_call *r, const char *want, bool fro
 	struct nshash_occupancy occ;
 	struct nshash_error oe;
 	char seen[160] = " (seen: not looked inside)";
-	if (r->ops->occupancy(netns, &occ, &oe) == 0)
+	if (pc->fd < 0)
+		snprintf(seen, sizeof(seen), " (no pod cgroup to look in for a process inside)");
+	else if (r->ops->occupancy(netns, pc->fd, &occ, &oe) == 0)
 		snprintf(seen, sizeof(seen),
 			 occ.pid ? " (process %d, %s, already inside: the OCI runtime made it with the sandbox)"
-				 : " (no process inside: the runtime made it there before ADD, as CRI-O's pinns does)",
+				 : " (no process of the pod inside: the runtime made it there before ADD, as CRI-O's "
+				   "pinns does)",
 			 (int)occ.pid, occ.comm);
 	return soft_failure(
 	    r, NSH_CNI_E_NOT_RESIZABLE,
@@ -444,13 +449,18 @@ int nsh_cni_cmd_add(struct nsh_cni_call *r)
 	}
 
 	struct nshash_netns_info seen;
+	struct nsh_cni_podcg pc = {.fd = -1};
 	s = add_refusal(r, want, kind, detail);
-	if (s == 0 && kind == NSHASH_PATH_PIN && (s = add_foreign_userns(r, want, from_ann)) == 1) {
+	if (s == 0 && r->ops == &nsh_cni_system_ops)
+		nsh_cni_podcg_find(r, &pc);
+	if (s == 0 && kind == NSHASH_PATH_PIN && (s = add_foreign_userns(r, &pc, want, from_ann)) == 1) {
+		nsh_cni_podcg_close(&pc);
 		r->out->outcome = NSH_CNI_UNSIZED;
 		return nsh_cni_add_result(r);
 	}
 	if (s == 0)
-		s = add_replace(r, req, want, common, &seen);
+		s = add_replace(r, &pc, req, want, common, &seen);
+	nsh_cni_podcg_close(&pc);
 	if (s == 2) {
 		r->out->outcome = NSH_CNI_SIZED;
 		nsh_cni_log(r, "%s already has %s", netns, want);

@@ -32,16 +32,20 @@ struct entry_list {
 static void look_at(struct nshash_entry *e, struct nsh_proc_round *proc)
 {
 	struct nshash_error ierr = {0};
-	int r = nshash_pin_is_netns(e->path, &ierr);
-	if (r < 0) {
+	cleanup_close int fd = -1;
+	const char *not_netns;
+	/* one path walk per pin, inspected through that fd: with thousands of
+	 * pins in one directory each walk costs more (the mount hash) */
+	int r = nsh_path_open_netns(e->path, false, &fd, &not_netns);
+	if (r < 0 && r != -ENOENT && r != -ENOTDIR) {
 		/* cannot open it: statfs still tells a mount from a file */
 		struct statfs sfs;
 		e->unknown = -r;
 		e->pinned = statfs(e->path, &sfs) == 0 && sfs.f_type == NSFS_MAGIC;
 		return;
 	}
-	e->pinned = r == 1;
-	if (e->pinned && nsh_inspect_path_in(e->path, nsh_proc_round_next(proc), &e->info, &ierr) < 0)
+	e->pinned = fd >= 0;
+	if (e->pinned && nsh_inspect_fd_in(fd, nsh_proc_round_next(proc), &e->info, &ierr) < 0)
 		e->unknown = ierr.errnum ? ierr.errnum : EIO;
 }
 

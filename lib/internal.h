@@ -114,10 +114,24 @@ int nsh_inspect_reopen(int nsfd, int *fd, struct nshash_netns_info *info, struct
 /* nshash_inspect_path reading the sysctls through `proc` (a private proc
  * root, nsh_proc_round_next; -1: the caller's /proc). */
 int nsh_inspect_path_in(const char *path, int proc, struct nshash_netns_info *info, struct nshash_error *err);
+/* The same for a netns fd (nsh_path_open_netns's): a caller that has the
+ * pin open already looks it up once (gc.c: a path walk through a directory
+ * of thousands of mount points costs more as they grow). */
+int nsh_inspect_fd_in(int nsfd, int proc, struct nshash_netns_info *info, struct nshash_error *err);
 int nsh_fd_is_netns(int fd);
 /* scan.c: a process (not this one) whose thread group leader is in the
  * netns with nsfs inode dev:ino; 0 if none, -errno if /proc cannot be read. */
 pid_t nsh_netns_user(dev_t dev, ino_t ino);
+/* scan.c: a thread (not of this process) of the cgroup at `cgfd` or of
+ * one of its descendants (cgroup v2 cgroup.threads, v1 tasks) that is in
+ * the netns with nsfs inode `ino`: its tid, 0 none, -E2BIG when the
+ * subtree holds more than NSH_CGROUP_MAX_THREADS threads, directories or
+ * levels than the bounds below (nothing is proven), -errno.  The cost is
+ * the cgroup's threads, not the node's processes. */
+#define NSH_CGROUP_MAX_THREADS 65536
+#define NSH_CGROUP_MAX_DIRS    4096
+#define NSH_CGROUP_MAX_DEPTH   32
+pid_t nsh_cgroup_netns_user(int cgfd, uint64_t ino);
 /* Call fn for each process with the stat of its /proc/PID/ns/net, in pid
  * order, until fn returns non-zero (returned); -errno if /proc cannot be read. */
 struct stat;

@@ -260,6 +260,11 @@ int nsh_inspect_path_in(const char *path, int proc, struct nshash_netns_info *in
 	return inspect_open(path, path, proc, info, err);
 }
 
+int nsh_inspect_fd_in(int nsfd, int proc, struct nshash_netns_info *info, struct nshash_error *err)
+{
+	return inspect_fd(nsfd, proc, NULL, info, err);
+}
+
 int nshash_inspect_pid(pid_t pid, struct nshash_netns_info *info, struct nshash_error *err)
 {
 	char path[64], shown[64];

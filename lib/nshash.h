@@ -175,6 +175,16 @@ struct nshash_occupancy {
  * on it does not count: a runtime may hold one over the CNI ADD, as
  * podman keeps its netns handle open).  0 or -errno. */
 int nshash_netns_occupancy(const char *path, struct nshash_occupancy *occ, struct nshash_error *err);
+/* The same without a look at every process on the node: a process inside is
+ * looked for only among the threads of the cgroup `cgroup_fd` (an open
+ * directory of a cgroup file system, v1 or v2) and its descendants --
+ * the cost is that cgroup's threads, not the node's processes.  With
+ * cgroup_fd < 0 only the interfaces are looked at (occ->pid stays 0).
+ * E2BIG when the cgroup holds more than 65536 threads, 4096 cgroups or 32
+ * levels (nothing proven).  The CNI plugin's ADD (docs/cni.md: who can be
+ * inside a netns the runtime pinned a moment ago). */
+int nshash_netns_occupancy_cgroup(const char *path, int cgroup_fd, struct nshash_occupancy *occ,
+				  struct nshash_error *err);
 
 /* ---------------------------------------------------------------- create */
 
@@ -271,7 +281,9 @@ int nshash_netns_record_pin(const struct nshash_create_opts *opts, int nsfd, con
  * with the template of opts's sizes (its note, template.c), or without one
  * with the netns behind `nsfd` (the replacement).  Every file is read
  * relative to one directory fd in each netns.  0 with out filled (n may be
- * 0), or -errno. */
+ * 0), or -errno.  nsfd -1: only against the template's note (the read can
+ * then run while the replacement is being made), -ENODATA when there is
+ * none yet (nothing read: call again with the replacement). */
 struct nshash_sysctl {
 	char *path;  /* below /proc/sys/net: "ipv4/ping_group_range" */
 	char *value; /* as the kernel prints it (fields apart by tabs) */

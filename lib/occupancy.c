@@ -63,7 +63,9 @@ int nshash_path_classify(const char *path, enum nshash_path_kind *kind, char *de
 	return 0;
 }
 
-int nshash_netns_occupancy(const char *path, struct nshash_occupancy *occ, struct nshash_error *err)
+/* The interfaces inside the netns at `path` (the calling thread enters it
+ * and comes back), and its nsfs inode. */
+static int occupancy_links(const char *path, struct nshash_occupancy *occ, uint64_t *ino, struct nshash_error *err)
 {
 	memset(occ, 0, sizeof(*occ));
 	cleanup_close int fd = -1;
@@ -76,6 +78,7 @@ int nshash_netns_occupancy(const char *path, struct nshash_occupancy *occ, struc
 	struct stat ns;
 	if (fstat(fd, &ns) < 0)
 		return nsh_error_sys(err, errno, "stat %s", path);
+	*ino = (uint64_t)ns.st_ino;
 
 	cleanup_close int home = -1;
 	r = nsh_netns_open_current(&home, err);
@@ -103,14 +106,49 @@ int nshash_netns_occupancy(const char *path, struct nshash_occupancy *occ, struc
 		occ->links++;
 	}
 	if_freenameindex(ifs);
+	return 0;
+}
 
-	pid_t pid = nsh_netns_user(ns.st_dev, ns.st_ino);
+static void occupant(struct nshash_occupancy *occ, pid_t pid)
+{
+	occ->pid = pid;
+	if (!nsh_proc_comm(pid, occ->comm, sizeof(occ->comm)))
+		snprintf(occ->comm, sizeof(occ->comm), "?");
+}
+
+int nshash_netns_occupancy(const char *path, struct nshash_occupancy *occ, struct nshash_error *err)
+{
+	uint64_t ino;
+	int r = occupancy_links(path, occ, &ino, err);
+	if (r < 0)
+		return r;
+	pid_t pid = nsh_netns_user(0, (ino_t)ino);
 	if (pid < 0)
 		return nsh_error_sys(err, -pid, "look for processes in %s: /proc", path);
-	if (pid > 0) {
-		occ->pid = pid;
-		if (!nsh_proc_comm(pid, occ->comm, sizeof(occ->comm)))
-			snprintf(occ->comm, sizeof(occ->comm), "?");
+	if (pid > 0)
+		occupant(occ, pid);
+	return 0;
+}
+
+int nshash_netns_occupancy_cgroup(const char *path, int cgroup_fd, struct nshash_occupancy *occ,
+				  struct nshash_error *err)
+{
+	uint64_t ino;
+	int r = occupancy_links(path, occ, &ino, err);
+	if (r < 0 || cgroup_fd < 0)
+		return r;
+	pid_t tid = nsh_cgroup_netns_user(cgroup_fd, ino);
+	if (tid == -E2BIG)
+		return nshash_error_set(
+		    err, E2BIG,
+		    "look for processes in %s: the cgroup holds more than %u threads, %u cgroups or "
+		    "%u levels: not all could be looked at",
+		    path, NSH_CGROUP_MAX_THREADS, NSH_CGROUP_MAX_DIRS, NSH_CGROUP_MAX_DEPTH);
+	if (tid < 0)
+		return nsh_error_sys(err, -tid, "look for processes in %s: the cgroup's threads", path);
+	if (tid > 0) {
+		pid_t pid = nsh_proc_tgid(tid);
+		occupant(occ, pid > 0 ? pid : tid);
 	}
 	return 0;
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* One process's /proc entries: its comm and its stat line.  (What holds a
+/* One process's /proc entries: its comm, its stat line, a thread's process.  (What holds a
  * netns, over all of /proc, is scan.c.) */
 #include <errno.h>
 #include <fcntl.h>
@@ -9,15 +9,27 @@
 
 #include "internal.h"
 
-size_t nsh_proc_comm(pid_t pid, char *buf, size_t len)
+/* /proc/PID/FILE's first len - 1 bytes into buf, NUL-terminated: its
+ * length, or -errno. */
+static ssize_t proc_read(pid_t pid, const char *file, char *buf, size_t len)
 {
 	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, buf, len - 1);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return n;
+}
+
+size_t nsh_proc_comm(pid_t pid, char *buf, size_t len)
+{
 	if (len == 0)
 		return 0;
-	buf[0] = '\0';
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, len - 1) : -1;
+	ssize_t n = proc_read(pid, "comm", buf, len);
 	if (n <= 0)
 		n = 0;
 	buf[n] = '\0';
@@ -31,16 +43,11 @@ size_t nsh_proc_comm(pid_t pid, char *buf, size_t len)
 
 int nsh_proc_stat(pid_t pid, struct nsh_proc_stat *st)
 {
-	char path[64], buf[1024];
+	char buf[1024];
 	memset(st, 0, sizeof(*st));
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	ssize_t n = proc_read(pid, "stat", buf, sizeof(buf));
 	if (n < 0)
-		return -errno;
-	buf[n] = '\0';
+		return (int)n;
 	/* "PID (COMM) S PPID ...": COMM may hold spaces and ')', so fields
 	 * count from its last ')'; field 3 (the state) follows it. */
 	const char *p = strrchr(buf, ')');
@@ -74,4 +81,16 @@ char *nsh_mountinfo_field(char *s)
 	}
 	*w = '\0';
 	return s;
+}
+
+pid_t nsh_proc_tgid(pid_t tid)
+{
+	char buf[512];
+	ssize_t n = proc_read(tid, "status", buf, sizeof(buf));
+	if (n < 0)
+		return (pid_t)n;
+	/* "Name:" may hold anything but a newline: Tgid starts a line */
+	const char *t = strstr(buf, "\nTgid:");
+	long v = t ? strtol(t + 6, NULL, 10) : 0;
+	return v > 0 && v <= INT32_MAX ? (pid_t)v : -EINVAL;
 }

@@ -6,6 +6,7 @@
 #include <netlink/msg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "rtnl.h"
 
@@ -151,6 +152,28 @@ int nsh_rtnl_dump(struct nl_sock *sk, int type, const void *hdr, size_t hdrlen, 
 		return -ENOMEM;
 	}
 	int r = nl_exchange(sk, m, out, rp);
+	nlmsg_free(m);
+	return r;
+}
+
+int nsh_rtnl_dump_strict(struct nl_sock *sk, int type, const void *hdr, size_t hdrlen, int attr, uint32_t value,
+			 struct nsh_msgs *out, struct nsh_reply *rp)
+{
+	struct nl_msg *m = nlmsg_alloc_simple(type, NLM_F_DUMP);
+	if (!m || nlmsg_append(m, (void *)hdr, hdrlen, NLMSG_ALIGNTO) < 0 ||
+	    (attr && nla_put_u32(m, attr, value) < 0)) {
+		nlmsg_free(m);
+		memset(rp, 0, sizeof(*rp));
+		rp->error = ENOMEM;
+		return -ENOMEM;
+	}
+	/* for this request only: the socket's other requests (libnl's
+	 * link requests) are built for the lenient checks */
+	int fd = nl_socket_get_fd(sk), on = 1, off = 0;
+	bool strict = setsockopt(fd, SOL_NETLINK, NETLINK_GET_STRICT_CHK, &on, sizeof(on)) == 0;
+	int r = nl_exchange(sk, m, out, rp);
+	if (strict)
+		setsockopt(fd, SOL_NETLINK, NETLINK_GET_STRICT_CHK, &off, sizeof(off));
 	nlmsg_free(m);
 	return r;
 }

@@ -36,6 +36,13 @@ int nsh_rtnl_ask(struct nl_sock *sk, struct nl_msg *m, struct nsh_msgs *out, str
 /* A dump of `type` with header hdr[hdrlen] into out. */
 int nsh_rtnl_dump(struct nl_sock *sk, int type, const void *hdr, size_t hdrlen, struct nsh_msgs *out,
 		  struct nsh_reply *rp);
+/* A dump the kernel filters: NETLINK_GET_STRICT_CHK for this request, the
+ * header's filter fields (ifa_index, ndm_ifindex, ...) and one u32
+ * attribute `attr` (RTA_OIF, ...; 0 none) as the filter.  A kernel
+ * without strict checks (before 4.20) ignores them and dumps everything:
+ * callers still filter what they get. */
+int nsh_rtnl_dump_strict(struct nl_sock *sk, int type, const void *hdr, size_t hdrlen, int attr, uint32_t value,
+			 struct nsh_msgs *out, struct nsh_reply *rp);
 /* "why" for an error message: the kernel's extended ack if it gave one. */
 const char *nsh_rtnl_why(const struct nsh_reply *rp);
 /* A message's attributes after its family header of hdrlen bytes. */

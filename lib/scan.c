@@ -628,3 +628,113 @@ int nsh_mounted_elsewhere(const char *const *paths, size_t n, bool *mounted)
 		r = -EACCES;
 	return r;
 }
+
+/* ------------------------------------------------ one cgroup's threads */
+
+struct cg_look {
+	int procfd, selffd; /* /proc, /proc/self/task */
+	uint64_t ino;
+	unsigned threads, dirs;
+	pid_t found;
+};
+
+/* The tids in a cgroup's thread list (v2 cgroup.threads, v1 tasks: one
+ * decimal per line) at dirfd: the first one in the netns, not ours. */
+static int cg_threads(struct cg_look *c, int dirfd)
+{
+	int fd = openat(dirfd, "cgroup.threads", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT)
+		fd = openat(dirfd, "tasks", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno; /* not a cgroup (a file system without them) */
+	char buf[4096];
+	size_t have = 0;
+	int r = 0;
+	for (;;) {
+		ssize_t n = read(fd, buf + have, sizeof(buf) - have);
+		if (n < 0) {
+			r = -errno;
+			break;
+		}
+		size_t end = have + (size_t)n, start = 0;
+		for (size_t i = 0; i < end && !c->found; i++) {
+			if (buf[i] != '\n')
+				continue;
+			buf[i] = '\0';
+			char *tail;
+			long tid = strtol(buf + start, &tail, 10);
+			start = i + 1;
+			if (*tail || tid <= 0 || tid > INT32_MAX)
+				continue;
+			if (++c->threads > NSH_CGROUP_MAX_THREADS) {
+				r = -E2BIG;
+				break;
+			}
+			char path[32], link[64];
+			snprintf(path, sizeof(path), "%ld", tid);
+			if (faccessat(c->selffd, path, F_OK, 0) == 0)
+				continue; /* a thread of this process */
+			snprintf(path, sizeof(path), "%ld/ns/net", tid);
+			ssize_t len = readlinkat(c->procfd, path, link, sizeof(link) - 1);
+			if (len <= 0)
+				continue; /* gone meanwhile */
+			link[len] = '\0';
+			if (ns_link_ino(link, "net") == c->ino)
+				c->found = (pid_t)tid;
+		}
+		if (r < 0 || c->found || n == 0)
+			break;
+		/* keep the line not yet ended; a line longer than the buffer
+		 * is no tid */
+		have = end - start;
+		if (have == sizeof(buf))
+			have = 0;
+		memmove(buf, buf + start, have);
+	}
+	close(fd);
+	return r;
+}
+
+static int cg_walk(struct cg_look *c, int dirfd, unsigned depth)
+{
+	int r = cg_threads(c, dirfd);
+	if (r < 0 || c->found)
+		return r;
+	int dfd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	if (!d) {
+		r = -errno;
+		if (dfd >= 0)
+			close(dfd);
+		return r;
+	}
+	struct dirent *de;
+	while (r == 0 && !c->found && (de = readdir(d))) {
+		if (de->d_type != DT_DIR || !strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (++c->dirs > NSH_CGROUP_MAX_DIRS || depth + 1 > NSH_CGROUP_MAX_DEPTH) {
+			r = -E2BIG;
+			break;
+		}
+		int sub = openat(dirfd, de->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub < 0)
+			continue; /* removed meanwhile */
+		r = cg_walk(c, sub, depth + 1);
+		close(sub);
+	}
+	closedir(d);
+	return r;
+}
+
+pid_t nsh_cgroup_netns_user(int cgfd, uint64_t ino)
+{
+	struct cg_look c = {.ino = ino};
+	c.procfd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	c.selffd = open("/proc/self/task", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int r = c.procfd < 0 || c.selffd < 0 ? -errno : cg_walk(&c, cgfd, 0);
+	if (c.procfd >= 0)
+		close(c.procfd);
+	if (c.selffd >= 0)
+		close(c.selffd);
+	return r < 0 ? r : c.found;
+}

@@ -95,6 +95,8 @@ struct nsh_proc_stat {
 };
 /* 0, -errno (-ENOENT: gone), or -EINVAL when it cannot be parsed. */
 int nsh_proc_stat(pid_t pid, struct nsh_proc_stat *st);
+/* proc.c: the process (thread group) of thread `tid`; -errno. */
+pid_t nsh_proc_tgid(pid_t tid);
 
 /* ns.c: open a netns path from anywhere (a container's config, CNI_NETNS, the
  * command line) without ever opening anything but nsfs: O_PATH first (no

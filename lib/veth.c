@@ -306,25 +306,78 @@ static bool mac_multicast(const struct nlattr *a)
 	return a && nla_len(a) > 0 && (((const unsigned char *)nla_data(a))[0] & 1);
 }
 
+/* A dump of the host side's own entries only: filtered in the kernel
+ * (nsh_rtnl_dump_strict), so that its cost does not grow with the host's
+ * tables (100 000 routes, thousands of addresses: docs/benchmarks.md); the
+ * whole table where the kernel refuses the filter.  The callers look at
+ * the ifindex of each entry either way. */
+static int host_dump(struct nl_sock *skh, int type, const void *hdr, size_t hdrlen, int attr, uint32_t value,
+		     struct nsh_msgs *out, const char *what, struct nshash_error *err)
+{
+	struct nsh_reply rp;
+	int r = nsh_rtnl_dump_strict(skh, type, hdr, hdrlen, attr, value, out, &rp);
+	if (r < 0 && (rp.error == EINVAL || rp.error == EOPNOTSUPP)) {
+		nsh_msgs_free(out);
+		unsigned char plain[32] = {0};
+		memcpy(plain, hdr, hdrlen < 1 ? hdrlen : 1); /* the family */
+		r = nsh_rtnl_dump(skh, type, plain, hdrlen, out, &rp);
+	}
+	return r < 0 ? nshash_error_set(err, rp.error, "list %s: %s", what, nsh_rtnl_why(&rp)) : 0;
+}
+
+/* The host side's root and ingress qdiscs (one request each: the kernel
+ * does not filter a qdisc dump by device).  A veth has no queue of its
+ * own (IFF_NO_QUEUE): its default root is noqueue, classless, and a qdisc
+ * anyone configures there or under it needs a configured root, which has
+ * a handle; the kernel answers for a default one with nothing, for no
+ * ingress qdisc ENOENT.  NLM_F_ECHO: since Linux 6.8 (rtnl_notify_needed)
+ * the answer to a qdisc GET is a notification, sent to nobody when no one
+ * listens to RTNLGRP_TC and the request does not ask for its echo; a
+ * listener (tc monitor) sees this one too. */
+static int host_qdiscs(struct nl_sock *skh, int host, struct nsh_msgs *out, struct nshash_error *err)
+{
+	static const uint32_t parents[] = {TC_H_ROOT, TC_H_INGRESS};
+	for (size_t i = 0; i < 2; i++) {
+		struct tcmsg tc = {.tcm_family = AF_UNSPEC, .tcm_ifindex = host, .tcm_parent = parents[i]};
+		struct nl_msg *m = nlmsg_alloc_simple(RTM_GETQDISC, NLM_F_ECHO);
+		if (m && nlmsg_append(m, &tc, sizeof(tc), NLMSG_ALIGNTO) < 0) {
+			nlmsg_free(m);
+			m = NULL;
+		}
+		struct nsh_reply rp;
+		if (nsh_rtnl_ask(skh, m, out, &rp) < 0 && rp.error != ENOENT)
+			return nshash_error_set(err, rp.error, "read the qdiscs of link %d: %s", host,
+						nsh_rtnl_why(&rp));
+	}
+	return 0;
+}
+
 /* What the host side has that a new one would not: 0 none, 1 (why). */
 static int host_extras(struct nl_sock *skh, const struct nsh_veth *v, char *why, size_t len, struct nshash_error *err)
 {
 	struct nsh_netcfg h = {0};
-	int r = nsh_netcfg_read(skh, NSH_CFG_ADDRS | NSH_CFG_ROUTES, &h, err);
+	struct ifaddrmsg ifa0 = {.ifa_family = AF_UNSPEC, .ifa_index = (uint32_t)v->host};
+	struct rtmsg rtm0 = {.rtm_family = AF_UNSPEC};
+	struct ndmsg nd = {.ndm_family = AF_BRIDGE, .ndm_ifindex = v->host};
+	int r = host_dump(skh, RTM_GETADDR, &ifa0, sizeof(ifa0), 0, 0, &h.addrs, "addresses", err);
 	if (r == 0)
-		r = nsh_netcfg_dump(skh, RTM_GETQDISC, sizeof(struct tcmsg), &h.qdiscs, "qdiscs", false, err);
-	struct ndmsg nd = {.ndm_family = AF_BRIDGE};
-	struct nsh_reply rp;
-	if (r == 0 && nsh_rtnl_dump(skh, RTM_GETNEIGH, &nd, sizeof(nd), &h.neighs, &rp) < 0)
-		r = nshash_error_set(err, rp.error, "list the bridge's forwarding entries: %s", nsh_rtnl_why(&rp));
+		r = host_dump(skh, RTM_GETROUTE, &rtm0, sizeof(rtm0), RTA_OIF, (uint32_t)v->host, &h.routes, "routes",
+			      err);
+	if (r == 0)
+		r = host_qdiscs(skh, v->host, &h.qdiscs, err);
+	if (r == 0)
+		r = host_dump(skh, RTM_GETNEIGH, &nd, sizeof(nd), 0, 0, &h.neighs, "the bridge's forwarding entries",
+			      err);
 	int found = 0;
 	for (size_t i = 0; r == 0 && !found && i < h.addrs.n; i++) {
 		const struct ifaddrmsg *ifa = NLMSG_DATA(h.addrs.v[i]);
 		if ((int)ifa->ifa_index == v->host &&
 		    !(ifa->ifa_family == AF_INET6 && ifa->ifa_scope == RT_SCOPE_LINK)) {
-			char d[160];
-			nsh_describe_addr(&h, h.addrs.v[i], d, sizeof(d));
-			found = snprintf(why, len, "it has %s", d) > 0;
+			const struct nlmsghdr *m = h.addrs.v[i];
+			struct nlattr *a = nsh_nla(m, sizeof(*ifa), IFA_LOCAL);
+			char ip[64];
+			nsh_addr_text(ifa->ifa_family, a ? a : nsh_nla(m, sizeof(*ifa), IFA_ADDRESS), ip, sizeof(ip));
+			found = snprintf(why, len, "it has address %s/%u", ip, ifa->ifa_prefixlen) > 0;
 		}
 	}
 	for (size_t i = 0; r == 0 && !found && i < h.routes.n; i++) {

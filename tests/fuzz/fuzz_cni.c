@@ -32,9 +32,10 @@ static int inspect(const char *path, struct nshash_netns_info *info, struct nsha
 	return 0;
 }
 
-static int occupancy(const char *path, struct nshash_occupancy *occ, struct nshash_error *err)
+static int occupancy(const char *path, int cgroup_fd, struct nshash_occupancy *occ, struct nshash_error *err)
 {
 	(void)path;
+	(void)cgroup_fd;
 	(void)err;
 	memset(occ, 0, sizeof(*occ));
 	return 0;

@@ -252,9 +252,17 @@ assert_cni_error 105 "table memory budget: maxTableBytes 40000 would be passed" 
 assert_eq "shared" "$(shared "$P")" "budget: the netns was not replaced"
 cni_node_policy "$D/node.json" "$STATE"
 
-# ---- who is in CNI_NETNS: any thread, not only a thread group leader (a Go
-# plugin's LockOSThread + setns); an fd holder of another uid is seen
-new_pin
+# ---- who is in CNI_NETNS (docs/cni.md, "Who can be inside"): a thread of
+# the pod's own cgroup (runtimeConfig.cgroupPath, checked as for the
+# charge: pod<K8S_POD_UID>), any thread, not only a thread group leader (a
+# Go plugin's LockOSThread + setns); nothing else on the node is looked at:
+# the same process outside the pod's cgroup, or with no cgroupPath, does not
+# stop the ADD (only host root can enter a netns the runtime pinned), and
+# the plugin reads no other process's /proc entry
+cni_pod_cgroup podother-1
+OTHERCG=$CNI_PODCG_DIR
+cni_pod_cgroup podin-1
+mkdir "$CNI_PODCG_DIR/ctr"
 cat >"$D/thread.py" <<'PY'
 import ctypes, os, sys, threading, time
 libc = ctypes.CDLL(None, use_errno=True)
@@ -267,16 +275,57 @@ def enter():
 threading.Thread(target=enter, daemon=True).start()
 time.sleep(600)
 PY
-python3 "$D/thread.py" "$P" "$D/thread.in" &
-TPID=$!
-on_exit "kill $TPID 2>/dev/null"
-for _ in $(seq 100); do [ -e "$D/thread.in" ] && break; sleep 0.05; done
-conf '"tcp":4096' >"$D/c.json"
+# thread_in CGROUP: a python3 whose second thread enters $P, in CGROUP
+thread_in() {
+	rm -f "$D/thread.in"
+	sh -c 'echo $$ >"$1/cgroup.procs" && exec python3 "$2" "$3" "$4"' sh "$1" "$D/thread.py" "$P" "$D/thread.in" &
+	TPID=$!
+	on_exit "kill $TPID 2>/dev/null"
+	for _ in $(seq 100); do [ -e "$D/thread.in" ] && break; sleep 0.05; done
+	[ -e "$D/thread.in" ] || fail "the python3 thread did not enter $P"
+}
+pod_cg() { echo "\"runtimeConfig\":{\"cgroupPath\":\"$CNI_PODCG\"}"; }
+new_pin
+thread_in "$CNI_PODCG_DIR/ctr"
+conf "\"tcp\":4096,$(pod_cg)" >"$D/c.json"
 INO=$(netns_inode_at "$P")
-plugin CNI_NETNS="$P" <"$D/c.json"
-assert_cni_error 100 "cannot size the netns $P (tcp 4096, udp shared): process $TPID (python3) already lives in it (still after 3000 ms); a netns can be replaced only before anything joins it" "a non-leader thread in CNI_NETNS: refused as occupied"
-assert_eq "$INO" "$(netns_inode_at "$P")" "a non-leader thread in CNI_NETNS: not replaced"
+plugin CNI_NETNS="$P" CNI_ARGS="K8S_POD_UID=in-1" <"$D/c.json"
+assert_cni_error 100 "cannot size the netns $P (tcp 4096, udp shared): process $TPID (python3) of the pod's cgroup already lives in it; a netns can be replaced only before anything joins it (the runtime started the pod's sandbox before ADD)" \
+	"a non-leader thread of the pod's cgroup (a child cgroup of it) in CNI_NETNS: refused as occupied, at once"
+assert_eq "$INO" "$(netns_inode_at "$P")" "... not replaced"
+plugin CNI_NETNS="$P" CNI_ARGS="K8S_POD_UID=other-1" <"$D/c.json"
+assert_eq "0 4096" "$CNI_RC $(netns_sizes_at "$P" | cut -d' ' -f1)" \
+	"the same process, but the cgroupPath is not this pod's (K8S_POD_UID other-1): not looked in, sized"
+assert_eq "$INO" "$(stat -L -c %i "/proc/$(ls "/proc/$TPID/task" | sort -n | tail -1)/ns/net")" \
+	"... the process's thread stays in the netns it entered (the runtime's, now unpinned)"
 kill "$TPID" && wait "$TPID" 2>/dev/null
+# a process of the node in CNI_NETNS, not in the pod's cgroup: no look finds
+# it (a /proc walk would: the ADD would be refused)
+new_pin
+thread_in "$OTHERCG"
+INO=$(netns_inode_at "$P")
+conf "\"tcp\":4096,\"spares\":0,$(pod_cg)" >"$D/c.json"
+plugin CNI_NETNS="$P" CNI_ARGS="K8S_POD_UID=in-1" <"$D/c.json"
+assert_eq "0 4096" "$CNI_RC $(netns_sizes_at "$P" | cut -d' ' -f1)" \
+	"a thread of another cgroup in CNI_NETNS: not looked for, sized ($CNI_ERR)"
+# and the plugin looks at no process's /proc entry but its own threads' and
+# those of the pod's cgroup (here none): no walk over the node, whatever it
+# runs.  (The orphan reclaim after the answer, which does walk /proc, is
+# not due: reclaimInterval of the node's policy.)
+cni_node_policy "$D/node-noreclaim.json" "$STATE" '"reclaimInterval": 86400'
+plugin CNI_NETNS="$P" NSHASH_POLICY="$NSHASH_POLICY" <"$D/c.json" # stamps the interval
+new_pin
+$TO strace -f -qq -y -e trace=%file,getdents64 -o "$D/strace" env CNI_COMMAND=ADD CNI_CONTAINERID=c CNI_IFNAME=eth0 \
+	CNI_NETNS="$P" CNI_ARGS="K8S_POD_UID=in-1" NSHASH_POLICY="$NSHASH_POLICY" "$CNI_PLUGIN" <"$D/c.json" >/dev/null 2>"$D/err"
+assert_eq "0 4096" "$? $(netns_sizes_at "$P" | cut -d' ' -f1)" "ADD under strace: sized ($(cat "$D/err"))"
+tasks=$(awk '{print $1}' "$D/strace" | sort -u | tr '\n' '|')
+others=$(grep -oE '"(/proc/)?[0-9]+/(ns|task|fd|status|comm|stat)[^"]*"' "$D/strace" |
+	grep -vE "^\"(/proc/)?(${tasks%|})/" | sort -u | head -5)
+assert_eq "" "$others" "ADD: no /proc entry of a process outside the plugin and the pod's cgroup is read"
+assert_eq "" "$(grep -E 'getdents64\([0-9]+</proc[>/]' "$D/strace" | head -3)" "ADD: no /proc directory listed (no walk of the node's processes)"
+assert_contains "$(grep -E 'getdents64\(' "$D/strace")" "$CNI_PODCG_DIR>" "ADD: the pod's cgroup is what it looked in"
+kill "$TPID" && wait "$TPID" 2>/dev/null
+cni_node_policy "$D/node.json" "$STATE"
 
 # an fd of a uid-65534 process is all that holds a container pin's netns:
 # /proc/PID/fd is that uid's, mode 0500, and CAP_SYS_PTRACE alone does not
@@ -310,12 +359,11 @@ cni_node_policy "$D/node.json" "$STATE"
 # reached through a bind mount, or any without K8S_POD_UID: the ADD sizes,
 # says what it did not charge and why, and charges nothing (the victim's
 # usage stays exactly 0, no leaf made in it).
-MEMROOT=/sys/fs/cgroup/memory
+MEMROOT=$CNI_MEMROOT
+CGT=${CNI_PODCG%/*}
 if [ -e "$MEMROOT/memory.usage_in_bytes" ]; then
-	own=$(awk -F: '$2 == "memory" {print $3}' /proc/self/cgroup)
-	CGT=${own%/}/nshash-t41-$$
 	mkdir -p "$MEMROOT$CGT/podvictim-1" "$MEMROOT$CGT/podtenant-1" || fail "cannot create memory cgroups under $MEMROOT$CGT"
-	on_exit "find '$MEMROOT$CGT' -depth -type d -exec rmdir {} \;"
+	on_exit "rmdir '$MEMROOT$CGT/podvictim-1' '$MEMROOT$CGT/podtenant-1'"
 	victim() { echo "$(cat "$MEMROOT$CGT/podvictim-1/memory.usage_in_bytes") $(find "$MEMROOT$CGT/podvictim-1" -mindepth 1 -type d | wc -l)"; }
 	cg_add() { # CGROUPPATH [VAR=VALUE...]: ADD of tcp 262144 with that cgroupPath into a new pin
 		local cg=$1

@@ -284,18 +284,16 @@ cni_call ADD "$D/busy" "$(conf 4096 1024)" # sized; a spare made after it
 ready
 assert_eq 1 "$(spares 4096 1024 | wc -l)" "a spare of 4096/1024 after a sized ADD"
 pin busy2
-nsenter --net="$D/busy2" sleep 60 &
-BUSY=$!
-on_exit "kill -KILL $BUSY 2>/dev/null"
-for _ in $(seq 50); do [ "$(readlink /proc/$BUSY/ns/net)" = "net:[$(netns_inode_at "$D/busy2")]" ] && break; sleep 0.05; done
+# refused: an interface besides lo (a process inside is looked for only in
+# the pod's cgroup, and with one the plugin takes no spare: docs/cni.md)
+nsenter --net="$D/busy2" ip link add v44a type veth peer name v44b
+BUSY_INO=$(netns_inode_at "$D/busy2")
 cni_call ADD "$D/busy2" "$(conf 4096 1024 ',"onFailure":"warn"')"
-assert_eq 0 "$CNI_RC" "onFailure warn: ADD into a netns a process lives in passes"
+assert_eq 0 "$CNI_RC" "onFailure warn: ADD into a netns with an interface passes"
 assert_contains "$CNI_ERR" "warning" "... with a warning"
-[ "$(netns_inode_at "$D/busy2")" = "$(readlink /proc/$BUSY/ns/net | tr -dc 0-9)" ] && pass "... its netns left as it was" ||
-	fail "the occupied netns was replaced"
+assert_eq "$BUSY_INO" "$(netns_inode_at "$D/busy2")" "... its netns left as it was"
 ready
 assert_eq 0 "$(spares 4096 1024 | wc -l)" "refused (warned) ADD: the spare it took is not made again"
-kill -KILL $BUSY
 
 "$NSH" --state-dir "$S" gc --max-idle 0 >/dev/null
 

@@ -362,7 +362,8 @@ kill $HOLDER
 # namespace and what was seen; the netns untouched either way
 CS=$(make_state_dir)
 cni_node_policy "$D/cni-policy.json" "$CS"
-unshare --user --net sleep 600 &
+cni_pod_cgroup podu-1 # the sandbox's: where ADD looks for a process inside
+sh -c 'echo $$ >"$1/cgroup.procs" && exec unshare --user --net sleep 600' sh "$CNI_PODCG_DIR" &
 SANDBOX=$!
 on_exit "kill $SANDBOX"
 for _ in $(seq 50); do [ "$(stat -L -c %i /proc/$SANDBOX/ns/net)" != "$(stat -L -c %i /proc/self/ns/net)" ] && break; sleep 0.1; done
@@ -375,15 +376,18 @@ assert_contains "$CNI_ERR" "$CS/cni-uns is owned by the pod's own user namespace
 # CRI-O runs CHECK for the pod's status: what ADD passed stays passed
 cni_call CHECK "$CS/cni-uns" '{"cniVersion": "1.0.0", "name": "n", "type": "nshash", "tcp": 4096, "prevResult": {"cniVersion": "1.0.0"}}'
 assert_cni_ok_silent "CNI CHECK of that pod, the network's sizes only: passes too (CRI-O failed its status on it)"
-UNS_ANN='{"cniVersion": "1.0.0", "name": "n", "type": "nshash", "tcp": 4096, "maxTcp": 8192, "runtimeConfig": {"io.kubernetes.cri.pod-annotations": {"io.nshash.tcp": "8192"}}}'
-cni_call ADD "$CS/cni-uns" "$UNS_ANN"
+UNS_ANN='{"cniVersion": "1.0.0", "name": "n", "type": "nshash", "tcp": 4096, "maxTcp": 8192, "runtimeConfig": {"io.kubernetes.cri.pod-annotations": {"io.nshash.tcp": "8192"}, "cgroupPath": "'$CNI_PODCG'"}}'
+cni_call ADD "$CS/cni-uns" "$UNS_ANN" CNI_ARGS="K8S_POD_UID=u-1"
 assert_cni_error 100 "it is owned by the pod's own user namespace (Kubernetes hostUsers: false (process $SANDBOX, sleep, already inside: the OCI runtime made it with the sandbox)); a replacement made here would be the host user namespace's" \
 	"CNI ADD with a pod annotation on a netns a pod's user namespace owns: refused, naming it"
 assert_eq "$before" "$(netns_inode_at "$CS/cni-uns")" "... the pod's netns left in place"
+cni_call ADD "$CS/cni-uns" "$UNS_ANN" CNI_ARGS="K8S_POD_UID=v-1"
+assert_cni_error 100 "(Kubernetes hostUsers: false (no pod cgroup to look in for a process inside)); a replacement made here" \
+	"... without the pod's own cgroup (not this pod's cgroupPath): refused, not looked for a process"
 kill $SANDBOX
 wait $SANDBOX 2>/dev/null
-cni_call ADD "$CS/cni-uns" "$UNS_ANN"
-assert_cni_error 100 "(Kubernetes hostUsers: false (no process inside: the runtime made it there before ADD, as CRI-O's pinns does))" \
+cni_call ADD "$CS/cni-uns" "$UNS_ANN" CNI_ARGS="K8S_POD_UID=u-1"
+assert_cni_error 100 "(Kubernetes hostUsers: false (no process of the pod inside: the runtime made it there before ADD, as CRI-O's pinns does))" \
 	"... and with nothing inside (CRI-O's pinns): refused, saying what was seen"
 assert_eq "$before" "$(netns_inode_at "$CS/cni-uns")" "... the netns left in place"
 umount "$CS/cni-uns"

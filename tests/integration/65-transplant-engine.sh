@@ -210,6 +210,31 @@ assert_eq 1 "$(cat /proc/sys/net/ipv4/conf/$HV/proxy_arp)" "a sysctl of the host
 # netavark's host_interface_name and the like: a name its creator chose
 fallback "a host side named by its creator" "true" \
 	"its host side nsh65h0 has a name its creator chose (a new one would not keep it)" named
+# what the host side has is read from dumps the kernel filters to its
+# ifindex (addresses, routes, FDB) and from its own root and ingress qdiscs
+fallback "an address on the host side" "ip addr add 192.0.2.65/32 dev @HV@" \
+	"its host side @HV@: it has address 192.0.2.65/32"
+fallback "a route through the host side" "ip route add 198.51.100.0/24 dev @HV@ proto static" \
+	"its host side @HV@: a route goes through it (protocol 4)"
+fallback "a clsact qdisc on the host side" "tc qdisc add dev @HV@ clsact" "its host side @HV@: it has a qdisc configured"
+# ... and the host's other links, with all of that, are not looked at: a
+# veth with addresses, routes and qdiscs, another port of the same bridge
+# with a static FDB entry
+ip link add nsh65d0 type veth peer name nsh65d1 && ip link set nsh65d0 up && ip link add nsh65p0 type veth peer name nsh65p1 &&
+	ip link set nsh65p0 master "$BR" up || fail "cannot make the other links"
+on_exit "ip link del nsh65d0 2>/dev/null; ip link del nsh65p0 2>/dev/null"
+ip addr add 192.0.2.66/32 dev nsh65d0 && ip route add 198.51.100.0/24 dev nsh65d0 proto static &&
+	tc qdisc add dev nsh65d0 root handle 1: htb && tc qdisc add dev nsh65d0 clsact &&
+	bridge fdb add 02:00:00:00:65:02 dev nsh65p0 master static || fail "cannot configure the other links"
+make_bridged
+before=$(ifindex)
+out=$(engine thread)
+assert_contains "$out" "(recreated eth0)" "the host's other links with addresses, routes, qdiscs, FDB entries: eth0's pair still recreated"
+assert_eq 4096 "$(tcp_of)" "... sized"
+[ "$(ifindex)" != "$before" ] && pass "... a new host side" || fail "... the host side is still $before"
+ip link del nsh65d0
+ip link del nsh65p0
+ip netns del "$U"
 
 # a failure after the pair was recreated (a second mount of P under the
 # first, found only at the swap): undone, the new pair deleted, the old

@@ -46,6 +46,28 @@ assert_cni_ok_silent() {
 	if [ "$CNI_RC" -eq 0 ] && [ -z "$CNI_OUT" ]; then pass "$1"; else fail "$1 (rc $CNI_RC, stdout: $CNI_OUT, stderr: $CNI_ERR)"; fi
 }
 
+# cni_pod_cgroup NAME: a cgroup as kubelet makes one for a pod, in the
+# memory hierarchy (where the plugin resolves runtimeConfig.cgroupPath:
+# /sys/fs/cgroup/memory on cgroup v1, /sys/fs/cgroup on v2), under this
+# test's own cgroup there.  Sets CNI_MEMROOT, CNI_PODCG (the cgroupPath:
+# relative to CNI_MEMROOT, for NAME pod<uid> the pod's K8S_POD_UID is
+# <uid>) and CNI_PODCG_DIR; at exit the processes left in it go back to
+# ours and the cgroups are removed.
+cni_pod_cgroup() {
+	local own v1=1
+	CNI_MEMROOT=/sys/fs/cgroup/memory
+	if [ ! -e "$CNI_MEMROOT/cgroup.procs" ]; then
+		CNI_MEMROOT=/sys/fs/cgroup v1=0
+		grep -qw memory "$CNI_MEMROOT/cgroup.controllers" 2>/dev/null ||
+			cannot_run "no memory cgroup hierarchy (cgroup v1 /sys/fs/cgroup/memory, or v2 with the memory controller)"
+	fi
+	own=$(awk -F: -v v1=$v1 '(v1 && $2 == "memory") || (!v1 && $1 == "0") {print $3}' /proc/self/cgroup)
+	CNI_PODCG=${own%/}/nshash-$T_NAME-$$/$1
+	CNI_PODCG_DIR=$CNI_MEMROOT$CNI_PODCG
+	mkdir -p "$CNI_PODCG_DIR" || cannot_run "cannot create the cgroup $CNI_PODCG_DIR"
+	on_exit "for p in \$(find '$CNI_PODCG_DIR' -name cgroup.procs -exec cat {} +); do echo \$p >'$CNI_MEMROOT$own/cgroup.procs'; done; find '$CNI_PODCG_DIR' -depth -type d -exec rmdir {} \\;; rmdir '${CNI_PODCG_DIR%/*}' 2>/dev/null"
+}
+
 # A netns pinned the way containerd/CRI-O do (empty, lo down), at DIR/NAME.
 cni_pin_netns() {
 	touch "$1" && unshare --net="$1" true

@@ -26,7 +26,7 @@ static struct {
 	int replace_errnum;	       /* 0 = replace succeeds with the requested sizes */
 	long replace_tcp, replace_udp; /* what the replacement netns has (0 = as requested) */
 	bool replace_invisible;	       /* the path still shows the old netns afterwards */
-	int pid_calls;		       /* occupancy reports occ.pid only on its first pid_calls calls (-1: always) */
+	int occupancy_cgroup_fd;       /* the cgroup fd the last occupancy look was given */
 	int n_classify, n_inspect, n_occupancy, n_probe, n_replace;
 	struct nshash_create_opts replace_opts;
 	struct nshash_netns_info created;
@@ -39,7 +39,7 @@ static void mock_reset(void)
 	m.tcp = -262144;
 	m.udp = -16384;
 	m.tcp_knob = m.udp_knob = m.caps = true;
-	m.pid_calls = -1;
+	m.occupancy_cgroup_fd = -2;
 }
 
 static int mock_classify(const char *path, enum nshash_path_kind *kind, char *detail, size_t len,
@@ -64,14 +64,13 @@ static int mock_inspect(const char *path, struct nshash_netns_info *info, struct
 	return 0;
 }
 
-static int mock_occupancy(const char *path, struct nshash_occupancy *occ, struct nshash_error *err)
+static int mock_occupancy(const char *path, int cgroup_fd, struct nshash_occupancy *occ, struct nshash_error *err)
 {
 	(void)path;
 	(void)err;
 	m.n_occupancy++;
+	m.occupancy_cgroup_fd = cgroup_fd;
 	*occ = m.occ;
-	if (m.pid_calls >= 0 && m.n_occupancy > m.pid_calls)
-		occ->pid = 0;
 	return 0;
 }
 
@@ -571,7 +570,7 @@ static void test_add_not_resizable(void **state)
 	     "it is a process's netns, created by the runtime with the container already inside"},
 	    {NSHASH_PATH_LINK, "/run/netns/real", 0, 0, "", "it is a symbolic link (to /run/netns/real)"},
 	    {NSHASH_PATH_PIN, NULL, 1, 0, "", "it already has interfaces besides lo (eth0); place nshash first"},
-	    {NSHASH_PATH_PIN, NULL, 0, 4242, "", "process 4242 (pause) already lives in it"},
+	    {NSHASH_PATH_PIN, NULL, 0, 4242, "", "process 4242 (pause) of the pod's cgroup already lives in it"},
 	    {NSHASH_PATH_PIN, NULL, 0, 0,
 	     ",\"prevResult\":{\"cniVersion\":\"1.0.0\",\"interfaces\":[{\"name\":\"br0\"},{\"name\":\"eth0\","
 	     "\"sandbox\":\"/run/netns/cni-1\"}]}",
@@ -605,31 +604,26 @@ static void test_add_not_resizable(void **state)
 	}
 }
 
-static void test_add_waits_for_a_passing_process(void **state)
+/* A process of the pod found inside is refused at once: the look is
+ * confined to the pod's cgroup, where no plugin of a parallel network
+ * passes through (they run in the runtime's), so there is nothing to wait
+ * for; and without a pod cgroup (these operations: no runtimeConfig) no
+ * process is looked for at all, only the interfaces. */
+static void test_add_process_refused_at_once(void **state)
 {
 	(void)state;
-	struct nsh_cni_ops ops = mock_ops;
-	ops.process_grace_ms = 100;
 	struct nsh_cni_env env = {.command = "ADD", .containerid = "c", .netns = "/run/netns/p", .ifname = "eth0"};
 	const char *c = CONF("1.0.0", ",\"tcp\":4096");
-
-	mock_reset(); /* a parallel plugin (containerd's loopback) leaves after 2 looks */
-	m.occ.pid = 77;
-	m.pid_calls = 2;
-	nsh_cni_output_free(&out);
-	nsh_cni_run(&env, c, strlen(c), &ops, test_node(), &out);
-	expect_output("{\"cniVersion\":\"1.0.0\"}");
-	assert_int_equal(m.n_replace, 1);
-	assert_non_null(strstr(out.log, "waited 20 ms for a process to leave /run/netns/p"));
-
-	mock_reset(); /* one that stays: refused after the grace time */
+	mock_reset();
 	m.occ.pid = 77;
 	snprintf(m.occ.comm, sizeof(m.occ.comm), "sleep");
 	nsh_cni_output_free(&out);
-	nsh_cni_run(&env, c, strlen(c), &ops, test_node(), &out);
-	expect_error(100, "process 77 (sleep) already lives in it (still after 100 ms)");
-	assert_int_equal(m.n_occupancy, 11);
+	nsh_cni_run(&env, c, strlen(c), &mock_ops, test_node(), &out);
+	expect_error(100, "process 77 (sleep) of the pod's cgroup already lives in it; a netns can be replaced only "
+			  "before anything joins it (the runtime started the pod's sandbox before ADD)");
+	assert_int_equal(m.n_occupancy, 1);
 	assert_int_equal(m.n_replace, 0);
+	assert_int_equal(m.occupancy_cgroup_fd, -1);
 }
 
 static void test_add_bad_netns(void **state)
@@ -871,7 +865,7 @@ int main(void)
 	    cmocka_unit_test(test_add_replaces_empty_pin),
 	    cmocka_unit_test(test_add_already_sized),
 	    cmocka_unit_test(test_add_not_resizable),
-	    cmocka_unit_test(test_add_waits_for_a_passing_process),
+	    cmocka_unit_test(test_add_process_refused_at_once),
 	    cmocka_unit_test(test_add_bad_netns),
 	    cmocka_unit_test(test_add_kernel),
 	    cmocka_unit_test(test_check),

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The CNI ADD's look for a process inside CNI_NETNS, confined to one
+ * cgroup subtree (nsh_cgroup_netns_user): the thread lists (cgroup.threads,
+ * tasks) of every cgroup below it read, this process's own threads left
+ * out, a tid split across reads still found, garbage ignored, the bounds
+ * refused as "not proven" (-E2BIG).  A directory tree of the test's own
+ * stands for the cgroup file system: the walk reads files, the netns
+ * comes from /proc/TID/ns/net of real processes (a child in the test's own
+ * netns: found; looked for in another inode: not). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "internal.h"
+
+static char root[PATH_MAX];
+static int rootfd = -1;
+static pid_t child = -1;
+static uint64_t own_ino;
+
+static void put(const char *rel, const char *text)
+{
+	char p[PATH_MAX * 2];
+	snprintf(p, sizeof(p), "%s/%s", root, rel);
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	assert_int_equal(fclose(f), 0);
+}
+
+static void dir(const char *rel)
+{
+	char p[PATH_MAX * 2];
+	snprintf(p, sizeof(p), "%s/%s", root, rel);
+	assert_int_equal(mkdir(p, 0700), 0);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(root, sizeof(root), "/tmp/nshash-test-scan.XXXXXX");
+	if (!mkdtemp(root))
+		return -1;
+	rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct stat st;
+	if (rootfd < 0 || stat("/proc/self/ns/net", &st) < 0)
+		return -1;
+	own_ino = st.st_ino;
+	child = fork();
+	if (child == 0) {
+		pause();
+		_exit(0);
+	}
+	return child > 0 ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	if (child > 0) {
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+	}
+	if (rootfd >= 0)
+		close(rootfd);
+	char cmd[PATH_MAX + 16];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* A fresh tree for each case. */
+static void fresh(void)
+{
+	char cmd[PATH_MAX + 32];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'/*", root);
+	assert_int_equal(system(cmd), 0);
+}
+
+static void test_found_below(void **state)
+{
+	(void)state;
+	fresh();
+	char text[64];
+	/* this process and its thread: never reported */
+	snprintf(text, sizeof(text), "%d\n%ld\n", (int)getpid(), (long)syscall(SYS_gettid));
+	put("tasks", text);
+	dir("a");
+	put("a/cgroup.threads", "garbage\n-5\n0\n99999999999999\n");
+	dir("a/b");
+	snprintf(text, sizeof(text), "%d\n", (int)child);
+	put("a/b/cgroup.threads", text);
+	assert_int_equal(nsh_cgroup_netns_user(rootfd, own_ino), child);
+	assert_int_equal(nsh_cgroup_netns_user(rootfd, own_ino + 1), 0); /* another netns: nobody */
+}
+
+static void test_own_only(void **state)
+{
+	(void)state;
+	fresh();
+	char text[64];
+	snprintf(text, sizeof(text), "%d\n", (int)getpid());
+	put("cgroup.threads", text);
+	dir("empty");
+	assert_int_equal(nsh_cgroup_netns_user(rootfd, own_ino), 0);
+}
+
+/* A tid whose line crosses the reader's 4096-byte buffer. */
+static void test_split_line(void **state)
+{
+	(void)state;
+	fresh();
+	char *text = malloc(8192);
+	assert_non_null(text);
+	size_t n = 0;
+	while (n < 4093)
+		n += (size_t)sprintf(text + n, "%s\n", n + 11 < 4093 ? "999999999" : "x");
+	n += (size_t)sprintf(text + n, "%d\n", (int)child);
+	put("tasks", text);
+	free(text);
+	assert_int_equal(nsh_cgroup_netns_user(rootfd, own_ino), child);
+}
+
+static void test_bounds(void **state)
+{
+	(void)state;
+	fresh(); /* more threads than looked at: nothing proven */
+	FILE *f;
+	char p[PATH_MAX * 2];
+	snprintf(p, sizeof(p), "%s/tasks", root);
+	assert_non_null(f = fopen(p, "w"));
+	for (int i = 0; i <= NSH_CGROUP_MAX_THREADS; i++)
+		fprintf(f, "%d\n", (int)getpid());
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(nsh_cgroup_netns_user(rootfd, own_ino), -E2BIG);
+
+	fresh(); /* exactly at the bound: looked at whole */
+	assert_non_null(f = fopen(p, "w"));
+	for (int i = 1; i < NSH_CGROUP_MAX_THREADS; i++)
+		fprintf(f, "%d\n", (int)getpid());
+	fprintf(f, "%d\n", (int)child);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(nsh_cgroup_netns_user(rootfd, own_ino), child);
+
+	fresh(); /* deeper than the bound */
+	char rel[PATH_MAX] = "";
+	for (int i = 0; i <= NSH_CGROUP_MAX_DEPTH; i++) {
+		strcat(rel, i ? "/d" : "d");
+		dir(rel);
+	}
+	assert_int_equal(nsh_cgroup_netns_user(rootfd, own_ino), -E2BIG);
+
+	fresh(); /* more cgroups than the bound */
+	for (int i = 0; i <= NSH_CGROUP_MAX_DIRS; i++) {
+		snprintf(rel, sizeof(rel), "c%d", i);
+		dir(rel);
+	}
+	assert_int_equal(nsh_cgroup_netns_user(rootfd, own_ino), -E2BIG);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_found_below),
+	    cmocka_unit_test(test_own_only),
+	    cmocka_unit_test(test_split_line),
+	    cmocka_unit_test(test_bounds),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
