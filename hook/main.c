@@ -188,24 +188,25 @@ static int precreate(const struct nsh_policy *policy, const char *in, size_t len
 static void drop_joined_pin(const struct nsh_policy *policy, const struct nsh_oci_state *st)
 {
 	struct nshash_error err = {0};
-	char pin[4096], proc[64];
+	char name[256], pin[4096], proc[64];
 	struct stat a, b;
 
-	if (!st->request.pin[0] || nsh_oci_pin_path(policy, st->request.pin, pin, sizeof(pin), &err) < 0 ||
-	    nshash_pin_is_netns(pin, &err) != 1)
+	/* the pin nshash recorded in the bundle (with its netns path), never
+	 * a name the annotations give */
+	if (nsh_oci_state_pin(st, policy, name, sizeof(name), &err) < 0 || !name[0] ||
+	    nsh_oci_pin_path(policy, name, pin, sizeof(pin), &err) < 0 || nshash_pin_is_netns(pin, &err) != 1)
 		return;
 	snprintf(proc, sizeof(proc), "/proc/%d/ns/net", (int)st->pid);
 	if (stat(pin, &a) < 0 || stat(proc, &b) < 0 || a.st_ino != b.st_ino || a.st_dev != b.st_dev)
 		return; /* not this container's netns: poststop or gc decides */
 	/* The one process known to use it is this container's init, and the
-	 * pin is the one nshash recorded for it (the state parse trusts it
-	 * only with the bundle's netns path to it): unlike poststop's cleanup,
+	 * pin is the one nshash recorded for it: unlike poststop's cleanup,
 	 * that use is no reason to keep the path. */
 	if (nshash_pin_remove(pin, &err) < 0)
 		nsh_log(NSH_LOG_WARN, st->id, "%s", err.msg);
 	else
 		nsh_log(NSH_LOG_INFO, st->id, "removed pin %s/pins/%s (the container's init holds the netns)",
-			policy->state_dir, st->request.pin);
+			policy->state_dir, name);
 }
 
 static int verify(const struct nsh_policy *policy, const struct nsh_oci_state *st)

@@ -37,11 +37,15 @@ static int bundle_read(const char *bundle, struct nsh_oci_request *req, char *ne
 	return r;
 }
 
-/* The request of a state: its annotations.  The bundle is read when the
- * state has none (older runtimes) and when they ask for sizes, for the pin
- * and the netns path nshash wrote there (podman hands hooks its own copy of
- * the annotations, not the config the precreate hook returned); for
- * nothing else. */
+/* The request of a state: its annotations, then what was decided.  The
+ * bundle is read whenever there is one: podman hands hooks its own copy of
+ * the annotations, not the config the precreate hook returned, and that
+ * config (the bundle's) holds the pin and netns path nshash wrote, and the
+ * sizes it decided (transform.c): as numbers where `auto` or a default
+ * decided a protocol, so `io.nshash.tcp=0` under defaultUdp, and a
+ * container that asked nothing but got the defaults, are verified on what
+ * they got.  Checked as it is, never decided again (a bundle that still
+ * says auto: nothing decided). */
 static int state_request(struct json_object *doc, struct nsh_oci_state *state, struct nshash_error *err)
 {
 	struct json_object *ann = NULL;
@@ -54,23 +58,26 @@ static int state_request(struct json_object *doc, struct nsh_oci_state *state, s
 		if (r < 0)
 			return nshash_error_prefix(err, "state of %s", state->id);
 	}
-	if (!state->bundle[0] || (has_ann && !state->request.present && !state->request.pin[0]))
+	if (!state->bundle[0])
 		return 0;
+	bool asked = !has_ann || state->request.present || state->request.pin[0];
 	struct nsh_oci_request breq;
 	r = bundle_read(state->bundle, &breq, state->bundle_netns, sizeof(state->bundle_netns), err);
+	if (r < 0 && !asked) {
+		state->bundle_netns[0] = '\0';
+		return 0; /* asked nothing: an unreadable bundle leaves nothing to verify */
+	}
 	if (r == -ENOENT && has_ann)
 		return 0; /* the bundle is gone already: the state's annotations are all there is */
 	if (r < 0)
 		return nshash_error_prefix(err, "state of %s: bundle", state->id);
 	memcpy(state->bundle_pin, breq.pin, sizeof(breq.pin));
-	/* `auto` in podman's copy of the annotations: what the precreate hook
-	 * (or nshash-runtime) decided is in the config it handed on, the
-	 * bundle's (transform.c, annotate_decided): the sizes as numbers, or no
-	 * io.nshash.tcp/udp when it sized nothing.  Checked as it is, never
-	 * decided again (a bundle that still says auto: nothing decided) */
+	/* nshash's pin in the bundle: the bundle has the decision; else (or no
+	 * annotations in the state: an older runtime) the bundle's request */
 	bool is_auto = state->request.auto_tcp || state->request.auto_udp;
-	if (!has_ann || is_auto) {
+	if (!has_ann || is_auto || (breq.pin[0] && breq.present)) {
 		state->request.present = breq.present;
+		memcpy(state->request.said, breq.said, sizeof(breq.said));
 		state->request.sizes = breq.sizes;
 		state->request.auto_tcp = breq.auto_tcp;
 		state->request.auto_udp = breq.auto_udp;

@@ -120,6 +120,21 @@ rc=$?
 assert_eq "0 2048 -$(cat /proc/sys/net/ipv4/udp_hash_entries) 1" "$rc $out" "auto for tcp only: started, udp shared"
 assert_eq "verified pid N: requested tcp=2048 udp=0, effective tcp=2048 udp=-$(cat /proc/sys/net/ipv4/udp_hash_entries)" "$(verified)" "... verified so"
 pins_gone && pass "auto + the verify hook: no pin left" || fail "auto + the verify hook: pins left: $(ls "$S/pins")"
+# a protocol the annotations leave to the node's defaults is verified on
+# the size the default gave (docs/sizing.md: per protocol); was refused as
+# "requested tcp=0 udp=0" (podman's copy of the annotations names tcp only)
+engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/nshash.log\", \"defaultTcp\": 4096, \"defaultUdp\": 1024}"
+: >"$D/nshash.log"
+out=$(podman run --rm --network none --annotation io.nshash.tcp=0 $IMG sh -c "$SHOW" 2>&1)
+assert_eq "0 -$(cat /proc/sys/net/ipv4/tcp_ehash_entries) 1024 1" "$? $out" \
+	"tcp=0 under defaults 4096/1024 + the verify hook: started, tcp shared, udp from the default"
+assert_eq "verified pid N: requested tcp=0 udp=1024, effective tcp=-$(cat /proc/sys/net/ipv4/tcp_ehash_entries) udp=1024" \
+	"$(verified)" "... verified against the per-protocol decision"
+: >"$D/nshash.log"
+out=$(podman run --rm --network none --annotation io.nshash.udp=512 $IMG sh -c "$SHOW" 2>&1)
+assert_eq "0 4096 512 1" "$? $out" "udp=512 under defaults 4096/1024 + the verify hook: tcp from the default"
+assert_eq "verified pid N: requested tcp=4096 udp=512, effective tcp=4096 udp=512" "$(verified)" "... verified so"
+pins_gone && pass "defaults + the verify hook: no pin left" || fail "defaults + the verify hook: pins left: $(ls "$S/pins")"
 engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/nshash.log\"}"
 sed -i "s|hooks_dir = \\[\"$D/hooks-verify\"\\]|hooks_dir = [\"$D/hooks\"]|" "$CONTAINERS_CONF"
 

@@ -553,6 +553,32 @@ static void test_state_bundle(void **state)
 	snprintf(s, sizeof(s), "{\"id\":\"c1\",\"pid\":7,\"bundle\":\"%s\"}", dir);
 	assert_int_equal(nsh_oci_state_parse(s, strlen(s), &st, &err), 0);
 	assert_int_equal(st.request.sizes.udp, 1024);
+	/* podman's copy names tcp=0 only; the bundle, with nshash's pin, has
+	 * what was decided (udp from the node's default): that is checked */
+	f = fopen(path, "w");
+	fputs("{\"annotations\":{\"io.nshash.tcp\":\"0\",\"io.nshash.udp\":\"1024\",\"io.nshash.pin\":\"oci-1\"}}",
+	      f);
+	fclose(f);
+	snprintf(s, sizeof(s), "{\"id\":\"c1\",\"pid\":7,\"bundle\":\"%s\",\"annotations\":{\"io.nshash.tcp\":\"0\"}}",
+		 dir);
+	assert_int_equal(nsh_oci_state_parse(s, strlen(s), &st, &err), 0);
+	assert_true(st.request.present);
+	assert_int_equal(st.request.sizes.tcp, 0);
+	assert_int_equal(st.request.sizes.udp, 1024);
+	/* a bundle without nshash's pin: the state's own annotations stand */
+	f = fopen(path, "w");
+	fputs("{\"annotations\":{\"io.nshash.tcp\":\"0\",\"io.nshash.udp\":\"1024\"}}", f);
+	fclose(f);
+	assert_int_equal(nsh_oci_state_parse(s, strlen(s), &st, &err), 0);
+	assert_int_equal(st.request.sizes.udp, 0);
+	/* asked nothing in the state, a bundle that is not JSON: nothing to verify */
+	f = fopen(path, "w");
+	fputs("{", f);
+	fclose(f);
+	snprintf(s, sizeof(s), "{\"id\":\"c1\",\"pid\":7,\"bundle\":\"%s\",\"annotations\":{\"a\":\"b\"}}", dir);
+	assert_int_equal(nsh_oci_state_parse(s, strlen(s), &st, &err), 0);
+	assert_false(st.request.present);
+	assert_string_equal(st.bundle_pin, "");
 	unlink(path);
 	rmdir(dir);
 }
