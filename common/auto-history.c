@@ -223,43 +223,115 @@ static size_t line_bytes(const struct nsh_history_entry *e)
 	return nsh_workload_show(e->key, ek, sizeof(ek)) + 2 /* "w " */ + 5 * 21 + 1;
 }
 
+/* The scope of a key, "FRONTEND:SCOPE" (up to its second ':'; a key
+ * without one is its own scope): what a tenant cannot choose. */
+static size_t scope_len(const char *key)
+{
+	const char *c = strchr(key, ':');
+	if (c)
+		c = strchr(c + 1, ':');
+	return c ? (size_t)(c - key) : strlen(key);
+}
+
+static int by_scope(const void *a, const void *b)
+{
+	const struct nsh_history_entry *const *x = a, *const *y = b;
+	size_t lx = scope_len((*x)->key), ly = scope_len((*y)->key);
+	int c = memcmp((*x)->key, (*y)->key, lx < ly ? lx : ly);
+	return c ? c : lx < ly ? -1 : lx > ly ? 1 : 0;
+}
+
+/* scope[i]: a number for entry i's scope; count[scope]: its entries */
+static int scopes_count(const struct nsh_history *h, size_t *scope, size_t *count)
+{
+	const struct nsh_history_entry **by = malloc(h->n * sizeof(*by));
+	if (!by)
+		return -1;
+	for (size_t i = 0; i < h->n; i++)
+		by[i] = &h->v[i];
+	qsort(by, h->n, sizeof(*by), by_scope);
+	size_t id = 0;
+	for (size_t i = 0; i < h->n; i++) {
+		if (i > 0 && by_scope(&by[i - 1], &by[i]) != 0)
+			id++;
+		scope[by[i] - h->v] = id;
+		count[id] = 0;
+	}
+	for (size_t i = 0; i < h->n; i++)
+		count[scope[i]]++;
+	free(by);
+	return 0;
+}
+
+/* The entry to drop next among those alive: what taught nothing (a peak
+ * of 0) before what was learned; within that, from the scope holding the
+ * most entries, its least recently seen (h->v is most recent first). */
+static size_t evict_pick(const struct nsh_history *h, const bool *alive, const size_t *scope, const size_t *count)
+{
+	bool any_unlearned = false;
+	for (size_t i = 0; i < h->n && !any_unlearned; i++)
+		any_unlearned = alive[i] && !learned(&h->v[i]);
+	size_t most = 0;
+	for (size_t i = 0; i < h->n; i++)
+		if (alive[i] && learned(&h->v[i]) != any_unlearned && count[scope[i]] > most)
+			most = count[scope[i]];
+	for (size_t i = h->n; i-- > 0;)
+		if (alive[i] && learned(&h->v[i]) != any_unlearned && count[scope[i]] == most)
+			return i;
+	return h->n; /* not reached while something is alive */
+}
+
 size_t nsh_history_evict(struct nsh_history *h, size_t max)
 {
 	if (h->n > 1)
 		qsort(h->v, h->n, sizeof(*h->v), by_seen_desc);
-	/* Fair to what was learned: entries with nothing learned (a peak of 0,
-	 * what every short-lived `auto` pod leaves, with a workload name its
-	 * tenant chose) go first, least recently seen first; then learned ones,
-	 * least recently seen first.  And within NSH_HISTORY_MAX_BYTES, so that
-	 * the file written always loads (2048 entries of the longest keys
-	 * would not fit). */
-	size_t keep_learned = 0, keep_other = 0, bytes = sizeof(NSH_HISTORY_MAGIC) + 1;
+	/* Fair to what was learned and to other tenants: entries with nothing
+	 * learned (a peak of 0, what every short-lived `auto` pod leaves, with a
+	 * workload name its tenant chose) go first, then learned ones; each
+	 * time from the scope (FRONTEND:SCOPE, docs/auto.md) that holds the
+	 * most entries, its least recently seen first, so that a tenant who
+	 * churns workloads in its namespace evicts its own.  And within
+	 * NSH_HISTORY_MAX_BYTES, so that the file written always loads (2048
+	 * entries of the longest keys would not fit). */
+	size_t n_alive = h->n, bytes = sizeof(NSH_HISTORY_MAGIC) + 1;
 	for (size_t i = 0; i < h->n; i++)
-		if (learned(&h->v[i]) && keep_learned < max && bytes + line_bytes(&h->v[i]) <= NSH_HISTORY_MAX_BYTES) {
-			keep_learned++;
-			bytes += line_bytes(&h->v[i]);
-		}
-	for (size_t i = 0; i < h->n; i++)
-		if (!learned(&h->v[i]) && keep_learned + keep_other < max &&
-		    bytes + line_bytes(&h->v[i]) <= NSH_HISTORY_MAX_BYTES) {
-			keep_other++;
-			bytes += line_bytes(&h->v[i]);
-		}
-	if (keep_learned + keep_other == h->n)
+		bytes += line_bytes(&h->v[i]);
+	if (n_alive <= max && bytes <= NSH_HISTORY_MAX_BYTES)
 		return 0;
-	/* keep, in order (most recently seen first), the first keep_learned
-	 * learned entries and the first keep_other others */
-	size_t o = 0, kl = 0, ko = 0;
-	for (size_t i = 0; i < h->n; i++) {
-		bool l = learned(&h->v[i]);
-		if ((l && kl < keep_learned) || (!l && ko < keep_other)) {
-			kl += l;
-			ko += !l;
-			h->v[o++] = h->v[i];
-		}
+	bool *alive = malloc(h->n * sizeof(*alive));
+	size_t *scope = malloc(h->n * sizeof(*scope)), *count = malloc(h->n * sizeof(*count));
+	if (!alive || !scope || !count || scopes_count(h, scope, count) < 0) {
+		/* no memory for fairness: the least recently seen go */
+		free(alive);
+		free(scope);
+		free(count);
+		size_t keep = h->n;
+		while (keep > 0 && (keep > max || bytes > NSH_HISTORY_MAX_BYTES))
+			bytes -= line_bytes(&h->v[--keep]);
+		size_t gone = h->n - keep;
+		h->n = keep;
+		return gone;
 	}
+	for (size_t i = 0; i < h->n; i++)
+		alive[i] = true;
+	while (n_alive > 0 && (n_alive > max || bytes > NSH_HISTORY_MAX_BYTES)) {
+		size_t i = evict_pick(h, alive, scope, count);
+		if (i >= h->n)
+			break;
+		alive[i] = false;
+		count[scope[i]]--;
+		bytes -= line_bytes(&h->v[i]);
+		n_alive--;
+	}
+	size_t o = 0;
+	for (size_t i = 0; i < h->n; i++)
+		if (alive[i])
+			h->v[o++] = h->v[i];
 	size_t gone = h->n - o;
 	h->n = o;
+	free(alive);
+	free(scope);
+	free(count);
 	return gone;
 }
 

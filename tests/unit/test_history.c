@@ -552,6 +552,29 @@ static void test_hostile_history(void **state)
 	assert_string_equal(h.v[0].key, "churn5"); /* the newest unlearned one stays, order kept */
 	nsh_history_free(&h);
 
+	/* a tenant churning learned workloads in its namespace evicts its own:
+	 * cni:b's 2 older entries stay, cni:a's 2 oldest go */
+	memset(&h, 0, sizeof(h));
+	for (int i = 0; i < 2; i++) {
+		snprintf(k, sizeof(k), "cni:b:pod=victim%d", i);
+		assert_int_equal(nsh_history_sample(&h, k, 700, 100, 1000 + i, &err), 0);
+	}
+	for (int i = 0; i < 6; i++) {
+		snprintf(k, sizeof(k), "cni:a:w=churn%d", i);
+		assert_int_equal(nsh_history_sample(&h, k, 300, 100, 5000 + i, &err), 0);
+	}
+	assert_int_equal(nsh_history_evict(&h, 6), 2);
+	assert_non_null(nsh_history_find(&h, "cni:b:pod=victim0"));
+	assert_non_null(nsh_history_find(&h, "cni:b:pod=victim1"));
+	assert_null(nsh_history_find(&h, "cni:a:w=churn0"));
+	assert_null(nsh_history_find(&h, "cni:a:w=churn1"));
+	assert_string_equal(h.v[0].key, "cni:a:w=churn5"); /* order kept */
+	/* unlearned before learned still, whatever the scope */
+	assert_int_equal(nsh_history_sample(&h, "cni:b:w=new", 0, 0, 9000, &err), 0);
+	assert_int_equal(nsh_history_evict(&h, 6), 1);
+	assert_null(nsh_history_find(&h, "cni:b:w=new"));
+	nsh_history_free(&h);
+
 	/* 2048 entries of the longest keys: more than 2 MiB as lines; trimmed
 	 * to fit, and the file written loads (it was thrown away whole) */
 	char dir[] = "/tmp/nshash-unit-history-XXXXXX";
