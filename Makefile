@@ -93,6 +93,7 @@ RUNTIME_OBJS := $(call obj,$(filter-out runtime/main.c,$(sort $(wildcard runtime
 CNI_OBJS := $(call obj,$(filter-out cni/main.c,$(sort $(wildcard cni/*.c))))
 CMD_OBJS := $(call obj,$(filter-out cmd/nshash.c,$(sort $(wildcard cmd/*.c))))
 K8S_OBJS := $(call obj,$(sort $(wildcard k8s/*.c)))
+NETAVARK_OBJS := $(call obj,$(filter-out netavark/main.c,$(sort $(wildcard netavark/*.c))))
 
 BINS := $(B)/nshash $(B)/nshash-hook $(B)/nshash-runtime $(B)/cni/nshash $(B)/nshash-cni-install $(B)/netavark/netavark
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
@@ -287,9 +288,9 @@ $(B)/obj/runtime/%.o: runtime/%.c $(wildcard runtime/*.h oci/*.h common/*.h lib/
 $(B)/obj/cni/%.o: cni/%.c $(wildcard cni/*.h common/*.h lib/nshash.h lib/shared.h) | pkgconfig-check
 	@mkdir -p $(@D)
 	$(COMPILE) -Icommon -Icni -c -o $@ $<
-$(B)/obj/netavark/%.o: netavark/%.c $(wildcard common/*.h lib/nshash.h lib/shared.h) | pkgconfig-check
+$(B)/obj/netavark/%.o: netavark/%.c $(wildcard netavark/*.h common/*.h lib/nshash.h lib/shared.h) | pkgconfig-check
 	@mkdir -p $(@D)
-	$(COMPILE) -Icommon -c -o $@ $<
+	$(COMPILE) -Icommon -Inetavark -c -o $@ $<
 $(B)/obj/cmd/%.o: cmd/%.c $(wildcard cmd/*.h common/*.h lib/nshash.h lib/shared.h) | pkgconfig-check
 	@mkdir -p $(@D)
 	$(COMPILE) -Icommon -Icmd -c -o $@ $<
@@ -325,7 +326,7 @@ $(B)/cni/nshash: $(call obj,cni/main.c) $(CNI_OBJS) $(FRONT_LIBS)
 	$(LINK) -o $@ $^ $(BIN_LDLIBS)
 # podman's netavark front-end (docs/networks.md): installed as `netavark`
 # into NETAVARKDIR, which the containers.conf drop-in lists first.
-$(B)/netavark/netavark: $(call obj,netavark/main.c) $(FRONT_LIBS)
+$(B)/netavark/netavark: $(call obj,netavark/main.c) $(NETAVARK_OBJS) $(FRONT_LIBS)
 	@mkdir -p $(@D)
 	$(LINK) -o $@ $^ $(BIN_LDLIBS)
 # The Kubernetes installer runs in a FROM-scratch image: static like the plugin.
@@ -364,6 +365,9 @@ $(B)/tests/test_history: tests/unit/test_history.c $(FRONT_LIBS)
 $(B)/tests/test_hostile: tests/unit/test_hostile.c $(HOOK_OBJS) $(OCI_OBJS) $(CNI_OBJS) $(FRONT_LIBS)
 	@mkdir -p $(@D)
 	$(LINK) $(NSH_CPPFLAGS) $(CPPFLAGS) $(UNIT_INC) -o $@ $^ $(LDLIBS) -lcmocka
+$(B)/tests/test_netavark: tests/unit/test_netavark.c $(NETAVARK_OBJS) $(FRONT_LIBS)
+	@mkdir -p $(@D)
+	$(LINK) $(NSH_CPPFLAGS) $(CPPFLAGS) $(UNIT_INC) -Inetavark -o $@ $^ $(LDLIBS) -lcmocka
 $(B)/tests/test_serve: tests/unit/test_serve.c $(call obj,cmd/http.c) $(FRONT_LIBS)
 	@mkdir -p $(@D)
 	$(LINK) $(NSH_CPPFLAGS) $(CPPFLAGS) $(UNIT_INC) -Icmd -o $@ $^ $(LDLIBS) -lcmocka
@@ -490,7 +494,7 @@ uninstall:
 	$(if $(DESTDIR),,ldconfig)
 
 format:
-	clang-format -i lib/*.[ch] common/*.[ch] cmd/*.[ch] oci/*.[ch] hook/*.[ch] runtime/*.[ch] cni/*.[ch] k8s/*.[ch] netavark/*.c $(wildcard tests/unit/*.c tests/fuzz/*.[ch] bench/*.c)
+	clang-format -i lib/*.[ch] common/*.[ch] cmd/*.[ch] oci/*.[ch] hook/*.[ch] runtime/*.[ch] cni/*.[ch] k8s/*.[ch] netavark/*.[ch] $(wildcard tests/unit/*.c tests/fuzz/*.[ch] bench/*.c)
 
 clean:
 	rm -rf build lib/*.o common/*.o cmd/*.o oci/*.o hook/*.o runtime/*.o cni/*.o k8s/*.o

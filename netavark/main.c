@@ -28,10 +28,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "netavark.h"
 
 #define NSH_NETAVARK_MAX_INPUT (4u << 20) /* the network definitions on stdin */
-#define MAX_LABEL_LEN	       10	  /* decimal digits of a size label */
 /* podman's own helper directories, after nshash's in helper_binaries_dir */
 static const char *const default_dirs = "/usr/local/libexec/podman:/usr/local/lib/podman:/usr/libexec/podman:"
 					"/usr/lib/podman";
@@ -80,213 +79,6 @@ static int find_real(char *out, size_t len)
 	return -1;
 }
 
-/* netavark's command line as nshash reads it.  Only netavark's own global
- * options are understood (netavark 1.4's -a/--aardvark-binary, -c/--config,
- * -f/--file, -r/--rootless, -h/--help, -V/--version, and netavark 1.14's
- * --firewall-driver and --plugin-directory), each in the forms clap takes
- * (--opt VALUE, --opt=VALUE, -o VALUE, -oVALUE); the subcommand, then its
- * operand (setup's and teardown's netns path) and nothing else.  Anything
- * else (an unknown option, one whose value is missing, an option after the
- * subcommand) is not understood: netavark's to judge, nshash does nothing
- * (it never sizes a path it may have misread). */
-struct cmdline {
-	bool understood;
-	const char *cmd, *netns;
-	const char *file;     /* --file's value: the input is there, not on stdin */
-	const char *rootless; /* --rootless's value, NULL when not given */
-};
-
-struct option_spec {
-	char shrt; /* 0: none */
-	const char *lng;
-	bool valued;
-};
-static const struct option_spec known_options[] = {
-    {'a', "aardvark-binary", true}, {'c', "config", true},	   {'f', "file", true},	 {'r', "rootless", true},
-    {0, "firewall-driver", true},   {0, "plugin-directory", true}, {'h', "help", false}, {'V', "version", false},
-};
-
-/* The option named by `lng` (len bytes) or, with lng NULL, by `shrt`. */
-static const struct option_spec *known_option(const char *lng, size_t len, char shrt)
-{
-	for (size_t k = 0; k < sizeof(known_options) / sizeof(known_options[0]); k++) {
-		const struct option_spec *o = &known_options[k];
-		if (lng ? strlen(o->lng) == len && !strncmp(lng, o->lng, len) : o->shrt && o->shrt == shrt)
-			return o;
-	}
-	return NULL;
-}
-
-static void parse_cmdline(int argc, char **argv, struct cmdline *c)
-{
-	memset(c, 0, sizeof(*c));
-	bool positional_only = false;
-	const char *operands[2] = {NULL, NULL};
-	int nops = 0;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (positional_only || a[0] != '-' || !strcmp(a, "-")) {
-			if (!c->cmd)
-				c->cmd = a;
-			else if (nops < 2)
-				operands[nops++] = a;
-			else
-				return; /* a third operand: not understood */
-			continue;
-		}
-		if (!strcmp(a, "--")) {
-			positional_only = true;
-			continue;
-		}
-		if (c->cmd)
-			return; /* an option of the subcommand (setup -h): netavark's */
-		const struct option_spec *o;
-		const char *value = NULL;
-		if (a[1] == '-') {
-			const char *eq = strchr(a + 2, '=');
-			o = known_option(a + 2, eq ? (size_t)(eq - (a + 2)) : strlen(a + 2), 0);
-			if (!o || (eq && !o->valued))
-				return;
-			value = eq ? eq + 1 : NULL;
-		} else {
-			o = known_option(NULL, 0, a[1]);
-			if (!o || (a[2] && !o->valued))
-				return;
-			value = a[2] ? a + 2 + (a[2] == '=') : NULL;
-		}
-		if (o->valued && !value) {
-			if (i + 1 >= argc)
-				return;
-			value = argv[++i];
-		}
-		if (o->shrt == 'f')
-			c->file = value;
-		if (o->shrt == 'r')
-			c->rootless = value;
-	}
-	if (!c->cmd)
-		return;
-	c->netns = operands[0];
-	/* setup and teardown take one operand exactly */
-	if ((!strcmp(c->cmd, "setup") || !strcmp(c->cmd, "teardown")) && (nops != 1))
-		return;
-	c->understood = true;
-}
-
-/* NETNS where podman pins a rootful container's netns: /run/netns/NAME,
- * NAME one component (podman's netns-UUID). */
-static bool under_run_netns(const char *netns)
-{
-	const char *dir = NSHASH_NETNS_RUN_DIR "/";
-	size_t n = strlen(dir);
-	if (strncmp(netns, dir, n))
-		return false;
-	const char *name = netns + n;
-	return *name && !strchr(name, '/') && strcmp(name, ".") && strcmp(name, "..");
-}
-
-/* `s` as a JSON string (json-c escapes it), cut to fit: hostile text
- * shown in a message. */
-static void quote(const char *s, char *buf, size_t len)
-{
-	json_object *o = json_object_new_string(s);
-	snprintf(buf, len, "%s",
-		 o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
-		   : "\"?\"");
-	json_object_put(o);
-}
-
-/* One size label of network `net`: absent (0, *set false), or decimal
- * digits within `cap`.  0 or 1 (message written). */
-static int label_size(json_object *labels, const char *net, const char *key, unsigned cap, unsigned *out, bool *set,
-		      char *msg, size_t mlen)
-{
-	json_object *v;
-	*out = 0;
-	*set = false;
-	if (!json_object_object_get_ex(labels, key, &v))
-		return 0;
-	*set = true;
-	if (!json_object_is_type(v, json_type_string)) {
-		snprintf(msg, mlen, "network %s: label %s is not a string", net, key);
-		return 1;
-	}
-	const char *s = json_object_get_string(v);
-	size_t n = strlen(s);
-	bool digits = n > 0 && n <= MAX_LABEL_LEN;
-	for (size_t i = 0; digits && i < n; i++)
-		digits = s[i] >= '0' && s[i] <= '9';
-	char shown[40];
-	quote(s, shown, sizeof(shown));
-	if (!digits) {
-		snprintf(msg, mlen,
-			 "network %s: label %s=%s is not a decimal number of hash buckets: "
-			 "recreate the network with e.g. --label %s=4096",
-			 net, key, shown, key);
-		return 1;
-	}
-	enum nshash_proto proto = strcmp(key, NSH_ANNOTATION_TCP) ? NSHASH_UDP : NSHASH_TCP;
-	struct nshash_error e;
-	uint32_t x;
-	if (nshash_size_parse(proto, key, s, &x, &e) < 0) {
-		snprintf(msg, mlen, "network %s: label %s", net, e.msg);
-		return 1;
-	}
-	/* the policy's caps compare what the kernel makes of it */
-	uint32_t eff = nshash_size_effective(proto, x);
-	if (eff > cap) {
-		snprintf(
-		    msg, mlen,
-		    "network %s: label %s=%s (effective %u) is above the policy's cap %u: lower it or raise the cap",
-		    net, key, s, eff, cap);
-		return 1;
-	}
-	*out = (unsigned)x;
-	return 0;
-}
-
-/* The sizes the container's networks ask for: those of the first network
- * (in podman's order) with io.nshash.* labels; another network with other
- * labelled sizes is refused.  0 (*found), or 1 (message written). */
-static int network_sizes(json_object *root, const struct nsh_policy *pol, struct nshash_sizes *sizes, bool *found,
-			 char *first, size_t flen, char *msg, size_t mlen)
-{
-	json_object *info;
-	*found = false;
-	if (!json_object_is_type(root, json_type_object) || !json_object_object_get_ex(root, "network_info", &info) ||
-	    !json_object_is_type(info, json_type_object))
-		return 0; /* not ours to judge: netavark says what is wrong */
-	json_object_object_foreach(info, name, net)
-	{
-		json_object *labels;
-		if (!json_object_is_type(net, json_type_object) || !json_object_object_get_ex(net, "labels", &labels) ||
-		    !json_object_is_type(labels, json_type_object))
-			continue;
-		char quoted[160];
-		quote(name, quoted, sizeof(quoted));
-		struct nshash_sizes s;
-		bool ts, us;
-		if (label_size(labels, quoted, NSH_ANNOTATION_TCP, pol->max.tcp, &s.tcp, &ts, msg, mlen) ||
-		    label_size(labels, quoted, NSH_ANNOTATION_UDP, pol->max.udp, &s.udp, &us, msg, mlen))
-			return 1;
-		if (!ts && !us)
-			continue;
-		if (!*found) {
-			*found = true;
-			*sizes = s;
-			snprintf(first, flen, "%s", quoted);
-		} else if (s.tcp != sizes->tcp || s.udp != sizes->udp) {
-			snprintf(msg, mlen,
-				 "networks %s (io.nshash.tcp=%u io.nshash.udp=%u) and %s (io.nshash.tcp=%u "
-				 "io.nshash.udp=%u) ask for other sizes: a netns has one pair of tables; attach "
-				 "the container to networks whose labels agree",
-				 first, sizes->tcp, sizes->udp, quoted, s.tcp, s.udp);
-			return 1;
-		}
-	}
-	return 0;
-}
-
 /* "own table of 4096" / "shared" for one protocol of `info`. */
 static const char *tables_of(long entries, char *buf, size_t len)
 {
@@ -316,7 +108,7 @@ static int size_netns(const char *netns, const struct nsh_policy *pol, struct ns
 	struct nshash_error e;
 	enum nshash_path_kind kind;
 	char detail[600];
-	if (!under_run_netns(netns)) {
+	if (!nsh_netavark_under_run_netns(netns)) {
 		snprintf(msg, mlen,
 			 "network %s asks for own hash tables, but the netns %s is not under " NSHASH_NETNS_RUN_DIR
 			 "/ (where rootful podman pins it): nshash sizes no other path",
@@ -527,7 +319,7 @@ static void shown_argv(int argc, char **argv, char *out, size_t len)
 	out[0] = '\0';
 	for (int i = 1; i < argc && at + 1 < len; i++) {
 		char q[200];
-		quote(argv[i], q, sizeof(q));
+		nsh_netavark_quote(argv[i], q, sizeof(q));
 		int n = snprintf(out + at, len - at, "%s%s", i > 1 ? " " : "", q);
 		if (n < 0)
 			break;
@@ -539,7 +331,7 @@ static void shown_argv(int argc, char **argv, char *out, size_t len)
  * line nshash reads (cl->understood), the netns sized; on one it does not,
  * nothing sized and, when the labels ask for sizes, said on stderr.  0, or
  * 1 (the setup fails: msg written). */
-static int apply_labels(const char *input, size_t len, const struct cmdline *cl, int argc, char **argv, char *msg,
+static int apply_labels(const char *input, size_t len, const struct nsh_netavark_cmdline *cl, int argc, char **argv, char *msg,
 			size_t mlen)
 {
 	json_object *root = NULL;
@@ -549,7 +341,7 @@ static int apply_labels(const char *input, size_t len, const struct cmdline *cl,
 	char note[900] = "", first[160] = "";
 	struct nshash_sizes sizes = {0, 0};
 	bool found = false;
-	int bad = network_sizes(root, &(struct nsh_policy){.max = {UINT_MAX, UINT_MAX}}, &sizes, &found, first,
+	int bad = nsh_netavark_network_sizes(root, &(struct nsh_policy){.max = {UINT_MAX, UINT_MAX}}, &sizes, &found, first,
 				sizeof(first), msg, mlen);
 	if (!cl->understood) {
 		if (!bad && found && (sizes.tcp || sizes.udp)) {
@@ -576,7 +368,7 @@ static int apply_labels(const char *input, size_t len, const struct cmdline *cl,
 		json_object_put(root);
 		return 1;
 	}
-	bad = network_sizes(root, &pol, &sizes, &found, first, sizeof(first), msg, mlen);
+	bad = nsh_netavark_network_sizes(root, &pol, &sizes, &found, first, sizeof(first), msg, mlen);
 	json_object_put(root);
 	bool want = !bad && (sizes.tcp || sizes.udp), loud = false;
 	if (want && cl->rootless && strcmp(cl->rootless, "false"))
@@ -604,8 +396,8 @@ int main(int argc, char **argv)
 		return netavark_error("nshash: no real netavark found in %s: set NSHASH_NETAVARK_DIRS or install podman's "
 			    "netavark",
 			    getenv("NSHASH_NETAVARK_DIRS") ? getenv("NSHASH_NETAVARK_DIRS") : default_dirs);
-	struct cmdline cl;
-	parse_cmdline(argc, argv, &cl);
+	struct nsh_netavark_cmdline cl;
+	nsh_netavark_cmdline_parse(argc, argv, &cl);
 	bool setup = cl.understood && !strcmp(cl.cmd, "setup");
 	char msg[4096] = "";
 	/* teardown, version, dhcp-proxy: netavark's alone */
@@ -614,7 +406,7 @@ int main(int argc, char **argv)
 		char *input, why[300] = "", shown[200];
 		size_t len;
 		if (read_file_input(cl.file, &input, &len, why, sizeof(why)) < 0) {
-			quote(cl.file, shown, sizeof(shown));
+			nsh_netavark_quote(cl.file, shown, sizeof(shown));
 			fprintf(stderr,
 				"nshash: --file %s: %s: not read for io.nshash.* labels, passed to netavark "
 				"unchanged\n",
