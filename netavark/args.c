@@ -93,4 +93,3 @@ bool nsh_netavark_under_run_netns(const char *netns)
 	const char *name = netns + n;
 	return *name && !strchr(name, '/') && strcmp(name, ".") && strcmp(name, "..");
 }
-

@@ -72,7 +72,7 @@ static int label_size(json_object *labels, const char *net, const char *key, uns
  * (in podman's order) with io.nshash.* labels; another network with other
  * labelled sizes is refused.  0 (*found), or 1 (message written). */
 int nsh_netavark_network_sizes(json_object *root, const struct nsh_policy *pol, struct nshash_sizes *sizes, bool *found,
-				char *first, size_t flen, char *msg, size_t mlen)
+			       char *first, size_t flen, char *msg, size_t mlen)
 {
 	json_object *info;
 	*found = false;
@@ -109,4 +109,3 @@ int nsh_netavark_network_sizes(json_object *root, const struct nsh_policy *pol, 
 	}
 	return 0;
 }
-

@@ -331,8 +331,8 @@ static void shown_argv(int argc, char **argv, char *out, size_t len)
  * line nshash reads (cl->understood), the netns sized; on one it does not,
  * nothing sized and, when the labels ask for sizes, said on stderr.  0, or
  * 1 (the setup fails: msg written). */
-static int apply_labels(const char *input, size_t len, const struct nsh_netavark_cmdline *cl, int argc, char **argv, char *msg,
-			size_t mlen)
+static int apply_labels(const char *input, size_t len, const struct nsh_netavark_cmdline *cl, int argc, char **argv,
+			char *msg, size_t mlen)
 {
 	json_object *root = NULL;
 	struct nsh_json_fault fault;
@@ -341,8 +341,8 @@ static int apply_labels(const char *input, size_t len, const struct nsh_netavark
 	char note[900] = "", first[160] = "";
 	struct nshash_sizes sizes = {0, 0};
 	bool found = false;
-	int bad = nsh_netavark_network_sizes(root, &(struct nsh_policy){.max = {UINT_MAX, UINT_MAX}}, &sizes, &found, first,
-				sizeof(first), msg, mlen);
+	int bad = nsh_netavark_network_sizes(root, &(struct nsh_policy){.max = {UINT_MAX, UINT_MAX}}, &sizes, &found,
+					     first, sizeof(first), msg, mlen);
 	if (!cl->understood) {
 		if (!bad && found && (sizes.tcp || sizes.udp)) {
 			char shown[700];
@@ -389,13 +389,15 @@ int main(int argc, char **argv)
 	 * nshash's wrapper again (a second copy in the helper dirs, or
 	 * NSHASH_NETAVARK naming it) would exec it back forever. */
 	if (getenv("NSHASH_NETAVARK_PASSED"))
-		return netavark_error("nshash: the netavark nshash's netavark ran is nshash's netavark again (%s): point "
-			    "NSHASH_NETAVARK or NSHASH_NETAVARK_DIRS at podman's own netavark",
-			    getenv("NSHASH_NETAVARK_PASSED"));
+		return netavark_error(
+		    "nshash: the netavark nshash's netavark ran is nshash's netavark again (%s): point "
+		    "NSHASH_NETAVARK or NSHASH_NETAVARK_DIRS at podman's own netavark",
+		    getenv("NSHASH_NETAVARK_PASSED"));
 	if (find_real(real, sizeof(real)) < 0)
-		return netavark_error("nshash: no real netavark found in %s: set NSHASH_NETAVARK_DIRS or install podman's "
-			    "netavark",
-			    getenv("NSHASH_NETAVARK_DIRS") ? getenv("NSHASH_NETAVARK_DIRS") : default_dirs);
+		return netavark_error(
+		    "nshash: no real netavark found in %s: set NSHASH_NETAVARK_DIRS or install podman's "
+		    "netavark",
+		    getenv("NSHASH_NETAVARK_DIRS") ? getenv("NSHASH_NETAVARK_DIRS") : default_dirs);
 	struct nsh_netavark_cmdline cl;
 	nsh_netavark_cmdline_parse(argc, argv, &cl);
 	bool setup = cl.understood && !strcmp(cl.cmd, "setup");
@@ -433,14 +435,15 @@ int main(int argc, char **argv)
 				NSH_NETAVARK_MAX_INPUT);
 			if (stream_stdin(input, len) < 0)
 				return netavark_error("nshash: cannot hand the network definitions to %s: %s", real,
-					    strerror(errno));
+						      strerror(errno));
 			free(input);
 			goto exec;
 		}
 		if (apply_labels(input, len, &cl, argc, argv, msg, sizeof(msg)))
 			return netavark_error("nshash: %s", msg);
 		if (restore_stdin(input, len) < 0)
-			return netavark_error("nshash: cannot hand the network definitions to %s: %s", real, strerror(errno));
+			return netavark_error("nshash: cannot hand the network definitions to %s: %s", real,
+					      strerror(errno));
 		free(input);
 	}
 exec:

@@ -36,6 +36,6 @@ void nsh_netavark_quote(const char *s, char *buf, size_t len);
  * sizes is refused.  0 (*found; *first: that network's name, quoted), or 1
  * (msg written). */
 int nsh_netavark_network_sizes(json_object *root, const struct nsh_policy *pol, struct nshash_sizes *sizes, bool *found,
-				char *first, size_t flen, char *msg, size_t mlen);
+			       char *first, size_t flen, char *msg, size_t mlen);
 
 #endif

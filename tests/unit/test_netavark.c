@@ -69,10 +69,10 @@ static void test_cmdline_not_understood(void **state)
 	assert_false(parse(ARGS("-z", "setup", "/run/netns/n")).understood);
 	assert_false(parse(ARGS("--help=yes", "setup", "/run/netns/n")).understood); /* no value */
 	assert_false(parse(ARGS("-hx", "setup", "/run/netns/n")).understood);
-	assert_false(parse(ARGS("setup", "-h")).understood);		  /* an option of the subcommand */
+	assert_false(parse(ARGS("setup", "-h")).understood);			       /* an option of the subcommand */
 	assert_false(parse(ARGS("setup", "/run/netns/a", "/run/netns/b")).understood); /* two operands */
-	assert_false(parse(ARGS("setup")).understood);				   /* none */
-	assert_false(parse(ARGS("--config")).understood);			   /* value missing */
+	assert_false(parse(ARGS("setup")).understood);				       /* none */
+	assert_false(parse(ARGS("--config")).understood);			       /* value missing */
 	assert_false(parse(ARGS("-c")).understood);
 	assert_false(parse(ARGS("a", "b", "c", "d")).understood); /* a third operand */
 	const char *const none[] = {NULL};
@@ -121,9 +121,9 @@ static void test_labels(void **state)
 	assert_int_equal(s.tcp, 4096);
 	assert_int_equal(s.udp, 1024);
 	/* one protocol only: the other 0 */
-	assert_int_equal(
-	    sizes_of("{\"network_info\": {\"a\": {\"labels\": {\"io.nshash.udp\": \"512\"}}}}", &s, &found, msg, sizeof(msg)),
-	    0);
+	assert_int_equal(sizes_of("{\"network_info\": {\"a\": {\"labels\": {\"io.nshash.udp\": \"512\"}}}}", &s, &found,
+				  msg, sizeof(msg)),
+			 0);
 	assert_true(found);
 	assert_int_equal(s.tcp, 0);
 	assert_int_equal(s.udp, 512);
@@ -153,17 +153,18 @@ static void test_labels_bad(void **state)
 	struct nshash_sizes s;
 	bool found;
 	char msg[600];
-	assert_int_equal(
-	    sizes_of("{\"network_info\": {\"n\": {\"labels\": {\"io.nshash.tcp\": \"0x10\"}}}}", &s, &found, msg, sizeof(msg)),
-	    1);
+	assert_int_equal(sizes_of("{\"network_info\": {\"n\": {\"labels\": {\"io.nshash.tcp\": \"0x10\"}}}}", &s,
+				  &found, msg, sizeof(msg)),
+			 1);
 	assert_string_equal(msg, "network \"n\": label io.nshash.tcp=\"0x10\" is not a decimal number of hash buckets: "
 				 "recreate the network with e.g. --label io.nshash.tcp=4096");
-	assert_int_equal(
-	    sizes_of("{\"network_info\": {\"n\": {\"labels\": {\"io.nshash.udp\": 512}}}}", &s, &found, msg, sizeof(msg)), 1);
+	assert_int_equal(sizes_of("{\"network_info\": {\"n\": {\"labels\": {\"io.nshash.udp\": 512}}}}", &s, &found,
+				  msg, sizeof(msg)),
+			 1);
 	assert_string_equal(msg, "network \"n\": label io.nshash.udp is not a string");
 	/* above the cap: the effective size named (the kernel rounds up) */
-	assert_int_equal(sizes_of("{\"network_info\": {\"n\": {\"labels\": {\"io.nshash.udp\": \"9000\"}}}}", &s, &found,
-				  msg, sizeof(msg)),
+	assert_int_equal(sizes_of("{\"network_info\": {\"n\": {\"labels\": {\"io.nshash.udp\": \"9000\"}}}}", &s,
+				  &found, msg, sizeof(msg)),
 			 1);
 	assert_string_equal(msg, "network \"n\": label io.nshash.udp=9000 (effective 16384) is above the policy's cap "
 				 "8192: lower it or raise the cap");
@@ -173,9 +174,10 @@ static void test_labels_bad(void **state)
 			 1);
 	assert_non_null(strstr(msg, "is not a decimal number of hash buckets"));
 	/* a hostile network name is quoted: no line forged in a log */
-	assert_int_equal(sizes_of("{\"network_info\": {\"x\\nerror: forged\": {\"labels\": {\"io.nshash.tcp\": \"-1\"}}}}",
-				  &s, &found, msg, sizeof(msg)),
-			 1);
+	assert_int_equal(
+	    sizes_of("{\"network_info\": {\"x\\nerror: forged\": {\"labels\": {\"io.nshash.tcp\": \"-1\"}}}}", &s,
+		     &found, msg, sizeof(msg)),
+	    1);
 	assert_null(strchr(msg, '\n'));
 	assert_non_null(strstr(msg, "network \"x\\nerror: forged\": label io.nshash.tcp=\"-1\""));
 }
