@@ -368,6 +368,12 @@ $(B)/tests/test_hostile: tests/unit/test_hostile.c $(HOOK_OBJS) $(OCI_OBJS) $(CN
 $(B)/tests/test_netavark: tests/unit/test_netavark.c $(NETAVARK_OBJS) $(FRONT_LIBS)
 	@mkdir -p $(@D)
 	$(LINK) $(NSH_CPPFLAGS) $(CPPFLAGS) $(UNIT_INC) -Inetavark -o $@ $^ $(LDLIBS) -lcmocka
+# the installer's chain and unchain in a dir of its own, with the shipped
+# entry and the plugin built here
+$(B)/tests/test_k8s: tests/unit/test_k8s.c $(filter-out $(call obj,k8s/main.c),$(K8S_OBJS)) $(FRONT_LIBS) $(B)/cni/nshash
+	@mkdir -p $(@D)
+	$(LINK) $(NSH_CPPFLAGS) $(CPPFLAGS) $(UNIT_INC) -Ik8s -DNSH_TEST_ROOT='"$(CURDIR)"' \
+		-DNSH_TEST_BUILD='"$(abspath $(B))"' -o $@ $(filter-out $(B)/cni/nshash,$^) $(LDLIBS) -lcmocka
 $(B)/tests/test_serve: tests/unit/test_serve.c $(call obj,cmd/http.c) $(FRONT_LIBS)
 	@mkdir -p $(@D)
 	$(LINK) $(NSH_CPPFLAGS) $(CPPFLAGS) $(UNIT_INC) -Icmd -o $@ $^ $(LDLIBS) -lcmocka
