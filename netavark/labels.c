@@ -71,11 +71,12 @@ static int label_size(json_object *labels, const char *net, const char *key, uns
 /* The sizes the container's networks ask for: those of the first network
  * (in podman's order) with io.nshash.* labels; another network with other
  * labelled sizes is refused.  0 (*found), or 1 (message written). */
-int nsh_netavark_network_sizes(json_object *root, const struct nsh_policy *pol, struct nshash_sizes *sizes, bool *found,
-			       char *first, size_t flen, char *msg, size_t mlen)
+int nsh_netavark_network_sizes(json_object *root, const struct nsh_policy *pol, struct nshash_sizes *sizes,
+			       bool said[2], bool *found, char *first, size_t flen, char *msg, size_t mlen)
 {
 	json_object *info;
 	*found = false;
+	said[0] = said[1] = false;
 	if (!json_object_is_type(root, json_type_object) || !json_object_object_get_ex(root, "network_info", &info) ||
 	    !json_object_is_type(info, json_type_object))
 		return 0; /* not ours to judge: netavark says what is wrong */
@@ -97,6 +98,8 @@ int nsh_netavark_network_sizes(json_object *root, const struct nsh_policy *pol, 
 		if (!*found) {
 			*found = true;
 			*sizes = s;
+			said[0] = ts;
+			said[1] = us;
 			snprintf(first, flen, "%s", quoted);
 		} else if (s.tcp != sizes->tcp || s.udp != sizes->udp) {
 			snprintf(msg, mlen,

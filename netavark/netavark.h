@@ -33,9 +33,9 @@ void nsh_netavark_quote(const char *s, char *buf, size_t len);
 /* The sizes the container's networks ask for (the network_info object of
  * netavark's input): those of the first network with io.nshash.* labels,
  * each within the policy's caps; another network with other labelled
- * sizes is refused.  0 (*found; *first: that network's name, quoted), or 1
- * (msg written). */
-int nsh_netavark_network_sizes(json_object *root, const struct nsh_policy *pol, struct nshash_sizes *sizes, bool *found,
-			       char *first, size_t flen, char *msg, size_t mlen);
+ * sizes is refused.  0 (*found; *first: that network's name, quoted;
+ * said[p]: its labels name protocol p), or 1 (msg written). */
+int nsh_netavark_network_sizes(json_object *root, const struct nsh_policy *pol, struct nshash_sizes *sizes,
+			       bool said[2], bool *found, char *first, size_t flen, char *msg, size_t mlen);
 
 #endif

@@ -249,6 +249,18 @@ assert_eq "4096 1024" "$(podman run --rm --network nsh48a $IMG sh -c "$SIZES" 2>
 assert_eq "$GLOBAL" "$(podman run --rm --network nsh48b $IMG sh -c "$SIZES" 2>&1 | no_syslog_noise)" "unlabelled network: shared tables"
 assert_eq "2048 -$GUDP" "$(podman run --rm --network nsh48d $IMG sh -c "$SIZES" 2>&1 | no_syslog_noise)" \
 	"only io.nshash.tcp: own TCP table, shared UDP"
+# per protocol (docs/sizing.md): a protocol the labels do not name gets the
+# node's default, as under every front-end; an `auto` default is left to
+# the hook (netavark has no workload history)
+engines_policy "$P" "{\"stateDir\": \"$S\", \"maxTcp\": 6000, \"maxUdp\": 4096, \"defaultTcp\": 1024, \"defaultUdp\": 512}"
+assert_eq "2048 512" "$(podman run --rm --network nsh48d $IMG sh -c "$SIZES" 2>&1 | no_syslog_noise)" \
+	"only io.nshash.tcp, defaultUdp 512: udp from the node's default"
+assert_eq "4096 1024" "$(podman run --rm --network nsh48a $IMG sh -c "$SIZES" 2>&1 | no_syslog_noise)" \
+	"both labelled: the labels win over the defaults"
+engines_policy "$P" "{\"stateDir\": \"$S\", \"maxTcp\": 6000, \"maxUdp\": 4096, \"defaultTcp\": 1024, \"defaultUdp\": \"auto\"}"
+assert_eq "2048 -$GUDP" "$(podman run --rm --network nsh48d $IMG sh -c "$SIZES" 2>&1 | no_syslog_noise)" \
+	"only io.nshash.tcp, defaultUdp auto: udp left shared by netavark"
+engines_policy "$P" "{\"stateDir\": \"$S\", \"maxTcp\": 6000, \"maxUdp\": 4096}"
 assert_eq "4096 1024" "$(podman run --rm --network nsh48b --network nsh48a $IMG sh -c "$SIZES" 2>&1 | no_syslog_noise)" \
 	"two networks, one labelled: its sizes"
 assert_eq "4096 1024" "$(podman run --rm --network nsh48a --network nsh48c $IMG sh -c "$SIZES" 2>&1 | no_syslog_noise)" \

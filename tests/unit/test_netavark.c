@@ -92,6 +92,8 @@ static void test_under_run_netns(void **state)
 	assert_false(nsh_netavark_under_run_netns("run/netns/a"));
 }
 
+static bool last_said[2];
+
 static int sizes_of(const char *input, struct nshash_sizes *s, bool *found, char *msg, size_t mlen)
 {
 	struct nsh_policy pol;
@@ -101,7 +103,10 @@ static int sizes_of(const char *input, struct nshash_sizes *s, bool *found, char
 	json_object *root = json_tokener_parse(input);
 	char first[200] = "";
 	msg[0] = '\0';
-	int r = nsh_netavark_network_sizes(root, &pol, s, found, first, sizeof(first), msg, mlen);
+	bool said[2];
+	int r = nsh_netavark_network_sizes(root, &pol, s, said, found, first, sizeof(first), msg, mlen);
+	last_said[0] = said[0];
+	last_said[1] = said[1];
 	json_object_put(root);
 	return r;
 }
@@ -127,6 +132,8 @@ static void test_labels(void **state)
 	assert_true(found);
 	assert_int_equal(s.tcp, 0);
 	assert_int_equal(s.udp, 512);
+	assert_false(last_said[0]); /* tcp: not named (the node's default may decide it) */
+	assert_true(last_said[1]);
 	/* no labels, or no network_info: nothing found, nothing said */
 	assert_int_equal(sizes_of("{\"network_info\": {\"a\": {}}}", &s, &found, msg, sizeof(msg)), 0);
 	assert_false(found);
