@@ -269,11 +269,11 @@ static int config_sizes(json_object *root, struct nsh_cni_config *cfg, struct ns
 	return config_bytes(root, "maxTableBytes", &cfg->max_table_bytes, err);
 }
 
-/* spares: a JSON integer 0..NSH_MAX_SPARES, absent = the default. */
+/* spares: a JSON integer 0..NSH_MAX_SPARES, absent = none (below). */
 static int config_spares(json_object *root, struct nsh_cni_config *cfg, struct nsh_cni_failure *err)
 {
 	json_object *v;
-	cfg->spares = NSH_DEFAULT_SPARES;
+	cfg->spares = 0;
 	if (!json_object_object_get_ex(root, "spares", &v))
 		return 0;
 	char shown[96];
@@ -453,8 +453,11 @@ int nsh_cni_config_node(struct nsh_cni_config *cfg, const struct nsh_policy *nod
 	cfg->max_spares = node->max_spares;
 	cfg->max_spare_bytes = node->max_spare_bytes;
 	cfg->spare_max_idle = node->spare_max_idle;
+	/* absent: none.  On this path a spare saves nothing (its take, the
+	 * refill's fork and the refill itself cost what making the netns
+	 * costs: docs/benchmarks.md, bench/spares); a network may ask for them */
 	if (!cfg->has_spares)
-		cfg->spares = node->spares;
+		cfg->spares = 0;
 	else if (cfg->spares > node->spares) {
 		lowered(warn, wlen, "spares", cfg->spares, node->spares, node->source);
 		cfg->spares = node->spares;

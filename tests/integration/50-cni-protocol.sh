@@ -103,7 +103,7 @@ V=1.0.0
 # ---- strategy template: sized through a template pinned under stateDir
 new_pin
 cni_node_policy "$D/node-state.json" "$D/state"
-cni_call ADD "$P" "$(conf $V "\"tcp\":2048,\"udp\":256,\"strategy\":\"template\",\"stateDir\":\"$D/state\"")"
+cni_call ADD "$P" "$(conf $V "\"tcp\":2048,\"udp\":256,\"strategy\":\"template\",\"spares\":1,\"stateDir\":\"$D/state\"")"
 cni_node_policy "$D/node.json" "$TMPL"
 assert_eq "0 2048 256" "$CNI_RC $(netns_sizes_at "$P")" "strategy template: exact sizes"
 assert_eq "1" "$(count_pins_under "$D/state/templates/")" "strategy template: one template pinned under stateDir"

@@ -317,7 +317,7 @@ static void test_config_node(void **state)
 	assert_int_equal(nsh_cni_config_parse(c, strlen(c), &cfg, &err), 0);
 	assert_int_equal(nsh_cni_config_node(&cfg, &pol, warn, sizeof(warn), &err), 0);
 	assert_string_equal(cfg.state_dir, "/run/node");
-	assert_int_equal(cfg.spares, 2);
+	assert_int_equal(cfg.spares, 0); /* spares: none unless the network asks (they save nothing here) */
 	assert_int_equal(cfg.max_table_bytes, 100000);
 	assert_int_equal(cfg.max.tcp, 4096);
 	assert_int_equal(cfg.on_failure, NSH_ON_FAILURE_WARN);
