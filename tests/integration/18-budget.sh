@@ -288,7 +288,7 @@ N=$((KB / BIG))
 S3=$(make_state_dir)
 cni_node_policy "$WORK/node3.json" "$S3" '"spares": 3'
 kconf() { # jq filter applied to the entry
-	jq -c '. + {cniVersion: "1.0.0", name: "k8s-pod-network",
+	jq -c '. + {cniVersion: "1.0.0", name: "k8s-pod-network", spares: 3,
 		runtimeConfig: {"io.kubernetes.cri.pod-annotations": {"io.nshash.tcp": "65536", "io.nshash.udp": "16384"}}} | '"$1" "$ENTRY"
 }
 s3_use() { nshash --state-dir "$S3" gc --max-idle 999999 --json | jq -r '"\(.table_memory.bytes) \(.table_memory.netns)"'; }

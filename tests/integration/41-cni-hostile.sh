@@ -218,7 +218,7 @@ assert_contains "$CNI_ERR" "warning: network config key \"spares\": 16 is above 
 S41s=$(make_state_dir)
 cni_node_policy "$D/node-maxspares.json" "$S41s" '"spares": 3, "maxSpares": 2'
 new_pin
-printf '{"cniVersion":"1.0.0","name":"n","type":"nshash","tcp":2048,"udp":256}' >"$D/c.json"
+printf '{"cniVersion":"1.0.0","name":"n","type":"nshash","tcp":2048,"udp":256,"spares":3}' >"$D/c.json"
 plugin CNI_NETNS="$P" NSHASH_POLICY="$NSHASH_POLICY" <"$D/c.json"
 sleep 0.2
 spares_settled "$S41s"
