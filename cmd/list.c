@@ -52,8 +52,8 @@ static void print_usage_text(const struct nshash_table_usage *u, uint64_t max)
 	if (u->pending)
 		printf(", %zu being created", u->pending);
 	if (u->unverified)
-		printf(", %zu not proven alive (their pin is gone and this kernel gives no nsfs file handle: "
-		       "counted until reclaim or gc scans /proc)",
+		printf(", %zu not proven alive (their pin is gone and no nsfs file handle tells here: an older "
+		       "kernel, or a PID namespace of its own; counted until reclaim or gc scans /proc)",
 		       u->unverified);
 	putchar('\n');
 }
@@ -155,17 +155,11 @@ static int cmd_list(struct cli *c, int argc, char **argv)
 				       v[i].pinned ? "" : " (not mounted: stale)",
 				       v[i].damaged && v[i].pinned ? " (damaged)" : "");
 		}
-		struct nshash_table_usage usage, scanned;
-		struct nshash_error e2;
-		/* Without the right to the state dir (not root), no footer.
-		 * Records no pin or nsfs file handle proves alive (a caller in
-		 * a PID namespace of its own, an older kernel): one /proc scan
-		 * tells, dropping those gone, as gc's would. */
-		if (nshash_table_usage(c->state_dir, false, &usage, &err) == 0) {
-			if (usage.unverified && nshash_table_usage(c->state_dir, true, &scanned, &e2) == 0)
-				usage = scanned;
+		struct nshash_table_usage usage;
+		/* Without the right to the state dir (not root), no footer. */
+		if (nshash_table_usage(c->state_dir, false, &usage, &err) == 0)
 			print_usage_text(&usage, c->create.max_table_bytes);
-		} else if (err.errnum != EACCES && err.errnum != EPERM) {
+		else if (err.errnum != EACCES && err.errnum != EPERM) {
 			free(v);
 			return cli_fail_err(EXIT_FAIL, &err);
 		}

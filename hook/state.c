@@ -42,10 +42,9 @@ static int bundle_read(const char *bundle, struct nsh_oci_request *req, char *ne
  * the annotations, not the config the precreate hook returned, and that
  * config (the bundle's) holds the pin and netns path nshash wrote, and the
  * sizes it decided (transform.c): as numbers where `auto` or a default
- * decided a protocol, so `io.nshash.tcp=0` under defaultUdp, and a
- * container that asked nothing but got the defaults, are verified on what
- * they got.  Checked as it is, never decided again (a bundle that still
- * says auto: nothing decided). */
+ * decided a protocol, so that `io.nshash.tcp=0` under defaultUdp is
+ * verified on what it got.  Checked as it is, never decided again (a
+ * bundle that still says auto: nothing decided). */
 static int state_request(struct json_object *doc, struct nsh_oci_state *state, struct nshash_error *err)
 {
 	struct json_object *ann = NULL;
@@ -72,10 +71,12 @@ static int state_request(struct json_object *doc, struct nsh_oci_state *state, s
 	if (r < 0)
 		return nshash_error_prefix(err, "state of %s: bundle", state->id);
 	memcpy(state->bundle_pin, breq.pin, sizeof(breq.pin));
-	/* nshash's pin in the bundle: the bundle has the decision; else (or no
-	 * annotations in the state: an older runtime) the bundle's request */
+	/* The bundle's config is this container's own, as podman ran it: its
+	 * annotations are the state's plus what the precreate hook decided.
+	 * So its request, when it asks anything, is the one checked (and with
+	 * no annotations in the state, an older runtime, always). */
 	bool is_auto = state->request.auto_tcp || state->request.auto_udp;
-	if (!has_ann || is_auto || (breq.pin[0] && breq.present)) {
+	if (!has_ann || is_auto || breq.present) {
 		state->request.present = breq.present;
 		memcpy(state->request.said, breq.said, sizeof(breq.said));
 		state->request.sizes = breq.sizes;

@@ -68,18 +68,51 @@ static int label_size(json_object *labels, const char *net, const char *key, uns
 	return 0;
 }
 
+/* One protocol of a resolved network, as a conflict message shows it:
+ * io.nshash.tcp=N (labelled, or shared by nobody), defaultTcp N. */
+static void proto_shown(const struct nsh_decision *d, int p, char *buf, size_t len)
+{
+	unsigned v = p ? d->sizes.udp : d->sizes.tcp;
+	if (d->src[p] == NSH_SRC_DEFAULT)
+		snprintf(buf, len, "%s %u", p ? "defaultUdp" : "defaultTcp", v);
+	else
+		snprintf(buf, len, "%s=%u", p ? NSH_ANNOTATION_UDP : NSH_ANNOTATION_TCP, v);
+}
+
+void nsh_netavark_resolve(const struct nsh_policy *pol, struct nshash_sizes labels, const bool said[2],
+			  struct nsh_decision *d, char *from, size_t flen)
+{
+	static const char *const names[NSH_SRC_COUNT] = {
+	    [NSH_SRC_NETWORK] = "io.nshash.* labels",
+	    [NSH_SRC_DEFAULT] = "the node's defaultTcp/defaultUdp",
+	};
+	struct nsh_said net = {.said = {said[0], said[1]}, .size = {labels.tcp, labels.udp}}, def;
+	nsh_said_policy_defaults(pol, &def);
+	for (int p = 0; p < 2; p++)
+		if (def.is_auto[p]) /* needs a workload's history: the hook's */
+			def.said[p] = false;
+	const struct nsh_said *by[NSH_SRC_COUNT] = {[NSH_SRC_NETWORK] = &net, [NSH_SRC_DEFAULT] = &def};
+	nsh_decide(by, d);
+	enum nsh_src one = d->src[0] != NSH_SRC_NONE ? d->src[0] : d->src[1];
+	if (d->src[0] == NSH_SRC_NONE || d->src[1] == NSH_SRC_NONE)
+		snprintf(from, flen, "%s", names[one] ? names[one] : names[NSH_SRC_NETWORK]);
+	else
+		nsh_decision_text(d, names, from, flen);
+}
+
 /* The sizes the container's networks ask for: those of the first network
- * (in podman's order) with io.nshash.* labels; another network with other
- * labelled sizes is refused.  0 (*found), or 1 (message written). */
-int nsh_netavark_network_sizes(json_object *root, const struct nsh_policy *pol, struct nshash_sizes *sizes,
-			       bool said[2], bool *found, char *first, size_t flen, char *msg, size_t mlen)
+ * (in podman's order) with io.nshash.* labels, a protocol its labels leave
+ * from the node's defaults; another network that resolves to other sizes
+ * is refused.  0 (*found), or 1 (message written). */
+int nsh_netavark_network_sizes(json_object *root, const struct nsh_policy *pol, struct nshash_sizes *sizes, bool *found,
+			       char *first, size_t flen, char *from, size_t fromlen, char *msg, size_t mlen)
 {
 	json_object *info;
 	*found = false;
-	said[0] = said[1] = false;
 	if (!json_object_is_type(root, json_type_object) || !json_object_object_get_ex(root, "network_info", &info) ||
 	    !json_object_is_type(info, json_type_object))
 		return 0; /* not ours to judge: netavark says what is wrong */
+	struct nsh_decision firstd;
 	json_object_object_foreach(info, name, net)
 	{
 		json_object *labels;
@@ -89,24 +122,31 @@ int nsh_netavark_network_sizes(json_object *root, const struct nsh_policy *pol, 
 		char quoted[160];
 		nsh_netavark_quote(name, quoted, sizeof(quoted));
 		struct nshash_sizes s;
-		bool ts, us;
-		if (label_size(labels, quoted, NSH_ANNOTATION_TCP, pol->max.tcp, &s.tcp, &ts, msg, mlen) ||
-		    label_size(labels, quoted, NSH_ANNOTATION_UDP, pol->max.udp, &s.udp, &us, msg, mlen))
+		bool said[2];
+		if (label_size(labels, quoted, NSH_ANNOTATION_TCP, pol->max.tcp, &s.tcp, &said[0], msg, mlen) ||
+		    label_size(labels, quoted, NSH_ANNOTATION_UDP, pol->max.udp, &s.udp, &said[1], msg, mlen))
 			return 1;
-		if (!ts && !us)
+		if (!said[0] && !said[1])
 			continue;
+		struct nsh_decision d;
+		char f[120];
+		nsh_netavark_resolve(pol, s, said, &d, f, sizeof(f));
 		if (!*found) {
 			*found = true;
-			*sizes = s;
-			said[0] = ts;
-			said[1] = us;
+			*sizes = d.sizes;
+			firstd = d;
 			snprintf(first, flen, "%s", quoted);
-		} else if (s.tcp != sizes->tcp || s.udp != sizes->udp) {
+			snprintf(from, fromlen, "%s", f);
+		} else if (d.sizes.tcp != sizes->tcp || d.sizes.udp != sizes->udp) {
+			char a[2][48], b[2][48];
+			for (int p = 0; p < 2; p++) {
+				proto_shown(&firstd, p, a[p], sizeof(a[p]));
+				proto_shown(&d, p, b[p], sizeof(b[p]));
+			}
 			snprintf(msg, mlen,
-				 "networks %s (io.nshash.tcp=%u io.nshash.udp=%u) and %s (io.nshash.tcp=%u "
-				 "io.nshash.udp=%u) ask for other sizes: a netns has one pair of tables; attach "
-				 "the container to networks whose labels agree",
-				 first, sizes->tcp, sizes->udp, quoted, s.tcp, s.udp);
+				 "networks %s (%s %s) and %s (%s %s) ask for other sizes: a netns has one pair of "
+				 "tables; attach the container to networks whose labels agree",
+				 first, a[0], a[1], quoted, b[0], b[1]);
 			return 1;
 		}
 	}

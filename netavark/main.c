@@ -331,33 +331,6 @@ static void shown_argv(int argc, char **argv, char *out, size_t len)
  * line nshash reads (cl->understood), the netns sized; on one it does not,
  * nothing sized and, when the labels ask for sizes, said on stderr.  0, or
  * 1 (the setup fails: msg written). */
-/* Per protocol (docs/sizing.md), the network's labels, else the node's
- * defaultTcp/defaultUdp; an `auto` default needs a workload's history,
- * which the hook keeps: netavark leaves that protocol shared.  `from`
- * says where the sizes came from. */
-static struct nshash_sizes labels_and_defaults(const struct nsh_policy *pol, struct nshash_sizes labels,
-					       const bool said[2], char *from, size_t flen)
-{
-	static const char *const names[NSH_SRC_COUNT] = {
-	    [NSH_SRC_NETWORK] = "io.nshash.* labels",
-	    [NSH_SRC_DEFAULT] = "the node's defaultTcp/defaultUdp",
-	};
-	struct nsh_said net = {.said = {said[0], said[1]}, .size = {labels.tcp, labels.udp}}, def;
-	nsh_said_policy_defaults(pol, &def);
-	for (int p = 0; p < 2; p++)
-		if (def.is_auto[p])
-			def.said[p] = false;
-	const struct nsh_said *by[NSH_SRC_COUNT] = {[NSH_SRC_NETWORK] = &net, [NSH_SRC_DEFAULT] = &def};
-	struct nsh_decision d;
-	nsh_decide(by, &d);
-	if (d.src[0] == NSH_SRC_NONE || d.src[1] == NSH_SRC_NONE)
-		snprintf(from, flen, "%s",
-			 names[d.src[0] | d.src[1]] ? names[d.src[0] | d.src[1]] : names[NSH_SRC_NETWORK]);
-	else
-		nsh_decision_text(&d, names, from, flen);
-	return d.sizes;
-}
-
 static int apply_labels(const char *input, size_t len, const struct nsh_netavark_cmdline *cl, int argc, char **argv,
 			char *msg, size_t mlen)
 {
@@ -368,9 +341,11 @@ static int apply_labels(const char *input, size_t len, const struct nsh_netavark
 	char note[900] = "", first[160] = "";
 	struct nshash_sizes sizes = {0, 0};
 	bool found = false;
-	bool said[2];
-	int bad = nsh_netavark_network_sizes(root, &(struct nsh_policy){.max = {UINT_MAX, UINT_MAX}}, &sizes, said,
-					     &found, first, sizeof(first), msg, mlen);
+	char from[120];
+	/* the labels alone (no defaults, no caps): what they ask for themselves */
+	int bad = nsh_netavark_network_sizes(root, &(struct nsh_policy){.max = {UINT_MAX, UINT_MAX}}, &sizes, &found,
+					     first, sizeof(first), from, sizeof(from), msg, mlen);
+	struct nshash_sizes labelled = sizes;
 	if (!cl->understood) {
 		if (!bad && found && (sizes.tcp || sizes.udp)) {
 			char shown[700];
@@ -396,18 +371,19 @@ static int apply_labels(const char *input, size_t len, const struct nsh_netavark
 		json_object_put(root);
 		return 1;
 	}
-	bad = nsh_netavark_network_sizes(root, &pol, &sizes, said, &found, first, sizeof(first), msg, mlen);
+	/* each network's labels, a protocol they leave from the node's defaults */
+	bad =
+	    nsh_netavark_network_sizes(root, &pol, &sizes, &found, first, sizeof(first), from, sizeof(from), msg, mlen);
 	json_object_put(root);
-	char from[120];
-	if (!bad)
-		sizes = labels_and_defaults(&pol, sizes, said, from, sizeof(from));
 	bool want = !bad && (sizes.tcp || sizes.udp), loud = false;
-	if (want && cl->rootless && strcmp(cl->rootless, "false"))
+	/* rootless: refused only for what the labels themselves ask */
+	if (want && cl->rootless && strcmp(cl->rootless, "false") && (labelled.tcp || labelled.udp))
 		snprintf(msg, mlen,
 			 "network %s asks for own hash tables (io.nshash.* labels): only rootful podman can size a "
 			 "netns this way; use a network without these labels",
 			 first);
-	else if (want && size_netns(cl->netns, &pol, sizes, first, from, note, sizeof(note), &loud, msg, mlen) == 0 &&
+	else if (want && !(cl->rootless && strcmp(cl->rootless, "false")) &&
+		 size_netns(cl->netns, &pol, sizes, first, from, note, sizeof(note), &loud, msg, mlen) == 0 &&
 		 note[0] && (loud || getenv("NSHASH_NETAVARK_VERBOSE")))
 		fprintf(stderr, "nshash: %s\n", note); /* podman shows netavark's stderr */
 	return msg[0] != '\0';

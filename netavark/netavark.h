@@ -30,12 +30,19 @@ bool nsh_netavark_under_run_netns(const char *netns);
 
 /* `s` as a JSON string, cut to fit `len`: hostile text shown in a message. */
 void nsh_netavark_quote(const char *s, char *buf, size_t len);
+/* Per protocol (docs/sizing.md): a network's labels (said[p]: it names
+ * protocol p), else the policy's defaultTcp/defaultUdp; an `auto` default
+ * is left to the hook (it needs a workload's history): that protocol
+ * shared.  `from` says where the sizes came from. */
+void nsh_netavark_resolve(const struct nsh_policy *pol, struct nshash_sizes labels, const bool said[2],
+			  struct nsh_decision *d, char *from, size_t flen);
 /* The sizes the container's networks ask for (the network_info object of
  * netavark's input): those of the first network with io.nshash.* labels,
- * each within the policy's caps; another network with other labelled
- * sizes is refused.  0 (*found; *first: that network's name, quoted;
- * said[p]: its labels name protocol p), or 1 (msg written). */
-int nsh_netavark_network_sizes(json_object *root, const struct nsh_policy *pol, struct nshash_sizes *sizes,
-			       bool said[2], bool *found, char *first, size_t flen, char *msg, size_t mlen);
+ * each label within the policy's caps, resolved as above; another
+ * labelled network that resolves to other sizes is refused.  0 (*found;
+ * *first: that network's name, quoted; *from: where its sizes came from),
+ * or 1 (msg written). */
+int nsh_netavark_network_sizes(json_object *root, const struct nsh_policy *pol, struct nshash_sizes *sizes, bool *found,
+			       char *first, size_t flen, char *from, size_t fromlen, char *msg, size_t mlen);
 
 #endif

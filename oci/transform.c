@@ -462,15 +462,18 @@ static bool annotate_decided(struct transform *t)
 	const struct nsh_decision *d = &res->decision;
 	bool ann_auto = (d->is_auto[0] && d->src[0] == NSH_SRC_ANNOTATION) ||
 			(d->is_auto[1] && d->src[1] == NSH_SRC_ANNOTATION);
-	if (!ann_auto || !t->ann || !json_object_is_type(t->ann, json_type_object))
-		return false; /* not the annotations' auto: they say nothing to correct */
-	if (res->action == NSH_OCI_SIZED || res->action == NSH_OCI_TRANSPLANTED || res->action == NSH_OCI_ALREADY) {
+	/* annotations naming one protocol, the node's default the other */
+	bool mixed = nsh_decision_any_from(d, NSH_SRC_ANNOTATION) && nsh_decision_any_from(d, NSH_SRC_DEFAULT);
+	if ((!ann_auto && !mixed) || !t->ann || !json_object_is_type(t->ann, json_type_object))
+		return false; /* the annotations say all that was decided */
+	bool sized = res->action == NSH_OCI_SIZED || res->action == NSH_OCI_TRANSPLANTED || res->action == NSH_OCI_ALREADY;
+	if (sized) {
 		annotate_sizes(t->ann, rq->sizes);
-	} else {
+	} else if (ann_auto) {
 		json_object_object_del(t->ann, NSH_ANNOTATION_TCP);
 		json_object_object_del(t->ann, NSH_ANNOTATION_UDP);
 	}
-	return true;
+	return sized || ann_auto;
 }
 
 static int serialize(struct json_object *doc, char **out, size_t *out_len, struct nshash_error *err)

@@ -134,6 +134,12 @@ assert_eq "verified pid N: requested tcp=0 udp=1024, effective tcp=-$(cat /proc/
 out=$(podman run --rm --network none --annotation io.nshash.udp=512 $IMG sh -c "$SHOW" 2>&1)
 assert_eq "0 4096 512 1" "$? $out" "udp=512 under defaults 4096/1024 + the verify hook: tcp from the default"
 assert_eq "verified pid N: requested tcp=4096 udp=512, effective tcp=4096 udp=512" "$(verified)" "... verified so"
+: >"$D/nshash.log"
+out=$(podman run --rm --annotation io.nshash.tcp=0 $IMG sh -c "$SHOW" 2>/dev/null)
+assert_eq "0 -$(cat /proc/sys/net/ipv4/tcp_ehash_entries) 1024 1" "$? $out" \
+	"tcp=0 under defaults + the verify hook, bridge (transplanted): tcp shared, udp from the default"
+assert_eq "verified pid N: requested tcp=0 udp=1024, effective tcp=-$(cat /proc/sys/net/ipv4/tcp_ehash_entries) udp=1024" \
+	"$(verified)" "... verified so (the transplant keeps podman's path: the sizes are in the bundle)"
 pins_gone && pass "defaults + the verify hook: no pin left" || fail "defaults + the verify hook: pins left: $(ls "$S/pins")"
 engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/nshash.log\"}"
 sed -i "s|hooks_dir = \\[\"$D/hooks-verify\"\\]|hooks_dir = [\"$D/hooks\"]|" "$CONTAINERS_CONF"

@@ -92,7 +92,8 @@ static void test_under_run_netns(void **state)
 	assert_false(nsh_netavark_under_run_netns("run/netns/a"));
 }
 
-static bool last_said[2];
+static unsigned def_tcp, def_udp; /* the policy's defaults for sizes_of */
+static char last_from[120];
 
 static int sizes_of(const char *input, struct nshash_sizes *s, bool *found, char *msg, size_t mlen)
 {
@@ -100,13 +101,13 @@ static int sizes_of(const char *input, struct nshash_sizes *s, bool *found, char
 	nsh_policy_defaults(&pol);
 	pol.max.tcp = 65536;
 	pol.max.udp = 8192;
+	pol.defaults.tcp = def_tcp;
+	pol.defaults.udp = def_udp;
 	json_object *root = json_tokener_parse(input);
 	char first[200] = "";
 	msg[0] = '\0';
-	bool said[2];
-	int r = nsh_netavark_network_sizes(root, &pol, s, said, found, first, sizeof(first), msg, mlen);
-	last_said[0] = said[0];
-	last_said[1] = said[1];
+	int r = nsh_netavark_network_sizes(root, &pol, s, found, first, sizeof(first), last_from, sizeof(last_from),
+					   msg, mlen);
 	json_object_put(root);
 	return r;
 }
@@ -132,8 +133,7 @@ static void test_labels(void **state)
 	assert_true(found);
 	assert_int_equal(s.tcp, 0);
 	assert_int_equal(s.udp, 512);
-	assert_false(last_said[0]); /* tcp: not named (the node's default may decide it) */
-	assert_true(last_said[1]);
+	assert_string_equal(last_from, "io.nshash.* labels");
 	/* no labels, or no network_info: nothing found, nothing said */
 	assert_int_equal(sizes_of("{\"network_info\": {\"a\": {}}}", &s, &found, msg, sizeof(msg)), 0);
 	assert_false(found);
@@ -189,12 +189,64 @@ static void test_labels_bad(void **state)
 	assert_non_null(strstr(msg, "network \"x\\nerror: forged\": label io.nshash.tcp=\"-1\""));
 }
 
+/* Per protocol: a protocol the labels leave gets the node's default; two
+ * networks are compared on what they resolve to, in either order. */
+static void test_labels_defaults(void **state)
+{
+	(void)state;
+	struct nshash_sizes s;
+	bool found;
+	char msg[600];
+	def_tcp = 1024;
+	def_udp = 512;
+	assert_int_equal(sizes_of("{\"network_info\": {\"a\": {\"labels\": {\"io.nshash.tcp\": \"2048\"}}}}", &s,
+				  &found, msg, sizeof(msg)),
+			 0);
+	assert_int_equal(s.tcp, 2048);
+	assert_int_equal(s.udp, 512);
+	assert_string_equal(last_from, "tcp: io.nshash.* labels, udp: the node's defaultTcp/defaultUdp");
+	/* an explicit 0 is decided: shared, whatever the default */
+	assert_int_equal(sizes_of("{\"network_info\": {\"a\": {\"labels\": {\"io.nshash.tcp\": \"2048\", "
+				  "\"io.nshash.udp\": \"0\"}}}}",
+				  &s, &found, msg, sizeof(msg)),
+			 0);
+	assert_int_equal(s.udp, 0);
+	/* {tcp} and {tcp, udp=0} differ once resolved, in either order */
+	const char *ab = "{\"network_info\": {\"a\": {\"labels\": {\"io.nshash.tcp\": \"2048\"}}, \"b\": {\"labels\": "
+			 "{\"io.nshash.tcp\": \"2048\", \"io.nshash.udp\": \"0\"}}}}";
+	assert_int_equal(sizes_of(ab, &s, &found, msg, sizeof(msg)), 1);
+	assert_string_equal(msg, "networks \"a\" (io.nshash.tcp=2048 defaultUdp 512) and \"b\" (io.nshash.tcp=2048 "
+				 "io.nshash.udp=0) ask for other sizes: a netns has one pair of tables; attach the "
+				 "container to networks whose labels agree");
+	const char *ba = "{\"network_info\": {\"b\": {\"labels\": {\"io.nshash.tcp\": \"2048\", \"io.nshash.udp\": "
+			 "\"0\"}}, \"a\": {\"labels\": {\"io.nshash.tcp\": \"2048\"}}}}";
+	assert_int_equal(sizes_of(ba, &s, &found, msg, sizeof(msg)), 1);
+	/* {tcp} and {tcp, udp=512}: the same once resolved */
+	assert_int_equal(sizes_of("{\"network_info\": {\"a\": {\"labels\": {\"io.nshash.tcp\": \"2048\"}}, \"b\": "
+				  "{\"labels\": {\"io.nshash.tcp\": \"2048\", \"io.nshash.udp\": \"512\"}}}}",
+				  &s, &found, msg, sizeof(msg)),
+			 0);
+	assert_int_equal(s.udp, 512);
+	/* an auto default is the hook's: shared here */
+	struct nsh_policy pol;
+	nsh_policy_defaults(&pol);
+	pol.defaults_auto.udp = true;
+	struct nsh_decision d;
+	char from[120];
+	nsh_netavark_resolve(&pol, (struct nshash_sizes){2048, 0}, (const bool[2]){true, false}, &d, from,
+			     sizeof(from));
+	assert_int_equal(d.sizes.tcp, 2048);
+	assert_int_equal(d.sizes.udp, 0);
+	assert_string_equal(from, "io.nshash.* labels");
+	def_tcp = def_udp = 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_cmdline_understood), cmocka_unit_test(test_cmdline_not_understood),
 	    cmocka_unit_test(test_under_run_netns),    cmocka_unit_test(test_labels),
-	    cmocka_unit_test(test_labels_bad),
+	    cmocka_unit_test(test_labels_bad),	       cmocka_unit_test(test_labels_defaults),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
