@@ -102,11 +102,20 @@ cd "$D/src" || exit 1
 build_errors=()
 go build -tags "netgo osusergo" -o runtimetest ./cmd/runtimetest >"$D/build.log" 2>&1 || build_errors+=("runtimetest: $(tail -2 "$D/build.log")")
 names=()
+files=()
 for f in validation/*/*.go; do
 	case $f in validation/util/*) continue ;; esac
-	go build -o "${f%.go}.t" "$f" >"$D/build.log" 2>&1 || build_errors+=("$f: $(tail -2 "$D/build.log")")
+	files+=("$f")
 	names+=("$(basename "$f" .go)")
 done
+# one link per test, as many at a time as there are CPUs (the packages
+# they share are compiled once, into GOCACHE, by runtimetest's build above)
+: >"$D/build-failed"
+printf '%s\n' "${files[@]}" | xargs -P "$(nproc)" -I{} sh -c \
+	'go build -o "${1%.go}.t" "$1" >"$1.buildlog" 2>&1 || echo "$1" >>"$2"' _ {} "$D/build-failed"
+while read -r f; do
+	build_errors+=("$f: $(tail -2 "$f.buildlog")")
+done <"$D/build-failed"
 assert_none "the suite builds: runtimetest and ${#names[@]} validation tests" $((${#names[@]} + 1)) "${build_errors[@]}"
 [ ${#build_errors[@]} -eq 0 ] || exit 1
 
