@@ -212,24 +212,35 @@ k8s_wait() { # SECONDS CMD...: 0 once CMD succeeds
 	return 1
 }
 
+# the CPUs this process may run on (taskset's list, ranges expanded)
+k8s_cpus() {
+	local r
+	for r in $(taskset -cp $$ | sed 's/.*: //' | tr , ' '); do
+		case $r in *-*) seq "${r%-*}" "${r#*-}" ;; *) echo "$r" ;; esac
+	done
+}
+
 # k8s_node_ns: the node's mount namespace, kept by a bind mount on
 # $K8S_MNTNS: a private /run and /var/lib (tmpfs), /var/log a dir of the
 # test's, kubelet's kernel tunables bound to files of the test's (its sysctl
 # writes never reach the host), / rshared inside (as on a systemd node:
-# Bidirectional propagation works).  The unshare onto the file is retried
-# up to 3 times (once seen: "mount /proc/PID/ns/mnt on ... failed: Invalid
-# argument" at the first boot in a fresh root), each failure a "# note:".
+# Bidirectional propagation works).
+# The kernel binds a mount namespace's file only into an older namespace
+# (fs/namespace.c mnt_ns_loop: the caller's id below the bound one's), and
+# 6.18 hands namespace ids out in per-CPU batches: a namespace made on one
+# CPU can have a lower id than an older one made on another.  In a fresh
+# root (its namespace made a moment ago) the unshare onto the file failed
+# with EINVAL on one CPU every time and worked on the other, so it is tried
+# pinned to each CPU in turn, each failure a "# note:".
 k8s_node_ns() {
-	local i err
+	local cpu err
 	touch "$K8S_MNTNS" || return 1
 	mount --bind "$K/node" "$K/node" && mount --make-private "$K/node" || return 1
-	for i in 1 2 3; do
-		err=$(unshare --mount="$K8S_MNTNS" --propagation private true 2>&1) && break
-		echo "# note: node mount namespace, try $i: $err"
-		echo "# note:   mountinfo of $K/node: $(grep -F " $K/node" /proc/self/mountinfo | tr '\n' ';')"
+	for cpu in $(k8s_cpus) none; do
+		[ "$cpu" = none ] && return 1
+		err=$(taskset -c "$cpu" unshare --mount="$K8S_MNTNS" --propagation private true 2>&1) && break
+		echo "# note: node mount namespace, made on CPU $cpu: $err"
 		echo "# note:   own mnt ns: $(readlink /proc/self/ns/mnt)"
-		[ "$i" = 3 ] && return 1
-		sleep 1
 	done
 	innode sh -euc '
 		K=$1; shift
