@@ -147,18 +147,19 @@ static void in_child_work(int sock, pid_t parent, const void *arg)
 	nsh_helper_send(sock, &reply, reply.r == 0 ? child_fd : -1);
 }
 
-int nsh_in_child(nsh_child_fn fn, const void *arg, int *fd, struct nshash_netns_info *info, struct nshash_error *err)
+int nsh_in_child(nsh_child_fn fn, const void *arg, unsigned timeout_s, int *fd, struct nshash_netns_info *info,
+		 struct nshash_error *err)
 {
 	struct in_child w = {.fn = fn, .arg = arg, .want_fd = fd != NULL};
 	struct nsh_helper h;
 	struct nsh_helper_reply reply;
 	if (fd)
 		*fd = -1;
-	int r = nsh_helper_start(&h, "helper process", 0, in_child_work, &w, err);
+	int r = nsh_helper_start(&h, "helper process", timeout_s, in_child_work, &w, err);
 	if (r < 0)
 		return r;
 	r = nsh_helper_recv(&h, NULL, &reply, fd, err);
-	nsh_helper_end(&h, false);
+	nsh_helper_end(&h, r == -ETIMEDOUT); /* a helper that did not answer may never end */
 	if (r < 0)
 		return r;
 	if (fd && *fd < 0)

@@ -338,9 +338,15 @@ void nsh_helper_end(struct nsh_helper *h, bool kill_it);
 int nsh_can_return(int home);
 /* Run fn in a forked helper and hand back its result, error, info and
  * (when `fd` is not NULL) the netns fd it produced.  For callers that
- * cannot come back from a netns they would enter (nsh_can_return fails). */
+ * cannot come back from a netns they would enter (nsh_can_return fails).
+ * A helper with no answer in timeout_s (stopped, or stuck on a lock a
+ * thread of the caller held at the fork) is killed and reaped: ETIMEDOUT.
+ * NSH_CHILD_TIMEOUT_S: what lib's callers give it (a netns creation takes
+ * milliseconds; seconds under a burst of netns teardown). */
+#define NSH_CHILD_TIMEOUT_S 30
 typedef int (*nsh_child_fn)(const void *arg, int *fd, struct nshash_netns_info *info, struct nshash_error *err);
-int nsh_in_child(nsh_child_fn fn, const void *arg, int *fd, struct nshash_netns_info *info, struct nshash_error *err);
+int nsh_in_child(nsh_child_fn fn, const void *arg, unsigned timeout_s, int *fd, struct nshash_netns_info *info,
+		 struct nshash_error *err);
 
 /* link.c */
 int nsh_loopback_up(struct nshash_error *err);

@@ -214,7 +214,7 @@ int nsh_netns_make(const struct nshash_create_opts *opts, int proc, int *nsfd, s
 			    strerror(-r));
 		if (r != -EPERM)
 			return nsh_error_sys(err, -r, "cannot re-enter the caller's own network namespace");
-		r = nsh_in_child(nsh_netns_nested_here, opts, nsfd, info, err);
+		r = nsh_in_child(nsh_netns_nested_here, opts, NSH_CHILD_TIMEOUT_S, nsfd, info, err);
 	} else if (!eff.tcp && !eff.udp && nsh_parent_knobs_are(eff) == 1)
 		r = new_plain(opts, proc, home, nsfd, info, err);
 	else if (opts->strategy == NSHASH_STRATEGY_NESTED)

@@ -213,7 +213,7 @@ static int inspect_fd(int nsfd, int proc, int *reopened, struct nshash_netns_inf
 	if (r < 0)
 		return r;
 	if (nsh_can_return(home) == -EPERM) /* in a user namespace: see helper.c */
-		return nsh_in_child(inspect_here, &q, reopened, info, err);
+		return nsh_in_child(inspect_here, &q, NSH_CHILD_TIMEOUT_S, reopened, info, err);
 	r = inspect_here(&q, reopened, info, err);
 	int r2 = nsh_netns_return(home, err);
 	if (r2 < 0 && reopened && *reopened >= 0) {

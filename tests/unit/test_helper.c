@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* nsh_in_child, lib's forked helper for netns work the caller could not
+ * come back from: the helper's result, message and fd come back; a helper
+ * that never answers (stopped, or stuck on a lock a thread of the caller
+ * held at the fork) is an error after the timeout, killed and reaped, not
+ * a hung hook; one that dies without an answer says so. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "internal.h"
+
+/* No child of this process is left, not even a zombie. */
+static void no_child_left(void)
+{
+	errno = 0;
+	assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);
+	assert_int_equal(errno, ECHILD);
+}
+
+static int hand_back_own_netns(const void *arg, int *fd, struct nshash_netns_info *info, struct nshash_error *err)
+{
+	(void)arg;
+	(void)err;
+	info->tcp_entries = 4096;
+	*fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	return *fd < 0 ? -errno : 0;
+}
+
+static void answers_with_fd_and_info(void **state)
+{
+	(void)state;
+	int fd = -1;
+	struct nshash_netns_info info = {0};
+	struct nshash_error err = {0};
+	assert_int_equal(nsh_in_child(hand_back_own_netns, NULL, 5, &fd, &info, &err), 0);
+	assert_true(fd >= 0);
+	struct stat a, b;
+	assert_int_equal(fstat(fd, &a), 0);
+	assert_int_equal(stat("/proc/self/ns/net", &b), 0);
+	assert_true(a.st_ino == b.st_ino); /* the helper's netns is the caller's */
+	assert_int_equal(info.tcp_entries, 4096);
+	close(fd);
+	no_child_left();
+}
+
+static int refuse(const void *arg, int *fd, struct nshash_netns_info *info, struct nshash_error *err)
+{
+	(void)fd;
+	(void)info;
+	return nshash_error_set(err, EINVAL, "%s: refused here", (const char *)arg);
+}
+
+static void its_error_comes_back(void **state)
+{
+	(void)state;
+	int fd = -1;
+	struct nshash_error err = {0};
+	assert_int_equal(nsh_in_child(refuse, "tcp=3", 5, &fd, NULL, &err), -EINVAL);
+	assert_string_equal(err.msg, "tcp=3: refused here");
+	assert_int_equal(fd, -1);
+	no_child_left();
+}
+
+static int never_answer(const void *arg, int *fd, struct nshash_netns_info *info, struct nshash_error *err)
+{
+	(void)arg;
+	(void)fd;
+	(void)info;
+	(void)err;
+	for (;;)
+		pause();
+	return 0;
+}
+
+static void silent_helper_is_killed_after_timeout(void **state)
+{
+	(void)state;
+	int fd = -1;
+	struct nshash_error err = {0};
+	assert_int_equal(nsh_in_child(never_answer, NULL, 1, &fd, NULL, &err), -ETIMEDOUT);
+	assert_string_equal(err.msg, "helper process: no answer in 1 s");
+	assert_int_equal(fd, -1);
+	no_child_left();
+}
+
+static int stop_self(const void *arg, int *fd, struct nshash_netns_info *info, struct nshash_error *err)
+{
+	(void)arg;
+	(void)fd;
+	(void)info;
+	(void)err;
+	raise(SIGSTOP); /* a stopped helper ends only by SIGKILL */
+	return 0;
+}
+
+static void stopped_helper_is_killed_after_timeout(void **state)
+{
+	(void)state;
+	struct nshash_error err = {0};
+	assert_int_equal(nsh_in_child(stop_self, NULL, 1, NULL, NULL, &err), -ETIMEDOUT);
+	assert_string_equal(err.msg, "helper process: no answer in 1 s");
+	no_child_left();
+}
+
+static int die(const void *arg, int *fd, struct nshash_netns_info *info, struct nshash_error *err)
+{
+	(void)arg;
+	(void)fd;
+	(void)info;
+	(void)err;
+	_exit(3);
+}
+
+static void helper_dying_without_answer(void **state)
+{
+	(void)state;
+	struct nshash_error err = {0};
+	assert_int_equal(nsh_in_child(die, NULL, 5, NULL, NULL, &err), -EPROTO);
+	assert_string_equal(err.msg, "helper process: died without an answer");
+	no_child_left();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(answers_with_fd_and_info),
+	    cmocka_unit_test(its_error_comes_back),
+	    cmocka_unit_test(silent_helper_is_killed_after_timeout),
+	    cmocka_unit_test(stopped_helper_is_killed_after_timeout),
+	    cmocka_unit_test(helper_dying_without_answer),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
