@@ -54,8 +54,10 @@ wait_bg() {
 	done
 	bg_names=() bg_pids=() bg_starts=()
 }
-# A cmocka program, TAP output.
-run_unit() { run_one "$(basename "$1")" env CMOCKA_MESSAGE_OUTPUT=TAP "$1"; }
+# A cmocka program, TAP output; a program that hangs (a helper never
+# reaped, say) fails after 300 s instead of stopping the suite (each takes
+# seconds here).
+run_unit() { run_one "$(basename "$1")" timeout -k 10 300 env CMOCKA_MESSAGE_OUTPUT=TAP "$1"; }
 # Print the skips, the failures and the summary; exit status 0 only if all passed.
 summary() {
 	local f
