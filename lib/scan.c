@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 
 #include "internal.h"
@@ -521,12 +522,53 @@ int nsh_proc_netns_each(int (*fn)(pid_t pid, const struct stat *ns, void *arg), 
 	return r;
 }
 
-/* Mark each of paths[] that is a mount point in PID's mount table. */
-static int mounted_in(int procfd, pid_t pid, const char *const *paths, size_t n, bool *mounted)
+/* One mount of a mount table (a mountinfo line, cut and unescaped in place):
+ * "ID PARENT MAJ:MIN ROOT POINT OPTS [OPTIONAL...] - FSTYPE SOURCE SUPER";
+ * the fields from OPTS on are not needed. */
+struct mnt {
+	int id, parent;
+	dev_t dev;
+	const char *root, *point;
+};
+
+static bool mnt_parse(char *line, struct mnt *m)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "%d/mountinfo", (int)pid);
-	int fd = openat(procfd, path, O_RDONLY | O_CLOEXEC);
+	char *sep = strstr(line, " - ");
+	if (!sep)
+		return false;
+	*sep = '\0';
+	unsigned maj, min;
+	int off = 0;
+	if (sscanf(line, "%d %d %u:%u %n", &m->id, &m->parent, &maj, &min, &off) != 4 || !off)
+		return false;
+	m->dev = makedev(maj, min);
+	char *root = line + off, *point = strchr(root, ' ');
+	if (!point)
+		return false;
+	point++;
+	m->root = nsh_mountinfo_field(root);
+	m->point = nsh_mountinfo_field(point);
+	return *m->point == '/'; /* (an nsfs mount's root is "net:[INO]") */
+}
+
+/* A mount table read whole: its text (cut in place) and its mounts. */
+struct mnt_table {
+	char *text;
+	struct mnt *v;
+	size_t n;
+};
+
+static void mnt_table_free(struct mnt_table *t)
+{
+	free(t->text);
+	free(t->v);
+	*t = (struct mnt_table){0};
+}
+
+static int mnt_table_read(int dirfd, const char *rel, struct mnt_table *t)
+{
+	*t = (struct mnt_table){0};
+	int fd = openat(dirfd, rel, O_RDONLY | O_CLOEXEC);
 	FILE *f = fd >= 0 ? fdopen(fd, "re") : NULL;
 	if (!f) {
 		int e = errno;
@@ -534,25 +576,121 @@ static int mounted_in(int procfd, pid_t pid, const char *const *paths, size_t n,
 			close(fd);
 		return -e;
 	}
-	char *line = NULL;
 	size_t cap = 0;
-	while (getline(&line, &cap, f) > 0) {
-		/* Fields: id parent major:minor root mountpoint ... */
-		char *mp = line;
-		for (int i = 0; i < 4 && mp; i++) {
-			mp = strchr(mp, ' ');
-			if (mp)
-				mp++;
-		}
-		if (!mp)
-			continue;
-		nsh_mountinfo_field(mp);
-		for (size_t i = 0; i < n; i++)
-			if (!mounted[i] && strcmp(mp, paths[i]) == 0)
-				mounted[i] = true;
-	}
-	free(line);
+	ssize_t len = getdelim(&t->text, &cap, '\0', f);
+	int e = len < 0 && ferror(f) ? errno : 0;
 	fclose(f);
+	if (len < 0) {
+		mnt_table_free(t);
+		return e ? -e : 0;
+	}
+	size_t lines = 0;
+	for (ssize_t i = 0; i < len; i++)
+		lines += t->text[i] == '\n';
+	t->v = calloc(lines + 1, sizeof(*t->v));
+	if (!t->v) {
+		mnt_table_free(t);
+		return -ENOMEM;
+	}
+	for (char *line = t->text, *nl; line && *line; line = nl) {
+		nl = strchr(line, '\n');
+		if (nl)
+			*nl++ = '\0';
+		if (mnt_parse(line, &t->v[t->n]))
+			t->n++;
+	}
+	return 0;
+}
+
+/* Where a path under mount m lies in m's file system: ROOT + REST, REST the
+ * path past m's mount point ("" when it is the mount point); false when the
+ * path is not under m. */
+static bool mnt_rest(const struct mnt *m, const char *path, const char **rest)
+{
+	size_t lp = strlen(m->point);
+	if (strcmp(m->point, "/") == 0)
+		lp = 0;
+	else if (strncmp(path, m->point, lp) != 0 || (path[lp] != '/' && path[lp] != '\0'))
+		return false;
+	*rest = path + lp;
+	return true;
+}
+
+/* A file looked for in other mount tables: its path here, and where it lies
+ * in its file system (device, path from that file system's root), since
+ * another mount namespace may reach it by another path (its directory bound
+ * elsewhere there).  fs_path NULL: not known, its path alone is compared. */
+struct wanted {
+	const char *path;
+	dev_t dev;
+	char *fs_path;
+};
+
+/* w's device and path in its file system, from this process's mount table:
+ * the mount over its directory is the one with the longest mount point
+ * above it (of equal ones the last listed: it is on top). */
+static void wanted_locate(const struct mnt_table *own, struct wanted *w)
+{
+	const struct mnt *best = NULL;
+	const char *rest = NULL;
+	size_t best_len = 0;
+	for (size_t i = 0; i < own->n; i++) {
+		const char *r;
+		size_t l = strlen(own->v[i].point);
+		if (mnt_rest(&own->v[i], w->path, &r) && *r && (!best || l >= best_len))
+			best = &own->v[i], best_len = l, rest = r;
+	}
+	struct stat dir;
+	const char *slash = strrchr(w->path, '/');
+	char *d = slash ? strndup(w->path, (size_t)(slash - w->path) + (slash == w->path)) : NULL;
+	bool same = d && stat(d, &dir) == 0 && best && dir.st_dev == best->dev;
+	free(d);
+	if (!same) /* not where the table says (a mount on the way it does not show) */
+		return;
+	w->dev = best->dev;
+	if (asprintf(&w->fs_path, "%s%s", strcmp(best->root, "/") == 0 ? "" : best->root, rest) < 0)
+		w->fs_path = NULL;
+}
+
+static void wanted_free(struct wanted *w, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(w[i].fs_path);
+}
+
+/* Is m, in table t, mounted on w: by its path, or by where its mount point
+ * lies in the parent mount's file system? */
+static bool mnt_on(const struct mnt_table *t, const struct mnt *m, const struct wanted *w)
+{
+	if (strcmp(m->point, w->path) == 0)
+		return true;
+	if (!w->fs_path || strcmp(strrchr(m->point, '/'), strrchr(w->fs_path, '/')) != 0)
+		return false; /* (not the same name: no need to find its parent) */
+	for (size_t i = 0; i < t->n; i++) {
+		const struct mnt *p = &t->v[i];
+		const char *rest;
+		if (p->id != m->parent || p->dev != w->dev || !mnt_rest(p, m->point, &rest))
+			continue;
+		size_t lr = strcmp(p->root, "/") == 0 ? 0 : strlen(p->root);
+		return strncmp(w->fs_path, p->root, lr) == 0 && strcmp(w->fs_path + lr, rest) == 0;
+	}
+	return false;
+}
+
+/* Mark each of want[] that a mount in PID's mount table is on. */
+static int mounted_in(int procfd, pid_t pid, const struct wanted *want, size_t n, bool *mounted)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "%d/mountinfo", (int)pid);
+	struct mnt_table t;
+	int r = mnt_table_read(procfd, path, &t);
+	if (r < 0)
+		return r;
+	for (size_t j = 0; j < t.n; j++)
+		for (size_t i = 0; i < n; i++)
+			if (!mounted[i] && mnt_on(&t, &t.v[j], &want[i]))
+				mounted[i] = true;
+	mnt_table_free(&t);
 	return 0;
 }
 
@@ -565,9 +703,24 @@ int nsh_mounted_elsewhere(const char *const *paths, size_t n, bool *mounted)
 	struct stat self;
 	if (stat("/proc/self/ns/mnt", &self) < 0)
 		return -errno;
+	cleanup_free struct wanted *want = calloc(n, sizeof(*want));
+	if (!want)
+		return -ENOMEM;
+	struct mnt_table own;
+	int ro = mnt_table_read(AT_FDCWD, "/proc/self/mountinfo", &own);
+	for (size_t i = 0; i < n; i++) {
+		want[i].path = paths[i];
+		if (ro == 0)
+			wanted_locate(&own, &want[i]);
+	}
+	if (ro == 0)
+		mnt_table_free(&own);
 	DIR *proc = opendir("/proc");
-	if (!proc)
-		return -errno;
+	if (!proc) {
+		int e = errno;
+		wanted_free(want, n);
+		return -e;
+	}
 	int procfd = dirfd(proc);
 	/* one mount table per (mount namespace, root): a chrooted process's
 	 * table leaves out what lies outside its root */
@@ -618,12 +771,13 @@ int nsh_mounted_elsewhere(const char *const *paths, size_t n, bool *mounted)
 			capseen = cap;
 		}
 		seen[nseen++] = (struct seen){mnt.st_ino, root.st_dev, root.st_ino};
-		int m = mounted_in(procfd, pid, paths, n, mounted);
+		int m = mounted_in(procfd, pid, want, n, mounted);
 		if (m < 0 && m != -ENOENT && m != -ESRCH && !ptrace)
 			denied = true;
 	}
 	free(seen);
 	closedir(proc);
+	wanted_free(want, n);
 	if (r == 0 && denied)
 		r = -EACCES;
 	return r;

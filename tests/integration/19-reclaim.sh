@@ -209,24 +209,39 @@ assert_eq 0 "$(count_pins_under "$HS/pins/")" "no hook pin left"
 # An engine in a mount namespace of its own (a slave of the host's) pins a
 # netns there: the host sees an empty, unmounted file, old enough to look
 # stale.  gc keeps it while it is a mount point in any mount namespace, and
-# removes it once it is not.
-F=$STATE/pins/f19
-unshare -m --propagation slave sh -c "nshash --state-dir '$STATE' create --tcp 1024 '$F' >/dev/null && exec sleep 300" &
-H=$!
-on_exit "kill -KILL $H"
-for _ in $(seq 50); do nsenter -t $H -m findmnt -n "$F" >/dev/null 2>&1 && break; sleep 0.1; done
-touch -d '-5 min' "$F"
-assert_eq "0 nsfs" "$(count_pins_under "$F") $(nsenter -t $H -m findmnt -n -o FSTYPE "$F")" \
-	"the engine's pin: a mount in its namespace only, a 5 minutes old empty file on the host"
-out=$(ns gc --json)
-assert_eq "0 nsfs" "$(jq -r .stale_removed <<<"$out") $(nsenter -t $H -m findmnt -n -o FSTYPE "$F")" \
-	"gc keeps a pin file that is a mount point in another mount namespace"
-[ -e "$F" ] && pass "the file is still there" || fail "gc unlinked $F"
-kill -KILL $H
-wait $H 2>/dev/null
-out=$(ns gc --json)
-assert_eq "1 $F (stale pin file)" "$(jq -r .stale_removed <<<"$out") $(jq -r '.paths[] | "\(.path) (\(.why))"' <<<"$out")" \
-	"that namespace gone: gc removes the stale file"
+# removes it once it is not.  foreign_pin FILE PATH-THERE [SETUP-THERE]: the
+# engine reaches FILE as PATH-THERE (after SETUP-THERE) and pins it there.
+foreign_pin() {
+	local f=$1 there=$2 setup=${3:-true} h out
+	unshare -m --propagation slave sh -c "$setup && nshash --state-dir '$STATE' create --tcp 1024 '$there' >/dev/null &&
+		exec sleep 300" &
+	h=$!
+	on_exit "kill -KILL $h"
+	for _ in $(seq 50); do nsenter -t $h -m findmnt -n "$there" >/dev/null 2>&1 && break; sleep 0.1; done
+	touch -d '-5 min' "$f"
+	assert_eq "0 nsfs" "$(count_pins_under "$f") $(nsenter -t $h -m findmnt -n -o FSTYPE "$there")" \
+		"the engine's pin: mounted at $there in its namespace only, a 5 minutes old empty file here"
+	[ "$there" = "$f" ] || assert_eq "" "$(nsenter -t $h -m awk -v p="$f" '$5 == p' /proc/self/mountinfo)" \
+		"its mount table does not name $f"
+	out=$(ns gc --json)
+	assert_eq "0 nsfs" "$(jq -r .stale_removed <<<"$out") $(nsenter -t $h -m findmnt -n -o FSTYPE "$there")" \
+		"gc keeps a pin file that is a mount point in another mount namespace (there: $there)"
+	[ -e "$f" ] && pass "the file is still there" || fail "gc unlinked $f"
+	kill -KILL $h
+	wait $h 2>/dev/null
+	out=$(ns gc --json)
+	assert_eq "1 $f (stale pin file)" "$(jq -r .stale_removed <<<"$out") $(jq -r '.paths[] | "\(.path) (\(.why))"' <<<"$out")" \
+		"that namespace gone: gc removes the stale file"
+}
+foreign_pin "$STATE/pins/f19" "$STATE/pins/f19"
+# The same when that namespace reaches the pins by another path (a
+# container that binds the host's state dir at a path of its own): its
+# table names ALT/g19, not $STATE/pins/g19; gc finds it by where it lies in
+# the file system (device and path there), not by its name.
+ALT=$(mktemp -d /run/nshash-t19-alt.XXXXXX)
+on_exit "rmdir $ALT 2>/dev/null"
+foreign_pin "$STATE/pins/g19" "$ALT/g19" "mount --bind '$STATE/pins' '$ALT'"
+rmdir "$ALT"
 
 # A live pin this view shows as an empty file, under a bind of its directory
 # over itself (podman binds /run/netns so): unlinking it is EBUSY.  gc keeps
