@@ -11,8 +11,7 @@
 # A's cleanup must leave B's and the third party's; B's then removes the
 # shared chains it and A left; what existed before stays.
 source "$(dirname "$0")/../lib/common.sh"
-require_root
-for c in iptables ip6tables nft ip; do command -v $c >/dev/null || cannot_run "$c missing"; done
+test_needs root iptables ip6tables nft ip
 
 nat() { iptables -w -t nat "$@"; }
 flt() { iptables -w -t filter "$@"; }

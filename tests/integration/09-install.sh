@@ -4,7 +4,7 @@
 # man page NAMEs; a program builds against the installed header
 # and shared library; the CLI runs clean under valgrind (no leak, no error).
 source "$(dirname "$0")/../lib/common.sh"
-require_root
+test_needs root
 
 D=$(mktemp -d /tmp/nshash-t09.XXXXXX)
 on_exit "rm -rf $D"

@@ -4,8 +4,7 @@
 # the created netns, `ip netns exec` agrees, delete leaves nothing mounted,
 # bad input leaves no state, the host's knobs never move.
 source "$(dirname "$0")/../lib/common.sh"
-require_root
-require_kernel_knobs
+test_needs root knobs
 
 STATE=$(make_state_dir)
 export NSHASH_STATE_DIR=$STATE

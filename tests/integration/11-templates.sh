@@ -4,8 +4,7 @@
 # file left by a crash) are detected and rebuilt; the nested strategy works
 # for an unprivileged user inside `unshare -Urm`.
 source "$(dirname "$0")/../lib/common.sh"
-require_root
-require_kernel_knobs
+test_needs root knobs
 
 STATE=$(make_state_dir)
 export NSHASH_STATE_DIR=$STATE

@@ -9,9 +9,7 @@
 # knobs 0 in every sample.  NSHASH_SEED=N replays a run.
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/hard.sh"
-require_root
-require_kernel_knobs
-command -v jq >/dev/null || cannot_run "jq needed"
+test_needs root knobs jq
 [ "$(host_knobs)" = "0 0" ] || cannot_run "the host's *_child_* knobs are '$(host_knobs)', not '0 0': plain netns would not share the global table"
 
 WORKERS=8

@@ -9,10 +9,7 @@
 # NSHASH_SEED=N replays a run; NSHASH_CRASH_ITERATIONS (default 300).
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/hard.sh"
-require_root
-require_kernel_knobs
-command -v jq >/dev/null || cannot_run "jq needed"
-command -v flock >/dev/null || cannot_run "flock(1) needed"
+test_needs root knobs jq flock
 
 ITERATIONS=${NSHASH_CRASH_ITERATIONS:-300}
 SEED=${NSHASH_SEED:-$((RANDOM * 32768 + RANDOM))}

@@ -20,10 +20,8 @@
 #          case here is refused before)
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/hard.sh"
-require_root
-require_kernel_knobs
+test_needs root knobs jq
 command -v python3 >/dev/null || cannot_run "python3 needed to mount a symlink (open_tree)"
-command -v jq >/dev/null || cannot_run "jq needed"
 
 REL=$(uname -r)
 P=nshash-t14-$$

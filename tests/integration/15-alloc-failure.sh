@@ -9,9 +9,7 @@
 # the cgroup, a template that already exists, and the nested strategy.
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/hard.sh"
-require_root
-require_kernel_knobs
-command -v jq >/dev/null || cannot_run "jq needed"
+test_needs root knobs jq
 
 P=nshash-t15-$$
 BIG=16777216

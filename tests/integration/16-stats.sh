@@ -6,9 +6,7 @@
 # v4 and v6.  Exact counts in JSON, own vs shared entries, the Prometheus
 # format, a netns named by pid, bad arguments.  Looks only at its own netns.
 source "$(dirname "$0")/../lib/common.sh"
-require_root
-require_kernel_knobs
-command -v python3 >/dev/null || cannot_run "python3 missing"
+test_needs root knobs python3
 
 STATE=$(make_state_dir)
 export NSHASH_STATE_DIR=$STATE

@@ -9,8 +9,7 @@
 # what it found and leaves the netns as it was; a failure midway is undone;
 # SIGKILL at random points leaves only documented states.
 source "$(dirname "$0")/../lib/common.sh"
-require_root
-require_kernel_knobs
+test_needs root knobs
 
 S=$(make_state_dir)
 P=nsh17-$$-p

@@ -9,9 +9,7 @@
 # torn last line does not swallow the next record.
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/hard.sh"
-require_root
-require_kernel_knobs
-command -v jq >/dev/null || cannot_run "jq needed"
+test_needs root knobs jq
 
 STATE=$(make_state_dir)
 PINS=$(mktemp -d /run/nshash-t18-pins.XXXXXX)

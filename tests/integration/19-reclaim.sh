@@ -7,9 +7,7 @@
 # kept; young pins are kept; the ledger follows.  Rate limit: with
 # --interval, one run per interval, however many callers at once.
 source "$(dirname "$0")/../lib/common.sh"
-require_root
-require_kernel_knobs
-command -v jq >/dev/null || cannot_run "jq needed"
+test_needs root knobs jq
 command -v setpriv >/dev/null || cannot_run "setpriv (util-linux) needed"
 
 STATE=$(make_state_dir)

@@ -5,9 +5,7 @@
 # positive rates, the plot is written, the three netns and every noise
 # worker are gone afterwards, no host setting moved.
 source "$(dirname "$0")/../lib/common.sh"
-require_root
-require_kernel_knobs
-command -v gnuplot >/dev/null || cannot_run "gnuplot missing (tools/ensure-deps test)"
+test_needs root knobs gnuplot
 [ -x "$BUILD/bench/value" ] || make -C "$TOP" build/bench/value >/dev/null 2>&1 || cannot_run "cannot build build/bench/value"
 
 OUT=$(mktemp -d)

@@ -6,8 +6,7 @@
 # create/start/delete and a failed create leave no pin, lo is up.
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/engines.sh"
-require_root
-require_kernel_knobs
+test_needs root knobs
 
 engines_oci_setup
 engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/nshash.log\"}"

@@ -9,8 +9,7 @@
 # for the container's init).
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/engines.sh"
-require_root
-require_kernel_knobs
+test_needs root knobs
 
 engines_oci_setup
 engines_iptables_snapshot nsh31 10.131.0.
@@ -29,15 +28,11 @@ echo 'default_network = "nsh31"' >>"$CONTAINERS_CONF" # [network] is the file's 
 IMG=localhost/nshash-busybox
 SHOW='echo $(cat /proc/sys/net/ipv4/tcp_ehash_entries) $(cat /proc/sys/net/ipv4/udp_hash_entries) $(ip -o link show lo | grep -c "[<,]UP[,>]")'
 GLOBAL="-$(cat /proc/sys/net/ipv4/tcp_ehash_entries) -$(cat /proc/sys/net/ipv4/udp_hash_entries)"
-pins_gone() { # wait for podman's asynchronous cleanup (poststop)
-	for _ in $(seq 50); do [ -z "$(ls "$S/pins" 2>/dev/null)" ] && return 0; sleep 0.1; done
-	return 1
-}
 
 # --- --network none: sized
 out=$(podman run --rm --network none --annotation io.nshash.tcp=4096 --annotation io.nshash.udp=1024 $IMG sh -c "$SHOW" 2>"$D/err")
 assert_eq "4096 1024 1" "$out" "podman --network none: tcp=4096 udp=1024 inside, lo up"
-pins_gone && pass "pin removed after --rm" || fail "pin left after --rm: $(ls "$S/pins")"
+engines_pins_gone "$S" && pass "pin removed after --rm" || fail "pin left after --rm: $(ls "$S/pins")"
 assert_contains "$(cat "$D/nshash.log")" "requested tcp=4096 udp=1024, effective tcp=4096 udp=1024" "precreate logged requested and effective sizes"
 assert_contains "$(grep precreate "$D/nshash.log")" "info: hostname " "precreate names the container by its hostname"
 for _ in $(seq 30); do grep -q "removed pin" "$D/nshash.log" && break; sleep 0.1; done
@@ -62,7 +57,7 @@ podman stop -t 0 c31 >/dev/null
 podman start c31 >/dev/null
 assert_eq "2048 512 1" "$(podman exec c31 sh -c "$SHOW")" "podman stop + start: sized again"
 podman rm -f -t 0 c31 >/dev/null
-pins_gone && pass "podman rm: nothing left in the state dir's pins" || fail "pins left after rm: $(ls "$S/pins")"
+engines_pins_gone "$S" && pass "podman rm: nothing left in the state dir's pins" || fail "pins left after rm: $(ls "$S/pins")"
 assert_eq 0 "$(engines_pins_left "$S")" "no pin mounted after rm"
 
 # --- typo in a key, bad value, above the cap: refused, nothing left
@@ -119,7 +114,7 @@ out=$(podman run --rm --network none --annotation io.nshash.tcp=auto $IMG sh -c 
 rc=$?
 assert_eq "0 2048 -$(cat /proc/sys/net/ipv4/udp_hash_entries) 1" "$rc $out" "auto for tcp only: started, udp shared"
 assert_eq "verified pid N: requested tcp=2048 udp=0, effective tcp=2048 udp=-$(cat /proc/sys/net/ipv4/udp_hash_entries)" "$(verified)" "... verified so"
-pins_gone && pass "auto + the verify hook: no pin left" || fail "auto + the verify hook: pins left: $(ls "$S/pins")"
+engines_pins_gone "$S" && pass "auto + the verify hook: no pin left" || fail "auto + the verify hook: pins left: $(ls "$S/pins")"
 # a protocol the annotations leave to the node's defaults is verified on
 # the size the default gave (docs/sizing.md: per protocol); was refused as
 # "requested tcp=0 udp=0" (podman's copy of the annotations names tcp only)
@@ -140,7 +135,7 @@ assert_eq "0 -$(cat /proc/sys/net/ipv4/tcp_ehash_entries) 1024 1" "$? $out" \
 	"tcp=0 under defaults + the verify hook, bridge (transplanted): tcp shared, udp from the default"
 assert_eq "verified pid N: requested tcp=0 udp=1024, effective tcp=-$(cat /proc/sys/net/ipv4/tcp_ehash_entries) udp=1024" \
 	"$(verified)" "... verified so (the transplant keeps podman's path: the sizes are in the bundle)"
-pins_gone && pass "defaults + the verify hook: no pin left" || fail "defaults + the verify hook: pins left: $(ls "$S/pins")"
+engines_pins_gone "$S" && pass "defaults + the verify hook: no pin left" || fail "defaults + the verify hook: pins left: $(ls "$S/pins")"
 engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/nshash.log\"}"
 sed -i "s|hooks_dir = \\[\"$D/hooks-verify\"\\]|hooks_dir = [\"$D/hooks\"]|" "$CONTAINERS_CONF"
 
@@ -151,7 +146,7 @@ out=$(podman run --rm --annotation io.nshash.tcp=4096 $IMG sh -c 'cat /proc/sys/
 assert_eq "4096
 1" "$out" "bridge: sized, eth0 kept its address"
 assert_contains "$(grep precreate "$D/nshash.log" | tail -1)" "replaced by a sized one with its configuration (recreated eth0)" "bridge: logged as a transplant"
-pins_gone && pass "bridge: no pin made" || fail "bridge: pin left"
+engines_pins_gone "$S" && pass "bridge: no pin made" || fail "bridge: pin left"
 
 # --- nshash-runtime as podman's runtime: alone, and behind the hooks
 engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/nshash.log\"}"
@@ -161,13 +156,13 @@ sed -i "s|hooks_dir = \\[\"$D/hooks\"\\]|hooks_dir = [\"$D/no-hooks\"]|" "$CONTA
 out=$(podman --runtime "$BUILD/nshash-runtime" run --rm --network none --annotation io.nshash.tcp=1024 --annotation io.nshash.udp=256 $IMG sh -c "$SHOW" 2>&1)
 assert_eq "1024 256 1" "$out" "podman --runtime nshash-runtime (no hooks): sized by the wrapper"
 assert_contains "$(cat "$D/nshash.log")" "nshash-runtime" "the wrapper did it"
-pins_gone && pass "wrapper under podman: pin removed" || fail "wrapper under podman: pin left: $(ls "$S/pins")"
+engines_pins_gone "$S" && pass "wrapper under podman: pin removed" || fail "wrapper under podman: pin left: $(ls "$S/pins")"
 sed -i "s|hooks_dir = \\[\"$D/no-hooks\"\\]|hooks_dir = [\"$D/hooks\"]|" "$CONTAINERS_CONF"
 : >"$D/nshash.log"
 out=$(podman --runtime "$BUILD/nshash-runtime" run --rm --network none --annotation io.nshash.tcp=1024 --annotation io.nshash.udp=256 $IMG sh -c "$SHOW" 2>&1)
 assert_eq "1024 256 1" "$out" "hooks and wrapper together: sized"
 assert_eq 1 "$(grep -c 'sized netns pinned' "$D/nshash.log")" "hooks and wrapper together: sized once (the wrapper kept the hook's pin)"
-pins_gone && pass "hooks and wrapper together: pin removed" || fail "pin left: $(ls "$S/pins")"
+engines_pins_gone "$S" && pass "hooks and wrapper together: pin removed" || fail "pin left: $(ls "$S/pins")"
 
 # --- nshash-runtime alone with an rshared bind (issue 20): podman asks for
 # rshared rootfs propagation with it; the wrapper creates it from its sibling
@@ -219,7 +214,7 @@ wrappers=$(grep -o 'nshash-runtime\[[0-9]*\]' "$D/nshash.log" | grep -o '[0-9]*'
 inits=$(grep -o "(pid [0-9]*, the container's init" "$D/nshash.log" | grep -o '[0-9]*' | sort -u)
 assert_eq "" "$(comm -12 <(printf '%s\n' "$wrappers") <(printf '%s\n' "$inits") | tr '\n' ' ')" \
 	"hooks and wrapper together: the hook's child never took a wrapper (pid in the log) for the container's init"
-pins_gone && pass "hooks and wrapper together, many starts: no pin left" || fail "pin left: $(ls "$S/pins")"
+engines_pins_gone "$S" && pass "hooks and wrapper together, many starts: no pin left" || fail "pin left: $(ls "$S/pins")"
 
 # --- --network ns: with nshash create (one of the named alternatives)
 on_exit "nshash delete nshash-t31"

@@ -6,8 +6,7 @@
 # containers are removed, and the host knobs never move.
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/engines.sh"
-require_root
-require_kernel_knobs
+test_needs root knobs
 
 N=${NSHASH_CONCURRENCY:-20}
 PAIRS=("1024 128" "4096 1024" "16384 2048" "65536 4096")

@@ -7,8 +7,7 @@
 # while blocked writing its output).
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/engines.sh"
-require_root
-require_kernel_knobs
+test_needs root knobs
 
 ROUNDS=${NSHASH_CRASH_ROUNDS:-25}
 engines_oci_setup

@@ -7,8 +7,7 @@
 #   warn: exit 0, the config passed through byte for byte, a warning, no pin
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/engines.sh"
-require_root
-require_kernel_knobs
+test_needs root knobs
 
 engines_oci_setup
 BIG=16777216

@@ -21,8 +21,7 @@
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/engines.sh"
 source "$(dirname "$0")/../lib/docker.sh"
-require_root
-require_kernel_knobs
+test_needs root knobs
 
 engines_oci_setup
 engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/nshash.log\"}"
@@ -49,7 +48,6 @@ dq() {
 	local out
 	out=$(dk "$@" 2>&1) || { echo "# docker $*: $(tr '\n' ' ' <<<"$out")"; return 1; }
 }
-sizes_of() { netns_sizes_of_pid "$(dk inspect -f '{{.State.Pid}}' "$1" 2>/dev/null || echo 0)" 2>/dev/null; }
 # a tiny server: answers "hello" on 8080, forever
 SERVE='while true; do echo hello | nc -l -p 8080; done'
 # from dockerd's network namespace, the "host" of its containers
@@ -79,17 +77,17 @@ assert_contains "$(cat "$D/nshash.log")" "requested tcp=8192 udp=1024, effective
 assert_eq 0 "$(engines_pins_left "$S")" "docker run --rm: no pin left"
 
 dq run -d --name web --runtime nshash-8k -p "127.0.0.1:$PORT:8080" "$DOCKER_IMAGE" sh -c "$SERVE"
-assert_eq "8192 1024" "$(sizes_of web)" "detached with -p: tcp=8192 udp=1024"
+assert_eq "8192 1024" "$(docker_sizes_of web)" "detached with -p: tcp=8192 udp=1024"
 assert_eq hello "$(wait_fetch 127.0.0.1 "$PORT")" "published port 127.0.0.1:$PORT reachable from the host"
 assert_eq 0 "$(engines_pins_left "$S")" "no pin on the host while it runs (the wrapper pins in its own mount namespace)"
 
 dq restart -t 1 web
-assert_eq "8192 1024" "$(sizes_of web)" "docker restart: tcp=8192 udp=1024 again"
+assert_eq "8192 1024" "$(docker_sizes_of web)" "docker restart: tcp=8192 udp=1024 again"
 assert_eq hello "$(wait_fetch 127.0.0.1 "$PORT")" "docker restart: published port reachable"
 dq stop -t 1 web
 assert_eq 0 "$(engines_pins_left "$S")" "docker stop: pin removed"
 dq start web
-assert_eq "8192 1024" "$(sizes_of web)" "docker stop + start: tcp=8192 udp=1024"
+assert_eq "8192 1024" "$(docker_sizes_of web)" "docker stop + start: tcp=8192 udp=1024"
 assert_eq 0 "$(engines_pins_left "$S")" "no pin on the host after the restart either"
 
 # ---------------------------------------------------------------- --annotation (Docker >= 24)
@@ -101,10 +99,10 @@ gw-ok" "$out" "docker run --annotation io.nshash.*: tcp=4096 udp=512 inside, gat
 	out=$(dk run --rm --runtime nshash-8k $ANN "$DOCKER_IMAGE" sh -c "$SHOW" 2>&1)
 	assert_eq "4096 512" "$out" "--annotation on a size-class runtime: the annotations win"
 	dq run -d --name annweb --runtime nshash $ANN -p "127.0.0.1:$((PORT + 1)):8080" "$DOCKER_IMAGE" sh -c "$SERVE"
-	assert_eq "4096 512" "$(sizes_of annweb)" "--annotation, detached with -p: tcp=4096 udp=512"
+	assert_eq "4096 512" "$(docker_sizes_of annweb)" "--annotation, detached with -p: tcp=4096 udp=512"
 	assert_eq hello "$(wait_fetch 127.0.0.1 "$((PORT + 1))")" "--annotation: published port reachable from the host"
 	dq restart -t 1 annweb
-	assert_eq "4096 512" "$(sizes_of annweb)" "--annotation, docker restart: tcp=4096 udp=512 again"
+	assert_eq "4096 512" "$(docker_sizes_of annweb)" "--annotation, docker restart: tcp=4096 udp=512 again"
 	dk rm -f annweb >/dev/null 2>&1
 	out=$(dk run --rm --runtime nshash --annotation io.nshash.tcp=lots "$DOCKER_IMAGE" true 2>&1)
 	assert_contains "$out" 'io.nshash.tcp: "lots" is not a decimal number of entries' "--annotation with a bad value: refused, naming the annotation"
@@ -119,7 +117,7 @@ dq run -d --name peer --runtime nshash-64k --network nsh-user "$DOCKER_IMAGE" sl
 out=$(dk run --rm --runtime nshash-8k --network nsh-user "$DOCKER_IMAGE" sh -c "$SHOW; ping -c1 -W2 peer >/dev/null && echo peer-ok" 2>&1)
 assert_eq "8192 1024
 peer-ok" "$out" "user network: tcp=8192 udp=1024, the other container answers by name"
-assert_eq "65536 4096" "$(sizes_of peer)" "nshash-64k on the user network: tcp=65536 udp=4096"
+assert_eq "65536 4096" "$(docker_sizes_of peer)" "nshash-64k on the user network: tcp=65536 udp=4096"
 dk network connect nsh-user web
 out=$(dk exec web sh -c "$SHOW; ip -o -4 addr show eth1 | grep -c inet; ping -c1 -W2 peer >/dev/null && echo peer-ok" 2>&1)
 assert_eq "8192 1024
@@ -130,7 +128,7 @@ peer-ok" "$out" "docker network connect: eth1 in the same sized netns, the peer 
 dq run -d --name flappy --runtime nshash-8k --restart always "$DOCKER_IMAGE" sh -c 'sleep 1; exit 3'
 for _ in $(seq 50); do [ "$(dk inspect -f '{{.RestartCount}}' flappy 2>/dev/null)" -ge 1 ] 2>/dev/null && break; sleep 0.2; done
 for _ in $(seq 25); do [ "$(dk inspect -f '{{.State.Running}}' flappy)" = true ] && break; sleep 0.2; done
-assert_eq "8192 1024" "$(sizes_of flappy)" "--restart always: restarted (count $(dk inspect -f '{{.RestartCount}}' flappy)) with tcp=8192 udp=1024"
+assert_eq "8192 1024" "$(docker_sizes_of flappy)" "--restart always: restarted (count $(dk inspect -f '{{.RestartCount}}' flappy)) with tcp=8192 udp=1024"
 dk rm -f flappy >/dev/null 2>&1
 
 # ---------------------------------------------------------------- refusals
@@ -179,7 +177,7 @@ bad=
 for i in $(seq 8); do
 	want="8192 1024"
 	[ $((i % 2)) -eq 0 ] && want="65536 4096"
-	[ "$(sizes_of "par$i")" = "$want" ] || bad="$bad par$i=$(sizes_of "par$i")"
+	[ "$(docker_sizes_of "par$i")" = "$want" ] || bad="$bad par$i=$(docker_sizes_of "par$i")"
 done
 assert_eq "" "$bad" "8 containers started at once, 2 size classes: each exactly its own"
 for i in $(seq 8); do dk rm -f "par$i" >/dev/null 2>&1 & done
@@ -205,7 +203,7 @@ assert_eq "0 0 0" "$(engines_pins_left "$S") $(ls -A "$S/pins" 2>/dev/null | wc 
 dk update --restart always peer >/dev/null
 docker_restart || fail "dockerd did not come back"
 for _ in $(seq 50); do [ "$(dk inspect -f '{{.State.Running}}' peer 2>/dev/null)" = true ] && break; sleep 0.2; done
-assert_eq "65536 4096" "$(sizes_of peer)" "dockerd restarted: the --restart always container is back with tcp=65536 udp=4096"
+assert_eq "65536 4096" "$(docker_sizes_of peer)" "dockerd restarted: the --restart always container is back with tcp=65536 udp=4096"
 assert_eq false "$(dk inspect -f '{{.State.Running}}' web)" "dockerd restarted: the container without a restart policy is stopped"
 assert_eq 0 "$(engines_pins_left "$S")" "dockerd restarted: no pin on the host"
 

@@ -9,8 +9,7 @@
 # and syslog even without a log file.
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/engines.sh"
-require_root
-require_kernel_knobs
+test_needs root knobs
 
 engines_oci_setup
 engines_policy "$P" "{\"stateDir\": \"$S\"}"

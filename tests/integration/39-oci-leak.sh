@@ -7,9 +7,7 @@
 # request; the reclaimed leak frees its room.
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/engines.sh"
-require_root
-require_kernel_knobs
-command -v jq >/dev/null || cannot_run "jq needed"
+test_needs root knobs jq
 
 engines_oci_setup
 # 4096/1024 = 98304 bytes a container; the budget admits two.

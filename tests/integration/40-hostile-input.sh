@@ -14,10 +14,7 @@
 # Every binary runs under `timeout`: a hang is a failure with exit 124.
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/engines.sh"
-require_root
-require_kernel_knobs
-command -v jq >/dev/null || cannot_run "jq missing"
-command -v strace >/dev/null || cannot_run "strace missing"
+test_needs root knobs jq strace
 PY=$(command -v python3) || cannot_run "python3 missing"
 
 engines_oci_setup

@@ -11,10 +11,7 @@
 # the pod's own cgroup is not charged (issue 31).
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/cni.sh"
-require_root
-require_kernel_knobs
-command -v jq >/dev/null || cannot_run "jq missing"
-command -v strace >/dev/null || cannot_run "strace missing"
+test_needs root knobs jq strace
 
 D=$(make_state_dir)
 V=1.0.0

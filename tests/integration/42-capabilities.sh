@@ -12,10 +12,8 @@
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/engines.sh"
 . "$(dirname "$0")/../lib/cni.sh"
-require_root
-require_kernel_knobs
+test_needs root knobs capsh
 PY=$(command -v python3) || cannot_run "python3 missing"
-command -v capsh >/dev/null || cannot_run "capsh missing"
 
 engines_oci_setup
 engines_policy "$P" "{\"stateDir\": \"$S\"}"

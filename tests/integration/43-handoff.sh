@@ -11,9 +11,7 @@
 # the child (podman reads the hook's stdout to its end).
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/engines.sh"
-require_root
-require_kernel_knobs
-command -v nsenter >/dev/null && command -v unshare >/dev/null || cannot_run "nsenter and unshare (util-linux) needed"
+test_needs root knobs nsenter unshare
 
 engines_oci_setup
 engines_policy "$P" "{\"stateDir\": \"$S\", \"logFile\": \"$D/nshash.log\", \"staleAge\": 30}"

@@ -9,9 +9,7 @@
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/engines.sh"
 source "$(dirname "$0")/../lib/cni.sh"
-require_root
-require_kernel_knobs
-command -v jq >/dev/null || cannot_run "jq needed"
+test_needs root knobs jq
 command -v flock >/dev/null || cannot_run "flock (util-linux) needed"
 
 engines_oci_setup

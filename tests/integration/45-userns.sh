@@ -20,8 +20,7 @@
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/engines.sh"
 . "$(dirname "$0")/../lib/cni.sh"
-require_root
-require_kernel_knobs
+test_needs root knobs
 command -v runc >/dev/null || skip_test "runc missing"
 
 engines_oci_setup

@@ -13,8 +13,7 @@
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/engines.sh"
 source "$(dirname "$0")/../lib/docker.sh"
-require_root
-require_kernel_knobs
+test_needs root knobs
 
 engines_oci_setup
 LOG=$D/nshash.log
@@ -35,7 +34,6 @@ SHOW='echo $(cat /proc/sys/net/ipv4/tcp_ehash_entries) $(cat /proc/sys/net/ipv4/
 GTCP=$(cat /proc/sys/net/ipv4/tcp_ehash_entries)
 GUDP=$(cat /proc/sys/net/ipv4/udp_hash_entries)
 GW=$DOCKER_NET_BASE.0.1
-sizes_of() { netns_sizes_of_pid "$(dk inspect -f '{{.State.Pid}}' "$1" 2>/dev/null || echo 0)" 2>/dev/null; }
 
 assert_eq "-$GTCP -$GUDP" "$(dk run --rm "$DOCKER_IMAGE" sh -c "$SHOW" 2>&1)" "no defaults: a container through the default runtime is untouched"
 policy '"defaultTcp": 4096, "defaultUdp": 1024'
@@ -45,7 +43,7 @@ gw-ok" "$out" "defaults: a container asking nothing gets tcp=4096 udp=1024 on th
 assert_contains "$(cat "$LOG")" "requested tcp=4096 udp=1024 (the node's defaultTcp/defaultUdp), effective tcp=4096 udp=1024" \
 	"the log says the sizes are the node's defaults"
 dk run -d --name x46 "$DOCKER_IMAGE" sleep 300 >/dev/null
-assert_eq "4096 1024" "$(sizes_of x46)" "a detached container: the defaults"
+assert_eq "4096 1024" "$(docker_sizes_of x46)" "a detached container: the defaults"
 assert_eq "4096 1024" "$(dk run --rm --network container:x46 "$DOCKER_IMAGE" sh -c "$SHOW" 2>&1)" \
 	"--network container:X (X sized alike), asking nothing: joins, not refused"
 out=$(dk run --rm --network host "$DOCKER_IMAGE" sh -c "$SHOW" 2>&1)

@@ -13,9 +13,7 @@
 # (10.147.0.0/24, bridge nsh47br0).
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/engines.sh"
-require_root
-require_kernel_knobs
-command -v jq >/dev/null || cannot_run "jq missing"
+test_needs root knobs jq
 
 engines_oci_setup
 engines_iptables_snapshot nsh47 10.147.0.
@@ -33,7 +31,6 @@ f=$D/podman/networks/nsh47.json
 jq '.network_interface = "nsh47br0"' "$f" >"$f.new" && mv "$f.new" "$f"
 on_exit "podman network rm -f nsh47 >/dev/null 2>&1"
 IMG=localhost/nshash-busybox
-pins_gone() { for _ in $(seq 50); do [ -z "$(ls "$S/pins" 2>/dev/null)" ] && return 0; sleep 0.1; done; return 1; }
 pid_of() { podman inspect -f '{{.State.Pid}}' "$1"; }
 
 for net in none nsh47; do
@@ -61,7 +58,7 @@ for net in none nsh47; do
 		"pod --network $net: a member asking other sizes is refused naming the pod's actual sizes"
 	assert_eq "" "$(podman ps -aq --filter name=nsh47-$net-x)" "pod --network $net: the refused member is gone"
 	podman pod rm -f nsh47-$net >/dev/null
-	pins_gone && pass "pod --network $net removed: no pin left" || fail "pod --network $net: pins left: $(ls "$S/pins")"
+	engines_pins_gone "$S" && pass "pod --network $net removed: no pin left" || fail "pod --network $net: pins left: $(ls "$S/pins")"
 	if [ -n "$key" ]; then
 		[ ! -e "$key" ] && pass "pod --network $net removed: its netns $key is gone" || fail "pod --network $net: $key left"
 	fi
@@ -102,6 +99,6 @@ sed 's/"8192"/"4096"/; s/"2048"/"1024"/' "$D/pod.yaml" >"$D/same.yaml"
 podman kube play --network none "$D/same.yaml" >/dev/null 2>&1
 assert_eq "4096 1024" "$(netns_sizes_of_pid "$(pid_of nsh47-kube-m)")" "kube play with the node's default sizes as annotations: the member runs, sized"
 podman kube down "$D/same.yaml" >/dev/null 2>&1 || podman pod rm -f nsh47-kube >/dev/null
-pins_gone && pass "kube play: no pin left" || fail "kube play: pins left: $(ls "$S/pins")"
+engines_pins_gone "$S" && pass "kube play: no pin left" || fail "kube play: pins left: $(ls "$S/pins")"
 assert_eq "" "$(podman ps -aq)" "no container left"
 assert_host_untouched

@@ -20,10 +20,7 @@
 # The test's own networks nsh48* (10.148.N.0/24, bridges nsh48brN).
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/engines.sh"
-require_root
-require_kernel_knobs
-command -v jq >/dev/null || cannot_run "jq missing"
-command -v podman >/dev/null || cannot_run "podman missing"
+test_needs root knobs jq podman
 NA_BIN=$BUILD/netavark/netavark
 [ -x "$NA_BIN" ] || cannot_run "$NA_BIN not built"
 REAL=

@@ -14,9 +14,7 @@
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/engines.sh"
 source "$(dirname "$0")/../lib/cni.sh" # CNI_PLUGIN: build/'s (engines_oci_setup copies the others)
-require_root
-require_kernel_knobs
-command -v jq >/dev/null || cannot_run "jq missing"
+test_needs root knobs jq
 
 engines_oci_setup
 engines_iptables_snapshot nsh46 10.146.0.
@@ -128,7 +126,6 @@ podman network create --subnet 10.146.0.0/24 nsh46 >/dev/null || cannot_run "pod
 f=$D/podman/networks/nsh46.json
 jq '.network_interface = "nsh46br0"' "$f" >"$f.new" && mv "$f.new" "$f"
 IMG=localhost/nshash-busybox
-pins_gone() { for _ in $(seq 50); do [ -z "$(ls "$S/pins" 2>/dev/null)" ] && return 0; sleep 0.1; done; return 1; }
 
 policy
 : >"$LOG"
@@ -173,7 +170,7 @@ policy '"maxTcp": 4096, "defaultTcp": 8192'
 out=$(podman run --rm --network none $IMG true 2>&1)
 assert_contains "$out" "key \"defaultTcp\": 8192 (effective 8192) is above maxTcp 4096" "podman: a default above the cap fails the start naming defaultTcp"
 policy
-pins_gone && pass "podman: no pin left" || fail "podman: pins left: $(ls "$S/pins")"
+engines_pins_gone "$S" && pass "podman: no pin left" || fail "podman: pins left: $(ls "$S/pins")"
 assert_eq "" "$(podman ps -aq)" "podman: no container left"
 podman network rm -f nsh46 >/dev/null
 

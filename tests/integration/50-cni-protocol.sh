@@ -5,9 +5,7 @@
 # prevResult pass-through, DEL idempotency, bad input leaving nothing behind.
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/cni.sh"
-require_root
-require_kernel_knobs
-command -v jq >/dev/null || cannot_run "jq missing"
+test_needs root knobs jq
 
 D=$(make_state_dir)
 MOUNTS_BEFORE=$(count_pins_under "$D")

@@ -6,10 +6,8 @@
 # 20 concurrent ADDs with mixed sizes, each exact.
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/cni.sh"
-require_root
-require_kernel_knobs
+test_needs root knobs jq
 for p in bridge host-local portmap loopback; do [ -x /usr/lib/cni/$p ] || cannot_run "/usr/lib/cni/$p missing"; done
-command -v jq >/dev/null || cannot_run "jq missing"
 command -v busybox >/dev/null || cannot_run "busybox (for ping) missing"
 
 D=$(make_state_dir)

@@ -7,8 +7,7 @@
 # warning under warn.
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/cni.sh"
-require_root
-require_kernel_knobs
+test_needs root knobs
 D=$(make_state_dir)
 TMPL=$(make_state_dir) # the templates of the default strategy, outside $D
 make_memcg "nshash-test52-$$" 32M

@@ -6,9 +6,7 @@
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/cni.sh"
 . "$(dirname "$0")/../lib/engines.sh"
-require_root
-require_kernel_knobs
-command -v podman >/dev/null || cannot_run "podman missing"
+test_needs root knobs podman
 [ "$(engines_podman_major)" -ge 5 ] &&
 	skip_test "podman $(engines_podman_major) has no CNI backend (netavark only since podman 5.0; 63-oci-podman-bridge checks it refuses one): the precreate hook sizes podman 5's netavark networks"
 for p in bridge host-local portmap loopback; do [ -x /usr/lib/cni/$p ] || cannot_run "/usr/lib/cni/$p missing"; done

@@ -9,9 +9,7 @@
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/cni.sh"
 . "$(dirname "$0")/../lib/engines.sh"
-require_root
-require_kernel_knobs
-command -v containerd >/dev/null && command -v ctr >/dev/null || cannot_run "containerd/ctr missing"
+test_needs root knobs containerd ctr
 
 D=$(make_state_dir)
 engines_iptables_snapshot

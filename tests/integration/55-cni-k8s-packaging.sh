@@ -13,9 +13,7 @@
 # stopped and removed after the uninstall.  Temporary directories only.
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/cni.sh"
-require_root
-require_kernel_knobs
-command -v jq >/dev/null || cannot_run "jq missing"
+test_needs root knobs jq
 python3 -c 'import yaml' 2>/dev/null || cannot_run "python3-yaml missing"
 K=$TOP/packaging/kubernetes
 INST=$BUILD/nshash-cni-install
@@ -708,10 +706,8 @@ on_exit "umount '$D/apod' 2>/dev/null"
 cni_call ADD "$D/apod" "$AUTO" "CNI_ARGS=IgnoreUnknown=1;K8S_POD_NAMESPACE=shop;K8S_POD_NAME=web-7d4b9c8f6d-x2k9p"
 assert_eq "0 1" "$CNI_RC $(ls "$RS/workloads" 2>/dev/null | wc -l)" "an ADD with auto marks the pod's netns ($CNI_ERR)"
 nsenter --net="$D/apod" ip link set lo up
-nsenter --net="$D/apod" python3 "$TOP/tests/lib/hold-sockets.py" 300 100 "$D/held" &
-holder=$!
-on_exit "kill $holder 2>/dev/null"
-for _ in $(seq 300); do [ -s "$D/held" ] && break; sleep 0.1; done
+hold_sockets 300 100 "$D/held" --net="$D/apod"
+holder=$HOLDER
 assert_eq "ready" "$(cat "$D/held" 2>/dev/null)" "the pod holds 300 bound UDP sockets and 100 loopback TCP connections"
 rec_cmd() { # EVERY: the manifest's record command, mapped; --every EVERY unless ""
 	local a=("${RECORD[@]}") i

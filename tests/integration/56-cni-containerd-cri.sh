@@ -14,8 +14,7 @@
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/cni.sh"
 . "$(dirname "$0")/../lib/engines.sh"
-require_root
-require_kernel_knobs
+test_needs root knobs
 cni_require_cri
 command -v busybox >/dev/null || cannot_run "busybox (for ping) missing"
 

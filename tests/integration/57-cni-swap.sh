@@ -13,9 +13,7 @@
 # nothing left in either once the runtime unmounts its pin.
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/cni.sh"
-require_root
-require_kernel_knobs
-command -v python3 >/dev/null || cannot_run "python3 missing"
+test_needs root knobs python3
 BENEATH=0
 kernel_at_least 6 5 && BENEATH=1
 

@@ -16,8 +16,7 @@
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/cni.sh"
 . "$(dirname "$0")/../lib/engines.sh"
-require_root
-command -v podman >/dev/null || cannot_run "podman missing"
+test_needs root podman
 python3 -c 'import yaml' 2>/dev/null || cannot_run "python3-yaml missing"
 K=$TOP/packaging/kubernetes
 D=$(make_state_dir)
@@ -183,10 +182,8 @@ cni_call ADD "$NSTATE/apod" '{"cniVersion":"1.0.0","name":"k8s","type":"nshash",
 	"CNI_ARGS=IgnoreUnknown=1;K8S_POD_NAMESPACE=shop;K8S_POD_NAME=web-x2k9p"
 assert_eq 0 "$CNI_RC" "ADD with auto marks the pod's netns ($CNI_ERR)"
 nsenter --net="$NSTATE/apod" ip link set lo up
-nsenter --net="$NSTATE/apod" python3 "$TOP/tests/lib/hold-sockets.py" 40 0 "$D/held" &
-holder=$!
-on_exit "kill $holder 2>/dev/null"
-for _ in $(seq 300); do [ -s "$D/held" ] && break; sleep 0.1; done
+hold_sockets 40 0 "$D/held" --net="$NSTATE/apod"
+holder=$HOLDER
 podman run -d --pull=never --name "$NAME-record" --network none "${RSEC[@]}" \
 	--mount "type=bind,source=$NSTATE,destination=/run/nshash,bind-propagation=rslave" \
 	--mount "type=bind,source=$NSTATE,destination=/var/lib/nshash" -v /run/netns:/run/netns:ro,rslave \

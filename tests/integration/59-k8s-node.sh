@@ -10,10 +10,7 @@
 # state dir, serve on free ports of 127.0.0.1; all removed at exit.
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/cni.sh"
-require_root
-require_kernel_knobs
-command -v curl >/dev/null || cannot_run "curl missing"
-command -v python3 >/dev/null || cannot_run "python3 missing"
+test_needs root knobs curl python3
 
 S=$(make_state_dir) # the node's state dir
 W=$(mktemp -d /tmp/nshash-t59.XXXXXX)

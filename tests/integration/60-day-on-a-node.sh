@@ -49,9 +49,7 @@ day_enter "$@"
 # ---------------------------------------------------------------- inside
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/engines.sh"
-require_root
-require_kernel_knobs
-for c in podman runc jq nsenter; do command -v $c >/dev/null || cannot_run "$c missing"; done
+test_needs root knobs podman runc jq nsenter
 SOAK=${SOAK:-0}
 SOAK_SECONDS=${SOAK_SECONDS:-1800}
 PAUSE=65 # > staleAge (60) and > reclaimInterval (60), the shipped defaults

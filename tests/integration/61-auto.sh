@@ -13,8 +13,7 @@
 # refused with their exact error or stored escaped.
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/engines.sh"
-require_root
-require_kernel_knobs
+test_needs root knobs
 
 engines_oci_setup
 engines_policy "$P" "{\"stateDir\": \"$S\", \"autoInitialTcp\": 1024, \"logFile\": \"$D/nshash.log\"}"
@@ -51,10 +50,8 @@ assert_contains "$(cat "$D/nshash.log")" "requested tcp=0 udp=0, effective tcp=-
 ino=$(stat -L -c %i "/proc/$pid/ns/net")
 assert_eq "runtime::id=t61z" "$(head -1 "$S"/workloads/*-"$ino" 2>/dev/null)" "... and marked it for its workload"
 nsenter -t "$pid" -n ip link set lo up
-nsenter -t "$pid" -n python3 "$TOP/tests/lib/hold-sockets.py" 100 200 "$D/ready0" &
-holder=$!
-on_exit "kill $holder 2>/dev/null"
-for _ in $(seq 300); do [ -s "$D/ready0" ] && break; sleep 0.1; done
+hold_sockets 100 200 "$D/ready0" -t "$pid" -n
+holder=$HOLDER
 out=$($N record 2>&1)
 assert_contains "$out" "sampled 1 of" "record samples the first run on the shared tables"
 assert_eq "400 100 1024 256" "$($N history --json | jq -r '.[] | select(.workload == "runtime::id=t61z") | "\(.tcpPeak) \(.udpPeak) \(.autoTcp) \(.autoUdp)"')" \
@@ -94,10 +91,8 @@ start web1
 pid=$(run_detached web1 t61a --nshash-tcp=auto --nshash-udp=auto)
 assert_eq "1024 -$GUDP" "$(netns_sizes_of_pid "${pid:-0}")" "no history: autoInitialTcp 1024, udp shared (autoInitialUdp 0)"
 nsenter -t "$pid" -n ip link set lo up
-nsenter -t "$pid" -n python3 "$TOP/tests/lib/hold-sockets.py" 3000 5000 "$D/ready" &
-holder=$!
-on_exit "kill $holder 2>/dev/null"
-for _ in $(seq 600); do [ -s "$D/ready" ] && break; sleep 0.1; done
+hold_sockets 3000 5000 "$D/ready" -t "$pid" -n
+holder=$HOLDER
 assert_eq "ready" "$(cat "$D/ready" 2>/dev/null)" "the workload holds its sockets"
 counts=$($N stats --json "pid:$pid" | jq -r '.netns[0] | "\(.tcp.sockets) \(.udp.sockets)"' 2>/dev/null)
 assert_eq "10000 3000" "$counts" "measured: 5000 loopback connections are 10000 ehash sockets; 3000 UDP sockets"
@@ -177,11 +172,8 @@ assert_eq "" "$(ls "$S/workloads")" "... and none is left"
 # time_wait_only NETNS READY: 20 loopback connections made and closed in the
 # netns, until only their TIME_WAIT sockets are left; C = "SOCKETS TIME_WAIT"
 time_wait_only() {
-	nsenter --net="$1" python3 "$TOP/tests/lib/hold-sockets.py" 0 20 "$2" &
-	local h=$!
-	on_exit "kill $h 2>/dev/null"
-	for _ in $(seq 600); do [ -s "$2" ] && break; sleep 0.1; done
-	kill "$h"; wait "$h" 2>/dev/null
+	hold_sockets 0 20 "$2" --net="$1"
+	kill "$HOLDER"; wait "$HOLDER" 2>/dev/null
 	for _ in $(seq 50); do
 		C=$($N stats --json "$1" | jq -r '.netns[0].tcp | "\(.sockets) \(.time_wait)"')
 		[ "${C% *}" = "${C#* }" ] && break

@@ -11,10 +11,7 @@
 # damaged index fall back to the history with a warning.
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/cni.sh"
-require_root
-require_kernel_knobs
-command -v jq >/dev/null || cannot_run "jq missing"
-command -v python3 >/dev/null || cannot_run "python3 missing"
+test_needs root knobs jq python3
 
 D=$(make_state_dir)
 cni_node_policy "$D/node.json" "$D"
@@ -30,10 +27,8 @@ cni_call ADD "$D/p1" "$conf" "$(args shop web-7d4b9c8f6d-x2k9p)"
 assert_eq 0 "$CNI_RC" "ADD with auto and no history succeeds ($CNI_ERR)"
 assert_eq "-$GTCP -$GUDP" "$(netns_sizes_at "$D/p1")" "no history, autoInitial 0: shared"
 nsenter --net="$D/p1" ip link set lo up
-nsenter --net="$D/p1" python3 "$TOP/tests/lib/hold-sockets.py" 3000 5000 "$D/ready" &
-holder=$!
-on_exit "kill $holder 2>/dev/null"
-for _ in $(seq 600); do [ -s "$D/ready" ] && break; sleep 0.1; done
+hold_sockets 3000 5000 "$D/ready" --net="$D/p1"
+holder=$HOLDER
 assert_eq "ready" "$(cat "$D/ready" 2>/dev/null)" "the pod holds its sockets"
 out=$($N record 2>&1)
 assert_contains "$out" "sampled 1 of" "record samples the pod's netns"
@@ -111,17 +106,12 @@ cni_call ADD "$D/p5" "$conf" "$(args shop burst-0)"
 assert_eq 0 "$CNI_RC" "ADD of a StatefulSet pod ($CNI_ERR)"
 nsenter --net="$D/p5" ip link set lo up
 rm -f "$D/ready"
-nsenter --net="$D/p5" python3 "$TOP/tests/lib/hold-sockets.py" 0 200 "$D/ready" &
-tw=$!
-on_exit "kill $tw 2>/dev/null"
-for _ in $(seq 600); do [ -s "$D/ready" ] && break; sleep 0.1; done
+hold_sockets 0 200 "$D/ready" --net="$D/p5"
+tw=$HOLDER
 assert_eq "ready" "$(cat "$D/ready" 2>/dev/null)" "200 connections made"
 kill "$tw"; wait "$tw" 2>/dev/null
-rm -f "$D/ready"
-nsenter --net="$D/p5" python3 "$TOP/tests/lib/hold-sockets.py" 50 100 "$D/ready" &
-holder=$!
-on_exit "kill $holder 2>/dev/null"
-for _ in $(seq 600); do [ -s "$D/ready" ] && break; sleep 0.1; done
+hold_sockets 50 100 "$D/ready" --net="$D/p5"
+holder=$HOLDER
 assert_eq "ready" "$(cat "$D/ready" 2>/dev/null)" "the pod holds 50 UDP sockets and 100 connections"
 # the closed connections' last states settle into TIME_WAIT (60 s)
 for _ in $(seq 50); do

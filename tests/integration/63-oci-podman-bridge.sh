@@ -13,8 +13,7 @@
 # nsh37*) keep it apart from anything else podman runs on the machine.
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/engines.sh"
-require_root
-require_kernel_knobs
+test_needs root knobs
 
 engines_oci_setup
 engines_iptables_snapshot nsh37 10.137.0. 10.138.0. 10.139.0. 10.140.0. 10.141.0. 10.142.0. fd37:

@@ -9,7 +9,7 @@
 # Also: nshash-runtime --version names itself before the runtime's version.
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/engines.sh"
-require_root
+test_needs root
 engines_oci_setup
 
 # in_syslog_ns OUT CMD...: CMD (stdin passed on) with /dev/log a socket whose

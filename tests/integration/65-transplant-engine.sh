@@ -13,9 +13,7 @@
 # that is not the hook's ancestor is refused as an occupant.
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/engines.sh"
-require_root
-require_kernel_knobs
-command -v python3 >/dev/null || cannot_run "needs python3"
+test_needs root knobs python3
 
 engines_oci_setup
 engines_policy "$P" "{\"stateDir\": \"$S\"}"

@@ -22,10 +22,8 @@
 # machine's own sources stay as they are.
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/engines.sh"
-require_root
-require_kernel_knobs
+test_needs root knobs runc
 command -v go >/dev/null || cannot_run "needs golang-go and Debian's Go packages (tools/ensure-deps test)"
-command -v runc >/dev/null || cannot_run "needs runc"
 
 # Sized, these fail, each for the reason given (a fragment of its output).
 declare -A SIZED_FAILS=(

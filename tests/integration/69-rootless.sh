@@ -10,9 +10,7 @@
 # user's own CLI errors say what to do.
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/engines.sh"
-require_root
-require_kernel_knobs
-command -v useradd >/dev/null && command -v newuidmap >/dev/null || cannot_run "needs useradd and newuidmap (uidmap)"
+test_needs root knobs useradd newuidmap
 
 U=nshr$$
 U=${U:0:31}

@@ -20,9 +20,7 @@
 # network nsh71 (10.171.0.0/24, bridge nsh71br0).
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/engines.sh"
-require_root
-require_kernel_knobs
-command -v jq >/dev/null || cannot_run "jq missing"
+test_needs root knobs jq
 
 engines_oci_setup
 engines_iptables_snapshot nsh71 10.171.0.
@@ -49,12 +47,9 @@ mark_of() { head -1 "$S"/workloads/*-"$(stat -L -c %i "/proc/$1/ns/net")" 2>/dev
 pins_gone() { for _ in $(seq 50); do [ "$(engines_pins_left "$S")" = 0 ] && return 0; sleep 0.1; done; return 1; }
 holder=
 hold() { # PID UDP TCP: the workload's sockets, in the container's netns
-	rm -f "$D/ready"
 	nsenter -t "$1" -n ip link set lo up
-	nsenter -t "$1" -n python3 "$TOP/tests/lib/hold-sockets.py" "$2" "$3" "$D/ready" &
-	holder=$!
-	on_exit "kill $holder 2>/dev/null"
-	for _ in $(seq 600); do [ -s "$D/ready" ] && break; sleep 0.1; done
+	hold_sockets "$2" "$3" "$D/ready" -t "$1" -n
+	holder=$HOLDER
 	assert_eq "ready" "$(cat "$D/ready" 2>/dev/null)" "the workload holds $2 UDP sockets and $3 TCP connections"
 }
 # the holder keeps the netns alive: gone before podman stops the container

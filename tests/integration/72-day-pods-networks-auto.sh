@@ -44,9 +44,7 @@ day_enter "$@"
 # ---------------------------------------------------------------- inside
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/engines.sh"
-require_root
-require_kernel_knobs
-for c in podman jq nsenter python3; do command -v $c >/dev/null || cannot_run "$c missing"; done
+test_needs root knobs podman jq nsenter python3
 PAUSE=65 # > staleAge (60) and > reclaimInterval (60), their defaults (the shipped policy sets neither)
 STATE=/run/nshash
 PREFIX=/usr
@@ -147,10 +145,8 @@ note "an auto workload learns its size"
 podman run -d --name day72-auto --network none $AUTO $IMG sleep 1000000 >/dev/null 2>"$D/out/auto.err" </dev/null
 assert_eq "$INIT" "$(sizes_of day72-auto)" "auto, no history: autoInitialTcp 1024, autoInitialUdp 128"
 apid=$(pid_of day72-auto)
-nsenter -t "${apid:-0}" -n python3 "$TOP/tests/lib/hold-sockets.py" 3000 5000 "$D/ready" &
-holder=$!
-on_exit "kill $holder 2>/dev/null"
-for _ in $(seq 600); do [ -s "$D/ready" ] && break; sleep 0.1; done
+hold_sockets 3000 5000 "$D/ready" -t "${apid:-0}" -n
+holder=$HOLDER
 assert_eq "ready" "$(cat "$D/ready" 2>/dev/null)" "the workload holds 3000 UDP sockets and 5000 loopback TCP connections"
 out=$($RECORD_CMD 2>&1)
 assert_contains "$out" "sampled 1 of" "\`$RECORD_CMD\` (the timer's service) samples the one auto netns"

@@ -17,9 +17,7 @@
 # make check runs it inside 90-fresh-machine's root, beside the rest of the
 # suite (test-parallel); the Kubernetes build is cached outside the root
 # (tests/lib/chroot.sh binds the cache in).
-require_root
-require_kernel_knobs
-for c in containerd ctr podman openssl curl jq python3 unshare nsenter busybox; do command -v $c >/dev/null || cannot_run "$c missing"; done
+test_needs root knobs containerd ctr podman openssl curl jq python3 unshare nsenter busybox
 python3 -c 'import yaml' 2>/dev/null || cannot_run "python3-yaml missing"
 T0=$(date +%s)
 

@@ -9,8 +9,7 @@
 # nshash leaves alone are a new netns's.  The same through `nshash resize`.
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/cni.sh"
-require_root
-require_kernel_knobs
+test_needs root knobs
 D=$(make_state_dir)
 TMPL=$(make_state_dir)
 cni_node_policy "$D/node.json" "$TMPL"

@@ -6,8 +6,7 @@
 # itself; `rm -rf STATE` then succeeds and nothing stays mounted under it.
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/cni.sh"
-require_root
-require_kernel_knobs
+test_needs root knobs
 D=$(make_state_dir)
 S=$D/state
 cni_node_policy "$D/node.json" "$S"

@@ -9,9 +9,7 @@
 # longer counts removed ones, without a reclaim.
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/cni.sh"
-require_root
-require_kernel_knobs
-command -v jq >/dev/null || cannot_run "jq missing"
+test_needs root knobs jq
 D=$(make_state_dir)
 S=$D/state
 cni_node_policy "$D/node.json" "$S"

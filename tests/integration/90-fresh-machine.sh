@@ -29,8 +29,7 @@ source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/chroot.sh"
 [ -n "${NSHASH_IN_FRESH_ROOT:-}" ] &&
 	skip_test "this make check runs inside 90-fresh-machine's fresh root (NSHASH_IN_FRESH_ROOT=1): no fresh root in there"
-require_root
-require_kernel_knobs
+test_needs root knobs
 
 # The whole make check in the root has at least this many assertions (the
 # host's less 90's and 91's; measured: 3043 on 2026-12-03 before 73-k8s-kubelet and 76-78).

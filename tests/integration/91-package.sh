@@ -12,8 +12,7 @@ source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/chroot.sh"
 [ -n "${NSHASH_IN_FRESH_ROOT:-}" ] &&
 	skip_test "this make check runs inside 90-fresh-machine's fresh root (NSHASH_IN_FRESH_ROOT=1): no fresh root in there; 90 builds, installs, checks and purges the package in that root itself"
-require_root
-require_kernel_knobs
+test_needs root knobs
 
 start=$SECONDS
 log=$(mktemp /tmp/nshash-t91.XXXXXX)

@@ -79,6 +79,20 @@ assert_none() {
 }
 
 require_root() { [ "$(id -u)" = 0 ] || cannot_run "needs root"; }
+# test_needs WHAT...: every test's first line after its sources, what it
+# needs to run at all: root, knobs (the kernel's *_child_* knobs, Linux
+# 6.2+), or a command (make check installs them: tools/ensure-deps test).
+# The first one missing: CANNOT RUN with the reason.
+test_needs() {
+	local w
+	for w in "$@"; do
+		case $w in
+		root) require_root ;;
+		knobs) require_kernel_knobs ;;
+		*) command -v "$w" >/dev/null || cannot_run "$w missing (tools/ensure-deps test installs it)" ;;
+		esac
+	done
+}
 require_kernel_knobs() {
 	[ -e /proc/sys/net/ipv4/tcp_child_ehash_entries ] && [ -e /proc/sys/net/ipv4/udp_child_hash_entries ] ||
 		cannot_run "kernel $(uname -r) lacks tcp_child_ehash_entries/udp_child_hash_entries (needs 6.2+)"
@@ -87,6 +101,20 @@ require_kernel_knobs() {
 # Sizes of a netns as "TCP UDP" (raw *_hash_entries, negative = shared).
 netns_sizes_of_pid() {
 	nsenter -t "$1" -n sh -c 'echo "$(cat /proc/sys/net/ipv4/tcp_ehash_entries) $(cat /proc/sys/net/ipv4/udp_hash_entries)"'
+}
+# hold_sockets UDP TCP READY NSENTER-ARGS...: a process in a netns (nsenter's
+# --net=PATH, or -t PID -n) holding UDP bound sockets and TCP loopback
+# connections (tests/lib/hold-sockets.py), started and waited for: READY
+# says "ready" (up to 60 s; the caller asserts it when it matters).  Its pid
+# in HOLDER, killed at exit.
+hold_sockets() {
+	local udp=$1 tcp=$2 ready=$3
+	shift 3
+	rm -f "$ready"
+	nsenter "$@" python3 "$TOP/tests/lib/hold-sockets.py" "$udp" "$tcp" "$ready" &
+	HOLDER=$!
+	on_exit "kill $HOLDER 2>/dev/null"
+	for _ in $(seq 600); do [ -s "$ready" ] && break; sleep 0.1; done
 }
 host_knobs() { echo "$(cat /proc/sys/net/ipv4/tcp_child_ehash_entries) $(cat /proc/sys/net/ipv4/udp_child_hash_entries)"; }
 # Number of nsfs mounts under a directory (pins).

@@ -54,6 +54,9 @@ _docker_net_base() {
 }
 
 dk() { timeout 120 "$DOCKER_BIN" "$@"; }
+# docker_sizes_of CONTAINER: its netns's "TCP UDP" (raw *_hash_entries), or
+# nothing when it has no process
+docker_sizes_of() { netns_sizes_of_pid "$(dk inspect -f '{{.State.Pid}}' "$1" 2>/dev/null || echo 0)" 2>/dev/null; }
 # in_docker_net CMD...: CMD in dockerd's network namespace (its "host")
 in_docker_net() { nsenter --net="$DOCKER_DIR/netns" "$@"; }
 

@@ -223,3 +223,10 @@ engines_iptables_snapshot() {
 
 # Pins of a state dir that are still mounted (nsfs) under DIR/pins.
 engines_pins_left() { count_pins_under "$1/pins/"; }
+# engines_pins_gone STATE: wait (up to 5 s) until STATE/pins holds no file
+# at all, mounted or not: the engine's asynchronous cleanup (podman's
+# poststop hooks) has run.  1 if some are left.
+engines_pins_gone() {
+	for _ in $(seq 50); do [ -z "$(ls "$1/pins" 2>/dev/null)" ] && return 0; sleep 0.1; done
+	return 1
+}
