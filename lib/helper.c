@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -47,6 +48,10 @@ int nsh_helper_start(struct nsh_helper *h, const char *what, unsigned timeout_s,
 	}
 	if (h->pid == 0) {
 		close(sv[0]);
+		/* a caller killed while it waits takes its helper along */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(1);
 		fn(sv[1], parent, arg);
 		_exit(0);
 	}
@@ -54,7 +59,11 @@ int nsh_helper_start(struct nsh_helper *h, const char *what, unsigned timeout_s,
 	h->sock = sv[0];
 	if (timeout_s) { /* a helper that cannot answer (stopped, say) is an error, not a hang */
 		struct timeval tmo = {.tv_sec = timeout_s};
-		setsockopt(h->sock, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo));
+		if (setsockopt(h->sock, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo)) < 0) {
+			int e = errno;
+			nsh_helper_end(h, true);
+			return nsh_error_sys(err, e, "%s: set its answer's timeout", what);
+		}
 	}
 	return 0;
 }
@@ -130,6 +139,13 @@ void nsh_helper_end(struct nsh_helper *h, bool kill_it)
 		;
 }
 
+/* Is pid running, or waiting in the kernel (uninterruptibly)? */
+static bool in_kernel(pid_t pid)
+{
+	struct nsh_proc_stat st;
+	return nsh_proc_stat(pid, &st) == 0 && (st.state == 'R' || st.state == 'D');
+}
+
 /* nsh_in_child's helper: the work, then its answer (with the netns made). */
 struct in_child {
 	nsh_child_fn fn;
@@ -158,8 +174,13 @@ int nsh_in_child(nsh_child_fn fn, const void *arg, unsigned timeout_s, int *fd, 
 	int r = nsh_helper_start(&h, "helper process", timeout_s, in_child_work, &w, err);
 	if (r < 0)
 		return r;
-	r = nsh_helper_recv(&h, NULL, &reply, fd, err);
-	nsh_helper_end(&h, r == -ETIMEDOUT); /* a helper that did not answer may never end */
+	/* No answer in time: a helper stopped, or asleep in user space (a lock
+	 * a thread of the caller held at the fork), never ends; one running or
+	 * waiting in the kernel (rtnl_lock under a burst of netns teardown:
+	 * SIGKILL would not end it sooner) is slow, and waited for. */
+	while ((r = nsh_helper_recv(&h, NULL, &reply, fd, err)) == -ETIMEDOUT && in_kernel(h.pid))
+		;
+	nsh_helper_end(&h, r < 0); /* (after an answer it only exits) */
 	if (r < 0)
 		return r;
 	if (fd && *fd < 0)

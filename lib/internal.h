@@ -339,8 +339,10 @@ int nsh_can_return(int home);
 /* Run fn in a forked helper and hand back its result, error, info and
  * (when `fd` is not NULL) the netns fd it produced.  For callers that
  * cannot come back from a netns they would enter (nsh_can_return fails).
- * A helper with no answer in timeout_s (stopped, or stuck on a lock a
- * thread of the caller held at the fork) is killed and reaped: ETIMEDOUT.
+ * A helper with no answer in timeout_s that is stopped or asleep in user
+ * space (stuck on a lock a thread of the caller held at the fork) is
+ * killed and reaped: ETIMEDOUT; one running or waiting in the kernel is
+ * waited for.  It dies with its caller (PR_SET_PDEATHSIG).
  * NSH_CHILD_TIMEOUT_S: what lib's callers give it (a netns creation takes
  * milliseconds; seconds under a burst of netns teardown). */
 #define NSH_CHILD_TIMEOUT_S 30

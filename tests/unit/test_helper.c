@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* nsh_in_child, lib's forked helper for netns work the caller could not
  * come back from: the helper's result, message and fd come back; a helper
- * that never answers (stopped, or stuck on a lock a thread of the caller
+ * that never answers (stopped, or asleep on a lock a thread of the caller
  * held at the fork) is an error after the timeout, killed and reaped, not
- * a hung hook; one that dies without an answer says so. */
+ * a hung hook; one still running is waited for; one that dies without an
+ * answer says so. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -114,6 +116,30 @@ static void stopped_helper_is_killed_after_timeout(void **state)
 	no_child_left();
 }
 
+static int spin_then_answer(const void *arg, int *fd, struct nshash_netns_info *info, struct nshash_error *err)
+{
+	(void)arg;
+	(void)fd;
+	(void)err;
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do /* running (state R) past the 1 s timeout, as a slow creation is in the kernel */
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < 2500);
+	info->udp_entries = 1024;
+	return 0;
+}
+
+static void busy_helper_is_waited_for(void **state)
+{
+	(void)state;
+	struct nshash_netns_info info = {0};
+	struct nshash_error err = {0};
+	assert_int_equal(nsh_in_child(spin_then_answer, NULL, 1, NULL, &info, &err), 0);
+	assert_int_equal(info.udp_entries, 1024);
+	no_child_left();
+}
+
 static int die(const void *arg, int *fd, struct nshash_netns_info *info, struct nshash_error *err)
 {
 	(void)arg;
@@ -139,6 +165,7 @@ int main(void)
 	    cmocka_unit_test(its_error_comes_back),
 	    cmocka_unit_test(silent_helper_is_killed_after_timeout),
 	    cmocka_unit_test(stopped_helper_is_killed_after_timeout),
+	    cmocka_unit_test(busy_helper_is_waited_for),
 	    cmocka_unit_test(helper_dying_without_answer),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
