@@ -565,27 +565,62 @@ static void mnt_table_free(struct mnt_table *t)
 	*t = (struct mnt_table){0};
 }
 
+static int mnt_cmp(const void *a, const void *b)
+{
+	const struct mnt *x = a, *y = b;
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+/* The mount with that id in a table read by mnt_table_read (sorted by id). */
+static const struct mnt *mnt_find(const struct mnt_table *t, int id)
+{
+	struct mnt key = {.id = id};
+	return t->n ? bsearch(&key, t->v, t->n, sizeof(*t->v), mnt_cmp) : NULL;
+}
+
+/* A mount table larger than this is not read (E2BIG: whoever asked keeps
+ * what it might show); a container writes its own table, and 16 MiB is
+ * about 100 000 mounts of long paths. */
+#define NSH_MOUNT_TABLE_MAX (16u << 20)
+
 static int mnt_table_read(int dirfd, const char *rel, struct mnt_table *t)
 {
 	*t = (struct mnt_table){0};
-	int fd = openat(dirfd, rel, O_RDONLY | O_CLOEXEC);
-	FILE *f = fd >= 0 ? fdopen(fd, "re") : NULL;
-	if (!f) {
-		int e = errno;
-		if (fd >= 0)
-			close(fd);
-		return -e;
+	cleanup_close int fd = openat(dirfd, rel, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size_t len = 0, cap = 0;
+	for (;;) {
+		if (cap - len < 4096) {
+			if (cap >= NSH_MOUNT_TABLE_MAX) {
+				mnt_table_free(t);
+				return -E2BIG;
+			}
+			cap = cap ? 2 * cap : 16384;
+			char *b = realloc(t->text, cap + 1);
+			if (!b) {
+				mnt_table_free(t);
+				return -ENOMEM;
+			}
+			t->text = b;
+		}
+		ssize_t n = read(fd, t->text + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+			mnt_table_free(t);
+			return -e;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
 	}
-	size_t cap = 0;
-	ssize_t len = getdelim(&t->text, &cap, '\0', f);
-	int e = len < 0 && ferror(f) ? errno : 0;
-	fclose(f);
-	if (len < 0) {
-		mnt_table_free(t);
-		return e ? -e : 0;
-	}
+	if (!t->text)
+		return 0;
+	t->text[len] = '\0';
 	size_t lines = 0;
-	for (ssize_t i = 0; i < len; i++)
+	for (size_t i = 0; i < len; i++)
 		lines += t->text[i] == '\n';
 	t->v = calloc(lines + 1, sizeof(*t->v));
 	if (!t->v) {
@@ -599,6 +634,7 @@ static int mnt_table_read(int dirfd, const char *rel, struct mnt_table *t)
 		if (mnt_parse(line, &t->v[t->n]))
 			t->n++;
 	}
+	qsort(t->v, t->n, sizeof(*t->v), mnt_cmp);
 	return 0;
 }
 
@@ -619,36 +655,52 @@ static bool mnt_rest(const struct mnt *m, const char *path, const char **rest)
 /* A file looked for in other mount tables: its path here, and where it lies
  * in its file system (device, path from that file system's root), since
  * another mount namespace may reach it by another path (its directory bound
- * elsewhere there).  fs_path NULL: not known, its path alone is compared. */
+ * elsewhere there).  fs_path NULL: where it lies is not known here, and a
+ * mount of its name in another table may be it. */
 struct wanted {
 	const char *path;
 	dev_t dev;
 	char *fs_path;
 };
 
-/* w's device and path in its file system, from this process's mount table:
- * the mount over its directory is the one with the longest mount point
- * above it (of equal ones the last listed: it is on top). */
-static void wanted_locate(const struct mnt_table *own, struct wanted *w)
+/* The mount w's directory is on, in this process's table: by the mount id
+ * statx reports (exact, stacked mounts included), else the longest mount
+ * point above it whose device is the directory's. */
+static const struct mnt *own_mount(const struct mnt_table *own, const char *dir, const char **rest)
 {
+	struct statx sx;
+	if (statx(AT_FDCWD, dir, 0, STATX_MNT_ID, &sx) == 0 && (sx.stx_mask & STATX_MNT_ID)) {
+		const struct mnt *m = mnt_find(own, (int)sx.stx_mnt_id);
+		return m && mnt_rest(m, dir, rest) ? m : NULL;
+	}
+	struct stat st;
+	if (stat(dir, &st) < 0)
+		return NULL;
 	const struct mnt *best = NULL;
-	const char *rest = NULL;
-	size_t best_len = 0;
 	for (size_t i = 0; i < own->n; i++) {
 		const char *r;
-		size_t l = strlen(own->v[i].point);
-		if (mnt_rest(&own->v[i], w->path, &r) && *r && (!best || l >= best_len))
-			best = &own->v[i], best_len = l, rest = r;
+		if (own->v[i].dev == st.st_dev && mnt_rest(&own->v[i], dir, &r) &&
+		    (!best || strlen(own->v[i].point) >= strlen(best->point)))
+			best = &own->v[i], *rest = r;
 	}
-	struct stat dir;
+	return best;
+}
+
+static void wanted_locate(const struct mnt_table *own, struct wanted *w)
+{
 	const char *slash = strrchr(w->path, '/');
-	char *d = slash ? strndup(w->path, (size_t)(slash - w->path) + (slash == w->path)) : NULL;
-	bool same = d && stat(d, &dir) == 0 && best && dir.st_dev == best->dev;
-	free(d);
-	if (!same) /* not where the table says (a mount on the way it does not show) */
+	if (!slash)
 		return;
-	w->dev = best->dev;
-	if (asprintf(&w->fs_path, "%s%s", strcmp(best->root, "/") == 0 ? "" : best->root, rest) < 0)
+	cleanup_free char *d = strndup(w->path, (size_t)(slash - w->path) + (slash == w->path));
+	cleanup_free char *real = d ? realpath(d, NULL) : NULL; /* (/var/run is a link to /run) */
+	const char *rest = NULL;
+	const struct mnt *m = real ? own_mount(own, real, &rest) : NULL;
+	if (!m)
+		return;
+	if (strcmp(rest, "/") == 0) /* (the directory is "/") */
+		rest = "";
+	w->dev = m->dev;
+	if (asprintf(&w->fs_path, "%s%s%s", strcmp(m->root, "/") == 0 ? "" : m->root, rest, slash) < 0)
 		w->fs_path = NULL;
 }
 
@@ -659,22 +711,22 @@ static void wanted_free(struct wanted *w, size_t n)
 }
 
 /* Is m, in table t, mounted on w: by its path, or by where its mount point
- * lies in the parent mount's file system? */
+ * lies in the parent mount's file system; a mount of w's name when where w
+ * lies is not known here. */
 static bool mnt_on(const struct mnt_table *t, const struct mnt *m, const struct wanted *w)
 {
 	if (strcmp(m->point, w->path) == 0)
 		return true;
-	if (!w->fs_path || strcmp(strrchr(m->point, '/'), strrchr(w->fs_path, '/')) != 0)
-		return false; /* (not the same name: no need to find its parent) */
-	for (size_t i = 0; i < t->n; i++) {
-		const struct mnt *p = &t->v[i];
-		const char *rest;
-		if (p->id != m->parent || p->dev != w->dev || !mnt_rest(p, m->point, &rest))
-			continue;
-		size_t lr = strcmp(p->root, "/") == 0 ? 0 : strlen(p->root);
-		return strncmp(w->fs_path, p->root, lr) == 0 && strcmp(w->fs_path + lr, rest) == 0;
-	}
-	return false;
+	if (strcmp(strrchr(m->point, '/'), strrchr(w->path, '/')) != 0)
+		return false;
+	if (!w->fs_path)
+		return true;
+	const struct mnt *p = mnt_find(t, m->parent);
+	const char *rest;
+	if (!p || p->dev != w->dev || !mnt_rest(p, m->point, &rest))
+		return false;
+	size_t lr = strcmp(p->root, "/") == 0 ? 0 : strlen(p->root);
+	return strncmp(w->fs_path, p->root, lr) == 0 && strcmp(w->fs_path + lr, rest) == 0;
 }
 
 /* Mark each of want[] that a mount in PID's mount table is on. */
@@ -772,7 +824,9 @@ int nsh_mounted_elsewhere(const char *const *paths, size_t n, bool *mounted)
 		}
 		seen[nseen++] = (struct seen){mnt.st_ino, root.st_dev, root.st_ino};
 		int m = mounted_in(procfd, pid, want, n, mounted);
-		if (m < 0 && m != -ENOENT && m != -ESRCH && !ptrace)
+		/* gone: nothing to see; refused despite CAP_SYS_PTRACE: see
+		 * above; any other failure (a table too large): unread */
+		if (m < 0 && m != -ENOENT && m != -ESRCH && (!ptrace || (m != -EACCES && m != -EPERM)))
 			denied = true;
 	}
 	free(seen);
