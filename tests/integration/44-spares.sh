@@ -19,7 +19,7 @@ NSH=$BUILD/nshash
 ready() {
 	local i
 	for i in $(seq 200); do
-		pgrep -f -- "^$CNI_PLUGIN\$|nshash-runtime --root $D/root|nshash-hook precreate --policy $P\$" >/dev/null || return 0
+		pgrep -f -- "^$CNI_PLUGIN\$|nshash-runtime --root $D/f?root|nshash-hook precreate --policy $P\$" >/dev/null || return 0
 		sleep 0.05
 	done
 	fail "a child making spares did not end within 10 s"
