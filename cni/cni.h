@@ -91,7 +91,8 @@ struct nsh_cni_config {
 	struct nshash_sizes max;   /* maxTcp / maxUdp (absent = the default) */
 	enum nsh_on_failure on_failure;
 	enum nshash_strategy strategy; /* "strategy", default template */
-	char state_dir[1024];	       /* "stateDir" ("" = absent); the node's after _node() */
+	char state_dir_asked[1024];    /* "stateDir" ("" = absent): only compared with the node's */
+	const char *state_dir;	       /* the node's (its policy's), after _node() */
 	uint64_t max_table_bytes;      /* "maxTableBytes": node-wide budget, 0 = none */
 	unsigned spares;	       /* "spares": sized netns kept ready per size pair */
 	/* the node's bounds on every size pair's spares (nshash.json(5)) */
@@ -152,8 +153,7 @@ struct nsh_cni_output {
 	char workload_key[NSH_WORKLOAD_KEY_MAX]; /* ADD with `auto`: the pod's workload ("" none) */
 	char *stdout_text;			 /* malloc'd: result, version info or error JSON; NULL = nothing */
 	char log[2048];				 /* what goes to stderr ("" = nothing) */
-	bool have_config;			 /* the network config was valid: state_dir is its stateDir */
-	char state_dir[1024];
+	bool have_config;			 /* the network config was valid (the reclaim after the run) */
 	int64_t stale_age, reclaim_interval; /* the node's, for that reclaim */
 	/* ADD gave the pod a sized netns (refill_due): spares of these sizes
 	 * to refill (refill.spares 0 = none: idle ones may still be dropped),

@@ -367,8 +367,7 @@ static int add_replace(struct nsh_cni_call *r, const struct nsh_cni_podcg *pc, s
 	/* The pod has its netns: the next ADD of these sizes takes a spare
 	 * (never after an ADD refused, failed or warned: it used none). */
 	if (r->ops == &nsh_cni_system_ops) {
-		r->out->refill = opts;
-		r->out->refill.state_dir = NULL; /* main sets out->state_dir: r->cfg is gone by then */
+		r->out->refill = opts; /* (its state dir is the node's policy's: it outlives the run) */
 		r->out->refill_due = true;
 	}
 	return 0;

@@ -313,10 +313,10 @@ static int config_choices(json_object *root, struct nsh_cni_config *cfg, struct 
 
 	if (config_string(root, "stateDir", &s, err) < 0)
 		return -err->err.errnum;
-	if (s && (nsh_path_unclean(s) || strlen(s) >= sizeof(cfg->state_dir)))
+	if (s && (nsh_path_unclean(s) || strlen(s) >= sizeof(cfg->state_dir_asked)))
 		return nsh_cni_fail(err, NSH_CNI_E_CONFIG, NULL,
 				    "network config key \"stateDir\": \"%.256s\" is not a clean absolute path", s);
-	snprintf(cfg->state_dir, sizeof(cfg->state_dir), "%s", s ? s : "");
+	snprintf(cfg->state_dir_asked, sizeof(cfg->state_dir_asked), "%s", s ? s : "");
 
 	return 0;
 }
@@ -400,13 +400,13 @@ int nsh_cni_config_node(struct nsh_cni_config *cfg, const struct nsh_policy *nod
 	 * a multi-tenant cluster a tenant's NetworkAttachmentDefinition) must
 	 * not point root at another directory.  Naming the node's own is
 	 * allowed (configs written before the rule). */
-	if (cfg->state_dir[0] && strcmp(cfg->state_dir, node->state_dir) != 0)
+	if (cfg->state_dir_asked[0] && strcmp(cfg->state_dir_asked, node->state_dir) != 0)
 		return nsh_cni_fail(err, NSH_CNI_E_CONFIG, NULL,
 				    "network config key \"stateDir\": \"%.256s\" is not this node's state dir "
 				    "\"%.256s\" (%.256s); the state dir is a node setting: remove the key from the "
 				    "network config, or set stateDir in the node's policy file",
-				    cfg->state_dir, node->state_dir, node->source);
-	snprintf(cfg->state_dir, sizeof(cfg->state_dir), "%s", node->state_dir);
+				    cfg->state_dir_asked, node->state_dir, node->source);
+	cfg->state_dir = node->state_dir; /* (the node outlives the run: nsh_cni_run) */
 
 	/* a network that names no sizes: the node's defaultTcp/defaultUdp (within
 	 * the node's caps, checked at its load); pods may ask up to them */

@@ -83,14 +83,12 @@ int main(void)
 	 * result the runtime never got is a failed ADD to it. */
 	if (status != 0 && out.outcome != NSH_CNI_NONE)
 		out.outcome = NSH_CNI_REFUSED;
-	if (nsh_cni_state_update(&env, &out, out.have_config ? out.state_dir : node.policy.state_dir, &err) < 0)
+	if (nsh_cni_state_update(&env, &out, node.policy.state_dir, &err) < 0)
 		fprintf(stderr, "nshash: record for metrics: %s\n", err.msg);
 	/* The next ADD of these sizes takes a spare: a detached child makes
 	 * it now that the answer is out. */
-	if (out.refill_due && status == 0) {
-		out.refill.state_dir = out.state_dir;
+	if (out.refill_due && status == 0)
 		nsh_spares_refill(&out.refill);
-	}
 	/* Orphans of containers whose create failed, now that the engine has
 	 * its answer: rate-limited, one stat most of the time.  An ADD makes
 	 * no pin under STATE/pins (it sizes the runtime's own pin at
@@ -100,7 +98,7 @@ int main(void)
 	 * dropped, and a reclaim that cannot look would only use up the
 	 * interval) */
 	if (out.have_config && sizes &&
-	    nsh_reclaim_orphans(out.state_dir, out.stale_age, out.reclaim_interval, msg, sizeof(msg)))
+	    nsh_reclaim_orphans(node.policy.state_dir, out.stale_age, out.reclaim_interval, msg, sizeof(msg)))
 		fprintf(stderr, "nshash: %s\n", msg);
 	nsh_cni_output_free(&out);
 	return status;

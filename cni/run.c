@@ -48,7 +48,7 @@ void nsh_cni_node_load(struct nsh_cni_node *node)
 /* The config as the node allows it (warnings logged), or code 7. */
 static int node_applied(struct nsh_cni_call *r, const struct nsh_cni_node *node)
 {
-	struct nsh_cni_node defaults;
+	static struct nsh_cni_node defaults; /* the config points into it: it outlives the run */
 	if (!node) {
 		memset(&defaults, 0, sizeof(defaults));
 		nsh_policy_defaults(&defaults.policy);
@@ -94,9 +94,7 @@ void nsh_cni_run(const struct nsh_cni_env *env, const char *input, size_t len, c
 	if (rc == 0)
 		rc = version_allows(&r);
 	if (rc == 0) {
-		/* for the caller's reclaim after the run */
-		out->have_config = true;
-		snprintf(out->state_dir, sizeof(out->state_dir), "%s", r.cfg.state_dir);
+		out->have_config = true; /* for the caller's reclaim after the run */
 		switch (r.command) {
 		case NSH_CNI_ADD:
 			rc = nsh_cni_cmd_add(&r);
