@@ -244,8 +244,12 @@ static int gc_entries(const struct nshash_gc_opts *opts, struct nshash_entry *v,
 			/* not ours after all (something else is mounted there), or a
 			 * live mount this view does not show (EBUSY: a mount point
 			 * here, under a mount of its directory over itself, as
-			 * podman binds /run/netns): kept, and gc goes on */
+			 * podman binds /run/netns), or, in the shared /run/netns,
+			 * another user's file (EACCES, EPERM: a user's gc meets
+			 * root's): kept, and gc goes on */
 			if ((r == -EINVAL || r == -EBUSY) && stale)
+				continue;
+			if ((r == -EACCES || r == -EPERM) && stale && e->kind == NSHASH_ENTRY_NETNS)
 				continue;
 			if (r < 0)
 				return nshash_error_prefix(err, "gc");
