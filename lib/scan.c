@@ -578,7 +578,7 @@ static const struct mnt *mnt_find(const struct mnt_table *t, int id)
 	return t->n ? bsearch(&key, t->v, t->n, sizeof(*t->v), mnt_cmp) : NULL;
 }
 
-/* A mount table larger than this is not read (E2BIG: whoever asked keeps
+/* A mount table larger than this is not read (EFBIG: whoever asked keeps
  * what it might show); a container writes its own table, and 16 MiB is
  * about 100 000 mounts of long paths. */
 #define NSH_MOUNT_TABLE_MAX (16u << 20)
@@ -589,36 +589,10 @@ static int mnt_table_read(int dirfd, const char *rel, struct mnt_table *t)
 	cleanup_close int fd = openat(dirfd, rel, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	size_t len = 0, cap = 0;
-	for (;;) {
-		if (cap - len < 4096) {
-			if (cap >= NSH_MOUNT_TABLE_MAX) {
-				mnt_table_free(t);
-				return -E2BIG;
-			}
-			cap = cap ? 2 * cap : 16384;
-			char *b = realloc(t->text, cap + 1);
-			if (!b) {
-				mnt_table_free(t);
-				return -ENOMEM;
-			}
-			t->text = b;
-		}
-		ssize_t n = read(fd, t->text + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int e = errno;
-			mnt_table_free(t);
-			return -e;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	if (!t->text)
-		return 0;
-	t->text[len] = '\0';
+	size_t len = 0;
+	int r = nsh_read_fd(fd, rel, NSH_MOUNT_TABLE_MAX, &t->text, &len, NULL);
+	if (r < 0)
+		return r;
 	size_t lines = 0;
 	for (size_t i = 0; i < len; i++)
 		lines += t->text[i] == '\n';
