@@ -247,9 +247,8 @@ static int gc_entries(const struct nshash_gc_opts *opts, struct nshash_entry *v,
 			 * podman binds /run/netns), or, in the shared /run/netns,
 			 * another user's file (EACCES, EPERM: a user's gc meets
 			 * root's): kept, and gc goes on */
-			if ((r == -EINVAL || r == -EBUSY) && stale)
-				continue;
-			if ((r == -EACCES || r == -EPERM) && stale && e->kind == NSHASH_ENTRY_NETNS)
+			if (stale && (r == -EINVAL || r == -EBUSY ||
+				      ((r == -EACCES || r == -EPERM) && e->kind == NSHASH_ENTRY_NETNS)))
 				continue;
 			if (r < 0)
 				return nshash_error_prefix(err, "gc");
