@@ -147,20 +147,6 @@ bad=$($VERIFY tcp_child_ehash_entries udp_child_hash_entries <<<"$templates" |
 	     END { print b + 0 }')
 assert_eq "0 of $ntempl" "$bad of $ntempl" "every mounted template ($ntempl) gives exactly the sizes in its name"
 
-# ledger records whose pin is not a mounted pin: "INO PIN"
-ledger_extra() {
-	awk '$1 == "N" { split($6, a, "@"); print a[1], $9 }' "$STATE/ledger" |
-		while read -r ino pin; do mounted_pins "$PINS" | grep -qxF -- "$pin" || echo "$ino $pin"; done
-}
-holders_of() { # INO -> the processes with net:[INO] as their netns or an fd, and mounts of it
-	local p
-	for p in /proc/[0-9]*; do
-		{ [ "$(readlink "$p/ns/net")" = "net:[$1]" ] || ls -l "$p/fd" 2>/dev/null | grep -qF "net:[$1]"; } &&
-			printf '%s ' "pid ${p#/proc/} ($(tr '\0' ' ' <"$p/cmdline" 2>/dev/null | cut -c1-50))"
-	done
-	grep -lF "net:[$1]" /proc/[0-9]*/mountinfo 2>/dev/null | sed 's|^/proc/|mounted in the mount ns of pid |; s|/mountinfo$||' | head -3
-}
-
 # ---------------------------------------------------------------- leftovers are stale files gc removes
 unmounted() { # files under pins/ and templates/ that are not mounted pins
 	find "$PINS" "$STATE/templates" -type f ! -name '*.used' 2>/dev/null | sort |
@@ -196,18 +182,15 @@ want_bytes=$(awk 'function pow2(n, p) { p = 1; while (p < n) p *= 2; return p }
 	NR == FNR { b = ($2 > 0 ? 8 * pow2($2) : 0); u = ($3 > 0 ? pow2($3) : 0); if ($3 > 0 && u < 128) u = 128
 		    bytes[$1] = b + 64 * u; next }
 	{ sum += bytes[$1]; n++ } END { print sum + 0, n + 0 }' "$WORK/requests" <(mounted_pins "$PINS"))
-# Anyone may hold a netns for a moment (a scanner's fd, a process
-# entering it): a killed creator's netns then still counts, rightly, and
-# goes when the holder lets go.  A record kept past that is a leak.
+# A killed creator's netns counts until the kernel has freed it (or while
+# someone holds it, a scanner's fd): it goes then.  One kept past 20 s is
+# a leak.
+table_memory() { nshash --state-dir "$STATE" gc --json | jq -r '"\(.table_memory.bytes) \(.table_memory.netns)"'; }
 got_bytes=$(jq -r '"\(.table_memory.bytes) \(.table_memory.netns)"' <<<"$gc_json")
 if [ "$got_bytes" != "$want_bytes" ]; then
-	ledger_extra | while read -r ino pin; do echo "# note: kept: net:[$ino] of $pin, held by: $(holders_of "$ino")"; done
-	for ((t = 0; t < 20; t++)); do
-		[ "$got_bytes" = "$want_bytes" ] && break
-		sleep 1
-		got_bytes=$(nshash --state-dir "$STATE" gc --json | jq -r '"\(.table_memory.bytes) \(.table_memory.netns)"')
-	done
-	echo "# note: gc's table memory was $(jq -r '"\(.table_memory.bytes) \(.table_memory.netns)"' <<<"$gc_json"), then $got_bytes after $t s"
+	ledger_unpinned "$STATE"
+	echo "# note: gc's table memory $got_bytes at first, the mounted pins' $want_bytes"
+	got_bytes=$(until_eq "$want_bytes" 20 table_memory)
 fi
 assert_eq "$want_bytes" "$got_bytes" \
 	"after the kills, gc's table memory (bytes, netns) is exactly that of the mounted pins (within 20 s)"

@@ -152,6 +152,26 @@ spares_settled() {
 	[ -e "$1/spares/.lock" ] || return 0
 	timeout 10 flock "$1/spares/.lock" true
 }
+# until_eq WANT SECONDS CMD...: CMD's output, run again every 0.1 s until it
+# is WANT or SECONDS passed (a netns let go is freed by the kernel a moment
+# later, in cleanup_net, and counts until then).
+until_eq() {
+	local want=$1 end=$((SECONDS + $2)) got
+	shift 2
+	while got=$("$@") && [ "$got" != "$want" ] && [ $SECONDS -lt $end ]; do sleep 0.1; done
+	echo "$got"
+}
+# ledger_unpinned STATE_DIR: a "# note:" for each netns record of its table
+# ledger whose pin is not mounted, with whoever holds that netns (processes
+# with it as a thread's netns or as an fd, mount namespaces with it mounted).
+ledger_unpinned() {
+	awk '$1 == "N" { split($6, a, "@"); print a[1], $9 }' "$1/ledger" | while read -r ino pin; do
+		mountpoint -q "$pin" 2>/dev/null && continue
+		echo "# note: counted: net:[$ino] of $pin, held by:" \
+			$(find /proc/[0-9]*/fd /proc/[0-9]*/task/*/ns/net -lname "net:\[$ino\]" 2>/dev/null | head -3) \
+			$(grep -l "net:\[$ino\]" /proc/[0-9]*/mountinfo 2>/dev/null | head -3)
+	done
+}
 # age_claims SECONDS PIN...: make each pin's claim SECONDS older.  A pin's
 # age (what gc and the reclaim go by) is the mtime of the file claimed under
 # its mount, seen here through a non-recursive bind of its directory in a
