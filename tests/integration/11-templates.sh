@@ -11,10 +11,9 @@ export NSHASH_STATE_DIR=$STATE
 D=$(mktemp -d /run/nshash-t11.XXXXXX)
 on_exit "for f in $D/*; do umount -l \$f; done; rm -rf $D"
 T=$STATE/templates/tcp4096-udp1024
-sizes_of() { nsenter --net="$1" sh -c 'echo "$(cat /proc/sys/net/ipv4/tcp_ehash_entries) $(cat /proc/sys/net/ipv4/udp_hash_entries)"'; }
 
 nshash create --tcp 4096 --udp 1024 "$D/a" >/dev/null
-assert_eq "4096 1024" "$(sizes_of "$D/a")" "first create builds the template"
+assert_eq "4096 1024" "$(netns_sizes_at "$D/a")" "first create builds the template"
 assert_eq "4096 1024" "$(nsenter --net="$T" sh -c 'echo "$(cat /proc/sys/net/ipv4/tcp_child_ehash_entries) $(cat /proc/sys/net/ipv4/udp_child_hash_entries)"')" "template has the child knobs"
 assert_eq "0 0" "$(host_knobs)" "host knobs untouched"
 
@@ -22,20 +21,20 @@ assert_eq "0 0" "$(host_knobs)" "host knobs untouched"
 nsenter --net="$T" sh -c 'echo 64 > /proc/sys/net/ipv4/tcp_child_ehash_entries'
 assert_eq "true" "$(nshash list --json | jq -r ".[] | select(.path == \"$T\") | .damaged")" "list flags the template as damaged"
 nshash create --tcp 4096 --udp 1024 "$D/b" >/dev/null
-assert_eq "4096 1024" "$(sizes_of "$D/b")" "create after the knobs were changed still gets 4096/1024"
+assert_eq "4096 1024" "$(netns_sizes_at "$D/b")" "create after the knobs were changed still gets 4096/1024"
 assert_eq "false" "$(nshash list --json | jq -r ".[] | select(.path == \"$T\") | .damaged")" "the template was rebuilt"
 
 # The pin disappears (someone unmounted it): an empty file remains.
 umount "$T"
 assert_eq "0" "$(nshash_pin_state=$(nshash list --json | jq -r ".[] | select(.path == \"$T\") | .pinned"); [ "$nshash_pin_state" = false ] && echo 0 || echo 1)" "list sees the template unmounted"
 nshash create --tcp 4096 --udp 1024 "$D/c" >/dev/null
-assert_eq "4096 1024" "$(sizes_of "$D/c")" "create after the template pin vanished gets 4096/1024"
+assert_eq "4096 1024" "$(netns_sizes_at "$D/c")" "create after the template pin vanished gets 4096/1024"
 assert_eq "1" "$(awk -v p="$T" '$9 == "nsfs" && $5 == p' /proc/self/mountinfo | wc -l)" "exactly one template pin again"
 
 # The template file is removed entirely.
 umount -l "$T"; rm -f "$T"
 nshash create --tcp 4096 --udp 1024 "$D/d" >/dev/null
-assert_eq "4096 1024" "$(sizes_of "$D/d")" "create after the template file was removed"
+assert_eq "4096 1024" "$(netns_sizes_at "$D/d")" "create after the template file was removed"
 
 # gc removes a damaged template and keeps a healthy one.
 nshash create --tcp 128 --udp 128 "$D/e" >/dev/null
@@ -46,7 +45,7 @@ assert_eq "1 0 1" "$(jq -r '"\(.templates_removed) \(.orphans_removed) \(.kept)"
 assert_eq "$STATE/templates/tcp128-udp128 damaged template" "$(jq -r '.paths[] | "\(.path) \(.why)"' <<<"$out")" "gc names the damaged template's path and why"
 assert_eq "true false" "$(nshash list --json | jq -r ".[] | select(.path == \"$T\") | \"\(.pinned) \(.damaged)\"")" "gc kept the healthy template"
 assert_eq "" "$(ls "$STATE/templates/tcp128-udp128" 2>/dev/null)" "damaged template file gone"
-assert_eq "4096 1024" "$(sizes_of "$D/a")" "existing netns keep their tables after gc"
+assert_eq "4096 1024" "$(netns_sizes_at "$D/a")" "existing netns keep their tables after gc"
 
 # A stale empty pin file (creator killed between claiming and binding), in
 # the state dir: delete removes it (elsewhere an empty file is not taken for

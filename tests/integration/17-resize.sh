@@ -76,7 +76,7 @@ state_is() {
 	return 1
 }
 inode_of() { stat -L -c %i /run/netns/$P; }
-sizes_of() { ip netns exec $P sh -c 'echo "$(cat /proc/sys/net/ipv4/tcp_ehash_entries) $(cat /proc/sys/net/ipv4/udp_hash_entries)"'; }
+sizes_of() { netns_sizes_at "/run/netns/$P"; }
 
 # ---------------------------------------------------------------- faithful
 build_p || cannot_run "cannot build the test netns with ip"

@@ -165,7 +165,7 @@ cni_node_policy "$WORK/node.json" "$STATE" '"maxTcp": 1048576' # the cgroupPath 
 ns delete "$PINS"/* >/dev/null 2>&1
 settled 0
 ns create --tcp 4096 --udp 1024 "$PINS/cli-1" >/dev/null
-conf() { echo "{\"cniVersion\": \"1.0.0\", \"name\": \"n\", \"type\": \"nshash\", \"tcp\": 4096, \"udp\": 1024, \"stateDir\": \"$STATE\", \"maxTableBytes\": $((2 * EACH))}"; }
+conf() { cni_conf n "\"tcp\":4096,\"udp\":1024,\"stateDir\":\"$STATE\",\"maxTableBytes\":$((2 * EACH))"; }
 cni_pin_netns "$PINS/pod1"
 cni_pin_netns "$PINS/pod2"
 cni_call ADD "$PINS/pod1" "$(conf)"
@@ -231,7 +231,7 @@ fi
 # bytes nobody asked for: they must not get a pod refused on an empty node.
 S2=$(make_state_dir)
 cni_node_policy "$WORK/node2.json" "$S2" '"spares": 3'
-sconf() { echo "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"nshash\",\"tcp\":4096,\"udp\":1024,\"onFailure\":\"fail\",\"stateDir\":\"$S2\",\"spares\":3$1}"; }
+sconf() { cni_conf n "\"tcp\":4096,\"udp\":1024,\"onFailure\":\"fail\",\"stateDir\":\"$S2\",\"spares\":3$1"; }
 cni_pin_netns "$PINS/sp1"
 cni_call ADD "$PINS/sp1" "$(sconf '')"
 assert_eq "0 4096 1024" "$CNI_RC $(raw_sizes "$PINS/sp1")" "ADD without a budget: sized"

@@ -23,7 +23,7 @@ cni_node_policy "$D/node.json" "$STATE"
 conf() { # [extra json members]; stateDir $STATE unless one is given
 	local extra=${1:-}
 	[[ $extra == *stateDir* ]] || extra+="${extra:+,}\"stateDir\":\"$STATE\""
-	echo "{\"cniVersion\":\"$V\",\"name\":\"net1\",\"type\":\"nshash\",$extra}"
+	cni_conf net1 "$extra" "$V"
 }
 shared() { netns_sizes_at "$1" | awk '{print ($1 < 0 && $2 < 0) ? "shared" : $0}'; }
 # plugin VAR=VALUE... < stdin: CNI_RC, CNI_OUT, CNI_ERR, with a timeout

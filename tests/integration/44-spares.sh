@@ -25,13 +25,13 @@ ready() {
 	fail "a child making spares did not end within 10 s"
 }
 spares() { find "$S/spares" -maxdepth 1 -name "tcp$1-udp$2.*" 2>/dev/null | sort; }
-mounted() { awk -v d="$S/spares/" '$9 == "nsfs" && index($5, d) == 1 {n++} END {print n+0}' /proc/self/mountinfo; }
+mounted() { count_pins_under "$S/spares/"; }
 # The node allows 16 spares; a network asks for 1 unless it says otherwise.
 cni_node_policy "$D/node.json" "$S" '"spares": 16'
 conf() {
 	local x=${3:-}
 	[[ $x == *spares* ]] || x+=',"spares":1'
-	echo "{\"cniVersion\":\"1.0.0\",\"name\":\"n44\",\"type\":\"nshash\",\"tcp\":$1,\"udp\":$2,\"stateDir\":\"$S\"$x}"
+	cni_conf n44 "\"tcp\":$1,\"udp\":$2,\"stateDir\":\"$S\"$x"
 }
 pin() { cni_pin_netns "$D/$1"; }
 # Every mount made under $D (the pins pod*, pre16, par*, busy*, ...), whatever failed.

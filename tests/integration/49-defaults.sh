@@ -177,7 +177,7 @@ podman network rm -f nsh46 >/dev/null
 # ---------------------------------------------------------------- the CNI plugin
 C=$(make_state_dir)
 cni_node_policy "$C/node.json" "$C"
-conf() { echo "{\"cniVersion\":\"1.0.0\",\"name\":\"net46\",\"type\":\"nshash\"${1:+,$1}}"; } # [JSON-MEMBERS]
+conf() { cni_conf net46 "${1:-}"; } # [JSON-MEMBERS]
 ann() { echo "\"runtimeConfig\":{\"io.kubernetes.cri.pod-annotations\":{$1}}"; }
 k=0
 add() { # CONFIG: ADD on a fresh pinned netns $N

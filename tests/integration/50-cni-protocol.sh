@@ -16,7 +16,7 @@ new_pin() { n=$((n + 1)); P=$D/ns$n; cni_pin_netns "$P"; } # sets P
 conf() { # VERSION [extra json members]; templates in a private stateDir unless one is given
 	local extra=${2:-}
 	[[ $extra == *stateDir* ]] || extra+="${extra:+,}\"stateDir\":\"$TMPL\""
-	echo "{\"cniVersion\":\"$1\",\"name\":\"net1\",\"type\":\"nshash\",$extra}"
+	cni_conf net1 "$extra" "$1"
 }
 # A prevResult in the shape of each result version.
 prev_result() {

@@ -24,7 +24,7 @@ N=${NSHASH_SWAP_ADDS:-25}
 W=
 on_exit '[ -n "$W" ] && kill "$W"'
 SPARES=0
-conf() { echo "{\"cniVersion\":\"1.0.0\",\"name\":\"net1\",\"type\":\"nshash\",\"tcp\":2048,\"udp\":1024,\"spares\":$SPARES,\"stateDir\":\"$TMPL\"}"; }
+conf() { cni_conf net1 "\"tcp\":2048,\"udp\":1024,\"spares\":$SPARES,\"stateDir\":\"$TMPL\""; }
 mounts_at() { awk -v p="$1" '$5 == p {n++} END {print n+0}' /proc/self/mountinfo; }
 # the one spare of these sizes once no filler runs (the one the ADD before forked)
 spare_ready() {

@@ -60,7 +60,7 @@ nshash_cni_adds_total{outcome="warned"} 0
 nshash_cni_adds_total{outcome="refused"} 0' "$(grep '^nshash_cni_adds_total' <<<"$M")" "no ADD counted before the plugin ran"
 
 # ---- the plugin: a sized ADD with hostile pod names, a warned one, a refused one
-conf() { echo "{\"cniVersion\":\"1.0.0\",\"name\":\"k8s\",\"type\":\"nshash\",\"tcp\":4096,\"udp\":1024${1:-}}"; }
+conf() { cni_conf k8s "\"tcp\":4096,\"udp\":1024${1:-}"; }
 cni_call ADD "$A" "$(conf)" CNI_CONTAINERID=nsh59a \
 	CNI_ARGS=$'IgnoreUnknown=1;K8S_POD_NAMESPACE=n"s\\q;K8S_POD_NAME=po\nd"\\x;K8S_POD_INFRA_CONTAINER_ID=nsh59a'
 assert_eq "0 4096 1024" "$CNI_RC $(netns_sizes_at "$A")" "sized ADD: the pod netns has its own tables"

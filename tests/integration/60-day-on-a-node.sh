@@ -143,12 +143,12 @@ docker_sizes() { pid_sizes "$(dk inspect -f '{{.State.Pid}}' "$1" 2>/dev/null)";
 runc_sizes() { pid_sizes "$(runc state "$1" 2>/dev/null | jq -r .pid)"; }
 # pod_del ID TCP UDP: the runtime's teardown of a pod: DEL, unmount, remove
 pod_del() {
-	cni_call DEL "$PODS/$1" "$(cni_conf "$2" "$3")" CNI_CONTAINERID="$1"
+	cni_call DEL "$PODS/$1" "$(conf "$2" "$3")" CNI_CONTAINERID="$1"
 	umount -l "$PODS/$1" 2>/dev/null
 	rm -f "$PODS/$1"
 	[ "$CNI_RC" = 0 ]
 }
-cni_conf() { echo "{\"cniVersion\":\"1.0.0\",\"name\":\"day60\",\"type\":\"nshash\",\"tcp\":$1,\"udp\":$2}"; }
+conf() { cni_conf day60 "\"tcp\":$1,\"udp\":$2"; }
 launch() {
 	local kind=$1 id=$2 t=$3 u=$4 out="" rc f=$D/res/$2
 	case $kind in
@@ -192,7 +192,7 @@ launch() {
 		;;
 	cni | cnid)
 		local p=$PODS/$id
-		cni_pin_netns "$p" && cni_call ADD "$p" "$(cni_conf "$t" "$u")" CNI_CONTAINERID="$id"
+		cni_pin_netns "$p" && cni_call ADD "$p" "$(conf "$t" "$u")" CNI_CONTAINERID="$id"
 		rc=${CNI_RC:-1}
 		printf '%s\n' "${CNI_ERR:-}" "${CNI_OUT:-}" >"$f.err"
 		[ "$rc" = 0 ] && out=$(netns_sizes_at "$p")
@@ -236,7 +236,7 @@ restart() {
 	cnire)
 		local p=$PODS/$id
 		pod_del "$id" "$t" "$u"
-		cni_pin_netns "$p" && cni_call ADD "$p" "$(cni_conf "$t" "$u")" CNI_CONTAINERID="$id"
+		cni_pin_netns "$p" && cni_call ADD "$p" "$(conf "$t" "$u")" CNI_CONTAINERID="$id"
 		rc=${CNI_RC:-1}
 		printf '%s\n' "${CNI_ERR:-}" "${CNI_OUT:-}" >"$f.err"
 		[ "$rc" = 0 ] && out=$(netns_sizes_at "$p")

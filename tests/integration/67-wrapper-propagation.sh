@@ -54,7 +54,7 @@ bundle() {
 		"$b/config.json" >"$D/x" && mv "$D/x" "$b/config.json" && chmod 0640 "$b/config.json" &&
 		cp -p "$b/config.json" "$D/$n.orig" && stat -c '%i %a %U' "$b/config.json" >"$D/$n.stat"
 }
-mounted() { echo "$(findmnt -n -o FSTYPE "$1") $(findmnt -n -o SOURCE "$1")"; }
+fs_at() { echo "$(findmnt -n -o FSTYPE "$1") $(findmnt -n -o SOURCE "$1")"; }
 unchanged() { # NAME WHEN
 	if cmp -s "$D/$1.orig" "$D/$1/config.json"; then pass "$2: config.json byte for byte"; else
 		fail "$2: config.json changed: $(diff <(jq -S . "$D/$1.orig") <(jq -S . "$D/$1/config.json" 2>&1) | head -c 400)"
@@ -90,7 +90,7 @@ assert_eq 0 $? "start through the wrapper"
 wait_file "$H/m1/sizes"
 assert_eq "4096 1024" "$(cat "$H/m1/sizes" 2>/dev/null)" "the container is sized exactly as asked"
 assert_eq "p1-data" "$(cat "$H/m1/seen" 2>/dev/null)" "the relative bind source is the user's bundle's"
-assert_eq "tmpfs t38p" "$(mounted "$H/m1")" "the tmpfs the container mounted under its rshared bind is on the host"
+assert_eq "tmpfs t38p" "$(fs_at "$H/m1")" "the tmpfs the container mounted under its rshared bind is on the host"
 assert_eq "4096 1024" "$(netns_sizes_of_pid "$(cat "$D/p1.pid")")" "the init is in the sized netns"
 nshash-runtime --root "$ROOT" delete t38p1 >/dev/null 2>&1
 assert_eq 1 $? "delete of the running container fails, as runc's does"

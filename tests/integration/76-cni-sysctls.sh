@@ -13,7 +13,7 @@ test_needs root knobs
 D=$(make_state_dir)
 TMPL=$(make_state_dir)
 cni_node_policy "$D/node.json" "$TMPL"
-conf() { echo "{\"cniVersion\":\"1.0.0\",\"name\":\"net1\",\"type\":\"nshash\",\"tcp\":4096,\"udp\":1024,\"spares\":$1}"; }
+conf() { cni_conf net1 "\"tcp\":4096,\"udp\":1024,\"spares\":$1"; }
 # pinns -s net.ipv4.ip_unprivileged_port_start=0 -s net.ipv4.ping_group_range=0 2147483647 --net ...
 pinns_like() { # PATH
 	cni_pin_netns "$1" &&

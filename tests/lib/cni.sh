@@ -29,6 +29,9 @@ cni_call() {
 	rm -f "$errf"
 }
 # Field of the JSON on stdout ("" when absent or not JSON).
+# cni_conf NAME [JSON-MEMBERS [VERSION]]: an nshash network config (cniVersion
+# VERSION, default 1.0.0) with those members after its type.
+cni_conf() { echo "{\"cniVersion\":\"${3:-1.0.0}\",\"name\":\"$1\",\"type\":\"nshash\"${2:+,$2}}"; }
 cni_field() { printf '%s' "$CNI_OUT" | jq -r "$1 // empty" 2>/dev/null; }
 # assert_cni_error CODE MSG-FRAGMENT DESCRIPTION
 assert_cni_error() {
@@ -71,10 +74,6 @@ cni_pod_cgroup() {
 # A netns pinned the way containerd/CRI-O do (empty, lo down), at DIR/NAME.
 cni_pin_netns() {
 	touch "$1" && unshare --net="$1" true
-}
-# "TCP UDP" raw sizes of the netns pinned at PATH.
-netns_sizes_at() {
-	nsenter --net="$1" sh -c 'echo "$(cat /proc/sys/net/ipv4/tcp_ehash_entries) $(cat /proc/sys/net/ipv4/udp_hash_entries)"'
 }
 netns_inode_at() { stat -L -c %i "$1"; }
 

@@ -98,10 +98,13 @@ require_kernel_knobs() {
 		cannot_run "kernel $(uname -r) lacks tcp_child_ehash_entries/udp_child_hash_entries (needs 6.2+)"
 }
 
-# Sizes of a netns as "TCP UDP" (raw *_hash_entries, negative = shared).
-netns_sizes_of_pid() {
-	nsenter -t "$1" -n sh -c 'echo "$(cat /proc/sys/net/ipv4/tcp_ehash_entries) $(cat /proc/sys/net/ipv4/udp_hash_entries)"'
+# Sizes of a netns as "TCP UDP" (raw *_hash_entries, negative = shared):
+# netns_sizes NSENTER-ARGS, netns_sizes_of_pid PID, netns_sizes_at PIN.
+netns_sizes() {
+	nsenter "$@" sh -c 'echo "$(cat /proc/sys/net/ipv4/tcp_ehash_entries) $(cat /proc/sys/net/ipv4/udp_hash_entries)"'
 }
+netns_sizes_of_pid() { netns_sizes -t "$1" -n; }
+netns_sizes_at() { netns_sizes --net="$1"; }
 # hold_sockets UDP TCP READY NSENTER-ARGS...: a process in a netns (nsenter's
 # --net=PATH, or -t PID -n) holding UDP bound sockets and TCP loopback
 # connections (tests/lib/hold-sockets.py), started and waited for: READY
