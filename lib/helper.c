@@ -12,13 +12,14 @@
  * namespace, but setns back into its own needs privileges over the outer
  * one; and by userns.c, whose helper unshares a user namespace. */
 #include <errno.h>
+#include <limits.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -57,15 +58,26 @@ int nsh_helper_start(struct nsh_helper *h, const char *what, unsigned timeout_s,
 	}
 	close(sv[1]);
 	h->sock = sv[0];
-	if (timeout_s) { /* a helper that cannot answer (stopped, say) is an error, not a hang */
-		struct timeval tmo = {.tv_sec = timeout_s};
-		if (setsockopt(h->sock, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo)) < 0) {
-			int e = errno;
-			nsh_helper_end(h, true);
-			return nsh_error_sys(err, e, "%s: set its answer's timeout", what);
-		}
-	}
 	return 0;
+}
+
+/* Until the helper's answer (or its end) can be read: 0, or -ETIMEDOUT
+ * once h->timeout_s have passed (0: no limit) -- counted from the call, so
+ * signals arriving all along do not start the wait again. */
+static int wait_answer(const struct nsh_helper *h)
+{
+	int64_t end = nsh_monotonic_ms() + (int64_t)h->timeout_s * 1000;
+	for (;;) {
+		int64_t left = end - nsh_monotonic_ms();
+		if (h->timeout_s && left <= 0)
+			return -ETIMEDOUT;
+		struct pollfd p = {.fd = h->sock, .events = POLLIN};
+		int n = poll(&p, 1, !h->timeout_s ? -1 : left > INT_MAX ? INT_MAX : (int)left);
+		if (n > 0)
+			return 0;
+		if (n < 0 && errno != EINTR)
+			return -errno;
+	}
 }
 
 int nsh_helper_send(int sock, const struct nsh_helper_reply *rep, int fd)
@@ -100,10 +112,13 @@ int nsh_helper_recv(const struct nsh_helper *h, const char *stage, struct nsh_he
 		snprintf(who, sizeof(who), "%s (%s)", h->what, stage);
 	else
 		snprintf(who, sizeof(who), "%s", h->what);
-	while ((n = recvmsg(h->sock, &msg, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
-		;
-	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+	int w = wait_answer(h);
+	if (w == -ETIMEDOUT)
 		return nshash_error_set(err, ETIMEDOUT, "%s: no answer in %u s", who, h->timeout_s);
+	if (w < 0)
+		return nsh_error_sys(err, -w, "%s: wait for its answer", who);
+	while ((n = recvmsg(h->sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT)) < 0 && errno == EINTR)
+		;
 	if (n != (ssize_t)sizeof(*rep))
 		return nshash_error_set(err, n < 0 ? errno : EPROTO, "%s: %s", who,
 					n < 0 ? strerror(errno) : "died without an answer");

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -97,6 +98,39 @@ static void silent_helper_is_killed_after_timeout(void **state)
 	no_child_left();
 }
 
+/* A signal every 100 ms, 40 of them (4 s), each interrupting the wait. */
+static volatile sig_atomic_t storm_signals;
+static void storm_tick(int sig)
+{
+	(void)sig;
+	if (++storm_signals >= 40) {
+		struct itimerval off = {0};
+		setitimer(ITIMER_REAL, &off, NULL);
+	}
+}
+
+static void timeout_holds_under_a_signal_storm(void **state)
+{
+	(void)state;
+	struct sigaction sa = {.sa_handler = storm_tick}, old; /* no SA_RESTART */
+	assert_int_equal(sigaction(SIGALRM, &sa, &old), 0);
+	storm_signals = 0;
+	struct itimerval every = {.it_interval = {.tv_usec = 100000}, .it_value = {.tv_usec = 100000}};
+	assert_int_equal(setitimer(ITIMER_REAL, &every, NULL), 0);
+	struct nshash_error err = {0};
+	int r = nsh_in_child(never_answer, NULL, 1, NULL, NULL, &err);
+	int seen = storm_signals;
+	struct itimerval off = {0};
+	setitimer(ITIMER_REAL, &off, NULL);
+	sigaction(SIGALRM, &old, NULL);
+	assert_int_equal(r, -ETIMEDOUT);
+	assert_string_equal(err.msg, "helper process: no answer in 1 s");
+	/* The 1 s counted from the call: the storm (4 s) was still on.  A
+	 * wait started again at each signal would end only after it. */
+	assert_true(seen < 40);
+	no_child_left();
+}
+
 static int stop_self(const void *arg, int *fd, struct nshash_netns_info *info, struct nshash_error *err)
 {
 	(void)arg;
@@ -165,6 +199,7 @@ int main(void)
 	    cmocka_unit_test(its_error_comes_back),
 	    cmocka_unit_test(silent_helper_is_killed_after_timeout),
 	    cmocka_unit_test(stopped_helper_is_killed_after_timeout),
+	    cmocka_unit_test(timeout_holds_under_a_signal_storm),
 	    cmocka_unit_test(busy_helper_is_waited_for),
 	    cmocka_unit_test(helper_dying_without_answer),
 	};
