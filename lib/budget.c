@@ -337,7 +337,8 @@ static int reconcile(const char *state_dir, int *lockfd, struct nsh_ledger *l, u
 		r = nsh_ledger_load(state_dir, l, err);
 	if (r < 0)
 		return r;
-	bool complete = sr >= 0;
+	/* what the scan did not find is gone only if it could see them all */
+	bool complete = sr >= 0 && nsh_state_sees_holders(state_dir);
 	size_t idlen = 0;
 	cleanup_free char *ids = calloc(m, NSH_LEDGER_ID_LEN + 1);
 	for (size_t i = 0; i < l->n; i++) {

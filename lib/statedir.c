@@ -12,6 +12,66 @@
 
 #include "internal.h"
 
+/* ------------------------------------------------------------ pidns */
+
+/* STATE/pidns is a symbolic link, never followed, only read: its target
+ * names the creators' PID namespace as /proc shows one ("pid:[INODE]"),
+ * or PIDNS_MIXED once creators ran in more than one. */
+#define PIDNS_INITIAL "pid:[4026531836]" /* PROC_PID_INIT_INO */
+#define PIDNS_MIXED "mixed"
+
+/* This thread's PID namespace as /proc shows it; "" when this /proc is not
+ * of its PID namespace (it then cannot see its own processes either). */
+static void own_pidns(char *buf, size_t len)
+{
+	ssize_t n = readlink("/proc/thread-self/ns/pid", buf, len - 1);
+	buf[n > 0 ? n : 0] = '\0';
+}
+
+static void noted_pidns(const char *state_dir, char *buf, size_t len)
+{
+	char path[PATH_MAX];
+	ssize_t n = -1;
+	if ((size_t)snprintf(path, sizeof(path), "%s/pidns", state_dir) < sizeof(path))
+		n = readlink(path, buf, len - 1);
+	buf[n > 0 ? n : 0] = '\0';
+}
+
+void nsh_state_note_pidns(const char *state_dir)
+{
+	char own[64], noted[64], path[PATH_MAX], tmp[PATH_MAX];
+	own_pidns(own, sizeof(own));
+	noted_pidns(state_dir, noted, sizeof(noted));
+	if (!own[0] || strcmp(noted, own) == 0 || strcmp(noted, PIDNS_MIXED) == 0)
+		return;
+	if ((size_t)snprintf(path, sizeof(path), "%s/pidns", state_dir) >= sizeof(path) ||
+	    (size_t)snprintf(tmp, sizeof(tmp), "%s/.pidns.%d", state_dir, (int)getpid()) >= sizeof(tmp))
+		return;
+	/* the first creator's, else mixed for good (a rename: never missing) */
+	if (!noted[0] && symlink(own, path) == 0)
+		return;
+	if (!noted[0] && errno == EEXIST) { /* another creator's, a moment ago */
+		noted_pidns(state_dir, noted, sizeof(noted));
+		if (strcmp(noted, own) == 0 || strcmp(noted, PIDNS_MIXED) == 0)
+			return;
+	}
+	unlink(tmp);
+	if (symlink(PIDNS_MIXED, tmp) == 0 && rename(tmp, path) < 0)
+		unlink(tmp);
+}
+
+bool nsh_state_sees_holders(const char *state_dir)
+{
+	char own[64], noted[64];
+	own_pidns(own, sizeof(own));
+	if (strcmp(own, PIDNS_INITIAL) == 0)
+		return true;
+	noted_pidns(state_dir, noted, sizeof(noted));
+	return own[0] && strcmp(noted, own) == 0;
+}
+
+/* ------------------------------------------------------------ checks */
+
 /* The uid that `uid` maps to outside the user namespace (itself in the
  * initial one); *initial says whether this is the initial namespace. */
 static uid_t outer_uid(uid_t uid, bool *initial)

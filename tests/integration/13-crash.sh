@@ -156,8 +156,8 @@ left=$(unmounted)
 nleft=$(grep -c . <<<"$left")
 echo "# $nleft unmounted pin files left by killed creators ($(grep -c "^$STATE/templates/" <<<"$left") of them template names)"
 stray=$(find "$STATE" -mindepth 1 \( -path "$STATE/templates" -o -path "$STATE/templates/*" -o -path "$STATE/lock" \
-	-o -path "$STATE/ledger" \) -prune -o -print)
-assert_eq "" "$stray" "nothing in the state dir but templates/, the lock and the table ledger"
+	-o -path "$STATE/ledger" -o -path "$STATE/pidns" \) -prune -o -print)
+assert_eq "" "$stray" "nothing in the state dir but templates/, the lock, the table ledger and the creators' PID namespace"
 assert_eq "" "$(grep -v -e "^$PINS/c[0-9]*\$" -e "^$STATE/templates/tcp[0-9]*-udp[0-9]*\$" <<<"$left")" \
 	"every leftover file is a pin or template name a creator was claiming"
 assert_eq "" "$(for f in $left; do [ -s "$f" ] && echo "$f"; done)" "every leftover file is empty (a claimed name, never data)"

@@ -18,6 +18,7 @@ on_exit "rm -rf '$WORK'"
 HOLD="python3 $TOP/tests/lib/hold-netns.py"
 ns() { nshash --state-dir "$STATE" "$@"; }
 pins() { ls "$STATE/pins" | tr '\n' ' ' | sed 's/ $//'; }
+mounted() { [ "$(count_pins_under "$1")" = 1 ] && echo yes || echo no; }
 hold() { # MODE PIN... → starts a holder, waits until it holds
 	local out=$WORK/hold.$RANDOM
 	$HOLD "$@" >"$out" 2>&1 &
@@ -69,6 +70,8 @@ assert_eq "2 leader" "$(jq -r .orphans_removed <<<"$out") $(pins)" "thread and f
 assert_eq "$bytes 1" "$(jq -r '"\(.table_memory.bytes) \(.table_memory.netns)"' <<<"$out")" "the ledger counts the one left"
 kill $LEADER
 wait $LEADER 2>/dev/null
+usage() { ns gc --stale-age 0 --json | jq -r '"\(.table_memory.bytes) \(.table_memory.netns)"'; }
+assert_eq "0 0" "$(until_eq "0 0" 10 usage)" "the leader gone: gc removes its pin, nothing counts (within 10 s)"
 
 # ---------------------------------------------------------------- a PID namespace of its own
 # A reclaim in a PID namespace of its own (a node container without
@@ -87,22 +90,54 @@ assert_eq "$bytes 1" "$(sed '/^rc=/,$d' <<<"$out" | jq -r '"\(.table_memory.byte
 	"... it counts the netns a process there holds, its pin gone (no nsfs handle opens there)"
 out=$(ns reclaim --json)
 assert_eq "0 0" "$(jq -r '"\(.table_memory.bytes) \(.table_memory.netns)"' <<<"$out")" "the holder gone: its record goes"
+# From a PID namespace the state dir's creators did not run in (an
+# operator's `unshare --pid`, a node container without hostPID) a holder
+# outside it is out of sight: nothing is proven unused there.  A sized
+# netns whose pin is gone and a container pin old enough to be an orphan,
+# each held by a process here: gc there keeps both (it used to drop the
+# record and remove the pin).
+S3=$(make_state_dir)
+mkdir -p -m 0700 "$S3/pins"
+make_private_mount "$S3/pins"
+for p in gone orphan; do nshash --state-dir "$S3" create --tcp 1024 --udp 128 "$S3/pins/$p" >/dev/null || fail "create $p"; done
+hold leader "$S3/pins/gone"
+HELD_GONE=$HOLDER
+hold leader "$S3/pins/orphan"
+HELD_ORPHAN=$HOLDER
+umount "$S3/pins/gone" && rm "$S3/pins/gone"
+age_claims 120 "$S3/pins/orphan"
+out=$(unshare --pid --fork --mount-proc nshash --state-dir "$S3" gc --stale-age 60 --json)
+assert_eq "$((2 * bytes)) 2 0 yes" "$(jq -r '"\(.table_memory.bytes) \(.table_memory.netns) \(.orphans_removed)"' <<<"$out") $(mounted "$S3/pins/orphan")" \
+	"gc in another PID namespace: both held netns count, the held old pin stays ($(readlink "$S3/pidns"))"
+kill $HELD_GONE $HELD_ORPHAN
+wait $HELD_GONE $HELD_ORPHAN 2>/dev/null
+out=$(nshash --state-dir "$S3" gc --stale-age 60 --json)
+assert_eq "1 no" "$(jq -r .orphans_removed <<<"$out") $(mounted "$S3/pins/orphan")" "the holders gone, gc here removes the orphan"
+s3_usage() { nshash --state-dir "$S3" gc --json | jq -r '"\(.table_memory.bytes) \(.table_memory.netns)"'; }
+assert_eq "0 0" "$(until_eq "0 0" 10 s3_usage)" "... and the netns's records go (within 10 s)"
 # There the /proc scan decides, and nsfs inode numbers are reused (lowest
 # free, once the kernel has freed a netns): a netns pinned after a sized one
 # was freed can have its number.  The scan must tell them apart by the netns
 # id the record's file handle carries, or the dead record counts as long as
 # the new netns lives.  The reuse made certain: the record of a sized netns
-# now freed is given the inode number of a live one.
-ns create --tcp 1024 --udp 128 "$STATE/pins/reuse" >/dev/null || fail "create reuse"
-touch "$WORK/other" && unshare --net="$WORK/other" true || fail "pin another netns"
-on_exit "umount '$WORK/other'"
-old=$(stat -L -c %i "$STATE/pins/reuse") new=$(stat -L -c %i "$WORK/other")
-sed -i "/ ${old}@[0-9]* .*\/pins\/reuse\$/s/ ${old}@/ ${new}@/" "$STATE/ledger"
-assert_eq 1 "$(grep -c " ${new}@.*/pins/reuse\$" "$STATE/ledger")" "the record of reuse now names the inode number of a live netns"
-umount "$STATE/pins/reuse" && rm "$STATE/pins/reuse"
-out=$(unshare --pid --fork --mount-proc nshash --state-dir "$STATE" reclaim --json)
-assert_eq "0 0" "$(jq -r '"\(.table_memory.bytes) \(.table_memory.netns)"' <<<"$out")" \
-	"a reclaim in a PID namespace drops it: the live netns with that number is not its (the handle's netns id)"
+# now freed is given the inode number of a live one.  All in one PID
+# namespace, the creator's too (a node in a container).
+S4=$(make_state_dir)
+cat >"$WORK/reuse.sh" <<'EOS'
+S=$1 W=$2
+nshash --state-dir "$S" create --tcp 1024 --udp 128 "$W/reuse" >/dev/null || exit 9
+touch "$W/other" && unshare --net="$W/other" true || exit 9
+old=$(stat -L -c %i "$W/reuse") new=$(stat -L -c %i "$W/other")
+sed -i "/ ${old}@[0-9]* .*\/reuse\$/s/ ${old}@/ ${new}@/" "$S/ledger"
+echo "records: $(grep -c " ${new}@.*/reuse\$" "$S/ledger")"
+umount "$W/reuse" && rm "$W/reuse"
+nshash --state-dir "$S" reclaim --json
+umount "$W/other"
+EOS
+out=$(unshare -m --propagation private --pid --fork --mount-proc bash "$WORK/reuse.sh" "$S4" "$WORK")
+assert_eq "records: 1" "$(head -1 <<<"$out")" "the record of reuse now names the inode number of a live netns"
+assert_eq "0 0" "$(sed 1d <<<"$out" | jq -r '"\(.table_memory.bytes) \(.table_memory.netns)"')" \
+	"a reclaim in that PID namespace drops it: the live netns with that number is not its (the handle's netns id)"
 
 # ---------------------------------------------------------------- rate limit
 rm -f "$STATE/reclaim.stamp"
@@ -156,7 +191,6 @@ CONFIG='{"ociVersion":"1.0.2","hostname":"HOST","annotations":{"io.nshash.tcp":"
 precreate() { printf '%s' "${CONFIG/HOST/$1}" | timeout 20 nshash-hook precreate --policy "$PH" | jq -r '.linux.namespaces[0].path'; }
 watchers() { pgrep -f "nshash-hook precreate --policy $PH\$" | tr '\n' ' ' | sed 's/ $//'; }
 on_exit 'for p in $(watchers); do kill -KILL $p; done'
-mounted() { [ "$(count_pins_under "$1")" = 1 ] && echo yes || echo no; }
 pa=$(precreate h19a)
 nsenter --net="$pa" unshare -m sleep 300 &
 JA=$!
