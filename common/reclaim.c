@@ -21,8 +21,9 @@ int nsh_reclaim_orphans(const char *state_dir, int64_t stale_age, int64_t interv
 	}
 	if (rep.incomplete) {
 		snprintf(msg, len,
-			 "reclaim orphan pins: the /proc scan took longer than %u ms or could not read every "
-			 "process (CAP_SYS_PTRACE); nothing removed this time",
+			 "reclaim orphan pins: the /proc scan took longer than %u ms, could not read every "
+			 "process (CAP_SYS_PTRACE), or would not see every process from this PID namespace "
+			 "(the state dir's pidns names the one its creations ran in); nothing removed this time",
 			 NSHASH_RECLAIM_MAX_SCAN_MS);
 		return 1;
 	}

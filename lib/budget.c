@@ -85,8 +85,8 @@ static bool pinned_at(const struct nsh_ledger_entry *r)
 static bool handles_decide(void)
 {
 	struct stat pid, user;
-	if (stat("/proc/thread-self/ns/pid", &pid) < 0 || pid.st_ino != 0xEFFFFFFCu ||
-	    stat("/proc/thread-self/ns/user", &user) < 0 || user.st_ino != 0xEFFFFFFDu)
+	if (stat("/proc/thread-self/ns/pid", &pid) < 0 || pid.st_ino != NSH_PROC_PID_INIT_INO ||
+	    stat("/proc/thread-self/ns/user", &user) < 0 || user.st_ino != NSH_PROC_USER_INIT_INO)
 		return false;
 	return nsh_cap_in_effect(CAP_SYS_ADMIN);
 }
@@ -292,6 +292,8 @@ static int reconcile(const char *state_dir, int *lockfd, struct nsh_ledger *l, u
 	int n = collect_unverified(l, &items, &index, dropped);
 	if (n <= 0)
 		return n < 0 ? nsh_error_sys(err, -n, "reconcile the table ledger") : 0;
+	if (!nsh_state_sees_holders(state_dir))
+		return 0; /* a scan here could not prove one gone: they keep counting */
 	/* Go on with a cut scan (its entries first), else start one. */
 	struct nsh_scan_pos pos = {0, 0, 0};
 	int64_t age = boot_seconds() - l->scan.time;
@@ -571,6 +573,9 @@ int nsh_ledger_commit(const char *state_dir, struct nsh_ticket *t, struct nshash
 			return 0;
 		return nshash_error_prefix(err, "record in the table ledger");
 	}
+	/* first where a scan may judge the record (statedir.c) */
+	if ((r = nsh_state_note_pidns(state_dir, err)) < 0)
+		return nshash_error_prefix(err, "record in the table ledger");
 	struct nsh_ledger_entry rec = {.kind = 'N',
 				 .bytes = nshash_sizes_bytes(eff),
 				 .sizes = eff,

@@ -61,7 +61,6 @@ static int netns_new_recorded(const struct nshash_create_opts *opts, int proc, c
 	if (nshash_spare_take(opts, nsfd, info) == 1) {
 		if (pin)
 			note_pin(state_dir, opts, *nsfd, pin);
-		nsh_state_note_pidns(state_dir);
 		return 0;
 	}
 	struct nshash_sizes eff = nshash_sizes_effective(opts->sizes);
@@ -73,8 +72,6 @@ static int netns_new_recorded(const struct nshash_create_opts *opts, int proc, c
 	r = nsh_netns_make(opts, proc, nsfd, info, err);
 	if (r == 0)
 		r = nsh_ledger_commit(state_dir, ticket, eff, *nsfd, pin, opts->max_table_bytes != 0, err);
-	if (r == 0) /* what gc may judge from where (statedir.c) */
-		nsh_state_note_pidns(state_dir);
 	if (r < 0) {
 		nsh_ledger_cancel(state_dir, ticket);
 		if (*nsfd >= 0) {

@@ -189,8 +189,10 @@ static const char *gc_verdict(const struct nshash_gc_opts *opts, const struct ns
 /* Stale pin files that are mount points in another mount namespace (an
  * engine's slave copy of /run, where it pinned a netns only there) are
  * live: unlinking one would detach that mount everywhere.  Keep them, and
- * keep all when some mount namespace's table cannot be read. */
-static int gc_keep_foreign(struct nshash_entry *v, size_t n, const char **why, struct nshash_error *err)
+ * keep all when some mount namespace's table cannot be read, or when this
+ * PID namespace's /proc may not show them all (statedir.c). */
+static int gc_keep_foreign(const char *state_dir, struct nshash_entry *v, size_t n, const char **why,
+			   struct nshash_error *err)
 {
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++)
@@ -208,7 +210,9 @@ static int gc_keep_foreign(struct nshash_entry *v, size_t n, const char **why, s
 			idx[k] = i;
 			paths[k++] = v[i].path;
 		}
-	int r = nsh_mounted_elsewhere(paths, k, mounted);
+	/* from a PID namespace whose /proc does not show every process
+	 * (statedir.c), a mount namespace out of sight may hold any of them */
+	int r = nsh_state_sees_holders(state_dir) ? nsh_mounted_elsewhere(paths, k, mounted) : -EACCES;
 	if (r < 0 && r != -EACCES)
 		return nsh_error_sys(err, -r, "gc: read the mount tables under /proc");
 	for (size_t j = 0; j < k; j++)
@@ -227,7 +231,8 @@ static int gc_entries(const struct nshash_gc_opts *opts, struct nshash_entry *v,
 		return nshash_error_set(err, ENOMEM, "gc: out of memory");
 	for (size_t i = 0; i < n; i++)
 		why[i] = gc_verdict(opts, &v[i], now);
-	int r = gc_keep_foreign(v, n, why, err);
+	char sdbuf[PATH_MAX]; /* the default state dir, when none is given */
+	int r = gc_keep_foreign(nsh_state_dir(opts->state_dir, sdbuf, sizeof(sdbuf)), v, n, why, err);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < n; i++) {

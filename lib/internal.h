@@ -359,12 +359,14 @@ int nsh_mkdir_p(const char *path, mode_t mode, struct nshash_error *err);
 /* statedir.c: flock STATE/lock (made, with the dir, when missing). */
 int nsh_lock_state(const char *state_dir, int *lockfd, struct nshash_error *err);
 /* What a /proc scan from here can prove of the state dir's netns.  Every
- * creation notes its PID namespace in STATE/pidns (best effort); a scan
- * sees every process that may hold one of them only from the initial PID
- * namespace or from the one all creators ran in (a node in a container:
- * kind); from another, a netns held by a process out of sight would look
- * unused. */
-void nsh_state_note_pidns(const char *state_dir);
+ * recorded creation notes its PID namespace in STATE/pidns, under the
+ * state lock, before its record; a scan sees every process that may hold
+ * one of them only from the initial PID namespace or from the one all
+ * creations ran in (a node in a container: kind); from another, a netns
+ * held by a process out of sight would look unused. */
+#define NSH_PROC_PID_INIT_INO 0xEFFFFFFCu  /* the initial PID namespace's nsfs inode */
+#define NSH_PROC_USER_INIT_INO 0xEFFFFFFDu /* the initial user namespace's */
+int nsh_state_note_pidns(const char *state_dir, struct nshash_error *err);
 bool nsh_state_sees_holders(const char *state_dir);
 /* A state dir (or its pins/, templates/): not a system directory (by its
  * resolved name, checked before anything is made), a directory, not a

@@ -228,10 +228,11 @@ int nshash_reclaim(const struct nshash_reclaim_opts *opts, struct nshash_reclaim
 		return nshash_error_set(err, ENOMEM, "reclaim: out of memory");
 	for (size_t i = 0; i < n; i++)
 		items[i] = (struct nsh_scan_item){.ino = cand[i].ino, .want = NSH_SCAN_THREADS | NSH_SCAN_FDS};
-	r = nsh_state_sees_holders(state_dir) ? nsh_netns_scan(items, n, true, opts->max_scan_ms) : -EACCES;
+	/* from a PID namespace whose /proc does not show every holder
+	 * (statedir.c), no scan can prove a pin unused */
+	r = !n || nsh_state_sees_holders(state_dir) ? nsh_netns_scan(items, n, true, opts->max_scan_ms) : -EACCES;
 	if (NSH_SCAN_INCOMPLETE(r)) {
-		/* Not all sources were seen (or could be, from this PID
-		 * namespace): nothing is proven an orphan. */
+		/* Not all sources were seen: nothing is proven an orphan. */
 		rep->incomplete = true;
 		return nshash_table_usage(state_dir, false, &rep->usage, err);
 	}

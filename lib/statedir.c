@@ -15,13 +15,13 @@
 /* ------------------------------------------------------------ pidns */
 
 /* STATE/pidns is a symbolic link, never followed, only read: its target
- * names the creators' PID namespace as /proc shows one ("pid:[INODE]"),
- * or PIDNS_MIXED once creators ran in more than one. */
-#define PIDNS_INITIAL "pid:[4026531836]" /* PROC_PID_INIT_INO */
+ * names the creations' PID namespace as /proc shows one ("pid:[INODE]"),
+ * or PIDNS_MIXED once they ran in more than one (or in one this thread's
+ * /proc could not name).  Only removing it resets "mixed". */
 #define PIDNS_MIXED "mixed"
 
 /* This thread's PID namespace as /proc shows it; "" when this /proc is not
- * of its PID namespace (it then cannot see its own processes either). */
+ * of its PID namespace or one above it (the thread is not in it). */
 static void own_pidns(char *buf, size_t len)
 {
 	ssize_t n = readlink("/proc/thread-self/ns/pid", buf, len - 1);
@@ -37,35 +37,37 @@ static void noted_pidns(const char *state_dir, char *buf, size_t len)
 	buf[n > 0 ? n : 0] = '\0';
 }
 
-void nsh_state_note_pidns(const char *state_dir)
+int nsh_state_note_pidns(const char *state_dir, struct nshash_error *err)
 {
 	char own[64], noted[64], path[PATH_MAX], tmp[PATH_MAX];
 	own_pidns(own, sizeof(own));
 	noted_pidns(state_dir, noted, sizeof(noted));
-	if (!own[0] || strcmp(noted, own) == 0 || strcmp(noted, PIDNS_MIXED) == 0)
-		return;
+	if (strcmp(noted, PIDNS_MIXED) == 0 || (own[0] && strcmp(noted, own) == 0))
+		return 0;
 	if ((size_t)snprintf(path, sizeof(path), "%s/pidns", state_dir) >= sizeof(path) ||
-	    (size_t)snprintf(tmp, sizeof(tmp), "%s/.pidns.%d", state_dir, (int)getpid()) >= sizeof(tmp))
-		return;
-	/* the first creator's, else mixed for good (a rename: never missing) */
-	if (!noted[0] && symlink(own, path) == 0)
-		return;
-	if (!noted[0] && errno == EEXIST) { /* another creator's, a moment ago */
-		noted_pidns(state_dir, noted, sizeof(noted));
-		if (strcmp(noted, own) == 0 || strcmp(noted, PIDNS_MIXED) == 0)
-			return;
-	}
-	unlink(tmp);
-	if (symlink(PIDNS_MIXED, tmp) == 0 && rename(tmp, path) < 0)
+	    (size_t)snprintf(tmp, sizeof(tmp), "%s/pidns.new", state_dir) >= sizeof(tmp))
+		return nshash_error_set(err, ENAMETOOLONG, "state dir %s: path too long", state_dir);
+	/* the first creation's namespace, else mixed for good (under the
+	 * state lock: one writer, a fixed temporary name; a rename, so the
+	 * link is never missing) */
+	const char *name = !noted[0] && own[0] ? own : PIDNS_MIXED;
+	if (unlink(tmp) < 0 && errno != ENOENT)
+		return nsh_error_sys(err, errno, "note the PID namespace in %s", path);
+	if (symlink(name, tmp) < 0 || rename(tmp, path) < 0) {
+		int e = errno;
 		unlink(tmp);
+		return nsh_error_sys(err, e, "note the PID namespace in %s", path);
+	}
+	return 0;
 }
 
 bool nsh_state_sees_holders(const char *state_dir)
 {
 	char own[64], noted[64];
-	own_pidns(own, sizeof(own));
-	if (strcmp(own, PIDNS_INITIAL) == 0)
+	struct stat st;
+	if (stat("/proc/thread-self/ns/pid", &st) == 0 && st.st_ino == NSH_PROC_PID_INIT_INO)
 		return true;
+	own_pidns(own, sizeof(own));
 	noted_pidns(state_dir, noted, sizeof(noted));
 	return own[0] && strcmp(noted, own) == 0;
 }

@@ -75,27 +75,41 @@ assert_eq "0 0" "$(until_eq "0 0" 10 usage)" "the leader gone: gc removes its pi
 
 # ---------------------------------------------------------------- a PID namespace of its own
 # A reclaim in a PID namespace of its own (a node container without
-# hostPID, a machine's container root) where the netns's holder runs too:
-# the kernel opens no nsfs file handle of another netns there (6.18:
-# ESTALE, as for a dead one), so the handle must not be read as "gone" —
-# the record of a netns held by a process, its pin removed, counts.
-out=$(unshare --pid --fork --mount-proc sh -c "
-	nshash --state-dir '$STATE' create --tcp 1024 --udp 128 '$STATE/pins/pidns' >/dev/null || exit 9
-	$HOLD leader '$STATE/pins/pidns' >'$WORK/pidns.hold' 2>&1 &
-	for i in \$(seq 100); do grep -q ready '$WORK/pidns.hold' && break; sleep 0.05; done
-	umount '$STATE/pins/pidns' && rm '$STATE/pins/pidns' || exit 9
-	nshash --state-dir '$STATE' reclaim --json; echo \"rc=\$?\"") # the holder dies with the namespace
+# hostPID, a machine's container root) where the creation and the netns's
+# holder run too: the kernel opens no nsfs file handle of another netns
+# there (6.18: ESTALE, as for a dead one), so the handle must not be read
+# as "gone": the record of a netns held by a process, its pin removed,
+# counts; the holder gone, its record goes.  All in that namespace, with a
+# state dir of its own.
+S2=$(make_state_dir)
+cat >"$WORK/pidns.sh" <<'EOS'
+S=$1 W=$2 HOLD=$3
+nshash --state-dir "$S" create --tcp 1024 --udp 128 "$W/pidns" >/dev/null || exit 9
+$HOLD leader "$W/pidns" >"$W/pidns.hold" 2>&1 &
+h=$!
+for i in $(seq 100); do grep -q ready "$W/pidns.hold" && break; sleep 0.05; done
+umount "$W/pidns" && rm "$W/pidns" || exit 9
+nshash --state-dir "$S" reclaim --json || exit 8
+kill $h && wait $h
+for i in $(seq 100); do
+	out=$(nshash --state-dir "$S" reclaim --json) || exit 7
+	[ "$(echo "$out" | jq .table_memory.netns)" = 0 ] && break
+	sleep 0.1
+done
+echo "$out"
+EOS
+out=$(unshare -m --propagation private --pid --fork --mount-proc bash "$WORK/pidns.sh" "$S2" "$WORK" "$HOLD"; echo "rc=$?")
 assert_contains "$out" "rc=0" "reclaim in a PID namespace of its own: exit 0"
-assert_eq "$bytes 1" "$(sed '/^rc=/,$d' <<<"$out" | jq -r '"\(.table_memory.bytes) \(.table_memory.netns)"')" \
-	"... it counts the netns a process there holds, its pin gone (no nsfs handle opens there)"
-out=$(ns reclaim --json)
-assert_eq "0 0" "$(jq -r '"\(.table_memory.bytes) \(.table_memory.netns)"' <<<"$out")" "the holder gone: its record goes"
+assert_eq "$bytes 1
+0 0" "$(sed '/^rc=/,$d' <<<"$out" | jq -r '"\(.table_memory.bytes) \(.table_memory.netns)"')" \
+	"... it counts the netns a process there holds, its pin gone (no nsfs handle opens there); the holder gone, its record goes"
 # From a PID namespace the state dir's creators did not run in (an
 # operator's `unshare --pid`, a node container without hostPID) a holder
 # outside it is out of sight: nothing is proven unused there.  A sized
 # netns whose pin is gone and a container pin old enough to be an orphan,
 # each held by a process here: gc there keeps both (it used to drop the
-# record and remove the pin).
+# record and remove the pin), and an unmounted pin file too (a mount
+# namespace out of sight may hold it).
 S3=$(make_state_dir)
 mkdir -p -m 0700 "$S3/pins"
 make_private_mount "$S3/pins"
@@ -106,13 +120,17 @@ hold leader "$S3/pins/orphan"
 HELD_ORPHAN=$HOLDER
 umount "$S3/pins/gone" && rm "$S3/pins/gone"
 age_claims 120 "$S3/pins/orphan"
+: >"$S3/pins/stale" && touch -d '-5 min' "$S3/pins/stale"
 out=$(unshare --pid --fork --mount-proc nshash --state-dir "$S3" gc --stale-age 60 --json)
-assert_eq "$((2 * bytes)) 2 0 yes" "$(jq -r '"\(.table_memory.bytes) \(.table_memory.netns) \(.orphans_removed)"' <<<"$out") $(mounted "$S3/pins/orphan")" \
-	"gc in another PID namespace: both held netns count, the held old pin stays ($(readlink "$S3/pidns"))"
+assert_eq "$((2 * bytes)) 2 0 yes 0" "$(jq -r '"\(.table_memory.bytes) \(.table_memory.netns) \(.orphans_removed)"' <<<"$out") $(mounted "$S3/pins/orphan") $(jq -r .stale_removed <<<"$out")" \
+	"gc in another PID namespace: both held netns count, the held old pin and the pin file stay ($(readlink "$S3/pidns"))"
+out=$(unshare --pid --fork --mount-proc nshash --state-dir "$S3" reclaim --json)
+assert_eq "true 0" "$(jq -r '"\(.incomplete) \(.orphans_removed)"' <<<"$out")" "reclaim there says it was incomplete"
 kill $HELD_GONE $HELD_ORPHAN
 wait $HELD_GONE $HELD_ORPHAN 2>/dev/null
 out=$(nshash --state-dir "$S3" gc --stale-age 60 --json)
-assert_eq "1 no" "$(jq -r .orphans_removed <<<"$out") $(mounted "$S3/pins/orphan")" "the holders gone, gc here removes the orphan"
+assert_eq "1 no 1" "$(jq -r .orphans_removed <<<"$out") $(mounted "$S3/pins/orphan") $(jq -r .stale_removed <<<"$out")" \
+	"the holders gone, gc here removes the orphan and the pin file"
 s3_usage() { nshash --state-dir "$S3" gc --json | jq -r '"\(.table_memory.bytes) \(.table_memory.netns)"'; }
 assert_eq "0 0" "$(until_eq "0 0" 10 s3_usage)" "... and the netns's records go (within 10 s)"
 # There the /proc scan decides, and nsfs inode numbers are reused (lowest
