@@ -84,9 +84,9 @@ static bool pinned_at(const struct nsh_ledger_entry *r)
  * numbers are fixed (PROC_PID_INIT_INO, PROC_USER_INIT_INO). */
 static bool handles_decide(void)
 {
-	struct stat pid, user;
-	if (stat("/proc/thread-self/ns/pid", &pid) < 0 || pid.st_ino != NSH_PROC_PID_INIT_INO ||
-	    stat("/proc/thread-self/ns/user", &user) < 0 || user.st_ino != NSH_PROC_USER_INIT_INO)
+	struct stat user;
+	if (!nsh_in_initial_pidns() || stat("/proc/thread-self/ns/user", &user) < 0 ||
+	    user.st_ino != NSH_PROC_USER_INIT_INO)
 		return false;
 	return nsh_cap_in_effect(CAP_SYS_ADMIN);
 }

@@ -222,8 +222,8 @@ static int gc_keep_foreign(const char *state_dir, struct nshash_entry *v, size_t
 }
 
 /* Remove what gc removes among the listed entries, counting it. */
-static int gc_entries(const struct nshash_gc_opts *opts, struct nshash_entry *v, size_t n, struct nshash_gc_report *rep,
-		      struct nshash_error *err)
+static int gc_entries(const struct nshash_gc_opts *opts, const char *state_dir, struct nshash_entry *v, size_t n,
+		      struct nshash_gc_report *rep, struct nshash_error *err)
 {
 	time_t now = time(NULL);
 	cleanup_free const char **why = calloc(n ? n : 1, sizeof(*why));
@@ -231,8 +231,7 @@ static int gc_entries(const struct nshash_gc_opts *opts, struct nshash_entry *v,
 		return nshash_error_set(err, ENOMEM, "gc: out of memory");
 	for (size_t i = 0; i < n; i++)
 		why[i] = gc_verdict(opts, &v[i], now);
-	char sdbuf[PATH_MAX]; /* the default state dir, when none is given */
-	int r = gc_keep_foreign(nsh_state_dir(opts->state_dir, sdbuf, sizeof(sdbuf)), v, n, why, err);
+	int r = gc_keep_foreign(state_dir, v, n, why, err);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < n; i++) {
@@ -292,7 +291,7 @@ int nshash_gc(const struct nshash_gc_opts *opts, struct nshash_gc_report *rep, s
 	r = nshash_list(state_dir, &v, &n, err);
 	if (r < 0)
 		return r;
-	r = gc_entries(opts, v, n, rep, err);
+	r = gc_entries(opts, state_dir, v, n, rep, err);
 	nshash_list_free(v, n);
 	if (r < 0)
 		return r;

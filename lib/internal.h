@@ -366,6 +366,8 @@ int nsh_lock_state(const char *state_dir, int *lockfd, struct nshash_error *err)
  * held by a process out of sight would look unused. */
 #define NSH_PROC_PID_INIT_INO 0xEFFFFFFCu  /* the initial PID namespace's nsfs inode */
 #define NSH_PROC_USER_INIT_INO 0xEFFFFFFDu /* the initial user namespace's */
+/* Is this thread in the initial PID namespace (its fixed nsfs inode)? */
+bool nsh_in_initial_pidns(void);
 int nsh_state_note_pidns(const char *state_dir, struct nshash_error *err);
 bool nsh_state_sees_holders(const char *state_dir);
 /* A state dir (or its pins/, templates/): not a system directory (by its

@@ -61,11 +61,16 @@ int nsh_state_note_pidns(const char *state_dir, struct nshash_error *err)
 	return 0;
 }
 
+bool nsh_in_initial_pidns(void)
+{
+	struct stat st;
+	return stat("/proc/thread-self/ns/pid", &st) == 0 && st.st_ino == NSH_PROC_PID_INIT_INO;
+}
+
 bool nsh_state_sees_holders(const char *state_dir)
 {
 	char own[64], noted[64];
-	struct stat st;
-	if (stat("/proc/thread-self/ns/pid", &st) == 0 && st.st_ino == NSH_PROC_PID_INIT_INO)
+	if (nsh_in_initial_pidns())
 		return true;
 	own_pidns(own, sizeof(own));
 	noted_pidns(state_dir, noted, sizeof(noted));
