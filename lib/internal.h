@@ -172,6 +172,22 @@ int nsh_netns_scan(struct nsh_scan_item *items, size_t n, bool skip_self, unsign
  * process's sources could not be read, or -errno. */
 typedef int (*nsh_holder_fn)(pid_t pid, unsigned source, const char *entry, void *arg);
 int nsh_netns_holders(uint64_t ino, unsigned want, nsh_holder_fn fn, void *arg);
+/* The same among the processes pids[] only (in that order): a cost of
+ * theirs, not of the node's.  pids NULL: every process. */
+int nsh_netns_holders_among(uint64_t ino, unsigned want, const pid_t *pids, size_t npids, nsh_holder_fn fn,
+			    void *arg);
+/* stats.c: a socket in use in the netns nsfd (bound, connected or
+ * listening; any unix or packet socket; a process's bound netlink socket),
+ * wherever its owner lives now: *kind names its family ("TCP", "unix",
+ * ...), NULL when there is none.  The calling thread enters it and comes
+ * back. */
+int nsh_netns_sockets_in_use(int nsfd, const char **kind, struct nshash_error *err);
+/* The same for the calling thread's netns; -errno. */
+int nsh_sockets_in_use_here(const char **kind);
+/* occupancy.c: was the netns whose nsfs inode is `ns` pinned (its ctime)
+ * over a clock tick after the caller's parent -- the engine running it --
+ * started?  Then that engine made it for this start. */
+bool nsh_pinned_after_parent(const struct stat *ns);
 /* A scan is two passes over /proc in pid order (threads, then fds and
  * mounts); a position in it: */
 struct nsh_scan_pos {

@@ -185,6 +185,15 @@ int nshash_netns_occupancy(const char *path, struct nshash_occupancy *occ, struc
  * inside a netns the runtime pinned a moment ago). */
 int nshash_netns_occupancy_cgroup(const char *path, int cgroup_fd, struct nshash_occupancy *occ,
 				  struct nshash_error *err);
+/* The same for a netns that the engine running the caller (its parent:
+ * podman running a network plugin) may have made for this start: a process
+ * inside is looked for among every process only when the netns was pinned
+ * before that engine started, or has a socket in use (bound, connected or
+ * listening; any unix or packet socket; a process's netlink socket).  Else
+ * it was made since the engine started and nothing in it has a socket in
+ * use: occ->pid stays 0 at no cost of the node's processes.  nshash's
+ * netavark (docs/networks.md, "Who can be in podman's netns"). */
+int nshash_netns_occupancy_engine(const char *path, struct nshash_occupancy *occ, struct nshash_error *err);
 
 /* ---------------------------------------------------------------- create */
 

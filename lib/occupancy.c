@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -63,9 +65,39 @@ int nshash_path_classify(const char *path, enum nshash_path_kind *kind, char *de
 	return 0;
 }
 
+/* P's nsfs inode is made when the netns first gets a path (podman's bind
+ * mount, right after it made the netns) and lives as long as the pin, so
+ * its ctime is when P was pinned; the parent's start time is in
+ * /proc/PPID/stat (ticks since boot).  A netns pinned before the engine
+ * started (e.g. one given with --network ns:) is not one it made for this
+ * start.  A start time is rounded down to a tick (USER_HZ): P must be
+ * pinned over a tick after it, so that a pin made just before the engine
+ * started is never taken for one made after; ctime's coarse clock, which
+ * lags, errs the same way (a netns podman 5 pins 20-40 ms after it starts
+ * is accepted, one `ip netns add` pinned 3 ms before it is not). */
+bool nsh_pinned_after_parent(const struct stat *ns)
+{
+	pid_t ppid = getppid();
+	struct nsh_proc_stat ps;
+	if (ppid <= 1 || nsh_proc_stat(ppid, &ps) < 0 || getppid() != ppid) /* the parent gone: not the engine */
+		return false;
+	unsigned long long start = ps.start;
+	struct timespec real, boot;
+	long hz = sysconf(_SC_CLK_TCK);
+	if (hz <= 0 || clock_gettime(CLOCK_REALTIME, &real) < 0 || clock_gettime(CLOCK_BOOTTIME, &boot) < 0)
+		return false;
+	long long boot_at = (real.tv_sec - boot.tv_sec) * 1000000000LL + (real.tv_nsec - boot.tv_nsec);
+	long long started = boot_at + (long long)(start / (unsigned long long)hz) * 1000000000LL +
+			    (long long)(start % (unsigned long long)hz) * (1000000000LL / hz);
+	long long pinned = ns->st_ctim.tv_sec * 1000000000LL + ns->st_ctim.tv_nsec;
+	return pinned > started + 1000000000LL / hz;
+}
+
 /* The interfaces inside the netns at `path` (the calling thread enters it
- * and comes back), and its nsfs inode. */
-static int occupancy_links(const char *path, struct nshash_occupancy *occ, uint64_t *ino, struct nshash_error *err)
+ * and comes back), and its nsfs inode's stat; with `kind`, a socket in use
+ * there (nsh_sockets_in_use_here). */
+static int occupancy_links(const char *path, struct nshash_occupancy *occ, struct stat *nsst, const char **kind,
+			   struct nshash_error *err)
 {
 	memset(occ, 0, sizeof(*occ));
 	cleanup_close int fd = -1;
@@ -75,10 +107,8 @@ static int occupancy_links(const char *path, struct nshash_occupancy *occ, uint6
 		return nsh_error_sys(err, r, "open %s", path);
 	if (not_netns)
 		return nshash_error_set(err, EINVAL, "open %s: not a network namespace (%s)", path, not_netns);
-	struct stat ns;
-	if (fstat(fd, &ns) < 0)
+	if (fstat(fd, nsst) < 0)
 		return nsh_error_sys(err, errno, "stat %s", path);
-	*ino = (uint64_t)ns.st_ino;
 
 	cleanup_close int home = -1;
 	r = nsh_netns_open_current(&home, err);
@@ -88,6 +118,7 @@ static int occupancy_links(const char *path, struct nshash_occupancy *occ, uint6
 		return r;
 	struct if_nameindex *ifs = if_nameindex();
 	int saved = errno;
+	int sr = ifs && kind ? nsh_sockets_in_use_here(kind) : 0;
 	r = nsh_netns_return(home, err);
 	if (r < 0) {
 		if (ifs)
@@ -96,6 +127,10 @@ static int occupancy_links(const char *path, struct nshash_occupancy *occ, uint6
 	}
 	if (!ifs)
 		return nsh_error_sys(err, saved, "list the interfaces of %s", path);
+	if (sr < 0) {
+		if_freenameindex(ifs);
+		return nsh_error_sys(err, -sr, "look at the sockets of %s: /proc/net", path);
+	}
 	for (struct if_nameindex *i = ifs; i->if_index; i++) {
 		if (strcmp(i->if_name, "lo") == 0)
 			continue;
@@ -116,12 +151,10 @@ static void occupant(struct nshash_occupancy *occ, pid_t pid)
 		snprintf(occ->comm, sizeof(occ->comm), "?");
 }
 
-int nshash_netns_occupancy(const char *path, struct nshash_occupancy *occ, struct nshash_error *err)
+/* A process with a thread in the netns `ino`: every process is looked at. */
+static int occupancy_processes(const char *path, uint64_t ino, struct nshash_occupancy *occ,
+			       struct nshash_error *err)
 {
-	uint64_t ino;
-	int r = occupancy_links(path, occ, &ino, err);
-	if (r < 0)
-		return r;
 	pid_t pid = nsh_netns_user(0, (ino_t)ino);
 	if (pid < 0)
 		return nsh_error_sys(err, -pid, "look for processes in %s: /proc", path);
@@ -130,14 +163,35 @@ int nshash_netns_occupancy(const char *path, struct nshash_occupancy *occ, struc
 	return 0;
 }
 
+int nshash_netns_occupancy(const char *path, struct nshash_occupancy *occ, struct nshash_error *err)
+{
+	struct stat ns;
+	int r = occupancy_links(path, occ, &ns, NULL, err);
+	return r < 0 ? r : occupancy_processes(path, ns.st_ino, occ, err);
+}
+
+int nshash_netns_occupancy_engine(const char *path, struct nshash_occupancy *occ, struct nshash_error *err)
+{
+	struct stat ns;
+	const char *kind = NULL;
+	int r = occupancy_links(path, occ, &ns, &kind, err);
+	if (r < 0)
+		return r;
+	/* pinned by the engine running the caller since it started, and no
+	 * socket in use: made for this start (docs/networks.md) */
+	if (!kind && nsh_pinned_after_parent(&ns))
+		return 0;
+	return occupancy_processes(path, ns.st_ino, occ, err);
+}
+
 int nshash_netns_occupancy_cgroup(const char *path, int cgroup_fd, struct nshash_occupancy *occ,
 				  struct nshash_error *err)
 {
-	uint64_t ino;
-	int r = occupancy_links(path, occ, &ino, err);
+	struct stat ns;
+	int r = occupancy_links(path, occ, &ns, NULL, err);
 	if (r < 0 || cgroup_fd < 0)
 		return r;
-	pid_t tid = nsh_cgroup_netns_user(cgroup_fd, ino);
+	pid_t tid = nsh_cgroup_netns_user(cgroup_fd, ns.st_ino);
 	if (tid == -E2BIG)
 		return nshash_error_set(
 		    err, E2BIG,

@@ -55,6 +55,8 @@ struct scan {
 	bool can_fds;	 /* and CAP_DAC_READ_SEARCH (or _OVERRIDE): its fd dir, 0500 of its uid, too */
 	bool denied;	 /* a source could not be read: what is unresolved may be held */
 	size_t nmntns, capmntns;
+	const pid_t *only; /* look at these processes only (NULL: every process in /proc) */
+	size_t nonly;
 	nsh_holder_fn fn; /* per holder (nsh_netns_holders): items are never resolved */
 	void *arg;
 	int stop; /* what fn returned to stop the scan */
@@ -353,8 +355,36 @@ static void scan_mounts(struct scan *s, pid_t pid)
 	fclose(f);
 }
 
+/* One process's sources of a pass. */
+static void scan_process(struct scan *s, pid_t pid, unsigned sources)
+{
+	if (pid < s->from || (pid == s->self && (s->flags & NSH_SCAN_SKIP_SELF)))
+		return;
+	s->at = pid; /* /proc lists processes in pid order */
+	s->looked++;
+	s->seen = pid == s->from ? s->skip : 0;
+	s->skip = pid == s->from ? s->skip : 0;
+	char path[64];
+	bool told = false; /* a holder callback told of this process */
+	if (sources & NSH_SCAN_LEADERS) {
+		snprintf(path, sizeof(path), "%d/ns/net", (int)pid);
+		told = check_link(s, s->procfd, path, NSH_SCAN_LEADERS, pid, NULL);
+	}
+	if (s->left && !told && (sources & NSH_SCAN_THREADS))
+		scan_links(s, pid, NSH_SCAN_THREADS);
+	if (s->left && (sources & NSH_SCAN_FDS))
+		scan_links(s, pid, NSH_SCAN_FDS);
+	if (s->left && (sources & NSH_SCAN_MOUNTS))
+		scan_mounts(s, pid);
+}
+
 static int scan_pass(struct scan *s, unsigned sources)
 {
+	if (s->only) {
+		for (size_t i = 0; i < s->nonly && go_on(s); i++)
+			scan_process(s, s->only[i], sources);
+		return 0;
+	}
 	int dfd = dup(s->procfd);
 	DIR *proc = dfd >= 0 ? fdopendir(dfd) : NULL;
 	if (!proc) {
@@ -365,29 +395,9 @@ static int scan_pass(struct scan *s, unsigned sources)
 	}
 	rewinddir(proc);
 	struct dirent *de;
-	while (go_on(s) && (de = readdir(proc))) {
-		if (!isdigit((unsigned char)de->d_name[0]))
-			continue;
-		pid_t pid = (pid_t)atoi(de->d_name);
-		if (pid < s->from || (pid == s->self && (s->flags & NSH_SCAN_SKIP_SELF)))
-			continue;
-		s->at = pid; /* /proc lists processes in pid order */
-		s->looked++;
-		s->seen = pid == s->from ? s->skip : 0;
-		s->skip = pid == s->from ? s->skip : 0;
-		char path[64];
-		bool told = false; /* a holder callback told of this process */
-		if (sources & NSH_SCAN_LEADERS) {
-			snprintf(path, sizeof(path), "%d/ns/net", (int)pid);
-			told = check_link(s, s->procfd, path, NSH_SCAN_LEADERS, pid, NULL);
-		}
-		if (s->left && !told && (sources & NSH_SCAN_THREADS))
-			scan_links(s, pid, NSH_SCAN_THREADS);
-		if (s->left && (sources & NSH_SCAN_FDS))
-			scan_links(s, pid, NSH_SCAN_FDS);
-		if (s->left && (sources & NSH_SCAN_MOUNTS))
-			scan_mounts(s, pid);
-	}
+	while (go_on(s) && (de = readdir(proc)))
+		if (isdigit((unsigned char)de->d_name[0]))
+			scan_process(s, (pid_t)atoi(de->d_name), sources);
 	closedir(proc);
 	return 0;
 }
@@ -421,12 +431,20 @@ int nsh_netns_scan_from(struct nsh_scan_item *items, size_t n, bool skip_self, u
 
 int nsh_netns_holders(uint64_t ino, unsigned want, nsh_holder_fn fn, void *arg)
 {
+	return nsh_netns_holders_among(ino, want, NULL, 0, fn, arg);
+}
+
+int nsh_netns_holders_among(uint64_t ino, unsigned want, const pid_t *pids, size_t npids, nsh_holder_fn fn,
+			    void *arg)
+{
 	struct nsh_scan_item it = {.ino = ino, .want = want & ~NSH_SCAN_SKIP_SELF};
 	struct scan s = {.items = &it,
 			 .n = 1,
 			 .left = 1,
 			 .self = getpid(),
 			 .flags = want & NSH_SCAN_SKIP_SELF,
+			 .only = pids,
+			 .nonly = pids ? npids : 0,
 			 .fn = fn,
 			 .arg = arg};
 	int r = scan_run(&s, 0, NULL);

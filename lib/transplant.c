@@ -95,13 +95,13 @@ static pid_t parent_of(pid_t pid)
 	return nsh_proc_stat(pid, &st) == 0 ? st.ppid : 0;
 }
 
-/* Is `pid` the caller's parent, grandparent, ... (not init)? */
-static bool is_ancestor(pid_t pid)
+/* The caller's parent, grandparent, ... (not init): up to `max` of them. */
+static size_t ancestors(pid_t *out, size_t max)
 {
-	for (pid_t a = getppid(), n = 0; a > 1 && n < 64; a = parent_of(a), n++)
-		if (a == pid)
-			return true;
-	return false;
+	size_t n = 0;
+	for (pid_t a = getppid(); a > 1 && n < max; a = parent_of(a))
+		out[n++] = a;
+	return n;
 }
 
 /* Does `pid` own a socket of netns `ns`?  Each of its socket fds is
@@ -144,35 +144,6 @@ static int socket_in(pid_t pid, const struct stat *ns, char *what, size_t len)
 	return found;
 }
 
-/* Was P pinned after the caller's parent (the engine that runs it) started?
- * P's nsfs inode is made when the netns first gets a path (podman's bind
- * mount, right after it made the netns) and lives as long as the pin, so
- * its ctime is when P was pinned; the parent's start time is in
- * /proc/PPID/stat (ticks since boot).  A netns pinned before the engine
- * started (e.g. one given with --network ns:) is not one it made for this
- * start.  A start time is rounded down to a tick (USER_HZ): P must be
- * pinned over a tick after it, so that a pin made just before the engine
- * started is never taken for one made after; ctime's coarse clock, which
- * lags, errs the same way (a netns podman 5 pins 20-40 ms after it starts
- * is accepted, one `ip netns add` pinned 3 ms before it is not). */
-static bool pinned_after_parent(const struct stat *ns)
-{
-	pid_t ppid = getppid();
-	struct nsh_proc_stat ps;
-	if (ppid <= 1 || nsh_proc_stat(ppid, &ps) < 0 || getppid() != ppid) /* the parent gone: not the engine */
-		return false;
-	unsigned long long start = ps.start;
-	struct timespec real, boot;
-	long hz = sysconf(_SC_CLK_TCK);
-	if (hz <= 0 || clock_gettime(CLOCK_REALTIME, &real) < 0 || clock_gettime(CLOCK_BOOTTIME, &boot) < 0)
-		return false;
-	long long boot_at = (real.tv_sec - boot.tv_sec) * 1000000000LL + (real.tv_nsec - boot.tv_nsec);
-	long long started = boot_at + (long long)(start / (unsigned long long)hz) * 1000000000LL +
-			    (long long)(start % (unsigned long long)hz) * (1000000000LL / hz);
-	long long pinned = ns->st_ctim.tv_sec * 1000000000LL + ns->st_ctim.tv_nsec;
-	return pinned > started + 1000000000LL / hz;
-}
-
 /* A process inside P keeps its sockets there: nothing must live in P or
  * hold it (a thread, an open fd) but this process -- and, for a netns the
  * engine running the caller made, that engine, which must then hold it
@@ -183,10 +154,20 @@ struct holders {
 	const struct tp *t;
 	const struct stat *ns;
 	bool engine_made, engine_holds, refused;
+	pid_t anc[64]; /* the caller's ancestors (engine_made): the engine */
+	size_t nanc;
 	pid_t engine[64]; /* ancestors found to hold P without a socket in it */
 	size_t nengine;
 	struct nshash_error *err;
 };
+
+static bool is_ancestor(const struct holders *h, pid_t pid)
+{
+	for (size_t i = 0; i < h->nanc; i++)
+		if (h->anc[i] == pid)
+			return true;
+	return false;
+}
 
 /* scan.c tells of each process with a thread in P or an fd on it. */
 static int check_holder(pid_t pid, unsigned source, const char *entry, void *arg)
@@ -203,7 +184,7 @@ static int check_holder(pid_t pid, unsigned source, const char *entry, void *arg
 	else
 		snprintf(what, sizeof(what), "lives in it");
 	snprintf(ps, sizeof(ps), "%d", (int)pid);
-	if (h->engine_made && is_ancestor(pid)) {
+	if (h->engine_made && is_ancestor(h, pid)) {
 		char sock[96];
 		if (socket_in(pid, h->ns, sock, sizeof(sock)) == 0) {
 			h->engine_holds = true;
@@ -230,7 +211,32 @@ static int tp_check_processes(struct tp *t, bool engine_made, struct nshash_erro
 	/* threads and fds, not mounts (P's own pin is one); a process whose
 	 * /proc cannot be read (-EACCES without CAP_SYS_PTRACE) was never
 	 * looked at before either */
-	int r = nsh_netns_holders(ns.st_ino, NSH_SCAN_THREADS | NSH_SCAN_FDS | NSH_SCAN_SKIP_SELF, check_holder, &h);
+	const unsigned want = NSH_SCAN_THREADS | NSH_SCAN_FDS | NSH_SCAN_SKIP_SELF;
+	int r;
+	if (!engine_made) {
+		r = nsh_netns_holders(ns.st_ino, want, check_holder, &h);
+	} else {
+		/* The engine's netns, made for this start (proven below): the
+		 * engine is looked at, not the node (docs/design.md, "Who can
+		 * be in the engine's netns").  Anyone else in P is host root's,
+		 * and stays behind in P, away from the container; what would
+		 * stay behind with it, sockets in use, the kernel's tables
+		 * show: any, and every process is looked at to say whose. */
+		h.nanc = ancestors(h.anc, sizeof(h.anc) / sizeof(h.anc[0]));
+		r = nsh_netns_holders_among(ns.st_ino, want, h.anc, h.nanc, check_holder, &h);
+		const char *kind = NULL;
+		if ((r == 0 || r == -EACCES) && nsh_netns_sockets_in_use(t->pfd, &kind, err) < 0)
+			return nshash_error_prefix(err, "transplant %s", t->path);
+		if ((r == 0 || r == -EACCES) && kind) {
+			r = nsh_netns_holders(ns.st_ino, want, check_holder, &h);
+			if (r == 0 || r == -EACCES) {
+				h.refused = true;
+				r = refuse(t, EBUSY, err,
+					   "a %s socket is in use in it, of a process outside it: it would stay behind",
+					   kind);
+			}
+		}
+	}
 	if (r == -EACCES)
 		r = 0;
 	else if (r < 0 && !h.refused)
@@ -238,7 +244,7 @@ static int tp_check_processes(struct tp *t, bool engine_made, struct nshash_erro
 	/* podman 5 may hold no fd on P, nor leave a thread in it: P pinned
 	 * since the parent started is then the evidence. */
 	if (r == 0 && engine_made && !h.engine_holds)
-		h.engine_holds = pinned_after_parent(&ns);
+		h.engine_holds = nsh_pinned_after_parent(&ns);
 	if (r == 0 && engine_made && !h.engine_holds)
 		r = refuse(
 		    t, EPERM, err,

@@ -9,8 +9,9 @@
 # refused (the socket would stay behind); a parent that started before P
 # was pinned is the engine that made it (podman 5 may hold nothing on it);
 # a parent started after P was pinned, neither inside nor holding it, is
-# refused as not the engine's netns; a thread of a process
-# that is not the hook's ancestor is refused as an occupant.
+# refused as not the engine's netns; a thread of a process that is not the
+# hook's ancestor is refused as an occupant when P has a socket in use (the
+# kernel's tables show it), else left behind in the old netns.
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/engines.sh"
 test_needs root knobs python3
@@ -96,26 +97,82 @@ assert_contains "$out" "transplant $NP: refused: the engine running this process
 	"an engine neither inside P nor holding it: refused as not its netns"
 [ "$(tcp_of)" -lt 0 ] && pass "not the engine's: P left as it was" || fail "not the engine's: P changed"
 
-# a thread in P of a process that is not the hook's ancestor: an occupant
-make_p
-python3 - "$NP" <<'PY' &
-import ctypes, os, sys, threading
+# a thread in P of a process that is not the hook's ancestor (host root's:
+# nothing else can enter P).  The engine is looked at, not every process:
+# with no socket in use in P it stays behind in the old netns, away from the
+# container; with one (a bound socket: the kernel's tables show it) every
+# process is looked at and it is refused by name; a socket left in P by a
+# process that went back out is refused as what it is.
+# other MODE: a process with a thread in P (MODE socket: that thread made and
+# bound a UDP socket there; left: the same, the thread back out; left-netlink:
+# a netlink socket so)
+other() {
+	python3 - "$NP" "$1" <<'PY' &
+import ctypes, os, socket, sys, threading
 libc = ctypes.CDLL(None, use_errno=True)
+home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
 fd = os.open(sys.argv[1], os.O_RDONLY)
+keep = []
 def inside():
     libc.setns(fd, 0x40000000)
+    if sys.argv[2] == "left-netlink":  # bound: the kernel's own are port 0
+        keep.append(socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0))
+        keep[0].bind((0, 0))
+    elif sys.argv[2] != "thread":  # bound: a socket in use
+        keep.append(socket.socket(socket.AF_INET, socket.SOCK_DGRAM))
+        keep[0].bind(("0.0.0.0", 0))
+    if sys.argv[2].startswith("left"):
+        libc.setns(home, 0x40000000)
+        os.close(fd)
     threading.Event().wait()
 threading.Thread(target=inside, daemon=True).start()
 threading.Event().wait()
 PY
-other=$!
-on_exit "kill $other 2>/dev/null"
-for _ in $(seq 50); do [ "$(ls /proc/$other/task 2>/dev/null | wc -l)" -ge 2 ] && break; sleep 0.1; done
+	OTHER=$!
+	on_exit "kill $OTHER 2>/dev/null"
+	for _ in $(seq 50); do
+		[ "$(ls /proc/$OTHER/task 2>/dev/null | wc -l)" -ge 2 ] &&
+			{ [ "$1" = thread ] || [ "$(ip netns exec "$U" sed -n 's/^sockets: used //p' /proc/net/sockstat)" -ge 1 ]; } && break
+		sleep 0.1
+	done
+}
+netns_of_threads() { for t in /proc/$1/task/*; do stat -L -c %i "$t/ns/net"; done | sort -u | tr '\n' ' '; }
+
+make_p
+old_ino=$(stat -L -c %i "$NP")
+other thread
 out=$(engine thread)
-assert_contains "$out" "refused: process $other (python3) has thread " "another process's thread in P, the engine's too: refused as an occupant"
-[ "$(tcp_of)" -lt 0 ] && pass "an occupant: P left as it was" || fail "an occupant: P changed"
-kill $other
-wait $other 2>/dev/null
+assert_contains "$out" "rc=0" "another process's thread in P, no socket there: the hook succeeds"
+assert_eq 4096 "$(tcp_of)" "another process's thread in P, no socket there: P replaced by a sized netns"
+assert_contains " $(netns_of_threads $OTHER)" " $old_ino " "and that thread stayed behind in the old netns"
+assert_not_contains " $(netns_of_threads $OTHER)" " $(stat -L -c %i "$NP") " "none of its threads is in the container's new netns"
+kill $OTHER
+wait $OTHER 2>/dev/null
+
+make_p
+other socket
+out=$(engine thread)
+assert_contains "$out" "refused: process $OTHER (python3) has thread " "another process's thread in P with a socket there: refused, named"
+[ "$(tcp_of)" -lt 0 ] && pass "an occupant with a socket: P left as it was" || fail "an occupant with a socket: P changed"
+kill $OTHER
+wait $OTHER 2>/dev/null
+
+make_p
+other left
+out=$(engine thread)
+assert_contains "$out" "transplant $NP: refused: a UDP socket is in use in it, of a process outside it: it would stay behind" \
+	"a socket in P of a process that went back out: refused"
+[ "$(tcp_of)" -lt 0 ] && pass "a socket left in P: P left as it was" || fail "a socket left in P: P changed"
+kill $OTHER
+wait $OTHER 2>/dev/null
+
+make_p
+other left-netlink
+out=$(engine thread)
+assert_contains "$out" "transplant $NP: refused: a netlink socket is in use in it, of a process outside it: it would stay behind" \
+	"a process's netlink socket left in P: refused"
+kill $OTHER
+wait $OTHER 2>/dev/null
 # --- a veth whose peer is a port of a bridge in the host (netavark's
 # bridge, Docker's): the pair is made again (container side in S, host side
 # on the bridge under a name the kernel picks), the old pair left in P to die with it;
