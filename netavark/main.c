@@ -131,7 +131,7 @@ static int size_netns(const char *netns, const struct nsh_policy *pol, struct ns
 	}
 	bool has = nshash_verify(&info, sizes, netns, &e) == 0;
 	struct nshash_occupancy occ;
-	if (nshash_netns_occupancy(netns, &occ, &e) < 0) {
+	if (nshash_netns_occupancy_engine(netns, &occ, &e) < 0) {
 		snprintf(msg, mlen, "network %s: %s", net, e.msg);
 		return 1;
 	}
