@@ -216,6 +216,13 @@ static int cmd_gc(struct cli *c, int argc, char **argv)
 		json_object_put(seen.paths);
 		return cli_fail_priv(EXIT_FAIL, &err);
 	}
+	bool sees = nshash_state_sees_holders(c->state_dir);
+	if (!sees && !c->json)
+		fprintf(stderr,
+			"nshash: gc: from this PID namespace not every process is in sight (the state dir's "
+			"creations ran in another: STATE/pidns): no pin was judged unused, no stale pin file "
+			"removed, no ledger record dropped by a scan; run gc in the initial PID namespace (hostPID) "
+			"or in the one the creations ran in\n");
 	/* the CNI plugin's records of pods whose netns is gone (DEL missed) */
 	size_t pods = 0;
 	if (!c->dry_run && nsh_cni_pods_prune(c->state_dir, &pods, &err) < 0)
@@ -247,6 +254,7 @@ static int cmd_gc(struct cli *c, int argc, char **argv)
 		json_object_object_add(j, "pod_records_removed", json_object_new_int64((int64_t)pods));
 		json_object_object_add(j, "workload_marks_removed", json_object_new_int64((int64_t)marks));
 		json_object_object_add(j, "dry_run", json_object_new_boolean(c->dry_run));
+		json_object_object_add(j, "sees_holders", json_object_new_boolean(sees));
 		json_object_object_add(j, "paths", seen.paths);
 		usage_json(j, &rep.usage, c->create.max_table_bytes);
 		cli_print_json(j);

@@ -20,6 +20,7 @@
 #define LEDGER_SCAN_MS	  1000	      /* a creator waits at most this for a /proc scan */
 #define LEDGER_LINE_GUESS 256	      /* bytes per line, for the append path's size check */
 #define LEDGER_RESUME_S	  60	      /* a cut scan is gone on with within this */
+#define RESERVATION_MAX_S 600 /* s: no creation is under way longer (a reservation judged from another PID namespace) */
 
 /* ------------------------------------------------------------ liveness */
 
@@ -118,13 +119,26 @@ static int handle_alive(const struct nsh_ledger_entry *r)
 	return errno == ESTALE ? 0 : -1;
 }
 
-/* Drop reservations of creators that are gone; say whether any was. */
+/* Drop reservations of creators that are gone; say whether any was.  A
+ * creator's pid means something only in its own PID namespace: from
+ * another (a node container without hostPID, an operator's unshare, the
+ * host judging a creation made in one) /proc/PID is someone else, and a
+ * live creation's reservation would be dropped (the budget then passed by
+ * it).  There a reservation goes only once older than any creation takes. */
 static bool drop_dead_creators(struct nsh_ledger *l)
 {
-	bool changed = false;
+	bool changed = false, known = false;
+	uint64_t mine = 0;
+	time_t now = time(NULL);
 	for (size_t i = 0; i < l->n; i++) {
 		struct nsh_ledger_entry *r = &l->v[i];
-		if (r->kind == 'R' && !r->drop && proc_start(r->pid) != r->start)
+		if (r->kind != 'R' || r->drop)
+			continue;
+		if (r->pidns && !known)
+			mine = nsh_own_pidns(), known = true;
+		bool gone = r->pidns && r->pidns != mine ? now - r->time > RESERVATION_MAX_S
+							 : proc_start(r->pid) != r->start;
+		if (gone)
 			r->drop = changed = true;
 	}
 	return changed;
@@ -498,6 +512,7 @@ int nsh_ledger_reserve(const char *state_dir, struct nshash_sizes eff, uint64_t 
 				 .bytes = t->bytes,
 				 .sizes = eff,
 				 .pid = getpid(),
+				 .pidns = nsh_own_pidns(),
 				 .time = time(NULL),
 				 .pin = (char *)pin_field(pin)};
 	rec.start = own_start(rec.pid);

@@ -225,8 +225,9 @@ struct nsh_ledger_entry {
 	int handle_type;	   /* N: nsfs file handle (name_to_handle_at), */
 	unsigned handle_len;	   /* 0 = none: opening it tells whether the */
 	unsigned char handle[32];  /* netns still exists (ESTALE when gone) */
-	pid_t pid;		   /* R: the creator and its start time */
+	pid_t pid;		   /* R: the creator and its start time, */
 	uint64_t start;
+	uint64_t pidns; /* R: in this PID namespace (nsfs inode; 0 = unknown, an older line) */
 	int64_t time;
 	const char *pin; /* "" = none */
 	size_t seq;	 /* line number */
@@ -382,7 +383,9 @@ int nsh_lock_state(const char *state_dir, int *lockfd, struct nshash_error *err)
  * held by a process out of sight would look unused. */
 #define NSH_PROC_PID_INIT_INO 0xEFFFFFFCu  /* the initial PID namespace's nsfs inode */
 #define NSH_PROC_USER_INIT_INO 0xEFFFFFFDu /* the initial user namespace's */
-/* Is this thread in the initial PID namespace (its fixed nsfs inode)? */
+/* This thread's PID namespace (nsfs inode), 0 when this /proc does not show
+ * it; is it the initial one (its fixed inode)? */
+uint64_t nsh_own_pidns(void);
 bool nsh_in_initial_pidns(void);
 int nsh_state_note_pidns(const char *state_dir, struct nshash_error *err);
 bool nsh_state_sees_holders(const char *state_dir);

@@ -145,7 +145,7 @@ static bool parse_line(char *line, struct nsh_ledger_entry *r)
 		return *p == '\0';
 	uint64_t tcp, udp, a, b = 0, t;
 	if (!u64_field(&p, &r->bytes) || !u64_field(&p, &tcp) || !u64_field(&p, &udp) ||
-	    !(r->kind == 'N' ? ino_field(&p, &a, &r->ctime_ns) : u64_field(&p, &a)) ||
+	    !(r->kind == 'N' ? ino_field(&p, &a, &r->ctime_ns) : ino_field(&p, &a, &r->pidns)) ||
 	    (r->kind == 'R' && !u64_field(&p, &b)) || (r->kind == 'N' && !handle_field(&p, r)) || !u64_field(&p, &t) ||
 	    !*p)
 		return false;
@@ -400,10 +400,15 @@ int nsh_ledger_append(const char *state_dir, const char *line, off_t *size, stru
 void nsh_ledger_format(const struct nsh_ledger_entry *r, char *buf, size_t len)
 {
 	const char *pin = r->pin && *r->pin ? r->pin : "-";
-	if (r->kind == 'R')
-		snprintf(buf, len, "R %s %llu %u %u %d %llu %lld %s\n", r->id, (unsigned long long)r->bytes,
-			 r->sizes.tcp, r->sizes.udp, (int)r->pid, (unsigned long long)r->start, (long long)r->time,
-			 pin);
+	if (r->kind == 'R') {
+		char pid[48]; /* "PID@PIDNS", as an N line's "INO@CTIME" */
+		if (r->pidns)
+			snprintf(pid, sizeof(pid), "%d@%llu", (int)r->pid, (unsigned long long)r->pidns);
+		else
+			snprintf(pid, sizeof(pid), "%d", (int)r->pid);
+		snprintf(buf, len, "R %s %llu %u %u %s %llu %lld %s\n", r->id, (unsigned long long)r->bytes,
+			 r->sizes.tcp, r->sizes.udp, pid, (unsigned long long)r->start, (long long)r->time, pin);
+	}
 	else {
 		char fh[2 * sizeof(r->handle) + 16] = "-";
 		if (r->handle_len && r->handle_len <= sizeof(r->handle)) {

@@ -612,6 +612,12 @@ struct nshash_gc_report {
 	struct nshash_table_usage usage; /* table memory in use afterwards */
 };
 int nshash_gc(const struct nshash_gc_opts *opts, struct nshash_gc_report *report, struct nshash_error *err);
+/* Does this process see every holder of the state dir's netns (NULL: the
+ * default)?  True in the initial PID namespace, or in the one the state
+ * dir's creations ran in (STATE/pidns).  Where false, gc and reclaim
+ * judge no pin unused and remove no stale pin file, and the ledger keeps
+ * what a /proc scan cannot prove gone (docs/design.md). */
+bool nshash_state_sees_holders(const char *state_dir);
 /* Make STATE_DIR/SUB (SUB "pins", "templates", "run"...; out receives the
  * path) the way nshash keeps its state: STATE_DIR and STATE_DIR/SUB each a
  * directory owned by the caller (root), not a symbolic link, not open to

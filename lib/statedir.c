@@ -61,10 +61,15 @@ int nsh_state_note_pidns(const char *state_dir, struct nshash_error *err)
 	return 0;
 }
 
-bool nsh_in_initial_pidns(void)
+uint64_t nsh_own_pidns(void)
 {
 	struct stat st;
-	return stat("/proc/thread-self/ns/pid", &st) == 0 && st.st_ino == NSH_PROC_PID_INIT_INO;
+	return stat("/proc/thread-self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
+bool nsh_in_initial_pidns(void)
+{
+	return nsh_own_pidns() == NSH_PROC_PID_INIT_INO;
 }
 
 bool nsh_state_sees_holders(const char *state_dir)
@@ -75,6 +80,12 @@ bool nsh_state_sees_holders(const char *state_dir)
 	own_pidns(own, sizeof(own));
 	noted_pidns(state_dir, noted, sizeof(noted));
 	return own[0] && strcmp(noted, own) == 0;
+}
+
+bool nshash_state_sees_holders(const char *state_dir)
+{
+	char buf[PATH_MAX];
+	return nsh_state_sees_holders(nsh_state_dir(state_dir, buf, sizeof(buf)));
 }
 
 /* ------------------------------------------------------------ checks */

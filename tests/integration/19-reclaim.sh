@@ -124,6 +124,11 @@ age_claims 120 "$S3/pins/orphan"
 out=$(unshare --pid --fork --mount-proc nshash --state-dir "$S3" gc --stale-age 60 --json)
 assert_eq "$((2 * bytes)) 2 0 yes 0" "$(jq -r '"\(.table_memory.bytes) \(.table_memory.netns) \(.orphans_removed)"' <<<"$out") $(mounted "$S3/pins/orphan") $(jq -r .stale_removed <<<"$out")" \
 	"gc in another PID namespace: both held netns count, the held old pin and the pin file stay ($(readlink "$S3/pidns"))"
+assert_eq false "$(jq -r .sees_holders <<<"$out")" "... its JSON says it did not see every holder"
+err=$(unshare --pid --fork --mount-proc nshash --state-dir "$S3" gc --stale-age 60 --dry-run 2>&1 >/dev/null)
+assert_eq "nshash: gc: from this PID namespace not every process is in sight (the state dir's creations ran in another: STATE/pidns): no pin was judged unused, no stale pin file removed, no ledger record dropped by a scan; run gc in the initial PID namespace (hostPID) or in the one the creations ran in" \
+	"$err" "... and its text output says so on stderr, with what to do"
+assert_eq true "$(nshash --state-dir "$S3" gc --stale-age 60 --dry-run --json | jq -r .sees_holders)" "gc in the initial PID namespace sees every holder"
 out=$(unshare --pid --fork --mount-proc nshash --state-dir "$S3" reclaim --json)
 assert_eq "true 0" "$(jq -r '"\(.incomplete) \(.orphans_removed)"' <<<"$out")" "reclaim there says it was incomplete"
 kill $HELD_GONE $HELD_ORPHAN

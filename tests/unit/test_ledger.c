@@ -516,6 +516,58 @@ static void test_reclaim_rate_limit(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* A reservation's creator is judged by its pid only in its own PID
+ * namespace; from another, /proc/PID is someone else: the reservation
+ * stays until older than any creation takes (it was dropped, and the
+ * budget could be passed by the creation still under way). */
+static void test_reservation_other_pidns(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/nshash-unit-resv-XXXXXX";
+	make_dir(dir);
+	pid_t dead = fork();
+	if (dead == 0)
+		_exit(0);
+	assert_int_equal(waitpid(dead, NULL, 0), dead);
+	struct stat st;
+	assert_int_equal(stat("/proc/self/ns/pid", &st), 0);
+	unsigned long long mine = (unsigned long long)st.st_ino, other = mine + 1;
+	long long now = (long long)time(NULL);
+	struct {
+		unsigned long long pidns;
+		long long age;
+		uint64_t bytes;
+		const char *what;
+	} cases[] = {
+	    {0, 0, 0, "an older line (no PID namespace): its dead creator's pid decides"},
+	    {mine, 0, 0, "this PID namespace: the dead creator's reservation goes"},
+	    {other, 0, 98304, "another PID namespace: kept, though that pid is dead here"},
+	    {other, 700, 0, "another PID namespace, older than any creation takes: gone"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char pid[64], line[256];
+		if (cases[i].pidns)
+			snprintf(pid, sizeof(pid), "%d@%llu", (int)dead, cases[i].pidns);
+		else
+			snprintf(pid, sizeof(pid), "%d", (int)dead);
+		snprintf(line, sizeof(line), "R " ID1 " 98304 4096 1024 %s 7 %lld /run/netns/a\n", pid, now - cases[i].age);
+		write_file(dir, "ledger", line);
+		struct nshash_table_usage u = usage_in(dir, false);
+		if (u.bytes != cases[i].bytes)
+			fail_msg("%s: %llu bytes counted", cases[i].what, (unsigned long long)u.bytes);
+	}
+	/* and a reservation made here names this PID namespace */
+	write_file(dir, "ledger", "");
+	struct nsh_ticket t;
+	struct nshash_error err = {0};
+	assert_int_equal(nsh_ledger_reserve(dir, EACH, 1 << 20, "/run/x", &t, &err), 0);
+	char want[64];
+	snprintf(want, sizeof(want), " %d@%llu ", (int)getpid(), mine);
+	assert_non_null(strstr(read_ledger(dir), want));
+	nsh_ledger_cancel(dir, &t);
+	remove_dir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -530,6 +582,7 @@ int main(void)
 	    cmocka_unit_test(test_short_write_undone),
 	    cmocka_unit_test(test_inode_reuse),
 	    cmocka_unit_test(test_cut_scan_goes_on),
+	    cmocka_unit_test(test_reservation_other_pidns),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
