@@ -60,17 +60,17 @@ static int claim_run(const char *state_dir, int64_t interval, int *stampfd, bool
 	*run = false;
 	if ((size_t)snprintf(path, sizeof(path), "%s/reclaim.stamp", state_dir) >= sizeof(path))
 		return nshash_error_set(err, ENAMETOOLONG, "state dir %s: path too long", state_dir);
+	/* The cheap refusal first: one stat. */
+	bool existed = stat(path, &before) == 0;
 	/* The stamp's mtime is the kernel's fine-grained clock when a stat asked
 	 * for it since the last tick (multigrain timestamps, Linux 6.13+): up to
 	 * a tick ahead of time(), which is the tick's.  Compared with time(), a
 	 * stamp touched in the last tick of a second looked like one from the
 	 * future: refused neither here nor under the lock below (nobody touched
-	 * it in between), and a second reclaim ran (seen: 6 of 8 at once). */
+	 * it in between), and a second reclaim ran (seen: 6 of 8 at once).  The
+	 * fine clock, read after the stat, is never behind the mtime it saw. */
 	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	time_t now = ts.tv_sec;
-	/* The cheap refusal first: one stat. */
-	bool existed = stat(path, &before) == 0;
+	time_t now = clock_gettime(CLOCK_REALTIME, &ts) == 0 ? ts.tv_sec : time(NULL);
 	if (interval > 0 && existed && before.st_size > 0 && now >= before.st_mtime && now - before.st_mtime < interval)
 		return 0;
 	if (!existed && !has_work(state_dir))
