@@ -176,18 +176,26 @@ int nsh_netns_holders(uint64_t ino, unsigned want, nsh_holder_fn fn, void *arg);
  * theirs, not of the node's.  pids NULL: every process. */
 int nsh_netns_holders_among(uint64_t ino, unsigned want, const pid_t *pids, size_t npids, nsh_holder_fn fn,
 			    void *arg);
-/* stats.c: a socket in use in the netns nsfd (bound, connected or
- * listening; any unix or packet socket; a process's bound netlink socket),
- * wherever its owner lives now: *kind names its family ("TCP", "unix",
- * ...), NULL when there is none.  The calling thread enters it and comes
- * back. */
-int nsh_netns_sockets_in_use(int nsfd, const char **kind, struct nshash_error *err);
-/* The same for the calling thread's netns; -errno. */
-int nsh_sockets_in_use_here(const char **kind);
+/* stats.c: a socket in use in the calling thread's netns, by the kernel's
+ * per-protocol counts (/proc/net/protocols): every unix, netlink, packet
+ * and raw socket, UDP once bound or connected, TCP once listening or
+ * connected (not one only bound), wherever its owner lives now.  `kind`
+ * gets the first protocol with one ("UDP", "UNIX", "NETLINK"...), "" for
+ * none.  0 or -errno. */
+int nsh_sockets_in_use_here(char *kind, size_t len);
 /* occupancy.c: was the netns whose nsfs inode is `ns` pinned (its ctime)
  * over a clock tick after the caller's parent -- the engine running it --
- * started?  Then that engine made it for this start. */
+ * started?  Then that engine made it. */
 bool nsh_pinned_after_parent(const struct stat *ns);
+/* Was the netns nsfd (nsfs inode `ns`) made for this start by the engine
+ * running the caller: owned by the initial user namespace (only host root
+ * can enter it), pinned since the caller's parent started and within the
+ * last NSH_ENGINE_FRESH_S seconds (a start's netns is pinned moments before
+ * its network plugin and hooks run; another container's was pinned when
+ * that container started)?  docs/design.md, "Who can be in the engine's
+ * netns". */
+#define NSH_ENGINE_FRESH_S 30
+bool nsh_engine_fresh_netns(int nsfd, const struct stat *ns);
 /* A scan is two passes over /proc in pid order (threads, then fds and
  * mounts); a position in it: */
 struct nsh_scan_pos {

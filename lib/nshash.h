@@ -186,13 +186,14 @@ int nshash_netns_occupancy(const char *path, struct nshash_occupancy *occ, struc
 int nshash_netns_occupancy_cgroup(const char *path, int cgroup_fd, struct nshash_occupancy *occ,
 				  struct nshash_error *err);
 /* The same for a netns that the engine running the caller (its parent:
- * podman running a network plugin) may have made for this start: a process
- * inside is looked for among every process only when the netns was pinned
- * before that engine started, or has a socket in use (bound, connected or
- * listening; any unix or packet socket; a process's netlink socket).  Else
- * it was made since the engine started and nothing in it has a socket in
- * use: occ->pid stays 0 at no cost of the node's processes.  nshash's
- * netavark (docs/networks.md, "Who can be in podman's netns"). */
+ * podman running a network plugin) may have made for this start: with a
+ * link, no process is looked for; else every process is looked at only
+ * when the netns was not made for this start (owned by another user
+ * namespace than the initial one, pinned before the caller's parent started
+ * or more than 30 s ago) or has a socket in use (the kernel's per-protocol
+ * counts of it).  Otherwise occ->pid stays 0 at no cost of the node's
+ * processes.  nshash's netavark (docs/networks.md, "Who can be in podman's
+ * netns"). */
 int nshash_netns_occupancy_engine(const char *path, struct nshash_occupancy *occ, struct nshash_error *err);
 
 /* ---------------------------------------------------------------- create */
@@ -433,7 +434,11 @@ struct nshash_transplant_opts {
 					   * it as its handle on the path), or have a thread in it
 					   * (podman 5), owning no socket there, or P must have been
 					   * pinned after the caller's parent started (podman 5,
-					   * which may hold nothing on it) */
+					   * which may hold nothing on it).  When P is, besides,
+					   * owned by the initial user namespace, pinned in the last
+					   * 30 s and has no socket in use, only the engine's
+					   * processes are looked at, not every process: another
+					   * process in P is left there (docs/design.md) */
 };
 struct nshash_transplant_report {
 	unsigned links;		       /* links moved (lo stays) */

@@ -6,6 +6,8 @@
 #include <net/if.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/nsfs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -93,11 +95,30 @@ bool nsh_pinned_after_parent(const struct stat *ns)
 	return pinned > started + 1000000000LL / hz;
 }
 
+bool nsh_engine_fresh_netns(int nsfd, const struct stat *ns)
+{
+	cleanup_close int owner = ioctl(nsfd, NS_GET_USERNS);
+	struct stat o;
+	if (owner < 0 || fstat(owner, &o) < 0 || o.st_ino != NSH_PROC_USER_INIT_INO)
+		return false;
+	struct timespec now;
+	if (clock_gettime(CLOCK_REALTIME, &now) < 0 || now.tv_sec - ns->st_ctim.tv_sec > NSH_ENGINE_FRESH_S)
+		return false;
+	return nsh_pinned_after_parent(ns);
+}
+
+/* What the engine variant learns inside: a netns made for this start
+ * (nsh_engine_fresh_netns) with no socket in use. */
+struct engine_look {
+	bool fresh;
+	char kind[32]; /* the protocol of a socket in use, "" none */
+};
+
 /* The interfaces inside the netns at `path` (the calling thread enters it
- * and comes back), and its nsfs inode's stat; with `kind`, a socket in use
- * there (nsh_sockets_in_use_here). */
-static int occupancy_links(const char *path, struct nshash_occupancy *occ, struct stat *nsst, const char **kind,
-			   struct nshash_error *err)
+ * and comes back), and its nsfs inode's stat; with `look`, whether it is
+ * fresh for the engine and, if so, a socket in use there. */
+static int occupancy_links(const char *path, struct nshash_occupancy *occ, struct stat *nsst,
+			   struct engine_look *look, struct nshash_error *err)
 {
 	memset(occ, 0, sizeof(*occ));
 	cleanup_close int fd = -1;
@@ -109,6 +130,8 @@ static int occupancy_links(const char *path, struct nshash_occupancy *occ, struc
 		return nshash_error_set(err, EINVAL, "open %s: not a network namespace (%s)", path, not_netns);
 	if (fstat(fd, nsst) < 0)
 		return nsh_error_sys(err, errno, "stat %s", path);
+	if (look)
+		look->fresh = nsh_engine_fresh_netns(fd, nsst);
 
 	cleanup_close int home = -1;
 	r = nsh_netns_open_current(&home, err);
@@ -118,7 +141,7 @@ static int occupancy_links(const char *path, struct nshash_occupancy *occ, struc
 		return r;
 	struct if_nameindex *ifs = if_nameindex();
 	int saved = errno;
-	int sr = ifs && kind ? nsh_sockets_in_use_here(kind) : 0;
+	int sr = ifs && look && look->fresh ? nsh_sockets_in_use_here(look->kind, sizeof(look->kind)) : 0;
 	r = nsh_netns_return(home, err);
 	if (r < 0) {
 		if (ifs)
@@ -173,13 +196,13 @@ int nshash_netns_occupancy(const char *path, struct nshash_occupancy *occ, struc
 int nshash_netns_occupancy_engine(const char *path, struct nshash_occupancy *occ, struct nshash_error *err)
 {
 	struct stat ns;
-	const char *kind = NULL;
-	int r = occupancy_links(path, occ, &ns, &kind, err);
-	if (r < 0)
-		return r;
-	/* pinned by the engine running the caller since it started, and no
-	 * socket in use: made for this start (docs/networks.md) */
-	if (!kind && nsh_pinned_after_parent(&ns))
+	struct engine_look look = {0};
+	int r = occupancy_links(path, occ, &ns, &look, err);
+	if (r < 0 || occ->links)
+		return r; /* in use by its links: what else is there does not change that */
+	/* made for this start and no socket in use: nothing of a running
+	 * container's (docs/networks.md, "Who can be in podman's netns") */
+	if (look.fresh && !look.kind[0])
 		return 0;
 	return occupancy_processes(path, ns.st_ino, occ, err);
 }

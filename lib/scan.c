@@ -360,7 +360,8 @@ static void scan_process(struct scan *s, pid_t pid, unsigned sources)
 {
 	if (pid < s->from || (pid == s->self && (s->flags & NSH_SCAN_SKIP_SELF)))
 		return;
-	s->at = pid; /* /proc lists processes in pid order */
+	s->at = pid; /* /proc lists processes in pid order (an `only` list is
+		      * taken as given: never resumed, `from` is 0 there) */
 	s->looked++;
 	s->seen = pid == s->from ? s->skip : 0;
 	s->skip = pid == s->from ? s->skip : 0;

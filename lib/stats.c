@@ -140,82 +140,35 @@ int nshash_sockets_fd(int nsfd, struct nshash_sockets *s, struct nshash_error *e
 	return r < 0 ? r : read_netns(home, -1, nsfd, NULL, s, err);
 }
 
-/* Has the /proc/net table at `rel` (under /proc/thread-self/net) a row
- * after its header (with `col` >= 0: one whose column `col` is not "0")?
- * No such table (the family not built): none. */
-static int table_has_row(const char *rel, int col, bool *any)
+int nsh_sockets_in_use_here(char *kind, size_t len)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/thread-self/net/%s", rel);
-	FILE *f = fopen(path, "re");
+	/* /proc/net/protocols: a row per protocol, its third column the
+	 * sockets this netns has of it (-1: not counted).  The kernel counts a
+	 * socket there from its creation (unix, netlink, packet, raw, XDP...)
+	 * or from when it is hashed (UDP bound or connected, TCP listening or
+	 * connected, ping bound), and stops at its release: not sockstat's
+	 * "sockets: used", which counts a closed socket until the kernel frees
+	 * it a grace period later (a netlink socket: 15-50 ms here, e.g. those
+	 * of the engine's network set-up, just exited).  Kernel sockets are
+	 * not counted. */
+	kind[0] = '\0';
+	FILE *f = fopen("/proc/thread-self/net/protocols", "re");
 	if (!f)
-		return errno == ENOENT ? 0 : -errno;
+		return -errno;
 	char *line = NULL;
 	size_t cap = 0;
 	bool head = true;
-	while (!*any && getline(&line, &cap, f) > 0) {
-		if (head) {
-			head = false;
-			continue;
-		}
-		char *field = line, *save = NULL;
-		for (int c = 0; c <= col && field; c++)
-			field = strtok_r(c ? NULL : line, " \t\n", &save);
-		*any = col < 0 || (field && strcmp(field, "0") != 0);
+	while (!kind[0] && getline(&line, &cap, f) > 0) {
+		char name[32];
+		long n;
+		if (!head && sscanf(line, "%31s %*s %ld", name, &n) == 2 && n > 0)
+			snprintf(kind, len, "%s", name);
+		head = false;
 	}
+	int r = ferror(f) ? -EIO : head ? -ENODATA : 0;
 	free(line);
 	fclose(f);
-	return 0;
-}
-
-/* The sockets of the calling thread's netns that are in use: hashed in
- * their protocol's tables (bound, connected, listening: sockstat's inuse of
- * TCP, UDP, UDP-Lite, raw, v4 and v6), any unix or packet socket, a
- * netlink socket bound by a process (port id not 0: the kernel's own are
- * 0).  Not sockstat's "sockets: used", which also counts sockets closed
- * whose memory the kernel frees a grace period later (a netlink socket:
- * 15-50 ms here), e.g. those of the engine's network set-up that just
- * exited.  *kind names the first found, NULL for none. */
-int nsh_sockets_in_use_here(const char **kind)
-{
-	static const char *const protos[] = {"TCP", "UDP", "UDPLITE", "RAW", "TCP6", "UDP6", "UDPLITE6", "RAW6"};
-	char v4[1024], v6[1024];
-	*kind = NULL;
-	int r = read_small("/proc/thread-self/net/sockstat", v4, sizeof(v4));
-	if (r == 0)
-		r = read_small("/proc/thread-self/net/sockstat6", v6, sizeof(v6));
-	for (size_t i = 0; r == 0 && !*kind && i < sizeof(protos) / sizeof(protos[0]); i++) {
-		long n = 0;
-		r = sockstat_field(i < 4 ? v4 : v6, protos[i], "inuse", &n);
-		if (r == 0 && n > 0)
-			*kind = protos[i];
-	}
-	static const struct {
-		const char *table, *kind;
-		int col;
-	} tables[] = {{"unix", "unix", -1}, {"packet", "packet", -1}, {"netlink", "netlink", 2}};
-	for (size_t i = 0; r == 0 && !*kind && i < sizeof(tables) / sizeof(tables[0]); i++) {
-		bool any = false;
-		r = table_has_row(tables[i].table, tables[i].col, &any);
-		if (r == 0 && any)
-			*kind = tables[i].kind;
-	}
 	return r;
-}
-
-int nsh_netns_sockets_in_use(int nsfd, const char **kind, struct nshash_error *err)
-{
-	cleanup_close int home = -1;
-	int r = nsh_netns_open_current(&home, err);
-	if (r == 0)
-		r = nsh_netns_enter(nsfd, "to look at its sockets", err);
-	if (r < 0)
-		return r;
-	int rr = nsh_sockets_in_use_here(kind);
-	r = nsh_netns_return(home, err);
-	if (r < 0)
-		return r;
-	return rr < 0 ? nsh_error_sys(err, -rr, "read /proc/net") : 0;
 }
 
 int nshash_sockets_path(const char *path, struct nshash_sockets *s, struct nshash_error *err)

@@ -158,6 +158,7 @@ struct holders {
 	size_t nanc;
 	pid_t engine[64]; /* ancestors found to hold P without a socket in it */
 	size_t nengine;
+	char sockets[32]; /* the protocol of a socket in use in P, "" none known */
 	struct nshash_error *err;
 };
 
@@ -199,7 +200,23 @@ static int check_holder(pid_t pid, unsigned source, const char *entry, void *arg
 	}
 	nsh_proc_comm(pid, comm, sizeof(comm));
 	h->refused = true;
+	if (h->sockets[0]) /* a socket in use, whoever's: this process is one who can have it */
+		return refuse(h->t, EBUSY, h->err, "process %s (%s) %s, and a %s socket is in use in it: they would stay behind",
+			      ps, comm, what, h->sockets);
 	return refuse(h->t, EBUSY, h->err, "process %s (%s) %s: its sockets would stay behind", ps, comm, what);
+}
+
+/* The sockets in use in P (nsh_sockets_in_use_here), read inside it. */
+static int tp_sockets_in_use(struct tp *t, char *kind, size_t len, struct nshash_error *err)
+{
+	int r = nsh_netns_enter(t->pfd, t->path, err);
+	if (r < 0)
+		return r;
+	int sr = nsh_sockets_in_use_here(kind, len);
+	r = nsh_netns_return(t->home, err);
+	if (r < 0)
+		return r;
+	return sr < 0 ? nsh_error_sys(err, -sr, "transplant %s: its sockets (/proc/net/protocols)", t->path) : 0;
 }
 
 static int tp_check_processes(struct tp *t, bool engine_made, struct nshash_error *err)
@@ -208,34 +225,31 @@ static int tp_check_processes(struct tp *t, bool engine_made, struct nshash_erro
 	if (fstat(t->pfd, &ns) < 0)
 		return nsh_error_sys(err, errno, "transplant %s: stat", t->path);
 	struct holders h = {.t = t, .ns = &ns, .engine_made = engine_made, .err = err};
+	if (engine_made)
+		h.nanc = ancestors(h.anc, sizeof(h.anc) / sizeof(h.anc[0]));
 	/* threads and fds, not mounts (P's own pin is one); a process whose
 	 * /proc cannot be read (-EACCES without CAP_SYS_PTRACE) was never
 	 * looked at before either */
 	const unsigned want = NSH_SCAN_THREADS | NSH_SCAN_FDS | NSH_SCAN_SKIP_SELF;
-	int r;
-	if (!engine_made) {
-		r = nsh_netns_holders(ns.st_ino, want, check_holder, &h);
-	} else {
-		/* The engine's netns, made for this start (proven below): the
-		 * engine is looked at, not the node (docs/design.md, "Who can
-		 * be in the engine's netns").  Anyone else in P is host root's,
-		 * and stays behind in P, away from the container; what would
-		 * stay behind with it, sockets in use, the kernel's tables
-		 * show: any, and every process is looked at to say whose. */
-		h.nanc = ancestors(h.anc, sizeof(h.anc) / sizeof(h.anc[0]));
+	/* The engine's netns made for this start, with no socket in use: the
+	 * engine is looked at, not the node (docs/design.md, "Who can be in
+	 * the engine's netns"): anyone else in P is host root's and stays
+	 * behind in it, away from the container.  Else every process. */
+	char kind[32] = "";
+	bool fresh = engine_made && nsh_engine_fresh_netns(t->pfd, &ns);
+	int r = fresh ? tp_sockets_in_use(t, kind, sizeof(kind), err) : 0;
+	if (r < 0)
+		return r;
+	snprintf(h.sockets, sizeof(h.sockets), "%s", kind);
+	if (fresh && !kind[0])
 		r = nsh_netns_holders_among(ns.st_ino, want, h.anc, h.nanc, check_holder, &h);
-		const char *kind = NULL;
-		if ((r == 0 || r == -EACCES) && nsh_netns_sockets_in_use(t->pfd, &kind, err) < 0)
-			return nshash_error_prefix(err, "transplant %s", t->path);
-		if ((r == 0 || r == -EACCES) && kind) {
-			r = nsh_netns_holders(ns.st_ino, want, check_holder, &h);
-			if (r == 0 || r == -EACCES) {
-				h.refused = true;
-				r = refuse(t, EBUSY, err,
-					   "a %s socket is in use in it, of a process outside it: it would stay behind",
-					   kind);
-			}
-		}
+	else
+		r = nsh_netns_holders(ns.st_ino, want, check_holder, &h);
+	if ((r == 0 || r == -EACCES) && kind[0]) {
+		/* a socket in use and no process in P or holding it to name */
+		h.refused = true;
+		r = refuse(t, EBUSY, err, "a %s socket is in use in it, %s: it would stay behind", kind,
+			   r ? "and not every process could be looked at" : "of no process in it or holding it");
 	}
 	if (r == -EACCES)
 		r = 0;

@@ -10,8 +10,9 @@
 # was pinned is the engine that made it (podman 5 may hold nothing on it);
 # a parent started after P was pinned, neither inside nor holding it, is
 # refused as not the engine's netns; a thread of a process that is not the
-# hook's ancestor is refused as an occupant when P has a socket in use (the
-# kernel's tables show it), else left behind in the old netns.
+# hook's ancestor is refused as an occupant when P is older than the engine
+# or has a socket in use (the kernel's per-protocol counts), else left
+# behind in the old netns.
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/engines.sh"
 test_needs root knobs python3
@@ -34,8 +35,9 @@ on_exit "ip netns del $U 2>/dev/null"
 
 # engine MODE: run the hook as the child of a python3 process that, by MODE:
 # thread = has a thread in P (fd closed), socket = that thread made a UDP
-# socket in P, none = neither, later = neither but started before P was
-# pinned (podman 5 holding nothing on the netns it just made); prints "PID\n" then the hook's stderr.
+# socket in P, none = neither, later = neither; with GO=FILE it is started
+# before P is pinned and waits for FILE (later: podman 5 holding nothing on
+# the netns it just made); prints "PID\n" then the hook's stderr.
 engine() {
 	python3 - "$NP" "$H" "$P" "$1" "$CONFIG" <<'PY'
 import ctypes, os, socket, subprocess, sys, threading
@@ -51,7 +53,7 @@ def inside():
         keep.append(socket.socket(socket.AF_INET, socket.SOCK_DGRAM))
     ready.set()
     threading.Event().wait()
-if mode == "later":  # started before P was pinned: wait until it is made
+if os.environ.get("GO"):  # started before P was pinned: wait until it is made
     import time  # (the go file: make_p's own ip processes have left P)
     while not os.path.exists(os.environ["GO"]):
         time.sleep(0.05)
@@ -98,30 +100,33 @@ assert_contains "$out" "transplant $NP: refused: the engine running this process
 [ "$(tcp_of)" -lt 0 ] && pass "not the engine's: P left as it was" || fail "not the engine's: P changed"
 
 # a thread in P of a process that is not the hook's ancestor (host root's:
-# nothing else can enter P).  The engine is looked at, not every process:
-# with no socket in use in P it stays behind in the old netns, away from the
-# container; with one (a bound socket: the kernel's tables show it) every
-# process is looked at and it is refused by name; a socket left in P by a
-# process that went back out is refused as what it is.
+# nothing else can enter P), P made for this start (the engine started
+# before it was pinned, as podman).  The engine is looked at, not every
+# process: with no socket in use in P it stays behind in the old netns,
+# away from the container; with one (the kernel's per-protocol counts of
+# P) every process is looked at and it is refused by name; a socket left
+# in P by a process that went back out is refused as what it is.
 # other MODE: a process with a thread in P (MODE socket: that thread made and
-# bound a UDP socket there; left: the same, the thread back out; left-netlink:
-# a netlink socket so)
+# bound a UDP socket there); left-udp, left-netlink, left-unix: a bound UDP, a
+# bound netlink or an unbound unix socket made in P, the thread back out
 other() {
 	python3 - "$NP" "$1" <<'PY' &
 import ctypes, os, socket, sys, threading
 libc = ctypes.CDLL(None, use_errno=True)
 home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
 fd = os.open(sys.argv[1], os.O_RDONLY)
-keep = []
+mode, keep = sys.argv[2], []
 def inside():
     libc.setns(fd, 0x40000000)
-    if sys.argv[2] == "left-netlink":  # bound: the kernel's own are port 0
-        keep.append(socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0))
-        keep[0].bind((0, 0))
-    elif sys.argv[2] != "thread":  # bound: a socket in use
+    if mode in ("socket", "left-udp"):
         keep.append(socket.socket(socket.AF_INET, socket.SOCK_DGRAM))
         keep[0].bind(("0.0.0.0", 0))
-    if sys.argv[2].startswith("left"):
+    elif mode == "left-netlink":  # bound: the kernel's own are not counted
+        keep.append(socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0))
+        keep[0].bind((0, 0))
+    elif mode == "left-unix":
+        keep.append(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
+    if mode.startswith("left"):
         libc.setns(home, 0x40000000)
         os.close(fd)
     threading.Event().wait()
@@ -130,47 +135,68 @@ threading.Event().wait()
 PY
 	OTHER=$!
 	on_exit "kill $OTHER 2>/dev/null"
-	for _ in $(seq 50); do
-		[ "$(ls /proc/$OTHER/task 2>/dev/null | wc -l)" -ge 2 ] &&
-			{ [ "$1" = thread ] || [ "$(ip netns exec "$U" sed -n 's/^sockets: used //p' /proc/net/sockstat)" -ge 1 ]; } && break
-		sleep 0.1
+	local p_ino in_p sockets
+	p_ino=$(stat -L -c %i "$NP")
+	for _ in $(seq 100); do
+		in_p=$(for t in /proc/$OTHER/task/*; do stat -L -c %i "$t/ns/net"; done 2>/dev/null | grep -cx "$p_ino")
+		sockets=$(ip netns exec "$U" awk 'NR > 1 && $3 > 0 { n += $3 } END { print n + 0 }' /proc/net/protocols)
+		case $1 in
+		thread) [ "$in_p" = 1 ] && [ "$sockets" = 0 ] && break ;;
+		socket) [ "$in_p" = 1 ] && [ "$sockets" = 1 ] && break ;;
+		*) [ "$in_p" = 0 ] && [ "$sockets" = 1 ] && [ "$(ls /proc/$OTHER/task | wc -l)" -ge 2 ] && break ;;
+		esac
+		sleep 0.05
 	done
 }
 netns_of_threads() { for t in /proc/$1/task/*; do stat -L -c %i "$t/ns/net"; done | sort -u | tr '\n' ' '; }
+# occupied MODE: P made after the engine started, other MODE beside it,
+# then the hook; its output in $out
+occupied() {
+	rm -f "$D/occ.go"
+	ip netns del "$U" 2>/dev/null
+	GO=$D/occ.go engine thread >"$D/occ" &
+	local e=$!
+	sleep 0.3
+	make_p
+	OLD_INO=$(stat -L -c %i "$NP")
+	other "$1"
+	touch "$D/occ.go"
+	wait $e
+	out=$(cat "$D/occ")
+}
 
-make_p
-old_ino=$(stat -L -c %i "$NP")
-other thread
-out=$(engine thread)
-assert_contains "$out" "rc=0" "another process's thread in P, no socket there: the hook succeeds"
-assert_eq 4096 "$(tcp_of)" "another process's thread in P, no socket there: P replaced by a sized netns"
-assert_contains " $(netns_of_threads $OTHER)" " $old_ino " "and that thread stayed behind in the old netns"
+occupied thread
+assert_contains "$out" "rc=0" "another process's thread in P, no socket in use there: the hook succeeds"
+assert_eq 4096 "$(tcp_of)" "another process's thread in P, no socket in use there: P replaced by a sized netns"
+assert_contains " $(netns_of_threads $OTHER)" " $OLD_INO " "and that thread stayed behind in the old netns"
 assert_not_contains " $(netns_of_threads $OTHER)" " $(stat -L -c %i "$NP") " "none of its threads is in the container's new netns"
 kill $OTHER
 wait $OTHER 2>/dev/null
 
-make_p
-other socket
-out=$(engine thread)
+occupied socket
 assert_contains "$out" "refused: process $OTHER (python3) has thread " "another process's thread in P with a socket there: refused, named"
+assert_contains "$out" ", and a UDP socket is in use in it: they would stay behind" "... with the socket's protocol"
 [ "$(tcp_of)" -lt 0 ] && pass "an occupant with a socket: P left as it was" || fail "an occupant with a socket: P changed"
 kill $OTHER
 wait $OTHER 2>/dev/null
 
-make_p
-other left
-out=$(engine thread)
-assert_contains "$out" "transplant $NP: refused: a UDP socket is in use in it, of a process outside it: it would stay behind" \
-	"a socket in P of a process that went back out: refused"
-[ "$(tcp_of)" -lt 0 ] && pass "a socket left in P: P left as it was" || fail "a socket left in P: P changed"
-kill $OTHER
-wait $OTHER 2>/dev/null
+for left in udp:UDP netlink:NETLINK unix:UNIX-STREAM; do
+	occupied "left-${left%%:*}"
+	assert_contains "$out" "transplant $NP: refused: a ${left#*:} socket is in use in it, of no process in it or holding it: it would stay behind" \
+		"a ${left%%:*} socket left in P by a process gone back out: refused"
+	[ "$(tcp_of)" -lt 0 ] && pass "a ${left%%:*} socket left in P: P left as it was" || fail "a ${left%%:*} socket left in P: P changed"
+	kill $OTHER
+	wait $OTHER 2>/dev/null
+done
 
+# P pinned before the engine started (not this start's): every process is
+# looked at, and an occupant without any socket is refused as before
 make_p
-other left-netlink
+other thread
 out=$(engine thread)
-assert_contains "$out" "transplant $NP: refused: a netlink socket is in use in it, of a process outside it: it would stay behind" \
-	"a process's netlink socket left in P: refused"
+assert_contains "$out" "refused: process $OTHER (python3) has thread " "P older than the engine: a socketless occupant found by the walk, refused"
+assert_contains "$out" ": its sockets would stay behind" "... as before"
+[ "$(tcp_of)" -lt 0 ] && pass "P older than the engine: P left as it was" || fail "P older than the engine: P changed"
 kill $OTHER
 wait $OTHER 2>/dev/null
 # --- a veth whose peer is a port of a bridge in the host (netavark's

@@ -17,6 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/netlink.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -170,6 +174,84 @@ static void test_bounds(void **state)
 	assert_int_equal(nsh_cgroup_netns_user(rootfd, own_ino), -E2BIG);
 }
 
+/* nsh_netns_holders_among: only the listed processes are looked at. */
+static int note_holder(pid_t pid, unsigned source, const char *entry, void *arg)
+{
+	(void)source;
+	(void)entry;
+	pid_t *seen = arg;
+	if (seen[0] < 8)
+		seen[1 + seen[0]] = pid;
+	seen[0]++;
+	return 0;
+}
+
+static void test_holders_among(void **state)
+{
+	(void)state;
+	pid_t seen[9] = {0};
+	pid_t only[] = {child};
+	assert_int_equal(nsh_netns_holders_among(own_ino, NSH_SCAN_THREADS, only, 1, note_holder, seen), 0);
+	assert_int_equal(seen[0], 1); /* the child, and none of the other processes in this netns */
+	assert_int_equal(seen[1], child);
+	memset(seen, 0, sizeof(seen));
+	assert_int_equal(nsh_netns_holders_among(own_ino, NSH_SCAN_THREADS, only, 0, note_holder, seen), 0);
+	assert_int_equal(seen[0], 0); /* an empty list: nobody */
+	pid_t dead = fork();
+	if (dead == 0)
+		_exit(0);
+	assert_int_equal(waitpid(dead, NULL, 0), dead);
+	pid_t gone[] = {dead};
+	assert_int_equal(nsh_netns_holders_among(own_ino, NSH_SCAN_THREADS, gone, 1, note_holder, seen), 0);
+	assert_int_equal(seen[0], 0); /* a process gone holds nothing */
+	memset(seen, 0, sizeof(seen));
+	assert_int_equal(nsh_netns_holders(own_ino, NSH_SCAN_THREADS, note_holder, seen), 0);
+	assert_true(seen[0] > 1); /* every process: this one's parent too */
+}
+
+/* nsh_sockets_in_use_here: the kernel's per-protocol counts of the netns,
+ * at once (no grace period after a close). */
+static int sockets_child(void)
+{
+	char kind[32];
+	if (unshare(CLONE_NEWNET) < 0)
+		return 10;
+	if (nsh_sockets_in_use_here(kind, sizeof(kind)) < 0 || kind[0])
+		return 11; /* a new netns: none */
+	int u = socket(AF_INET, SOCK_DGRAM, 0);
+	if (nsh_sockets_in_use_here(kind, sizeof(kind)) < 0 || kind[0])
+		return 12; /* an unbound UDP socket is not in use */
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	if (bind(u, (struct sockaddr *)&a, sizeof(a)) < 0)
+		return 13;
+	if (nsh_sockets_in_use_here(kind, sizeof(kind)) < 0 || strcmp(kind, "UDP") != 0)
+		return 14;
+	close(u);
+	if (nsh_sockets_in_use_here(kind, sizeof(kind)) < 0 || kind[0])
+		return 15; /* gone with its close */
+	int n = socket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE);
+	if (nsh_sockets_in_use_here(kind, sizeof(kind)) < 0 || strcmp(kind, "NETLINK") != 0)
+		return 16;
+	close(n);
+	if (nsh_sockets_in_use_here(kind, sizeof(kind)) < 0 || kind[0])
+		return 17; /* not counted for a grace period, as sockstat's "used" */
+	return 0;
+}
+
+static void test_sockets_in_use(void **state)
+{
+	(void)state;
+	if (geteuid() != 0)
+		skip(); /* a netns of its own needs root */
+	pid_t p = fork();
+	if (p == 0)
+		_exit(sockets_child());
+	int st;
+	assert_int_equal(waitpid(p, &st, 0), p);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -177,6 +259,8 @@ int main(void)
 	    cmocka_unit_test(test_own_only),
 	    cmocka_unit_test(test_split_line),
 	    cmocka_unit_test(test_bounds),
+	    cmocka_unit_test(test_holders_among),
+	    cmocka_unit_test(test_sockets_in_use),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
