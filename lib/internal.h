@@ -184,18 +184,18 @@ int nsh_netns_holders_among(uint64_t ino, unsigned want, const pid_t *pids, size
  * none.  0 or -errno. */
 int nsh_sockets_in_use_here(char *kind, size_t len);
 /* occupancy.c: was the netns whose nsfs inode is `ns` pinned (its ctime)
- * over a clock tick after the caller's parent -- the engine running it --
- * started?  Then that engine made it. */
-bool nsh_pinned_after_parent(const struct stat *ns);
+ * over a clock tick after the engine -- process `engine`, 0 for the
+ * caller's parent -- started?  Then that engine made it. */
+bool nsh_pinned_after_start(pid_t engine, const struct stat *ns);
 /* Was the netns nsfd (nsfs inode `ns`) made for this start by the engine
- * running the caller: owned by the initial user namespace (only host root
- * can enter it), pinned since the caller's parent started and within the
- * last NSH_ENGINE_FRESH_S seconds (a start's netns is pinned moments before
- * its network plugin and hooks run; another container's was pinned when
- * that container started)?  docs/design.md, "Who can be in the engine's
- * netns". */
+ * running the caller (`engine`, 0 for the caller's parent): owned by the
+ * initial user namespace (only host root can enter it), pinned since that
+ * engine started and within the last NSH_ENGINE_FRESH_S seconds (a start's
+ * netns is pinned moments before its network plugin and hooks run; another
+ * container's was pinned when that container started)?  docs/design.md,
+ * "Who can be in the engine's netns". */
 #define NSH_ENGINE_FRESH_S 30
-bool nsh_engine_fresh_netns(int nsfd, const struct stat *ns);
+bool nsh_engine_fresh_netns(int nsfd, const struct stat *ns, pid_t engine);
 /* A scan is two passes over /proc in pid order (threads, then fds and
  * mounts); a position in it: */
 struct nsh_scan_pos {

@@ -69,20 +69,20 @@ int nshash_path_classify(const char *path, enum nshash_path_kind *kind, char *de
 
 /* P's nsfs inode is made when the netns first gets a path (podman's bind
  * mount, right after it made the netns) and lives as long as the pin, so
- * its ctime is when P was pinned; the parent's start time is in
- * /proc/PPID/stat (ticks since boot).  A netns pinned before the engine
+ * its ctime is when P was pinned; the engine's start time is in
+ * /proc/PID/stat (ticks since boot).  A netns pinned before the engine
  * started (e.g. one given with --network ns:) is not one it made for this
  * start.  A start time is rounded down to a tick (USER_HZ): P must be
  * pinned over a tick after it, so that a pin made just before the engine
  * started is never taken for one made after; ctime's coarse clock, which
  * lags, errs the same way (a netns podman 5 pins 20-40 ms after it starts
  * is accepted, one `ip netns add` pinned 3 ms before it is not). */
-bool nsh_pinned_after_parent(const struct stat *ns)
+bool nsh_pinned_after_start(pid_t engine, const struct stat *ns)
 {
-	pid_t ppid = getppid();
+	pid_t ppid = getppid(), who = engine > 0 ? engine : ppid;
 	struct nsh_proc_stat ps;
-	if (ppid <= 1 || nsh_proc_stat(ppid, &ps) < 0 || getppid() != ppid) /* the parent gone: not the engine */
-		return false;
+	if (who <= 1 || nsh_proc_stat(who, &ps) < 0 || (engine <= 0 && getppid() != ppid))
+		return false; /* the parent gone: not the engine */
 	unsigned long long start = ps.start;
 	struct timespec real, boot;
 	long hz = sysconf(_SC_CLK_TCK);
@@ -95,7 +95,7 @@ bool nsh_pinned_after_parent(const struct stat *ns)
 	return pinned > started + 1000000000LL / hz;
 }
 
-bool nsh_engine_fresh_netns(int nsfd, const struct stat *ns)
+bool nsh_engine_fresh_netns(int nsfd, const struct stat *ns, pid_t engine)
 {
 	cleanup_close int owner = ioctl(nsfd, NS_GET_USERNS);
 	struct stat o;
@@ -104,7 +104,7 @@ bool nsh_engine_fresh_netns(int nsfd, const struct stat *ns)
 	struct timespec now;
 	if (clock_gettime(CLOCK_REALTIME, &now) < 0 || now.tv_sec - ns->st_ctim.tv_sec > NSH_ENGINE_FRESH_S)
 		return false;
-	return nsh_pinned_after_parent(ns);
+	return nsh_pinned_after_start(engine, ns);
 }
 
 /* What the engine variant learns inside: a netns made for this start
@@ -131,7 +131,7 @@ static int occupancy_links(const char *path, struct nshash_occupancy *occ, struc
 	if (fstat(fd, nsst) < 0)
 		return nsh_error_sys(err, errno, "stat %s", path);
 	if (look)
-		look->fresh = nsh_engine_fresh_netns(fd, nsst);
+		look->fresh = nsh_engine_fresh_netns(fd, nsst, 0);
 
 	cleanup_close int home = -1;
 	r = nsh_netns_open_current(&home, err);

@@ -231,19 +231,22 @@ static int tp_check_processes(struct tp *t, bool engine_made, struct nshash_erro
 	 * /proc cannot be read (-EACCES without CAP_SYS_PTRACE) was never
 	 * looked at before either */
 	const unsigned want = NSH_SCAN_THREADS | NSH_SCAN_FDS | NSH_SCAN_SKIP_SELF;
-	/* The engine's netns made for this start, with no socket in use: the
-	 * engine is looked at, not the node (docs/design.md, "Who can be in
-	 * the engine's netns"): anyone else in P is host root's and stays
+	/* The engine first: its threads and fds (bounded by it, not the
+	 * node).  Then, for the engine's netns made for this start (since
+	 * the ancestor that holds it started, or the parent when none does)
+	 * with no socket in use, nothing more (docs/design.md, "Who can be
+	 * in the engine's netns"): anyone else in P is host root's and stays
 	 * behind in it, away from the container.  Else every process. */
+	int r = engine_made ? nsh_netns_holders_among(ns.st_ino, want, h.anc, h.nanc, check_holder, &h) : 0;
+	if (r < 0 && r != -EACCES)
+		return h.refused ? r : nsh_error_sys(err, -r, "transplant %s: list /proc", t->path);
 	char kind[32] = "";
-	bool fresh = engine_made && nsh_engine_fresh_netns(t->pfd, &ns);
-	int r = fresh ? tp_sockets_in_use(t, kind, sizeof(kind), err) : 0;
+	bool fresh = engine_made && r == 0 && nsh_engine_fresh_netns(t->pfd, &ns, h.nengine ? h.engine[0] : 0);
+	r = fresh ? tp_sockets_in_use(t, kind, sizeof(kind), err) : 0;
 	if (r < 0)
 		return r;
 	snprintf(h.sockets, sizeof(h.sockets), "%s", kind);
-	if (fresh && !kind[0])
-		r = nsh_netns_holders_among(ns.st_ino, want, h.anc, h.nanc, check_holder, &h);
-	else
+	if (!fresh || kind[0])
 		r = nsh_netns_holders(ns.st_ino, want, check_holder, &h);
 	if ((r == 0 || r == -EACCES) && kind[0]) {
 		/* a socket in use and no process in P or holding it to name */
@@ -258,7 +261,7 @@ static int tp_check_processes(struct tp *t, bool engine_made, struct nshash_erro
 	/* podman 5 may hold no fd on P, nor leave a thread in it: P pinned
 	 * since the parent started is then the evidence. */
 	if (r == 0 && engine_made && !h.engine_holds)
-		h.engine_holds = nsh_pinned_after_parent(&ns);
+		h.engine_holds = nsh_pinned_after_start(0, &ns);
 	if (r == 0 && engine_made && !h.engine_holds)
 		r = refuse(
 		    t, EPERM, err,

@@ -60,8 +60,13 @@ if os.environ.get("GO"):  # started before P was pinned: wait until it is made
 if mode in ("thread", "socket"):
     threading.Thread(target=inside, daemon=True).start()
     ready.wait(10)
+if mode == "fd":  # holds P open, as podman 4.3 its handle
+    keep.append(os.open(path, os.O_RDONLY))
 print(os.getpid(), flush=True)
-p = subprocess.run([hook, "precreate", "--policy", policy], input=config.encode(), capture_output=True, timeout=60)
+argv = [hook, "precreate", "--policy", policy]
+if os.environ.get("WRAP"):  # through a wrapper script started after P
+    argv = ["sh", "-c", '"$@"; exit $?', "wrap"] + argv
+p = subprocess.run(argv, input=config.encode(), capture_output=True, timeout=60)
 sys.stdout.write(p.stderr.decode())
 print("rc=%d" % p.returncode)
 PY
@@ -149,12 +154,12 @@ PY
 	done
 }
 netns_of_threads() { for t in /proc/$1/task/*; do stat -L -c %i "$t/ns/net"; done | sort -u | tr '\n' ' '; }
-# occupied MODE: P made after the engine started, other MODE beside it,
-# then the hook; its output in $out
+# occupied MODE [ENGINE-MODE]: P made after the engine started, other MODE
+# beside it, then the hook; its output in $out
 occupied() {
 	rm -f "$D/occ.go"
 	ip netns del "$U" 2>/dev/null
-	GO=$D/occ.go engine thread >"$D/occ" &
+	GO=$D/occ.go engine "${2:-thread}" >"$D/occ" &
 	local e=$!
 	sleep 0.3
 	make_p
@@ -188,6 +193,18 @@ for left in udp:UDP netlink:NETLINK unix:UNIX-STREAM; do
 	kill $OTHER
 	wait $OTHER 2>/dev/null
 done
+
+# an engine holding P open (podman 4.3) that runs the hook through a wrapper
+# script started after P: the engine's start is the holder's, the wrapper's
+# does not matter
+export WRAP=1
+occupied thread fd
+unset WRAP
+assert_contains "$out" "rc=0" "through a wrapper, the engine holding P: the hook succeeds"
+assert_eq 4096 "$(tcp_of)" "through a wrapper: P replaced by a sized netns"
+assert_contains " $(netns_of_threads $OTHER)" " $OLD_INO " "through a wrapper: the socketless occupant left behind (P fresh: no walk)"
+kill $OTHER
+wait $OTHER 2>/dev/null
 
 # P pinned before the engine started (not this start's): every process is
 # looked at, and an occupant without any socket is refused as before
