@@ -219,10 +219,10 @@ static int cmd_gc(struct cli *c, int argc, char **argv)
 	bool sees = nshash_state_sees_holders(c->state_dir);
 	if (!sees && !c->json)
 		fprintf(stderr,
-			"nshash: gc: from this PID namespace not every process is in sight (the state dir's "
-			"creations ran in another: STATE/pidns): no pin was judged unused, no stale pin file "
-			"removed, no ledger record dropped by a scan; run gc in the initial PID namespace (hostPID) "
-			"or in the one the creations ran in\n");
+			"nshash: gc: from this PID namespace not every process is in sight (STATE/pidns names "
+			"the one the state dir's creations ran in: another, several, or none yet): no pin was "
+			"judged unused, no stale pin file removed, no ledger record dropped by a scan; run gc in "
+			"the initial PID namespace (hostPID) or in the one the creations ran in\n");
 	/* the CNI plugin's records of pods whose netns is gone (DEL missed) */
 	size_t pods = 0;
 	if (!c->dry_run && nsh_cni_pods_prune(c->state_dir, &pods, &err) < 0)

@@ -434,11 +434,13 @@ struct nshash_transplant_opts {
 					   * it as its handle on the path), or have a thread in it
 					   * (podman 5), owning no socket there, or P must have been
 					   * pinned after the caller's parent started (podman 5,
-					   * which may hold nothing on it).  When P is, besides,
-					   * owned by the initial user namespace, pinned in the last
-					   * 30 s and has no socket in use, only the engine's
-					   * processes are looked at, not every process: another
-					   * process in P is left there (docs/design.md) */
+					   * which may hold nothing on it).  A socket in use in P
+					   * (the kernel's per-protocol counts) refuses.  When P is,
+					   * besides, owned by the initial user namespace, pinned
+					   * since the engine (the nearest ancestor holding it, else
+					   * the parent) started and in the last 30 s, only the
+					   * engine's processes are looked at, not every process:
+					   * another process in P is left there (docs/design.md) */
 };
 struct nshash_transplant_report {
 	unsigned links;		       /* links moved (lo stays) */

@@ -101,8 +101,11 @@ bool nsh_engine_fresh_netns(int nsfd, const struct stat *ns, pid_t engine)
 	struct stat o;
 	if (owner < 0 || fstat(owner, &o) < 0 || o.st_ino != NSH_PROC_USER_INIT_INO)
 		return false;
+	/* pinned in the last NSH_ENGINE_FRESH_S seconds; a pin from the
+	 * future (the clock stepped back since) is not known to be recent */
 	struct timespec now;
-	if (clock_gettime(CLOCK_REALTIME, &now) < 0 || now.tv_sec - ns->st_ctim.tv_sec > NSH_ENGINE_FRESH_S)
+	if (clock_gettime(CLOCK_REALTIME, &now) < 0 || now.tv_sec - ns->st_ctim.tv_sec > NSH_ENGINE_FRESH_S ||
+	    ns->st_ctim.tv_sec > now.tv_sec + 1)
 		return false;
 	return nsh_pinned_after_start(engine, ns);
 }
@@ -141,7 +144,10 @@ static int occupancy_links(const char *path, struct nshash_occupancy *occ, struc
 		return r;
 	struct if_nameindex *ifs = if_nameindex();
 	int saved = errno;
-	int sr = ifs && look && look->fresh ? nsh_sockets_in_use_here(look->kind, sizeof(look->kind)) : 0;
+	bool links = false; /* any but lo: they decide, the sockets are not read */
+	for (struct if_nameindex *i = ifs; i && i->if_index && !links; i++)
+		links = strcmp(i->if_name, "lo") != 0;
+	int sr = ifs && !links && look && look->fresh ? nsh_sockets_in_use_here(look->kind, sizeof(look->kind)) : 0;
 	r = nsh_netns_return(home, err);
 	if (r < 0) {
 		if (ifs)

@@ -63,6 +63,13 @@ int nsh_state_note_pidns(const char *state_dir, struct nshash_error *err)
 
 uint64_t nsh_own_pidns(void)
 {
+	/* a /proc of another PID namespace (unshare --pid without a /proc of
+	 * its own) shows someone else at our pid: then nothing is known */
+	char self[32], want[32];
+	ssize_t n = readlink("/proc/self", self, sizeof(self) - 1);
+	snprintf(want, sizeof(want), "%d", (int)getpid());
+	if (n <= 0 || (self[n] = '\0', strcmp(self, want) != 0))
+		return 0;
 	struct stat st;
 	return stat("/proc/thread-self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
 }

@@ -143,14 +143,15 @@ int nshash_sockets_fd(int nsfd, struct nshash_sockets *s, struct nshash_error *e
 int nsh_sockets_in_use_here(char *kind, size_t len)
 {
 	/* /proc/net/protocols: a row per protocol, its third column the
-	 * sockets this netns has of it (-1: not counted).  The kernel counts a
-	 * socket there from its creation (unix, netlink, packet, raw, XDP...)
-	 * or from when it is hashed (UDP bound or connected, TCP listening or
-	 * connected, ping bound), and stops at its release: not sockstat's
-	 * "sockets: used", which counts a closed socket until the kernel frees
-	 * it a grace period later (a netlink socket: 15-50 ms here, e.g. those
-	 * of the engine's network set-up, just exited).  Kernel sockets are
-	 * not counted. */
+	 * sockets this netns has of it (0 also for a protocol that counts
+	 * none: vsock).  The kernel counts a socket there from its creation
+	 * (unix, netlink, packet, raw, XDP...) or from when it is hashed (UDP
+	 * bound or connected, TCP listening or connected, ping bound), and
+	 * stops at its release: not sockstat's "sockets: used", which counts
+	 * a closed socket until the kernel frees it a grace period later (a
+	 * netlink socket: 15-50 ms here, e.g. those of the engine's network
+	 * set-up, just exited).  The kernel's own sockets are not counted but
+	 * for a tunnel link's (a vxlan's UDP socket). */
 	kind[0] = '\0';
 	FILE *f = fopen("/proc/thread-self/net/protocols", "re");
 	if (!f)
@@ -158,14 +159,20 @@ int nsh_sockets_in_use_here(char *kind, size_t len)
 	char *line = NULL;
 	size_t cap = 0;
 	bool head = true;
-	while (!kind[0] && getline(&line, &cap, f) > 0) {
+	int r = 0;
+	while (!r && !kind[0] && getline(&line, &cap, f) > 0) {
 		char name[32];
 		long n;
-		if (!head && sscanf(line, "%31s %*s %ld", name, &n) == 2 && n > 0)
+		if (head)
+			r = strncmp(line, "protocol ", 9) == 0 ? 0 : -EPROTO;
+		else if (sscanf(line, "%31s %*s %ld", name, &n) != 2)
+			r = -EPROTO; /* not the table it should be: nothing is known */
+		else if (n > 0)
 			snprintf(kind, len, "%s", name);
 		head = false;
 	}
-	int r = ferror(f) ? -EIO : head ? -ENODATA : 0;
+	if (!r)
+		r = ferror(f) ? -EIO : head ? -ENODATA : 0;
 	free(line);
 	fclose(f);
 	return r;

@@ -170,6 +170,17 @@ static bool is_ancestor(const struct holders *h, pid_t pid)
 	return false;
 }
 
+/* Of the ancestors found to hold P, the nearest (the scan tells of
+ * threads before fds, whatever the order of the list); 0 for none. */
+static pid_t nearest_engine(const struct holders *h)
+{
+	for (size_t i = 0; i < h->nanc; i++)
+		for (size_t k = 0; k < h->nengine; k++)
+			if (h->engine[k] == h->anc[i])
+				return h->anc[i];
+	return 0;
+}
+
 /* scan.c tells of each process with a thread in P or an fd on it. */
 static int check_holder(pid_t pid, unsigned source, const char *entry, void *arg)
 {
@@ -232,17 +243,18 @@ static int tp_check_processes(struct tp *t, bool engine_made, struct nshash_erro
 	 * looked at before either */
 	const unsigned want = NSH_SCAN_THREADS | NSH_SCAN_FDS | NSH_SCAN_SKIP_SELF;
 	/* The engine first: its threads and fds (bounded by it, not the
-	 * node).  Then, for the engine's netns made for this start (since
-	 * the ancestor that holds it started, or the parent when none does)
-	 * with no socket in use, nothing more (docs/design.md, "Who can be
-	 * in the engine's netns"): anyone else in P is host root's and stays
-	 * behind in it, away from the container.  Else every process. */
+	 * node), and P's sockets in use.  Then, for the engine's netns made
+	 * for this start (since the nearest ancestor that holds it started,
+	 * or the parent when none does) with no socket in use, nothing more
+	 * (docs/design.md, "Who can be in the engine's netns"): anyone else in
+	 * P is host root's and stays behind in it, away from the container.
+	 * Else every process. */
 	int r = engine_made ? nsh_netns_holders_among(ns.st_ino, want, h.anc, h.nanc, check_holder, &h) : 0;
 	if (r < 0 && r != -EACCES)
 		return h.refused ? r : nsh_error_sys(err, -r, "transplant %s: list /proc", t->path);
 	char kind[32] = "";
-	bool fresh = engine_made && r == 0 && nsh_engine_fresh_netns(t->pfd, &ns, h.nengine ? h.engine[0] : 0);
-	r = fresh ? tp_sockets_in_use(t, kind, sizeof(kind), err) : 0;
+	bool fresh = engine_made && r == 0 && nsh_engine_fresh_netns(t->pfd, &ns, nearest_engine(&h));
+	r = engine_made ? tp_sockets_in_use(t, kind, sizeof(kind), err) : 0;
 	if (r < 0)
 		return r;
 	snprintf(h.sockets, sizeof(h.sockets), "%s", kind);

@@ -89,6 +89,7 @@ $HOLD leader "$W/pidns" >"$W/pidns.hold" 2>&1 &
 h=$!
 for i in $(seq 100); do grep -q ready "$W/pidns.hold" && break; sleep 0.05; done
 umount "$W/pidns" && rm "$W/pidns" || exit 9
+nshash --state-dir "$S" gc --dry-run --json | jq -r '"sees_holders \(.sees_holders)"' >"$W/pidns.sees"
 nshash --state-dir "$S" reclaim --json || exit 8
 kill $h && wait $h
 for i in $(seq 100); do
@@ -100,6 +101,7 @@ echo "$out"
 EOS
 out=$(unshare -m --propagation private --pid --fork --mount-proc bash "$WORK/pidns.sh" "$S2" "$WORK" "$HOLD"; echo "rc=$?")
 assert_contains "$out" "rc=0" "reclaim in a PID namespace of its own: exit 0"
+assert_eq "sees_holders true" "$(cat "$WORK/pidns.sees")" "gc in the PID namespace the creations ran in sees every holder"
 assert_eq "$bytes 1
 0 0" "$(sed '/^rc=/,$d' <<<"$out" | jq -r '"\(.table_memory.bytes) \(.table_memory.netns)"')" \
 	"... it counts the netns a process there holds, its pin gone (no nsfs handle opens there); the holder gone, its record goes"
@@ -126,7 +128,7 @@ assert_eq "$((2 * bytes)) 2 0 yes 0" "$(jq -r '"\(.table_memory.bytes) \(.table_
 	"gc in another PID namespace: both held netns count, the held old pin and the pin file stay ($(readlink "$S3/pidns"))"
 assert_eq false "$(jq -r .sees_holders <<<"$out")" "... its JSON says it did not see every holder"
 err=$(unshare --pid --fork --mount-proc nshash --state-dir "$S3" gc --stale-age 60 --dry-run 2>&1 >/dev/null)
-assert_eq "nshash: gc: from this PID namespace not every process is in sight (the state dir's creations ran in another: STATE/pidns): no pin was judged unused, no stale pin file removed, no ledger record dropped by a scan; run gc in the initial PID namespace (hostPID) or in the one the creations ran in" \
+assert_eq "nshash: gc: from this PID namespace not every process is in sight (STATE/pidns names the one the state dir's creations ran in: another, several, or none yet): no pin was judged unused, no stale pin file removed, no ledger record dropped by a scan; run gc in the initial PID namespace (hostPID) or in the one the creations ran in" \
 	"$err" "... and its text output says so on stderr, with what to do"
 assert_eq true "$(nshash --state-dir "$S3" gc --stale-age 60 --dry-run --json | jq -r .sees_holders)" "gc in the initial PID namespace sees every holder"
 out=$(unshare --pid --fork --mount-proc nshash --state-dir "$S3" reclaim --json)

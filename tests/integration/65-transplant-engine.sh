@@ -55,6 +55,7 @@ def inside():
     threading.Event().wait()
 if os.environ.get("GO"):  # started before P was pinned: wait until it is made
     import time  # (the go file: make_p's own ip processes have left P)
+    open(os.environ["GO"] + ".ready", "w").close()
     while not os.path.exists(os.environ["GO"]):
         time.sleep(0.05)
 if mode in ("thread", "socket"):
@@ -157,11 +158,12 @@ netns_of_threads() { for t in /proc/$1/task/*; do stat -L -c %i "$t/ns/net"; don
 # occupied MODE [ENGINE-MODE]: P made after the engine started, other MODE
 # beside it, then the hook; its output in $out
 occupied() {
-	rm -f "$D/occ.go"
+	rm -f "$D/occ.go" "$D/occ.go.ready"
 	ip netns del "$U" 2>/dev/null
 	GO=$D/occ.go engine "${2:-thread}" >"$D/occ" &
 	local e=$!
-	sleep 0.3
+	for _ in $(seq 200); do [ -e "$D/occ.go.ready" ] && break; sleep 0.05; done
+	sleep 0.05 # over a clock tick after the engine started
 	make_p
 	OLD_INO=$(stat -L -c %i "$NP")
 	other "$1"
@@ -207,13 +209,22 @@ kill $OTHER
 wait $OTHER 2>/dev/null
 
 # P pinned before the engine started (not this start's): every process is
-# looked at, and an occupant without any socket is refused as before
+# looked at, and an occupant without any socket is refused as before; a
+# socket left there by a process gone back out is refused too
 make_p
 other thread
 out=$(engine thread)
 assert_contains "$out" "refused: process $OTHER (python3) has thread " "P older than the engine: a socketless occupant found by the walk, refused"
 assert_contains "$out" ": its sockets would stay behind" "... as before"
 [ "$(tcp_of)" -lt 0 ] && pass "P older than the engine: P left as it was" || fail "P older than the engine: P changed"
+kill $OTHER
+wait $OTHER 2>/dev/null
+make_p
+other left-udp
+out=$(engine thread)
+assert_contains "$out" "transplant $NP: refused: a UDP socket is in use in it, of no process in it or holding it: it would stay behind" \
+	"P older than the engine, a UDP socket left in it: refused"
+[ "$(tcp_of)" -lt 0 ] && pass "P older than the engine, a socket left: P left as it was" || fail "P older than the engine, a socket left: P changed"
 kill $OTHER
 wait $OTHER 2>/dev/null
 # --- a veth whose peer is a port of a bridge in the host (netavark's
