@@ -196,6 +196,9 @@ bool nsh_pinned_after_start(pid_t engine, const struct stat *ns);
  * "Who can be in the engine's netns". */
 #define NSH_ENGINE_FRESH_S 30
 bool nsh_engine_fresh_netns(int nsfd, const struct stat *ns, pid_t engine);
+/* Its clock part: pinned (ctime) at most NSH_ENGINE_FRESH_S seconds before
+ * `now`, and not after it (a second of slack). */
+bool nsh_pin_recent(time_t now, const struct stat *ns);
 /* A scan is two passes over /proc in pid order (threads, then fds and
  * mounts); a position in it: */
 struct nsh_scan_pos {

@@ -95,17 +95,21 @@ bool nsh_pinned_after_start(pid_t engine, const struct stat *ns)
 	return pinned > started + 1000000000LL / hz;
 }
 
+bool nsh_pin_recent(time_t now, const struct stat *ns)
+{
+	/* a pin from the future (the clock stepped back since) is not known
+	 * to be recent */
+	return now - ns->st_ctim.tv_sec <= NSH_ENGINE_FRESH_S && ns->st_ctim.tv_sec <= now + 1;
+}
+
 bool nsh_engine_fresh_netns(int nsfd, const struct stat *ns, pid_t engine)
 {
 	cleanup_close int owner = ioctl(nsfd, NS_GET_USERNS);
 	struct stat o;
 	if (owner < 0 || fstat(owner, &o) < 0 || o.st_ino != NSH_PROC_USER_INIT_INO)
 		return false;
-	/* pinned in the last NSH_ENGINE_FRESH_S seconds; a pin from the
-	 * future (the clock stepped back since) is not known to be recent */
 	struct timespec now;
-	if (clock_gettime(CLOCK_REALTIME, &now) < 0 || now.tv_sec - ns->st_ctim.tv_sec > NSH_ENGINE_FRESH_S ||
-	    ns->st_ctim.tv_sec > now.tv_sec + 1)
+	if (clock_gettime(CLOCK_REALTIME, &now) < 0 || !nsh_pin_recent(now.tv_sec, ns))
 		return false;
 	return nsh_pinned_after_start(engine, ns);
 }

@@ -252,6 +252,49 @@ static void test_sockets_in_use(void **state)
 	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
+/* nsh_engine_fresh_netns: a netns made now by a child of this process
+ * (its parent, started before) and owned by the initial user namespace is
+ * fresh; one owned by a user namespace of its own is not; the clock part
+ * (nsh_pin_recent) at its bounds. */
+static int fresh_child(int flags)
+{
+	if (unshare(flags) < 0)
+		return 10;
+	int fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC); /* its nsfs inode made now */
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return 11;
+	return nsh_engine_fresh_netns(fd, &st, 0) ? 1 : 0;
+}
+
+static void test_engine_fresh(void **state)
+{
+	(void)state;
+	if (geteuid() != 0)
+		skip(); /* a netns of its own needs root */
+	int want[2][2] = {{CLONE_NEWNET, 1}, {CLONE_NEWUSER | CLONE_NEWNET, 0}};
+	for (int i = 0; i < 2; i++) {
+		usleep(30000); /* over a clock tick after this process started */
+		pid_t p = fork();
+		if (p == 0)
+			_exit(fresh_child(want[i][0]));
+		int st;
+		assert_int_equal(waitpid(p, &st, 0), p);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), want[i][1]);
+	}
+	struct stat ns = {0};
+	time_t now = 1800000000;
+	ns.st_ctim.tv_sec = now - NSH_ENGINE_FRESH_S;
+	assert_true(nsh_pin_recent(now, &ns));
+	ns.st_ctim.tv_sec = now - NSH_ENGINE_FRESH_S - 1;
+	assert_false(nsh_pin_recent(now, &ns)); /* older than a start's */
+	ns.st_ctim.tv_sec = now + 1;
+	assert_true(nsh_pin_recent(now, &ns));
+	ns.st_ctim.tv_sec = now + 2;
+	assert_false(nsh_pin_recent(now, &ns)); /* from the future: the clock stepped back */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -261,6 +304,7 @@ int main(void)
 	    cmocka_unit_test(test_bounds),
 	    cmocka_unit_test(test_holders_among),
 	    cmocka_unit_test(test_sockets_in_use),
+	    cmocka_unit_test(test_engine_fresh),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
