@@ -148,23 +148,7 @@ static int occupancy_links(const char *path, struct nshash_occupancy *occ, struc
 		return r;
 	struct if_nameindex *ifs = if_nameindex();
 	int saved = errno;
-	bool links = false; /* any but lo: they decide, the sockets are not read */
-	for (struct if_nameindex *i = ifs; i && i->if_index && !links; i++)
-		links = strcmp(i->if_name, "lo") != 0;
-	int sr = ifs && !links && look && look->fresh ? nsh_sockets_in_use_here(look->kind, sizeof(look->kind)) : 0;
-	r = nsh_netns_return(home, err);
-	if (r < 0) {
-		if (ifs)
-			if_freenameindex(ifs);
-		return r;
-	}
-	if (!ifs)
-		return nsh_error_sys(err, saved, "list the interfaces of %s", path);
-	if (sr < 0) {
-		if_freenameindex(ifs);
-		return nsh_error_sys(err, -sr, "look at the sockets of %s: /proc/net", path);
-	}
-	for (struct if_nameindex *i = ifs; i->if_index; i++) {
+	for (struct if_nameindex *i = ifs; i && i->if_index; i++) {
 		if (strcmp(i->if_name, "lo") == 0)
 			continue;
 		size_t used = strlen(occ->link_names);
@@ -173,7 +157,17 @@ static int occupancy_links(const char *path, struct nshash_occupancy *occ, struc
 				 i->if_name);
 		occ->links++;
 	}
-	if_freenameindex(ifs);
+	if (ifs)
+		if_freenameindex(ifs);
+	/* links decide: the sockets are read only when there is none */
+	int sr = ifs && !occ->links && look && look->fresh ? nsh_sockets_in_use_here(look->kind, sizeof(look->kind)) : 0;
+	r = nsh_netns_return(home, err);
+	if (r < 0)
+		return r;
+	if (!ifs)
+		return nsh_error_sys(err, saved, "list the interfaces of %s", path);
+	if (sr < 0)
+		return nsh_error_sys(err, -sr, "look at the sockets of %s: /proc/net", path);
 	return 0;
 }
 
