@@ -14,13 +14,19 @@
 #   load_routes R A           R routes (/32s of 198.18.0.0/15, RFC 2544's
 #                             benchmark range) and A addresses (100.64/10)
 #                             on a link nshload0 in this netns (0 0 = none)
+#   load_netns N              N more live netns, each having looked up
+#                             ipv4/ip_forward and ipv6/conf/all/disable_ipv6
+#                             under /proc/sys/net (what a pod's network set-up
+#                             does; bench/live-netns.py; 0 = none)
 #   load_clear                all of it gone
-#   load_levels               the levels to measure at: "PROCS:ROUTES:ADDRS"
-#                             words, from NSHASH_BENCH_PROCS (default "0")
-#                             and NSHASH_BENCH_ROUTES (default "0"), with
+#   load_levels               the levels to measure at: "PROCS:ROUTES:ADDRS:NETNS"
+#                             words, from NSHASH_BENCH_PROCS (default "0"),
+#                             NSHASH_BENCH_ROUTES (default "0"), with
 #                             NSHASH_BENCH_ADDRS (default 1000) addresses at
-#                             every level with routes
+#                             every level with routes, and NSHASH_BENCH_NETNS
+#                             (default "0")
 LOAD_PID=
+LOAD_NETNS_PID=
 LOAD_DIR=$(mktemp -d /tmp/nshash-load.XXXXXX)
 
 load_private_netns() {
@@ -42,11 +48,40 @@ load_private_netns() {
 
 load_levels() {
 	local p r
-	for p in ${NSHASH_BENCH_PROCS:-0}; do echo "$p:0:0"; done
+	local n
+	for p in ${NSHASH_BENCH_PROCS:-0}; do echo "$p:0:0:0"; done
 	for r in ${NSHASH_BENCH_ROUTES:-0}; do
 		[ "$r" = 0 ] && continue
-		echo "0:$r:${NSHASH_BENCH_ADDRS:-1000}"
+		echo "0:$r:${NSHASH_BENCH_ADDRS:-1000}:0"
 	done
+	for n in ${NSHASH_BENCH_NETNS:-0}; do
+		[ "$n" = 0 ] && continue
+		echo "0:0:0:$n"
+	done
+}
+
+load_netns() {
+	load_netns_stop
+	[ "${1:-0}" -gt 0 ] || return 0
+	# held by one process until its stdin (a fifo kept open here) closes
+	mkfifo "$LOAD_DIR/netns.in" || return 1
+	python3 "$(dirname "${BASH_SOURCE[0]}")/live-netns.py" "$1" ipv4/ip_forward ipv6/conf/all/disable_ipv6 \
+		<"$LOAD_DIR/netns.in" >"$LOAD_DIR/netns.out" &
+	LOAD_NETNS_PID=$!
+	exec {LOAD_NETNS_FD}>"$LOAD_DIR/netns.in"
+	until grep -q ready "$LOAD_DIR/netns.out" 2>/dev/null; do
+		kill -0 "$LOAD_NETNS_PID" 2>/dev/null || { echo "load: live-netns.py $1 failed" >&2; LOAD_NETNS_PID=; return 1; }
+		sleep 0.2
+	done
+}
+
+load_netns_stop() {
+	[ -n "$LOAD_NETNS_PID" ] || return 0
+	exec {LOAD_NETNS_FD}>&-
+	kill "$LOAD_NETNS_PID" 2>/dev/null
+	wait "$LOAD_NETNS_PID" 2>/dev/null
+	LOAD_NETNS_PID=
+	rm -f "$LOAD_DIR/netns.in" "$LOAD_DIR/netns.out"
 }
 
 load_procs() {
@@ -91,6 +126,7 @@ load_routes() {
 
 load_clear() {
 	load_procs_stop
+	load_netns_stop
 	rm -rf "$LOAD_DIR"
 	ip link del nshload0 2>/dev/null
 	return 0

@@ -117,6 +117,7 @@ struct nsh_veth {
 	struct nlmsghdr *hmsg, *cmsg; /* the old host side, container side as read */
 	uint32_t hfeat[NSH_VETH_FEATW], cfeat[NSH_VETH_FEATW];
 	struct nsh_netcfg hsys; /* the old host side's per-device sysctls */
+	int sysdir[2];		/* the host's /proc/sys/net/ipv4 and ipv6, fd + 1 (0: not open) */
 };
 /* Look at link l of P (socket skp, fd pfd) from the caller's netns (skh,
  * home): 1 recreatable (v->ok), 0 not (v->why when a candidate), or an
@@ -141,8 +142,10 @@ void nsh_veth_free(struct nsh_veth *v);
  * /proc/sys/net/REL file of the calling thread's netns (sysctl.c). */
 const char *nsh_netcfg_link_name(const struct nsh_netcfg *cfg, int index);
 int nsh_netsys_read(const char *rel, char *buf, size_t len);
-/* Every readable and writable knob under /proc/sys/net/REL into cfg. */
-int nsh_netsys_walk(const char *rel, struct nsh_netcfg *cfg);
+/* Every readable and writable knob under /proc/sys/net/REL into cfg; `dir`:
+ * an fd of that directory in the netns to read (closed here), or -1: the
+ * path in the calling thread's netns. */
+int nsh_netsys_walk(int dir, const char *rel, struct nsh_netcfg *cfg);
 /* A dump of `type` (header hdrlen bytes, AF_UNSPEC) into out; `optional`:
  * a kernel without it (EOPNOTSUPP, EINVAL) gives none.  "list WHAT: why". */
 int nsh_netcfg_dump(struct nl_sock *sk, int type, size_t hdrlen, struct nsh_msgs *out, const char *what, bool optional,

@@ -21,6 +21,7 @@
  * (every link attribute, bridge port options, ethtool features, the host
  * side's sysctls) is compared once it exists, and a difference puts the
  * old pair back and moves it. */
+#include <fcntl.h>
 #include <linux/ethtool.h>
 #include <linux/if_link.h>
 #include <linux/neighbour.h>
@@ -247,16 +248,35 @@ static int features_in(int nsfd, int home, const char *name, uint32_t out[NSH_VE
 	return r;
 }
 
-/* The host side's per-device sysctls (the calling thread is in its netns). */
-static int host_sysctls(const char *name, struct nsh_netcfg *out)
+/* The host side `name`'s per-device sysctls (the calling thread is in its
+ * netns).  The host's own ipv4 and ipv6 directories are looked up once a
+ * plan (v->sysdir), not once a file: the host's cached dentries are the
+ * oldest, the last of one per live netns that such a lookup compares
+ * (docs/kernel.md). */
+static int host_sysctls(struct nsh_veth *v, const char *name, struct nsh_netcfg *out)
 {
-	static const char *const dirs[] = {"ipv4/conf", "ipv4/neigh", "ipv6/conf", "ipv6/neigh"};
+	static const char *const tops[] = {"ipv4", "ipv6"}, *const kinds[] = {"conf", "neigh"};
 	memset(out, 0, sizeof(*out));
 	int r = 0;
-	for (size_t i = 0; r == 0 && i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+	for (size_t i = 0; r == 0 && i < sizeof(tops) / sizeof(tops[0]); i++) {
 		char rel[64];
-		snprintf(rel, sizeof(rel), "%s/%s", dirs[i], name);
-		r = nsh_netsys_walk(rel, out);
+		if (!v->sysdir[i]) {
+			snprintf(rel, sizeof(rel), "/proc/sys/net/%s", tops[i]);
+			int top = open(rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (top < 0 && errno != ENOENT)
+				return -errno;
+			v->sysdir[i] = top + 1; /* 0 again when absent (no IPv6) */
+		}
+		for (size_t k = 0; v->sysdir[i] && r == 0 && k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+			snprintf(rel, sizeof(rel), "%s/%s", kinds[k], name);
+			int fd = openat(v->sysdir[i] - 1, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (fd < 0) {
+				r = errno == ENOENT ? 0 : -errno;
+				continue;
+			}
+			snprintf(rel, sizeof(rel), "%s/%s/%s", tops[i], kinds[k], name);
+			r = nsh_netsys_walk(fd, rel, out);
+		}
 	}
 	return r;
 }
@@ -298,6 +318,9 @@ void nsh_veth_free(struct nsh_veth *v)
 	free(v->hmsg);
 	free(v->cmsg);
 	nsh_netcfg_free(&v->hsys);
+	for (int i = 0; i < 2; i++)
+		if (v->sysdir[i] > 0)
+			close(v->sysdir[i] - 1);
 	memset(v, 0, sizeof(*v));
 }
 
@@ -492,7 +515,7 @@ int nsh_veth_plan(struct nl_sock *skp, struct nl_sock *skh, int pfd, int home, c
 		snprintf(v->why, sizeof(v->why), "its host side %s: %s", v->name, why);
 		return 0;
 	}
-	if (host_sysctls(v->name, &v->hsys) < 0 || features_in(-1, home, v->name, v->hfeat) < 0 ||
+	if (host_sysctls(v, v->name, &v->hsys) < 0 || features_in(-1, home, v->name, v->hfeat) < 0 ||
 	    features_in(pfd, home, l->name, v->cfeat) < 0) {
 		snprintf(v->why, sizeof(v->why), "its sysctls or ethtool features could not be read");
 		return 0;
@@ -664,7 +687,7 @@ int nsh_veth_recreate(struct nl_sock *skh, struct nl_sock *sks, int sfd, int hom
 	else if (!why[0] && (features_in(-1, home, v->fresh_name, hf) < 0 || features_in(sfd, home, l->name, cf) < 0 ||
 			     memcmp(hf, v->hfeat, sizeof(hf)) || memcmp(cf, v->cfeat, sizeof(cf))))
 		snprintf(why, sizeof(why), "its ethtool features differ from a new veth's");
-	else if (!why[0] && host_sysctls(v->fresh_name, &sys) < 0)
+	else if (!why[0] && host_sysctls(v, v->fresh_name, &sys) < 0)
 		snprintf(why, sizeof(why), "read the new %s's sysctls", v->fresh_name);
 	else if (!why[0] && sysctls_diff(&v->hsys.dev, &sys.dev, d, sizeof(d)))
 		snprintf(why, sizeof(why), "its host side %s: %s", v->name, d);

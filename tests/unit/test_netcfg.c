@@ -5,7 +5,9 @@
  * neighbours; dump a right after configuring, b 3 s later).  What differs
  * only in state (DAD's tentative flag, ticking lifetimes, cache info, the
  * kernel's routes that wait for DAD) compares equal; a real difference is
- * reported, the first one, in the words a refused transplant prints. */
+ * reported, the first one, in the words a refused transplant prints.
+ * With root: the /proc/sys/net walk (each file looked up relative to its
+ * directory) against a walk by whole paths. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +15,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <arpa/inet.h>
 #include <linux/if_addr.h>
 #include <linux/if_link.h>
@@ -292,6 +300,108 @@ static void test_cut_message_refused(void **state)
 	free(b.d);
 }
 
+/* The reference: every readable and writable file under /proc/sys/net/REL
+ * by its whole path, as "REL=VALUE" lines in buf. */
+static int walk_by_path(const char *rel, char *buf, size_t len, size_t *used)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "/proc/sys/net/%s", rel);
+	DIR *d = opendir(path);
+	if (!d)
+		return -1;
+	struct dirent *de;
+	int n = 0;
+	while ((de = readdir(d))) {
+		char sub[256], value[4096];
+		struct stat st;
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(sub, sizeof(sub), "%s%s%.100s", rel, *rel ? "/" : "", de->d_name);
+		snprintf(path, sizeof(path), "/proc/sys/net/%s", sub);
+		if (stat(path, &st) < 0)
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			int k = walk_by_path(sub, buf, len, used);
+			n += k > 0 ? k : 0;
+			continue;
+		}
+		int fd = (st.st_mode & 0600) == 0600 ? open(path, O_RDONLY) : -1;
+		ssize_t r = fd >= 0 ? read(fd, value, sizeof(value) - 1) : -1;
+		if (fd >= 0)
+			close(fd);
+		if (r < 0)
+			continue;
+		while (r > 0 && value[r - 1] == '\n')
+			r--;
+		value[r] = '\0';
+		*used += (size_t)snprintf(buf + *used, len - *used, "%s=%s\n", sub, value);
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/* 1 when every "PATH=VALUE" line of ref (which starts with a newline) is
+ * one of cfg's and their counts are equal. */
+static int same_as(const struct nsh_netcfg *cfg, const char *ref, int nref)
+{
+	if ((size_t)nref != cfg->wide.n + cfg->dev.n)
+		return 0;
+	const struct nsh_sysvec *vs[] = {&cfg->wide, &cfg->dev};
+	for (int k = 0; k < 2; k++)
+		for (size_t i = 0; i < vs[k]->n; i++) {
+			char line[8192];
+			snprintf(line, sizeof(line), "\n%s=%s\n", vs[k]->v[i].path, vs[k]->v[i].value);
+			if (!strstr(ref, line))
+				return 0;
+		}
+	return 1;
+}
+
+static int walk_child(void)
+{
+	static char ref[1 << 20] = "\n";
+	size_t used = 1;
+	if (unshare(CLONE_NEWNET) < 0)
+		return 10;
+	/* a value of its own to find under its name */
+	int fd = open("/proc/sys/net/ipv4/conf/lo/arp_ignore", O_WRONLY);
+	if (fd < 0 || write(fd, "2", 1) != 1)
+		return 11;
+	close(fd);
+	int nref = walk_by_path("", ref, sizeof(ref), &used);
+	struct nsh_netcfg cfg = {0};
+	if (nref < 300 || nsh_netsys_walk(-1, "", &cfg) < 0)
+		return 12;
+	if (!same_as(&cfg, ref, nref))
+		return 13;
+	nsh_netcfg_free(&cfg);
+	/* from a directory's fd: the names below the REL given */
+	used = 1;
+	nref = walk_by_path("ipv4/conf/lo", ref, sizeof(ref), &used);
+	fd = open("/proc/sys/net/ipv4/conf/lo", O_RDONLY | O_DIRECTORY);
+	if (nref < 10 || fd < 0 || nsh_netsys_walk(fd, "ipv4/conf/lo", &cfg) < 0)
+		return 14;
+	if (!same_as(&cfg, ref, nref) || !strstr(ref, "\nipv4/conf/lo/arp_ignore=2\n"))
+		return 15;
+	nsh_netcfg_free(&cfg);
+	return 0;
+}
+
+static void test_sysctl_walk(void **state)
+{
+	(void)state;
+	if (geteuid() != 0)
+		skip(); /* a netns of its own needs root */
+	pid_t p = fork();
+	if (p == 0)
+		_exit(walk_child());
+	int st;
+	assert_int_equal(waitpid(p, &st, 0), p);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -304,6 +414,7 @@ int main(void)
 	    cmocka_unit_test(test_neigh_missing),
 	    cmocka_unit_test(test_links),
 	    cmocka_unit_test(test_cut_message_refused),
+	    cmocka_unit_test(test_sysctl_walk),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
