@@ -27,6 +27,7 @@
 #                             (default "0")
 LOAD_PID=
 LOAD_NETNS_PID=
+LOAD_NETNS_FD=
 LOAD_DIR=$(mktemp -d /tmp/nshash-load.XXXXXX)
 
 load_private_netns() {
@@ -70,16 +71,18 @@ load_netns() {
 	LOAD_NETNS_PID=$!
 	exec {LOAD_NETNS_FD}>"$LOAD_DIR/netns.in"
 	until grep -q ready "$LOAD_DIR/netns.out" 2>/dev/null; do
-		kill -0 "$LOAD_NETNS_PID" 2>/dev/null || { echo "load: live-netns.py $1 failed" >&2; LOAD_NETNS_PID=; return 1; }
+		kill -0 "$LOAD_NETNS_PID" 2>/dev/null || { echo "load: live-netns.py $1 failed" >&2; load_netns_stop; return 1; }
 		sleep 0.2
 	done
 }
 
 load_netns_stop() {
-	[ -n "$LOAD_NETNS_PID" ] || return 0
-	exec {LOAD_NETNS_FD}>&-
-	kill "$LOAD_NETNS_PID" 2>/dev/null
-	wait "$LOAD_NETNS_PID" 2>/dev/null
+	if [ -n "${LOAD_NETNS_FD:-}" ]; then exec {LOAD_NETNS_FD}>&-; fi
+	LOAD_NETNS_FD=
+	if [ -n "$LOAD_NETNS_PID" ]; then
+		kill "$LOAD_NETNS_PID" 2>/dev/null
+		wait "$LOAD_NETNS_PID" 2>/dev/null
+	fi
 	LOAD_NETNS_PID=
 	rm -f "$LOAD_DIR/netns.in" "$LOAD_DIR/netns.out"
 }

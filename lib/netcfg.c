@@ -220,8 +220,8 @@ static bool per_device(const char *rel)
  * relative to its directory's fd: a path through /proc/sys/net compares,
  * at the netns's own directory (ipv4, ipv6, core...), one cached dentry of
  * every live netns that looked there (docs/kernel.md: ~0.5 ms a lookup
- * from the host at 2000 netns), so only the walk's start pays that, not
- * each of its ~1000 files. */
+ * from the host at 2000 netns), so a walk pays that once for each of those
+ * directories it enters, not once for each of its ~1000 files. */
 int nsh_netsys_walk(int dir, const char *rel, struct nsh_netcfg *cfg)
 {
 	if (dir < 0) {

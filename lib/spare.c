@@ -99,13 +99,14 @@ struct spare_name {
  * is bound, the record cancelled if the pin fails. */
 typedef int (*pin_namer)(const struct nshash_netns_info *info, void *arg, char *path, size_t len,
 			 struct nshash_error *err);
-/* The spare's ipv4 and ipv6 directories looked up once through the host's
- * /proc, by the filler, off every path: the first such lookup in a netns
- * compares a cached dentry of every live netns that looked there (~1.9 ms
- * at 2000 live netns, 7-25 ms at 10000; docs/kernel.md), and whoever takes
- * the spare would pay it on a container's start (the transplant's restore,
- * the CNI plugin's carry, the runtime's sysctls).  Best effort: an error
- * only when the thread cannot return to its netns. */
+/* The new spare's ipv4 and ipv6 directories looked up once through the
+ * filler's /proc (the host's, where the runtimes look), off every path:
+ * the first such lookup in a netns compares a cached dentry of every live
+ * netns that looked there (~1.9 ms at 2000 live netns, 7-25 ms at 10000;
+ * docs/kernel.md), and whoever takes the spare would pay it on a
+ * container's start (the transplant's restore, the CNI plugin's carry, the
+ * runtime's sysctls).  Best effort: an error only when the thread cannot
+ * return to its netns. */
 static int warm_lookups(int nsfd, struct nshash_error *err)
 {
 	cleanup_close int home = -1;
@@ -130,6 +131,8 @@ static int create_named(const struct nshash_create_opts *opts, int proc, pin_nam
 	cleanup_close int nsfd = -1;
 	struct nshash_netns_info info;
 	r = nsh_netns_make(opts, proc, &nsfd, &info, err);
+	if (r == 0)
+		r = warm_lookups(nsfd, err); /* before anyone can take it */
 	if (r < 0)
 		return r;
 	r = namer(&info, arg, path, len, err);
@@ -144,8 +147,6 @@ static int create_named(const struct nshash_create_opts *opts, int proc, pin_nam
 		r = nshash_pin_fd(nsfd, path, err);
 	if (r < 0)
 		nsh_ledger_cancel(state_dir, &ticket);
-	else
-		r = warm_lookups(nsfd, err);
 	return r;
 }
 
